@@ -1,0 +1,45 @@
+"""Prompt strategies for long LangChain and LangGraph agent runs.
+
+Applied just before each model call, they shorten and drop old tool calls (keeping the
+provider's prompt cache hitting), deliver consume-once inbox notices, and aim at token
+budgets, without ever changing the stored conversation.
+"""
+
+from langchain_promptstrat.adapters.runnable import PromptStrategy
+from langchain_promptstrat.errors import ConfigError, InvalidMessagesError, PromptStratError, UnknownStrategyError
+from langchain_promptstrat.messages import check_tool_pairs
+from langchain_promptstrat.registry import (
+    DEFAULT_STRATEGIES,
+    available_strategies,
+    get_strategy,
+    prepare_prompt,
+    register_strategy,
+    unregister_strategy,
+)
+from langchain_promptstrat.report import Compacted, StrategyReport
+from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.strategies.none import NoStrategy
+from langchain_promptstrat.strategies.shorten_tools import ShortenTools
+from langchain_promptstrat.truncation import shorten_string, truncate_string
+
+__all__ = [
+    "DEFAULT_STRATEGIES",
+    "Compacted",
+    "ConfigError",
+    "InvalidMessagesError",
+    "NoStrategy",
+    "PromptStratError",
+    "PromptStrategy",
+    "Settings",
+    "ShortenTools",
+    "StrategyReport",
+    "UnknownStrategyError",
+    "available_strategies",
+    "check_tool_pairs",
+    "get_strategy",
+    "prepare_prompt",
+    "register_strategy",
+    "shorten_string",
+    "truncate_string",
+    "unregister_strategy",
+]

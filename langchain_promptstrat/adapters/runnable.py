@@ -1,0 +1,93 @@
+"""``PromptStrategy``: every strategy as a LangChain ``Runnable``.
+
+The strategy logic is a pure function over a message list (:meth:`PromptStrategy.compact`);
+this layer only reads the input, calls it, and tells the world what happened: the report is
+logged at DEBUG on the ``langchain_promptstrat`` logger and, inside a LangChain run,
+dispatched as the custom event ``promptstrat`` so ``astream_events`` shows it.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any, ClassVar
+
+from langchain_core.callbacks import dispatch_custom_event
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import Runnable, RunnableConfig
+
+from langchain_promptstrat.messages import coerce_messages
+from langchain_promptstrat.report import Compacted, logger
+from langchain_promptstrat.settings import Settings
+
+__all__ = ["REPORT_EVENT", "PromptStrategy", "emit_report"]
+
+REPORT_EVENT = "promptstrat"
+"""Name of the custom callback event that carries each strategy call's report."""
+
+
+def emit_report(result: Compacted, config: RunnableConfig | None = None) -> None:
+    """Log ``result.report`` at DEBUG and, inside a LangChain run, dispatch it as an event."""
+    data = result.report.as_dict()
+    logger.debug("%s: %s", result.report.strategy, data)
+    if config is not None and config.get("callbacks") is not None:
+        try:
+            dispatch_custom_event(REPORT_EVENT, data, config=config)
+        except RuntimeError:  # no parent run to attach the event to: logging is enough
+            pass
+
+
+class PromptStrategy(Runnable[Any, list[BaseMessage]], ABC):
+    """A named prompt strategy: a pure message-list transform that is also a ``Runnable``.
+
+    Input: a list of messages (or dicts, tuples) or a ``PromptValue``; output: a new
+    ``list[BaseMessage]``. The input is never mutated, so the stored conversation keeps
+    full fidelity while the model sees the compacted prompt. Compose with ``|``:
+    ``prompt | ShortenTools() | model``.
+
+    Subclasses set ``strategy_name`` (the registry key) and implement :meth:`compact`.
+    Those that need the conversation's save file (the inbox) set ``uses_save_file``.
+    """
+
+    strategy_name: ClassVar[str] = "strategy"
+    uses_save_file: ClassVar[bool] = False
+
+    def __init__(self, settings: Settings | None = None, **overrides: Any) -> None:
+        self.settings = Settings.load(settings, **overrides)
+
+    @abstractmethod
+    def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
+        """Return the messages the model should see and a report; never mutate ``messages``."""
+
+    def apply(
+        self,
+        messages: Any,
+        *,
+        save_file: str | os.PathLike[str] | None = None,
+        config: RunnableConfig | None = None,
+    ) -> Compacted:
+        """Return :meth:`compact` of ``messages`` read in any accepted input form, and emit its report."""
+        result = self.compact(coerce_messages(messages), save_file=save_file if self.uses_save_file else None)
+        emit_report(result, config)
+        return result
+
+    def save_file_from_config(self, config: RunnableConfig | None) -> Path | None:
+        """Return the conversation's save file named in ``config["configurable"]["save_file"]``."""
+        value = ((config or {}).get("configurable") or {}).get("save_file")
+        return Path(value) if value else None
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> list[BaseMessage]:
+        """Return the transformed messages; the report goes to the log and the run's callbacks."""
+        return self._call_with_config(self._invoke, input, config, run_type="prompt")
+
+    def _invoke(self, input: Any, config: RunnableConfig) -> list[BaseMessage]:
+        save_file = self.save_file_from_config(config) if self.uses_save_file else None
+        return self.apply(input, save_file=save_file, config=config).messages
+
+    def get_name(self, suffix: str | None = None, *, name: str | None = None) -> str:
+        """Return the registry key as the run name, so traces show which strategy ran."""
+        return super().get_name(suffix, name=name or self.strategy_name)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"

@@ -1,0 +1,57 @@
+"""The one error hierarchy of langchain_promptstrat.
+
+Every error raised on purpose derives from :class:`PromptStratError` and also from the
+built-in exception callers already catch, so ``except ValueError`` keeps working.
+"""
+
+from __future__ import annotations
+
+
+class PromptStratError(Exception):
+    """Base for every error this package raises on purpose."""
+
+
+class ConfigError(PromptStratError, ValueError):
+    """A setting or argument has a value the package cannot use."""
+
+
+class UnknownStrategyError(PromptStratError, LookupError):
+    """A strategy name is not registered; the message lists the known names."""
+
+    def __init__(self, name: str, known: list[str]) -> None:
+        self.name = name
+        self.known = list(known)
+        super().__init__(f"unknown strategy {name!r}; known: {', '.join(self.known) or '(none)'}")
+
+    def __reduce__(self):  # keep the exception picklable across processes
+        return (type(self), (self.name, self.known))
+
+
+class InvalidMessagesError(PromptStratError, ValueError):
+    """The input cannot be read as a list of chat messages."""
+
+
+class InboxError(PromptStratError, OSError):
+    """The inbox cannot be used as asked (a root that is not a directory, an unsafe thread id)."""
+
+
+class InboxAborted(PromptStratError, RuntimeError):
+    """A person asked the run to stop by dropping an ``abort`` file into the inbox.
+
+    ``reason`` is the file's stripped content (or a sentence naming the consumed file when
+    it was blank), ``path`` where the consumed file now lies, and ``delivered`` the notices
+    consumed before it in the same pickup, so a caller can still show them.
+    """
+
+    def __init__(self, reason: str, *, path: str | None = None, delivered: list | None = None) -> None:
+        self.reason = reason
+        self.path = path
+        self.delivered = list(delivered or [])
+        super().__init__(reason)
+
+    def __reduce__(self):
+        return (_rebuild_inbox_aborted, (self.reason, self.path, self.delivered))
+
+
+def _rebuild_inbox_aborted(reason: str, path: str | None, delivered: list) -> InboxAborted:
+    return InboxAborted(reason, path=path, delivered=delivered)

@@ -1,0 +1,627 @@
+"""The message model: the only module that knows where a tool call is recorded.
+
+A tool call is an entry of ``AIMessage.tool_calls``; its output is the ``ToolMessage`` with
+the same ``tool_call_id``. Real conversations may carry the same call in up to three
+places: ``tool_calls``, OpenAI's ``additional_kwargs["tool_calls"]`` and Anthropic's
+``tool_use`` content blocks. A provider sees whichever its integration serialises, so
+every edit here changes all three consistently. ``invalid_tool_calls`` are never touched.
+
+Strategies work on positions (1-based, counted from the newest ``ToolMessage``; a call
+shares its output's position), steps (an ``AIMessage`` and the ``ToolMessage``s right
+after it) and turns (a real user message and everything up to the next one). Messages are
+treated as immutable: an edit returns a copy, the input list and its messages are never
+changed, so the stored conversation keeps full fidelity.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    convert_to_messages,
+)
+from langchain_core.prompt_values import PromptValue
+
+from langchain_promptstrat.errors import InvalidMessagesError
+from langchain_promptstrat.truncation import DEFAULT_ARGUMENT_SIZE, DEFAULT_OUTPUT_SIZE, shorten_string
+
+__all__ = [
+    "MARK_KEY",
+    "Fate",
+    "ToolCallRecord",
+    "ToolIndex",
+    "ToolPairViolation",
+    "apply_fates",
+    "check_tool_pairs",
+    "coerce_messages",
+    "content_text",
+    "drop_tool_call",
+    "edit_ai_message",
+    "find_tool_pair_violations",
+    "index_tool_calls",
+    "is_real_user_message",
+    "leading_system_count",
+    "mark",
+    "mark_of",
+    "message_chars",
+    "repeat_key",
+    "shorten_arguments",
+    "shorten_tool_call",
+    "shorten_tool_output",
+    "split_steps",
+    "split_turns",
+    "tool_call_ids",
+    "value_chars",
+]
+
+MARK_KEY = "promptstrat"
+"""Key in ``additional_kwargs`` under which this package marks the messages it creates.
+
+Chat-model integrations do not send unknown ``additional_kwargs`` keys of a user message to
+the provider, so the mark is visible to code and invisible to the model.
+"""
+
+
+# --------------------------------------------------------------------------- input
+
+
+def coerce_messages(value: Any) -> list[BaseMessage]:
+    """Return ``value`` as a new list of messages: a ``PromptValue``, messages, dicts or tuples.
+
+    Raises :class:`InvalidMessagesError` naming the position of the first item that is not
+    a message in any form ``langchain_core.messages.convert_to_messages`` understands.
+    """
+    if isinstance(value, PromptValue):
+        return list(value.to_messages())
+    if isinstance(value, BaseMessage) or isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise InvalidMessagesError(
+            f"expected a list of messages or a PromptValue, got {type(value).__name__}"
+        )
+    items = list(value)
+    if all(isinstance(m, BaseMessage) for m in items):
+        return items
+    out: list[BaseMessage] = []
+    for i, item in enumerate(items):
+        if isinstance(item, BaseMessage):
+            out.append(item)
+            continue
+        try:
+            out.extend(convert_to_messages([item]))
+        except (ValueError, TypeError, KeyError, NotImplementedError) as exc:
+            raise InvalidMessagesError(f"message {i}: cannot read as a chat message: {exc}") from None
+    return out
+
+
+# --------------------------------------------------------------------------- marks
+
+
+def mark(message: BaseMessage, kind: str, *, notice: bool, **meta: Any) -> BaseMessage:
+    """Return a copy of ``message`` marked as produced by this package (``kind``, ``meta``).
+
+    ``notice=True`` says the message was written by a strategy, not by a person: it is
+    never taken for a real user message (sliding-window anchor, turn counting).
+    """
+    kwargs = dict(message.additional_kwargs)
+    kwargs[MARK_KEY] = {"kind": kind, "notice": notice, **meta}
+    return message.model_copy(update={"additional_kwargs": kwargs})
+
+
+def mark_of(message: BaseMessage) -> dict[str, Any] | None:
+    """Return this package's mark on ``message`` (``{"kind": ..., ...}``), or None."""
+    value = message.additional_kwargs.get(MARK_KEY) if message.additional_kwargs else None
+    return value if isinstance(value, dict) else None
+
+
+def is_real_user_message(message: BaseMessage) -> bool:
+    """Return whether ``message`` is a user message a person wrote, not a strategy's notice."""
+    if not isinstance(message, HumanMessage):
+        return False
+    m = mark_of(message)
+    return not (m and m.get("notice"))
+
+
+# --------------------------------------------------------------------------- where calls live
+
+
+def _openai_calls(message: BaseMessage) -> list[dict[str, Any]]:
+    calls = message.additional_kwargs.get("tool_calls") if message.additional_kwargs else None
+    return calls if isinstance(calls, list) else []
+
+
+def _tool_use_blocks(content: Any) -> Iterable[dict[str, Any]]:
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                yield block
+
+
+def tool_call_ids(message: BaseMessage) -> list[str]:
+    """Return the ids of the calls ``message`` records, in order, each once, from all three places."""
+    if not isinstance(message, AIMessage):
+        return []
+    ids: list[str] = []
+    seen: set[str] = set()
+
+    def add(call_id: Any) -> None:
+        if isinstance(call_id, str) and call_id and call_id not in seen:
+            seen.add(call_id)
+            ids.append(call_id)
+
+    for call in message.tool_calls:
+        add(call.get("id"))
+    for call in _openai_calls(message):
+        if isinstance(call, dict):
+            add(call.get("id"))
+    for block in _tool_use_blocks(message.content):
+        add(block.get("id"))
+    return ids
+
+
+def _call_name_and_args(message: AIMessage, call_id: str) -> tuple[str, Any]:
+    for call in message.tool_calls:
+        if call.get("id") == call_id:
+            return call.get("name") or "", call.get("args")
+    for call in _openai_calls(message):
+        if isinstance(call, dict) and call.get("id") == call_id:
+            function = call.get("function") or {}
+            raw = function.get("arguments")
+            try:
+                args = json.loads(raw) if isinstance(raw, str) else raw
+            except ValueError:
+                args = raw
+            return function.get("name") or "", args
+    for block in _tool_use_blocks(message.content):
+        if block.get("id") == call_id:
+            return block.get("name") or "", block.get("input")
+    return "", None
+
+
+def repeat_key(name: str, args: Any) -> str:
+    """Return the identity of a call for repeat detection: tool name plus canonical JSON args.
+
+    Keys are sorted at every depth and the generated call id is not part of the key, so the
+    same request made twice has the same key.
+    """
+    return name + "\x00" + json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
+
+
+# --------------------------------------------------------------------------- the index
+
+
+@dataclass
+class ToolCallRecord:
+    """One completed or pending tool call: where it is recorded and where its output is."""
+
+    id: str
+    name: str
+    args: Any
+    ai_index: int
+    output_index: int | None = None
+    position: int | None = None
+    """1-based from the newest ToolMessage; None while the call has no output."""
+
+    @property
+    def key(self) -> str:
+        """The call's repeat key (see :func:`repeat_key`)."""
+        return repeat_key(self.name, self.args)
+
+
+@dataclass
+class ToolIndex:
+    """Every tool call of a conversation, oldest first, with positions; built in one pass."""
+
+    calls: list[ToolCallRecord] = field(default_factory=list)
+    total_outputs: int = 0
+    """T: the number of ToolMessages (completed calls, as the reference counts them)."""
+    by_output_index: dict[int, ToolCallRecord] = field(default_factory=dict)
+
+    @property
+    def completed(self) -> list[ToolCallRecord]:
+        """Calls that have an output in their step, oldest first."""
+        return [c for c in self.calls if c.output_index is not None]
+
+
+def index_tool_calls(messages: Sequence[BaseMessage]) -> ToolIndex:
+    """Return the tool-call index of ``messages``: each call, its output and its position.
+
+    An output is matched only within its step (the ``AIMessage`` right before the run of
+    ``ToolMessage``s it belongs to). Orphan and duplicate outputs still count towards
+    positions (the reference counts ToolMessages), but they belong to no call.
+    """
+    index = ToolIndex()
+    total = sum(1 for m in messages if isinstance(m, ToolMessage))
+    index.total_outputs = total
+    seen_outputs = 0
+    step: dict[str, ToolCallRecord] = {}
+    for i, message in enumerate(messages):
+        if isinstance(message, ToolMessage):
+            position = total - seen_outputs
+            seen_outputs += 1
+            record = step.get(message.tool_call_id)
+            if record is not None and record.output_index is None:
+                record.output_index = i
+                record.position = position
+                index.by_output_index[i] = record
+            continue
+        step = {}
+        if isinstance(message, AIMessage):
+            for call_id in tool_call_ids(message):
+                name, args = _call_name_and_args(message, call_id)
+                record = ToolCallRecord(id=call_id, name=name, args=args, ai_index=i)
+                index.calls.append(record)
+                step[call_id] = record
+    return index
+
+
+def split_steps(messages: Sequence[BaseMessage]) -> list[range]:
+    """Return the index ranges of the steps: an ``AIMessage`` and the ToolMessages right after it."""
+    steps: list[range] = []
+    i, n = 0, len(messages)
+    while i < n:
+        if isinstance(messages[i], AIMessage):
+            j = i + 1
+            while j < n and isinstance(messages[j], ToolMessage):
+                j += 1
+            steps.append(range(i, j))
+            i = j
+        else:
+            i += 1
+    return steps
+
+
+def split_turns(messages: Sequence[BaseMessage]) -> list[range]:
+    """Return the index ranges of the turns: a real user message up to the next one.
+
+    Messages before the first real user message belong to no turn. Strategy notices are
+    not real user messages, so they never start a turn.
+    """
+    starts = [i for i, m in enumerate(messages) if is_real_user_message(m)]
+    return [range(s, e) for s, e in zip(starts, starts[1:] + [len(messages)])]
+
+
+def leading_system_count(messages: Sequence[BaseMessage]) -> int:
+    """Return how many messages at the head are ``SystemMessage``s (the system block)."""
+    n = 0
+    for m in messages:
+        if not isinstance(m, SystemMessage):
+            break
+        n += 1
+    return n
+
+
+# --------------------------------------------------------------------------- sizes
+
+
+def content_text(content: Any) -> str:
+    """Return the text of a message content: the string, or its text blocks joined."""
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+    return "".join(parts)
+
+
+def value_chars(value: Any) -> int:
+    """Return the characters of a value's strings, keys and scalars, walking containers."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(len(str(k)) + value_chars(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return sum(value_chars(v) for v in value)
+    return len(str(value)) if value is not None else 0
+
+
+def message_chars(message: BaseMessage) -> int:
+    """Return the characters a message carries: its text plus its calls' names and arguments.
+
+    A cheap size for reports, not a token count; a call mirrored in several places is
+    counted once.
+    """
+    n = len(content_text(message.content))
+    if isinstance(message, AIMessage):
+        for call in message.tool_calls:
+            n += len(call.get("name") or "") + value_chars(call.get("args"))
+    return n
+
+
+# --------------------------------------------------------------------------- edits
+
+
+class Fate(IntEnum):
+    """What happens to one side of a call: ordered so the milder fate is the larger value."""
+
+    DROP = 0
+    SHORTEN = 1
+    KEEP = 2
+
+
+def shorten_arguments(args: Any, size: int = DEFAULT_ARGUMENT_SIZE) -> Any:
+    """Return ``args`` with each top-level string value shortened; the same object if none is."""
+    if not isinstance(args, dict):
+        return args
+    changed = False
+    out: dict[str, Any] = {}
+    for k, v in args.items():
+        if isinstance(v, str):
+            short = shorten_string(v, size)
+            changed = changed or short is not v
+            out[k] = short
+        else:
+            out[k] = v
+    return out if changed else args
+
+
+def _shorten_json_arguments(raw: Any, size: int) -> Any:
+    if not isinstance(raw, str):
+        return raw
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        return shorten_string(raw, size)
+    short = shorten_arguments(parsed, size)
+    return raw if short is parsed else json.dumps(short, ensure_ascii=False)
+
+
+def _has_text(content: Any) -> bool:
+    if isinstance(content, str):
+        return bool(content.strip())
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, str):
+                if block.strip():
+                    return True
+            elif isinstance(block, dict):
+                kind = block.get("type")
+                if kind == "text":
+                    if str(block.get("text") or "").strip():
+                        return True
+                elif kind not in ("tool_use", "thinking", "redacted_thinking", "reasoning"):
+                    return True  # images, documents, ...: real content the message still carries
+    return False
+
+
+def edit_ai_message(
+    message: AIMessage,
+    *,
+    shorten: Iterable[str] = (),
+    drop: Iterable[str] = (),
+    argument_size: int = DEFAULT_ARGUMENT_SIZE,
+) -> AIMessage | None:
+    """Return a copy of ``message`` with some calls shortened and some dropped, in every place.
+
+    ``shorten`` and ``drop`` are call ids. Shortening truncates each string-valued argument
+    to ``argument_size`` (non-string values stay). Returns ``message`` itself when nothing
+    changes, and None when no call and no text is left: an empty assistant message is
+    rejected by providers and tells the model nothing.
+    """
+    shorten, drop = set(shorten) - set(drop), set(drop)
+    if not shorten and not drop:
+        return message
+    update: dict[str, Any] = {}
+
+    new_calls = []
+    calls_changed = False
+    for call in message.tool_calls:
+        cid = call.get("id")
+        if cid in drop:
+            calls_changed = True
+            continue
+        if cid in shorten:
+            args = shorten_arguments(call.get("args"), argument_size)
+            if args is not call.get("args"):
+                call = {**call, "args": args}
+                calls_changed = True
+        new_calls.append(call)
+    if calls_changed:
+        update["tool_calls"] = new_calls
+
+    openai = _openai_calls(message)
+    if openai:
+        new_openai = []
+        for call in openai:
+            cid = call.get("id") if isinstance(call, dict) else None
+            if cid in drop:
+                continue
+            if cid in shorten and isinstance(call.get("function"), dict):
+                function = call["function"]
+                arguments = _shorten_json_arguments(function.get("arguments"), argument_size)
+                if arguments is not function.get("arguments"):
+                    call = {**call, "function": {**function, "arguments": arguments}}
+            new_openai.append(call)
+        kwargs = dict(message.additional_kwargs)
+        if new_openai:
+            kwargs["tool_calls"] = new_openai
+        else:
+            kwargs.pop("tool_calls", None)
+        update["additional_kwargs"] = kwargs
+
+    content = message.content
+    if isinstance(content, list) and any(True for _ in _tool_use_blocks(content)):
+        new_content: list[Any] = []
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                cid = block.get("id")
+                if cid in drop:
+                    continue
+                if cid in shorten:
+                    short = shorten_arguments(block.get("input"), argument_size)
+                    if short is not block.get("input"):
+                        block = {**block, "input": short}
+            new_content.append(block)
+        update["content"] = new_content
+        content = new_content
+
+    remaining = new_calls or (update.get("additional_kwargs", message.additional_kwargs).get("tool_calls"))
+    if not remaining and not any(True for _ in _tool_use_blocks(content)) and not _has_text(content):
+        if not message.invalid_tool_calls:
+            return None
+    return message.model_copy(update=update) if update else message
+
+
+def shorten_tool_call(message: AIMessage, call_id: str, size: int = DEFAULT_ARGUMENT_SIZE) -> AIMessage:
+    """Return a copy of ``message`` whose call ``call_id`` has its string arguments shortened."""
+    edited = edit_ai_message(message, shorten=[call_id], argument_size=size)
+    assert edited is not None  # shortening never removes a call
+    return edited
+
+
+def drop_tool_call(message: AIMessage, call_id: str) -> AIMessage | None:
+    """Return a copy of ``message`` without call ``call_id`` anywhere, or None when nothing is left.
+
+    The caller must drop the call's ``ToolMessage`` too: a provider rejects an output whose
+    call is gone.
+    """
+    return edit_ai_message(message, drop=[call_id])
+
+
+def shorten_tool_output(message: ToolMessage, size: int = DEFAULT_OUTPUT_SIZE) -> ToolMessage:
+    """Return a copy of ``message`` with its content shortened to ``size`` (hash-stamped).
+
+    List content keeps its shape: each text block is shortened on its own and other blocks
+    stay, so the same content always gives the same bytes.
+    """
+    content = message.content
+    if isinstance(content, str):
+        short = shorten_string(content, size)
+        return message if short is content else message.model_copy(update={"content": short})
+    if isinstance(content, list):
+        changed = False
+        new: list[Any] = []
+        for block in content:
+            if isinstance(block, str):
+                short = shorten_string(block, size)
+                changed = changed or short is not block
+                new.append(short)
+            elif isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+                short = shorten_string(block["text"], size)
+                if short is not block["text"]:
+                    changed = True
+                    block = {**block, "text": short}
+                new.append(block)
+            else:
+                new.append(block)
+        return message.model_copy(update={"content": new}) if changed else message
+    return message
+
+
+def apply_fates(
+    messages: Sequence[BaseMessage],
+    index: ToolIndex,
+    fates: Mapping[int, tuple[Fate, Fate]],
+    *,
+    output_size: int = DEFAULT_OUTPUT_SIZE,
+    argument_size: int = DEFAULT_ARGUMENT_SIZE,
+) -> list[BaseMessage]:
+    """Return a new list with each completed call's ``(call fate, output fate)`` applied.
+
+    ``fates`` maps a position in ``index.calls`` to the fates of its call and its output;
+    calls not in it are kept. A pair is dropped whole or not at all: if either side is
+    dropped, both are. Messages that do not change are reused, not copied.
+    """
+    ai_edits: dict[int, tuple[set[str], set[str]]] = {}
+    output_fate: dict[int, Fate] = {}
+    for number, (call_fate, out_fate) in fates.items():
+        record = index.calls[number]
+        if record.output_index is None:
+            continue
+        if Fate.DROP in (call_fate, out_fate):
+            call_fate = out_fate = Fate.DROP
+        shorten, drop = ai_edits.setdefault(record.ai_index, (set(), set()))
+        if call_fate is Fate.DROP:
+            drop.add(record.id)
+        elif call_fate is Fate.SHORTEN:
+            shorten.add(record.id)
+        output_fate[record.output_index] = out_fate
+    out: list[BaseMessage] = []
+    for i, message in enumerate(messages):
+        edit = ai_edits.get(i)
+        if edit is not None:
+            edited = edit_ai_message(message, shorten=edit[0], drop=edit[1], argument_size=argument_size)  # type: ignore[arg-type]
+            if edited is not None:
+                out.append(edited)
+            continue
+        fate = output_fate.get(i)
+        if fate is Fate.DROP:
+            continue
+        if fate is Fate.SHORTEN:
+            out.append(shorten_tool_output(message, output_size))  # type: ignore[arg-type]
+        else:
+            out.append(message)
+    return out
+
+
+# --------------------------------------------------------------------------- pairs
+
+
+@dataclass(frozen=True)
+class ToolPairViolation:
+    """One way a message list breaks the call/output pairing providers require."""
+
+    kind: str
+    """``orphan_output``, ``missing_output`` or ``duplicate_output``."""
+    call_id: str
+    index: int
+
+    def __str__(self) -> str:
+        if self.kind == "orphan_output":
+            return f"message {self.index} (tool): output for call {self.call_id!r} answers no call of its step"
+        if self.kind == "duplicate_output":
+            return f"message {self.index} (tool): duplicate output for call {self.call_id!r}"
+        return f"message {self.index} (ai): call {self.call_id!r} has no output"
+
+
+def find_tool_pair_violations(messages: Sequence[BaseMessage]) -> list[ToolPairViolation]:
+    """Return every pairing violation of ``messages`` as structured records, in message order."""
+    violations: list[ToolPairViolation] = []
+    step_index: int | None = None
+    pending: dict[str, None] = {}
+    answered: set[str] = set()
+
+    def close() -> None:
+        for call_id in pending:
+            violations.append(ToolPairViolation("missing_output", call_id, step_index or 0))
+
+    for i, message in enumerate(messages):
+        if isinstance(message, ToolMessage):
+            call_id = message.tool_call_id
+            if call_id in answered:
+                violations.append(ToolPairViolation("duplicate_output", call_id, i))
+            elif call_id in pending:
+                del pending[call_id]
+                answered.add(call_id)
+            else:
+                violations.append(ToolPairViolation("orphan_output", call_id, i))
+            continue
+        close()
+        pending, answered, step_index = {}, set(), None
+        if isinstance(message, AIMessage):
+            step_index = i
+            pending = dict.fromkeys(tool_call_ids(message))
+    close()
+    violations.sort(key=lambda v: v.index)
+    return violations
+
+
+def check_tool_pairs(messages: Sequence[BaseMessage] | Any) -> list[str]:
+    """Return one readable line per tool call/output pairing violation; empty when valid.
+
+    A violation is an output that answers no call of its step, a call without an output,
+    or a second output for the same call: each makes OpenAI and Anthropic reject the
+    request. Calls are read from all three places they may be recorded.
+    """
+    return [str(v) for v in find_tool_pair_violations(coerce_messages(messages))]

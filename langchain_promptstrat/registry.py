@@ -1,0 +1,224 @@
+"""Strategy names -> factories, third-party discovery, and the ``prepare_prompt`` dispatcher.
+
+A name resolves, in order, to a strategy registered with :func:`register_strategy`, a
+built-in (imported on first use), or an entry point of the group
+``langchain_promptstrat.strategies``. What a name resolves to may be a ``PromptStrategy``
+subclass (built with the settings), a ``PromptStrategy`` instance (used as is) or a plain
+callable ``messages -> messages`` (called with the messages only, as in the reference).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import threading
+import warnings
+from collections.abc import Callable, Sequence
+from importlib.metadata import entry_points
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
+
+from langchain_promptstrat.adapters.runnable import PromptStrategy, emit_report
+from langchain_promptstrat.errors import ConfigError, UnknownStrategyError
+from langchain_promptstrat.messages import coerce_messages
+from langchain_promptstrat.report import Compacted, StrategyReport, make_report
+from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.strategies import BUILTIN_STRATEGIES
+
+__all__ = [
+    "DEFAULT_STRATEGIES",
+    "ENTRY_POINT_GROUP",
+    "CallableStrategy",
+    "StrategySpec",
+    "apply_strategies",
+    "available_strategies",
+    "get_strategy",
+    "prepare_prompt",
+    "register_strategy",
+    "resolve_strategies",
+    "unregister_strategy",
+]
+
+DEFAULT_STRATEGIES: tuple[str, ...] = ("shorten_tools_epoch_increment", "inbox")
+"""What ``prepare_prompt(messages)`` applies when neither the caller nor ``PROMPT_STRATEGY`` names a list."""
+
+ENTRY_POINT_GROUP = "langchain_promptstrat.strategies"
+
+StrategySpec = str | PromptStrategy | Callable[[list[BaseMessage]], Any]
+
+_registered: dict[str, Any] = {}
+_lock = threading.Lock()
+_warned_missing_defaults: set[str] = set()
+
+
+class CallableStrategy(PromptStrategy):
+    """Wraps a plain ``messages -> messages`` callable so it runs, reports and composes like a strategy."""
+
+    def __init__(self, func: Callable[[list[BaseMessage]], Any], name: str | None = None) -> None:
+        super().__init__()
+        self.func = func
+        self.strategy_name = name or getattr(func, "__name__", "callable")  # type: ignore[misc]
+
+    def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
+        """Return the callable's answer read back as messages; a callable gets the messages only."""
+        out = coerce_messages(self.func(list(messages)))
+        return Compacted(out, make_report(self.strategy_name, messages, out))
+
+    def __repr__(self) -> str:
+        return f"CallableStrategy({self.strategy_name!r})"
+
+
+def register_strategy(name: str, factory: type[PromptStrategy] | PromptStrategy | Callable[..., Any]) -> None:
+    """Make ``name`` resolve to ``factory``: a strategy class, a strategy, or a ``messages -> messages`` callable.
+
+    A registration shadows a built-in or entry point of the same name until it is removed
+    with :func:`unregister_strategy`.
+    """
+    if not isinstance(name, str) or not name or "," in name or name.strip() != name:
+        raise ConfigError(f"strategy name must be a non-empty string without commas or spaces, got {name!r}")
+    if not callable(factory) and not isinstance(factory, PromptStrategy):
+        raise ConfigError(f"strategy {name!r}: expected a PromptStrategy or a callable, got {type(factory).__name__}")
+    with _lock:
+        _registered[name] = factory
+
+
+def unregister_strategy(name: str) -> None:
+    """Forget a strategy registered with :func:`register_strategy`; unknown names raise."""
+    with _lock:
+        if name not in _registered:
+            raise UnknownStrategyError(name, sorted(_registered))
+        del _registered[name]
+
+
+def _entry_points() -> dict[str, Any]:
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def _builtin_importable(name: str) -> bool:
+    module = BUILTIN_STRATEGIES[name].split(":")[0]
+    return importlib.util.find_spec(module) is not None
+
+
+def available_strategies() -> list[str]:
+    """Return every name :func:`get_strategy` can resolve, sorted."""
+    names = {n for n in BUILTIN_STRATEGIES if _builtin_importable(n)}
+    names |= set(_registered) | set(_entry_points())
+    return sorted(names)
+
+
+def _resolve_factory(name: str) -> Any:
+    with _lock:
+        if name in _registered:
+            return _registered[name]
+    if name in BUILTIN_STRATEGIES and _builtin_importable(name):
+        module, attr = BUILTIN_STRATEGIES[name].split(":")
+        return getattr(importlib.import_module(module), attr)
+    eps = _entry_points()
+    if name in eps:
+        return eps[name].load()
+    raise UnknownStrategyError(name, available_strategies())
+
+
+def get_strategy(name: str, /, settings: Settings | None = None, **overrides: Any) -> PromptStrategy:
+    """Return the strategy registered as ``name``, built with ``settings`` and ``overrides``.
+
+    Raises :class:`UnknownStrategyError` listing the known names when ``name`` resolves to
+    nothing.
+    """
+    factory = _resolve_factory(name)
+    if isinstance(factory, PromptStrategy):
+        return factory
+    if isinstance(factory, type) and issubclass(factory, PromptStrategy):
+        return factory(settings, **overrides)
+    return CallableStrategy(factory, name)
+
+
+def _split_names(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def resolve_strategies(
+    strategies: StrategySpec | Sequence[StrategySpec] | None = None,
+    *,
+    settings: Settings | None = None,
+) -> list[PromptStrategy]:
+    """Return the strategies a spec names, in order, ready to apply.
+
+    ``None`` falls back to ``PROMPT_STRATEGY`` (the ``prompt_strategy`` setting), then to
+    :data:`DEFAULT_STRATEGIES`; a string is a comma-separated list of names; a list holds
+    names, ``PromptStrategy`` instances or callables; a single callable is used as is.
+    Unknown names raise, except entries of the built-in default list that are not installed,
+    which are skipped with a warning (so the default never breaks a call).
+    """
+    settings = Settings.load(settings)
+    lenient = False
+    if strategies is None:
+        if settings.prompt_strategy is not None:
+            strategies = settings.prompt_strategy
+        else:
+            strategies, lenient = list(DEFAULT_STRATEGIES), True
+    if isinstance(strategies, str):
+        items: list[Any] = _split_names(strategies)
+    elif isinstance(strategies, PromptStrategy) or (callable(strategies) and not isinstance(strategies, (list, tuple))):
+        items = [strategies]
+    else:
+        items = list(strategies)
+    resolved: list[PromptStrategy] = []
+    for item in items:
+        if isinstance(item, PromptStrategy):
+            resolved.append(item)
+        elif isinstance(item, str):
+            for name in _split_names(item):
+                try:
+                    resolved.append(get_strategy(name, settings))
+                except UnknownStrategyError:
+                    if not lenient:
+                        raise
+                    if name not in _warned_missing_defaults:
+                        _warned_missing_defaults.add(name)
+                        warnings.warn(f"default strategy {name!r} is not available; skipping it", RuntimeWarning, stacklevel=3)
+        elif callable(item):
+            resolved.append(CallableStrategy(item))
+        else:
+            raise ConfigError(f"cannot use {item!r} as a prompt strategy: expected a name, a PromptStrategy or a callable")
+    return resolved
+
+
+def apply_strategies(
+    messages: Any,
+    strategies: StrategySpec | Sequence[StrategySpec] | None = None,
+    *,
+    save_file: str | os.PathLike[str] | None = None,
+    settings: Settings | None = None,
+    config: RunnableConfig | None = None,
+) -> tuple[list[BaseMessage], list[StrategyReport]]:
+    """Return the messages after every strategy in sequence, and each strategy's report."""
+    current = coerce_messages(messages)
+    reports: list[StrategyReport] = []
+    for strategy in resolve_strategies(strategies, settings=settings):
+        result = strategy.compact(current, save_file=save_file if strategy.uses_save_file else None)
+        emit_report(result, config)
+        current = result.messages
+        reports.append(result.report)
+    return current, reports
+
+
+def prepare_prompt(
+    messages: Any,
+    strategies: StrategySpec | Sequence[StrategySpec] | None = None,
+    *,
+    save_file: str | os.PathLike[str] | None = None,
+    settings: Settings | None = None,
+) -> list[BaseMessage]:
+    """Return the messages the model should see, after applying ``strategies`` in sequence.
+
+    ``strategies`` takes the reference's four forms: a callable (called with the messages),
+    ``None`` (``PROMPT_STRATEGY``, then :data:`DEFAULT_STRATEGIES`), a comma-separated string,
+    or a list of names, ``PromptStrategy`` instances and callables. ``"none"`` is a no-op.
+    ``save_file`` reaches only the strategies that use it (the inbox). The input is never
+    mutated.
+    """
+    return apply_strategies(messages, strategies, save_file=save_file, settings=settings)[0]

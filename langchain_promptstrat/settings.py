@@ -1,0 +1,161 @@
+"""Every threshold of every strategy: key names, environment variables, defaults, validation.
+
+Key names and environment variable names are the reference system's
+(``max_tool_chars`` / ``MAX_TOOL_CHARS``, ``epoch_size`` / ``EPOCH_SIZE``, ...), so a
+configuration written for it carries over. Precedence is explicit argument, then the
+environment, then the default. Values are read when :meth:`Settings.load` runs (that is,
+when a strategy is built), never memoised for the life of the process: the reference froze
+them on first use, which a long-running server cannot live with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_promptstrat.errors import ConfigError
+
+__all__ = ["Settings", "setting_keys"]
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def _setting(default: Any, env: str, kind: type, *, minimum: float | None = 0, doc: str = "") -> Any:
+    return field(default=default, metadata={"env": env, "kind": kind, "minimum": minimum, "doc": doc})
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Typed, validated thresholds; build with :meth:`Settings.load` to read the environment.
+
+    ``Settings()`` gives the defaults without looking at the environment; ``Settings.load()``
+    applies explicit arguments over environment variables over defaults.
+    """
+
+    # shorten_tools (not in the default list)
+    full_tool_calls: int = _setting(0, "FULL_TOOL_CALLS", int, doc="recent tool calls kept whole")
+    full_tool_outputs: int = _setting(10, "FULL_TOOL_OUTPUTS", int, doc="recent tool outputs kept whole")
+    max_tool_calls: int = _setting(40, "MAX_TOOL_CALLS", int, doc="tool calls beyond this position are dropped")
+    max_tool_outputs: int | None = _setting(
+        None, "MAX_TOOL_OUTPUTS", int, doc="tool outputs beyond this position are dropped (default: max_tool_calls)"
+    )
+    max_tool_chars: int = _setting(100_000, "MAX_TOOL_CHARS", int, doc="tool content kept whole while under this budget")
+    protect_current_turn: bool = _setting(
+        False, "PROTECT_CURRENT_TURN", bool, minimum=None, doc="keep every tool message of the newest user turn whole"
+    )
+    # shorten_tools_epoch and shorten_tools_epoch_increment
+    epoch_tool_call_threshold: int = _setting(50, "EPOCH_TOOL_CALL_THRESHOLD", int, doc="no compaction at or below this many tool calls")
+    epoch_full_tool_calls: int = _setting(20, "EPOCH_FULL_TOOL_CALLS", int, doc="most recent tool calls kept whole")
+    epoch_compacted_tool_calls: int = _setting(80, "EPOCH_COMPACTED_TOOL_CALLS", int, doc="tool calls shortened before the full ones")
+    epoch_size: int = _setting(20, "EPOCH_SIZE", int, doc="new tool calls before the boundary advances (initial size)")
+    epoch_increment_epochs_per_increase: int = _setting(
+        3, "EPOCH_INCREMENT_EPOCHS_PER_INCREASE", int, doc="completed epochs before the epoch grows"
+    )
+    epoch_increment_size_increase: int = _setting(10, "EPOCH_INCREMENT_SIZE_INCREASE", int, doc="periodic epoch-size increase")
+    epoch_increment_repeat_increase: int = _setting(
+        10, "EPOCH_INCREMENT_REPEAT_INCREASE", int, doc="epoch-size increase for epochs with repeated calls"
+    )
+    epoch_increment_max_size: int = _setting(60, "EPOCH_INCREMENT_MAX_SIZE", int, doc="upper bound of epoch growth")
+    epoch_increment_compacted_growth_ratio: float = _setting(
+        2.0, "EPOCH_INCREMENT_COMPACTED_GROWTH_RATIO", float, doc="extra compacted calls per extra epoch call"
+    )
+    epoch_increment_max_compacted_tool_calls: int = _setting(
+        160, "EPOCH_INCREMENT_MAX_COMPACTED_TOOL_CALLS", int, doc="upper bound of the grown compacted window"
+    )
+    # dispatcher
+    prompt_strategy: str | None = _setting(
+        None, "PROMPT_STRATEGY", str, minimum=None, doc="comma-separated default strategy list"
+    )
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            object.__setattr__(self, f.name, _validate(f, getattr(self, f.name), source="argument"))
+        if self.max_tool_outputs is None:
+            object.__setattr__(self, "max_tool_outputs", self.max_tool_calls)
+
+    @classmethod
+    def load(cls, settings: Settings | None = None, /, *, environ: Mapping[str, str] | None = None, **explicit: Any) -> Settings:
+        """Return settings from explicit arguments, then the environment, then the defaults.
+
+        ``settings``, when given, is an already-resolved base: the environment is not read
+        again and only ``explicit`` overrides apply. ``None`` as an explicit value means
+        "not given".
+        """
+        _reject_unknown(explicit)
+        explicit = {k: v for k, v in explicit.items() if v is not None}
+        if settings is not None:
+            return settings.replace(**explicit)
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            if f.name in explicit:
+                values[f.name] = explicit[f.name]
+            elif f.metadata["env"] in env:
+                values[f.name] = _validate(f, env[f.metadata["env"]], source="environment")
+        return cls(**values)
+
+    def replace(self, **changes: Any) -> Settings:
+        """Return a copy with ``changes`` applied and validated."""
+        _reject_unknown(changes)
+        changes = {k: v for k, v in changes.items() if v is not None}
+        if "max_tool_calls" in changes and "max_tool_outputs" not in changes and self.max_tool_outputs == self.max_tool_calls:
+            changes["max_tool_outputs"] = None  # keep following max_tool_calls
+        return dataclasses.replace(self, **changes)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return every key and its value, for reports and ``promptstrat`` output."""
+        return dataclasses.asdict(self)
+
+
+def setting_keys() -> dict[str, str]:
+    """Return ``{key: environment variable}`` for every setting."""
+    return {f.name: f.metadata["env"] for f in dataclasses.fields(Settings)}
+
+
+def _reject_unknown(values: Mapping[str, Any]) -> None:
+    unknown = sorted(set(values) - set(setting_keys()))
+    if unknown:
+        raise ConfigError(f"unknown setting {unknown[0]!r}; known: {', '.join(sorted(setting_keys()))}")
+
+
+def _validate(f: dataclasses.Field, value: Any, *, source: str) -> Any:
+    """Return ``value`` converted to the field's type, or raise ConfigError naming key, variable and value."""
+    if value is None:
+        return None
+    kind, env, minimum = f.metadata["kind"], f.metadata["env"], f.metadata["minimum"]
+    where = f"{env}={value!r}" if source == "environment" else f"{f.name}={value!r}"
+    hint = f"(settings key {f.name}, environment variable {env})"
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in _TRUE:
+            return True
+        if text in _FALSE:
+            return False
+        raise ConfigError(f"{where} is not a boolean (use true/false) {hint}")
+    if kind is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where} is not a string {hint}")
+        return value
+    if isinstance(value, bool):
+        raise ConfigError(f"{where} is not a number {hint}")
+    try:
+        if kind is int:
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError
+            converted: float = int(value) if not isinstance(value, str) else int(value.strip())
+        else:
+            converted = float(value)
+    except (TypeError, ValueError):
+        noun = "an integer" if kind is int else "a number"
+        raise ConfigError(f"{where} is not {noun} {hint}") from None
+    if converted != converted or converted in (float("inf"), float("-inf")):
+        raise ConfigError(f"{where} is not a finite number {hint}")
+    if minimum is not None and converted < minimum:
+        raise ConfigError(f"{where} must be >= {minimum:g} {hint}")
+    return converted

@@ -1,0 +1,132 @@
+"""shorten_tools: tiered shortening and dropping of old tool calls, recomputed on every call.
+
+Walking newest first, the most recent tool outputs stay whole, a middle band is shortened
+(hash-stamped) and the oldest are dropped; the same is done to calls with their own
+thresholds. While the tool content kept so far is under ``max_tool_chars`` everything stays
+whole, so a short conversation is never touched. The boundary moves with every new call, so
+this strategy defeats prompt caching; the epoch strategies exist for that.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from langchain_promptstrat.adapters.runnable import PromptStrategy
+from langchain_promptstrat.messages import (
+    Fate,
+    apply_fates,
+    content_text,
+    index_tool_calls,
+    is_real_user_message,
+    shorten_arguments,
+    value_chars,
+)
+from langchain_promptstrat.report import Compacted, make_report
+from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.truncation import DEFAULT_OUTPUT_SIZE, shorten_string
+
+__all__ = ["ShortenTools", "shorten_tools"]
+
+
+def _judge(position: int, size: int, shortened_size: int, *, full: int, maximum: int, budget: int, used: int, protected: bool) -> tuple[Fate, int]:
+    """Return the fate of one side of a call and the characters it adds to the kept budget."""
+    if protected or position < full or used < budget:
+        return Fate.KEEP, size
+    if position > maximum:
+        return Fate.DROP, 0
+    return Fate.SHORTEN, shortened_size
+
+
+def shorten_tools(messages: Sequence[BaseMessage], /, *, settings: Settings) -> Compacted:
+    """Return ``messages`` with old tool calls and outputs shortened or dropped, and a report.
+
+    The rule is the reference's: an output at position ``n`` (1 = newest) is kept whole when
+    ``n < full_tool_outputs`` or while the tool characters kept so far are under
+    ``max_tool_chars``; otherwise it is dropped when ``n > max_tool_outputs`` and shortened
+    when not. A call is judged the same way with ``full_tool_calls`` / ``max_tool_calls`` and
+    its output's position. Two deliberate differences:
+
+    * ``protect_current_turn`` (default off). The reference describes a guard that keeps
+      every tool message of the newest user turn whole, but its counter starts at 1, so the
+      guard never fires; and in an agent run with a single user message it would switch the
+      strategy off entirely. Turn it on when your runs have many short user turns.
+    * A pair never splits: when the call and output thresholds would drop one side and not
+      the other, both take the milder fate, since a provider rejects half a pair.
+    """
+    index = index_tool_calls(messages)
+    number_of_output = {rec.output_index: k for k, rec in enumerate(index.calls) if rec.output_index is not None}
+    calls_of_message: dict[int, list[int]] = {}
+    for k, rec in enumerate(index.calls):
+        if rec.output_index is not None:
+            calls_of_message.setdefault(rec.ai_index, []).append(k)
+
+    fates: dict[int, list[Fate]] = {}
+    budget = settings.max_tool_chars
+    used = 0
+    user_messages = 0 if settings.protect_current_turn else 1
+    protected = 0
+    outputs_seen = 0
+    for i in range(len(messages) - 1, -1, -1):
+        message = messages[i]
+        if isinstance(message, ToolMessage):
+            outputs_seen += 1
+            text = content_text(message.content)
+            fate, added = _judge(
+                outputs_seen, len(text), len(shorten_string(text, DEFAULT_OUTPUT_SIZE)),
+                full=settings.full_tool_outputs, maximum=settings.max_tool_outputs or 0,
+                budget=budget, used=used, protected=user_messages == 0,
+            )
+            used += added
+            k = number_of_output.get(i)
+            if k is not None:
+                fates[k] = [Fate.KEEP, fate]
+                if user_messages == 0 and settings.protect_current_turn:
+                    protected += 1
+        elif isinstance(message, AIMessage):
+            for k in reversed(calls_of_message.get(i, ())):
+                rec = index.calls[k]
+                size = value_chars(rec.args)
+                short = value_chars(shorten_arguments(rec.args))
+                fate, added = _judge(
+                    rec.position or 0, size, short,
+                    full=settings.full_tool_calls, maximum=settings.max_tool_calls,
+                    budget=budget, used=used, protected=user_messages == 0,
+                )
+                used += added
+                fates[k][0] = fate
+        elif is_real_user_message(message):
+            user_messages += 1
+
+    pair_fates: dict[int, tuple[Fate, Fate]] = {}
+    shortened = dropped = 0
+    for k, (call_fate, out_fate) in fates.items():
+        if (call_fate is Fate.DROP) != (out_fate is Fate.DROP):
+            call_fate = out_fate = max(call_fate, out_fate)
+        if call_fate is Fate.DROP:
+            dropped += 1
+        elif Fate.SHORTEN in (call_fate, out_fate):
+            shortened += 1
+        else:
+            continue
+        pair_fates[k] = (call_fate, out_fate)
+    out = apply_fates(messages, index, pair_fates) if pair_fates else list(messages)
+    return Compacted(out, make_report("shorten_tools", messages, out, shortened=shortened, dropped=dropped, protected=protected))
+
+
+class ShortenTools(PromptStrategy):
+    """``shorten_tools``: tiered shortening and dropping of old tool calls, newest kept whole.
+
+    Settings (explicit argument > environment > default): ``full_tool_calls`` (0),
+    ``full_tool_outputs`` (10), ``max_tool_calls`` (40), ``max_tool_outputs`` (=
+    ``max_tool_calls``), ``max_tool_chars`` (100,000), ``protect_current_turn`` (off; see
+    :func:`shorten_tools` for why).
+    """
+
+    strategy_name = "shorten_tools"
+
+    def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
+        """Return :func:`shorten_tools` of ``messages`` with this strategy's settings."""
+        return shorten_tools(messages, settings=self.settings)

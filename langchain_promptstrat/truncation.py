@@ -1,0 +1,67 @@
+"""Hash-stamped truncation: ``truncate_string`` and ``shorten_string``.
+
+The output is a pure function of the input: the same string always gives the same bytes,
+which is what lets a provider's prompt cache keep serving a compacted prefix. The md5
+stamp lets a reader match a shortened value against the full one kept in the stored
+conversation or in logs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import lru_cache
+
+__all__ = [
+    "DEFAULT_ARGUMENT_SIZE",
+    "DEFAULT_OUTPUT_SIZE",
+    "DEFAULT_TRUNCATE_SIZE",
+    "shorten_string",
+    "truncate_string",
+]
+
+DEFAULT_TRUNCATE_SIZE = 150
+"""The reference's default ``max`` for :func:`truncate_string`."""
+DEFAULT_OUTPUT_SIZE = 400
+"""Size a shortened tool output is truncated to."""
+DEFAULT_ARGUMENT_SIZE = 200
+"""Size each shortened string-valued tool argument is truncated to."""
+
+
+def _marker(s: str) -> str:
+    digest = hashlib.md5(s.encode("utf-8", "surrogatepass")).hexdigest()[:5]
+    return f"<...{len(s)} - {digest}...>"
+
+
+@lru_cache(maxsize=16_384)
+def truncate_string(s: str, max_length: int = DEFAULT_TRUNCATE_SIZE) -> str:
+    """Return ``s`` unchanged when it fits, else its head, an md5 marker, and its tail.
+
+    The marker reads ``<...LENGTH - MD5PREFIX...>``. The head is ``half - 1`` characters and
+    the tail ``half`` characters, where ``half = (max_length - len(marker)) // 2`` — the
+    reference's exact layout. When ``max_length`` cannot even hold the marker, the result is
+    the marker alone (or ``s`` when even that is not shorter): never a negative slice that would leak the whole string or garbage.
+
+    Results are cached by content: a strategy re-shortens the same old outputs on every call
+    of an epoch, and a cache hit costs one hash lookup (Python strings cache their hash).
+    """
+    if max_length < 0:
+        raise ValueError(f"max_length must be >= 0, got {max_length}")
+    if len(s) <= max_length:
+        return s
+    marker = _marker(s)
+    half = (max_length - len(marker)) // 2
+    if half <= 1:
+        return marker if len(marker) < len(s) else s
+    return s[: half - 1] + marker + s[len(s) - half :]
+
+
+def shorten_string(s: str, size: int = DEFAULT_OUTPUT_SIZE, warning: str = "Truncated") -> str:
+    """Return ``s`` unchanged when it fits, else ``"<warning> (<length>): "`` + its truncation.
+
+    The prefix tells the model (and a human reading the prompt) that the value was cut and
+    how long it really was.
+    """
+    t = truncate_string(s, size)
+    if len(t) < len(s):
+        return f"{warning} ({len(s)}): {t}"
+    return s
