@@ -1,0 +1,51 @@
+"""The contract every registered strategy keeps, checked on generated agent conversations.
+
+Pure (input untouched, same output twice), pairs intact (no check_tool_pairs violation the
+input did not have), and a no-op on a conversation under every threshold.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from conversations import agent_conversations, snapshot
+from hypothesis import HealthCheck, given, settings
+
+from langchain_promptstrat import Settings, available_strategies, get_strategy
+from langchain_promptstrat.messages import find_tool_pair_violations
+
+TIGHT = Settings(
+    full_tool_outputs=2, max_tool_calls=6, max_tool_chars=500,
+    epoch_tool_call_threshold=5, epoch_full_tool_calls=2, epoch_compacted_tool_calls=4, epoch_size=3,
+    epoch_increment_size_increase=2, epoch_increment_repeat_increase=2, epoch_increment_max_size=9,
+    epoch_increment_max_compacted_tool_calls=12,
+)
+
+BUILT_IN = [n for n in available_strategies() if n in {
+    "none", "shorten_tools", "shorten_tools_epoch", "shorten_tools_epoch_increment", "inbox",
+}]
+
+
+def violations(messages) -> Counter:
+    return Counter((v.kind, v.call_id) for v in find_tool_pair_violations(messages))
+
+
+@pytest.mark.parametrize("name", BUILT_IN)
+class TestEveryStrategy:
+    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(conversation=agent_conversations(max_calls=30))
+    def test_pure_and_pair_preserving_under_tight_thresholds(self, name, conversation):
+        """Input untouched, same output twice, and no new pairing violation."""
+        strategy = get_strategy(name, TIGHT)
+        before = snapshot(conversation)
+        first = strategy.invoke(conversation)
+        assert snapshot(conversation) == before
+        assert strategy.invoke(conversation) == first
+        assert not violations(first) - violations(conversation)
+
+    @settings(max_examples=25, deadline=None)
+    @given(conversation=agent_conversations(max_calls=4))
+    def test_conversation_under_every_threshold_comes_back_equal(self, name, conversation):
+        """With default thresholds a short conversation is returned exactly as it came."""
+        assert get_strategy(name, Settings()).invoke(conversation) == conversation

@@ -1,0 +1,209 @@
+"""Specification of the message model: input forms, positions, steps, turns, edits, pair checks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conversations import ai_step, snapshot
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.prompt_values import ChatPromptValue
+
+from langchain_promptstrat import InvalidMessagesError, check_tool_pairs
+from langchain_promptstrat.messages import (
+    coerce_messages,
+    drop_tool_call,
+    edit_ai_message,
+    index_tool_calls,
+    is_real_user_message,
+    mark,
+    shorten_tool_call,
+    shorten_tool_output,
+    split_steps,
+    split_turns,
+    tool_call_ids,
+)
+from langchain_promptstrat.truncation import shorten_string
+
+LONG = "L" * 1000
+
+
+@pytest.fixture
+def parallel_run():
+    """A task, a step with two parallel calls, a user message, then a step with one call."""
+    return [
+        SystemMessage("sys"),
+        HumanMessage("task"),
+        ai_step([("search", {"q": "a"}), ("read_file", {"path": "b"})], 0, mirror="plain"),
+        ToolMessage("out0", tool_call_id="call_0"),
+        ToolMessage("out1", tool_call_id="call_1"),
+        HumanMessage("more"),
+        ai_step([("search", {"q": "c"})], 2, mirror="plain"),
+        ToolMessage("out2", tool_call_id="call_2"),
+    ]
+
+
+class TestCoerceMessages:
+    def test_dicts_and_tuples_become_messages(self):
+        """Dicts and (role, content) tuples are read as LangChain messages."""
+        out = coerce_messages([("system", "s"), {"role": "user", "content": "hi"}])
+        assert [type(m) for m in out] == [SystemMessage, HumanMessage]
+
+    def test_openai_assistant_dict_keeps_its_tool_calls(self):
+        """An OpenAI-format assistant dict with tool_calls becomes an AIMessage with those calls."""
+        out = coerce_messages([
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{\"x\": 1}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "r"},
+        ])
+        assert out[0].tool_calls[0]["args"] == {"x": 1} and check_tool_pairs(out) == []
+
+    def test_prompt_value_is_unpacked(self):
+        """A PromptValue (what a prompt template produces) is read as its messages."""
+        value = ChatPromptValue(messages=[HumanMessage("x")])
+        assert coerce_messages(value) == [HumanMessage("x")]
+
+    def test_unreadable_item_names_its_position(self):
+        """An item that is no message raises InvalidMessagesError naming its index."""
+        with pytest.raises(InvalidMessagesError, match="message 1"):
+            coerce_messages([HumanMessage("ok"), {"role": "wizard", "content": "?"}])
+
+    def test_a_single_message_is_not_a_list(self):
+        """Passing one message instead of a list is refused clearly."""
+        with pytest.raises(InvalidMessagesError, match="expected a list of messages"):
+            coerce_messages(HumanMessage("x"))
+
+
+class TestPositionsStepsTurns:
+    def test_positions_count_from_the_newest_output_and_calls_share_them(self, parallel_run):
+        """Positions are 1-based from the newest ToolMessage; a call has its output's position."""
+        index = index_tool_calls(parallel_run)
+        assert {c.id: c.position for c in index.calls} == {"call_0": 3, "call_1": 2, "call_2": 1}
+        assert index.total_outputs == 3
+
+    def test_parallel_calls_are_separate_calls_of_one_message(self, parallel_run):
+        """Two calls in one AIMessage are two records with the same ai_index and different outputs."""
+        a, b = index_tool_calls(parallel_run).calls[:2]
+        assert a.ai_index == b.ai_index == 2 and (a.output_index, b.output_index) == (3, 4)
+
+    def test_steps_are_an_ai_message_and_the_outputs_right_after_it(self, parallel_run):
+        """A step spans an AIMessage and the ToolMessages that immediately follow it."""
+        assert split_steps(parallel_run) == [range(2, 5), range(6, 8)]
+
+    def test_turns_start_at_real_user_messages(self, parallel_run):
+        """A turn is a real user message and everything up to the next one."""
+        assert split_turns(parallel_run) == [range(1, 5), range(5, 8)]
+
+    def test_strategy_notices_are_not_user_messages(self, parallel_run):
+        """A message a strategy marked as a notice never starts a turn."""
+        notice = mark(HumanMessage("context was compacted"), "compaction_notice", notice=True)
+        run = parallel_run[:5] + [notice] + parallel_run[5:]
+        assert not is_real_user_message(notice)
+        assert split_turns(run) == [range(1, 6), range(6, 9)]
+
+    def test_repeat_key_ignores_the_call_id_and_key_order(self):
+        """The same tool with the same arguments in another key order has the same key."""
+        msgs = [
+            ai_step([("f", {"a": 1, "b": {"y": 2, "x": 1}})], 0, mirror="plain"),
+            ToolMessage("r", tool_call_id="call_0"),
+            ai_step([("f", {"b": {"x": 1, "y": 2}, "a": 1})], 1, mirror="plain"),
+            ToolMessage("r", tool_call_id="call_1"),
+        ]
+        a, b = index_tool_calls(msgs).calls
+        assert a.key == b.key and a.id != b.id
+
+
+class TestEditsInEveryPlace:
+    @pytest.mark.parametrize("mirror", ["plain", "openai", "anthropic", "both"])
+    def test_dropping_a_call_removes_it_from_every_place(self, mirror):
+        """A dropped call is gone from tool_calls, OpenAI additional_kwargs and tool_use blocks alike."""
+        msg = ai_step([("f", {"q": "a"}), ("g", {"q": "b"})], 0, mirror=mirror, text="thinking")
+        edited = drop_tool_call(msg, "call_0")
+        assert tool_call_ids(edited) == ["call_1"]
+        assert [c["id"] for c in edited.tool_calls] == ["call_1"]
+        if mirror in ("openai", "both"):
+            assert [c["id"] for c in edited.additional_kwargs["tool_calls"]] == ["call_1"]
+        if mirror in ("anthropic", "both"):
+            assert [b["id"] for b in edited.content if b.get("type") == "tool_use"] == ["call_1"]
+
+    @pytest.mark.parametrize("mirror", ["plain", "openai", "anthropic", "both"])
+    def test_shortening_a_call_shortens_its_string_arguments_everywhere(self, mirror):
+        """Shortened arguments are identical in all three records; non-string values stay."""
+        msg = ai_step([("f", {"q": LONG, "n": 5})], 0, mirror=mirror)
+        edited = shorten_tool_call(msg, "call_0")
+        expected = {"q": shorten_string(LONG, 200), "n": 5}
+        assert edited.tool_calls[0]["args"] == expected
+        if mirror in ("openai", "both"):
+            assert json.loads(edited.additional_kwargs["tool_calls"][0]["function"]["arguments"]) == expected
+        if mirror in ("anthropic", "both"):
+            assert [b["input"] for b in edited.content if b.get("type") == "tool_use"] == [expected]
+
+    def test_message_left_without_calls_or_text_disappears(self):
+        """Dropping the only call of a text-less AIMessage removes the message."""
+        assert drop_tool_call(ai_step([("f", {})], 0, mirror="anthropic"), "call_0") is None
+
+    def test_message_with_text_survives_losing_its_calls(self):
+        """An AIMessage that still says something is kept when its calls go."""
+        edited = drop_tool_call(ai_step([("f", {})], 0, mirror="both", text="I will look."), "call_0")
+        assert edited is not None and edited.tool_calls == [] and "tool_calls" not in edited.additional_kwargs
+
+    def test_invalid_tool_calls_are_left_alone(self):
+        """invalid_tool_calls survive an edit untouched."""
+        bad = {"name": "f", "args": "{oops", "id": "bad1", "error": "parse", "type": "invalid_tool_call"}
+        msg = AIMessage("", tool_calls=[{"name": "f", "args": {}, "id": "c"}], invalid_tool_calls=[bad])
+        edited = drop_tool_call(msg, "c")
+        assert edited is not None and edited.invalid_tool_calls == [bad]
+
+    def test_edit_never_mutates_the_original(self):
+        """The input message keeps its calls and content after an edit."""
+        msg = ai_step([("f", {"q": LONG})], 0, mirror="both")
+        before = snapshot([msg])
+        edit_ai_message(msg, shorten=["call_0"])
+        drop_tool_call(msg, "call_0")
+        assert snapshot([msg]) == before
+
+    def test_output_shortening_keeps_block_shape(self):
+        """List content is shortened block by block; non-text blocks stay."""
+        image = {"type": "image_url", "image_url": {"url": "data:x"}}
+        msg = ToolMessage([{"type": "text", "text": LONG}, image], tool_call_id="c")
+        edited = shorten_tool_output(msg)
+        assert edited.content == [{"type": "text", "text": shorten_string(LONG, 400)}, image]
+
+    def test_output_that_fits_is_the_same_object(self):
+        """An output under the size is not copied."""
+        msg = ToolMessage("small", tool_call_id="c")
+        assert shorten_tool_output(msg) is msg
+
+
+class TestCheckToolPairs:
+    def test_valid_conversation_has_no_violation(self, parallel_run):
+        """A conversation where every call has exactly one output passes."""
+        assert check_tool_pairs(parallel_run) == []
+
+    def test_output_without_its_call_is_reported(self, parallel_run):
+        """An output whose call is not in its step is one readable line."""
+        run = parallel_run[:2] + parallel_run[3:5]
+        assert check_tool_pairs(run) == [
+            "message 2 (tool): output for call 'call_0' answers no call of its step",
+            "message 3 (tool): output for call 'call_1' answers no call of its step",
+        ]
+
+    def test_call_without_output_is_reported(self, parallel_run):
+        """A call whose output is missing is reported at its AIMessage."""
+        run = parallel_run[:4] + parallel_run[5:]
+        assert check_tool_pairs(run) == ["message 2 (ai): call 'call_1' has no output"]
+
+    def test_duplicate_output_is_reported(self, parallel_run):
+        """A second output for the same call is reported."""
+        run = parallel_run[:4] + [ToolMessage("again", tool_call_id="call_0")] + parallel_run[4:]
+        assert check_tool_pairs(run) == ["message 4 (tool): duplicate output for call 'call_0'"]
+
+    def test_output_answering_a_call_of_an_earlier_step_is_reported(self, parallel_run):
+        """An output is matched only within its own step."""
+        run = parallel_run + [ToolMessage("late", tool_call_id="call_0")]
+        assert check_tool_pairs(run) == ["message 8 (tool): output for call 'call_0' answers no call of its step"]
+
+    def test_anthropic_only_calls_are_seen(self):
+        """A call recorded only as a tool_use block still needs its output."""
+        msg = AIMessage([{"type": "tool_use", "id": "t1", "name": "f", "input": {}}])
+        assert check_tool_pairs([HumanMessage("x"), msg]) == ["message 1 (ai): call 't1' has no output"]

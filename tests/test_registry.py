@@ -1,0 +1,179 @@
+"""Specification of the registry and the prepare_prompt dispatcher."""
+
+from __future__ import annotations
+
+import warnings
+from importlib.metadata import EntryPoint
+
+import pytest
+from conversations import ai_step
+from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
+
+from langchain_promptstrat import (
+    DEFAULT_STRATEGIES,
+    NoStrategy,
+    PromptStrategy,
+    ShortenTools,
+    UnknownStrategyError,
+    available_strategies,
+    get_strategy,
+    prepare_prompt,
+    register_strategy,
+    unregister_strategy,
+)
+from langchain_promptstrat import registry
+from langchain_promptstrat.report import Compacted, make_report
+
+
+class RecordingSaveFile(PromptStrategy):
+    """A strategy that uses the save file and records what it received."""
+
+    strategy_name = "recording_save_file"
+    uses_save_file = True
+    seen: list = []
+
+    def compact(self, messages, *, save_file=None):
+        RecordingSaveFile.seen.append(save_file)
+        return Compacted(list(messages), make_report(self.strategy_name, messages, messages))
+
+
+class RecordingNoSaveFile(RecordingSaveFile):
+    """The same, declaring that it does not use the save file."""
+
+    strategy_name = "recording_no_save_file"
+    uses_save_file = False
+
+
+@pytest.fixture
+def conversation():
+    """A short conversation with one tool call."""
+    return [SystemMessage("sys"), HumanMessage("task"), ai_step([("f", {"q": "x"})], 0, mirror="plain"),
+            ToolMessage("out", tool_call_id="call_0")]
+
+
+@pytest.fixture
+def registered():
+    """Registers names for one test and removes them afterwards."""
+    names: list[str] = []
+
+    def add(name, factory):
+        register_strategy(name, factory)
+        names.append(name)
+
+    yield add
+    for name in names:
+        try:
+            unregister_strategy(name)
+        except UnknownStrategyError:
+            pass
+
+
+def add_marker(messages):
+    return messages + [HumanMessage("marked")]
+
+
+class TestInputForms:
+    def test_callable_is_called_with_the_messages(self, conversation):
+        """A callable as the strategy spec is the whole hook."""
+        assert prepare_prompt(conversation, add_marker)[-1].content == "marked"
+
+    def test_comma_separated_string_applies_each_in_sequence(self, conversation, registered):
+        """'a,b' applies a then b, each receiving the previous output."""
+        registered("mark", add_marker)
+        out = prepare_prompt(conversation, "mark, mark")
+        assert [m.content for m in out[-2:]] == ["marked", "marked"]
+
+    def test_list_mixes_names_instances_and_callables(self, conversation, registered):
+        """A list may hold names, PromptStrategy instances and callables."""
+        registered("mark", add_marker)
+        out = prepare_prompt(conversation, ["mark", NoStrategy(), add_marker])
+        assert len(out) == len(conversation) + 2
+
+    def test_none_name_is_a_no_op(self, conversation):
+        """'none' returns the messages unchanged."""
+        assert prepare_prompt(conversation, "none") == conversation
+
+    def test_none_spec_reads_prompt_strategy_from_the_environment(self, conversation, registered, monkeypatch):
+        """Without a spec, PROMPT_STRATEGY names the list."""
+        registered("mark", add_marker)
+        monkeypatch.setenv("PROMPT_STRATEGY", "mark")
+        assert prepare_prompt(conversation)[-1].content == "marked"
+
+    def test_none_spec_without_environment_uses_the_default_list(self, conversation, monkeypatch):
+        """Without a spec or PROMPT_STRATEGY, DEFAULT_STRATEGIES applies (a no-op for a short conversation)."""
+        monkeypatch.delenv("PROMPT_STRATEGY", raising=False)
+        assert DEFAULT_STRATEGIES == ("shorten_tools_epoch_increment", "inbox")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert prepare_prompt(conversation) == conversation
+
+    def test_input_is_never_mutated_by_the_dispatcher(self, conversation, registered):
+        """prepare_prompt returns a new list and leaves the caller's list alone."""
+        before = list(conversation)
+        out = prepare_prompt(conversation, add_marker)
+        assert conversation == before and out is not conversation
+
+
+class TestSaveFile:
+    def test_save_file_reaches_only_strategies_that_use_it(self, conversation):
+        """A strategy that declares uses_save_file gets it; others get None."""
+        RecordingSaveFile.seen = []
+        prepare_prompt(conversation, [RecordingSaveFile(), RecordingNoSaveFile()], save_file="x/agent.chat")
+        assert RecordingSaveFile.seen == ["x/agent.chat", None]
+
+    def test_registered_callable_receives_the_messages_only(self, conversation, registered):
+        """A registered plain callable is called with one argument, never the save file."""
+        calls = []
+        registered("spy", lambda messages: calls.append(len(messages)) or messages)
+        prepare_prompt(conversation, "spy", save_file="x/agent.chat")
+        assert calls == [len(conversation)]
+
+
+class TestRegistry:
+    def test_builtins_are_available(self):
+        """The built-in strategies that exist are listed."""
+        assert {"none", "shorten_tools"} <= set(available_strategies())
+
+    def test_register_get_and_unregister(self, registered):
+        """A registered name resolves until it is unregistered."""
+        register_strategy("temp", ShortenTools)
+        assert "temp" in available_strategies()
+        assert isinstance(get_strategy("temp", max_tool_calls=3), ShortenTools)
+        unregister_strategy("temp")
+        assert "temp" not in available_strategies()
+
+    def test_get_strategy_passes_settings_to_classes(self):
+        """get_strategy(name, **settings) builds the class with those settings."""
+        assert get_strategy("shorten_tools", full_tool_outputs=4).settings.full_tool_outputs == 4
+
+    def test_unknown_name_lists_the_known_names(self):
+        """A misspelt name raises UnknownStrategyError naming it and every known name."""
+        with pytest.raises(UnknownStrategyError) as err:
+            get_strategy("shorten_tool")
+        assert str(err.value).startswith("unknown strategy 'shorten_tool'; known: ")
+        assert "shorten_tools" in str(err.value) and isinstance(err.value, LookupError)
+
+    def test_unknown_name_a_caller_asked_for_fails_loudly(self, conversation):
+        """prepare_prompt raises for an unknown name in an explicit list."""
+        with pytest.raises(UnknownStrategyError):
+            prepare_prompt(conversation, "none,not_a_strategy")
+
+    def test_missing_default_entry_is_skipped_with_a_warning(self, conversation, monkeypatch):
+        """An entry of the default list that is not installed never breaks prepare_prompt(messages)."""
+        monkeypatch.delenv("PROMPT_STRATEGY", raising=False)
+        monkeypatch.setattr(registry, "DEFAULT_STRATEGIES", ("not_built_yet", "none"))
+        registry._warned_missing_defaults.discard("not_built_yet")
+        with pytest.warns(RuntimeWarning, match="not_built_yet"):
+            assert prepare_prompt(conversation) == conversation
+
+    def test_entry_point_strategies_are_discovered(self, conversation, monkeypatch):
+        """A third-party strategy in the entry-point group resolves by name."""
+        ep = EntryPoint(name="drop_system", value="plugin_strategies:drop_system", group=registry.ENTRY_POINT_GROUP)
+        monkeypatch.setattr(registry, "entry_points", lambda group: [ep] if group == registry.ENTRY_POINT_GROUP else [])
+        assert "drop_system" in available_strategies()
+        assert prepare_prompt(conversation, "drop_system") == conversation[1:]
+
+    def test_registration_shadows_a_builtin(self, conversation, registered):
+        """A registered name wins over the built-in of the same name."""
+        registered("shorten_tools", add_marker)
+        assert prepare_prompt(conversation, "shorten_tools")[-1].content == "marked"
