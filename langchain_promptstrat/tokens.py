@@ -329,6 +329,9 @@ class TokenCounter:
         self._resolved = False
         self._encoding: tiktoken.Encoding | None = None
         self._count_parts = functools.lru_cache(maxsize=cache_size)(self._encode_parts)
+        self._memo_size = cache_size
+        self._by_identity: dict[int, tuple[BaseMessage, Any, Any, int]] = {}
+        self._memo_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"TokenCounter({self.encoding_name!r})"
@@ -359,7 +362,21 @@ class TokenCounter:
             )
         if self.encoding is None:
             return count_tokens_approximately([message])
-        return self._count_parts(*_sent_parts(message))
+        # Fast path: the same message object counted again (a replay, a trimmer probing
+        # many cut points). The entry holds the message, so its id cannot be reused, and
+        # it checks the content and calls objects, so replacing either is a miss.
+        entry = self._by_identity.get(id(message))
+        calls = getattr(message, "tool_calls", None)
+        if entry is not None and entry[0] is message and entry[1] is message.content and entry[2] is calls:
+            return entry[3]
+        count = self._count_parts(*_sent_parts(message))
+        if self._memo_size <= 0:
+            return count
+        with self._memo_lock:
+            if len(self._by_identity) >= self._memo_size:
+                self._by_identity.pop(next(iter(self._by_identity)))
+            self._by_identity[id(message)] = (message, message.content, calls, count)
+        return count
 
     def __call__(self, messages: Sequence[BaseMessage], /) -> int:
         """Return the tokens of ``messages``: the sum of their :meth:`count_message` counts."""
