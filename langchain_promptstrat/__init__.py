@@ -5,8 +5,17 @@ provider's prompt cache hitting), deliver consume-once inbox notices, and aim at
 budgets, without ever changing the stored conversation.
 """
 
+from langchain_promptstrat.adapters.langgraph import make_inbox_node
 from langchain_promptstrat.adapters.runnable import PromptStrategy
-from langchain_promptstrat.errors import ConfigError, InvalidMessagesError, PromptStratError, UnknownStrategyError
+from langchain_promptstrat.errors import (
+    ConfigError,
+    InboxAborted,
+    InboxError,
+    InvalidMessagesError,
+    PromptStratError,
+    UnknownStrategyError,
+)
+from langchain_promptstrat.inbox_store import inbox_dir, inbox_removed_dir, post_to_inbox, request_abort
 from langchain_promptstrat.messages import check_tool_pairs
 from langchain_promptstrat.registry import (
     DEFAULT_STRATEGIES,
@@ -18,15 +27,19 @@ from langchain_promptstrat.registry import (
 )
 from langchain_promptstrat.report import Compacted, StrategyReport
 from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.strategies.inbox import Inbox
 from langchain_promptstrat.strategies.none import NoStrategy
 from langchain_promptstrat.strategies.shorten_tools import ShortenTools
 from langchain_promptstrat.tokens import TokenCounter, as_token_counter
 from langchain_promptstrat.truncation import shorten_string, truncate_string
 
 __all__ = [
-    "DEFAULT_STRATEGIES",
     "Compacted",
     "ConfigError",
+    "DEFAULT_STRATEGIES",
+    "Inbox",
+    "InboxAborted",
+    "InboxError",
     "InvalidMessagesError",
     "NoStrategy",
     "PromptStratError",
@@ -40,8 +53,13 @@ __all__ = [
     "available_strategies",
     "check_tool_pairs",
     "get_strategy",
+    "inbox_dir",
+    "inbox_removed_dir",
+    "make_inbox_node",
+    "post_to_inbox",
     "prepare_prompt",
     "register_strategy",
+    "request_abort",
     "shorten_string",
     "truncate_string",
     "unregister_strategy",

@@ -1,0 +1,550 @@
+"""The inbox on disk: where it lies, how a file is claimed exactly once, how writers post.
+
+A conversation saved to ``x/agent.chat`` has its inbox in the sibling directory
+``x/agent.inbox``; delivered files are moved into ``x/agent.inbox_removed``, which is the
+record of what was delivered and when (mtimes are kept). For a LangGraph thread the save
+file is ``<root>/<encoded thread id>.chat``.
+
+Claim protocol (why no file is delivered twice and none is overwritten):
+
+1. A reader opens the pending file (``O_NOFOLLOW``; a file it cannot open is skipped in
+   place), then claims it with ``os.rename`` into a private staging name
+   ``.claim-<pid>-<random>`` inside the removed directory. ``rename`` is atomic: of all
+   readers racing for the same inbox entry, exactly one moves it; the others get
+   ``FileNotFoundError`` and treat the file as not theirs. An inode therefore leaves the
+   inbox once, into a name nobody else ever touches, and is read only by the reader that
+   moved it. If a writer reused the name between listing and claiming, the reader claims
+   the new file, notices that the staged inode is not the one it opened, and reads the
+   staged one: still one reader per file.
+2. The reader then gives the staged file its final name with ``os.link`` (which fails
+   with ``FileExistsError`` instead of replacing), trying ``name``, ``name.1.ext``,
+   ``name.2.ext``, ... in turn, and unlinks the staging name. Nothing in the removed
+   directory is ever replaced. (Where hard links are not supported, a name is reserved
+   with ``O_CREAT | O_EXCL`` and the staged file renamed over that empty placeholder, which
+   only ever replaces the reader's own placeholder. A writer doing the same may let a
+   reader deliver the empty placeholder before the real notice: an extra empty notice on
+   such filesystems, never a lost or doubled one.)
+3. Writers write a hidden temporary file in the inbox (readers ignore dotfiles), fsync it,
+   and link it to its final name, so a reader never sees half a file and a pending file of
+   the same name is never replaced.
+
+Delivery is at most once: a reader that dies between step 1 and step 2 leaves its claim
+as a hidden ``.claim-*`` file in the removed directory, undelivered but not lost.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import secrets
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from langchain_promptstrat.errors import InboxError
+
+__all__ = [
+    "ABORT_FILE",
+    "INBOX_ROOT_ENV",
+    "Claimed",
+    "DirectoryInbox",
+    "InboxEntry",
+    "default_notice_name",
+    "encode_thread_id",
+    "inbox_dir",
+    "inbox_removed_dir",
+    "inbox_root",
+    "post_to_inbox",
+    "request_abort",
+    "resolve_save_file",
+    "thread_save_file",
+]
+
+ABORT_FILE = "abort"
+"""The reserved file name (exact, case-sensitive) that asks the run to stop."""
+
+INBOX_ROOT_ENV = "PROMPTSTRAT_INBOX_ROOT"
+"""Environment variable naming the directory that holds one inbox per LangGraph thread."""
+
+INBOX_SUFFIX = ".inbox"
+REMOVED_SUFFIX = ".inbox_removed"
+THREAD_SAVE_SUFFIX = ".chat"
+
+_SAFE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+_MAX_ENCODED = 180
+"""Longest encoded thread id kept verbatim: with ``.inbox_removed`` it stays under the
+255-byte file-name limit of common filesystems."""
+_LONG_PREFIX = 96
+_MAX_NAME_BYTES = 255
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+"""Never follow a symlink swapped in after listing, never block on a FIFO."""
+_NO_LINK_ERRNOS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS, errno.EXDEV}
+
+
+# --------------------------------------------------------------------------- paths
+
+
+def _stem(name: str) -> str:
+    """Return ``name`` without its last extension; a name without one is kept whole.
+
+    A leading dot does not start an extension (``.chat`` stays ``.chat``) and neither
+    does a trailing one (``a.`` stays ``a.``): the rule is spelled out here rather than
+    left to ``pathlib``, whose ``stem`` changed between Python versions.
+    """
+    cut = name.rfind(".")
+    return name[:cut] if 0 < cut < len(name) - 1 else name
+
+
+def _sibling(save_file: str | os.PathLike[str], suffix: str) -> Path:
+    path = Path(save_file)
+    if not path.name or path.name in (".", ".."):
+        raise InboxError(f"save file {os.fspath(save_file)!r} names no file; pass the path of the conversation's file")
+    return path.parent / (_stem(path.name) + suffix)
+
+
+def inbox_dir(save_file: str | os.PathLike[str]) -> Path:
+    """Return the inbox directory of a conversation saved to ``save_file`` (its ``.inbox`` sibling).
+
+    The last extension of the file name is replaced: ``x/agent.chat`` -> ``x/agent.inbox``,
+    ``dir/a.b.chat`` -> ``dir/a.b.inbox``, ``dir/agent`` -> ``dir/agent.inbox``.
+    """
+    return _sibling(save_file, INBOX_SUFFIX)
+
+
+def inbox_removed_dir(save_file: str | os.PathLike[str]) -> Path:
+    """Return the directory delivered notices are moved into (the ``.inbox_removed`` sibling)."""
+    return _sibling(save_file, REMOVED_SUFFIX)
+
+
+def encode_thread_id(thread_id: str) -> str:
+    """Return ``thread_id`` as one safe file-name component, readable when it already is one.
+
+    Every character outside ``[A-Za-z0-9._-]`` becomes ``%XX`` per UTF-8 byte (``%`` itself
+    included), and so does a leading dot, so ``..``, ``/etc`` or ``a/b`` can never leave the
+    root or hide a directory; ``run.1`` stays ``run.1``. The mapping is injective. An
+    encoding longer than 180 characters is cut to its first 96 and ``~`` plus the SHA-256 of
+    the id: ``~`` never appears in a short encoding, so long ids cannot collide with short
+    ones, and two long ids collide only if SHA-256 does. Empty or non-string ids raise
+    :class:`InboxError`. On a case-insensitive filesystem ``Run`` and ``run`` share an inbox.
+    """
+    if not isinstance(thread_id, str):
+        raise InboxError(f"thread_id must be a string, got {type(thread_id).__name__}")
+    if not thread_id:
+        raise InboxError("thread_id is empty; an inbox needs a non-empty thread id")
+    parts: list[str] = []
+    for i, char in enumerate(thread_id):
+        if char in _SAFE_CHARS and not (i == 0 and char == "."):
+            parts.append(char)
+        else:
+            parts.append("".join(f"%{b:02X}" for b in char.encode("utf-8", "surrogatepass")))
+    encoded = "".join(parts)
+    if len(encoded) > _MAX_ENCODED:
+        digest = hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest()
+        prefix = encoded[:_LONG_PREFIX]
+        if "%" in prefix[-2:]:  # do not cut an escape in half
+            prefix = prefix[: prefix.rindex("%")]
+        encoded = f"{prefix}~{digest}"
+    return encoded
+
+
+def inbox_root(root: str | os.PathLike[str] | None = None) -> Path | None:
+    """Return the inbox root: ``root`` when given, else ``$PROMPTSTRAT_INBOX_ROOT``, else None.
+
+    The environment is read on every call. A root that exists but is not a directory
+    raises :class:`InboxError`.
+    """
+    value = os.fspath(root) if root is not None else os.environ.get(INBOX_ROOT_ENV, "")
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    if path.exists() and not path.is_dir():
+        source = "root" if root is not None else INBOX_ROOT_ENV
+        raise InboxError(f"inbox root {str(path)!r} ({source}) exists and is not a directory; point it at a directory")
+    return path
+
+
+def thread_save_file(thread_id: str, root: str | os.PathLike[str] | None = None) -> Path:
+    """Return ``<root>/<encoded thread_id>.chat``: the save file that stands for a LangGraph thread.
+
+    Its inbox is ``<root>/<encoded>.inbox``, always directly inside ``root`` whatever the
+    thread id holds. Raises :class:`InboxError` when there is no root (no ``root`` and no
+    ``PROMPTSTRAT_INBOX_ROOT``).
+    """
+    base = inbox_root(root)
+    if base is None:
+        raise InboxError(f"no inbox root for thread {thread_id!r}: pass root= (--root) or set {INBOX_ROOT_ENV}")
+    save_file = base / (encode_thread_id(thread_id) + THREAD_SAVE_SUFFIX)
+    for derived in (save_file, inbox_dir(save_file), inbox_removed_dir(save_file)):
+        if derived.parent != base or derived.name.startswith(".") or os.sep in derived.name:  # defence in depth
+            raise InboxError(f"thread id {thread_id!r} would name {str(derived)!r} outside the inbox root")
+    return save_file
+
+
+def resolve_save_file(
+    save_file: str | os.PathLike[str] | None = None,
+    *,
+    thread_id: str | None = None,
+    root: str | os.PathLike[str] | None = None,
+) -> Path:
+    """Return the save file named by ``save_file``, or by ``thread_id`` under ``root``; exactly one is needed."""
+    if save_file is not None and thread_id is not None:
+        raise InboxError("give either a save file or a thread id, not both")
+    if save_file is not None and os.fspath(save_file):
+        if root is not None:
+            raise InboxError("root= goes with thread_id=, not with a save file")
+        return Path(save_file)
+    if thread_id is not None:
+        return thread_save_file(thread_id, root)
+    raise InboxError("no inbox named: give a save file, or a thread id with root= or " + INBOX_ROOT_ENV)
+
+
+# --------------------------------------------------------------------------- the store
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """A file this reader took out of the inbox: where it lies now and what it held."""
+
+    name: str
+    """Its name in the inbox."""
+    path: Path
+    """Where it lies now, in the removed directory (``name`` or ``name.N.ext``)."""
+    mtime: float
+    data: bytes | None
+    """The bytes read, or None when the file could not be read (only with ``need_content=False``)."""
+
+
+@dataclass(frozen=True)
+class InboxEntry:
+    """One file of the inbox or of its removed directory, for listings."""
+
+    name: str
+    mtime: float
+    size: int
+
+
+def _split_ext(name: str) -> tuple[str, str]:
+    stem = _stem(name)
+    return stem, name[len(stem):]
+
+
+def _numbered(name: str) -> Iterator[str]:
+    """Yield ``name``, then ``stem.1.ext``, ``stem.2.ext``, ...: the names a delivered file may take."""
+    yield name
+    stem, ext = _split_ext(name)
+    n = 1
+    while True:
+        yield f"{stem}.{n}{ext}"
+        n += 1
+
+
+def _move_no_replace(src: Path, dst: Path) -> None:
+    """Move ``src`` to ``dst``, failing with FileExistsError instead of ever replacing ``dst``."""
+    try:
+        os.link(src, dst, follow_symlinks=False)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        if exc.errno not in _NO_LINK_ERRNOS:
+            raise
+        # No hard links on this filesystem: reserve the name exclusively, then replace
+        # only that placeholder of our own.
+        fd = os.open(dst, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        os.close(fd)
+        try:
+            os.replace(src, dst)
+        except OSError:
+            os.unlink(dst)
+            raise
+        return
+    try:
+        os.unlink(src)
+    except FileNotFoundError:
+        pass
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _open_regular(path: Path) -> tuple[int, os.stat_result]:
+    """Return a read descriptor on ``path`` and its stat; raise OSError unless it is a regular file."""
+    fd = os.open(path, _READ_FLAGS)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return fd, st
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _check_name(name: str) -> None:
+    if not isinstance(name, str) or not name:
+        raise InboxError("a notice name must be a non-empty string")
+    if "/" in name or "\x00" in name or (os.altsep and os.altsep in name):
+        raise InboxError(f"notice name {name!r} must be a plain file name, without '/' or NUL")
+    if name.startswith("."):
+        raise InboxError(f"notice name {name!r} starts with '.'; readers ignore dotfiles, so it would never be delivered")
+    if len(name.encode("utf-8", "surrogatepass")) > _MAX_NAME_BYTES:
+        raise InboxError(f"notice name is longer than {_MAX_NAME_BYTES} bytes")
+
+
+def default_notice_name() -> str:
+    """Return a fresh notice name that sorts in arrival order: UTC time to the microsecond, a random suffix."""
+    now = datetime.now(timezone.utc)
+    return f"{now:%Y%m%dT%H%M%S_%f}Z-{secrets.token_hex(3)}.txt"
+
+
+class DirectoryInbox:
+    """The inbox of one conversation as two directories: pending files and delivered ones.
+
+    This is the filesystem backend: listing, the atomic claim, the clash suffix and the
+    writers live here; what a claimed file means (a notice, an abort) is the strategy's
+    business. Build it with :meth:`for_save_file` or :meth:`for_thread`.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], removed_path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.removed_path = Path(removed_path)
+
+    @classmethod
+    def for_save_file(cls, save_file: str | os.PathLike[str]) -> DirectoryInbox:
+        """Return the inbox of the conversation saved to ``save_file`` (the sibling rule)."""
+        return cls(inbox_dir(save_file), inbox_removed_dir(save_file))
+
+    @classmethod
+    def for_thread(cls, thread_id: str, root: str | os.PathLike[str] | None = None) -> DirectoryInbox:
+        """Return the inbox of LangGraph thread ``thread_id`` under ``root`` (or ``$PROMPTSTRAT_INBOX_ROOT``)."""
+        return cls.for_save_file(thread_save_file(thread_id, root))
+
+    def __repr__(self) -> str:
+        return f"DirectoryInbox({str(self.path)!r})"
+
+    # ----------------------------------------------------------------- reading
+
+    def pending(self) -> list[str]:
+        """Return the names of the pending notices, sorted: regular files not starting with a dot.
+
+        A missing inbox (or one that is not a directory) has no pending notice; nothing is
+        created. Symbolic links, subdirectories and other special files are left alone.
+        """
+        return [entry.name for entry in self._scan(self.path)]
+
+    def pending_entries(self) -> list[InboxEntry]:
+        """Return the pending files with their mtimes and sizes, in delivery order."""
+        return self._scan(self.path)
+
+    def delivered_entries(self) -> list[InboxEntry]:
+        """Return the delivered files (the removed directory), oldest mtime first."""
+        return sorted(self._scan(self.removed_path), key=lambda e: (e.mtime, e.name))
+
+    @staticmethod
+    def _scan(directory: Path) -> list[InboxEntry]:
+        try:
+            it = os.scandir(directory)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        entries = []
+        with it:
+            for item in it:
+                if item.name.startswith("."):
+                    continue
+                try:
+                    st = item.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if stat.S_ISREG(st.st_mode):
+                    entries.append(InboxEntry(item.name, st.st_mtime, st.st_size))
+        entries.sort(key=lambda e: e.name)
+        return entries
+
+    def claim(self, name: str, *, need_content: bool = True) -> Claimed | None:
+        """Move pending file ``name`` into the removed directory and return it with its bytes.
+
+        Returns None when another reader claimed it first (or it vanished). Raises
+        ``OSError`` when the file cannot be claimed: with ``need_content`` (the default) a
+        file this process cannot open is left in place; without it, it is claimed anyway
+        and returned with ``data=None``. The claim is atomic across processes (see the
+        module docstring), the removed directory is created on the first claim, and the
+        file keeps its mtime.
+        """
+        src = self.path / name
+        try:
+            fd, opened = _open_regular(src)
+        except FileNotFoundError:
+            return None
+        except OSError:
+            if need_content:
+                raise
+            fd, opened = None, None
+        try:
+            self.removed_path.mkdir(parents=True, exist_ok=True)
+            staging = self.removed_path / f".claim-{os.getpid()}-{secrets.token_hex(8)}"
+            try:
+                os.rename(src, staging)
+            except FileNotFoundError:
+                return None  # another reader won the race
+            # From here on the file is ours alone.
+            staged = os.lstat(staging)
+            if not stat.S_ISREG(staged.st_mode):  # something else was swapped in under that name
+                self._give_back(staging, src)
+                raise OSError(errno.EINVAL, "not a regular file; left in place", str(src))
+            if opened is None or (opened.st_dev, opened.st_ino) != (staged.st_dev, staged.st_ino):
+                # Not the file we opened (a writer reused the name), or none: read what we claimed.
+                if fd is not None:
+                    os.close(fd)
+                try:
+                    fd, _ = _open_regular(staging)
+                except OSError:
+                    fd = None
+                    if need_content:
+                        final = self._place(staging, name)
+                        raise OSError(errno.EACCES, f"claimed but unreadable; left at {final}", str(src)) from None
+            final = self._place(staging, name)
+            if staged.st_mtime_ns != os.lstat(final).st_mtime_ns:
+                os.utime(final, ns=(staged.st_atime_ns, staged.st_mtime_ns), follow_symlinks=False)
+            data = None
+            if fd is not None:
+                try:
+                    data = _read_all(fd)
+                except OSError as exc:
+                    if need_content:
+                        raise OSError(exc.errno, f"claimed but unreadable ({exc.strerror}); left at {final}", str(src)) from None
+            return Claimed(name=name, path=final, mtime=staged.st_mtime, data=data)
+        finally:
+            if fd is not None:
+                os.close(fd)
+
+    @staticmethod
+    def _give_back(staging: Path, src: Path) -> None:
+        """Return a claimed entry that is not a notice to its old name; if taken, it stays hidden where it is."""
+        try:
+            if staging.is_dir() and not staging.is_symlink():
+                if not src.exists():
+                    os.rename(staging, src)
+            else:
+                _move_no_replace(staging, src)
+        except OSError:
+            pass
+
+    def _place(self, staging: Path, name: str) -> Path:
+        """Give the staged file the first free name among ``name``, ``name.1.ext``, ... and return it."""
+        for candidate in _numbered(name):
+            final = self.removed_path / candidate
+            try:
+                _move_no_replace(staging, final)
+            except FileExistsError:
+                continue
+            return final
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # ----------------------------------------------------------------- writing
+
+    def post(self, content: str | bytes, *, name: str | None = None) -> Path:
+        """Write a notice atomically and return its path; ``name`` defaults to an arrival-ordered one.
+
+        Refuses the reserved name ``abort`` (use :meth:`request_abort`), names that would be
+        hidden or leave the directory, empty content, and a name that is already pending.
+        """
+        if name is not None:
+            _check_name(name)
+            if name == ABORT_FILE:
+                raise InboxError("'abort' is reserved for abort requests; use request_abort() or `promptstrat inbox abort`")
+        data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+        if not data.strip():
+            raise InboxError("refusing to post an empty notice; give it some content")
+        return self._write(data, name)
+
+    def request_abort(self, reason: str = "") -> Path:
+        """Write the reserved ``abort`` file (content: ``reason``) and return its path.
+
+        Raises :class:`InboxError` when an abort is already pending, rather than replace
+        its reason.
+        """
+        return self._write(reason.encode("utf-8"), ABORT_FILE)
+
+    def _write(self, data: bytes, name: str | None) -> Path:
+        self.path.mkdir(parents=True, exist_ok=True)
+        tmp = self.path / f".tmp-{os.getpid()}-{secrets.token_hex(8)}"
+        fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            for _ in range(100):
+                final = self.path / (name or default_notice_name())
+                try:
+                    _move_no_replace(tmp, final)
+                except FileExistsError:
+                    if name is None:
+                        continue
+                    what = "an abort is" if name == ABORT_FILE else f"a notice named {name!r} is"
+                    raise InboxError(
+                        f"{what} already pending in {self.path}; wait for it to be delivered or pick another name"
+                    ) from None
+                _fsync_dir(self.path)
+                return final
+            raise InboxError(f"could not find a free notice name in {self.path}")  # pragma: no cover
+        finally:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+
+
+def post_to_inbox(
+    save_file: str | os.PathLike[str] | None = None,
+    content: str | bytes | None = None,
+    *,
+    name: str | None = None,
+    thread_id: str | None = None,
+    root: str | os.PathLike[str] | None = None,
+) -> Path:
+    """Post ``content`` to a conversation's inbox, atomically, and return the new file's path.
+
+    Name the conversation by ``save_file``, or by ``thread_id`` under ``root`` (default
+    ``$PROMPTSTRAT_INBOX_ROOT``). The inbox directory is created when needed; the default
+    name sorts in arrival order.
+    """
+    if content is None:
+        raise TypeError("post_to_inbox() needs the notice content")
+    return DirectoryInbox.for_save_file(resolve_save_file(save_file, thread_id=thread_id, root=root)).post(content, name=name)
+
+
+def request_abort(
+    save_file: str | os.PathLike[str] | None = None,
+    reason: str = "",
+    *,
+    thread_id: str | None = None,
+    root: str | os.PathLike[str] | None = None,
+) -> Path:
+    """Ask a conversation's run to stop: write its inbox's ``abort`` file atomically and return its path.
+
+    The run that picks it up raises :class:`~langchain_promptstrat.errors.InboxAborted`
+    (or interrupts, in LangGraph) with ``reason``.
+    """
+    return DirectoryInbox.for_save_file(resolve_save_file(save_file, thread_id=thread_id, root=root)).request_abort(reason)

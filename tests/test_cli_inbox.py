@@ -1,0 +1,156 @@
+"""Specification of `promptstrat inbox post|abort|ls`: exact output, one-line errors, exit codes."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from langchain_promptstrat.cli import main
+from langchain_promptstrat.inbox_store import INBOX_ROOT_ENV, DirectoryInbox
+
+PROMPTSTRAT = Path(sys.executable).parent / "promptstrat"
+
+
+@pytest.fixture
+def save_file(tmp_path):
+    """A conversation's save file; its inbox is agent.inbox beside it."""
+    return tmp_path / "agent.chat"
+
+
+@pytest.fixture
+def root(tmp_path):
+    """An inbox root for thread-named inboxes."""
+    return tmp_path / "threads"
+
+
+@pytest.fixture(autouse=True)
+def no_env_root(monkeypatch):
+    """No inbox root from the environment unless a test sets one."""
+    monkeypatch.delenv(INBOX_ROOT_ENV, raising=False)
+
+
+def run(capsys, *argv: str) -> tuple[int, list[str], list[str]]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out.splitlines(), captured.err.splitlines()
+
+
+class TestInboxPost:
+    def test_post_writes_the_argument_and_prints_the_path(self, capsys, save_file, tmp_path):
+        """post CONTENT --name N writes the file and prints its path."""
+        code, out, err = run(capsys, "inbox", "post", "--save-file", str(save_file), "--name", "n.txt", "check the tests")
+        assert (code, out, err) == (0, [str(tmp_path / "agent.inbox" / "n.txt")], [])
+        assert (tmp_path / "agent.inbox" / "n.txt").read_text() == "check the tests"
+
+    def test_post_reads_standard_input_without_content(self, capsys, root, monkeypatch):
+        """Without CONTENT (or with '-') the notice is read from standard input; the name defaults to arrival order."""
+        monkeypatch.setattr(sys, "stdin", io.StringIO("from stdin\n"))
+        code, out, _ = run(capsys, "inbox", "post", "--thread", "run.1", "--root", str(root))
+        path = Path(out[0])
+        assert code == 0 and path.parent == root / "run.1.inbox" and path.read_text() == "from stdin\n"
+        assert path.name.endswith(".txt") and "Z-" in path.name
+
+    def test_post_to_a_pending_name_is_a_one_line_error(self, capsys, save_file, tmp_path):
+        """A clash is reported in one line with exit status 2 and the pending file untouched."""
+        run(capsys, "inbox", "post", "--save-file", str(save_file), "--name", "n", "first")
+        code, out, err = run(capsys, "inbox", "post", "--save-file", str(save_file), "--name", "n", "second")
+        assert (code, out) == (2, [])
+        assert err == [f"promptstrat: error: a notice named 'n' is already pending in {tmp_path / 'agent.inbox'}; "
+                       "wait for it to be delivered or pick another name"]
+
+    def test_post_abort_by_name_is_refused(self, capsys, save_file):
+        """The reserved name is refused with a pointer to the abort command."""
+        code, _, err = run(capsys, "inbox", "post", "--save-file", str(save_file), "--name", "abort", "x")
+        assert code == 2 and err == [
+            "promptstrat: error: 'abort' is reserved for abort requests; use request_abort() or `promptstrat inbox abort`"
+        ]
+
+
+class TestInboxAbort:
+    def test_abort_writes_the_reserved_file_with_the_reason(self, capsys, save_file, tmp_path):
+        """abort --reason R writes 'abort' holding R and prints its path."""
+        code, out, err = run(capsys, "inbox", "abort", "--save-file", str(save_file), "--reason", "stop now")
+        assert (code, out, err) == (0, [str(tmp_path / "agent.inbox" / "abort")], [])
+        assert (tmp_path / "agent.inbox" / "abort").read_text() == "stop now"
+
+
+class TestInboxLs:
+    def test_ls_lists_pending_then_delivered_with_times(self, capsys, save_file):
+        """ls prints one line per file: state, UTC mtime, name; pending in delivery order."""
+        store = DirectoryInbox.for_save_file(save_file)
+        for name, when in (("b", 200), ("a", 100), ("old", 50)):
+            os.utime(store.post(name, name=name), (when, when))
+        store.claim("old")
+        code, out, err = run(capsys, "inbox", "ls", "--save-file", str(save_file))
+        assert (code, err) == (0, [])
+        assert out == [
+            "pending    1970-01-01T00:01:40Z  a",
+            "pending    1970-01-01T00:03:20Z  b",
+            "delivered  1970-01-01T00:00:50Z  old",
+        ]
+
+    def test_ls_of_an_empty_inbox_says_so(self, capsys, save_file, tmp_path):
+        """An inbox with nothing in it prints one line naming it, and creates nothing."""
+        assert run(capsys, "inbox", "ls", "--save-file", str(save_file)) == (0, [f"no notices in {tmp_path / 'agent.inbox'}"], [])
+        assert list(tmp_path.iterdir()) == []
+
+    def test_thread_root_comes_from_the_environment(self, capsys, root, monkeypatch):
+        """--thread without --root uses PROMPTSTRAT_INBOX_ROOT."""
+        monkeypatch.setenv(INBOX_ROOT_ENV, str(root))
+        run(capsys, "inbox", "post", "--thread", "t", "--name", "n", "x")
+        code, out, _ = run(capsys, "inbox", "ls", "--thread", "t")
+        assert code == 0 and len(out) == 1 and out[0].startswith("pending ") and out[0].endswith("  n")
+
+
+class TestErrors:
+    @pytest.mark.parametrize(("argv", "message"), [
+        (["inbox", "ls", "--thread", "t"],
+         "no inbox root for thread 't': pass root= (--root) or set PROMPTSTRAT_INBOX_ROOT"),
+        (["inbox", "ls"],
+         "one of the arguments --save-file --thread is required (see promptstrat inbox ls --help)"),
+        (["inbox", "ls", "--save-file", "a.chat", "--thread", "t"],
+         "argument --thread: not allowed with argument --save-file (see promptstrat inbox ls --help)"),
+        (["inbox", "ls", "--save-file", "a.chat", "--root", "r"], "--root goes with --thread, not with --save-file"),
+        (["inbox", "post", "--thread", "", "--root", "r", "x"], "thread_id is empty; an inbox needs a non-empty thread id"),
+        (["inbox"], "choose an action for promptstrat inbox"),
+        ([], "choose a command (see promptstrat --help)"),
+    ])
+    def test_errors_are_one_line_with_exit_status_2(self, capsys, argv, message):
+        """Every usage or inbox error prints exactly one 'promptstrat: error:' line and returns 2."""
+        assert run(capsys, *argv) == (2, [], [f"promptstrat: error: {message}"])
+
+    def test_an_unknown_command_is_one_line(self, capsys):
+        """argparse's own complaints are one line too (its wording varies with Python and the command set)."""
+        code, out, err = run(capsys, "frobnicate")
+        assert (code, out, len(err)) == (2, [], 1)
+        assert err[0].startswith("promptstrat: error: argument COMMAND: invalid choice: 'frobnicate'")
+
+    def test_a_root_that_is_a_file_is_one_line(self, capsys, tmp_path):
+        """An inbox root that is a file is reported without a traceback."""
+        (tmp_path / "f").write_text("")
+        code, _, err = run(capsys, "inbox", "abort", "--thread", "t", "--root", str(tmp_path / "f"))
+        assert code == 2 and err == [
+            f"promptstrat: error: inbox root '{tmp_path / 'f'}' (root) exists and is not a directory; point it at a directory"
+        ]
+
+
+class TestConsoleScript:
+    def test_installed_script_posts_lists_and_fails_cleanly(self, tmp_path):
+        """The promptstrat console script works end to end and never prints a traceback."""
+        save = str(tmp_path / "agent.chat")
+        env = {k: v for k, v in os.environ.items() if k != INBOX_ROOT_ENV}
+        posted = subprocess.run([str(PROMPTSTRAT), "inbox", "post", "--save-file", save, "--name", "n"],
+                                input="hello", capture_output=True, text=True, env=env, timeout=60)
+        assert (posted.returncode, posted.stdout, posted.stderr) == (0, f"{tmp_path / 'agent.inbox' / 'n'}\n", "")
+        listed = subprocess.run([str(PROMPTSTRAT), "inbox", "ls", "--save-file", save],
+                                capture_output=True, text=True, env=env, timeout=60)
+        assert listed.returncode == 0 and listed.stdout.startswith("pending    ") and listed.stdout.endswith("  n\n")
+        failed = subprocess.run([str(PROMPTSTRAT), "inbox", "abort", "--thread", "t"],
+                                capture_output=True, text=True, env=env, timeout=60)
+        assert (failed.returncode, failed.stdout) == (2, "")
+        assert failed.stderr == "promptstrat: error: no inbox root for thread 't': pass root= (--root) or set PROMPTSTRAT_INBOX_ROOT\n"
