@@ -28,13 +28,18 @@ from langchain_promptstrat.registry import (
 from langchain_promptstrat.report import Compacted, StrategyReport
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.inbox import Inbox
+from langchain_promptstrat.strategies.ladder import CompactionLadder
 from langchain_promptstrat.strategies.none import NoStrategy
 from langchain_promptstrat.strategies.shorten_tools import ShortenTools
+from langchain_promptstrat.strategies.sliding_window import SlidingWindow
+from langchain_promptstrat.strategies.summary import Summary
+from langchain_promptstrat.strategies.tool_results import ToolResults
 from langchain_promptstrat.tokens import TokenCounter, as_token_counter
 from langchain_promptstrat.truncation import shorten_string, truncate_string
 
 __all__ = [
     "Compacted",
+    "CompactionLadder",
     "ConfigError",
     "DEFAULT_STRATEGIES",
     "Inbox",
@@ -46,8 +51,11 @@ __all__ = [
     "PromptStrategy",
     "Settings",
     "ShortenTools",
+    "SlidingWindow",
     "StrategyReport",
+    "Summary",
     "TokenCounter",
+    "ToolResults",
     "UnknownStrategyError",
     "as_token_counter",
     "available_strategies",

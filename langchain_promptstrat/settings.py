@@ -70,6 +70,17 @@ class Settings:
     prompt_strategy: str | None = _setting(
         None, "PROMPT_STRATEGY", str, minimum=None, doc="comma-separated default strategy list"
     )
+    # token-target ladder: tool_results, sliding_window, summary, CompactionLadder
+    tool_results_min_tokens: int = _setting(
+        200, "TOOL_RESULTS_MIN_TOKENS", int, doc="tool outputs larger than this many tokens may become placeholders"
+    )
+    keep_steps: int = _setting(1, "KEEP_STEPS", int, minimum=1, doc="newest steps no token-target rung ever touches")
+    ladder_max_tokens: int = _setting(
+        100_000, "LADDER_MAX_TOKENS", int, doc="token target of a rung used on its own as a strategy"
+    )
+    ladder_low_ratio: float = _setting(
+        0.7, "LADDER_LOW_RATIO", float, doc="CompactionLadder compacts down to this share of max_tokens (low_tokens)"
+    )
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

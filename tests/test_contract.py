@@ -19,11 +19,12 @@ TIGHT = Settings(
     full_tool_outputs=2, max_tool_calls=6, max_tool_chars=500,
     epoch_tool_call_threshold=5, epoch_full_tool_calls=2, epoch_compacted_tool_calls=4, epoch_size=3,
     epoch_increment_size_increase=2, epoch_increment_repeat_increase=2, epoch_increment_max_size=9,
-    epoch_increment_max_compacted_tool_calls=12,
+    epoch_increment_max_compacted_tool_calls=12, ladder_max_tokens=300, tool_results_min_tokens=20,
 )
 
 BUILT_IN = [n for n in available_strategies() if n in {
     "none", "shorten_tools", "shorten_tools_epoch", "shorten_tools_epoch_increment", "inbox",
+    "tool_results", "sliding_window",
 }]
 
 

@@ -1,0 +1,167 @@
+"""sliding_window: when shortening tool output was not enough, whole stretches of the conversation go.
+
+The instructions (the leading system block) and the message the current task hangs off (the
+anchor: the newest real user message; a strategy's note is never an anchor) are never given
+up. Past that, the oldest whole turns go first; only once every earlier turn is gone does
+the current task lose its own oldest steps, and never its newest ``keep_steps``. One marked
+note stands where the messages were, so the model sees that something was there rather than
+reasoning from a gap: right after the system block when only earlier turns went, right
+after the anchor when the task's steps went. Turns and steps are dropped whole, so a tool
+call and its output always go together and the note never sits between them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import accumulate
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from langchain_promptstrat.messages import is_real_user_message, leading_system_count, mark
+from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.strategies.ladder import (
+    NOTE_KIND,
+    SUMMARY_KIND,
+    CountTokens,
+    Plan,
+    Rewrite,
+    Rung,
+    done,
+    kind_of,
+    message_counter,
+    represented,
+)
+
+__all__ = ["NOTE_TEXT", "Layout", "SlidingWindow", "layout", "note", "rewrite"]
+
+NOTE_TEXT = (
+    "[compacted:sliding_window] {n} earlier {messages} of this conversation {were} removed to stay "
+    "within the context budget and cannot be recovered. Continue from what is still visible; "
+    "repeat earlier work only if you need its result now."
+)
+
+
+def note(dropped: int) -> HumanMessage:
+    """Return the marked note standing for ``dropped`` removed messages (a user-role notice)."""
+    text = NOTE_TEXT.format(n=dropped, messages="message" if dropped == 1 else "messages", were="was" if dropped == 1 else "were")
+    return mark(HumanMessage(text), NOTE_KIND, notice=True, strategy="sliding_window", dropped=dropped)  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The parts of a conversation the token rungs work with, as index ranges, oldest first.
+
+    ``history`` holds the units before the anchor (a stretch before the first real user
+    message, then whole turns); ``task`` the units after it (strays, then whole steps),
+    without the newest ``keep_steps`` steps and what follows them (``protected_from``).
+    A note or summary is a unit of its own.
+    """
+
+    system: int
+    """Length of the leading system block."""
+    anchor: int | None
+    """Index of the newest real user message, None when there is none."""
+    history: tuple[range, ...]
+    task: tuple[range, ...]
+    protected_from: int
+    """Index from which nothing may be given up: the newest ``keep_steps`` steps and after."""
+
+
+def layout(messages: Sequence[BaseMessage], keep_steps: int) -> Layout:
+    """Return the :class:`Layout` of ``messages`` with the newest ``keep_steps`` steps protected."""
+    n = len(messages)
+    system = leading_system_count(messages)
+    anchor = next((i for i in range(n - 1, system - 1, -1) if is_real_user_message(messages[i])), None)
+
+    def units(start: int, stop: int, starts_unit) -> list[range]:
+        cuts = [start] + [i for i in range(start + 1, stop) if starts_unit(i)] + [stop]
+        return [range(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+    def standalone(i: int) -> bool:
+        return kind_of(messages[i]) in (NOTE_KIND, SUMMARY_KIND)
+
+    def after_standalone(i: int) -> bool:
+        return standalone(i) or standalone(i - 1)
+
+    history: list[range] = []
+    task_start = system
+    if anchor is not None:
+        history = units(system, anchor, lambda i: is_real_user_message(messages[i]) or after_standalone(i))
+        task_start = anchor + 1
+    task = units(task_start, n, lambda i: isinstance(messages[i], AIMessage) or after_standalone(i))
+    steps = [k for k, unit in enumerate(task) if isinstance(messages[unit.start], AIMessage)]
+    first_kept = steps[-keep_steps] if len(steps) >= keep_steps else 0
+    protected_from = task[first_kept].start if task else n
+    return Layout(system, anchor, tuple(history), tuple(task[:first_kept]), protected_from)
+
+
+def rewrite(messages: Sequence[BaseMessage], /, *, target: int, counter: CountTokens, keep_steps: int = 1) -> Rewrite:
+    """Return ``messages`` with the fewest oldest turns, then task steps, dropped to fit ``target``.
+
+    The reference's rule, with its budget made exact: the note's own tokens are counted, so
+    a result that fits is under target. Dropping is oldest first, whole earlier turns before
+    any of the task's steps; when even the floor (system block, anchor, note, newest
+    ``keep_steps`` steps) is over target, the floor is returned. A dropped note or summary
+    counts the messages it stood for, so the one new note keeps the running total. Declines
+    (``messages`` None) when under target, when there is nothing it may drop, and when
+    everything it would drop is already one of its own notes (a note for a note frees nothing).
+    """
+    messages = list(messages)
+    count_one = message_counter(counter)
+    tokens = counter(messages)
+    if tokens <= target:
+        return Rewrite(None, {"reason": "under target"})
+    parts = layout(messages, keep_steps)
+    droppable = list(parts.history) + list(parts.task)
+    if not droppable:
+        return Rewrite(None, {"reason": "nothing but the system block, the anchor and the newest steps"})
+
+    sizes = [count_one(m) for m in messages]
+    suffix = list(accumulate(reversed(sizes), initial=0))[::-1]  # suffix[i] = tokens of messages[i:]
+    fixed = tokens - suffix[parts.system]  # the system block and any list overhead
+    anchor_tokens = sizes[parts.anchor] if parts.anchor is not None else 0
+    h = len(parts.history)
+    smallest_note = min(count_one(note(1)), count_one(note(2)))  # a count is at least one token
+    dropped = 0
+    chosen = len(droppable)
+    for k, unit in enumerate(droppable, start=1):
+        dropped += sum(represented(messages[i]) for i in unit)
+        rest = fixed + suffix[unit.stop] + (anchor_tokens if k > h else 0)
+        if rest + smallest_note <= target and rest + count_one(note(dropped)) <= target:
+            chosen = k
+            break
+
+    gone = [i for unit in droppable[:chosen] for i in unit]
+    if all(kind_of(messages[i]) == NOTE_KIND for i in gone):
+        return Rewrite(None, {"reason": "everything it would drop is already a note"})
+    count = sum(represented(messages[i]) for i in gone)
+    cut = droppable[chosen - 1].stop
+    head = messages[: parts.system]
+    if chosen <= h or parts.anchor is None:
+        out = [*head, note(count), *messages[cut:]]
+        where = "after_system"
+    else:
+        out = [*head, messages[parts.anchor], note(count), *messages[cut:]]
+        where = "after_anchor"
+    return Rewrite(out, {"dropped": count, "turns": min(chosen, h), "steps": max(chosen - h, 0), "note": where})
+
+
+class SlidingWindow(Rung):
+    """``sliding_window``: drop the oldest whole turns, then the task's oldest steps, to fit a token target.
+
+    ``SlidingWindow(max_tokens=..., token_counter=..., keep_steps=1)``; on its own it aims
+    at ``max_tokens`` (setting ``ladder_max_tokens``, default 100,000), in a
+    :class:`~langchain_promptstrat.strategies.ladder.CompactionLadder` at the ladder's
+    target. ``keep_steps`` (setting, default 1): the newest steps never dropped.
+    """
+
+    strategy_name = "sliding_window"
+
+    def __init__(self, settings: Settings | None = None, *, max_tokens: int | None = None, token_counter: Any = None, **setting_overrides: Any) -> None:
+        super().__init__(settings, max_tokens=max_tokens, token_counter=token_counter, **setting_overrides)
+
+    def plan(self, messages: Sequence[BaseMessage], *, target: int, counter: CountTokens) -> Plan:
+        """Return the plan of :func:`rewrite` (it needs no model call)."""
+        return done(rewrite(messages, target=target, counter=counter, keep_steps=self.settings.keep_steps))

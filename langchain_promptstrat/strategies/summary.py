@@ -1,0 +1,364 @@
+"""summary: the oldest stretch of the conversation is replaced by a summary a chat model writes.
+
+It costs a model call, so in a ladder it comes last. Rounds run while over target, each
+taking the first tier that has work:
+
+1. the oldest earlier turns (as few as should get the prompt under target);
+2. once no earlier turn is left, the earlier turns' summaries, combined into one;
+3. the task's oldest steps, never its newest ``keep_steps``;
+4. the task's summaries, combined into one.
+
+The stretch reaches the model rendered as plain text, never as messages, so no half of a
+tool call/output pair is ever sent to it; stretches are whole turns or steps, so none is
+left behind either. A summary is a marked user-role notice standing where its stretch was;
+it is itself summarised only when summaries are combined. A model that fails, answers
+nothing, or answers something no smaller than the stretch ends the rounds with the previous
+round's result.
+
+Answers are remembered per :class:`Summary` (by the exact text sent), so the ladder's
+watermark, which replays the history on every call, asks the model once per stretch.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from langchain_promptstrat.errors import ConfigError
+from langchain_promptstrat.messages import content_text, index_tool_calls, is_real_user_message, mark
+from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.strategies.ladder import (
+    NOTE_KIND,
+    SUMMARY_KIND,
+    CountTokens,
+    Plan,
+    Rewrite,
+    Rung,
+    RungRequest,
+    arun_plan,
+    kind_of,
+    message_counter,
+    represented,
+    run_plan,
+)
+from langchain_promptstrat.strategies.sliding_window import layout
+
+__all__ = [
+    "COMBINE_INSTRUCTIONS",
+    "DEFAULT_SUMMARY_TOKENS",
+    "SUMMARY_INSTRUCTIONS",
+    "SUMMARY_TEXT",
+    "Summary",
+    "arewrite",
+    "render",
+    "rewrite",
+    "summary_message",
+    "summary_plan",
+]
+
+DEFAULT_SUMMARY_TOKENS = 800
+"""Tokens a summary is expected to take: the model is asked for about this much."""
+
+SUMMARY_INSTRUCTIONS = (
+    "You condense part of a conversation between a user and an AI agent so the agent can "
+    "continue without it. Summarise the transcript you are given: the user's requests and "
+    "constraints, what the agent did and found (tools called, key results, names, numbers, "
+    "errors), decisions taken, and what is still open. Keep facts exact and invent nothing. "
+    "Answer with the summary only, in at most about {words} words."
+)
+COMBINE_INSTRUCTIONS = (
+    "You condense the summaries of earlier parts of a conversation between a user and an AI "
+    "agent into one summary, oldest first, keeping every fact the agent may still need and "
+    "inventing nothing. Answer with the summary only, in at most about {words} words."
+)
+SUMMARY_TEXT = "[compacted:summary] Summary of {n} earlier {messages}, written to free context:\n\n{summary}"
+
+_TIER_NAMES = ("turns", "turn_summaries", "steps", "step_summaries")
+
+
+def summary_message(summary: str, *, messages: int, tier: str) -> HumanMessage:
+    """Return the marked user-role message carrying ``summary`` of ``messages`` original messages."""
+    text = SUMMARY_TEXT.format(n=messages, messages="message" if messages == 1 else "messages", summary=summary)
+    return mark(HumanMessage(text), SUMMARY_KIND, notice=True, strategy="summary", messages=messages, tier=tier)  # type: ignore[return-value]
+
+
+def render(stretch: Sequence[BaseMessage]) -> str:
+    """Return ``stretch`` as a plain-text transcript: who said what, which tools ran and what they returned."""
+    names = {i: record.name for i, record in index_tool_calls(stretch).by_output_index.items()}
+    parts: list[str] = []
+    for i, message in enumerate(stretch):
+        text = content_text(message.content).strip()
+        kind = kind_of(message)
+        if kind == SUMMARY_KIND:
+            parts.append(f"Summary of earlier messages:\n{text}")
+        elif kind == NOTE_KIND or (isinstance(message, HumanMessage) and not is_real_user_message(message)):
+            parts.append(f"Notice: {text}")
+        elif isinstance(message, HumanMessage):
+            parts.append(f"User: {text}")
+        elif isinstance(message, AIMessage):
+            lines = [f"Assistant: {text}"] if text else []
+            for call in index_tool_calls([message]).calls:
+                args = json.dumps(call.args, ensure_ascii=False, sort_keys=True, default=str)
+                lines.append(f"Assistant called {call.name}({args})")
+            parts.append("\n".join(lines) or "Assistant: (no text)")
+        elif isinstance(message, ToolMessage):
+            parts.append(f"Result of {message.name or names.get(i) or 'a tool'}: {text}")
+        else:
+            parts.append(f"{message.type}: {text}")
+    return "\n\n".join(parts)
+
+
+def _next_stretch(messages: Sequence[BaseMessage], keep_steps: int, count_one, need: int) -> tuple[str, range] | None:
+    """Return the tier and index range of the next stretch to summarise, or None when none is left.
+
+    Earlier turns before the task, each region's plain stretch before its summaries are
+    combined; a plain stretch takes as few of its oldest units as free ``need`` tokens.
+    """
+    parts = layout(messages, keep_steps)
+    for tier, units in ((0, parts.history), (2, parts.task)):
+        runs: list[list[range]] = [[]]
+        for unit in units:
+            if kind_of(messages[unit.start]) == SUMMARY_KIND:
+                runs.append([])
+            else:
+                runs[-1].append(unit)
+        plain = next((run for run in runs if run and not all(kind_of(messages[i]) == NOTE_KIND for u in run for i in u)), None)
+        if plain:
+            freed, taken = 0, 0
+            for unit in plain:
+                taken += 1
+                freed += sum(count_one(messages[i]) for i in unit)
+                if freed >= need:
+                    break
+            return _TIER_NAMES[tier], range(plain[0].start, plain[taken - 1].stop)
+        summaries = [unit for unit in units if kind_of(messages[unit.start]) == SUMMARY_KIND]
+        if len(summaries) >= 2:
+            return _TIER_NAMES[tier + 1], range(summaries[0].start, summaries[-1].stop)
+    return None
+
+
+def summary_plan(
+    messages: Sequence[BaseMessage],
+    /,
+    *,
+    target: int,
+    counter: CountTokens,
+    ask: Callable[[list[BaseMessage]], RungRequest],
+    keep_steps: int = 1,
+    summary_tokens: int = DEFAULT_SUMMARY_TOKENS,
+) -> Plan:
+    """Return the plan of the summary rounds; ``ask(prompt)`` makes the request a driver answers.
+
+    Ends with the last round whose summary was taken, or declines (``messages`` None) when
+    under target, when nothing is left to summarise, or when the first round fails.
+    """
+    current = list(messages)
+    tokens = counter(current)
+    if tokens <= target:
+        return Rewrite(None, {"reason": "under target"})
+    count_one = message_counter(counter)
+    words = max(summary_tokens * 3 // 4, 20)
+    rounds: list[dict[str, Any]] = []
+    stopped = "nothing left to summarise"
+    for _ in range(len(current) + 1):  # each round consumes a unit or merges summaries, so this bound is never met
+        if tokens <= target:
+            stopped = "under target"
+            break
+        choice = _next_stretch(current, keep_steps, count_one, tokens - target + summary_tokens)
+        if choice is None:
+            stopped = "nothing left to summarise"
+            break
+        tier, span = choice
+        stretch = current[span.start : span.stop]
+        combine = tier.endswith("summaries")
+        instructions = (COMBINE_INSTRUCTIONS if combine else SUMMARY_INSTRUCTIONS).format(words=words)
+        answer = yield ask([SystemMessage(instructions), HumanMessage(render(stretch))])
+        if isinstance(answer, BaseException):
+            stopped = f"model failed: {type(answer).__name__}: {str(answer)[:200]}"
+            break
+        text = str(answer or "").strip()
+        if not text:
+            stopped = "model answered nothing"
+            break
+        replacement = summary_message(text, messages=sum(represented(m) for m in stretch), tier=tier)
+        stretch_tokens = sum(count_one(m) for m in stretch)
+        summary_tokens_now = count_one(replacement)
+        if summary_tokens_now >= stretch_tokens:
+            stopped = f"summary no smaller ({summary_tokens_now} >= {stretch_tokens} tokens)"
+            break
+        current = [*current[: span.start], replacement, *current[span.stop :]]
+        tokens = counter(current)
+        rounds.append({"tier": tier, "messages": len(stretch), "replaced": stretch_tokens, "summary": summary_tokens_now})
+    if not rounds:
+        return Rewrite(None, {"reason": stopped})
+    return Rewrite(current, {"rounds": rounds, "stopped": stopped})
+
+
+# --------------------------------------------------------------------------- asking the model
+
+
+class _Answers:
+    """A small thread-safe LRU of model answers, keyed by the exact text sent."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._data: OrderedDict[tuple[str, ...], str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, ...]) -> str | None:
+        with self._lock:
+            value = self._data.get(key)
+            if value is not None:
+                self._data.move_to_end(key)
+            return value
+
+    def put(self, key: tuple[str, ...], value: str) -> None:
+        if self.size <= 0:
+            return
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.size:
+                self._data.popitem(last=False)
+
+
+@dataclass
+class _ModelRequest:
+    """One summary to write: the prompt for ``model``; answers the text, or the exception raised."""
+
+    model: Any
+    prompt: list[BaseMessage]
+    answers: _Answers | None = None
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        return tuple(content_text(m.content) for m in self.prompt)
+
+    @staticmethod
+    def _text(response: Any) -> str:
+        return content_text(getattr(response, "content", response))
+
+    def ask(self) -> Any:
+        known = self.answers.get(self.key) if self.answers else None
+        if known is not None:
+            return known
+        try:
+            text = self._text(self.model.invoke(self.prompt))
+        except Exception as exc:  # a failing summariser ends the rounds, it never breaks the prompt
+            return exc
+        if self.answers and text.strip():
+            self.answers.put(self.key, text)
+        return text
+
+    async def aask(self) -> Any:
+        known = self.answers.get(self.key) if self.answers else None
+        if known is not None:
+            return known
+        try:
+            text = self._text(await self.model.ainvoke(self.prompt))
+        except Exception as exc:
+            return exc
+        if self.answers and text.strip():
+            self.answers.put(self.key, text)
+        return text
+
+
+def rewrite(
+    messages: Sequence[BaseMessage],
+    /,
+    *,
+    target: int,
+    counter: CountTokens,
+    model: Any,
+    keep_steps: int = 1,
+    summary_tokens: int = DEFAULT_SUMMARY_TOKENS,
+) -> Rewrite:
+    """Return ``messages`` with their oldest stretches summarised by ``model`` until under ``target``."""
+    return run_plan(summary_plan(
+        messages, target=target, counter=counter, keep_steps=keep_steps, summary_tokens=summary_tokens,
+        ask=lambda prompt: _ModelRequest(model, prompt),
+    ))
+
+
+async def arewrite(
+    messages: Sequence[BaseMessage],
+    /,
+    *,
+    target: int,
+    counter: CountTokens,
+    model: Any,
+    keep_steps: int = 1,
+    summary_tokens: int = DEFAULT_SUMMARY_TOKENS,
+) -> Rewrite:
+    """Return :func:`rewrite` of ``messages``, calling the model with ``ainvoke``."""
+    return await arun_plan(summary_plan(
+        messages, target=target, counter=counter, keep_steps=keep_steps, summary_tokens=summary_tokens,
+        ask=lambda prompt: _ModelRequest(model, prompt),
+    ))
+
+
+class Summary(Rung):
+    """``summary``: replace the oldest stretches by summaries a chat model writes, to fit a token target.
+
+    ``Summary(model, max_tokens=..., token_counter=..., keep_steps=1, summary_tokens=800)``;
+    ``model`` is any LangChain chat model (``invoke`` for the sync path, ``ainvoke`` for
+    the async one). ``get_strategy("summary", model=model)`` works too; without a model
+    the construction fails with :class:`~langchain_promptstrat.errors.ConfigError`. Answers
+    are remembered (``cache_size`` of them, by the exact text sent) so replays do not ask
+    the model again.
+    """
+
+    strategy_name = "summary"
+
+    def __init__(
+        self,
+        model: Any = None,
+        /,
+        settings: Settings | None = None,
+        *,
+        max_tokens: int | None = None,
+        token_counter: Any = None,
+        summary_tokens: int = DEFAULT_SUMMARY_TOKENS,
+        cache_size: int = 256,
+        **setting_overrides: Any,
+    ) -> None:
+        if isinstance(model, Settings):  # get_strategy("summary", settings, model=...) passes settings first
+            if settings is not None:
+                raise ConfigError("settings given twice: as the first argument and as settings=")
+            model, settings = None, model
+        if "model" in setting_overrides:
+            keyword = setting_overrides.pop("model")
+            if model is not None and keyword is not None:
+                raise ConfigError("model given twice: positionally and as model=")
+            model = model if keyword is None else keyword
+        if model is None:
+            raise ConfigError(
+                "summary needs a chat model to write its summaries: Summary(model), "
+                "get_strategy('summary', model=model), or "
+                "CompactionLadder([ToolResults(), SlidingWindow(), Summary(model)], max_tokens=...)"
+            )
+        if not callable(getattr(model, "invoke", None)):
+            raise ConfigError(f"summary needs a LangChain chat model (with invoke/ainvoke), got {type(model).__name__}")
+        if isinstance(summary_tokens, bool) or not isinstance(summary_tokens, int) or summary_tokens < 1:
+            raise ConfigError(f"summary_tokens={summary_tokens!r} must be a whole number of tokens >= 1")
+        super().__init__(settings, max_tokens=max_tokens, token_counter=token_counter, **setting_overrides)
+        self.model = model
+        self.summary_tokens = summary_tokens
+        self._answers = _Answers(cache_size)
+
+    def __repr__(self) -> str:
+        return f"Summary({type(self.model).__name__})"
+
+    def plan(self, messages: Sequence[BaseMessage], *, target: int, counter: CountTokens) -> Plan:
+        """Return the plan of the summary rounds, asking this rung's model (answers remembered)."""
+        return summary_plan(
+            messages, target=target, counter=counter,
+            keep_steps=self.settings.keep_steps, summary_tokens=self.summary_tokens,
+            ask=lambda prompt: _ModelRequest(self.model, prompt, self._answers),
+        )

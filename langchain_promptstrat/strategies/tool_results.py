@@ -1,0 +1,121 @@
+"""tool_results: the cheapest token rung, large old tool outputs become short placeholders.
+
+Oldest first, a tool output larger than ``tool_results_min_tokens`` (200) is replaced by a
+placeholder naming the tool and inviting the model to call it again, until the prompt is
+under target. The placeholder keeps the output's ``tool_call_id`` and name, so every call
+still has its output; the newest ``keep_steps`` tool-calling steps are never touched, and a
+placeholder is marked so no later pass replaces it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage, ToolMessage
+
+from langchain_promptstrat.messages import index_tool_calls, mark, split_steps, tool_call_ids
+from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.strategies.ladder import (
+    PLACEHOLDER_KIND,
+    CountTokens,
+    Plan,
+    Rewrite,
+    Rung,
+    done,
+    kind_of,
+    message_counter,
+)
+
+__all__ = ["PLACEHOLDER_TEXT", "ToolResults", "placeholder", "rewrite"]
+
+PLACEHOLDER_TEXT = (
+    "[compacted:tool_results] This {name} result ({tokens} tokens) was cleared to free context. "
+    "Call {name} again if you need it."
+)
+
+
+def placeholder(output: ToolMessage, name: str, tokens: int) -> ToolMessage:
+    """Return ``output`` with its content replaced by the marked placeholder; id, call id and name stay."""
+    text = PLACEHOLDER_TEXT.format(name=name or "tool", tokens=tokens)
+    cleared = output.model_copy(update={"content": text, "artifact": None})
+    return mark(cleared, PLACEHOLDER_KIND, notice=True, strategy="tool_results", tokens=tokens)  # type: ignore[return-value]
+
+
+def _protected_outputs(messages: Sequence[BaseMessage], keep_steps: int) -> set[int]:
+    """Return the indices of the outputs in the newest ``keep_steps`` steps that call a tool."""
+    calling = [step for step in split_steps(messages) if tool_call_ids(messages[step.start])]  # type: ignore[arg-type]
+    return {i for step in calling[-keep_steps:] for i in step if isinstance(messages[i], ToolMessage)}
+
+
+def rewrite(
+    messages: Sequence[BaseMessage], /, *, target: int, counter: CountTokens, min_tokens: int = 200, keep_steps: int = 1
+) -> Rewrite:
+    """Return ``messages`` with the oldest large tool outputs replaced by placeholders until under ``target``.
+
+    Declines (``messages`` None) when already under target or when no output is eligible:
+    larger than ``min_tokens``, outside the newest ``keep_steps`` tool-calling steps, not
+    already a placeholder, and larger than its placeholder would be.
+    """
+    messages = list(messages)
+    tokens = counter(messages)
+    if tokens <= target:
+        return Rewrite(None, {"reason": "under target"})
+    count_one = message_counter(counter)
+    protected = _protected_outputs(messages, keep_steps)
+    calls = index_tool_calls(messages).by_output_index
+    out = list(messages)
+    replaced = freed = 0
+    for i, message in enumerate(messages):
+        if tokens <= target:
+            break
+        if not isinstance(message, ToolMessage) or i in protected or kind_of(message) == PLACEHOLDER_KIND:
+            continue
+        size = count_one(message)
+        if size <= min_tokens:
+            continue
+        record = calls.get(i)
+        short = placeholder(message, message.name or (record.name if record else ""), size)
+        saved = size - count_one(short)
+        if saved <= 0:
+            continue
+        out[i] = short
+        tokens -= saved
+        replaced += 1
+        freed += saved
+    if not replaced:
+        return Rewrite(None, {"reason": "no tool output it may clear"})
+    return Rewrite(out, {"replaced": replaced, "freed": freed})
+
+
+class ToolResults(Rung):
+    """``tool_results``: replace the oldest large tool outputs by placeholders to fit a token target.
+
+    ``ToolResults(max_tokens=..., token_counter=..., min_tokens=200, keep_steps=1)``; on its
+    own it aims at ``max_tokens`` (setting ``ladder_max_tokens``, default 100,000), in a
+    :class:`~langchain_promptstrat.strategies.ladder.CompactionLadder` at the ladder's
+    target. ``min_tokens`` is the setting ``tool_results_min_tokens``.
+    """
+
+    strategy_name = "tool_results"
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        max_tokens: int | None = None,
+        min_tokens: int | None = None,
+        token_counter: Any = None,
+        **setting_overrides: Any,
+    ) -> None:
+        super().__init__(
+            settings, max_tokens=max_tokens, token_counter=token_counter,
+            tool_results_min_tokens=min_tokens, **setting_overrides,
+        )
+
+    def plan(self, messages: Sequence[BaseMessage], *, target: int, counter: CountTokens) -> Plan:
+        """Return the plan of :func:`rewrite` (it needs no model call)."""
+        return done(rewrite(
+            messages, target=target, counter=counter,
+            min_tokens=self.settings.tool_results_min_tokens, keep_steps=self.settings.keep_steps,
+        ))
