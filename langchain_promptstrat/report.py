@@ -7,6 +7,7 @@ whether to log it, dispatch it as a callback event, or print it.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -70,8 +71,8 @@ def make_report(
     Characters are counted only when the lists differ; an untouched list reports the same
     figure twice without walking it a second time.
     """
-    chars_before = sum(message_chars(m) for m in before)
-    chars_after = chars_before if _same(before, after) else sum(message_chars(m) for m in after)
+    chars_before = sum(_chars(m) for m in before)
+    chars_after = chars_before if _same(before, after) else sum(_chars(m) for m in after)
     return StrategyReport(
         strategy=strategy,
         messages_in=len(before),
@@ -84,6 +85,31 @@ def make_report(
         chars_after=chars_after,
         details=details,
     )
+
+
+_CHARS_MEMO_SIZE = 100_000
+_chars_memo: dict[int, tuple[BaseMessage, Any, Any, int]] = {}
+_chars_lock = threading.Lock()
+
+
+def _chars(message: BaseMessage) -> int:
+    """Return message_chars(message), remembered per message object.
+
+    Strategies run before every model call on a conversation that only grows, so the same
+    message objects are measured again and again. The entry holds the message (its id
+    cannot be reused while it lives) and checks the content and calls objects, so a
+    replaced field is a miss.
+    """
+    calls = getattr(message, "tool_calls", None)
+    entry = _chars_memo.get(id(message))
+    if entry is not None and entry[0] is message and entry[1] is message.content and entry[2] is calls:
+        return entry[3]
+    n = message_chars(message)
+    with _chars_lock:
+        if len(_chars_memo) >= _CHARS_MEMO_SIZE:
+            _chars_memo.pop(next(iter(_chars_memo)))
+        _chars_memo[id(message)] = (message, message.content, calls, n)
+    return n
 
 
 def _same(a: Sequence[BaseMessage], b: Sequence[BaseMessage]) -> bool:
