@@ -27,6 +27,7 @@ from langchain_promptstrat.registry import (
 )
 from langchain_promptstrat.report import Compacted, StrategyReport
 from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.strategies.epoch import ShortenToolsEpoch, ShortenToolsEpochIncrement, is_compaction_notice
 from langchain_promptstrat.strategies.inbox import Inbox
 from langchain_promptstrat.strategies.ladder import CompactionLadder
 from langchain_promptstrat.strategies.none import NoStrategy
@@ -51,6 +52,8 @@ __all__ = [
     "PromptStrategy",
     "Settings",
     "ShortenTools",
+    "ShortenToolsEpoch",
+    "ShortenToolsEpochIncrement",
     "SlidingWindow",
     "StrategyReport",
     "Summary",
@@ -63,6 +66,7 @@ __all__ = [
     "get_strategy",
     "inbox_dir",
     "inbox_removed_dir",
+    "is_compaction_notice",
     "make_inbox_node",
     "post_to_inbox",
     "prepare_prompt",

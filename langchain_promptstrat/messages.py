@@ -185,6 +185,23 @@ def _call_name_and_args(message: AIMessage, call_id: str) -> tuple[str, Any]:
     return "", None
 
 
+def _recorded_calls(message: AIMessage) -> list[tuple[str, str, Any]]:
+    """Return ``(id, name, args)`` of each call ``message`` records, in order, each once.
+
+    Most messages record their calls in ``tool_calls`` only; they are read in one pass.
+    """
+    if not _openai_calls(message) and not isinstance(message.content, list):
+        out: list[tuple[str, str, Any]] = []
+        seen: set[str] = set()
+        for call in message.tool_calls:
+            call_id = call.get("id")
+            if isinstance(call_id, str) and call_id and call_id not in seen:
+                seen.add(call_id)
+                out.append((call_id, call.get("name") or "", call.get("args")))
+        return out
+    return [(call_id, *_call_name_and_args(message, call_id)) for call_id in tool_call_ids(message)]
+
+
 def repeat_key(name: str, args: Any) -> str:
     """Return the identity of a call for repeat detection: tool name plus canonical JSON args.
 
@@ -254,8 +271,7 @@ def index_tool_calls(messages: Sequence[BaseMessage]) -> ToolIndex:
             continue
         step = {}
         if isinstance(message, AIMessage):
-            for call_id in tool_call_ids(message):
-                name, args = _call_name_and_args(message, call_id)
+            for call_id, name, args in _recorded_calls(message):
                 record = ToolCallRecord(id=call_id, name=name, args=args, ai_index=i)
                 index.calls.append(record)
                 step[call_id] = record

@@ -71,8 +71,8 @@ def make_report(
     Characters are counted only when the lists differ; an untouched list reports the same
     figure twice without walking it a second time.
     """
-    chars_before = sum(_chars(m) for m in before)
-    chars_after = chars_before if _same(before, after) else sum(_chars(m) for m in after)
+    chars_before = sum(map(_chars, before))
+    chars_after = chars_before if _same(before, after) else sum(map(_chars, after))
     return StrategyReport(
         strategy=strategy,
         messages_in=len(before),
