@@ -33,6 +33,8 @@ from langchain_core.messages import (
 )
 
 from langchain_promptstrat.errors import InboxAborted, InvalidMessagesError, PromptStratError
+from langchain_promptstrat.inbox_backends import InboxBackend
+from langchain_promptstrat.inbox_postgres import DSN_ENV, PostgresInboxes
 from langchain_promptstrat.inbox_store import INBOX_ROOT_ENV, DirectoryInbox, resolve_save_file
 from langchain_promptstrat.messages import find_tool_pair_violations, index_tool_calls
 from langchain_promptstrat.registry import apply_strategies
@@ -495,6 +497,13 @@ def _add_target(parser: argparse.ArgumentParser) -> None:
     target.add_argument("--save-file", metavar="PATH", help="the conversation's save file; its inbox is the .inbox sibling")
     target.add_argument("--thread", metavar="THREAD_ID", help="a LangGraph thread id; its inbox lies under --root")
     parser.add_argument("--root", metavar="DIR", help=f"the inbox root for --thread (default: ${INBOX_ROOT_ENV})")
+    _add_dsn(parser)
+
+
+def _add_dsn(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dsn", metavar="DSN",
+                        help=f"use the PostgreSQL inbox in this database (default: ${DSN_ENV}; without either, "
+                        "the directory inbox)")
 
 
 def add_inbox_commands(commands: argparse._SubParsersAction) -> None:
@@ -517,11 +526,35 @@ def add_inbox_commands(commands: argparse._SubParsersAction) -> None:
     _add_target(ls)
     ls.set_defaults(func=_inbox_ls)
 
+    setup = actions.add_parser("setup", help="create the PostgreSQL inbox's tables (once per database)")
+    _add_dsn(setup)
+    setup.set_defaults(func=_inbox_setup)
 
-def _inbox(args: argparse.Namespace) -> DirectoryInbox:
+
+def _dsn(args: argparse.Namespace) -> str:
+    return args.dsn if args.dsn is not None else os.environ.get(DSN_ENV, "")
+
+
+def _inbox(args: argparse.Namespace) -> InboxBackend:
     if args.save_file is not None and args.root is not None:
         raise _UsageError("--root goes with --thread, not with --save-file")
+    if args.dsn is not None and args.root is not None:
+        raise _UsageError("--root names a directory inbox and --dsn a PostgreSQL one; give one of them")
+    dsn = _dsn(args) if args.root is None else ""
+    if dsn:
+        inboxes = PostgresInboxes(dsn)
+        return inboxes.for_thread(args.thread) if args.thread is not None else inboxes.for_save_file(args.save_file)
     return DirectoryInbox.for_save_file(resolve_save_file(args.save_file, thread_id=args.thread, root=args.root))
+
+
+def _inbox_setup(args: argparse.Namespace) -> int:
+    dsn = _dsn(args)
+    if not dsn:
+        raise _UsageError(f"name the database: --dsn DSN or ${DSN_ENV}")
+    inboxes = PostgresInboxes(dsn)
+    inboxes.setup()
+    print(f"inbox tables ready (schema version {inboxes.schema_version()})")
+    return 0
 
 
 def _inbox_post(args: argparse.Namespace) -> int:
@@ -544,7 +577,7 @@ def _inbox_ls(args: argparse.Namespace) -> int:
     store = _inbox(args)
     pending, delivered = store.pending_entries(), store.delivered_entries()
     if not pending and not delivered:
-        print(f"no notices in {store.path}")
+        print(f"no notices in {store.location}")
     for state, entries in (("pending", pending), ("delivered", delivered)):
         for entry in entries:
             print(f"{state:<9}  {_time(entry.mtime)}  {entry.name}")

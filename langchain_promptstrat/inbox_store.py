@@ -210,9 +210,11 @@ class Claimed:
 
     name: str
     """Its name in the inbox."""
-    path: Path
-    """Where it lies now, in the removed directory (``name`` or ``name.N.ext``)."""
+    path: Path | str
+    """Where it lies now: the file in the removed directory (``name`` or ``name.N.ext``), or,
+    for a backend without files, a string naming the history record (``pg:...``)."""
     mtime: float
+    """When it was posted (the file's mtime), in seconds since the epoch."""
     data: bytes | None
     """The bytes read, or None when the file could not be read (only with ``need_content=False``)."""
 
@@ -223,7 +225,10 @@ class InboxEntry:
 
     name: str
     mtime: float
+    """When it was posted (the file's mtime), in seconds since the epoch."""
     size: int
+    delivered_at: float | None = None
+    """When it was delivered, where the backend records it (PostgreSQL); None otherwise."""
 
 
 def _split_ext(name: str) -> tuple[str, str]:
@@ -318,9 +323,11 @@ def default_notice_name() -> str:
 class DirectoryInbox:
     """The inbox of one conversation as two directories: pending files and delivered ones.
 
-    This is the filesystem backend: listing, the atomic claim, the clash suffix and the
-    writers live here; what a claimed file means (a notice, an abort) is the strategy's
-    business. Build it with :meth:`for_save_file` or :meth:`for_thread`.
+    This is the filesystem backend (an :class:`~langchain_promptstrat.inbox_backends.InboxBackend`):
+    listing, the atomic claim, the clash suffix and the writers live here; what a claimed
+    file means (a notice, an abort) is the strategy's business. Build it with
+    :meth:`for_save_file` or :meth:`for_thread`; the class itself, with those two
+    classmethods, is the directory backend's inbox provider.
     """
 
     def __init__(self, path: str | os.PathLike[str], removed_path: str | os.PathLike[str]) -> None:
@@ -339,6 +346,11 @@ class DirectoryInbox:
 
     def __repr__(self) -> str:
         return f"DirectoryInbox({str(self.path)!r})"
+
+    @property
+    def location(self) -> str:
+        """Return where the pending notices lie, for messages and listings: the inbox directory."""
+        return str(self.path)
 
     # ----------------------------------------------------------------- reading
 

@@ -5,6 +5,10 @@ This is the one strategy with a side effect: each file is consumed once, moved i
 (a crash between the move and the read drops it rather than delivering it twice). A
 person steers a running agent by dropping a file next to its conversation; a file named
 exactly ``abort`` stops the run instead, with its content as the reason.
+
+Where the inbox lives is the backend's business (:mod:`~langchain_promptstrat.inbox_backends`):
+a directory beside the save file by default, or PostgreSQL with
+``backend=PostgresInboxes(dsn)``. The rule above holds for both.
 """
 
 from __future__ import annotations
@@ -19,14 +23,30 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
-from langchain_promptstrat.adapters.runnable import PromptStrategy
-from langchain_promptstrat.errors import InboxAborted
+from langchain_promptstrat.adapters.runnable import PromptStrategy, emit_report
+from langchain_promptstrat.errors import ConfigError, InboxAborted
+from langchain_promptstrat.inbox_backends import InboxBackend, InboxProvider, is_inbox_backend
 from langchain_promptstrat.inbox_store import ABORT_FILE, DirectoryInbox, inbox_root, thread_save_file
-from langchain_promptstrat.messages import mark, mark_of
+from langchain_promptstrat.messages import coerce_messages, mark, mark_of
 from langchain_promptstrat.report import Compacted, logger, make_report
 from langchain_promptstrat.settings import Settings
 
-__all__ = ["DELIVERY_KIND", "Inbox", "Pickup", "inbox", "pick_up", "save_file_for_config"]
+__all__ = [
+    "DELIVERY_KIND",
+    "Inbox",
+    "InboxBackendSpec",
+    "Pickup",
+    "check_backend",
+    "inbox",
+    "inbox_for_config",
+    "inbox_for_save_file",
+    "pick_up",
+    "save_file_for_config",
+]
+
+InboxBackendSpec = InboxBackend | InboxProvider | type[DirectoryInbox] | None
+"""What ``backend=`` accepts: a provider (``PostgresInboxes(dsn)``, the ``DirectoryInbox``
+class), one conversation's backend, or None for the directory default."""
 
 DELIVERY_KIND = "inbox_delivery"
 """Mark kind of a delivered notice (``mark_of(m)["kind"]``); it is a real user message."""
@@ -60,7 +80,7 @@ def _iso(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, timezone.utc).isoformat()
 
 
-def _notice(name: str, path: Path, mtime: float, data: bytes) -> tuple[HumanMessage, bool]:
+def _notice(name: str, path: Path | str, mtime: float, data: bytes) -> tuple[HumanMessage, bool]:
     try:
         text, replaced = data.decode("utf-8"), False
     except UnicodeDecodeError:
@@ -72,8 +92,8 @@ def _notice(name: str, path: Path, mtime: float, data: bytes) -> tuple[HumanMess
     return message, replaced  # type: ignore[return-value]  # mark returns a copy of the same class
 
 
-def pick_up(store: DirectoryInbox) -> Pickup:
-    """Return the notices claimed from ``store``, in name order, stopping at an ``abort`` file.
+def pick_up(store: InboxBackend) -> Pickup:
+    """Return the notices claimed from ``store`` (any backend), in name order, stopping at an ``abort`` file.
 
     Files sorting after ``abort`` stay for the next pickup. An ``abort`` file is honoured
     even when it cannot be read (the reason then says so). Any other file that cannot be
@@ -86,7 +106,7 @@ def pick_up(store: DirectoryInbox) -> Pickup:
         try:
             claimed = store.claim(name, need_content=not is_abort)
         except OSError as exc:
-            logger.info("inbox: skipped %s: %s", store.path / name, exc)
+            logger.info("inbox: skipped %s/%s: %s", store.location, name, exc)
             result.skipped.append({"file": name, "error": str(exc)})
             continue
         if claimed is None:
@@ -122,29 +142,91 @@ def save_file_for_config(config: RunnableConfig | None, root: str | os.PathLike[
     return thread_save_file(str(thread_id), root)
 
 
-def inbox(messages: Sequence[BaseMessage], /, *, save_file: str | os.PathLike[str] | None) -> Compacted:
-    """Return ``messages`` plus the pending notices of ``save_file``'s inbox, consuming them (side effect).
+def check_backend(backend: Any, root: str | os.PathLike[str] | None = None) -> InboxBackendSpec:
+    """Return ``backend`` once it is known to be usable as ``backend=``; raise :class:`ConfigError` otherwise.
 
-    No save file, or no inbox directory: the messages come back unchanged and nothing is
-    created. An ``abort`` file raises :class:`InboxAborted` carrying its reason, where it
-    now lies, and the notices consumed before it (``delivered``).
+    ``root`` (the directory backend's inbox root) only goes with the directory backend.
     """
+    directory = backend is None or (isinstance(backend, type) and issubclass(backend, DirectoryInbox))
+    if not directory and (isinstance(backend, type) or not (is_inbox_backend(backend) or isinstance(backend, InboxProvider))):
+        raise ConfigError(
+            f"backend={backend!r} is not an inbox backend; pass a provider such as PostgresInboxes(dsn) or "
+            "DirectoryInbox, one conversation's inbox such as PostgresInbox(dsn, thread_id=...), or None"
+        )
+    if root is not None and not directory:
+        raise ConfigError(f"root= is the directory backend's inbox root; {backend!r} needs none")
+    return backend
+
+
+def inbox_for_save_file(save_file: str | os.PathLike[str] | None, backend: InboxBackendSpec = None) -> InboxBackend | None:
+    """Return the inbox of the conversation saved to ``save_file``: from ``backend``, a directory by default.
+
+    A backend bound to one conversation is returned whatever ``save_file`` says; otherwise
+    no save file means no inbox (None).
+    """
+    if is_inbox_backend(backend):
+        return backend  # type: ignore[return-value]
     if not save_file or not os.fspath(save_file):
+        return None
+    return (backend or DirectoryInbox).for_save_file(save_file)  # type: ignore[union-attr]
+
+
+def inbox_for_config(
+    config: RunnableConfig | None, *, backend: InboxBackendSpec = None, root: str | os.PathLike[str] | None = None
+) -> InboxBackend | None:
+    """Return the inbox of a run: ``configurable.save_file``'s, else ``configurable.thread_id``'s, else None.
+
+    With the directory backend a thread's inbox lies under ``root`` (default
+    ``$PROMPTSTRAT_INBOX_ROOT``, read now) and without a root there is none; a provider
+    such as ``PostgresInboxes`` needs no root. A backend bound to one conversation is
+    returned as is.
+    """
+    if is_inbox_backend(backend):
+        return backend  # type: ignore[return-value]
+    if backend is None or (isinstance(backend, type) and issubclass(backend, DirectoryInbox)):
+        save_file = save_file_for_config(config, root)
+        return None if save_file is None else (backend or DirectoryInbox).for_save_file(save_file)
+    configurable = (config or {}).get("configurable") or {}
+    if configurable.get("save_file"):
+        return backend.for_save_file(configurable["save_file"])  # type: ignore[union-attr]
+    thread_id = configurable.get("thread_id")
+    return None if thread_id is None else backend.for_thread(str(thread_id))  # type: ignore[union-attr]
+
+
+def _deliver(messages: Sequence[BaseMessage], store: InboxBackend | None) -> Compacted:
+    if store is None:
         out = list(messages)
         return Compacted(out, make_report("inbox", messages, out, delivered=0))
-    store = DirectoryInbox.for_save_file(save_file)
     result = pick_up(store)
     if result.aborted:
         raise result.error()
     out = [*messages, *result.delivered]
     return Compacted(out, make_report(
         "inbox", messages, out,
-        inbox=str(store.path),
+        inbox=store.location,
         delivered=len(result.delivered),
         files=[mark_of(m)["file"] for m in result.delivered],  # type: ignore[index]
         skipped=result.skipped,
         replaced_characters=result.replaced_characters,
     ))
+
+
+def inbox(
+    messages: Sequence[BaseMessage],
+    /,
+    *,
+    save_file: str | os.PathLike[str] | None = None,
+    backend: InboxBackendSpec = None,
+) -> Compacted:
+    """Return ``messages`` plus the pending notices of ``save_file``'s inbox, consuming them (side effect).
+
+    No save file, or no inbox directory: the messages come back unchanged and nothing is
+    created. An ``abort`` file raises :class:`InboxAborted` carrying its reason, where it
+    now lies, and the notices consumed before it (``delivered``). ``backend`` says where
+    the inbox lives (see :func:`inbox_for_save_file`); the directory beside the save file
+    by default.
+    """
+    return _deliver(messages, inbox_for_save_file(save_file, backend))
 
 
 class Inbox(PromptStrategy):
@@ -154,19 +236,42 @@ class Inbox(PromptStrategy):
     comes from ``prepare_prompt(..., save_file=)`` or, as a Runnable, from
     ``config["configurable"]["save_file"]``, else from the ``thread_id`` under ``root``
     (default ``$PROMPTSTRAT_INBOX_ROOT``, read on each call): ``<root>/<thread_id>.chat``.
+
+    ``backend`` moves the inbox elsewhere: ``PostgresInboxes(dsn)`` serves each run the
+    inbox of its ``configurable.thread_id`` (or ``save_file``) from PostgreSQL, with the
+    same consume-once rule; a backend bound to one conversation
+    (``PostgresInbox(dsn, thread_id=...)``) serves every call. The default, None, is the
+    directory backend.
     """
 
     strategy_name = "inbox"
     uses_save_file = True
 
-    def __init__(self, settings: Settings | None = None, *, root: str | os.PathLike[str] | None = None, **overrides: Any) -> None:
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        root: str | os.PathLike[str] | None = None,
+        backend: InboxBackendSpec = None,
+        **overrides: Any,
+    ) -> None:
         super().__init__(settings, **overrides)
         self.root = root
+        self.backend = check_backend(backend, root)
 
     def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
         """Return :func:`inbox` of ``messages`` for ``save_file``; raises InboxAborted on ``abort``."""
-        return inbox(messages, save_file=save_file)
+        return inbox(messages, save_file=save_file, backend=self.backend)
 
     def save_file_from_config(self, config: RunnableConfig | None) -> Path | None:
         """Return ``configurable.save_file``, else ``<root>/<thread_id>.chat`` when a root is set, else None."""
         return save_file_for_config(config, self.root)
+
+    def inbox_for_config(self, config: RunnableConfig | None) -> InboxBackend | None:
+        """Return the run's inbox from this strategy's backend (see :func:`inbox_for_config`), or None."""
+        return inbox_for_config(config, backend=self.backend, root=self.root)
+
+    def _invoke(self, input: Any, config: RunnableConfig) -> list[BaseMessage]:
+        result = _deliver(coerce_messages(input), self.inbox_for_config(config))
+        emit_report(result, config)
+        return result.messages

@@ -1,0 +1,102 @@
+"""The inbox contract every backend keeps, and how a run finds its conversation's inbox.
+
+Two roles, two small protocols:
+
+* An :class:`InboxBackend` is the inbox of **one** conversation (a save file, a LangGraph
+  thread): it lists the pending notices in name order, claims one atomically (taking it
+  out of the pending set and recording its delivery in the history, as one step), posts,
+  and requests an abort. :class:`~langchain_promptstrat.inbox_store.DirectoryInbox` (two
+  directories) and :class:`~langchain_promptstrat.inbox_postgres.PostgresInbox` (two
+  tables) are the two backends.
+* An :class:`InboxProvider` hands out the backend of any conversation:
+  ``for_thread(thread_id)`` and ``for_save_file(save_file)``. The ``DirectoryInbox``
+  class is one (its classmethods); ``PostgresInboxes(dsn)`` is the database's.
+
+A backend is bound to one conversation because everything that reads or writes an inbox
+(the strategy, the LangGraph node, the CLI) works on one conversation at a time, while
+the thread it serves is only known per run, from the run's config: the strategy and the
+adapters therefore take a provider (``backend=PostgresInboxes(dsn)``) and ask it for the
+run's inbox, or a bound backend when every run shares one conversation.
+
+The contract (the suite ``tests/test_inbox_backends.py`` runs it against every backend):
+
+1. ``pending()`` lists names sorted by code point; a conversation never posted to has
+   none, and reading creates nothing.
+2. ``claim(name)`` gives a pending notice to exactly one caller, whatever the number of
+   readers and processes, and records it in the history with its posting time; a name
+   already taken in the history becomes ``stem.N.ext`` (first free N), never overwriting.
+   It returns None when another reader took it first; it raises ``OSError`` (usually
+   :class:`~langchain_promptstrat.errors.InboxError`) when it cannot claim, and then the
+   notice is still pending (for the directory backend: unless the reader died between
+   its rename and its link, see :mod:`~langchain_promptstrat.inbox_store`).
+3. ``post`` refuses a name that is pending, the reserved ``abort``, hidden or path-like
+   names and empty content; ``request_abort`` writes ``abort`` and refuses a second one.
+4. The history (``delivered_entries``) keeps every delivered notice with its posting time.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from langchain_promptstrat.inbox_store import Claimed, InboxEntry
+
+__all__ = ["InboxBackend", "InboxProvider", "is_inbox_backend"]
+
+
+@runtime_checkable
+class InboxBackend(Protocol):
+    """The inbox of one conversation: pending notices, the atomic claim, the history, the writers."""
+
+    @property
+    def location(self) -> str:
+        """Return a human-readable name of where the pending notices lie (a directory, a table and thread)."""
+        ...
+
+    def pending(self) -> list[str]:
+        """Return the names of the pending notices, sorted by code point."""
+        ...
+
+    def pending_entries(self) -> list[InboxEntry]:
+        """Return the pending notices with their posting times and sizes, in delivery order."""
+        ...
+
+    def delivered_entries(self) -> list[InboxEntry]:
+        """Return the history: every delivered notice under its history name, oldest posting time first."""
+        ...
+
+    def claim(self, name: str, *, need_content: bool = True) -> Claimed | None:
+        """Take pending notice ``name`` and record its delivery, atomically; None when another reader took it."""
+        ...
+
+    def post(self, content: str | bytes, *, name: str | None = None) -> Path | str:
+        """Post a notice and return where it lies; refuses a pending name, ``abort`` and empty content."""
+        ...
+
+    def request_abort(self, reason: str = "") -> Path | str:
+        """Post the reserved ``abort`` notice holding ``reason`` and return where it lies."""
+        ...
+
+
+@runtime_checkable
+class InboxProvider(Protocol):
+    """Hands out the inbox backend of any conversation, named by thread id or by save file."""
+
+    def for_thread(self, thread_id: str) -> InboxBackend:
+        """Return the inbox of LangGraph thread ``thread_id``."""
+        ...
+
+    def for_save_file(self, save_file: str | os.PathLike[str]) -> InboxBackend:
+        """Return the inbox of the conversation saved to ``save_file``."""
+        ...
+
+
+def is_inbox_backend(value: object) -> bool:
+    """Return whether ``value`` is a backend bound to one conversation (rather than a provider).
+
+    A class is never a bound backend (``DirectoryInbox`` the class is the directory
+    provider); an object with ``claim`` and ``pending`` is.
+    """
+    return not isinstance(value, type) and isinstance(value, InboxBackend)
+

@@ -1,0 +1,517 @@
+"""The inbox in PostgreSQL: the directory backend's consume-once contract for workers on many machines.
+
+Two tables stand for the two directories: ``promptstrat_inbox_pending`` (the ``.inbox``
+directory: one row per notice, keyed by thread and name) and
+``promptstrat_inbox_delivered`` (the ``.inbox_removed`` directory: every delivered notice
+under its history name, with its original name, content, posting time and delivery time).
+``setup()`` creates them, once, like LangGraph's ``PostgresSaver.setup()``; the table
+``promptstrat_inbox_migrations`` records which schema version is applied, so a later
+version of this package can migrate.
+
+Claim (why each notice reaches exactly one reader and none is lost): one transaction runs
+one statement that deletes the pending row (``SELECT ... FOR UPDATE SKIP LOCKED``, then
+``DELETE ... RETURNING``) and inserts it into the history under the first free name
+(``name``, ``stem.1.ext``, ...), then commits. A row can be deleted by one committed
+transaction only: a reader that finds it locked skips it (another reader is claiming it),
+one that finds it deleted gets nothing. The history's primary key (thread, name) makes an
+overwrite impossible; when two readers pick the same free history name at once, the second
+insert does nothing and the reader tries the next free name, inside the same transaction.
+The notice is handed to the caller only after COMMIT succeeded. Anything that fails
+before COMMIT (an error, a lost connection, a killed reader: the server rolls back a
+transaction whose client is gone) leaves the row pending, undelivered and unrecorded.
+The one window is COMMIT itself: a connection lost after the server committed but before
+the reader heard so leaves the notice recorded as delivered but never shown to a model,
+at most once, as in the directory backend.
+
+Connections: pass a connection string (a new connection per operation: simple, fork-safe,
+fine for a CLI or a few workers), a ``psycopg_pool.ConnectionPool`` (production), or a
+``psycopg.Connection`` in autocommit mode or idle (used under a lock, one operation at a
+time; never share one across ``fork``). psycopg is imported when a backend is built.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from langchain_promptstrat.errors import ConfigError, InboxError
+from langchain_promptstrat.inbox_store import (
+    ABORT_FILE,
+    Claimed,
+    InboxEntry,
+    _check_name,
+    _split_ext,
+    default_notice_name,
+    encode_thread_id,
+    inbox_dir,
+)
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = [
+    "DELIVERED_TABLE",
+    "DSN_ENV",
+    "MIGRATIONS",
+    "PENDING_TABLE",
+    "VERSION_TABLE",
+    "PostgresInbox",
+    "PostgresInboxes",
+    "save_file_thread_id",
+]
+
+DSN_ENV = "PROMPTSTRAT_INBOX_DSN"
+"""Environment variable the CLI reads for the inbox database's connection string."""
+
+PENDING_TABLE = "promptstrat_inbox_pending"
+DELIVERED_TABLE = "promptstrat_inbox_delivered"
+VERSION_TABLE = "promptstrat_inbox_migrations"
+
+INSTALL_HINT = "pip install 'langchain-promptstrat[postgres]'"
+
+MIGRATIONS: list[list[str]] = [
+    [  # version 1
+        # COLLATE "C": names sort by code point, as the directory backend sorts file names.
+        """CREATE TABLE IF NOT EXISTS {pending} (
+            thread_id text COLLATE "C" NOT NULL,
+            name text COLLATE "C" NOT NULL,
+            content bytea NOT NULL,
+            posted_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+            PRIMARY KEY (thread_id, name)
+        )""",
+        """CREATE TABLE IF NOT EXISTS {delivered} (
+            thread_id text COLLATE "C" NOT NULL,
+            name text COLLATE "C" NOT NULL,
+            original_name text COLLATE "C" NOT NULL,
+            content bytea NOT NULL,
+            posted_at timestamptz NOT NULL,
+            delivered_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+            PRIMARY KEY (thread_id, name)
+        )""",
+    ],
+]
+"""Schema versions, oldest first: ``MIGRATIONS[v - 1]`` takes the schema from version v-1 to v.
+Append, never edit: a database records the versions it applied in ``promptstrat_inbox_migrations``."""
+
+_SETUP_LOCK = 0x7073_696E_6278_0001
+"""Advisory lock key serialising concurrent ``setup()`` calls (racing CREATE TABLE IF NOT EXISTS can fail)."""
+
+_MAX_NAME_ATTEMPTS = 100
+
+_MAX_THREAD_ID_BYTES = 2048
+"""Longest thread id kept: with a 255-byte name it stays within a B-tree index entry (2704 bytes)."""
+
+# The first free history name among name, stem.1.ext, stem.2.ext, ...: the candidates run
+# from 0 to the number of history rows of the thread that could hold one of them (the name
+# itself and every name starting with "stem."), so one of them is always free.
+_FIRST_FREE_NAME = """
+    SELECT c.candidate FROM (
+        SELECT g, CASE WHEN g = 0 THEN %(name)s ELSE %(stem)s || '.' || g::text || %(ext)s END AS candidate
+        FROM generate_series(0, (
+            SELECT count(*) FROM {delivered}
+            WHERE thread_id = %(thread)s AND (name = %(name)s OR (name >= %(family_lo)s AND name < %(family_hi)s))
+        )::int) AS g
+    ) AS c
+    WHERE NOT EXISTS (SELECT 1 FROM {delivered} AS d WHERE d.thread_id = %(thread)s AND d.name = c.candidate)
+    ORDER BY c.g
+    LIMIT 1
+"""
+
+_CLAIM = """
+    WITH claimed AS (
+        DELETE FROM {pending} AS p
+        USING (
+            SELECT thread_id, name FROM {pending}
+            WHERE thread_id = %(thread)s AND name = %(name)s
+            FOR UPDATE SKIP LOCKED
+        ) AS target
+        WHERE p.thread_id = target.thread_id AND p.name = target.name
+        RETURNING p.content, p.posted_at
+    ), recorded AS (
+        INSERT INTO {delivered} (thread_id, name, original_name, content, posted_at)
+        SELECT %(thread)s, (""" + _FIRST_FREE_NAME + """), %(name)s, claimed.content, claimed.posted_at
+        FROM claimed
+        ON CONFLICT DO NOTHING
+        RETURNING name, delivered_at
+    )
+    SELECT claimed.content, claimed.posted_at, recorded.name, recorded.delivered_at
+    FROM claimed LEFT JOIN recorded ON true
+"""
+
+_RECORD = """
+    INSERT INTO {delivered} (thread_id, name, original_name, content, posted_at)
+    SELECT %(thread)s, (""" + _FIRST_FREE_NAME + """), %(name)s, %(content)s, %(posted_at)s
+    ON CONFLICT DO NOTHING
+    RETURNING name, delivered_at
+"""
+
+_POST = """
+    INSERT INTO {pending} (thread_id, name, content) VALUES (%(thread)s, %(name)s, %(content)s)
+    ON CONFLICT DO NOTHING
+    RETURNING name
+"""
+
+_PENDING = "SELECT name, posted_at, octet_length(content) FROM {pending} WHERE thread_id = %(thread)s ORDER BY name"
+
+_DELIVERED = """
+    SELECT name, posted_at, octet_length(content), delivered_at FROM {delivered}
+    WHERE thread_id = %(thread)s ORDER BY posted_at, name
+"""
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError as exc:
+        raise ConfigError(f"the PostgreSQL inbox needs psycopg 3, which is not installed: {INSTALL_HINT}") from exc
+    return psycopg
+
+
+def save_file_thread_id(save_file: str | os.PathLike[str]) -> str:
+    """Return the thread id that stands for a save file in the database: the absolute path of its inbox sibling.
+
+    The sibling rule still applies (``x/agent.chat`` and ``x/agent.json`` share
+    ``/abs/x/agent.inbox``); ``.`` and ``..`` are resolved lexically, symbolic links are not.
+    """
+    return os.path.abspath(inbox_dir(save_file))
+
+
+def _check_thread_id(thread_id: object) -> str:
+    if not isinstance(thread_id, str):
+        raise InboxError(f"thread_id must be a string, got {type(thread_id).__name__}")
+    if not thread_id:
+        raise InboxError("thread_id is empty; an inbox needs a non-empty thread id")
+    if "\x00" in thread_id or not _is_utf8(thread_id):
+        raise InboxError(f"thread_id {thread_id!r} holds NUL or a lone surrogate, which PostgreSQL text cannot store")
+    if len(thread_id.encode("utf-8")) > _MAX_THREAD_ID_BYTES:
+        raise InboxError(f"thread_id is longer than {_MAX_THREAD_ID_BYTES} bytes, more than the inbox tables can index")
+    return thread_id
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+_connection_locks: weakref.WeakKeyDictionary[Any, threading.Lock] = weakref.WeakKeyDictionary()
+_locks_guard = threading.Lock()
+
+
+class _Database:
+    """Where the inbox tables live and how to get a connection to them, one transaction at a time."""
+
+    def __init__(self, conn: Any, schema: str | None) -> None:
+        psycopg = _psycopg()
+        from psycopg import sql
+
+        self._sql = sql
+        if isinstance(conn, str):
+            if not conn.strip():
+                raise ConfigError(f"the PostgreSQL inbox's connection string is empty; pass a DSN or set {DSN_ENV}")
+            self.kind = "dsn"
+        elif isinstance(conn, psycopg.Connection):
+            self.kind = "connection"
+            with _locks_guard:
+                self._lock = _connection_locks.setdefault(conn, threading.Lock())
+        elif isinstance(conn, psycopg.AsyncConnection) or type(conn).__name__.startswith("Async"):
+            raise ConfigError("the PostgreSQL inbox is synchronous; pass a psycopg.Connection, a ConnectionPool or a DSN")
+        elif callable(getattr(conn, "connection", None)):
+            self.kind = "pool"
+        else:
+            raise ConfigError(
+                f"cannot use {type(conn).__name__} as the inbox database; pass a connection string, "
+                "a psycopg.Connection or a psycopg_pool.ConnectionPool"
+            )
+        if schema is not None and (not isinstance(schema, str) or not schema):
+            raise ConfigError(f"schema must be a non-empty string or None, got {schema!r}")
+        self.conn = conn
+        self.schema = schema
+        self.psycopg = psycopg
+        table = (lambda name: sql.Identifier(schema, name)) if schema else sql.Identifier
+        self.names = {"pending": table(PENDING_TABLE), "delivered": table(DELIVERED_TABLE), "version": table(VERSION_TABLE)}
+        prefix = f"{schema}." if schema else ""
+        self.pending_label = f"{prefix}{PENDING_TABLE}"
+        self.delivered_label = f"{prefix}{DELIVERED_TABLE}"
+
+    def query(self, text: str) -> Any:
+        """Return ``text`` with its ``{pending}``/``{delivered}``/``{version}`` placeholders as quoted table names."""
+        return self._sql.SQL(text).format(**self.names)
+
+    def describe(self) -> str:
+        """Return ``host:port/dbname`` of the database, never the password."""
+        try:
+            if self.kind == "dsn":
+                from psycopg.conninfo import conninfo_to_dict
+
+                info = conninfo_to_dict(self.conn)
+                return f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
+            if self.kind == "connection":
+                return f"{self.conn.info.host}:{self.conn.info.port}/{self.conn.info.dbname}"
+        except Exception:  # a description must never hide the real error
+            pass
+        return "the inbox database"
+
+    @contextmanager
+    def _connection(self) -> Iterator[Any]:
+        if self.kind == "dsn":
+            with self.psycopg.connect(self.conn, autocommit=True) as conn:
+                yield conn
+        elif self.kind == "pool":
+            with self.conn.connection() as conn:
+                yield conn
+        else:
+            with self._lock:
+                yield self.conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """Yield a cursor inside a transaction that commits when the block ends and rolls back if it raises."""
+        with self._connection() as conn:
+            if conn.info.transaction_status != self.psycopg.pq.TransactionStatus.IDLE:
+                # conn.transaction() would only open a savepoint, and nothing would commit.
+                raise InboxError(
+                    "the connection given to the PostgreSQL inbox is inside a transaction; pass an autocommit "
+                    "connection (psycopg.connect(..., autocommit=True)), a pool or a connection string"
+                )
+            with conn.transaction(), conn.cursor() as cursor:
+                yield cursor
+
+    def failure(self, exc: Exception, doing: str) -> InboxError:
+        """Return the :class:`InboxError` that tells what ``doing`` met, naming the fix where there is one."""
+        where = self.describe()
+        if isinstance(exc, self.psycopg.errors.UndefinedTable):
+            return InboxError(
+                f"cannot {doing}: the inbox tables do not exist in {where}; call setup() once "
+                "(PostgresInboxes(dsn).setup(), like LangGraph's PostgresSaver.setup(); "
+                "from a shell: promptstrat inbox setup --dsn DSN)"
+            )
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        return InboxError(f"cannot {doing} in the PostgreSQL inbox at {where}: {text}")
+
+    def setup(self) -> None:
+        """Create the tables, or migrate them to the newest version; safe to call again and concurrently."""
+        try:
+            with self.transaction() as cursor:
+                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_SETUP_LOCK])
+                if self.schema:
+                    cursor.execute(self._sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(self._sql.Identifier(self.schema)))
+                cursor.execute(self.query(
+                    "CREATE TABLE IF NOT EXISTS {version} ("
+                    " version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+                ))
+                cursor.execute(self.query("SELECT coalesce(max(version), 0) FROM {version}"))
+                current = cursor.fetchone()[0]
+                for version, statements in enumerate(MIGRATIONS, 1):
+                    if version <= current:
+                        continue
+                    for statement in statements:
+                        cursor.execute(self.query(statement))
+                    cursor.execute(self.query("INSERT INTO {version} (version) VALUES (%s)"), [version])
+        except self.psycopg.Error as exc:
+            raise self.failure(exc, "set up the inbox tables") from exc
+
+    def version(self) -> int:
+        """Return the schema version applied to the database (0 before :meth:`setup`)."""
+        try:
+            with self.transaction() as cursor:
+                cursor.execute(self.query("SELECT coalesce(max(version), 0) FROM {version}"))
+                return int(cursor.fetchone()[0])
+        except self.psycopg.errors.UndefinedTable:
+            return 0
+        except self.psycopg.Error as exc:
+            raise self.failure(exc, "read the inbox schema version") from exc
+
+
+class PostgresInboxes:
+    """The PostgreSQL inboxes of every conversation in one database: an inbox provider.
+
+    ``PostgresInboxes(dsn).for_thread("run-1")`` is the inbox of LangGraph thread
+    ``run-1``; pass the provider itself as ``backend=`` to the ``Inbox`` strategy (and the
+    LangGraph adapters), which ask it for each run's thread. ``conn`` is a connection
+    string, a ``psycopg_pool.ConnectionPool`` or a ``psycopg.Connection``; ``schema``
+    places the tables in that schema (default: the connection's search path).
+    """
+
+    def __init__(self, conn: str | psycopg.Connection | Any, *, schema: str | None = None) -> None:
+        self._db = conn if isinstance(conn, _Database) else _Database(conn, schema)
+
+    def __repr__(self) -> str:
+        return f"PostgresInboxes({self._db.describe()!r}, schema={self._db.schema!r})"
+
+    def setup(self) -> None:
+        """Create the inbox tables (or migrate them to this version's schema); idempotent."""
+        self._db.setup()
+
+    def schema_version(self) -> int:
+        """Return the schema version the database holds (0 before :meth:`setup`)."""
+        return self._db.version()
+
+    def for_thread(self, thread_id: str) -> PostgresInbox:
+        """Return the inbox of LangGraph thread ``thread_id``."""
+        return PostgresInbox(self._db, thread_id=thread_id)
+
+    def for_save_file(self, save_file: str | os.PathLike[str]) -> PostgresInbox:
+        """Return the inbox of the conversation saved to ``save_file`` (thread id: :func:`save_file_thread_id`)."""
+        return PostgresInbox(self._db, thread_id=save_file_thread_id(save_file))
+
+
+class PostgresInbox:
+    """The inbox of one conversation (a thread) in PostgreSQL: the directory backend's contract in two tables.
+
+    Build it with ``PostgresInbox(conn, thread_id=...)``, :meth:`for_thread`, or a
+    :class:`PostgresInboxes` provider; call :meth:`setup` once per database. Notices are
+    delivered in name order and claimed by exactly one reader (see the module docstring);
+    the history keeps each delivered notice with its posting and delivery times.
+    Failures are raised as :class:`InboxError`, which the ``Inbox`` strategy treats like an
+    unmovable file: a notice whose claim failed stays pending for the next pickup.
+    """
+
+    def __init__(self, conn: str | psycopg.Connection | Any, *, thread_id: str, schema: str | None = None) -> None:
+        self._db = conn if isinstance(conn, _Database) else _Database(conn, schema)
+        self.thread_id = _check_thread_id(thread_id)
+        self._key = encode_thread_id(thread_id)
+
+    @classmethod
+    def for_thread(cls, thread_id: str, conn: str | psycopg.Connection | Any, *, schema: str | None = None) -> PostgresInbox:
+        """Return the inbox of LangGraph thread ``thread_id`` in the database ``conn``."""
+        return cls(conn, thread_id=thread_id, schema=schema)
+
+    @classmethod
+    def for_save_file(
+        cls, save_file: str | os.PathLike[str], conn: str | psycopg.Connection | Any, *, schema: str | None = None
+    ) -> PostgresInbox:
+        """Return the inbox of the conversation saved to ``save_file`` in the database ``conn``."""
+        return cls(conn, thread_id=save_file_thread_id(save_file), schema=schema)
+
+    def __repr__(self) -> str:
+        return f"PostgresInbox({self._db.describe()!r}, thread_id={self.thread_id!r})"
+
+    @property
+    def location(self) -> str:
+        """Return ``pg:<pending table>/<encoded thread id>``: where the pending notices lie."""
+        return f"pg:{self._db.pending_label}/{self._key}"
+
+    def _pending_at(self, name: str) -> str:
+        return f"{self.location}/{name}"
+
+    def _delivered_at(self, name: str) -> str:
+        return f"pg:{self._db.delivered_label}/{self._key}/{name}"
+
+    def setup(self) -> None:
+        """Create the inbox tables (or migrate them to this version's schema); idempotent."""
+        self._db.setup()
+
+    # ----------------------------------------------------------------- reading
+
+    def pending(self) -> list[str]:
+        """Return the names of the thread's pending notices, sorted by code point; none before the first post."""
+        return [entry.name for entry in self.pending_entries()]
+
+    def pending_entries(self) -> list[InboxEntry]:
+        """Return the pending notices with their posting times and sizes, in delivery order."""
+        rows = self._fetch(_PENDING, "list the pending notices")
+        return [InboxEntry(name, posted.timestamp(), size) for name, posted, size in rows]
+
+    def delivered_entries(self) -> list[InboxEntry]:
+        """Return the history: each delivered notice under its history name, oldest posting time first."""
+        rows = self._fetch(_DELIVERED, "list the delivered notices")
+        return [InboxEntry(name, posted.timestamp(), size, delivered.timestamp()) for name, posted, size, delivered in rows]
+
+    def _fetch(self, query: str, doing: str) -> list[tuple[Any, ...]]:
+        try:
+            with self._db.transaction() as cursor:
+                cursor.execute(self._db.query(query), {"thread": self.thread_id})
+                return cursor.fetchall()
+        except self._db.psycopg.Error as exc:
+            raise self._db.failure(exc, doing) from exc
+
+    def claim(self, name: str, *, need_content: bool = True) -> Claimed | None:
+        """Take pending notice ``name`` and record it in the history, in one transaction; return it with its content.
+
+        Returns None when another reader took it first or is taking it now (it is then
+        locked, and skipped rather than waited for). Raises :class:`InboxError` when the
+        claim fails, with the notice still pending. ``need_content`` is accepted for the
+        contract's sake: a row's content is always readable.
+        """
+        stem, ext = _split_ext(name)
+        params: dict[str, Any] = {
+            "thread": self.thread_id, "name": name, "stem": stem, "ext": ext,
+            "family_lo": stem + ".", "family_hi": stem + "/",  # the names that start with "stem."
+        }
+        try:
+            with self._db.transaction() as cursor:
+                cursor.execute(self._db.query(_CLAIM), params)
+                row = cursor.fetchone()
+                if row is None:
+                    return None
+                content, posted_at, final, _ = row
+                attempts = 1
+                while final is None:  # another claim took that history name a moment ago: the next free one
+                    if attempts >= _MAX_NAME_ATTEMPTS:
+                        raise InboxError(f"no free history name for {name!r} after {attempts} attempts; left pending")
+                    attempts += 1
+                    cursor.execute(self._db.query(_RECORD), {**params, "content": content, "posted_at": posted_at})
+                    recorded = cursor.fetchone()
+                    final = recorded[0] if recorded else None
+                self._before_commit(cursor, name, final)
+        except self._db.psycopg.Error as exc:
+            raise self._db.failure(exc, f"claim {name!r}") from exc
+        return Claimed(name=name, path=self._delivered_at(final), mtime=posted_at.timestamp(), data=bytes(content))
+
+    def _before_commit(self, cursor: Any, name: str, history_name: str) -> None:
+        """Run inside the claim's transaction once the notice is moved, just before COMMIT; nothing by default.
+
+        A seam for tests that stop or kill a reader in mid-claim.
+        """
+
+    # ----------------------------------------------------------------- writing
+
+    def post(self, content: str | bytes, *, name: str | None = None) -> str:
+        """Post a notice and return where it lies (``pg:<table>/<thread>/<name>``); ``name`` defaults to an arrival-ordered one.
+
+        Refuses the reserved name ``abort`` (use :meth:`request_abort`), names that would be
+        hidden or path-like, empty content, and a name that is already pending, exactly
+        as the directory backend does.
+        """
+        if name is not None:
+            _check_name(name)
+            if not _is_utf8(name):
+                raise InboxError(f"notice name {name!r} is not valid UTF-8 text")
+            if name == ABORT_FILE:
+                raise InboxError("'abort' is reserved for abort requests; use request_abort() or `promptstrat inbox abort`")
+        data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+        if not data.strip():
+            raise InboxError("refusing to post an empty notice; give it some content")
+        return self._insert(data, name)
+
+    def request_abort(self, reason: str = "") -> str:
+        """Post the reserved ``abort`` notice (content: ``reason``) and return where it lies.
+
+        Raises :class:`InboxError` when an abort is already pending, rather than replace its reason.
+        """
+        return self._insert(reason.encode("utf-8"), ABORT_FILE)
+
+    def _insert(self, data: bytes, name: str | None) -> str:
+        try:
+            for _ in range(_MAX_NAME_ATTEMPTS):
+                final = name or default_notice_name()
+                with self._db.transaction() as cursor:
+                    cursor.execute(self._db.query(_POST), {"thread": self.thread_id, "name": final, "content": data})
+                    inserted = cursor.fetchone() is not None
+                if inserted:
+                    return self._pending_at(final)
+                if name is not None:
+                    what = "an abort is" if name == ABORT_FILE else f"a notice named {name!r} is"
+                    raise InboxError(
+                        f"{what} already pending in {self.location}; wait for it to be delivered or pick another name"
+                    )
+        except self._db.psycopg.Error as exc:
+            raise self._db.failure(exc, "post a notice") from exc
+        raise InboxError(f"could not find a free notice name in {self.location}")  # pragma: no cover

@@ -1,0 +1,64 @@
+"""Specification of `promptstrat inbox ... --dsn`: the same commands over the PostgreSQL inbox."""
+
+from __future__ import annotations
+
+import secrets
+
+import pytest
+from conftest_postgres import postgres_dsn, postgres_schema  # noqa: F401
+
+from langchain_promptstrat.cli import main
+from langchain_promptstrat.inbox_postgres import DSN_ENV
+
+
+def run(capsys, *argv: str) -> tuple[int, list[str], list[str]]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out.splitlines(), captured.err.splitlines()
+
+
+@pytest.fixture
+def dsn(postgres_dsn, postgres_schema):  # noqa: F811
+    """The test server with the session's schema first on the search path."""
+    return f"{postgres_dsn}?options=-csearch_path%3D{postgres_schema}"
+
+
+class TestInboxDsn:
+    def test_post_abort_and_ls_with_dsn(self, capsys, dsn, monkeypatch):
+        """post and abort print where the notice lies; ls lists it as pending, then as delivered."""
+        monkeypatch.delenv(DSN_ENV, raising=False)
+        thread = f"run-{secrets.token_hex(3)}"
+        code, out, err = run(capsys, "inbox", "post", "--dsn", dsn, "--thread", thread, "--name", "n.txt", "hello")
+        assert (code, out, err) == (0, [f"pg:promptstrat_inbox_pending/{thread}/n.txt"], [])
+        code, out, _ = run(capsys, "inbox", "abort", "--dsn", dsn, "--thread", thread, "--reason", "stop")
+        assert (code, out) == (0, [f"pg:promptstrat_inbox_pending/{thread}/abort"])
+        code, out, _ = run(capsys, "inbox", "ls", "--dsn", dsn, "--thread", thread)
+        assert code == 0 and [line.split()[::2] for line in out] == [["pending", "abort"], ["pending", "n.txt"]]
+        from langchain_promptstrat.inbox_postgres import PostgresInboxes
+        from langchain_promptstrat.strategies.inbox import pick_up
+
+        store = PostgresInboxes(dsn).for_thread(thread)
+        assert pick_up(store).abort_reason == "stop"
+        code, out, _ = run(capsys, "inbox", "ls", "--dsn", dsn, "--thread", thread)
+        assert [line.split()[::2] for line in out] == [["pending", "n.txt"], ["delivered", "abort"]]
+
+    def test_the_environment_names_the_database(self, capsys, dsn, monkeypatch):
+        """PROMPTSTRAT_INBOX_DSN stands for --dsn; an explicit --root still means the directory."""
+        monkeypatch.setenv(DSN_ENV, dsn)
+        thread = f"run-{secrets.token_hex(3)}"
+        code, out, _ = run(capsys, "inbox", "ls", "--thread", thread)
+        assert (code, out) == (0, [f"no notices in pg:promptstrat_inbox_pending/{thread}"])
+
+    def test_root_and_dsn_together_are_refused(self, capsys, dsn, tmp_path):
+        """--root and --dsn name two different inboxes: a one-line usage error."""
+        code, out, err = run(capsys, "inbox", "ls", "--dsn", dsn, "--thread", "t", "--root", str(tmp_path))
+        assert (code, out) == (2, []) and err == [
+            "promptstrat: error: --root names a directory inbox and --dsn a PostgreSQL one; give one of them"
+        ]
+
+    def test_a_database_without_tables_is_a_one_line_error_naming_setup(self, capsys, postgres_dsn):  # noqa: F811
+        """Before setup, the error says to call setup; `inbox setup` creates the tables."""
+        schema = f"cli_{secrets.token_hex(3)}"
+        dsn = f"{postgres_dsn}?options=-csearch_path%3D{schema}"
+        code, _, err = run(capsys, "inbox", "ls", "--dsn", dsn, "--thread", "t")
+        assert code == 2 and len(err) == 1 and "setup()" in err[0]
