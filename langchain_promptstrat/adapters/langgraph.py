@@ -1,52 +1,373 @@
-"""LangGraph adapters: the inbox node (the pre-model hook comes with a later issue)."""
+"""LangGraph adapters: the pre-model hook, the inbox node, and the steps they share with the middleware.
+
+Both the hook and the ``create_agent`` middleware do the same three things before a model
+call: pick up the thread's inbox (a LangGraph task, so a resumed step replays it instead of
+touching the disk again), run the strategies in order over the conversation, and check the
+result against the prompt floor. Those steps live here as plain functions; the adapters
+only read their input and shape their output.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from typing import Any
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.func import task
 from langgraph.types import interrupt
 
-from langchain_promptstrat.errors import InboxAborted
-from langchain_promptstrat.inbox_store import DirectoryInbox
-from langchain_promptstrat.messages import mark
-from langchain_promptstrat.strategies.inbox import pick_up, save_file_for_config
+from langchain_promptstrat.adapters.runnable import PromptStrategy, emit_report
+from langchain_promptstrat.errors import InboxAborted, InvalidMessagesError
+from langchain_promptstrat.inbox_backends import InboxBackend
+from langchain_promptstrat.inbox_store import INBOX_ROOT_ENV, DirectoryInbox, inbox_root
+from langchain_promptstrat.messages import (
+    drop_tool_call,
+    find_tool_pair_violations,
+    is_real_user_message,
+    leading_system_count,
+    mark,
+    mark_of,
+)
+from langchain_promptstrat.registry import StrategySpec, resolve_strategies
+from langchain_promptstrat.report import Compacted, logger, make_report
+from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.strategies.inbox import (
+    Inbox,
+    InboxBackendSpec,
+    check_backend,
+    inbox_for_config,
+    pick_up,
+    save_file_for_config,
+)
 
-__all__ = ["INBOX_ABORT", "RESUME_KIND", "make_inbox_node"]
+__all__ = [
+    "INBOX_ABORT",
+    "RESUME_KIND",
+    "InboxDelivery",
+    "InboxSource",
+    "deliver_inbox",
+    "keep_prompt_floor",
+    "make_inbox_node",
+    "pre_model_hook",
+    "prompt_for_model",
+    "state_messages",
+]
 
 INBOX_ABORT = "inbox_abort"
-"""``type`` of the interrupt payload the inbox node raises on an ``abort`` file."""
+"""``type`` of the interrupt payload raised on an ``abort`` file."""
 
 RESUME_KIND = "inbox_resume"
 """Mark kind of the user message a non-empty string ``Command(resume=...)`` becomes."""
 
+NO_CHECKPOINTER_NOTE = (
+    "The graph was compiled without a checkpointer, so the abort could not pause the run for a "
+    "later Command(resume=...): it ends the run instead. Compile with a checkpointer (for example "
+    "InMemorySaver()) to make an inbox abort resumable."
+)
 
-def _pick_up(save_file: str) -> dict[str, Any]:
-    result = pick_up(DirectoryInbox.for_save_file(save_file))
+
+# --------------------------------------------------------------------------- the inbox pickup
+
+
+def _pick_up(store: InboxBackend) -> dict[str, Any]:
+    result = pick_up(store)
     abort = {"reason": result.abort_reason, "path": result.abort_path} if result.aborted else None
     return {"delivered": result.delivered, "abort": abort}
 
 
 _pick_up_once = task(name="promptstrat_inbox_pickup")(_pick_up)
 """The pickup as a LangGraph task: its result is checkpointed, so a node re-executed on
-resume gets the same notices back instead of touching the disk again."""
+resume gets the same notices back instead of touching the inbox again."""
 
 
-def _checkpointed_pick_up(save_file: str) -> dict[str, Any]:
+def _checkpointed_pick_up(store: InboxBackend) -> dict[str, Any]:
     try:
-        future = _pick_up_once(save_file)
+        future = _pick_up_once(store)
     except (RuntimeError, KeyError):  # called outside a LangGraph run: nothing to replay
-        return _pick_up(save_file)
+        return _pick_up(store)
     return future.result()
 
 
+def _add_note(error: BaseException, note: str) -> None:
+    if hasattr(error, "add_note"):
+        error.add_note(note)
+    else:  # Python 3.10: the PEP 678 attribute, which tracebacks there do not print
+        error.__notes__ = [*getattr(error, "__notes__", []), note]  # type: ignore[attr-defined]
+
+
+class InboxDelivery(NamedTuple):
+    """What one delivery took from the inbox: the notices, and the abort it stopped at (``on_abort="return"``)."""
+
+    notices: list[BaseMessage]
+    abort: dict[str, Any] | None = None
+
+
+def deliver_inbox(
+    inbox: str | os.PathLike[str] | InboxBackend,
+    config: RunnableConfig,
+    *,
+    on_abort: Literal["interrupt", "raise", "return"] = "interrupt",
+) -> InboxDelivery:
+    """Return the notices of ``inbox`` (a save file, or any inbox backend), handling ``abort`` as ``on_abort`` says.
+
+    ``interrupt`` calls ``interrupt({"type": "inbox_abort", "reason", "path", "delivered",
+    "save_file"})`` and, once resumed, picks up again (a non-empty string resume value
+    becomes a user message marked ``inbox_resume``); without a checkpointer nothing could
+    be resumed, so it raises :class:`InboxAborted` at once, with a note saying so. ``raise``
+    always raises. ``return`` stops and returns the abort (its payload) next to the notices
+    consumed before it. Each pickup is a LangGraph task, so a step re-executed on resume
+    replays it: the abort is not seen twice and no notice is lost or delivered twice.
+    """
+    if isinstance(inbox, (str, os.PathLike)):
+        where, store = os.fspath(inbox), DirectoryInbox.for_save_file(inbox)
+    else:
+        where, store = inbox.location, inbox
+    notices: list[BaseMessage] = []
+    while True:
+        picked = _checkpointed_pick_up(store)
+        notices += picked["delivered"]
+        if picked["abort"] is None:
+            return InboxDelivery(notices)
+        payload = {"type": INBOX_ABORT, **picked["abort"], "delivered": picked["delivered"], "save_file": where}
+        if on_abort == "return":
+            return InboxDelivery(notices, {**payload, "delivered": notices})
+        can_resume = (config.get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER) is not None
+        if on_abort == "raise" or not can_resume:
+            error = InboxAborted(payload["reason"], path=payload["path"], delivered=notices)
+            if on_abort == "interrupt":
+                _add_note(error, NO_CHECKPOINTER_NOTE)
+            raise error
+        answer = interrupt(payload)
+        if isinstance(answer, str) and answer.strip():
+            notices.append(mark(HumanMessage(answer), RESUME_KIND, notice=False))
+
+
+class InboxSource:
+    """Where one hook or middleware finds a run's inbox; warns once when a root is set but the run has no thread id."""
+
+    def __init__(
+        self,
+        strategies: Sequence[PromptStrategy],
+        root: str | os.PathLike[str] | None = None,
+        backend: InboxBackendSpec = None,
+    ) -> None:
+        inboxes = [s for s in strategies if isinstance(s, Inbox)]
+        if root is None and backend is None and inboxes:  # the adapter's arguments win over the strategy's
+            root, backend = inboxes[0].root, inboxes[0].backend
+        self.root = root
+        self.backend = check_backend(backend, root)
+        if root is not None:
+            inbox_root(root)  # a root that is not a directory fails now, not at the first model call
+        self.enabled = bool(inboxes)
+        self.needed = any(s.uses_save_file for s in strategies)
+        self._warned = False
+
+    def save_file(self, config: RunnableConfig) -> Path | None:
+        """Return the run's save file (``configurable.save_file``, else ``<root>/<thread_id>.chat``), or None."""
+        if not self.needed:
+            return None
+        path = save_file_for_config(config, self.root)
+        if path is None and not self._warned and inbox_root(self.root) is not None:
+            self._warned = True
+            where = "root=" + os.fspath(self.root) if self.root is not None else INBOX_ROOT_ENV
+            warnings.warn(
+                f"the inbox is skipped: an inbox root is set ({where}) but the run config has neither "
+                "configurable.thread_id nor configurable.save_file; pass "
+                "config={'configurable': {'thread_id': ...}} to deliver this thread's notices",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        return path
+
+    def deliver(
+        self, config: RunnableConfig, *, on_abort: Literal["interrupt", "raise", "return"] = "interrupt"
+    ) -> tuple[Path | None, InboxDelivery]:
+        """Return the save file and what the inbox delivered (nothing without an inbox strategy or a save file)."""
+        save_file = self.save_file(config)
+        store = inbox_for_config(config, backend=self.backend, root=self.root) if self.enabled else None
+        if store is None:
+            return save_file, InboxDelivery([])
+        return save_file, deliver_inbox(store, config, on_abort=on_abort)
+
+
+# --------------------------------------------------------------------------- the strategies
+
+
+def state_messages(state: Any, who: str) -> list[BaseMessage]:
+    """Return the graph state's ``messages``; a state without them raises a clear :class:`InvalidMessagesError`."""
+    messages = state.get("messages") if isinstance(state, dict) else getattr(state, "messages", None)
+    if messages is None:
+        keys = sorted(state) if isinstance(state, dict) else type(state).__name__
+        raise InvalidMessagesError(
+            f"{who} needs the graph state's 'messages' (a list of chat messages), got a state without them "
+            f"({keys}); use MessagesState or declare messages: Annotated[list[AnyMessage], add_messages]"
+        )
+    return list(messages)
+
+
+def _with_notices(messages: list[BaseMessage], notices: list[BaseMessage]) -> Compacted:
+    out = [*messages, *notices]
+    files = [(mark_of(m) or {}).get("file") for m in notices]
+    return Compacted(out, make_report("inbox", messages, out, delivered=len(notices), files=files))
+
+
+def prompt_for_model(
+    strategies: Sequence[PromptStrategy],
+    messages: Sequence[BaseMessage],
+    notices: Sequence[BaseMessage] = (),
+    *,
+    save_file: str | os.PathLike[str] | None = None,
+    config: RunnableConfig | None = None,
+) -> list[BaseMessage]:
+    """Return what the model should see: each strategy in order, then the prompt floor.
+
+    The inbox strategy does not pick up here (the caller did, as a task): it appends
+    ``notices`` at its place in the list, so with the default order they come after the
+    compaction. Each report is emitted as the ``promptstrat`` event of the run ``config``.
+    """
+    current = list(messages)
+    for strategy in strategies:
+        if isinstance(strategy, Inbox):
+            result = _with_notices(current, list(notices))
+        else:
+            result = strategy.compact(current, save_file=save_file if strategy.uses_save_file else None)
+        emit_report(result, config)
+        current = result.messages
+    return keep_prompt_floor([*messages, *notices], current)
+
+
+# --------------------------------------------------------------------------- the floor
+
+
+def _key(message: BaseMessage) -> tuple[str, Any]:
+    return ("id", message.id) if message.id else ("object", id(message))
+
+
+def _is_copy(message: BaseMessage, original: BaseMessage) -> bool:
+    return _key(message) == _key(original) or (type(message) is type(original) and message.content == original.content)
+
+
+def _repair_pairs(messages: list[BaseMessage]) -> list[BaseMessage]:
+    """Return ``messages`` without orphan or duplicate outputs and without calls that lost their output."""
+    violations = find_tool_pair_violations(messages)
+    extra_outputs = {v.index for v in violations if v.kind != "missing_output"}
+    lost: dict[int, list[str]] = {}
+    for v in violations:
+        if v.kind == "missing_output":
+            lost.setdefault(v.index, []).append(v.call_id)
+    out: list[BaseMessage] = []
+    for i, message in enumerate(messages):
+        if i in extra_outputs:
+            continue
+        for call_id in lost.get(i, ()):
+            message = drop_tool_call(message, call_id) if isinstance(message, AIMessage) else message
+            if message is None:
+                break
+        if message is not None:
+            out.append(message)
+    return out
+
+
+def _anchor_position(source: Sequence[BaseMessage], anchor: BaseMessage, prompt: list[BaseMessage]) -> int:
+    """Return where ``anchor`` goes back: before the first kept message that followed it, at a step's start."""
+    order = {_key(m): i for i, m in enumerate(source)}
+    at, start = order[_key(anchor)], leading_system_count(prompt)
+    for j in range(start, len(prompt)):
+        if order.get(_key(prompt[j]), -1) > at:
+            while j > start and isinstance(prompt[j], ToolMessage):
+                j -= 1  # a user message between a call and its output breaks the pair
+            return j
+    return len(prompt)
+
+
+def keep_prompt_floor(source: Sequence[BaseMessage], prompt: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """Return ``prompt``, restored where a strategy broke the floor, with a warning naming the repair.
+
+    The floor: the system block of ``source`` (when it has one) leads, the newest real user
+    message of ``source`` is present, tool calls and outputs pair up, and the prompt is not
+    empty. A prompt without them makes the provider reject the request or leaves the model
+    with nothing to act on (the peers' trimming examples return ``[]`` or a lone system
+    message in single-task agent runs). Repairs are deterministic: the system block goes
+    back in front, unpaired calls and outputs are removed, the user message goes back at
+    its place in the original order.
+    """
+    out, repaired = list(prompt), []
+    system = list(source[: leading_system_count(source)])
+    if system and not leading_system_count(out):
+        keys = {_key(m) for m in system}
+        out = [*system, *(m for m in out if _key(m) not in keys)]
+        repaired.append("the system message")
+    if find_tool_pair_violations(out):
+        out = _repair_pairs(out)
+        repaired.append("tool call/output pairs")
+    anchor = next((m for m in reversed(source) if is_real_user_message(m)), None)
+    if anchor is not None and not any(_is_copy(m, anchor) for m in out):
+        out.insert(_anchor_position(source, anchor, out), anchor)
+        repaired.append("the newest user message")
+    if not out and source:
+        out = _repair_pairs(list(source)) or list(source)
+        repaired.append("a non-empty prompt (the unchanged conversation)")
+    if repaired:
+        logger.warning("prompt floor: restored %s after the strategies broke it", ", ".join(repaired))
+    return out
+
+
+# --------------------------------------------------------------------------- the adapters
+
+
+def pre_model_hook(
+    strategies: StrategySpec | Sequence[StrategySpec] | None = None,
+    *,
+    inbox_root: str | os.PathLike[str] | None = None,
+    persist_inbox: bool = False,
+    settings: Settings | None = None,
+    backend: InboxBackendSpec = None,
+) -> Callable[[Any, RunnableConfig], dict[str, Any]]:
+    """Return a pre-model hook ``(state, config) -> {"llm_input_messages": prompt}`` applying ``strategies``.
+
+    Works as ``create_react_agent(..., pre_model_hook=...)`` (sync and async graphs) and as
+    a node of a hand-built ``StateGraph`` whose state declares ``llm_input_messages``.
+    Strategies are resolved now (an unknown name raises :class:`UnknownStrategyError` here);
+    ``messages`` keeps full fidelity and only the model input is compacted.
+
+    Traps of the installed langgraph, handled here: ``llm_input_messages`` is itself a
+    checkpointed channel, so each checkpoint also stores the (compacted) prompt; an empty
+    ``llm_input_messages`` silently falls back to the full history and a stale one would be
+    reused, so the hook returns it on every call and never empty (see
+    :func:`keep_prompt_floor`).
+
+    The inbox (when in the list) is that of ``configurable.save_file``, else of
+    ``<inbox_root>/<thread_id>.chat`` (default root ``$PROMPTSTRAT_INBOX_ROOT``). Its
+    notices reach the model input once; ``persist_inbox=True`` also adds them to
+    ``messages``. An ``abort`` file interrupts the graph (``__interrupt__`` carries the
+    reason, ``Command(resume=...)`` continues); without a checkpointer it raises
+    :class:`InboxAborted` with a note saying the run cannot be resumed.
+
+    ``backend`` says where inboxes live: ``PostgresInboxes(dsn)`` reads the thread's inbox
+    from PostgreSQL (no root needed); default, the backend of the ``Inbox`` strategy in
+    ``strategies``, else the directory.
+    """
+    resolved = resolve_strategies(strategies, settings=settings)
+    inbox = InboxSource(resolved, inbox_root, backend)
+
+    def promptstrat_pre_model_hook(state: Any, config: RunnableConfig) -> dict[str, Any]:
+        messages = state_messages(state, "pre_model_hook")
+        save_file, delivery = inbox.deliver(config)
+        prompt = prompt_for_model(resolved, messages, delivery.notices, save_file=save_file, config=config)
+        if persist_inbox and delivery.notices:
+            return {"messages": delivery.notices, "llm_input_messages": prompt}
+        return {"llm_input_messages": prompt}
+
+    return promptstrat_pre_model_hook
+
+
 def make_inbox_node(
-    *, root: str | os.PathLike[str] | None = None, persist: bool = True
+    *, root: str | os.PathLike[str] | None = None, persist: bool = True, backend: InboxBackendSpec = None
 ) -> Callable[[Any, RunnableConfig], dict[str, Any]]:
     """Return a node ``(state, config) -> update`` that delivers the thread's inbox notices.
 
@@ -73,26 +394,17 @@ def make_inbox_node(
     Without a checkpointer nothing could be resumed, so the node raises
     :class:`InboxAborted` (reason, path, ``delivered``) out of ``invoke`` instead of
     interrupting.
+
+    ``backend=PostgresInboxes(dsn)`` reads the thread's inbox from PostgreSQL, with the
+    same rules; ``root`` goes with the directory backend only.
     """
+    check_backend(backend, root)
 
     def inbox_node(state: Any, config: RunnableConfig) -> dict[str, Any]:
-        save_file = save_file_for_config(config, root)
-        notices: list[Any] = []
-        while save_file is not None:
-            picked = _checkpointed_pick_up(str(save_file))
-            notices += picked["delivered"]
-            abort = picked["abort"]
-            if abort is None:
-                break
-            if (config.get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER) is None:
-                raise InboxAborted(abort["reason"], path=abort["path"], delivered=notices)
-            payload = {"type": INBOX_ABORT, **abort, "delivered": picked["delivered"], "save_file": str(save_file)}
-            answer = interrupt(payload)
-            if isinstance(answer, str) and answer.strip():
-                notices.append(mark(HumanMessage(answer), RESUME_KIND, notice=False))
+        store = inbox_for_config(config, backend=backend, root=root)
+        notices = deliver_inbox(store, config).notices if store is not None else []
         if persist:
             return {"messages": notices} if notices else {}
-        messages = state["messages"] if isinstance(state, dict) else state.messages
-        return {"llm_input_messages": [*messages, *notices]}
+        return {"llm_input_messages": [*state_messages(state, "inbox node"), *notices]}
 
     return inbox_node

@@ -85,6 +85,18 @@ class PromptStrategy(Runnable[Any, list[BaseMessage]], ABC):
         save_file = self.save_file_from_config(config) if self.uses_save_file else None
         return self.apply(input, save_file=save_file, config=config).messages
 
+    def as_pre_model_hook(self, **options: Any) -> Any:
+        """Return a LangGraph pre-model hook applying this strategy alone (options as ``pre_model_hook``)."""
+        from langchain_promptstrat.adapters.langgraph import pre_model_hook  # the adapters import this module
+
+        return pre_model_hook([self], **options)
+
+    def as_middleware(self, **options: Any) -> Any:
+        """Return a ``create_agent`` middleware applying this strategy alone (options as ``PromptStrategyMiddleware``)."""
+        from langchain_promptstrat.adapters.middleware import PromptStrategyMiddleware
+
+        return PromptStrategyMiddleware([self], **options)
+
     def get_name(self, suffix: str | None = None, *, name: str | None = None) -> str:
         """Return the registry key as the run name, so traces show which strategy ran."""
         return super().get_name(suffix, name=name or self.strategy_name)

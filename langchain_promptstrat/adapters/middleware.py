@@ -1,0 +1,131 @@
+"""``PromptStrategyMiddleware``: the strategies as a ``langchain.agents.create_agent`` middleware.
+
+``create_agent`` has no pre-model hook, so the work is split across two hooks of the
+installed ``AgentMiddleware``: ``before_model`` (a graph node, the one that may jump to the
+end) picks up the inbox, and ``wrap_model_call`` / ``awrap_model_call`` rewrite the model
+request's messages; the state is never compacted. ``ModelRequest.messages`` excludes the
+system message, which ``create_agent`` keeps in ``request.system_message`` and prepends
+itself.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Annotated, Any, Literal
+
+try:
+    from langchain.agents.middleware.types import (
+        AgentMiddleware,
+        AgentState,
+        ExtendedModelResponse,
+        ModelRequest,
+        ModelResponse,
+        OmitFromInput,
+        PrivateStateAttr,
+        hook_config,
+    )
+except ImportError as exc:  # langchain is the optional "agents" extra
+    raise ImportError("PromptStrategyMiddleware needs langchain>=1.0: pip install 'langchain-promptstrat[agents]'") from exc
+from langchain_core.messages import AnyMessage
+from langchain_core.runnables.config import run_in_executor
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+from typing_extensions import NotRequired
+
+from langchain_promptstrat.adapters.langgraph import InboxSource, prompt_for_model
+from langchain_promptstrat.errors import ConfigError
+from langchain_promptstrat.registry import StrategySpec, resolve_strategies
+from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.strategies.inbox import InboxBackendSpec
+
+__all__ = ["ABORT_KEY", "PENDING_KEY", "PromptStrategyMiddleware", "PromptStratState"]
+
+ABORT_KEY = "promptstrat_abort"
+"""State key holding the inbox abort that ended the run (``on_abort="end"``), until the next model call."""
+
+PENDING_KEY = "promptstrat_pending_notices"
+"""Private state key carrying unpersisted inbox notices from ``before_model`` to the next model request."""
+
+OnAbort = Literal["interrupt", "end", "raise"]
+
+
+class PromptStratState(AgentState):
+    """The agent state plus the middleware's inbox keys."""
+
+    promptstrat_abort: NotRequired[Annotated[dict[str, Any] | None, OmitFromInput]]
+    promptstrat_pending_notices: NotRequired[Annotated[list[AnyMessage] | None, PrivateStateAttr]]
+
+
+class PromptStrategyMiddleware(AgentMiddleware):
+    """Applies prompt strategies to every model request of a ``create_agent`` agent; the state keeps full fidelity.
+
+    ``on_abort`` says what an inbox ``abort`` file does: ``"interrupt"`` (a LangGraph
+    interrupt, resumable with ``Command(resume=...)``; needs a checkpointer, else
+    :class:`InboxAborted` is raised with a note saying so), ``"end"`` (the run ends through
+    the agent's jump-to-end route, the abort recorded under ``promptstrat_abort``), or
+    ``"raise"`` (:class:`InboxAborted`). Inbox notices reach exactly one model request, or
+    also ``messages`` with ``persist_inbox=True``; those consumed before an ``"end"`` abort
+    are listed in its record and wait for the next run's first model request. Other
+    arguments as :func:`pre_model_hook`.
+    """
+
+    state_schema = PromptStratState
+
+    def __init__(
+        self,
+        strategies: StrategySpec | Sequence[StrategySpec] | None = None,
+        *,
+        inbox_root: str | os.PathLike[str] | None = None,
+        persist_inbox: bool = False,
+        on_abort: OnAbort = "interrupt",
+        settings: Settings | None = None,
+        backend: InboxBackendSpec = None,
+    ) -> None:
+        if on_abort not in ("interrupt", "end", "raise"):
+            raise ConfigError(f"on_abort={on_abort!r} is not one of 'interrupt', 'end', 'raise'")
+        self.strategies = resolve_strategies(strategies, settings=settings)
+        self.persist_inbox, self.on_abort = persist_inbox, on_abort
+        self._inbox = InboxSource(self.strategies, inbox_root, backend)
+
+    @hook_config(can_jump_to=["end"])
+    def before_model(self, state: PromptStratState, runtime: Runtime) -> dict[str, Any] | None:
+        """Return the inbox's notices as a state update (persisted, or pending for the next request), or the jump to the end."""
+        update: dict[str, Any] = {ABORT_KEY: None} if state.get(ABORT_KEY) else {}
+        _, delivery = self._inbox.deliver(get_config(), on_abort="return" if self.on_abort == "end" else self.on_abort)
+        if delivery.notices and self.persist_inbox:
+            update["messages"] = delivery.notices
+        elif delivery.notices:  # keep what a run that ended before its model call left pending
+            update[PENDING_KEY] = [*(state.get(PENDING_KEY) or []), *delivery.notices]
+        if delivery.abort is not None:
+            update.update({"jump_to": "end", ABORT_KEY: delivery.abort})
+        return update or None
+
+    @hook_config(can_jump_to=["end"])
+    async def abefore_model(self, state: PromptStratState, runtime: Runtime) -> dict[str, Any] | None:
+        """Run :meth:`before_model` off the event loop (it reads the disk and waits on a LangGraph task)."""
+        return await run_in_executor(None, self.before_model, state, runtime)
+
+    def _rewrite(self, request: ModelRequest) -> tuple[ModelRequest, Command | None]:
+        config = get_config()
+        pending = request.state.get(PENDING_KEY) or []
+        save_file = self._inbox.save_file(config) if self._inbox.needed else None
+        prompt = prompt_for_model(self.strategies, request.messages, pending, save_file=save_file, config=config)
+        return request.override(messages=prompt), Command(update={PENDING_KEY: None}) if pending else None
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse | ExtendedModelResponse:
+        """Return the model's answer to the request with its messages rewritten by the strategies."""
+        request, clear = self._rewrite(request)
+        response = handler(request)
+        return ExtendedModelResponse(response, clear) if clear else response
+
+    async def awrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
+    ) -> ModelResponse | ExtendedModelResponse:
+        """Async twin of :meth:`wrap_model_call`: the same rewrite, off the event loop."""
+        request, clear = await run_in_executor(None, self._rewrite, request)
+        response = await handler(request)
+        return ExtendedModelResponse(response, clear) if clear else response

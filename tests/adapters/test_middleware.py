@@ -1,0 +1,197 @@
+"""Specification of PromptStrategyMiddleware in langchain's create_agent."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from langchain_promptstrat.adapters.middleware import ABORT_KEY, PENDING_KEY, PromptStrategyMiddleware
+from langchain_promptstrat.errors import ConfigError, InboxAborted, InboxError, UnknownStrategyError
+from langchain_promptstrat.inbox_store import INBOX_ROOT_ENV, post_to_inbox, request_abort
+from langchain_promptstrat.messages import check_tool_pairs
+from langchain_promptstrat.registry import get_strategy
+from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.testing import ScriptedChatModel, make_sized_tool
+
+THREAD = "run.1"
+CONFIG = {"configurable": {"thread_id": THREAD}, "recursion_limit": 200}
+SMALL_EPOCHS = Settings(
+    epoch_tool_call_threshold=4, epoch_full_tool_calls=2, epoch_compacted_tool_calls=4, epoch_size=3,
+    stable_tool_call_threshold=4, stable_full_tool_calls=2, stable_epoch_size=3, stable_max_compacted_tool_calls=4,
+    stable_front_drop_chunk=2,
+)
+"""Compaction from the fifth tool call on, so a dozen calls show it."""
+
+
+def agent(model: ScriptedChatModel, middleware: PromptStrategyMiddleware, *, checkpointer: bool = True) -> Any:
+    """Return a create_agent agent with one 2,000-character tool, a system prompt, and an InMemorySaver (or none)."""
+    return create_agent(
+        model, [make_sized_tool("fetch", sizes=2_000)], system_prompt="sys",
+        middleware=[middleware], checkpointer=InMemorySaver() if checkpointer else None,
+    )
+
+
+def contents(messages: list[BaseMessage]) -> list[Any]:
+    return [m.content for m in messages]
+
+
+def start(text: str = "task") -> dict[str, Any]:
+    return {"messages": [HumanMessage(text)]}
+
+
+@pytest.fixture
+def root(tmp_path):
+    """The inbox root: one <thread>.inbox per thread."""
+    return tmp_path
+
+
+class TestRequestRewrite:
+    def test_the_request_is_compacted_and_the_state_is_not(self):
+        """The model gets shortened outputs; the checkpointed messages keep every output whole."""
+        model = ScriptedChatModel.long_run(12)
+        out = agent(model, PromptStrategyMiddleware(settings=SMALL_EPOCHS)).invoke(start(), CONFIG)
+        outputs = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+        assert len(outputs) == 12 and all(len(m.content) == 2_000 for m in outputs)
+        assert any(len(m.content) < 2_000 for m in model.calls[-1] if isinstance(m, ToolMessage))
+        assert all(check_tool_pairs(call) == [] for call in model.calls)
+
+    def test_the_system_message_stays_first_and_outside_the_strategies(self):
+        """request.messages excludes the system message: create_agent still sends it first, once."""
+        seen: list[list[Any]] = []
+
+        def recorder(messages):
+            seen.append(contents(messages))
+            return messages
+
+        model = ScriptedChatModel.long_run(1)
+        agent(model, PromptStrategyMiddleware([recorder])).invoke(start(), CONFIG)
+        assert seen[0] == ["task"] and [contents(call)[:2] for call in model.calls] == [["sys", "task"]] * 2
+
+    def test_the_system_prompt_never_enters_the_state(self):
+        """create_agent keeps the system prompt in request.system_message, so the checkpointed messages never hold it."""
+        out = agent(ScriptedChatModel(["hi"]), PromptStrategyMiddleware()).invoke(start(), CONFIG)
+        assert not any(isinstance(m, SystemMessage) for m in out["messages"])
+
+    def test_async_agent_gives_the_same_model_inputs(self):
+        """ainvoke goes through awrap_model_call and abefore_model with the same result as invoke."""
+        sync_model, async_model = ScriptedChatModel.long_run(12), ScriptedChatModel.long_run(12)
+        agent(sync_model, PromptStrategyMiddleware(settings=SMALL_EPOCHS)).invoke(start(), CONFIG)
+        asyncio.run(agent(async_model, PromptStrategyMiddleware(settings=SMALL_EPOCHS)).ainvoke(start(), CONFIG))
+        assert [contents(c) for c in async_model.calls] == [contents(c) for c in sync_model.calls]
+
+    def test_a_degenerate_strategy_still_sends_the_task(self):
+        """A strategy answering [] leaves the model with the system message and the task, not nothing."""
+        model = ScriptedChatModel.long_run(2)
+        agent(model, PromptStrategyMiddleware(lambda messages: [])).invoke(start(), CONFIG)
+        assert [contents(call) for call in model.calls] == [["sys", "task"]] * 3
+
+    def test_as_middleware_applies_that_strategy_alone(self):
+        """strategy.as_middleware() is PromptStrategyMiddleware([strategy])."""
+        middleware = get_strategy("shorten_tools").as_middleware(on_abort="end")
+        assert [s.strategy_name for s in middleware.strategies] == ["shorten_tools"] and middleware.on_abort == "end"
+
+
+class TestInbox:
+    def test_a_notice_reaches_exactly_one_request_and_not_the_messages(self, root):
+        """An unpersisted notice is in the next model request only, and the pending key is cleared after it."""
+        model = ScriptedChatModel.long_run(3)
+        app = agent(model, PromptStrategyMiddleware(inbox_root=root))
+        post_to_inbox(thread_id=THREAD, root=root, content="look at the logs")
+        out = app.invoke(start(), CONFIG)
+        assert [contents(call).count("look at the logs") for call in model.calls] == [1, 0, 0, 0]
+        assert "look at the logs" not in contents(out["messages"])
+        assert app.get_state(CONFIG).values.get(PENDING_KEY) is None
+
+    def test_persist_inbox_adds_the_notice_to_messages(self, root):
+        """persist_inbox=True stores the notice, so every later request holds it once."""
+        model = ScriptedChatModel.long_run(2)
+        post_to_inbox(thread_id=THREAD, root=root, content="note")
+        out = agent(model, PromptStrategyMiddleware(inbox_root=root, persist_inbox=True)).invoke(start(), CONFIG)
+        assert contents(out["messages"]).count("note") == 1
+        assert [contents(call).count("note") for call in model.calls] == [1, 1, 1]
+
+    def test_abort_interrupts_and_resume_continues(self, root):
+        """on_abort='interrupt': __interrupt__ carries the reason, and Command(resume=...) runs to the end."""
+        model = ScriptedChatModel.long_run(2)
+        app = agent(model, PromptStrategyMiddleware(inbox_root=root))
+        post_to_inbox(thread_id=THREAD, root=root, content="before", name="0-before")
+        request_abort(thread_id=THREAD, root=root, reason="stop")
+        out = app.invoke(start(), CONFIG)
+        assert out["__interrupt__"][0].value["reason"] == "stop" and model.calls == []
+        out = app.invoke(Command(resume=True), CONFIG)
+        assert out["messages"][-1].content == "done" and [contents(c).count("before") for c in model.calls] == [1, 0, 0]
+
+    def test_async_abort_interrupts_and_resumes(self, root):
+        """The async agent interrupts and resumes the same way."""
+        model = ScriptedChatModel.long_run(1)
+        app = agent(model, PromptStrategyMiddleware(inbox_root=root))
+        request_abort(thread_id=THREAD, root=root, reason="pause")
+
+        async def run():
+            first = await app.ainvoke(start(), CONFIG)
+            return first, await app.ainvoke(Command(resume="use the cache"), CONFIG)
+
+        first, second = asyncio.run(run())
+        assert first["__interrupt__"][0].value["reason"] == "pause"
+        assert second["messages"][-1].content == "done" and [contents(c).count("use the cache") for c in model.calls] == [1, 0]
+
+    def test_abort_end_finishes_the_run_and_records_the_reason(self, root):
+        """on_abort="end" ends the run before any model call, records the abort, and keeps its notices for the next run."""
+        model = ScriptedChatModel.long_run(2)
+        app = agent(model, PromptStrategyMiddleware(inbox_root=root, on_abort="end"))
+        post_to_inbox(thread_id=THREAD, root=root, content="kept for later", name="0-note")
+        request_abort(thread_id=THREAD, root=root, reason="enough")
+        out = app.invoke(start(), CONFIG)
+        assert "__interrupt__" not in out and model.calls == []
+        assert out[ABORT_KEY]["reason"] == "enough" and contents(out[ABORT_KEY]["delivered"]) == ["kept for later"]
+        post_to_inbox(thread_id=THREAD, root=root, content="posted since")
+        out = app.invoke(start("go on"), CONFIG)
+        assert out.get(ABORT_KEY) is None and contents(model.calls[0]) == ["sys", "task", "go on", "kept for later", "posted since"]
+
+    def test_abort_raise_raises_inbox_aborted(self, root):
+        """on_abort='raise' raises InboxAborted carrying the reason, even with a checkpointer."""
+        app = agent(ScriptedChatModel.long_run(1), PromptStrategyMiddleware(inbox_root=root, on_abort="raise"))
+        request_abort(thread_id=THREAD, root=root, reason="halt")
+        with pytest.raises(InboxAborted, match="halt"):
+            app.invoke(start(), CONFIG)
+
+    def test_interrupt_without_a_checkpointer_says_the_run_cannot_resume(self, root):
+        """on_abort='interrupt' with no checkpointer raises InboxAborted at once, with a note naming the checkpointer."""
+        app = agent(ScriptedChatModel.long_run(1), PromptStrategyMiddleware(inbox_root=root), checkpointer=False)
+        request_abort(thread_id=THREAD, root=root, reason="halt")
+        with pytest.raises(InboxAborted) as caught:
+            app.invoke(start(), CONFIG)
+        assert "checkpointer" in " ".join(caught.value.__notes__)
+
+
+class TestErrors:
+    def test_an_unknown_strategy_fails_when_the_middleware_is_built(self):
+        """A misspelt name raises UnknownStrategyError listing the known names."""
+        with pytest.raises(UnknownStrategyError, match="unknown strategy 'inbx'"):
+            PromptStrategyMiddleware("shorten_tools_epoch_increment,inbx")
+
+    def test_an_unknown_on_abort_is_a_config_error(self):
+        """on_abort outside interrupt/end/raise raises ConfigError naming the choices."""
+        with pytest.raises(ConfigError, match="'interrupt', 'end', 'raise'"):
+            PromptStrategyMiddleware(on_abort="stop")
+
+    def test_an_inbox_root_that_is_a_file_fails_when_the_middleware_is_built(self, tmp_path):
+        """inbox_root pointing at a file raises InboxError."""
+        (tmp_path / "file").write_text("x")
+        with pytest.raises(InboxError, match="not a directory"):
+            PromptStrategyMiddleware(inbox_root=tmp_path / "file")
+
+    def test_a_missing_thread_id_skips_the_inbox_with_one_warning(self, root, monkeypatch):
+        """Without a checkpointer or thread_id the inbox is skipped with a single RuntimeWarning."""
+        monkeypatch.setenv(INBOX_ROOT_ENV, str(root))
+        path = post_to_inbox(thread_id=THREAD, content="pending")
+        app = agent(ScriptedChatModel.long_run(3), PromptStrategyMiddleware(), checkpointer=False)
+        with pytest.warns(RuntimeWarning, match="thread_id") as caught:
+            out = app.invoke(start(), {"recursion_limit": 50})
+        assert len(caught) == 1 and path.exists() and isinstance(out["messages"][-1], AIMessage)
