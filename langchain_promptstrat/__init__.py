@@ -5,7 +5,7 @@ provider's prompt cache hitting), deliver consume-once inbox notices, and aim at
 budgets, without ever changing the stored conversation.
 """
 
-from langchain_promptstrat.adapters.langgraph import make_inbox_node
+from langchain_promptstrat.adapters.langgraph import make_inbox_node, pre_model_hook
 from langchain_promptstrat.adapters.runnable import PromptStrategy
 from langchain_promptstrat.errors import (
     ConfigError,
@@ -15,7 +15,9 @@ from langchain_promptstrat.errors import (
     PromptStratError,
     UnknownStrategyError,
 )
-from langchain_promptstrat.inbox_store import inbox_dir, inbox_removed_dir, post_to_inbox, request_abort
+from langchain_promptstrat.inbox_backends import InboxBackend, InboxProvider
+from langchain_promptstrat.inbox_postgres import PostgresInbox, PostgresInboxes
+from langchain_promptstrat.inbox_store import DirectoryInbox, inbox_dir, inbox_removed_dir, post_to_inbox, request_abort
 from langchain_promptstrat.messages import check_tool_pairs
 from langchain_promptstrat.registry import (
     DEFAULT_STRATEGIES,
@@ -28,6 +30,7 @@ from langchain_promptstrat.registry import (
 from langchain_promptstrat.report import Compacted, StrategyReport
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.epoch import ShortenToolsEpoch, ShortenToolsEpochIncrement, is_compaction_notice
+from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable
 from langchain_promptstrat.strategies.inbox import Inbox
 from langchain_promptstrat.strategies.ladder import CompactionLadder
 from langchain_promptstrat.strategies.none import NoStrategy
@@ -43,17 +46,24 @@ __all__ = [
     "CompactionLadder",
     "ConfigError",
     "DEFAULT_STRATEGIES",
+    "DirectoryInbox",
     "Inbox",
     "InboxAborted",
+    "InboxBackend",
     "InboxError",
+    "InboxProvider",
     "InvalidMessagesError",
     "NoStrategy",
+    "PostgresInbox",
+    "PostgresInboxes",
     "PromptStratError",
     "PromptStrategy",
+    "PromptStrategyMiddleware",
     "Settings",
     "ShortenTools",
     "ShortenToolsEpoch",
     "ShortenToolsEpochIncrement",
+    "ShortenToolsEpochStable",
     "SlidingWindow",
     "StrategyReport",
     "Summary",
@@ -69,6 +79,7 @@ __all__ = [
     "is_compaction_notice",
     "make_inbox_node",
     "post_to_inbox",
+    "pre_model_hook",
     "prepare_prompt",
     "register_strategy",
     "request_abort",
@@ -76,3 +87,12 @@ __all__ = [
     "truncate_string",
     "unregister_strategy",
 ]
+
+
+def __getattr__(name: str):
+    """Import PromptStrategyMiddleware on first use: it needs the optional ``langchain`` package."""
+    if name == "PromptStrategyMiddleware":
+        from langchain_promptstrat.adapters.middleware import PromptStrategyMiddleware
+
+        return PromptStrategyMiddleware
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

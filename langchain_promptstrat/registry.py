@@ -42,7 +42,7 @@ __all__ = [
     "unregister_strategy",
 ]
 
-DEFAULT_STRATEGIES: tuple[str, ...] = ("shorten_tools_epoch_increment", "inbox")
+DEFAULT_STRATEGIES: tuple[str, ...] = ("shorten_tools_epoch_stable", "inbox")
 """What ``prepare_prompt(messages)`` applies when neither the caller nor ``PROMPT_STRATEGY`` names a list."""
 
 ENTRY_POINT_GROUP = "langchain_promptstrat.strategies"

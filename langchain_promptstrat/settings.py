@@ -81,6 +81,24 @@ class Settings:
     ladder_low_ratio: float = _setting(
         0.7, "LADDER_LOW_RATIO", float, doc="CompactionLadder compacts down to this share of max_tokens (low_tokens)"
     )
+    # shorten_tools_epoch_stable
+    stable_tool_call_threshold: int = _setting(
+        120, "STABLE_TOOL_CALL_THRESHOLD", int, doc="front-stable epochs: no compaction at or below this many tool calls"
+    )
+    stable_full_tool_calls: int = _setting(
+        20, "STABLE_FULL_TOOL_CALLS", int, doc="front-stable epochs: most recent tool calls kept whole"
+    )
+    stable_epoch_size: int = _setting(
+        80, "STABLE_EPOCH_SIZE", int, doc="front-stable epochs: new tool calls before whole calls graduate to shortened"
+    )
+    stable_max_compacted_tool_calls: int = _setting(
+        240, "STABLE_MAX_COMPACTED_TOOL_CALLS", int,
+        doc="front-stable epochs: the shortened region holds at most this many calls before a front drop",
+    )
+    stable_front_drop_chunk: int = _setting(
+        120, "STABLE_FRONT_DROP_CHUNK", int, minimum=1,
+        doc="front-stable epochs: the oldest calls are dropped in multiples of this many at once",
+    )
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

@@ -20,10 +20,12 @@ TIGHT = Settings(
     epoch_tool_call_threshold=5, epoch_full_tool_calls=2, epoch_compacted_tool_calls=4, epoch_size=3,
     epoch_increment_size_increase=2, epoch_increment_repeat_increase=2, epoch_increment_max_size=9,
     epoch_increment_max_compacted_tool_calls=12, ladder_max_tokens=300, tool_results_min_tokens=20,
+    stable_tool_call_threshold=5, stable_full_tool_calls=2, stable_epoch_size=3, stable_max_compacted_tool_calls=4,
+    stable_front_drop_chunk=2,
 )
 
 BUILT_IN = [n for n in available_strategies() if n in {
-    "none", "shorten_tools", "shorten_tools_epoch", "shorten_tools_epoch_increment", "inbox",
+    "none", "shorten_tools", "shorten_tools_epoch", "shorten_tools_epoch_increment", "shorten_tools_epoch_stable", "inbox",
     "tool_results", "sliding_window",
 }]
 

@@ -102,7 +102,7 @@ class TestInputForms:
     def test_none_spec_without_environment_uses_the_default_list(self, conversation, monkeypatch):
         """Without a spec or PROMPT_STRATEGY, DEFAULT_STRATEGIES applies (a no-op for a short conversation)."""
         monkeypatch.delenv("PROMPT_STRATEGY", raising=False)
-        assert DEFAULT_STRATEGIES == ("shorten_tools_epoch_increment", "inbox")
+        assert DEFAULT_STRATEGIES == ("shorten_tools_epoch_stable", "inbox")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             assert prepare_prompt(conversation) == conversation

@@ -7,6 +7,7 @@ BUILTIN_STRATEGIES: dict[str, str] = {
     "shorten_tools": "langchain_promptstrat.strategies.shorten_tools:ShortenTools",
     "shorten_tools_epoch": "langchain_promptstrat.strategies.epoch:ShortenToolsEpoch",
     "shorten_tools_epoch_increment": "langchain_promptstrat.strategies.epoch:ShortenToolsEpochIncrement",
+    "shorten_tools_epoch_stable": "langchain_promptstrat.strategies.epoch_stable:ShortenToolsEpochStable",
     "inbox": "langchain_promptstrat.strategies.inbox:Inbox",
     "tool_results": "langchain_promptstrat.strategies.tool_results:ToolResults",
     "sliding_window": "langchain_promptstrat.strategies.sliding_window:SlidingWindow",

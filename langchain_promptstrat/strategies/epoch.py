@@ -65,6 +65,7 @@ __all__ = [
     "EpochState",
     "ShortenToolsEpoch",
     "ShortenToolsEpochIncrement",
+    "apply_frozen",
     "clear_caches",
     "compacted_window",
     "compaction_notice",
@@ -76,6 +77,7 @@ __all__ = [
     "is_compaction_notice",
     "notice_index",
     "prefix_change",
+    "previous_total",
     "protected_calls",
     "region_fate",
     "repeat_positions",
@@ -463,7 +465,7 @@ _head_cache: OrderedDict[tuple[int, int], _Head] = OrderedDict()
 _head_lock = threading.Lock()
 
 
-def _apply_frozen(messages: list[BaseMessage], index: ToolIndex, fates: Mapping[int, Fate]) -> list[BaseMessage]:
+def apply_frozen(messages: list[BaseMessage], index: ToolIndex, fates: Mapping[int, Fate]) -> list[BaseMessage]:
     """Return ``messages`` with ``fates`` applied, reusing the compacted head of an earlier call.
 
     Only the head of the list, up to the last shortened or dropped output, changes; within
@@ -505,7 +507,7 @@ def clear_caches() -> None:
 Schedule = Callable[[int, Sequence[int], Settings], "EpochState | None"]
 
 
-def _previous_total(messages: Sequence[BaseMessage], total: int) -> int:
+def previous_total(messages: Sequence[BaseMessage], total: int) -> int:
     """Return T for the prompt that produced the newest AIMessage (the previous model call)."""
     trailing = 0
     for i in range(len(messages) - 1, -1, -1):
@@ -562,10 +564,10 @@ def _compact(messages: Sequence[BaseMessage], settings: Settings, schedule: Sche
     state = schedule(total, repeats, settings)
     now = decide(calls, state)
 
-    before_total = _previous_total(source, total)
+    before_total = previous_total(source, total)
     before = _decisions_before(calls, now, repeats, before_total, schedule, settings)
 
-    out = _apply_frozen(source, index, now.fates)
+    out = apply_frozen(source, index, now.fates)
     notice = bool(now.shortened or now.dropped)
     if notice:
         out.insert(notice_index(out), compaction_notice(now.shortened, now.dropped, strategy=name))

@@ -20,7 +20,6 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from langchain_promptstrat import Settings, ShortenTools, check_tool_pairs, get_strategy
 from langchain_promptstrat.messages import index_tool_calls, is_real_user_message, mark_of, split_turns
-from langchain_promptstrat.registry import DEFAULT_STRATEGIES
 from langchain_promptstrat.strategies.epoch import (
     ShortenToolsEpoch,
     ShortenToolsEpochIncrement,
@@ -651,10 +650,6 @@ class TestCaches:
 
 
 class TestStrategies:
-    def test_the_increment_strategy_is_the_default(self):
-        """DEFAULT_STRATEGIES starts with shorten_tools_epoch_increment, then inbox."""
-        assert DEFAULT_STRATEGIES == ("shorten_tools_epoch_increment", "inbox")
-
     @pytest.mark.parametrize("name, cls", [
         ("shorten_tools_epoch", ShortenToolsEpoch),
         ("shorten_tools_epoch_increment", ShortenToolsEpochIncrement),
