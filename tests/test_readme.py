@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -35,3 +38,24 @@ class TestReadme:
         result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
         assert result.returncode == 0, result.stderr
         assert "pairs intact" in result.stdout
+
+
+def python_blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", README, flags=re.S)
+
+
+README_DSN = "postgresql://user:pass@db/agents"
+
+
+@pytest.mark.parametrize("number", range(len(python_blocks())))
+def test_every_python_block_of_the_readme_runs(number, tmp_path):
+    """Each python example of the README runs as written, offline, in a fresh directory."""
+    code = python_blocks()[number]
+    if README_DSN in code:
+        dsn = os.environ.get("PROMPTSTRAT_TEST_DSN")
+        if not dsn:
+            pytest.skip("the PostgreSQL example needs a server: set PROMPTSTRAT_TEST_DSN or run .ci/run")
+        code = code.replace(README_DSN, dsn)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
