@@ -1,4 +1,4 @@
-"""Strategy names -> factories, third-party discovery, and the ``prepare_prompt`` dispatcher.
+"""Strategy names -> factories, third-party discovery, and applying strategies: ``prepare_prompt``, ``prompt_for_model``.
 
 A name resolves, in order, to a strategy registered with :func:`register_strategy`, a
 built-in (imported on first use), or an entry point of the group
@@ -23,10 +23,11 @@ from langchain_core.runnables import RunnableConfig
 
 from langchain_promptstrat.adapters.runnable import PromptStrategy, emit_report
 from langchain_promptstrat.errors import ConfigError, UnknownStrategyError
-from langchain_promptstrat.messages import coerce_messages
+from langchain_promptstrat.messages import coerce_messages, keep_prompt_floor, mark_of
 from langchain_promptstrat.report import Compacted, StrategyReport, make_report
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies import BUILTIN_STRATEGIES
+from langchain_promptstrat.strategies.inbox import Inbox
 
 __all__ = [
     "DEFAULT_STRATEGIES",
@@ -37,6 +38,7 @@ __all__ = [
     "available_strategies",
     "get_strategy",
     "prepare_prompt",
+    "prompt_for_model",
     "register_strategy",
     "resolve_strategies",
     "unregister_strategy",
@@ -222,3 +224,34 @@ def prepare_prompt(
     mutated.
     """
     return apply_strategies(messages, strategies, save_file=save_file, settings=settings)[0]
+
+
+def _with_notices(messages: list[BaseMessage], notices: list[BaseMessage]) -> Compacted:
+    out = [*messages, *notices]
+    files = [(mark_of(m) or {}).get("file") for m in notices]
+    return Compacted(out, make_report("inbox", messages, out, delivered=len(notices), files=files))
+
+
+def prompt_for_model(
+    strategies: Sequence[PromptStrategy],
+    messages: Sequence[BaseMessage],
+    notices: Sequence[BaseMessage] = (),
+    *,
+    save_file: str | os.PathLike[str] | None = None,
+    config: RunnableConfig | None = None,
+) -> list[BaseMessage]:
+    """Return what the model should see: each strategy in order, then the prompt floor.
+
+    The inbox strategy does not pick up here (the caller did, as a task): it appends
+    ``notices`` at its place in the list, so with the default order they come after the
+    compaction. Each report is emitted as the ``promptstrat`` event of the run ``config``.
+    """
+    current = list(messages)
+    for strategy in strategies:
+        if isinstance(strategy, Inbox):
+            result = _with_notices(current, list(notices))
+        else:
+            result = strategy.compact(current, save_file=save_file if strategy.uses_save_file else None)
+        emit_report(result, config)
+        current = result.messages
+    return keep_prompt_floor([*messages, *notices], current)

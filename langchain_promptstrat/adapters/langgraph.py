@@ -1,10 +1,12 @@
-"""LangGraph adapters: the pre-model hook, the inbox node, and the steps they share with the middleware.
+"""LangGraph adapters: the pre-model hook, the inbox node, and the inbox pickup they share with the middleware.
 
 Both the hook and the ``create_agent`` middleware do the same three things before a model
 call: pick up the thread's inbox (a LangGraph task, so a resumed step replays it instead of
 touching the disk again), run the strategies in order over the conversation, and check the
-result against the prompt floor. Those steps live here as plain functions; the adapters
-only read their input and shape their output.
+result against the prompt floor. The pickup lives here; the other two are
+:func:`~langchain_promptstrat.registry.prompt_for_model` and
+:func:`~langchain_promptstrat.messages.keep_prompt_floor`, re-exported under their names.
+The adapters only read their input and shape their output.
 """
 
 from __future__ import annotations
@@ -15,26 +17,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.func import task
 from langgraph.types import interrupt
 
-from langchain_promptstrat.adapters.runnable import PromptStrategy, emit_report
+from langchain_promptstrat.adapters.runnable import PromptStrategy
 from langchain_promptstrat.errors import InboxAborted, InvalidMessagesError
 from langchain_promptstrat.inbox_backends import InboxBackend
 from langchain_promptstrat.inbox_store import INBOX_ROOT_ENV, DirectoryInbox, inbox_root
-from langchain_promptstrat.messages import (
-    drop_tool_call,
-    find_tool_pair_violations,
-    is_real_user_message,
-    leading_system_count,
-    mark,
-    mark_of,
-)
-from langchain_promptstrat.registry import StrategySpec, resolve_strategies
-from langchain_promptstrat.report import Compacted, logger, make_report
+from langchain_promptstrat.messages import keep_prompt_floor, mark  # keep_prompt_floor: re-exported
+from langchain_promptstrat.registry import StrategySpec, prompt_for_model, resolve_strategies  # prompt_for_model: also re-exported
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.inbox import (
     Inbox,
@@ -195,7 +189,7 @@ class InboxSource:
         return save_file, deliver_inbox(store, config, on_abort=on_abort)
 
 
-# --------------------------------------------------------------------------- the strategies
+# --------------------------------------------------------------------------- the state
 
 
 def state_messages(state: Any, who: str) -> list[BaseMessage]:
@@ -208,113 +202,6 @@ def state_messages(state: Any, who: str) -> list[BaseMessage]:
             f"({keys}); use MessagesState or declare messages: Annotated[list[AnyMessage], add_messages]"
         )
     return list(messages)
-
-
-def _with_notices(messages: list[BaseMessage], notices: list[BaseMessage]) -> Compacted:
-    out = [*messages, *notices]
-    files = [(mark_of(m) or {}).get("file") for m in notices]
-    return Compacted(out, make_report("inbox", messages, out, delivered=len(notices), files=files))
-
-
-def prompt_for_model(
-    strategies: Sequence[PromptStrategy],
-    messages: Sequence[BaseMessage],
-    notices: Sequence[BaseMessage] = (),
-    *,
-    save_file: str | os.PathLike[str] | None = None,
-    config: RunnableConfig | None = None,
-) -> list[BaseMessage]:
-    """Return what the model should see: each strategy in order, then the prompt floor.
-
-    The inbox strategy does not pick up here (the caller did, as a task): it appends
-    ``notices`` at its place in the list, so with the default order they come after the
-    compaction. Each report is emitted as the ``promptstrat`` event of the run ``config``.
-    """
-    current = list(messages)
-    for strategy in strategies:
-        if isinstance(strategy, Inbox):
-            result = _with_notices(current, list(notices))
-        else:
-            result = strategy.compact(current, save_file=save_file if strategy.uses_save_file else None)
-        emit_report(result, config)
-        current = result.messages
-    return keep_prompt_floor([*messages, *notices], current)
-
-
-# --------------------------------------------------------------------------- the floor
-
-
-def _key(message: BaseMessage) -> tuple[str, Any]:
-    return ("id", message.id) if message.id else ("object", id(message))
-
-
-def _is_copy(message: BaseMessage, original: BaseMessage) -> bool:
-    return _key(message) == _key(original) or (type(message) is type(original) and message.content == original.content)
-
-
-def _repair_pairs(messages: list[BaseMessage]) -> list[BaseMessage]:
-    """Return ``messages`` without orphan or duplicate outputs and without calls that lost their output."""
-    violations = find_tool_pair_violations(messages)
-    extra_outputs = {v.index for v in violations if v.kind != "missing_output"}
-    lost: dict[int, list[str]] = {}
-    for v in violations:
-        if v.kind == "missing_output":
-            lost.setdefault(v.index, []).append(v.call_id)
-    out: list[BaseMessage] = []
-    for i, message in enumerate(messages):
-        if i in extra_outputs:
-            continue
-        for call_id in lost.get(i, ()):
-            message = drop_tool_call(message, call_id) if isinstance(message, AIMessage) else message
-            if message is None:
-                break
-        if message is not None:
-            out.append(message)
-    return out
-
-
-def _anchor_position(source: Sequence[BaseMessage], anchor: BaseMessage, prompt: list[BaseMessage]) -> int:
-    """Return where ``anchor`` goes back: before the first kept message that followed it, at a step's start."""
-    order = {_key(m): i for i, m in enumerate(source)}
-    at, start = order[_key(anchor)], leading_system_count(prompt)
-    for j in range(start, len(prompt)):
-        if order.get(_key(prompt[j]), -1) > at:
-            while j > start and isinstance(prompt[j], ToolMessage):
-                j -= 1  # a user message between a call and its output breaks the pair
-            return j
-    return len(prompt)
-
-
-def keep_prompt_floor(source: Sequence[BaseMessage], prompt: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """Return ``prompt``, restored where a strategy broke the floor, with a warning naming the repair.
-
-    The floor: the system block of ``source`` (when it has one) leads, the newest real user
-    message of ``source`` is present, tool calls and outputs pair up, and the prompt is not
-    empty. A prompt without them makes the provider reject the request or leaves the model
-    with nothing to act on (the peers' trimming examples return ``[]`` or a lone system
-    message in single-task agent runs). Repairs are deterministic: the system block goes
-    back in front, unpaired calls and outputs are removed, the user message goes back at
-    its place in the original order.
-    """
-    out, repaired = list(prompt), []
-    system = list(source[: leading_system_count(source)])
-    if system and not leading_system_count(out):
-        keys = {_key(m) for m in system}
-        out = [*system, *(m for m in out if _key(m) not in keys)]
-        repaired.append("the system message")
-    if find_tool_pair_violations(out):
-        out = _repair_pairs(out)
-        repaired.append("tool call/output pairs")
-    anchor = next((m for m in reversed(source) if is_real_user_message(m)), None)
-    if anchor is not None and not any(_is_copy(m, anchor) for m in out):
-        out.insert(_anchor_position(source, anchor, out), anchor)
-        repaired.append("the newest user message")
-    if not out and source:
-        out = _repair_pairs(list(source)) or list(source)
-        repaired.append("a non-empty prompt (the unchanged conversation)")
-    if repaired:
-        logger.warning("prompt floor: restored %s after the strategies broke it", ", ".join(repaired))
-    return out
 
 
 # --------------------------------------------------------------------------- the adapters

@@ -1,0 +1,181 @@
+"""Conversation files: a JSON array or JSON lines of messages, read into messages and written back.
+
+A file holds LangChain dicts (``{"type": "human", "data": {...}}``, as ``messages_to_dict``
+writes them) or role dicts (``{"role": "user", "content": ...}``, OpenAI's format), one
+style for every message. Reading refuses anything a provider would reject and names the
+position of the problem: ``message N`` counts from 0 as in the array, ``line N`` from 1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import (
+    BaseMessage,
+    convert_to_messages,
+    convert_to_openai_messages,
+    messages_from_dict,
+    messages_to_dict,
+)
+
+from langchain_promptstrat.errors import InvalidMessagesError
+from langchain_promptstrat.messages import find_tool_pair_violations
+
+__all__ = ["ConversationFile", "dump_messages", "read_conversation"]
+
+_ROLES = ("ai", "assistant", "developer", "function", "human", "system", "tool", "user")
+"""Roles ``convert_to_messages`` reads from a role dict (``role``, or ``type`` without ``data``)."""
+
+_LANGCHAIN_TYPES = ("ai", "chat", "function", "human", "system", "tool")
+"""The ``type`` of ``messages_to_dict`` dicts (``messages_from_dict`` also reads chunks and ``remove``)."""
+
+_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number",
+               bool: "a boolean", type(None): "null"}
+
+
+@dataclass
+class ConversationFile:
+    """A conversation file read into messages, with the dict style it came in and each message's position."""
+
+    messages: list[BaseMessage]
+    style: str | None
+    """``"langchain"`` (messages_to_dict dicts), ``"role"`` (role dicts) or None (no messages)."""
+    positions: list[str]
+    """Where each message stood in the file: ``message N`` (from 0) or ``line N`` (from 1)."""
+
+
+def _bad_input(source: str, problem: str) -> InvalidMessagesError:
+    return InvalidMessagesError(f"{source}: {problem}")
+
+
+_PROBLEM_CHARS = 200
+"""Longest problem text quoted from a library's error (some quote the whole offending dict)."""
+
+
+def _first_problem(exc: BaseException) -> str:
+    """Return the first thing ``exc`` complains about, on one line (pydantic lists every field)."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        with contextlib.suppress(Exception):
+            first = errors()[0]
+            where = ".".join(str(part) for part in first.get("loc", ()))
+            return f"{where}: {first['msg']}" if where else str(first["msg"])
+    lines = str(exc).strip().splitlines()
+    text = lines[0] if lines else type(exc).__name__
+    return text if len(text) <= _PROBLEM_CHARS else text[: _PROBLEM_CHARS - 3] + "..."
+
+
+def _read_text(source: str) -> str:
+    if source == "-":
+        stream = sys.stdin
+        data: bytes | str = stream.buffer.read() if hasattr(stream, "buffer") else stream.read()
+    else:
+        data = Path(source).read_bytes()
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise _bad_input(source, f"not UTF-8 text (byte {exc.start} is 0x{data[exc.start]:02x})") from None
+
+
+def _parse_items(source: str, text: str) -> tuple[list[Any], list[str]]:
+    """Return the JSON values of a conversation file and their positions (``message N`` or ``line N``)."""
+    if not text.strip():
+        raise _bad_input(source, "empty: expected a JSON array of messages or JSON lines")
+    try:
+        whole = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if text.lstrip().startswith("["):
+            raise _bad_input(source, f"line {exc.lineno}: not JSON: {exc.msg} (column {exc.colno})") from None
+    else:
+        if isinstance(whole, list):
+            return whole, [f"message {i}" for i in range(len(whole))]
+        if isinstance(whole, dict):
+            return [whole], ["message 0"]
+        raise _bad_input(source, f"expected a JSON array of messages, got {_JSON_TYPES.get(type(whole), 'a value')}")
+    items: list[Any] = []
+    positions: list[str] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            items.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise _bad_input(source, f"line {number}: not JSON: {exc.msg} (column {exc.colno})") from None
+        positions.append(f"line {number}")
+    return items, positions
+
+
+def _to_message(item: Any) -> tuple[BaseMessage, str]:
+    """Return one message read from a JSON value and its dict style; raise ``ValueError`` naming the problem."""
+    if not isinstance(item, dict):
+        raise ValueError(f"expected a message object, got {_JSON_TYPES.get(type(item), 'a value')}")
+    if isinstance(item.get("data"), dict) and "type" in item:
+        kind = item["type"]
+        try:
+            return messages_from_dict([item])[0], "langchain"
+        except (ValueError, TypeError, KeyError) as exc:
+            if isinstance(exc, ValueError) and str(exc).startswith("Got unexpected message type"):
+                raise ValueError(f"unknown type {kind!r}; known: {', '.join(_LANGCHAIN_TYPES)}") from None
+            raise ValueError(f"cannot read as a LangChain {kind!r} message: {_first_problem(exc)}") from None
+    role = item.get("role", item.get("type"))
+    if role is None:
+        raise ValueError(f"a message needs a 'role' (or 'type') key; got keys: {', '.join(map(str, item)) or 'none'}")
+    if role not in _ROLES:
+        raise ValueError(f"unknown role {role!r}; known: {', '.join(_ROLES)}")
+    try:
+        return convert_to_messages([item])[0], "role"
+    except (ValueError, TypeError, KeyError, NotImplementedError) as exc:
+        raise ValueError(f"cannot read as a {role!r} message: {_first_problem(exc)}") from None
+
+
+def read_conversation(source: str) -> ConversationFile:
+    """Return the conversation in ``source`` (a path or '-'), refusing anything a provider would reject.
+
+    Raises :class:`InvalidMessagesError` with one line naming the file, the position and
+    the problem: not UTF-8, not JSON, not a message, an unknown role, two dict styles, or a
+    broken tool call/output pairing. A file that cannot be read raises the ``OSError``.
+    """
+    items, positions = _parse_items(source, _read_text(source))
+    messages: list[BaseMessage] = []
+    style: str | None = None
+    for item, position in zip(items, positions):
+        try:
+            message, item_style = _to_message(item)
+        except ValueError as exc:
+            raise _bad_input(source, f"{position}: {exc}") from None
+        if style is not None and item_style != style:
+            names = {"langchain": "a LangChain dict ({type, data})", "role": "a role dict ({role, content})"}
+            raise _bad_input(
+                source, f"{position} is {names[item_style]} but {positions[0]} is {names[style]}; use one format for every message"
+            )
+        style = item_style
+        messages.append(message)
+    violations = find_tool_pair_violations(messages)
+    if violations:
+        first = violations[0]
+        text = str(first)
+        prefix = f"message {first.index}"
+        if text.startswith(prefix):
+            text = positions[first.index] + text[len(prefix):]
+        more = len(violations) - 1
+        if more:
+            text += f" (and {more} more pairing problem{'s' if more > 1 else ''})"
+        raise _bad_input(source, text)
+    return ConversationFile(messages, style, positions)
+
+
+def dump_messages(messages: list[BaseMessage], style: str | None) -> str:
+    """Return ``messages`` as an indented JSON array in ``style`` (``"langchain"``, else role dicts).
+
+    Writing back in the style the file came in lets the output replace the input in
+    whatever tool produced it.
+    """
+    data = messages_to_dict(messages) if style == "langchain" else convert_to_openai_messages(messages)
+    return json.dumps(data, indent=2, ensure_ascii=False, default=str)
