@@ -1,10 +1,11 @@
 """The message model: the only module that knows where a tool call is recorded.
 
 A tool call is an entry of ``AIMessage.tool_calls``; its output is the ``ToolMessage`` with
-the same ``tool_call_id``. Real conversations may carry the same call in up to three
-places: ``tool_calls``, OpenAI's ``additional_kwargs["tool_calls"]`` and Anthropic's
-``tool_use`` content blocks. A provider sees whichever its integration serialises, so
-every edit here changes all three consistently. ``invalid_tool_calls`` are never touched.
+the same ``tool_call_id``. Real conversations may carry the same call in several
+places: ``tool_calls``, OpenAI's ``additional_kwargs["tool_calls"]``, and content blocks
+(Anthropic's ``tool_use``, LangChain v1 ``tool_call``, OpenAI Responses ``function_call``).
+A provider sees whichever its integration serialises, so every edit here changes every
+place consistently. ``invalid_tool_calls`` are never touched.
 
 Strategies work on positions (1-based, counted from the newest ``ToolMessage``; a call
 shares its output's position), steps (an ``AIMessage`` and the ``ToolMessage``s right
@@ -38,11 +39,13 @@ from langchain_promptstrat.truncation import DEFAULT_ARGUMENT_SIZE, DEFAULT_OUTP
 
 __all__ = [
     "MARK_KEY",
+    "CALL_BLOCK_TYPES",
     "Fate",
     "ToolCallRecord",
     "ToolIndex",
     "ToolPairViolation",
     "apply_fates",
+    "call_block_id",
     "check_tool_pairs",
     "coerce_messages",
     "content_text",
@@ -140,11 +143,39 @@ def _openai_calls(message: BaseMessage) -> list[dict[str, Any]]:
     return calls if isinstance(calls, list) else []
 
 
-def _tool_use_blocks(content: Any) -> Iterable[dict[str, Any]]:
+CALL_BLOCK_TYPES: dict[str, tuple[str, str]] = {
+    "tool_use": ("id", "input"),  # Anthropic
+    "tool_call": ("id", "args"),  # LangChain's v1 standard content blocks
+    "function_call": ("call_id", "arguments"),  # OpenAI Responses API (arguments as JSON text)
+}
+"""Content block types that record a call: ``type -> (key of the call id, key of its arguments)``."""
+
+
+def call_block_id(block: Any) -> str | None:
+    """Return the call id a content block records, or None when it records no call."""
+    if isinstance(block, dict):
+        keys = CALL_BLOCK_TYPES.get(block.get("type"))  # type: ignore[arg-type]
+        if keys is not None:
+            value = block.get(keys[0])
+            return value if isinstance(value, str) and value else None
+    return None
+
+
+def _call_blocks(content: Any) -> Iterable[dict[str, Any]]:
     if isinstance(content, list):
         for block in content:
-            if isinstance(block, dict) and block.get("type") == "tool_use":
+            if isinstance(block, dict) and block.get("type") in CALL_BLOCK_TYPES:
                 yield block
+
+
+def _block_args(block: dict[str, Any]) -> Any:
+    raw = block.get(CALL_BLOCK_TYPES[block["type"]][1])
+    if block["type"] == "function_call" and isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return raw
 
 
 def tool_call_ids(message: BaseMessage) -> list[str]:
@@ -164,8 +195,8 @@ def tool_call_ids(message: BaseMessage) -> list[str]:
     for call in _openai_calls(message):
         if isinstance(call, dict):
             add(call.get("id"))
-    for block in _tool_use_blocks(message.content):
-        add(block.get("id"))
+    for block in _call_blocks(message.content):
+        add(call_block_id(block))
     return ids
 
 
@@ -182,9 +213,9 @@ def _call_name_and_args(message: AIMessage, call_id: str) -> tuple[str, Any]:
             except ValueError:
                 args = raw
             return function.get("name") or "", args
-    for block in _tool_use_blocks(message.content):
-        if block.get("id") == call_id:
-            return block.get("name") or "", block.get("input")
+    for block in _call_blocks(message.content):
+        if call_block_id(block) == call_id:
+            return block.get("name") or "", _block_args(block)
     return "", None
 
 
@@ -409,7 +440,7 @@ def _has_text(content: Any) -> bool:
                 if kind == "text":
                     if str(block.get("text") or "").strip():
                         return True
-                elif kind not in ("tool_use", "thinking", "redacted_thinking", "reasoning"):
+                elif kind not in CALL_BLOCK_TYPES and kind not in ("thinking", "redacted_thinking", "reasoning"):
                     return True  # images, documents, ...: real content the message still carries
     return False
 
@@ -470,23 +501,27 @@ def edit_ai_message(
         update["additional_kwargs"] = kwargs
 
     content = message.content
-    if isinstance(content, list) and any(True for _ in _tool_use_blocks(content)):
+    if isinstance(content, list) and any(True for _ in _call_blocks(content)):
         new_content: list[Any] = []
         for block in content:
-            if isinstance(block, dict) and block.get("type") == "tool_use":
-                cid = block.get("id")
+            cid = call_block_id(block)
+            if cid is not None:
                 if cid in drop:
                     continue
                 if cid in shorten:
-                    short = shorten_arguments(block.get("input"), argument_size)
-                    if short is not block.get("input"):
-                        block = {**block, "input": short}
+                    key = CALL_BLOCK_TYPES[block["type"]][1]
+                    if block["type"] == "function_call":
+                        short = _shorten_json_arguments(block.get(key), argument_size)
+                    else:
+                        short = shorten_arguments(block.get(key), argument_size)
+                    if short is not block.get(key):
+                        block = {**block, key: short}
             new_content.append(block)
         update["content"] = new_content
         content = new_content
 
     remaining = new_calls or (update.get("additional_kwargs", message.additional_kwargs).get("tool_calls"))
-    if not remaining and not any(True for _ in _tool_use_blocks(content)) and not _has_text(content):
+    if not remaining and not any(True for _ in _call_blocks(content)) and not _has_text(content):
         if not message.invalid_tool_calls:
             return None
     return message.model_copy(update=update) if update else message

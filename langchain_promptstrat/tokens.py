@@ -60,7 +60,7 @@ from langchain_core.messages import (
 from langchain_core.messages.utils import count_tokens_approximately
 
 from langchain_promptstrat.errors import ConfigError, InvalidMessagesError
-from langchain_promptstrat.messages import content_text, index_tool_calls
+from langchain_promptstrat.messages import call_block_id, content_text, index_tool_calls
 
 __all__ = [
     "DEFAULT_CACHE_SIZE",
@@ -271,7 +271,7 @@ def _sent_parts(message: BaseMessage) -> tuple[tuple[str, ...], int]:
                 continue  # in content_text
             if kind in _IMAGE_BLOCKS:
                 fixed += TOKENS_PER_IMAGE
-            elif kind == "tool_use" and block.get("id") in call_ids:
+            elif call_block_id(block) in call_ids:
                 continue  # counted above as a call
             else:
                 texts.append(_json(block))

@@ -207,3 +207,46 @@ class TestCheckToolPairs:
         """A call recorded only as a tool_use block still needs its output."""
         msg = AIMessage([{"type": "tool_use", "id": "t1", "name": "f", "input": {}}])
         assert check_tool_pairs([HumanMessage("x"), msg]) == ["message 1 (ai): call 't1' has no output"]
+
+
+def with_content_blocks(kind: str, text: str = "") -> AIMessage:
+    """An AIMessage with two calls, also recorded as content blocks of ``kind``."""
+    calls = [{"name": "f", "args": {"q": LONG, "n": 1}, "id": "c0", "type": "tool_call"},
+             {"name": "g", "args": {"q": "b"}, "id": "c1", "type": "tool_call"}]
+    blocks: list = [{"type": "text", "text": text}] if text else []
+    for c in calls:
+        if kind == "tool_call":
+            blocks.append({"type": "tool_call", "id": c["id"], "name": c["name"], "args": c["args"]})
+        else:
+            blocks.append({"type": "function_call", "id": "fc_" + c["id"], "call_id": c["id"],
+                           "name": c["name"], "arguments": json.dumps(c["args"])})
+    return AIMessage(blocks, tool_calls=calls)
+
+
+@pytest.mark.parametrize("kind", ["tool_call", "function_call"])
+class TestOtherCallBlocks:
+    def test_call_blocks_are_seen_as_records_of_the_call(self, kind):
+        """LangChain v1 tool_call and OpenAI Responses function_call blocks record the same call ids."""
+        msg = with_content_blocks(kind)
+        assert tool_call_ids(msg) == ["c0", "c1"]
+        only_blocks = msg.model_copy(update={"tool_calls": []})
+        assert check_tool_pairs([HumanMessage("x"), only_blocks]) == [
+            "message 1 (ai): call 'c0' has no output", "message 1 (ai): call 'c1' has no output"]
+
+    def test_dropping_a_call_removes_its_block(self, kind):
+        """A dropped call leaves no content block behind that a provider would send."""
+        edited = drop_tool_call(with_content_blocks(kind, text="looking"), "c0")
+        assert tool_call_ids(edited) == ["c1"]
+        assert [b.get("id", b.get("call_id")) for b in edited.content if b["type"] == kind] in (["c1"], ["fc_c1"])
+
+    def test_shortening_a_call_shortens_its_block_arguments(self, kind):
+        """The block's arguments are shortened like tool_calls' (JSON text stays JSON)."""
+        edited = shorten_tool_call(with_content_blocks(kind), "c0")
+        block = [b for b in edited.content if b["type"] == kind][0]
+        args = block["args"] if kind == "tool_call" else json.loads(block["arguments"])
+        assert args == {"q": shorten_string(LONG, 200), "n": 1}
+
+    def test_message_left_with_no_call_disappears(self, kind):
+        """Dropping every call of a text-less message removes it, blocks included."""
+        msg = with_content_blocks(kind)
+        assert edit_ai_message(msg, drop=["c0", "c1"]) is None

@@ -552,3 +552,15 @@ class TestAdditivity:
         assert total == counter(first) + counter(second)
         assert total == count_tokens_approximately(first + second)
 
+
+
+class TestOtherCallBlocks:
+    @pytest.mark.parametrize("kind", ["tool_call", "function_call"])
+    def test_a_call_recorded_as_a_content_block_counts_once(self, kind):
+        """A LangChain v1 tool_call or OpenAI Responses function_call block mirroring a call adds nothing."""
+        from test_messages import with_content_blocks
+
+        counter = TokenCounter(OFFLINE)
+        mirrored = with_content_blocks(kind)
+        plain = AIMessage("", tool_calls=mirrored.tool_calls)
+        assert counter([mirrored]) == counter([plain])
