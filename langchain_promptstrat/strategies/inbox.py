@@ -65,6 +65,8 @@ class Pickup:
     """``{"file", "error"}`` for each file left in place because it could not be read or moved."""
     replaced_characters: list[str] = field(default_factory=list)
     """Names of the files that were not valid UTF-8 and were decoded with U+FFFD."""
+    empty: list[str] = field(default_factory=list)
+    """Names of the blank files consumed but not delivered: providers reject an empty user message."""
 
     @property
     def aborted(self) -> bool:
@@ -98,7 +100,9 @@ def pick_up(store: InboxBackend) -> Pickup:
     Files sorting after ``abort`` stay for the next pickup. An ``abort`` file is honoured
     even when it cannot be read (the reason then says so). Any other file that cannot be
     read or moved is left where it is, logged at INFO and listed in ``skipped``; it never stops
-    the others. A file another reader claimed first is simply not ours.
+    the others. A file another reader claimed first is simply not ours. A blank file is
+    consumed but not delivered (listed in ``empty``): an empty user message would make the
+    provider reject the whole request.
     """
     result = Pickup()
     for name in store.pending():
@@ -121,6 +125,9 @@ def pick_up(store: InboxBackend) -> Pickup:
             result.abort_path = str(claimed.path)
             return result
         message, replaced = _notice(name, claimed.path, claimed.mtime, claimed.data or b"")
+        if not str(message.content).strip():
+            result.empty.append(name)  # consumed (it is in the history) but never sent
+            continue
         result.delivered.append(message)
         if replaced:
             result.replaced_characters.append(name)
@@ -208,6 +215,7 @@ def _deliver(messages: Sequence[BaseMessage], store: InboxBackend | None) -> Com
         files=[mark_of(m)["file"] for m in result.delivered],  # type: ignore[index]
         skipped=result.skipped,
         replaced_characters=result.replaced_characters,
+        empty=result.empty,
     ))
 
 

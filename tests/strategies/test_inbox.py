@@ -141,11 +141,20 @@ class TestDelivery:
         assert mark_of(result.messages[0])["replaced_characters"] is True
         assert result.report.details["replaced_characters"] == ["bad"]
 
+    def test_blank_file_is_consumed_but_never_sent(self, save_file, inbox_path, removed_path):
+        """A blank notice (e.g. from touch) is moved to the history but not appended: providers reject empty user messages."""
+        write(inbox_path, "a-touched", "  \n")
+        write(inbox_path, "b", "real")
+        result = Inbox().compact([], save_file=save_file)
+        assert contents(result.messages) == ["real"]
+        assert result.report.details["empty"] == ["a-touched"]
+        assert sorted(p.name for p in removed_path.iterdir()) == ["a-touched", "b"]
+
     def test_report_counts_the_delivery(self, save_file, inbox_path):
         """The report names the inbox, the delivered files and the skipped ones."""
         write(inbox_path, "a", "x")
         report = Inbox().compact([], save_file=save_file).report
-        assert report.details == {"inbox": str(inbox_path), "delivered": 1, "files": ["a"], "skipped": [], "replaced_characters": []}
+        assert report.details == {"inbox": str(inbox_path), "delivered": 1, "files": ["a"], "skipped": [], "replaced_characters": [], "empty": []}
         assert report.messages_in == 0 and report.messages_out == 1
 
 
