@@ -3,9 +3,10 @@
 ``create_agent`` has no pre-model hook, so the work is split across two hooks of the
 installed ``AgentMiddleware``: ``before_model`` (a graph node, the one that may jump to the
 end) picks up the inbox, and ``wrap_model_call`` / ``awrap_model_call`` rewrite the model
-request's messages; the state is never compacted. ``ModelRequest.messages`` excludes the
-system message, which ``create_agent`` keeps in ``request.system_message`` and prepends
-itself.
+request's messages; the state is never compacted. Without an ``inbox`` strategy there is
+nothing to pick up, so the middleware registers no ``before_model`` node at all.
+``ModelRequest.messages`` excludes the system message, which ``create_agent`` keeps in
+``request.system_message`` and prepends itself.
 """
 
 from __future__ import annotations
@@ -68,7 +69,8 @@ class PromptStrategyMiddleware(AgentMiddleware):
     ``"raise"`` (:class:`InboxAborted`). Inbox notices reach exactly one model request, or
     also ``messages`` with ``persist_inbox=True``; those consumed before an ``"end"`` abort
     are listed in its record and wait for the next run's first model request. Other
-    arguments as :func:`pre_model_hook`.
+    arguments as :func:`pre_model_hook`. Without an ``inbox`` strategy the middleware adds
+    no ``before_model`` node, so the agent takes no extra step or checkpoint per model call.
     """
 
     state_schema = PromptStratState
@@ -88,6 +90,10 @@ class PromptStrategyMiddleware(AgentMiddleware):
         self.strategies = resolve_strategies(strategies, settings=settings)
         self.persist_inbox, self.on_abort = persist_inbox, on_abort
         self._inbox = InboxSource(self.strategies, inbox_root, backend)
+        if not self._inbox.enabled and type(self) is PromptStrategyMiddleware:
+            # create_agent gives every class overriding before_model a graph node: one more step
+            # and checkpoint per model call, for nothing when there is no inbox to pick up
+            self.__class__ = _PromptStrategyCompactionMiddleware
 
     @hook_config(can_jump_to=["end"])
     def before_model(self, state: PromptStratState, runtime: Runtime) -> dict[str, Any] | None:
@@ -129,3 +135,16 @@ class PromptStrategyMiddleware(AgentMiddleware):
         request, clear = await run_in_executor(None, self._rewrite, request)
         response = await handler(request)
         return ExtendedModelResponse(response, clear) if clear else response
+
+
+class _PromptStrategyCompactionMiddleware(PromptStrategyMiddleware):
+    """A :class:`PromptStrategyMiddleware` without an inbox: it only rewrites model requests, with no ``before_model`` node."""
+
+    # create_agent registers the hook only when the class attribute is not AgentMiddleware's own
+    before_model = AgentMiddleware.before_model  # type: ignore[assignment]
+    abefore_model = AgentMiddleware.abefore_model  # type: ignore[assignment]
+
+    @property
+    def name(self) -> str:
+        """Return ``"PromptStrategyMiddleware"``, the name create_agent traces and checks for duplicates."""
+        return PromptStrategyMiddleware.__name__

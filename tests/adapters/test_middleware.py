@@ -29,12 +29,19 @@ SMALL_EPOCHS = Settings(
 """Compaction from the fifth tool call on, so a dozen calls show it."""
 
 
-def agent(model: ScriptedChatModel, middleware: PromptStrategyMiddleware, *, checkpointer: bool = True) -> Any:
+def agent(model: ScriptedChatModel, middleware: PromptStrategyMiddleware | None, *, checkpointer: bool = True) -> Any:
     """Return a create_agent agent with one 2,000-character tool, a system prompt, and an InMemorySaver (or none)."""
     return create_agent(
         model, [make_sized_tool("fetch", sizes=2_000)], system_prompt="sys",
-        middleware=[middleware], checkpointer=InMemorySaver() if checkpointer else None,
+        middleware=[middleware] if middleware is not None else [], checkpointer=InMemorySaver() if checkpointer else None,
     )
+
+
+def checkpoints_of_run(middleware: PromptStrategyMiddleware | None, model: ScriptedChatModel) -> int:
+    """Return how many checkpoints one run of ``model`` leaves behind."""
+    app = agent(model, middleware)
+    app.invoke(start(), CONFIG)
+    return len(list(app.checkpointer.list(CONFIG)))
 
 
 def contents(messages: list[BaseMessage]) -> list[Any]:
@@ -95,6 +102,41 @@ class TestRequestRewrite:
         """strategy.as_middleware() is PromptStrategyMiddleware([strategy])."""
         middleware = get_strategy("shorten_tools").as_middleware(on_abort="end")
         assert [s.strategy_name for s in middleware.strategies] == ["shorten_tools"] and middleware.on_abort == "end"
+
+
+class TestBeforeModelNode:
+    BEFORE_MODEL = "PromptStrategyMiddleware.before_model"
+
+    def test_without_an_inbox_the_graph_has_no_before_model_node(self):
+        """A list without the inbox registers no before_model node, and the middleware is still a PromptStrategyMiddleware."""
+        middleware = PromptStrategyMiddleware("shorten_tools_epoch_stable")
+        assert isinstance(middleware, PromptStrategyMiddleware) and middleware.name == "PromptStrategyMiddleware"
+        assert self.BEFORE_MODEL not in agent(ScriptedChatModel(["hi"]), middleware).get_graph().nodes
+
+    def test_without_an_inbox_a_run_checkpoints_as_often_as_without_the_middleware(self):
+        """Twelve tool calls leave as many checkpoints as an agent without the middleware, and the requests are still compacted."""
+        model = ScriptedChatModel.long_run(12)
+        with_middleware = checkpoints_of_run(PromptStrategyMiddleware("shorten_tools_epoch_stable", settings=SMALL_EPOCHS), model)
+        assert with_middleware == checkpoints_of_run(None, ScriptedChatModel.long_run(12))
+        assert any(len(m.content) < 2_000 for m in model.calls[-1] if isinstance(m, ToolMessage))
+
+    def test_an_inbox_root_without_the_inbox_strategy_adds_no_node(self, root):
+        """inbox_root alone does not turn the inbox on, so it adds no before_model node either."""
+        middleware = PromptStrategyMiddleware("shorten_tools_epoch_stable", inbox_root=root)
+        assert self.BEFORE_MODEL not in agent(ScriptedChatModel(["hi"]), middleware).get_graph().nodes
+
+    def test_without_an_inbox_the_async_agent_gives_the_same_model_inputs(self):
+        """ainvoke without a before_model node still compacts through awrap_model_call, as invoke does."""
+        sync_model, async_model = ScriptedChatModel.long_run(12), ScriptedChatModel.long_run(12)
+        agent(sync_model, PromptStrategyMiddleware("shorten_tools_epoch_stable", settings=SMALL_EPOCHS)).invoke(start(), CONFIG)
+        middleware = PromptStrategyMiddleware("shorten_tools_epoch_stable", settings=SMALL_EPOCHS)
+        asyncio.run(agent(async_model, middleware).ainvoke(start(), CONFIG))
+        assert [contents(c) for c in async_model.calls] == [contents(c) for c in sync_model.calls]
+        assert any(len(m.content) < 2_000 for m in async_model.calls[-1] if isinstance(m, ToolMessage))
+
+    def test_with_the_default_list_the_before_model_node_is_there(self):
+        """The default list holds the inbox, so the middleware keeps its before_model node."""
+        assert self.BEFORE_MODEL in agent(ScriptedChatModel(["hi"]), PromptStrategyMiddleware()).get_graph().nodes
 
 
 class TestInbox:
