@@ -301,8 +301,10 @@ class TestApply:
         store.post("please also update the changelog", name="n1.txt")
         code, out, err = run(capsys, "apply", str(openai_file), "--strategy", "inbox", "--save-file", str(save_file))
         assert code == 0 and err.endswith(", delivered 1\n")
-        assert json.loads(out)[-1] == {"role": "user", "content": json.loads(out)[-1]["content"]}
-        assert "please also update the changelog" in json.loads(out)[-1]["content"]
+        written = json.loads(out)
+        assert written[:-1] == json.loads(openai_file.read_text())
+        assert (set(written[-1]), written[-1]["role"]) == ({"role", "content"}, "user")
+        assert "please also update the changelog" in written[-1]["content"]
         assert store.pending() == []
 
     def test_an_abort_request_is_a_one_line_error(self, capsys, openai_file, tmp_path):
@@ -368,8 +370,10 @@ class TestBadInput:
     def test_bytes_that_are_not_utf8(self, capsys, tmp_path, command):
         """A file that is not UTF-8 names the offending byte."""
         path = tmp_path / "c.json"
-        path.write_bytes(b'[{"role": "user", "content": "\xff"}]')
-        assert run(capsys, command, str(path)) == (2, "", f"promptstrat: error: {path}: not UTF-8 text (byte 30 is 0xff)\n")
+        data = b'[{"role": "user", "content": "\xff"}]'
+        path.write_bytes(data)
+        offset = data.index(b"\xff")  # 30: the position counts bytes from 0
+        assert run(capsys, command, str(path)) == (2, "", f"promptstrat: error: {path}: not UTF-8 text (byte {offset} is 0xff)\n")
 
     @pytest.mark.parametrize("command", ["apply", "stats"])
     def test_unreadable_files(self, capsys, tmp_path, command):
@@ -410,7 +414,8 @@ class TestStats:
         assert [s["strategy"] for s in data["strategies"]] == default_strategy_names(max_tokens=20_000)
         epoch = next(s for s in data["strategies"] if s["strategy"] == "shorten_tools_epoch")
         assert epoch["tokens"] < tokens and epoch["shortened"] > 0
-        assert all(s["tokens"] <= 20_000 for s in data["strategies"] if s["strategy"] == "sliding_window")
+        window = next(s for s in data["strategies"] if s["strategy"] == "sliding_window")
+        assert tokens > 20_000 >= window["tokens"]  # the window had to act, and met the target
 
 
 class TestConsoleScript:

@@ -42,12 +42,16 @@ class TestInboxDsn:
         code, out, _ = run(capsys, "inbox", "ls", "--dsn", dsn, "--thread", thread)
         assert [line.split()[::2] for line in out] == [["pending", "n.txt"], ["delivered", "abort"]]
 
-    def test_the_environment_names_the_database(self, capsys, dsn, monkeypatch):
+    def test_the_environment_names_the_database(self, capsys, dsn, monkeypatch, tmp_path):
         """PROMPTSTRAT_INBOX_DSN stands for --dsn; an explicit --root still means the directory."""
         monkeypatch.setenv(DSN_ENV, dsn)
         thread = f"run-{secrets.token_hex(3)}"
         code, out, _ = run(capsys, "inbox", "ls", "--thread", thread)
         assert (code, out) == (0, [f"no notices in pg:promptstrat_inbox_pending/{thread}"])
+        code, out, err = run(capsys, "inbox", "post", "--thread", thread, "--root", str(tmp_path), "--name", "n", "on disk")
+        assert (code, out, err) == (0, [str(tmp_path / f"{thread}.inbox" / "n")], [])
+        code, out, _ = run(capsys, "inbox", "ls", "--thread", thread)
+        assert (code, out) == (0, [f"no notices in pg:promptstrat_inbox_pending/{thread}"])  # the database saw nothing
 
     def test_root_and_dsn_together_are_refused(self, capsys, dsn, tmp_path):
         """--root and --dsn name two different inboxes: a one-line usage error."""
@@ -58,7 +62,19 @@ class TestInboxDsn:
 
     def test_a_database_without_tables_is_a_one_line_error_naming_setup(self, capsys, postgres_dsn):  # noqa: F811
         """Before setup, the error says to call setup; `inbox setup` creates the tables."""
+        import psycopg
+        from psycopg import sql
+
         schema = f"cli_{secrets.token_hex(3)}"
         dsn = f"{postgres_dsn}?options=-csearch_path%3D{schema}"
-        code, _, err = run(capsys, "inbox", "ls", "--dsn", dsn, "--thread", "t")
-        assert code == 2 and len(err) == 1 and "setup()" in err[0]
+        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))  # empty: no inbox tables yet
+        try:
+            code, _, err = run(capsys, "inbox", "ls", "--dsn", dsn, "--thread", "t")
+            assert code == 2 and len(err) == 1 and "setup()" in err[0]
+            assert err[0].endswith("promptstrat inbox setup --dsn DSN)")
+            assert run(capsys, "inbox", "setup", "--dsn", dsn) == (0, ["inbox tables ready (schema version 1)"], [])
+            assert run(capsys, "inbox", "ls", "--dsn", dsn, "--thread", "t") == (0, ["no notices in pg:promptstrat_inbox_pending/t"], [])
+        finally:
+            with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+                conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))

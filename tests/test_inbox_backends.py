@@ -275,7 +275,10 @@ class TestContract:
         history = store.delivered_entries()
         assert [(e.name, e.mtime) for e in history] == sorted(posted.items(), key=lambda item: item[1])
         assert [e.size for e in history] == [2, 2, 2]
-        assert all(e.delivered_at is None or e.delivered_at >= e.mtime for e in history)
+        if inbox_backend.kind == "postgres":  # the database records when each notice was delivered
+            assert all(e.delivered_at is not None and e.delivered_at >= e.mtime for e in history)
+        else:  # a file keeps only its posting time
+            assert [e.delivered_at for e in history] == [None, None, None]
 
     def test_a_failed_claim_leaves_the_notice_pending_for_the_next_pickup(self, inbox_backend, monkeypatch):
         """A claim that fails is reported as skipped; the notice stays pending, unrecorded, and is delivered next time."""
@@ -299,8 +302,8 @@ class TestContract:
             store.post("x", name="abort")
         with pytest.raises(InboxError, match="empty"):
             store.post(" \n")
-        for bad in (".hidden", "a/b", ""):
-            with pytest.raises(InboxError):
+        for bad, problem in ((".hidden", "starts with '.'"), ("a/b", "plain file name"), ("", "non-empty")):
+            with pytest.raises(InboxError, match=problem):  # the directory backend's wording (test_inbox_store.py)
                 store.post("x", name=bad)
         store.request_abort("first")
         with pytest.raises(InboxError, match="an abort is already pending"):

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import multiprocessing
 import os
+import re
 import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from langchain_promptstrat.errors import InboxError
 from langchain_promptstrat.inbox_store import (
@@ -28,6 +32,19 @@ HOSTILE_THREAD_IDS = [
     "x" * 5000, "%2E%2E", "%", "~", "run.1.inbox", "sp ace", "é/ü", "\udc80", "\n", "-rf",
     "a" * 179 + "/", "." + "%" * 300,
 ]
+
+
+def percent_decode(name: str) -> str:
+    """Return the id a short encoded name stands for: each run of %XX escapes is UTF-8 bytes, the rest is verbatim."""
+    return re.sub(r"(?:%[0-9A-F]{2})+", lambda m: bytes.fromhex(m.group().replace("%", "")).decode("utf-8", "surrogatepass"), name)
+
+
+ANY_CHARACTER = st.characters(exclude_categories=())
+THREAD_IDS = st.one_of(
+    st.text(ANY_CHARACTER, min_size=1, max_size=80),
+    st.builds(lambda unit, times: unit * times, st.text(ANY_CHARACTER, min_size=1, max_size=20), st.integers(2, 60)),
+)
+"""Any text, lone surrogates included; repeated units make encodings past the 180-character cut-off common."""
 
 
 @pytest.fixture
@@ -100,6 +117,17 @@ class TestThreadPaths:
         """Distinct ids, including ones that look like encodings of each other, stay distinct."""
         ids = HOSTILE_THREAD_IDS + ["%2F", "/", "%252F", "x" * 5001, "y" * 5000, "a.b", "a%2Eb", ".a", "%2Ea"]
         assert len({encode_thread_id(t) for t in ids}) == len(set(ids))
+
+    @settings(max_examples=200)
+    @given(thread_id=THREAD_IDS)
+    def test_any_id_encodes_to_one_safe_name_that_decodes_back(self, thread_id):
+        """For any text, the name is one visible, NUL-free component of at most 255 bytes; a short one decodes back to the id (so distinct ids never share an inbox), a long one ends in ~ and the id's SHA-256."""
+        name = encode_thread_id(thread_id)
+        assert "/" not in name and "\x00" not in name and not name.startswith(".") and len(name.encode()) <= 255
+        if "~" in name:
+            assert name.endswith("~" + hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest())
+        else:
+            assert percent_decode(name) == thread_id
 
     def test_readable_ids_are_kept_verbatim(self):
         """Ids made of letters, digits, dots, dashes and underscores are not encoded."""
@@ -174,7 +202,7 @@ class TestClaim:
     def test_a_file_gone_before_the_claim_is_not_ours(self, store):
         """A name another reader already took returns None instead of raising."""
         store.post("x", name="a.txt")
-        assert store.claim("a.txt") is not None
+        assert store.claim("a.txt").data == b"x"
         assert store.claim("a.txt") is None
 
     def test_a_name_reused_after_opening_delivers_the_file_actually_claimed(self, store, monkeypatch):

@@ -23,6 +23,8 @@ from langchain_promptstrat import (
 )
 from langchain_promptstrat import registry
 from langchain_promptstrat.report import Compacted, make_report
+from langchain_promptstrat.strategies import BUILTIN_STRATEGIES
+from langchain_promptstrat.testing import build_agent_run
 
 
 class RecordingSaveFile(PromptStrategy):
@@ -100,18 +102,24 @@ class TestInputForms:
         assert prepare_prompt(conversation)[-1].content == "marked"
 
     def test_none_spec_without_environment_uses_the_default_list(self, conversation, monkeypatch):
-        """Without a spec or PROMPT_STRATEGY, DEFAULT_STRATEGIES applies (a no-op for a short conversation)."""
+        """Without a spec or PROMPT_STRATEGY, DEFAULT_STRATEGIES applies: a no-op for a short conversation, the stable epochs' compaction for a long one."""
         monkeypatch.delenv("PROMPT_STRATEGY", raising=False)
         assert DEFAULT_STRATEGIES == ("shorten_tools_epoch_stable", "inbox")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             assert prepare_prompt(conversation) == conversation
+            long_run = build_agent_run(200, user_turn_every=None)  # past the stable threshold of 120 calls
+            compacted = get_strategy("shorten_tools_epoch_stable").invoke(long_run)
+            assert compacted != long_run and prepare_prompt(long_run) == compacted
 
     def test_input_is_never_mutated_by_the_dispatcher(self, conversation, registered):
-        """prepare_prompt returns a new list and leaves the caller's list alone."""
+        """prepare_prompt returns a new list and leaves the caller's list alone, even when a callable edits the list it gets."""
         before = list(conversation)
         out = prepare_prompt(conversation, add_marker)
         assert conversation == before and out is not conversation
+        assert prepare_prompt(conversation, "none") is not conversation
+        appended = prepare_prompt(conversation, lambda messages: messages.append(HumanMessage("in place")) or messages)
+        assert conversation == before and appended[-1].content == "in place"
 
 
 class TestSaveFile:
@@ -131,8 +139,12 @@ class TestSaveFile:
 
 class TestRegistry:
     def test_builtins_are_available(self):
-        """The built-in strategies that exist are listed."""
-        assert {"none", "shorten_tools"} <= set(available_strategies())
+        """Every built-in of the README's table is importable and listed."""
+        assert set(BUILTIN_STRATEGIES) == {
+            "none", "shorten_tools", "shorten_tools_epoch", "shorten_tools_epoch_increment", "shorten_tools_epoch_stable",
+            "inbox", "tool_results", "sliding_window", "summary",
+        }
+        assert set(BUILTIN_STRATEGIES) <= set(available_strategies())
 
     def test_register_get_and_unregister(self, registered):
         """A registered name resolves until it is unregistered."""

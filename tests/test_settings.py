@@ -77,10 +77,16 @@ class TestPrecedence:
         clean_env.setenv("MAX_TOOL_CHARS", "999")
         assert Settings.load(base, full_tool_calls=2) == dataclasses.replace(base, full_tool_calls=2)
 
-    def test_booleans_read_common_spellings(self, clean_env):
-        """PROTECT_CURRENT_TURN accepts true/false spellings."""
-        clean_env.setenv("PROTECT_CURRENT_TURN", "yes")
-        assert Settings.load().protect_current_turn is True
+    @pytest.mark.parametrize(("text", "value"), [
+        ("yes", True), ("TRUE", True), (" 1 ", True), ("on", True),
+        ("no", False), ("False", False), ("0", False), ("off", False), ("", False),
+    ])
+    def test_booleans_read_common_spellings(self, clean_env, text, value):
+        """PROTECT_CURRENT_TURN reads yes/true/1/on and no/false/0/off (any case, spaces ignored) as booleans."""
+        clean_env.setenv("PROTECT_CURRENT_TURN", text)
+        assert Settings.load().protect_current_turn is value
+        # the default is False, so a false spelling shows that it parses (no ConfigError); an explicit argument still wins
+        assert Settings.load(protect_current_turn=True).protect_current_turn is True
 
 
 class TestValidation:

@@ -40,6 +40,7 @@ from langchain_promptstrat.simulate import (
 )
 from langchain_promptstrat.strategies import BUILTIN_STRATEGIES
 from langchain_promptstrat.testing import iter_agent_run
+from langchain_promptstrat.tokens import as_token_counter
 
 CALLS = 150
 """Tool calls of the engine tests' runs: long enough for shorten_tools to act, short enough to be quick."""
@@ -109,10 +110,14 @@ class TestCacheReuse:
         assert cache_reuse([first, second], chars) == [0.0, pytest.approx(14 / 18)]
 
     def test_the_default_counter_counts_the_cached_prefix_in_tokens(self):
-        """With the default token counter, an unchanged prompt after the first reuses 1.0."""
+        """With the default token counter an unchanged prompt reuses 1.0, and a grown one the previous prompt's share of its tokens."""
         prompts = list(iter_agent_run(5, seed=1))
-        reuse = cache_reuse([prompts[-1], prompts[-1]])
-        assert reuse == [0.0, 1.0]
+        assert cache_reuse([prompts[-1], prompts[-1]]) == [0.0, 1.0]
+        previous, current = prompts[-2], prompts[-1]
+        assert current[: len(previous)] == previous  # the agent loop only appends
+        tokens = as_token_counter(None)
+        assert chars(previous) / chars(current) != pytest.approx(tokens(previous) / tokens(current))  # tokens, not characters
+        assert cache_reuse([previous, current]) == [0.0, pytest.approx(tokens(previous) / tokens(current))]
 
 
 class TestCost:
@@ -132,7 +137,7 @@ class TestCost:
         assert summary["cost_units"] == pytest.approx(250)
         assert summary["price_multiplier"] == pytest.approx(250 / 300)
         assert summary["cost_dollars"] == pytest.approx(250 * 2.0 / 1e6)
-        assert summary["cache_reuse"] == pytest.approx(0.25)
+        assert summary["cache_reuse"] == pytest.approx(0.25)  # the mean of the per-call reuse (0.0 + 0.5) / 2
 
 
 class TestIsDegenerate:
@@ -220,6 +225,7 @@ class TestDefaultStrategyNames:
         names = default_strategy_names()
         assert names[0] == "none"
         assert "shorten_tools" in names
+        assert set(names) <= set(available_strategies()) and len(set(names)) == len(names)
 
     def test_strategies_using_the_save_file_are_left_out(self):
         """The inbox would only repeat none in a replay without an inbox, so it is not a default."""
@@ -333,6 +339,8 @@ class TestJson:
         """Each strategy has its summary figures and one per-call entry per model call."""
         data = result_to_json(compared)
         assert data["baseline"] == "none"
+        assert [entry["name"] for entry in data["strategies"]] == [run.name for run in compared.runs]
+        assert len(data["strategies"]) == 4  # none, shorten_tools and the two peers
         for entry in data["strategies"]:
             assert {"tokens_sent", "peak_tokens", "cache_reuse", "cost_units", "strategy_seconds", "degenerate_calls"} <= set(entry["summary"])
             assert all(len(v) == data["model_calls"] for v in entry["per_call"].values())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import statistics
 import time
 import warnings
@@ -210,6 +211,7 @@ class TestScriptedChatModel:
         """long_run scripts n calls grouped `parallel` per answer, then the final answer."""
         model = ScriptedChatModel.long_run(25, parallel=4, seed=3, final_answer="fin")
         outs = [model.invoke("q") for _ in range(8)]
+        # 25 = 6 * 4 + 1: six full answers, one with the remaining call, then the final answer
         assert [len(o.tool_calls) for o in outs] == [4, 4, 4, 4, 4, 4, 1, 0]
         assert outs[-1].content == "fin"
         ids = [tc["id"] for o in outs for tc in o.tool_calls]
@@ -224,6 +226,7 @@ class TestScriptedChatModel:
 
         a = calls(0)
         keys = Counter(_call_key(tc) for tc in a)
+        # the default repeat_rate 0.08 of 300 calls expects 24 repeats; the bounds only rule out "none" and "far too many"
         assert 5 <= sum(v - 1 for v in keys.values()) <= 50
         assert {tc["name"] for tc in a} == {"fetch", "search"}
         assert a == calls(0) and a != calls(1)
@@ -276,7 +279,7 @@ class TestAgentsEndToEnd:
         msgs = out["messages"]
         assert sum(isinstance(m, ToolMessage) for m in msgs) == 30
         assert msgs[-1].content == "done"
-        assert len(model.calls) == 16
+        assert len(model.calls) == math.ceil(30 / 2) + 1  # 15 answers of 2 parallel calls, then the final answer
         # the model saw the growing history, tool outputs included
         assert len(model.calls[-1]) == len(msgs) - 1
         assert [t["function"]["name"] for t in model.call_kwargs[0]["tools"]] == ["fetch"]
@@ -292,7 +295,7 @@ class TestAgentsEndToEnd:
         msgs = out["messages"]
         assert sum(isinstance(m, ToolMessage) for m in msgs) == 30
         assert msgs[-1].content == "done"
-        assert len(model.calls) == 31
+        assert len(model.calls) == 30 + 1  # one call per answer (parallel=1), then the final answer
         assert all(isinstance(c[0], SystemMessage) for c in model.calls)
         _assert_well_paired(msgs)
 
@@ -306,7 +309,7 @@ class TestAgentsEndToEnd:
             agent.ainvoke({"messages": [HumanMessage("start")]}, {"recursion_limit": 500})
         )
         assert sum(isinstance(m, ToolMessage) for m in out["messages"]) == 30
-        assert len(model.calls) == 11
+        assert len(model.calls) == math.ceil(30 / 3) + 1  # 10 answers of 3 parallel calls, then the final answer
 
 
 # --------------------------------------------------------------------------------------
@@ -423,7 +426,7 @@ class TestBuildAgentRun:
                 seen += 1
             elif isinstance(m, HumanMessage):
                 positions.append(seen)
-        assert len(positions) >= 8
+        assert len(positions) >= 8  # 1,000 calls with gaps of at most 122 hold at least 1000 // 122 = 8 user turns
         gaps = [b - a for a, b in zip([0, *positions], positions)]
         # a parallel step can overshoot the drawn threshold by up to parallel_max - 1
         assert all(60 <= g <= 122 for g in gaps)
@@ -444,10 +447,11 @@ class TestBuildAgentRun:
     def test_outputs_look_realistic(self) -> None:
         """Tool outputs are multi-line text with many distinct lines, not filler."""
         msgs = build_agent_run(200, seed=9)
-        for m in msgs:
-            if isinstance(m, ToolMessage) and len(m.content) > 2_000:
-                lines = m.content.splitlines()
-                assert len(lines) > 10 and len(set(lines)) > len(lines) // 2
+        large = [m.content for m in msgs if isinstance(m, ToolMessage) and len(m.content) > 2_000]
+        assert len(large) >= 20  # the heavy tail puts a good share of 200 outputs above 2,000 characters
+        for content in large:
+            lines = content.splitlines()
+            assert len(lines) > 10 and len(set(lines)) > len(lines) // 2
 
     def test_args_mix_long_strings_and_structured_values(self) -> None:
         """Args carry long strings within arg_bytes plus ints, lists and nested dicts."""

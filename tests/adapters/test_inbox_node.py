@@ -66,11 +66,13 @@ class TestDelivery:
         app.invoke({"messages": [HumanMessage("again")]}, CONFIG)
         assert model_inputs[1].count("look at the logs") == 1
 
-    def test_no_root_means_no_update(self, model_inputs, monkeypatch):
-        """Without a root or save file the node returns nothing and the graph runs on."""
+    def test_no_root_means_no_update(self, model_inputs, monkeypatch, tmp_path):
+        """Without a root or save file the node returns nothing and the graph runs on, reading no inbox in the working directory."""
         monkeypatch.delenv(INBOX_ROOT_ENV, raising=False)
+        monkeypatch.chdir(tmp_path)
+        decoy = post_to_inbox(thread_id=THREAD, root=tmp_path, content="must stay")  # where a root defaulting to '.' would look
         out = build(None, model_inputs).invoke({"messages": [HumanMessage("task")]}, CONFIG)
-        assert contents(out["messages"]) == ["task", "answer 1"]
+        assert contents(out["messages"]) == ["task", "answer 1"] and decoy.exists()
 
     def test_root_from_the_environment_and_save_file_from_the_config(self, tmp_path, model_inputs, monkeypatch):
         """The root defaults to PROMPTSTRAT_INBOX_ROOT; configurable.save_file overrides the thread rule."""

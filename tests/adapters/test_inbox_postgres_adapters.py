@@ -18,6 +18,7 @@ from langchain_promptstrat.strategies.inbox import Inbox
 
 @pytest.fixture
 def inboxes(postgres_dsn, postgres_schema):  # noqa: F811
+    """The PostgreSQL inbox provider on the session's schema."""
     from langchain_promptstrat.inbox_postgres import PostgresInboxes
 
     return PostgresInboxes(postgres_dsn, schema=postgres_schema)
@@ -58,7 +59,7 @@ class TestNodeOverPostgres:
 
     def test_root_with_postgres_is_refused(self, inboxes, tmp_path):
         """root= goes with the directory backend only."""
-        with pytest.raises(ConfigError):
+        with pytest.raises(ConfigError, match="root= is the directory backend's"):
             make_inbox_node(root=tmp_path, backend=inboxes)
 
 
@@ -97,5 +98,5 @@ class TestMiddlewareOverPostgres:
         assert out["__interrupt__"][0].value["reason"] == "stop" and model.calls == []
         out = app.invoke(Command(resume=True), config)
         assert out["messages"][-1].content == "done"
-        assert [[m.content for m in call].count("before") for call in model.calls] == [1, 0, 0]
+        assert [[m.content for m in call].count("before") for call in model.calls] == [1, 0, 0]  # long_run(2): 2 calls + the answer
         assert store.pending() == []

@@ -155,6 +155,7 @@ class TestHookInbox:
         model = ScriptedChatModel.long_run(3)
         post_to_inbox(thread_id=THREAD, root=root, content="look at the logs")
         out = react_agent(model, pre_model_hook(inbox_root=root)).invoke({"messages": [HumanMessage("task")]}, CONFIG)
+        # long_run(3): three calls then the final answer, four model calls; only the first sees the notice
         assert [sum(m.content == "look at the logs" for m in call) for call in model.calls] == [1, 0, 0, 0]
         assert "look at the logs" not in contents(out["messages"])
 
@@ -164,7 +165,7 @@ class TestHookInbox:
         post_to_inbox(thread_id=THREAD, root=root, content="note")
         out = react_agent(model, pre_model_hook(inbox_root=root, persist_inbox=True)).invoke({"messages": [HumanMessage("task")]}, CONFIG)
         assert contents(out["messages"]).count("note") == 1
-        assert [contents(call).count("note") for call in model.calls] == [1, 1, 1]
+        assert [contents(call).count("note") for call in model.calls] == [1, 1, 1]  # long_run(2): 2 calls + the answer
 
     def test_save_file_in_the_config_names_the_inbox(self, tmp_path):
         """configurable.save_file picks the inbox, with no root at all."""
@@ -209,7 +210,7 @@ class TestHookInbox:
         out = agent.invoke({"messages": [HumanMessage("task")]}, CONFIG)
         assert out["__interrupt__"][0].value["reason"] == "wrong direction" and model.calls == []
         out = agent.invoke(Command(resume=True), CONFIG)
-        assert "__interrupt__" not in out and out["messages"][-1].content == "done" and len(model.calls) == 4
+        assert "__interrupt__" not in out and out["messages"][-1].content == "done" and len(model.calls) == 3 + 1
 
     def test_a_string_resume_value_reaches_the_next_model_call_once(self, root):
         """Command(resume="...") with text is handed to the model like a notice."""
@@ -261,7 +262,8 @@ class TestHookErrors:
         monkeypatch.delenv(INBOX_ROOT_ENV, raising=False)
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            pre_model_hook()({"messages": [HumanMessage("task")]}, {})
+            update = pre_model_hook()({"messages": [HumanMessage("task")]}, {})
+        assert contents(update["llm_input_messages"]) == ["task"]
 
 
 def dialogue() -> list[BaseMessage]:
@@ -338,6 +340,7 @@ class TestPromptFloor:
 
         model = ScriptedChatModel.long_run(6)
         react_agent(model, pre_model_hook(trim)).invoke({"messages": [SystemMessage("sys"), HumanMessage("task")]}, CONFIG)
+        assert len(model.calls) == 7 and trimmed[0] == ["sys", "task"]  # six calls and the answer; the first prompt fits
         assert trimmed[1:] == [["sys"]] * 6
         for call in model.calls:
             assert contents(call[:2]) == ["sys", "task"] and check_tool_pairs(call) == []
@@ -358,5 +361,6 @@ class TestPromptFloor:
         hook = pre_model_hook([strategies, "inbox"], inbox_root=root, settings=Settings(**overrides))
         start = [SystemMessage("sys"), HumanMessage("task")]
         react_agent(model, hook).invoke({"messages": start}, CONFIG)
+        assert len(model.calls) == 20 // 2 + 1  # ten answers of two parallel calls, then the final answer
         for call in model.calls:
             assert floor_problems(start, call) == []

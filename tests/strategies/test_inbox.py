@@ -16,6 +16,7 @@ from langchain_promptstrat.errors import InboxAborted
 from langchain_promptstrat.inbox_store import INBOX_ROOT_ENV, DirectoryInbox, inbox_dir, inbox_removed_dir
 from langchain_promptstrat.messages import is_real_user_message, mark_of
 from langchain_promptstrat.strategies.epoch import ShortenToolsEpochIncrement
+from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable
 from langchain_promptstrat.strategies.inbox import Inbox, inbox
 
 
@@ -83,8 +84,9 @@ class TestGating:
         """Delivering appends to a new list; the caller's list keeps its length."""
         write(inbox_path, "a", "hello")
         before = list(conversation)
-        Inbox().compact(conversation, save_file=save_file)
-        assert conversation == before
+        out = Inbox().compact(conversation, save_file=save_file).messages
+        assert contents(out)[-1] == "hello" and len(out) == len(before) + 1  # a delivery really happened
+        assert conversation == before and len(conversation) == len(before)
 
 
 class TestDelivery:
@@ -244,11 +246,12 @@ class TestAbort:
 
     def test_abort_content_is_the_reason_and_never_reaches_the_prompt(self, save_file, inbox_path):
         """The stripped content becomes the reason; no message carries it."""
+        write(inbox_path, "0-note", "check the budget")
         write(inbox_path, "abort", "  budget exhausted\n")
         with pytest.raises(InboxAborted) as caught:
             prepare_prompt([HumanMessage("task")], "inbox", save_file=save_file)
         assert caught.value.reason == "budget exhausted" and str(caught.value) == "budget exhausted"
-        assert all("budget" not in m.content for m in caught.value.delivered)
+        assert contents(caught.value.delivered) == ["check the budget"]
 
     def test_files_before_abort_are_consumed_and_carried_by_the_error(self, save_file, inbox_path, removed_path):
         """Notices sorting before 'abort' are moved and handed back in InboxAborted.delivered."""
@@ -327,10 +330,13 @@ class TestRunnableForm:
         monkeypatch.setenv(INBOX_ROOT_ENV, str(tmp_path))
         assert contents(strategy.invoke(conversation, config))[-1] == "late root"
 
-    def test_thread_id_without_root_is_a_no_op(self, conversation, monkeypatch):
-        """A thread without any inbox root has no inbox."""
+    def test_thread_id_without_root_is_a_no_op(self, conversation, monkeypatch, tmp_path):
+        """A thread without any inbox root has no inbox: not even one in the working directory."""
         monkeypatch.delenv(INBOX_ROOT_ENV, raising=False)
+        monkeypatch.chdir(tmp_path)
+        decoy = write(tmp_path / "t.inbox", "a", "must stay")  # where a root defaulting to '.' would look
         assert Inbox().invoke(conversation, {"configurable": {"thread_id": "t"}}) == conversation
+        assert decoy.exists()
 
     def test_invoke_raises_inbox_aborted(self, conversation, save_file, inbox_path):
         """The Runnable form raises InboxAborted on an abort file."""
@@ -348,6 +354,9 @@ def long_run(steps: int = 14) -> list:
 
 
 TIGHT = Settings(epoch_tool_call_threshold=5, epoch_full_tool_calls=2, epoch_compacted_tool_calls=4, epoch_size=3)
+STABLE_TIGHT = Settings(stable_tool_call_threshold=5, stable_full_tool_calls=2, stable_epoch_size=3,
+                        stable_max_compacted_tool_calls=4, stable_front_drop_chunk=2)
+"""The default list's compactor acting from the sixth of long_run's 14 calls on."""
 
 
 class TestComposition:
@@ -366,11 +375,17 @@ class TestComposition:
         assert len(alone) < len(run)  # the compactor really did something
         assert prepare_prompt(run, order, save_file=save_file, settings=TIGHT) == alone
 
-    def test_prepare_prompt_gives_the_save_file_only_to_the_inbox(self, save_file, inbox_path):
+    def test_prepare_prompt_gives_the_save_file_only_to_the_inbox(self, save_file, inbox_path, monkeypatch):
         """The default list forwards save_file to the inbox and leaves the compactor unaffected."""
+        monkeypatch.delenv("PROMPT_STRATEGY", raising=False)
         write(inbox_path, "a", "hello")
         out = prepare_prompt([HumanMessage("task")], save_file=save_file)
         assert contents(out) == ["task", "hello"]
+        write(inbox_path, "b", "again")
+        run = long_run()
+        compacted = ShortenToolsEpochStable(STABLE_TIGHT).compact(run).messages  # what the compactor gives without a save file
+        out = prepare_prompt(run, save_file=save_file, settings=STABLE_TIGHT)
+        assert len(compacted) < len(run) and out[:-1] == compacted and out[-1].content == "again"
 
     def test_directory_inbox_is_what_the_strategy_reads(self, save_file):
         """A notice posted through DirectoryInbox is delivered by the strategy."""

@@ -72,7 +72,7 @@ class TestRewrite:
         """With no anchor the steps are all there is; the note sits right after the system block."""
         steps = turn(1, 4)[1:-1]
         out = rewrite([SYSTEM, *steps], target=0, counter=COUNT).messages
-        assert out == [SYSTEM, note(6), *steps[6:]]
+        assert out == [SYSTEM, note(6), *steps[6:]]  # 4 steps of 2 messages; all but the newest step (keep_steps=1) go
 
     def test_parallel_calls_and_stray_notices_go_with_their_steps(self):
         """A step of three parallel calls leaves whole, and a notice between steps leaves with them."""
@@ -82,7 +82,7 @@ class TestRewrite:
         now = task(2)
         msgs = [SYSTEM, now[0], *wide, inbox, *now[1:]]
         out = rewrite(msgs, target=0, counter=COUNT).messages
-        assert out == [SYSTEM, now[0], note(len(wide) + 1 + 2), *now[3:]]
+        assert out == [SYSTEM, now[0], note(len(wide) + 1 + 2), *now[3:]]  # the wide step, the notice, the task's older step
         assert check_tool_pairs(out) == []
 
     def test_layout_protects_from_the_newest_steps_and_splits_history_at_real_user_messages(self):

@@ -90,6 +90,7 @@ class TestRounds:
         now = task(4)
         model = ScriptedChatModel(["three steps"])
         out = Summary(model, max_tokens=0, token_counter=COUNT).invoke([SYSTEM, *now])
+        # 4 steps of 2 messages after the anchor; the newest step (keep_steps=1) stays, the other 6 messages are summarised
         assert out == [SYSTEM, now[0], summary_message("three steps", messages=6, tier="steps"), *now[-2:]]
         assert sent_only_text(model) and check_tool_pairs(out) == []
 

@@ -98,8 +98,11 @@ class TestToolResultsStrategy:
         assert cleared(result.messages) == [0]
         assert result.report.details["rungs"] == [{"strategy": "tool_results", "before": COUNT(msgs), "after": COUNT(result.messages)}]
 
-    def test_explicit_arguments_win(self):
-        """max_tokens, min_tokens and keep_steps given to the class are its settings."""
+    def test_explicit_arguments_win(self, monkeypatch):
+        """max_tokens, min_tokens and keep_steps given to the class are its settings, whatever the environment says."""
+        monkeypatch.setenv("LADDER_MAX_TOKENS", "50000")
+        monkeypatch.setenv("TOOL_RESULTS_MIN_TOKENS", "300")
+        monkeypatch.setenv("KEEP_STEPS", "4")
         strategy = ToolResults(max_tokens=5, min_tokens=7, keep_steps=2)
         assert (strategy.max_tokens, strategy.settings.tool_results_min_tokens, strategy.settings.keep_steps) == (5, 7, 2)
 
