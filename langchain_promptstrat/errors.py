@@ -32,7 +32,7 @@ class InvalidMessagesError(PromptStratError, ValueError):
 
 
 class InboxError(PromptStratError, OSError):
-    """The inbox cannot be used as asked (a root that is not a directory, an unsafe thread id)."""
+    """The inbox cannot be used as asked (a root that is not a directory, an unsafe thread id, no run config)."""
 
 
 class InboxAborted(PromptStratError, RuntimeError):

@@ -10,6 +10,7 @@ model was sent and what the checkpointer kept.
 from __future__ import annotations
 
 import asyncio
+import sys
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field
@@ -40,6 +41,10 @@ POST_AFTER_CALL = 60
 ABORT_AFTER_CALL = 110
 ABORT_REASON = "pause: the reviewer wants a look"
 EPOCH = DEFAULT_STRATEGIES[0]  # the compacting strategy of the default list
+NO_EVENTS_BEFORE_311 = (
+    "create_agent's async model call reaches the run's config, and so its callbacks, only through a context "
+    "variable that Python 3.10 does not pass into async code: the middleware's reports are logged, not dispatched"
+)
 
 
 class ReportRecorder(BaseCallbackHandler):
@@ -65,6 +70,7 @@ class AgentRun:
     state: dict[str, Any]
     interrupts: list[Any] = field(default_factory=list)
     removed_dir: Any = None
+    mode: str = "sync"
 
     @property
     def epoch_reports(self) -> list[dict[str, Any]]:
@@ -132,7 +138,7 @@ async def run_async(builder: str, checkpointer: Any, root: Any, thread: str) -> 
     assert interrupts, "the abort file did not interrupt the async run"
     await agent.ainvoke(Command(resume=True), config)
     state = (await agent.aget_state(config)).values
-    return AgentRun(builder, model.calls, recorder.reports, state, interrupts, inbox_removed_dir(thread_save_file(thread, root)))
+    return AgentRun(builder, model.calls, recorder.reports, state, interrupts, inbox_removed_dir(thread_save_file(thread, root)), "async")
 
 
 def run_agent(builder: str, backend: str, mode: str, tmp: Any) -> AgentRun:
@@ -170,6 +176,12 @@ def fingerprint(message: BaseMessage) -> tuple:
     return (message.type, repr(message.content), calls, getattr(message, "tool_call_id", None))
 
 
+def skip_without_reports(agent_run: AgentRun) -> None:
+    """Skip the rest of a test that reads the reports of a run which could not dispatch them."""
+    if agent_run.builder == "create_agent" and agent_run.mode == "async" and sys.version_info < (3, 11):
+        pytest.skip(NO_EVENTS_BEFORE_311)
+
+
 def has_notice(prompt: list[BaseMessage]) -> bool:
     return any(isinstance(m, HumanMessage) and m.content == NOTICE for m in prompt)
 
@@ -195,12 +207,14 @@ class TestAgentRun:
         args = {c["id"]: c["args"] for m in agent_run.state["messages"] if isinstance(m, AIMessage) for c in m.tool_calls}
         outputs = [m for m in agent_run.state["messages"] if isinstance(m, ToolMessage)]
         assert all(m.content == tool.invoke(args[m.tool_call_id]) for m in outputs)
-        assert sum(r["shortened"] for r in agent_run.epoch_reports) > 0
         last_chars = sum(len(str(m.content)) for m in agent_run.calls[-1] if isinstance(m, ToolMessage))
         assert last_chars < sum(len(m.content) for m in outputs)
+        skip_without_reports(agent_run)
+        assert sum(r["shortened"] for r in agent_run.epoch_reports) > 0
 
     def test_c_consecutive_inputs_within_an_epoch_share_their_prefix(self, agent_run):
         """(c) Each model input begins with the whole previous input unless the report announced a prefix change (bar a one-off notice)."""
+        skip_without_reports(agent_run)
         reports, calls = agent_run.epoch_reports, agent_run.calls
         assert len(reports) == len(calls)
         announced = [i for i, r in enumerate(reports) if r["prefix_change"]]
@@ -229,7 +243,9 @@ class TestAgentRun:
 
 
 class TestEvents:
-    @pytest.mark.parametrize("builder", ["react", "create_agent"])
+    @pytest.mark.parametrize(
+        "builder", ["react", pytest.param("create_agent", marks=pytest.mark.skipif(sys.version_info < (3, 11), reason=NO_EVENTS_BEFORE_311))]
+    )
     def test_every_report_reaches_astream_events_during_the_run(self, builder, tmp_path):
         """Each model call's strategy reports stream out of astream_events as promptstrat events, live."""
         n_calls = 130  # past the default strategy's threshold (120), so compaction shows in the events

@@ -19,6 +19,8 @@ from typing import Any, Literal, NamedTuple
 
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import set_config_context
+from langgraph.config import get_config
 from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.func import task
 from langgraph.types import interrupt
@@ -79,6 +81,22 @@ _pick_up_once = task(name="promptstrat_inbox_pickup")(_pick_up)
 resume gets the same notices back instead of touching the inbox again."""
 
 
+def _with_run_config(config: RunnableConfig, func: Callable[..., Any], *args: Any) -> Any:
+    """Return ``func(*args)``, run where LangGraph's ``get_config()`` finds the run's config.
+
+    ``interrupt()`` and task calls read the config from a context variable, which Python
+    3.10 does not carry into the nodes of an async graph (asyncio tasks take a context only
+    from 3.11 on); there ``config``, the one LangGraph handed the node, is set for the call,
+    as LangGraph itself does on 3.11+.
+    """
+    try:
+        get_config()
+    except RuntimeError:
+        with set_config_context(config) as context:
+            return context.run(func, *args)
+    return func(*args)
+
+
 def _checkpointed_pick_up(store: InboxBackend) -> dict[str, Any]:
     try:
         future = _pick_up_once(store)
@@ -123,7 +141,7 @@ def deliver_inbox(
         where, store = inbox.location, inbox
     notices: list[BaseMessage] = []
     while True:
-        picked = _checkpointed_pick_up(store)
+        picked = _with_run_config(config, _checkpointed_pick_up, store)
         notices += picked["delivered"]
         if picked["abort"] is None:
             return InboxDelivery(notices)
@@ -136,7 +154,7 @@ def deliver_inbox(
             if on_abort == "interrupt":
                 _add_note(error, NO_CHECKPOINTER_NOTE)
             raise error
-        answer = interrupt(payload)
+        answer = _with_run_config(config, interrupt, payload)
         if isinstance(answer, str) and answer.strip():
             notices.append(mark(HumanMessage(answer), RESUME_KIND, notice=False))
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Optional
 
 try:
     from langchain.agents.middleware.types import (
@@ -29,6 +29,7 @@ try:
 except ImportError as exc:  # langchain is the optional "agents" extra
     raise ImportError("PromptStrategyMiddleware needs langchain>=1.0: pip install 'langchain-promptstrat[agents]'") from exc
 from langchain_core.messages import AnyMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
@@ -36,7 +37,7 @@ from langgraph.types import Command
 from typing_extensions import NotRequired
 
 from langchain_promptstrat.adapters.langgraph import InboxSource, prompt_for_model
-from langchain_promptstrat.errors import ConfigError
+from langchain_promptstrat.errors import ConfigError, InboxError
 from langchain_promptstrat.registry import StrategySpec, resolve_strategies
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.inbox import InboxBackendSpec
@@ -50,6 +51,23 @@ PENDING_KEY = "promptstrat_pending_notices"
 """Private state key carrying unpersisted inbox notices from ``before_model`` to the next model request."""
 
 OnAbort = Literal["interrupt", "end", "raise"]
+
+
+def _run_config(given: RunnableConfig | None = None) -> RunnableConfig | None:
+    """Return the run's config: the one create_agent handed the hook, else LangGraph's ``get_config()``, else None.
+
+    create_agent passes ``before_model`` its node's config because the hook takes a
+    ``config`` argument; a model call has only ``get_config()``, which Python 3.10 cannot
+    answer in async code (asyncio tasks take a context only from 3.11 on), so an async
+    agent's model requests there are rewritten without the config: no report events and
+    no save file for the strategies.
+    """
+    if given is not None:
+        return given
+    try:
+        return get_config()
+    except RuntimeError:
+        return None
 
 
 class PromptStratState(AgentState):
@@ -71,6 +89,8 @@ class PromptStrategyMiddleware(AgentMiddleware):
     are listed in its record and wait for the next run's first model request. Other
     arguments as :func:`pre_model_hook`. Without an ``inbox`` strategy the middleware adds
     no ``before_model`` node, so the agent takes no extra step or checkpoint per model call.
+    On Python 3.10 an async agent's model call cannot reach the run's config, so there the
+    strategies' reports are logged but not dispatched as ``promptstrat`` events.
     """
 
     state_schema = PromptStratState
@@ -95,11 +115,22 @@ class PromptStrategyMiddleware(AgentMiddleware):
             # and checkpoint per model call, for nothing when there is no inbox to pick up
             self.__class__ = _PromptStrategyCompactionMiddleware
 
+    # Optional[...], not "| None": LangGraph injects the node's config only when this annotation's text
+    # reads RunnableConfig or Optional[RunnableConfig]
     @hook_config(can_jump_to=["end"])
-    def before_model(self, state: PromptStratState, runtime: Runtime) -> dict[str, Any] | None:
+    def before_model(
+        self, state: PromptStratState, runtime: Runtime, config: Optional[RunnableConfig] = None
+    ) -> dict[str, Any] | None:
         """Return the inbox's notices as a state update (persisted, or pending for the next request), or the jump to the end."""
+        config = _run_config(config)
+        if config is None:  # checked before the pickup, so no notice is taken and then lost
+            raise InboxError(
+                "the inbox needs the run's config, which create_agent did not hand the hook and LangGraph's "
+                "get_config() could not find (Python 3.10 does not pass it into async code); run the agent "
+                "with invoke/stream, or use Python 3.11+"
+            )
         update: dict[str, Any] = {ABORT_KEY: None} if state.get(ABORT_KEY) else {}
-        _, delivery = self._inbox.deliver(get_config(), on_abort="return" if self.on_abort == "end" else self.on_abort)
+        _, delivery = self._inbox.deliver(config, on_abort="return" if self.on_abort == "end" else self.on_abort)
         if delivery.notices and self.persist_inbox:
             update["messages"] = delivery.notices
         elif delivery.notices:  # keep what a run that ended before its model call left pending
@@ -109,14 +140,16 @@ class PromptStrategyMiddleware(AgentMiddleware):
         return update or None
 
     @hook_config(can_jump_to=["end"])
-    async def abefore_model(self, state: PromptStratState, runtime: Runtime) -> dict[str, Any] | None:
+    async def abefore_model(
+        self, state: PromptStratState, runtime: Runtime, config: Optional[RunnableConfig] = None
+    ) -> dict[str, Any] | None:
         """Run :meth:`before_model` off the event loop (it reads the disk and waits on a LangGraph task)."""
-        return await run_in_executor(None, self.before_model, state, runtime)
+        return await run_in_executor(None, self.before_model, state, runtime, config)
 
     def _rewrite(self, request: ModelRequest) -> tuple[ModelRequest, Command | None]:
-        config = get_config()
+        config = _run_config()
         pending = request.state.get(PENDING_KEY) or []
-        save_file = self._inbox.save_file(config) if self._inbox.needed else None
+        save_file = self._inbox.save_file(config) if self._inbox.needed and config is not None else None
         prompt = prompt_for_model(self.strategies, request.messages, pending, save_file=save_file, config=config)
         return request.override(messages=prompt), Command(update={PENDING_KEY: None}) if pending else None
 

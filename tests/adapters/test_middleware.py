@@ -7,15 +7,17 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
+from langchain.agents.middleware.types import ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from langchain_promptstrat.adapters.middleware import ABORT_KEY, PENDING_KEY, PromptStrategyMiddleware
 from langchain_promptstrat.errors import ConfigError, InboxAborted, InboxError, UnknownStrategyError
 from langchain_promptstrat.inbox_store import INBOX_ROOT_ENV, post_to_inbox, request_abort
 from langchain_promptstrat.messages import check_tool_pairs
-from langchain_promptstrat.registry import get_strategy
+from langchain_promptstrat.registry import get_strategy, prompt_for_model
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.testing import ScriptedChatModel, make_sized_tool
 
@@ -91,6 +93,20 @@ class TestRequestRewrite:
         agent(sync_model, PromptStrategyMiddleware(settings=SMALL_EPOCHS)).invoke(start(), CONFIG)
         asyncio.run(agent(async_model, PromptStrategyMiddleware(settings=SMALL_EPOCHS)).ainvoke(start(), CONFIG))
         assert [contents(c) for c in async_model.calls] == [contents(c) for c in sync_model.calls]
+
+    def test_a_request_rewritten_without_the_run_config_is_still_compacted(self):
+        """Awaited outside any run, as an async model call is on Python 3.10, awrap_model_call still sends the compacted prompt."""
+        messages = agent(ScriptedChatModel.long_run(12), None).invoke(start(), CONFIG)["messages"]
+        middleware = PromptStrategyMiddleware("shorten_tools_epoch_stable", settings=SMALL_EPOCHS)
+        request = ModelRequest(model=ScriptedChatModel(["hi"]), messages=messages, state={"messages": messages}, runtime=Runtime())
+        sent: list[ModelRequest] = []
+
+        async def handler(request: ModelRequest) -> ModelResponse:
+            sent.append(request)
+            return ModelResponse(result=[AIMessage("hi")])
+
+        asyncio.run(middleware.awrap_model_call(request, handler))
+        assert sent[0].messages == prompt_for_model(middleware.strategies, messages) != messages
 
     def test_a_degenerate_strategy_still_sends_the_task(self):
         """A strategy answering [] leaves the model with the system message and the task, not nothing."""
@@ -228,6 +244,13 @@ class TestErrors:
         (tmp_path / "file").write_text("x")
         with pytest.raises(InboxError, match="not a directory"):
             PromptStrategyMiddleware(inbox_root=tmp_path / "file")
+
+    def test_the_inbox_without_the_run_config_is_a_clear_error_that_takes_nothing(self, root):
+        """abefore_model handed no config where get_config() finds none (async code on Python 3.10) raises InboxError naming the fix, before any pickup."""
+        path = post_to_inbox(thread_id=THREAD, root=root, content="kept")
+        with pytest.raises(InboxError, match=r"invoke/stream, or use Python 3\.11\+"):
+            asyncio.run(PromptStrategyMiddleware(inbox_root=root).abefore_model(start(), Runtime()))
+        assert path.exists()
 
     def test_a_missing_thread_id_skips_the_inbox_with_one_warning(self, root, monkeypatch):
         """Without a checkpointer or thread_id the inbox is skipped with a single RuntimeWarning."""
