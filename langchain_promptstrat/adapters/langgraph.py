@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -37,6 +37,7 @@ from langchain_promptstrat.strategies.inbox import (
     InboxBackendSpec,
     check_backend,
     inbox_for_config,
+    notice_ids,
     pick_up,
     save_file_for_config,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "InboxDelivery",
     "InboxSource",
     "deliver_inbox",
+    "has_checkpointer",
     "keep_prompt_floor",
     "make_inbox_node",
     "pre_model_hook",
@@ -70,8 +72,10 @@ NO_CHECKPOINTER_NOTE = (
 # --------------------------------------------------------------------------- the inbox pickup
 
 
-def _pick_up(store: InboxBackend) -> dict[str, Any]:
-    result = pick_up(store)
+def _pick_up(
+    store: InboxBackend, seen: Collection[str] = frozenset(), held: Collection[str] = frozenset(), settle: bool = True
+) -> dict[str, Any]:
+    result = pick_up(store, seen=seen, held=held, settle=settle)
     abort = {"reason": result.abort_reason, "path": result.abort_path} if result.aborted else None
     return {"delivered": result.delivered, "abort": abort}
 
@@ -97,12 +101,17 @@ def _with_run_config(config: RunnableConfig, func: Callable[..., Any], *args: An
     return func(*args)
 
 
-def _checkpointed_pick_up(store: InboxBackend) -> dict[str, Any]:
+def _checkpointed_pick_up(store: InboxBackend, seen: Collection[str], held: Collection[str], settle: bool) -> dict[str, Any]:
     try:
-        future = _pick_up_once(store)
+        future = _pick_up_once(store, seen, held, settle)
     except (RuntimeError, KeyError):  # called outside a LangGraph run: nothing to replay
-        return _pick_up(store)
+        return _pick_up(store, seen, held, settle)
     return future.result()
+
+
+def has_checkpointer(config: RunnableConfig | None) -> bool:
+    """Return whether the run saves checkpoints, so a notice put in its state survives the process."""
+    return (config or {}).get("configurable", {}).get(CONFIG_KEY_CHECKPOINTER) is not None
 
 
 def _add_note(error: BaseException, note: str) -> None:
@@ -124,8 +133,15 @@ def deliver_inbox(
     config: RunnableConfig,
     *,
     on_abort: Literal["interrupt", "raise", "return"] = "interrupt",
+    seen: Collection[str] = frozenset(),
+    held: Collection[str] = frozenset(),
+    settle: bool = True,
 ) -> InboxDelivery:
     """Return the notices of ``inbox`` (a save file, or any inbox backend), handling ``abort`` as ``on_abort`` says.
+
+    ``seen``, ``held`` and ``settle`` are :func:`~langchain_promptstrat.strategies.inbox.pick_up`'s:
+    the ids of the notices the conversation already holds (acknowledged, not sent again),
+    those handed over and awaiting their model call, and whether to acknowledge at once.
 
     ``interrupt`` calls ``interrupt({"type": "inbox_abort", "reason", "path", "delivered",
     "save_file"})`` and, once resumed, picks up again (a non-empty string resume value
@@ -141,14 +157,15 @@ def deliver_inbox(
         where, store = inbox.location, inbox
     notices: list[BaseMessage] = []
     while True:
-        picked = _with_run_config(config, _checkpointed_pick_up, store)
+        taken = held if not notices else frozenset(held) | notice_ids(notices)
+        picked = _with_run_config(config, _checkpointed_pick_up, store, frozenset(seen), frozenset(taken), settle)
         notices += picked["delivered"]
         if picked["abort"] is None:
             return InboxDelivery(notices)
         payload = {"type": INBOX_ABORT, **picked["abort"], "delivered": picked["delivered"], "save_file": where}
         if on_abort == "return":
             return InboxDelivery(notices, {**payload, "delivered": notices})
-        can_resume = (config.get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER) is not None
+        can_resume = has_checkpointer(config)
         if on_abort == "raise" or not can_resume:
             error = InboxAborted(payload["reason"], path=payload["path"], delivered=notices)
             if on_abort == "interrupt":
@@ -171,6 +188,7 @@ class InboxSource:
         inboxes = [s for s in strategies if isinstance(s, Inbox)]
         if root is None and backend is None and inboxes:  # the adapter's arguments win over the strategy's
             root, backend = inboxes[0].root, inboxes[0].backend
+        self.allow_save_file = bool(inboxes) and inboxes[0].allow_save_file
         self.root = root
         self.backend = check_backend(backend, root)
         if root is not None:
@@ -183,7 +201,7 @@ class InboxSource:
         """Return the run's save file (``configurable.save_file``, else ``<root>/<thread_id>.chat``), or None."""
         if not self.needed:
             return None
-        path = save_file_for_config(config, self.root)
+        path = save_file_for_config(config, self.root, allow_save_file=self.allow_save_file)
         if path is None and not self._warned and inbox_root(self.root) is not None:
             self._warned = True
             where = "root=" + os.fspath(self.root) if self.root is not None else INBOX_ROOT_ENV
@@ -196,15 +214,27 @@ class InboxSource:
             )
         return path
 
+    def store(self, config: RunnableConfig | None) -> InboxBackend | None:
+        """Return the run's inbox, or None (no inbox strategy, or the run names no inbox)."""
+        if not self.enabled:
+            return None
+        return inbox_for_config(config, backend=self.backend, root=self.root, allow_save_file=self.allow_save_file)
+
     def deliver(
-        self, config: RunnableConfig, *, on_abort: Literal["interrupt", "raise", "return"] = "interrupt"
+        self,
+        config: RunnableConfig,
+        *,
+        on_abort: Literal["interrupt", "raise", "return"] = "interrupt",
+        seen: Collection[str] = frozenset(),
+        held: Collection[str] = frozenset(),
+        settle: bool = True,
     ) -> tuple[Path | None, InboxDelivery]:
         """Return the save file and what the inbox delivered (nothing without an inbox strategy or a save file)."""
         save_file = self.save_file(config)
-        store = inbox_for_config(config, backend=self.backend, root=self.root) if self.enabled else None
+        store = self.store(config)
         if store is None:
             return save_file, InboxDelivery([])
-        return save_file, deliver_inbox(store, config, on_abort=on_abort)
+        return save_file, deliver_inbox(store, config, on_abort=on_abort, seen=seen, held=held, settle=settle)
 
 
 # --------------------------------------------------------------------------- the state
@@ -229,7 +259,7 @@ def pre_model_hook(
     strategies: StrategySpec | Sequence[StrategySpec] | None = None,
     *,
     inbox_root: str | os.PathLike[str] | None = None,
-    persist_inbox: bool = False,
+    persist_inbox: bool = True,
     settings: Settings | None = None,
     backend: InboxBackendSpec = None,
 ) -> Callable[[Any, RunnableConfig], dict[str, Any]]:
@@ -248,8 +278,14 @@ def pre_model_hook(
 
     The inbox (when in the list) is that of ``configurable.save_file``, else of
     ``<inbox_root>/<thread_id>.chat`` (default root ``$PROMPTSTRAT_INBOX_ROOT``). Its
-    notices reach the model input once; ``persist_inbox=True`` also adds them to
-    ``messages``. An ``abort`` file interrupts the graph (``__interrupt__`` carries the
+    notices are added to ``messages`` (``persist_inbox=True``, the default), so later
+    prompts and the stored transcript keep them; each carries a message id derived from
+    its claim, and is acknowledged by the next pickup that finds it in the checkpointed
+    state (a crash or a failed model call in between redelivers it under the same id,
+    which ``add_messages`` replaces rather than duplicates). ``persist_inbox=False``
+    shows a notice to one model call only and acknowledges it when handed over, as does
+    a graph without a checkpointer: a model call that then fails does not get it again.
+    An ``abort`` file interrupts the graph (``__interrupt__`` carries the
     reason, ``Command(resume=...)`` continues); without a checkpointer it raises
     :class:`InboxAborted` with a note saying the run cannot be resumed.
 
@@ -262,7 +298,8 @@ def pre_model_hook(
 
     def promptstrat_pre_model_hook(state: Any, config: RunnableConfig) -> dict[str, Any]:
         messages = state_messages(state, "pre_model_hook")
-        save_file, delivery = inbox.deliver(config)
+        durable = persist_inbox and has_checkpointer(config)
+        save_file, delivery = inbox.deliver(config, seen=notice_ids(messages) if durable else (), settle=not durable)
         prompt = prompt_for_model(resolved, messages, delivery.notices, save_file=save_file, config=config)
         if persist_inbox and delivery.notices:
             return {"messages": delivery.notices, "llm_input_messages": prompt}
@@ -272,7 +309,11 @@ def pre_model_hook(
 
 
 def make_inbox_node(
-    *, root: str | os.PathLike[str] | None = None, persist: bool = True, backend: InboxBackendSpec = None
+    *,
+    root: str | os.PathLike[str] | None = None,
+    persist: bool = True,
+    backend: InboxBackendSpec = None,
+    allow_save_file: bool = False,
 ) -> Callable[[Any, RunnableConfig], dict[str, Any]]:
     """Return a node ``(state, config) -> update`` that delivers the thread's inbox notices.
 
@@ -300,14 +341,20 @@ def make_inbox_node(
     :class:`InboxAborted` (reason, path, ``delivered``) out of ``invoke`` instead of
     interrupting.
 
+    With ``persist`` and a checkpointer a notice is acknowledged once a later pickup
+    finds its id in the state; otherwise when handed over (see :func:`pre_model_hook`).
+    A ``root`` given here wins over a run config's ``save_file`` unless ``allow_save_file``.
+
     ``backend=PostgresInboxes(dsn)`` reads the thread's inbox from PostgreSQL, with the
     same rules; ``root`` goes with the directory backend only.
     """
     check_backend(backend, root)
 
     def inbox_node(state: Any, config: RunnableConfig) -> dict[str, Any]:
-        store = inbox_for_config(config, backend=backend, root=root)
-        notices = deliver_inbox(store, config).notices if store is not None else []
+        store = inbox_for_config(config, backend=backend, root=root, allow_save_file=allow_save_file)
+        durable = persist and has_checkpointer(config)
+        seen = notice_ids(state_messages(state, "inbox node")) if durable else frozenset()
+        notices = deliver_inbox(store, config, seen=seen, settle=not durable).notices if store is not None else []
         if persist:
             return {"messages": notices} if notices else {}
         return {"llm_input_messages": [*state_messages(state, "inbox node"), *notices]}
