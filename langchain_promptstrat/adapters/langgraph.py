@@ -28,8 +28,9 @@ from langgraph.types import interrupt
 from langchain_promptstrat.adapters.runnable import PromptStrategy
 from langchain_promptstrat.errors import InboxAborted, InvalidMessagesError
 from langchain_promptstrat.inbox_backends import InboxBackend
-from langchain_promptstrat.inbox_store import INBOX_ROOT_ENV, DirectoryInbox, inbox_root
+from langchain_promptstrat.inbox_store import ABORT_FILE, INBOX_ROOT_ENV, DirectoryInbox, inbox_root
 from langchain_promptstrat.messages import keep_prompt_floor, mark  # keep_prompt_floor: re-exported
+from langchain_promptstrat.report import logger
 from langchain_promptstrat.registry import StrategySpec, prompt_for_model, resolve_strategies  # prompt_for_model: also re-exported
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.inbox import (
@@ -39,6 +40,7 @@ from langchain_promptstrat.strategies.inbox import (
     inbox_for_config,
     notice_ids,
     pick_up,
+    printable,
     save_file_for_config,
 )
 
@@ -77,6 +79,8 @@ def _pick_up(
 ) -> dict[str, Any]:
     result = pick_up(store, seen=seen, held=held, settle=settle)
     abort = {"reason": result.abort_reason, "path": result.abort_path} if result.aborted else None
+    if abort is not None and result.abort_token:
+        abort["token"] = result.abort_token
     return {"delivered": result.delivered, "abort": abort}
 
 
@@ -121,6 +125,17 @@ def _add_note(error: BaseException, note: str) -> None:
         error.__notes__ = [*getattr(error, "__notes__", []), note]  # type: ignore[attr-defined]
 
 
+def _acknowledge_abort(store: InboxBackend, token: str | None) -> Path | str | None:
+    """Record a claimed abort as consumed and return where it now lies (None when there was nothing to record)."""
+    if token is None:
+        return None
+    try:
+        return store.acknowledge(token, ABORT_FILE)  # type: ignore[attr-defined, no-any-return]
+    except OSError as exc:  # the abort is honoured regardless; its claim stays listed until recovered
+        logger.warning("inbox: could not record the abort of %s as consumed: %s", store.location, exc)
+        return None
+
+
 class InboxDelivery(NamedTuple):
     """What one delivery took from the inbox: the notices, and the abort it stopped at (``on_abort="return"``)."""
 
@@ -162,10 +177,17 @@ def deliver_inbox(
         notices += picked["delivered"]
         if picked["abort"] is None:
             return InboxDelivery(notices)
-        payload = {"type": INBOX_ABORT, **picked["abort"], "delivered": picked["delivered"], "save_file": where}
+        # The pickup task's result, abort included, is in the checkpoint (or, without a checkpointer, acted on
+        # now): the abort is spent. A replayed task acknowledges again, which finds nothing left to do.
+        recorded = _acknowledge_abort(store, picked["abort"].get("token"))
+        payload = {"type": INBOX_ABORT, **{k: v for k, v in picked["abort"].items() if k != "token"},
+                   "delivered": picked["delivered"], "save_file": where}
+        if recorded is not None:
+            payload["path"] = printable(str(recorded))
+            payload["reason"] = payload["reason"].replace(picked["abort"]["path"], payload["path"])
+        can_resume = has_checkpointer(config)
         if on_abort == "return":
             return InboxDelivery(notices, {**payload, "delivered": notices})
-        can_resume = has_checkpointer(config)
         if on_abort == "raise" or not can_resume:
             error = InboxAborted(payload["reason"], path=payload["path"], delivered=notices)
             if on_abort == "interrupt":

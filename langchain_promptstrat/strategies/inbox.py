@@ -83,6 +83,8 @@ class Pickup:
     """None when no ``abort`` file was consumed."""
     abort_path: str | None = None
     """Where the consumed ``abort`` file now lies."""
+    abort_token: str | None = None
+    """The abort's claim token while it awaits acknowledgement (``settle=False``); None once recorded."""
     skipped: list[dict[str, str]] = field(default_factory=list)
     """``{"file", "error"}`` for each file left in place because it could not be read or moved."""
     replaced_characters: list[str] = field(default_factory=list)
@@ -187,6 +189,29 @@ def acknowledge_notices(store: InboxBackend | None, notices: Sequence[BaseMessag
     return done
 
 
+def _abort(store: InboxBackend, claimed: Claimed, result: Pickup, settle: bool) -> None:
+    """Return the abort request ``claimed`` in ``result``, recorded as consumed at once with ``settle``.
+
+    Without ``settle`` it stays claimed (``abort_token``) until the caller has acted on it
+    and acknowledges it, or a later pickup finds ``notice_id(abort_token)`` in ``seen``.
+    """
+    where: Path | str | None = claimed.path
+    if claimed.token and not settle:
+        result.abort_token = claimed.token
+    elif claimed.token:
+        try:
+            where = store.acknowledge(claimed.token, claimed.name) or claimed.path  # type: ignore[attr-defined]
+        except OSError as exc:
+            logger.warning("inbox: could not record the abort of %s (%s); honouring it anyway", store.location, exc)
+    if claimed.data is None:
+        reason = f"abort requested through the inbox (unreadable abort file, now at {where})"
+    else:
+        text = claimed.data.decode("utf-8", errors="replace").strip()
+        reason = text or f"abort requested through the inbox (empty abort file, now at {where})"
+    result.abort_reason = reason
+    result.abort_path = printable(str(where))
+
+
 def pick_up(
     store: InboxBackend,
     *,
@@ -231,19 +256,23 @@ def pick_up(
         if nid in held or not lease.recoverable:
             continue
         try:
-            claimed = store.take_over(lease)  # type: ignore[attr-defined]
+            claimed = store.take_over(lease, need_content=lease.name != ABORT_FILE)  # type: ignore[attr-defined]
         except OSError as exc:
             logger.info("inbox: could not recover %s/%s: %s", store.location, printable(lease.name), exc)
             continue
-        if claimed is not None:
-            taken.append(claimed)
+        if claimed is None:
+            continue
+        if claimed.name == ABORT_FILE:  # a reader stopped before it recorded the abort: honour it now
+            _abort(store, claimed, result, settle)
+            return result
+        taken.append(claimed)
     for name in names:
         is_abort = name == ABORT_FILE
         try:
-            if is_abort or not leasing:
+            if not leasing:
                 claimed = store.claim(name, need_content=not is_abort)
             else:
-                claimed = store.lease(name)  # type: ignore[attr-defined]
+                claimed = store.lease(name, need_content=not is_abort)  # type: ignore[attr-defined]
         except OSError as exc:
             logger.info("inbox: skipped %s/%s: %s", store.location, printable(name), exc)
             result.skipped.append({"file": printable(name), "error": printable(str(exc))})
@@ -251,13 +280,7 @@ def pick_up(
         if claimed is None:
             continue
         if is_abort:
-            if claimed.data is None:
-                reason = f"abort requested through the inbox (unreadable abort file, now at {claimed.path})"
-            else:
-                text = claimed.data.decode("utf-8", errors="replace").strip()
-                reason = text or f"abort requested through the inbox (empty abort file, now at {claimed.path})"
-            result.abort_reason = reason
-            result.abort_path = printable(str(claimed.path))
+            _abort(store, claimed, result, settle)
             break
         taken.append(claimed)
     for claimed in taken:
