@@ -490,9 +490,9 @@ class DirectoryInbox:
         """Return the hidden directory holding the in-flight claims (inside the removed directory)."""
         return self.removed_path / CLAIMS_DIR
 
-    def _safe(self) -> bool:
-        """Return whether both directories may be used; a symlinked one is refused with one warning."""
-        for directory in (self.path, self.removed_path):
+    def _safe(self, *, inbox_only: bool = False) -> bool:
+        """Return whether both directories (or the inbox alone) may be used; a symlinked one is refused with one warning."""
+        for directory in (self.path,) if inbox_only else (self.path, self.removed_path):
             try:
                 st = os.lstat(directory)
             except OSError:
@@ -902,8 +902,8 @@ class DirectoryInbox:
         return self._write(reason.encode("utf-8"), ABORT_FILE)
 
     def _write(self, data: bytes, name: str | None) -> Path:
-        if not self._safe():
-            raise InboxError(f"refusing to post to {self.path}: the inbox or its removed directory is a symbolic link")
+        if not self._safe(inbox_only=True):
+            raise InboxError(f"refusing to post to {self.path}: it is a symbolic link")
         self.path.mkdir(parents=True, exist_ok=True)
         tmp = self.path / f".tmp-{os.getpid()}-{secrets.token_hex(8)}"
         # read-only: a finished notice, which readers take at once (writable files wait until quiet)
