@@ -136,11 +136,12 @@ class PromptStrategyMiddleware(AgentMiddleware):
                 "with invoke/stream, or use Python 3.11+"
             )
         update: dict[str, Any] = {ABORT_KEY: None} if state.get(ABORT_KEY) else {}
-        waiting = state.get(PENDING_KEY) or []
+        waiting: Any = state.get(PENDING_KEY) or []
+        stored: Any = state.get("messages") or []
         _, delivery = self._inbox.deliver(
             config,
             on_abort="return" if self.on_abort == "end" else self.on_abort,
-            seen=notice_ids(state.get("messages") or []) if self.persist_inbox else frozenset(),
+            seen=notice_ids(stored) if self.persist_inbox else frozenset(),
             held=notice_ids(waiting),
             settle=False,
         )
