@@ -206,7 +206,7 @@ def main() -> None:
         for mode in MODES:
             sub = Path(workdir) / mode
             sub.mkdir()
-            print(run_kills(directory_factory(sub), backend="directory", mode=mode, workdir=sub).row(), flush=True)
+            print(run_kills(directory_factory(sub), backend="directory", mode=mode, max_delay=0.02, workdir=sub).row(), flush=True)
         dsn = os.environ.get("PROMPTSTRAT_TEST_DSN")
         if dsn:
             for mode in MODES:

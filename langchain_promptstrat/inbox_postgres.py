@@ -23,6 +23,14 @@ The one window is COMMIT itself: a connection lost after the server committed bu
 the reader heard so leaves the notice recorded as delivered but never shown to a model,
 at most once, as in the directory backend.
 
+Leases (what the strategy uses, so nothing is lost to a crash): ``lease(name)`` marks the
+pending row with a claim token, its owner (host, process, start time) and the time, in one
+``UPDATE ... WHERE claim_token IS NULL`` (one winner); claimed rows are neither pending nor
+delivered. ``acknowledge(token, name)`` then moves the row into the history as ``claim``
+does. ``take_over`` re-owns the claim of a dead owner or an expired lease (``UPDATE ...
+WHERE claimed_by = <old owner>``: one winner), keeping its token. Schema version 2 adds
+the three columns.
+
 Connections: pass a connection string (a new connection per operation: simple, fork-safe,
 fine for a CLI or a few workers), a ``psycopg_pool.ConnectionPool`` (production), or a
 ``psycopg.Connection`` in autocommit mode or idle (used under a lock, one operation at a
