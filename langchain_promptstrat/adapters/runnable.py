@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, ClassVar
 
-from langchain_core.callbacks import dispatch_custom_event
+from langchain_core.callbacks import CallbackManagerForChainRun, dispatch_custom_event
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
@@ -81,7 +81,7 @@ class PromptStrategy(Runnable[Any, list[BaseMessage]], ABC):
         """Return the transformed messages; the report goes to the log and the run's callbacks."""
         return self._call_with_config(self._invoke, input, config, run_type="prompt")
 
-    def _invoke(self, input: Any, config: RunnableConfig) -> list[BaseMessage]:
+    def _invoke(self, input: Any, run_manager: CallbackManagerForChainRun, config: RunnableConfig) -> list[BaseMessage]:
         save_file = self.save_file_from_config(config) if self.uses_save_file else None
         return self.apply(input, save_file=save_file, config=config).messages
 
