@@ -22,7 +22,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.messages import (
     AIMessage,
@@ -110,7 +110,10 @@ def coerce_messages(value: Any) -> list[BaseMessage]:
 # --------------------------------------------------------------------------- marks
 
 
-def mark(message: BaseMessage, kind: str, *, notice: bool, **meta: Any) -> BaseMessage:
+_Message = TypeVar("_Message", bound=BaseMessage)
+
+
+def mark(message: _Message, kind: str, *, notice: bool, **meta: Any) -> _Message:
     """Return a copy of ``message`` marked as produced by this package (``kind``, ``meta``).
 
     ``notice=True`` says the message was written by a strategy, not by a person: it is

@@ -113,7 +113,7 @@ def _add_note(error: BaseException, note: str) -> None:
     if hasattr(error, "add_note"):
         error.add_note(note)
     else:  # Python 3.10: the PEP 678 attribute, which tracebacks there do not print
-        error.__notes__ = [*getattr(error, "__notes__", []), note]  # type: ignore[attr-defined]
+        error.__notes__ = [*getattr(error, "__notes__", []), note]  # type: ignore[attr-defined, unused-ignore]  # 3.10 only
 
 
 class InboxDelivery(NamedTuple):

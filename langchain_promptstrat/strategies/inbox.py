@@ -94,7 +94,7 @@ def _notice(name: str, path: Path | str, mtime: float, data: bytes) -> tuple[Hum
         HumanMessage(text), DELIVERY_KIND, notice=False,
         file=name, mtime=_iso(mtime), removed_path=str(path), replaced_characters=replaced,
     )
-    return message, replaced  # type: ignore[return-value]  # mark returns a copy of the same class
+    return message, replaced
 
 
 def pick_up(store: InboxBackend) -> Pickup:
