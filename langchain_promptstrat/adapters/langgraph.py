@@ -12,6 +12,7 @@ The adapters only read their input and shape their output.
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -110,10 +111,10 @@ def _checkpointed_pick_up(store: InboxBackend) -> dict[str, Any]:
 
 
 def _add_note(error: BaseException, note: str) -> None:
-    if hasattr(error, "add_note"):
+    if sys.version_info >= (3, 11):
         error.add_note(note)
-    else:  # Python 3.10: the PEP 678 attribute, which tracebacks there do not print
-        error.__notes__ = [*getattr(error, "__notes__", []), note]  # type: ignore[attr-defined, unused-ignore]  # 3.10 only
+    else:  # Python 3.10: the PEP 678 attribute, which tracebacks there do not print (and typeshed does not declare)
+        error.__notes__ = [*getattr(error, "__notes__", []), note]  # type: ignore[attr-defined, unused-ignore]
 
 
 class InboxDelivery(NamedTuple):
