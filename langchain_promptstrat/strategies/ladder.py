@@ -272,9 +272,7 @@ class Rung(PromptStrategy):
         """Return the transformed messages, awaiting any model call (no thread hop)."""
         return await self._acall_with_config(self._ainvoke, input, config, run_type="prompt")
 
-    async def _ainvoke(
-        self, input: Any, run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig
-    ) -> list[BaseMessage]:
+    async def _ainvoke(self, input: Any, run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig) -> list[BaseMessage]:
         result = await self.acompact(coerce_messages(input))
         emit_report(result, config)
         return result.messages
@@ -537,9 +535,7 @@ class CompactionLadder(PromptStrategy):
         """Return the transformed messages, awaiting any model call (no thread hop)."""
         return await self._acall_with_config(self._ainvoke, input, config, run_type="prompt")
 
-    async def _ainvoke(
-        self, input: Any, run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig
-    ) -> list[BaseMessage]:
+    async def _ainvoke(self, input: Any, run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig) -> list[BaseMessage]:
         result = await self.acompact(coerce_messages(input))
         emit_report(result, config)
         return result.messages
