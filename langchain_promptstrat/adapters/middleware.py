@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Final, Literal, Optional, cast
 
 try:
     from langchain.agents.middleware.types import (
@@ -44,10 +44,10 @@ from langchain_promptstrat.strategies.inbox import InboxBackendSpec, acknowledge
 
 __all__ = ["ABORT_KEY", "PENDING_KEY", "PromptStrategyMiddleware", "PromptStratState"]
 
-ABORT_KEY = "promptstrat_abort"
+ABORT_KEY: Final = "promptstrat_abort"
 """State key holding the inbox abort that ended the run (``on_abort="end"``), until the next model call."""
 
-PENDING_KEY = "promptstrat_pending_notices"
+PENDING_KEY: Final = "promptstrat_pending_notices"
 """Private state key carrying unpersisted inbox notices from ``before_model`` to the next model request."""
 
 OnAbort = Literal["interrupt", "end", "raise"]
@@ -77,7 +77,7 @@ class PromptStratState(AgentState):
     promptstrat_pending_notices: NotRequired[Annotated[list[AnyMessage] | None, PrivateStateAttr]]
 
 
-class PromptStrategyMiddleware(AgentMiddleware):
+class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
     """Applies prompt strategies to every model request of a ``create_agent`` agent; the state keeps full fidelity.
 
     ``on_abort`` says what an inbox ``abort`` file does: ``"interrupt"`` (a LangGraph
@@ -98,6 +98,7 @@ class PromptStrategyMiddleware(AgentMiddleware):
     """
 
     state_schema = PromptStratState
+    on_abort: OnAbort
 
     def __init__(
         self,
@@ -161,12 +162,13 @@ class PromptStrategyMiddleware(AgentMiddleware):
         """Run :meth:`before_model` off the event loop (it reads the disk and waits on a LangGraph task)."""
         return await run_in_executor(None, self.before_model, state, runtime, config)
 
-    def _rewrite(self, request: ModelRequest) -> tuple[ModelRequest, Command | None]:
+    def _rewrite(self, request: ModelRequest) -> tuple[ModelRequest, Command[Any] | None]:
         config = _run_config()
-        pending = request.state.get(PENDING_KEY) or []
+        pending = cast(PromptStratState, request.state).get(PENDING_KEY) or []  # state_schema adds the key
         save_file = self._inbox.save_file(config) if self._inbox.needed and config is not None else None
         prompt = prompt_for_model(self.strategies, request.messages, pending, save_file=save_file, config=config)
-        return request.override(messages=prompt), Command(update={PENDING_KEY: None}) if pending else None
+        # the strategies return the concrete message classes AnyMessage names, typed as BaseMessage
+        return request.override(messages=cast("list[AnyMessage]", prompt)), Command(update={PENDING_KEY: None}) if pending else None
 
     def _acknowledge(self, request: ModelRequest) -> None:
         """Record as delivered the notices this model call received: it has returned, so they reached a model."""
