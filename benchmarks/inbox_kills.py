@@ -1,8 +1,8 @@
 """Kill inbox readers at random points and count what was posted, delivered, duplicated and lost.
 
 A parent process posts notices (and, now and then, an abort request) and forks one reader
-after another, each SIGKILLed after a random delay: in its pickup, in its model call, while
-recording the answer, while acknowledging. The package is imported once, in the parent, so
+after another, each SIGKILLed a random delay after it is ready (its connection open): in its
+pickup, in its model call, while recording the answer, while acknowledging. The package is imported once, in the parent, so
 a kill costs milliseconds. Every reader plays an agent step:
 
 * ``persisted`` (the hook's and the middleware's default, with a checkpointer): pick up
@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import random
 import secrets
+import select
 import signal
 import sys
 import tempfile
@@ -107,9 +108,10 @@ def _step(store: Any, log: Path, mode: str, rng: random.Random, raise_rate: floa
     return True
 
 
-def _reader(make: Callable[[], Any], log: Path, mode: str, raise_rate: float) -> None:
+def _reader(make: Callable[[], Any], log: Path, mode: str, raise_rate: float, started: int) -> None:
     rng = random.Random(os.getpid())
     store = make()
+    os.write(started, b".")  # ready to work (connected): the kill clock starts now
     while True:
         if not _step(store, log, mode, rng, raise_rate):
             time.sleep(0.0005)
@@ -122,13 +124,13 @@ def run_kills(
     mode: str,
     kills: int = 400,
     per_round: int = 2,
-    max_delay: float = 0.01,
+    max_delay: float = 0.015,
     raise_rate: float = 0.2,
     abort_every: int = 25,
     workdir: str | os.PathLike[str],
     seed: int = 0,
 ) -> Figures:
-    """Post ``per_round`` notices, fork a reader, SIGKILL it after up to ``max_delay`` s; ``kills`` times; then drain."""
+    """Post ``per_round`` notices, fork a reader, SIGKILL it up to ``max_delay`` s after it is ready; ``kills`` times; drain."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}")
     rng = random.Random(seed)
@@ -142,16 +144,22 @@ def run_kills(
             text = f"notice {len(posted)} {secrets.token_hex(4)}"
             store.post(text)
             posted.append(text)
-        if round_no % abort_every == abort_every - 1 and "abort" not in store.pending():
+        waiting = store.pending() + [lease.name for lease in store.in_flight()]
+        if round_no % abort_every == abort_every - 1 and "abort" not in waiting:
             reason = f"stop {len(aborts)}"
             store.request_abort(reason)
             aborts.append(reason)
+        ready_r, ready_w = os.pipe()
         pid = os.fork()
         if pid == 0:  # the reader
             try:
-                _reader(make, log, mode, raise_rate)
+                os.close(ready_r)
+                _reader(make, log, mode, raise_rate, ready_w)
             finally:
                 os._exit(0)
+        os.close(ready_w)
+        select.select([ready_r], [], [], 10)
+        os.close(ready_r)
         time.sleep(rng.uniform(0, max_delay))
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
@@ -206,11 +214,11 @@ def main() -> None:
         for mode in MODES:
             sub = Path(workdir) / mode
             sub.mkdir()
-            print(run_kills(directory_factory(sub), backend="directory", mode=mode, max_delay=0.02, workdir=sub).row(), flush=True)
+            print(run_kills(directory_factory(sub), backend="directory", mode=mode, workdir=sub).row(), flush=True)
         dsn = os.environ.get("PROMPTSTRAT_TEST_DSN")
         if dsn:
             for mode in MODES:
-                print(run_kills(postgres_factory(dsn), backend="postgresql", mode=mode, max_delay=0.07, workdir=workdir).row(), flush=True)
+                print(run_kills(postgres_factory(dsn), backend="postgresql", mode=mode, max_delay=0.03, workdir=workdir).row(), flush=True)
         else:
             print("(PostgreSQL skipped: set PROMPTSTRAT_TEST_DSN)", file=sys.stderr)
 

@@ -62,7 +62,7 @@ def test_killed_readers_on_the_directory_lose_nothing(mode, tmp_path, capsys):
     """400 readers SIGKILLed at random points (and failing model calls): every notice and abort delivered, none
     twice when notices persist; with one-call delivery the only duplicates are the counted kill-after-answer window."""
     figures = inbox_kills.run_kills(
-        inbox_kills.directory_factory(tmp_path), backend="directory", mode=mode, kills=KILLS, max_delay=0.02, workdir=tmp_path
+        inbox_kills.directory_factory(tmp_path), backend="directory", mode=mode, kills=KILLS, workdir=tmp_path
     )
     _report(figures, capsys)
     assert figures.killed == KILLS and figures.posted == 2 * KILLS
@@ -77,7 +77,7 @@ def test_killed_readers_on_postgresql_lose_nothing(mode, postgres_dsn, postgres_
     """The same 400 kills on PostgreSQL: nothing lost, nothing twice when notices persist."""
     figures = inbox_kills.run_kills(
         inbox_kills.postgres_factory(postgres_dsn, postgres_schema), backend="postgresql", mode=mode,
-        kills=KILLS, max_delay=0.07, workdir=tmp_path,
+        kills=KILLS, max_delay=0.03, workdir=tmp_path,
     )
     _report(figures, capsys)
     assert figures.killed == KILLS and figures.posted == 2 * KILLS
