@@ -264,13 +264,21 @@ def _report_line(report: StrategyReport) -> str:
     return line
 
 
+def _read_conversation(source: str) -> Any:
+    """Return the conversation file, each note on what was left or held out printed as one warning line."""
+    conversation = read_conversation(source)
+    for note in conversation.notes:
+        print(f"{PROG}: warning: {source}: {_one_line(Exception(note))}", file=sys.stderr)
+    return conversation
+
+
 def _apply(args: argparse.Namespace) -> int:
-    conversation = read_conversation(args.file)
+    conversation = _read_conversation(args.file)
     try:
         messages, reports = apply_strategies(conversation.messages, args.strategy, save_file=args.save_file)
     except InboxAborted as exc:
         raise _UsageError(f"the inbox holds an abort request: {exc.reason or '(no reason given)'}") from None
-    output = dump_messages(messages, conversation.style)
+    output = dump_messages([*messages, *conversation.pending], conversation.style)
     sys.stdout.write(output + "\n")
     sys.stdout.flush()
     for report in reports:
@@ -279,7 +287,7 @@ def _apply(args: argparse.Namespace) -> int:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    conversation = read_conversation(args.file)
+    conversation = _read_conversation(args.file)
     messages = conversation.messages
     counter = _token_counter(args)
     tokens = counter(messages)
