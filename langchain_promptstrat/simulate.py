@@ -142,11 +142,12 @@ StrategyEntry = str | PromptStrategy | Callable[[list[BaseMessage]], Any]
 def canonical_message(message: BaseMessage) -> str:
     """Return what a provider receives of ``message`` as one string, without its local ``id``.
 
-    Two messages with equal strings are byte-identical to a provider's prompt cache. Tool
+    Two messages with equal strings are byte-identical to a provider's prompt cache
+    (Anthropic ``cache_control`` marks are left out: they are not part of the cached text). Tool
     calls are read from ``tool_calls`` (an OpenAI mirror in ``additional_kwargs`` holds the
     same calls; an Anthropic ``tool_use`` block is part of the content).
     """
-    data: dict[str, Any] = {"type": message.type, "content": message.content}
+    data: dict[str, Any] = {"type": message.type, "content": _without_cache_control(message.content)}
     if message.name:
         data["name"] = message.name
     if isinstance(message, AIMessage):
@@ -161,6 +162,20 @@ def canonical_message(message: BaseMessage) -> str:
     if isinstance(message, ToolMessage):
         data["tool_call_id"] = message.tool_call_id
     return json.dumps(data, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _without_cache_control(content: Any) -> Any:
+    """Return ``content`` without Anthropic ``cache_control`` marks, which say where to cache, not what is sent.
+
+    A mark turns a string into one ``text`` block; Anthropic reads both the same, so that
+    block becomes the string again.
+    """
+    if not isinstance(content, list) or not any(isinstance(b, dict) and "cache_control" in b for b in content):
+        return content
+    blocks = [{k: v for k, v in b.items() if k != "cache_control"} if isinstance(b, dict) else b for b in content]
+    if len(blocks) == 1 and set(blocks[0]) == {"type", "text"} and blocks[0]["type"] == "text":
+        return blocks[0]["text"]
+    return blocks
 
 
 def _shared_prefix(
@@ -454,7 +469,7 @@ def _resolve_entry(
         options = {k: v for _, extra in built for k, v in extra.items()}
         return ",".join(parts), "ours", _pipeline([s for s, _ in built]), options
     if isinstance(entry, PromptStrategy):
-        return entry.strategy_name, "custom", _pipeline([entry]), {}
+        return getattr(entry, "label", None) or entry.strategy_name, "custom", _pipeline([entry]), {}
     if callable(entry):
         strategy = CallableStrategy(entry)
         return strategy.strategy_name, "custom", _pipeline([strategy]), {}
