@@ -137,14 +137,15 @@ class TestSimulate:
         code, out, _ = run(
             capsys, "simulate", "none", "--calls", "7", "--seed", "3", "--compare", "--max-tokens", "1000",
             "--cached-fraction", "0.5", "--price-per-mtok", "3", "--encoding", "cl100k_base", "--mirror", "anthropic",
-            "--no-progress",
+            "--no-progress", "--cache", "openai",
         )
-        assert code == 0 and "cost ($)" in out
+        assert code == 0 and "cost ($)" in out and "openai reuse" in out
         counter = seen.pop("token_counter")
         assert isinstance(counter, TokenCounter) and counter.encoding_name == "cl100k_base"
         assert seen == {
             "strategies": ["none"], "n_tool_calls": 7, "seed": 3, "peers": True, "max_tokens": 1000,
             "cached_fraction": 0.5, "price_per_mtok": 3.0, "run_options": {"mirror": "anthropic"}, "progress": False,
+            "cache": "openai",
         }
 
     def test_model_chooses_the_encoding(self, capsys):
