@@ -28,14 +28,16 @@ from pathlib import Path
 from langchain_core.messages import convert_to_messages
 from langchain_core.messages.utils import count_tokens_approximately
 
+from langchain_promptstrat.cache_rules import OpenAICache
+from langchain_promptstrat.simulate import canonical_message
 from langchain_promptstrat.tokens import TokenCounter
 from langchain_promptstrat.transcripts import CHAT_ROLES
 
 DEFAULT_FOLDER = Path(__file__).resolve().parents[1].parent / "shared" / "realruns" / "raw"
 
 
-def billed_prompts(path: Path) -> list[tuple[list, int]]:
-    """Return (prompt messages, billed prompt_tokens) for every answer in a trajectory that records its usage."""
+def billed_prompts(path: Path) -> list[tuple[list, int, int]]:
+    """Return (prompt messages, billed prompt_tokens, billed cached_tokens) for every answer that records its usage."""
     raw = json.loads(path.read_text())["messages"]
     keep = ("role", "content", "tool_calls", "tool_call_id", "name")
     cleaned = [{k: v for k, v in m.items() if k in keep} | {"content": m.get("content") or ""} for m in raw]
@@ -44,7 +46,8 @@ def billed_prompts(path: Path) -> list[tuple[list, int]]:
         usage = ((message.get("extra") or {}).get("response") or {}).get("usage") or {}
         if message.get("role") == "assistant" and usage.get("prompt_tokens"):
             prompt = [m for m in cleaned[:i] if m["role"] in CHAT_ROLES]
-            out.append((convert_to_messages(prompt), int(usage["prompt_tokens"])))
+            cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+            out.append((convert_to_messages(prompt), int(usage["prompt_tokens"]), int(cached)))
     return out
 
 
@@ -65,8 +68,8 @@ def main(argv: list[str]) -> int:
     for name, counter in counters.items():
         absolute, growth, ratio = [], [], []
         for run in calls:
-            counts = [counter(p) for p, _ in run]
-            billed = [b for _, b in run]
+            counts = [counter(p) for p, _, _ in run]
+            billed = [b for _, b, _ in run]
             absolute += [abs(c - b) / b for c, b in zip(counts, billed)]
             ratio += [c / b for c, b in zip(counts, billed)]
             growth += [abs((c - counts[0]) - (b - billed[0])) / (b - billed[0])
@@ -75,6 +78,17 @@ def main(argv: list[str]) -> int:
         label = name if exact is not False else f"{name} (approx.)"
         print(f"{label:<14}{100 * sum(absolute) / len(absolute):>15.1f}%{100 * sum(growth) / len(growth):>13.1f}%"
               f"{sum(ratio) / len(ratio):>18.3f}")
+    # the openai cache rule against the cached tokens the provider billed, same prompts, no strategy
+    counter = TokenCounter("o200k_base")
+    billed_share, rule_share = [], []
+    for run in calls:
+        rule = OpenAICache(canonical_message)
+        for prompt, billed, cached in run:
+            read, _ = rule.observe(prompt, [counter.count_message(m) for m in prompt])
+            billed_share.append(cached / billed)
+            rule_share.append(read / max(counter(prompt), 1))
+    print(f"openai cache rule: {100 * sum(rule_share) / len(rule_share):.1f}% of each prompt read on average; "
+          f"billed: {100 * sum(billed_share) / len(billed_share):.1f}%")
     return 0
 
 
