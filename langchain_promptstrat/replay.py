@@ -25,7 +25,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_promptstrat.conversation_file import read_conversation
 from langchain_promptstrat.errors import ConfigError, PromptStratError
-from langchain_promptstrat.simulate import SimulationResult, StrategyEntry, default_strategy_names, simulate
+from langchain_promptstrat.simulate import DEFAULT_MAX_TOKENS, SimulationResult, StrategyEntry, default_strategy_names, simulate
 
 __all__ = ["TRANSCRIPT_SUFFIXES", "find_transcripts", "simulate_files", "transcript_prompts"]
 
@@ -80,7 +80,7 @@ def simulate_files(
     and ``seed``. Raises :class:`ConfigError` when no file gives a model call.
     """
     if strategies is None:
-        strategies = default_strategy_names(settings=options.get("settings"), max_tokens=options.get("max_tokens", 60_000))
+        strategies = default_strategy_names(settings=options.get("settings"), max_tokens=options.get("max_tokens", DEFAULT_MAX_TOKENS))
     results: list[SimulationResult] = []
     files: list[str] = []
     notes: list[str] = []
