@@ -300,6 +300,7 @@ def pre_model_hook(
     persist_inbox: bool = True,
     settings: Settings | None = None,
     backend: InboxBackendSpec = None,
+    cache_breakpoints: bool = False,
 ) -> GraphHook:
     """Return a pre-model hook ``(state, config) -> {"llm_input_messages": prompt}`` applying ``strategies``.
 
@@ -330,9 +331,18 @@ def pre_model_hook(
     ``backend`` says where inboxes live: ``PostgresInboxes(dsn)`` reads the thread's inbox
     from PostgreSQL (no root needed); default, the backend of the ``Inbox`` strategy in
     ``strategies``, else the directory.
+
+    ``cache_breakpoints=True`` marks up to four Anthropic ``cache_control`` breakpoints on
+    the prompt (system, the previous and current compaction edges, the last message of
+    the conversation; see :mod:`~langchain_promptstrat.strategies.cache_breakpoints`). The
+    hook does not see the model, so turn it on only with an Anthropic model.
     """
     resolved = resolve_strategies(strategies, settings=settings)
     inbox = InboxSource(resolved, inbox_root, backend)
+    if cache_breakpoints:
+        from langchain_promptstrat.strategies.cache_breakpoints import wrap_for_breakpoints
+
+        resolved = wrap_for_breakpoints(resolved)
 
     def promptstrat_pre_model_hook(state: Any, config: RunnableConfig) -> dict[str, Any]:
         messages = state_messages(state, "pre_model_hook")
