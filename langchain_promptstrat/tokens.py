@@ -38,7 +38,6 @@ to ``langchain_core.messages.utils.count_tokens_approximately``; nothing raises.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 import sys
@@ -59,6 +58,7 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.utils import count_tokens_approximately
 
+from langchain_promptstrat._memo import IdentityMemo, SizedCache
 from langchain_promptstrat.errors import ConfigError, InvalidMessagesError
 from langchain_promptstrat.messages import call_block_id, content_text, index_tool_calls
 
@@ -75,7 +75,10 @@ DEFAULT_ENCODING = "cl100k_base"
 """The encoding used when neither an encoding nor a model is given."""
 
 DEFAULT_CACHE_SIZE = 50_000
-"""Per-message counts a :class:`TokenCounter` remembers (least recently used dropped first)."""
+"""Live message objects whose counts a :class:`TokenCounter` remembers (oldest dropped first)."""
+
+_CONTENT_CACHE_CHARS = 4_000_000
+"""Characters of message text whose counts a :class:`TokenCounter` remembers by content."""
 
 DEFAULT_LOAD_TIMEOUT = 10.0
 """Seconds the first count waits for tiktoken to load an encoding before approximating.
@@ -300,10 +303,9 @@ class TokenCounter:
     Each message's count is cached under exactly what it sends (role, name, texts, tool
     calls, image count), never under ``id()``: re-created messages hit the cache, two
     messages that send different text never share an entry, and counting a conversation
-    that grew by one message encodes only that message. The cache is a
-    ``functools.lru_cache`` of ``cache_size`` entries, which is thread-safe; its memory is
-    bounded by the entry count times message size, and entries mostly reference the
-    content strings the live conversation already holds.
+    that grew by one message encodes only that message. That cache is bounded by the
+    characters it holds (a few megabytes), and a per-object memo of ``cache_size``
+    entries holds messages only weakly, so a finished conversation is never kept alive.
     """
 
     def __init__(
@@ -328,10 +330,10 @@ class TokenCounter:
         self._load_timeout = load_timeout
         self._resolved = False
         self._encoding: tiktoken.Encoding | None = None
-        self._count_parts = functools.lru_cache(maxsize=cache_size)(self._encode_parts)
-        self._memo_size = cache_size
-        self._by_identity: dict[int, tuple[BaseMessage, Any, Any, int]] = {}
-        self._memo_lock = threading.Lock()
+        self._by_content: SizedCache[tuple[tuple[str, ...], int], int] = SizedCache(
+            _CONTENT_CACHE_CHARS, max_entries=max(cache_size, 0)
+        )
+        self._by_identity: IdentityMemo[int] = IdentityMemo(cache_size)
 
     def __repr__(self) -> str:
         return f"TokenCounter({self.encoding_name!r})"
@@ -349,9 +351,14 @@ class TokenCounter:
         """Return whether counts come from tiktoken (True) or the approximation (False)."""
         return self.encoding is not None
 
-    def _encode_parts(self, texts: tuple[str, ...], fixed: int) -> int:
-        encode = self._encoding.encode_ordinary  # type: ignore[union-attr]  # only called once loaded
-        return fixed + sum(len(encode(text)) for text in texts)
+    def _count_parts(self, texts: tuple[str, ...], fixed: int) -> int:
+        key = (texts, fixed)
+        count: int | None = self._by_content.get(key)
+        if count is None:
+            encode = self._encoding.encode_ordinary  # type: ignore[union-attr]  # only called once loaded
+            count = fixed + sum(len(encode(text)) for text in texts)
+            self._by_content.put(key, count, sum(map(len, texts)) + 64)
+        return count
 
     def count_message(self, message: BaseMessage) -> int:
         """Return the tokens ``message`` costs in a prompt: overhead, content and tool calls."""
@@ -363,19 +370,14 @@ class TokenCounter:
         if self.encoding is None:
             return count_tokens_approximately([message])
         # Fast path: the same message object counted again (a replay, a trimmer probing
-        # many cut points). The entry holds the message, so its id cannot be reused, and
-        # it checks the content and calls objects, so replacing either is a miss.
-        entry = self._by_identity.get(id(message))
+        # many cut points). The memo holds the message weakly (a finished conversation is
+        # freed) and checks the content and calls objects, so replacing either is a miss.
         calls = getattr(message, "tool_calls", None)
-        if entry is not None and entry[0] is message and entry[1] is message.content and entry[2] is calls:
-            return entry[3]
-        count = self._count_parts(*_sent_parts(message))
-        if self._memo_size <= 0:
-            return count
-        with self._memo_lock:
-            if len(self._by_identity) >= self._memo_size:
-                self._by_identity.pop(next(iter(self._by_identity)))
-            self._by_identity[id(message)] = (message, message.content, calls, count)
+        content = message.content
+        count = self._by_identity.get(message, content, calls)
+        if count is None:
+            count = self._count_parts(*_sent_parts(message))
+            self._by_identity.put(message, count, content, calls)
         return count
 
     def __call__(self, messages: Sequence[BaseMessage], /) -> int:

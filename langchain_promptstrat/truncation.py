@@ -9,7 +9,8 @@ conversation or in logs.
 from __future__ import annotations
 
 import hashlib
-from functools import lru_cache
+
+from langchain_promptstrat._memo import SizedCache
 
 __all__ = [
     "DEFAULT_ARGUMENT_SIZE",
@@ -32,7 +33,10 @@ def _marker(s: str) -> str:
     return f"<...{len(s)} - {digest}...>"
 
 
-@lru_cache(maxsize=16_384)
+_TRUNCATED_CHARS = 4_000_000
+_truncated: SizedCache[tuple[str, int], str] = SizedCache(_TRUNCATED_CHARS)
+
+
 def truncate_string(s: str, max_length: int = DEFAULT_TRUNCATE_SIZE) -> str:
     """Return ``s`` unchanged when it fits, else its head, an md5 marker, and its tail.
 
@@ -43,11 +47,27 @@ def truncate_string(s: str, max_length: int = DEFAULT_TRUNCATE_SIZE) -> str:
 
     Results are cached by content: a strategy re-shortens the same old outputs on every call
     of an epoch, and a cache hit costs one hash lookup (Python strings cache their hash).
+    The cache holds the strings it was given, so it is bounded by their total length
+    (a few megabytes), not by a count: it cannot pin a finished conversation's outputs.
     """
     if max_length < 0:
         raise ValueError(f"max_length must be >= 0, got {max_length}")
     if len(s) <= max_length:
         return s
+    key = (s, max_length)
+    hit: str | None = _truncated.get(key)
+    if hit is None:
+        hit = _truncate(s, max_length)
+        _truncated.put(key, hit, len(s) + len(hit))
+    return hit
+
+
+def clear_cache() -> None:
+    """Forget every remembered truncation (for measurements; results never depend on it)."""
+    _truncated.clear()
+
+
+def _truncate(s: str, max_length: int) -> str:
     marker = _marker(s)
     half = (max_length - len(marker)) // 2
     if half <= 1:
