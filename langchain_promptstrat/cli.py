@@ -4,7 +4,8 @@
 sends and costs; ``apply`` and ``stats`` read a conversation file; ``inbox`` steers a running
 agent. Every error the package raises on purpose (and any ``OSError``) is printed as one
 line, ``promptstrat: error: ...``, with exit status 2 and no traceback; a warning is one
-line too, ``promptstrat: warning: ...``.
+line too, ``promptstrat: warning: ...``. ``apply`` that meets an abort request in the inbox
+exits with status 3 (``promptstrat: aborted: ...``): the agent was asked to stop.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import secrets
 import sys
 import warnings
@@ -24,12 +26,12 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from langchain_promptstrat.conversation_file import dump_messages, read_conversation
-from langchain_promptstrat.errors import InboxAborted, PromptStratError
+from langchain_promptstrat.errors import InboxAborted, InvalidMessagesError, PromptStratError
 from langchain_promptstrat.inbox_backends import InboxBackend
 from langchain_promptstrat.inbox_postgres import DSN_ENV, PostgresInboxes
 from langchain_promptstrat.inbox_store import INBOX_ROOT_ENV, DirectoryInbox, resolve_save_file
 from langchain_promptstrat.messages import index_tool_calls
-from langchain_promptstrat.registry import apply_strategies
+from langchain_promptstrat.registry import apply_strategies, resolve_strategies
 from langchain_promptstrat.report import StrategyReport
 from langchain_promptstrat.simulate import (
     DEFAULT_CACHED_FRACTION,
@@ -48,6 +50,8 @@ __all__ = ["build_parser", "main"]
 
 PROG = "promptstrat"
 EXIT_ERROR = 2
+EXIT_ABORTED = 3
+"""``apply`` found an abort request in the inbox: not a usage error, the agent was asked to stop."""
 
 
 class _UsageError(Exception):
@@ -264,13 +268,32 @@ def _report_line(report: StrategyReport) -> str:
     return line
 
 
+def _dump_or_refuse(messages: list[Any], style: str | None, what: str) -> str:
+    """Return the JSON ``apply`` prints, or raise InvalidMessagesError when the messages cannot be written back."""
+    try:
+        output = dump_messages(messages, style)
+    except (ValueError, TypeError, KeyError, RecursionError) as exc:
+        raise InvalidMessagesError(f"{what}: cannot be written back as JSON: {_one_line(exc).split(' Full ')[0]}") from None
+    # A lone surrogate (valid in a JSON string escape, not in UTF-8) is written as its JSON
+    # escape, so stdout always gets valid UTF-8 that reads back as the same string.
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", output)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _apply(args: argparse.Namespace) -> int:
     conversation = read_conversation(args.file)
+    # Everything that can be refused is refused before a strategy runs: the inbox
+    # consumes its notices, and a refusal after that would lose them.
+    _dump_or_refuse(conversation.messages, conversation.style, args.file)
+    strategies = resolve_strategies(args.strategy)
     try:
-        messages, reports = apply_strategies(conversation.messages, args.strategy, save_file=args.save_file)
+        messages, reports = apply_strategies(conversation.messages, strategies, save_file=args.save_file)
     except InboxAborted as exc:
-        raise _UsageError(f"the inbox holds an abort request: {exc.reason or '(no reason given)'}") from None
-    output = dump_messages(messages, conversation.style)
+        print(f"{PROG}: aborted: the inbox holds an abort request: {exc.reason or '(no reason given)'}", file=sys.stderr)
+        return EXIT_ABORTED
+    output = _dump_or_refuse(messages, conversation.style, "the result")
     sys.stdout.write(output + "\n")
     sys.stdout.flush()
     for report in reports:
@@ -404,7 +427,15 @@ def _inbox_setup(args: argparse.Namespace) -> int:
 
 def _inbox_post(args: argparse.Namespace) -> int:
     store = _inbox(args)
-    content = sys.stdin.read() if args.content in (None, "-") else args.content
+    if args.content in (None, "-"):
+        buffer = getattr(sys.stdin, "buffer", None)  # bytes, so the check is ours, not the locale's
+        data = buffer.read() if buffer is not None else sys.stdin.read().encode("utf-8", "surrogateescape")
+        try:
+            content = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _UsageError(f"standard input is not UTF-8 text (byte {exc.start} is 0x{data[exc.start]:02x}); nothing posted") from None
+    else:
+        content = args.content
     print(store.post(content, name=args.name))
     return 0
 

@@ -48,6 +48,7 @@ from langchain_promptstrat.inbox_store import (
     default_notice_name,
     encode_thread_id,
     inbox_dir,
+    notice_bytes,
 )
 
 if TYPE_CHECKING:
@@ -486,7 +487,7 @@ class PostgresInbox:
                 raise InboxError(f"notice name {name!r} is not valid UTF-8 text")
             if name == ABORT_FILE:
                 raise InboxError("'abort' is reserved for abort requests; use request_abort() or `promptstrat inbox abort`")
-        data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+        data = notice_bytes(content)
         if not data.strip():
             raise InboxError("refusing to post an empty notice; give it some content")
         return self._insert(data, name)

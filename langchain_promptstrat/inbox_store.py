@@ -482,7 +482,7 @@ class DirectoryInbox:
             _check_name(name)
             if name == ABORT_FILE:
                 raise InboxError("'abort' is reserved for abort requests; use request_abort() or `promptstrat inbox abort`")
-        data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+        data = notice_bytes(content)
         if not data.strip():
             raise InboxError("refusing to post an empty notice; give it some content")
         return self._write(data, name)
@@ -526,6 +526,27 @@ class DirectoryInbox:
                 os.unlink(tmp)
             except FileNotFoundError:
                 pass
+
+
+def notice_bytes(content: object) -> bytes:
+    """Return a notice's content as UTF-8 bytes; refuse anything that is not text.
+
+    ``bytes(42)`` would be 42 NUL bytes and a lone surrogate cannot be encoded: both are
+    refused with :class:`InboxError` naming the problem, before anything is written.
+    """
+    if isinstance(content, str):
+        try:
+            return content.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InboxError(f"the notice is not valid text: character {exc.start} is a lone surrogate") from None
+    if isinstance(content, (bytes, bytearray, memoryview)):
+        data = bytes(content)
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InboxError(f"the notice is not UTF-8 text (byte {exc.start} is 0x{data[exc.start]:02x})") from None
+        return data
+    raise InboxError(f"a notice is text (str, or UTF-8 bytes), got {type(content).__name__}")
 
 
 def post_to_inbox(

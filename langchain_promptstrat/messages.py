@@ -88,7 +88,11 @@ def coerce_messages(value: Any) -> list[BaseMessage]:
     """
     if isinstance(value, PromptValue):
         return list(value.to_messages())
-    if isinstance(value, BaseMessage) or isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+    if isinstance(value, (BaseMessage, Mapping)):  # a dict would iterate over its keys
+        raise InvalidMessagesError(
+            f"expected a list of messages or a PromptValue, got a single {type(value).__name__}; wrap it in a list"
+        )
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         raise InvalidMessagesError(
             f"expected a list of messages or a PromptValue, got {type(value).__name__}"
         )
