@@ -23,28 +23,35 @@ from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from langchain_promptstrat.conversation_file import dump_messages, read_conversation
 from langchain_promptstrat.errors import InboxAborted, InvalidMessagesError, PromptStratError
-from langchain_promptstrat.inbox_backends import InboxBackend
 from langchain_promptstrat.inbox_postgres import DSN_ENV, PostgresInboxes
 from langchain_promptstrat.inbox_store import INBOX_ROOT_ENV, DirectoryInbox, resolve_save_file
-from langchain_promptstrat.messages import index_tool_calls
-from langchain_promptstrat.registry import apply_strategies, resolve_strategies
-from langchain_promptstrat.report import StrategyReport
-from langchain_promptstrat.simulate import (
-    DEFAULT_CACHED_FRACTION,
-    DEFAULT_MAX_TOKENS,
-    DEFAULT_TOOL_CALLS,
-    build_strategy,
-    default_strategy_names,
-    format_table,
-    plot,
-    result_to_json,
-    simulate,
-)
-from langchain_promptstrat.tokens import DEFAULT_ENCODING, TokenCounter
+
+if TYPE_CHECKING:
+    from langchain_promptstrat.inbox_backends import InboxBackend
+    from langchain_promptstrat.report import StrategyReport
+    from langchain_promptstrat.simulate import SimulationResult
+    from langchain_promptstrat.tokens import TokenCounter
+
+# LangChain, LangGraph and tiktoken are imported by the commands that use them, not here:
+# `promptstrat --help` and `--version` answer without them (tests/test_cli_startup.py).
+
+
+def simulate(*args: Any, **kwargs: Any) -> SimulationResult:
+    """Run :func:`langchain_promptstrat.simulate.simulate` (imported on first use)."""
+    from langchain_promptstrat.simulate import simulate as run
+
+    return run(*args, **kwargs)
+
+
+def plot(*args: Any, **kwargs: Any) -> Any:
+    """Run :func:`langchain_promptstrat.simulate.plot` (imported on first use)."""
+    from langchain_promptstrat.simulate import plot as draw
+
+    return draw(*args, **kwargs)
+
 
 __all__ = ["build_parser", "main"]
 
@@ -63,14 +70,29 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(f"{message} (see {self.prog} --help)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Return the ``promptstrat`` parser; each command group adds its subcommands with a ``func`` default."""
+def build_parser(detailed: bool = True) -> argparse.ArgumentParser:
+    """Return the ``promptstrat`` parser; each command group adds its subcommands with a ``func`` default.
+
+    ``detailed=False`` leaves out the commands' options (and the imports their defaults
+    need): enough to answer ``promptstrat --help`` and ``--version`` at once.
+    """
     parser = _Parser(prog=PROG, description="Prompt strategies for long LangChain and LangGraph agent runs.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    add_simulate_commands(commands)
-    add_conversation_commands(commands)
-    add_inbox_commands(commands)
+    add_simulate_commands(commands, detailed)
+    add_conversation_commands(commands, detailed)
+    add_inbox_commands(commands, detailed)
     return parser
+
+
+def _version() -> str:
+    """Return the installed distribution's version (importlib.metadata: no package import needed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("langchain-promptstrat")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 # --------------------------------------------------------------------------- option values
@@ -107,20 +129,24 @@ def _price(text: str) -> float:
 
 
 def _add_counter_options(parser: argparse.ArgumentParser) -> None:
+    from langchain_promptstrat.tokens import DEFAULT_ENCODING
+
     counter = parser.add_mutually_exclusive_group()
     counter.add_argument("--encoding", metavar="NAME", help=f"tiktoken encoding that counts tokens (default: {DEFAULT_ENCODING})")
     counter.add_argument("--model", metavar="NAME", help="count tokens with this model's encoding (o200k_base for current OpenAI models)")
 
 
 def _token_counter(args: argparse.Namespace) -> TokenCounter:
+    from langchain_promptstrat.tokens import TokenCounter
+
     return TokenCounter(args.encoding, model=args.model)
 
 
 # --------------------------------------------------------------------------- simulate
 
 
-def add_simulate_commands(commands: argparse._SubParsersAction) -> None:
-    """Add ``simulate`` to ``commands``."""
+def add_simulate_commands(commands: argparse._SubParsersAction, detailed: bool = True) -> None:
+    """Add ``simulate`` to ``commands`` (without its options unless ``detailed``: enough for ``--help``)."""
     sim = commands.add_parser(
         "simulate",
         help="replay a long simulated agent run through each strategy; print tokens, cache reuse and cost",
@@ -132,6 +158,10 @@ def add_simulate_commands(commands: argparse._SubParsersAction) -> None:
             "--cached-fraction, and the time spent in the strategy. No model, network or key is used."
         ),
     )
+    if not detailed:
+        return
+    from langchain_promptstrat.simulate import DEFAULT_CACHED_FRACTION, DEFAULT_MAX_TOKENS, DEFAULT_TOOL_CALLS
+
     sim.add_argument(
         "strategies", nargs="*", metavar="STRATEGY",
         help="strategy names; a comma joins a pipeline, e.g. shorten_tools,inbox (default: none and every "
@@ -212,6 +242,8 @@ def _simulate(args: argparse.Namespace) -> int:
     )
     if plot_path is not None:
         _write_plot(result, plot_path)
+    from langchain_promptstrat.simulate import format_table, result_to_json
+
     print(json.dumps(result_to_json(result), indent=2) if args.json else format_table(result))
     if plot_path is not None:
         print(f"plot written to {plot_path}", file=sys.stderr)
@@ -221,8 +253,8 @@ def _simulate(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- apply, stats
 
 
-def add_conversation_commands(commands: argparse._SubParsersAction) -> None:
-    """Add ``apply`` and ``stats``, the commands that read a conversation file, to ``commands``."""
+def add_conversation_commands(commands: argparse._SubParsersAction, detailed: bool = True) -> None:
+    """Add ``apply`` and ``stats``, the commands that read a conversation file, to ``commands`` (options only when ``detailed``)."""
     formats = (
         "FILE holds a JSON array of messages, LangChain dicts ({\"type\": \"human\", \"data\": {...}}, as "
         "messages_to_dict writes them) or role dicts ({\"role\": \"user\", \"content\": ...}, OpenAI's "
@@ -235,6 +267,16 @@ def add_conversation_commands(commands: argparse._SubParsersAction) -> None:
         description="Apply strategies to a conversation and print the messages the model would see, as a JSON "
         "array in the input's dict style; one report line per strategy goes to standard error. " + formats,
     )
+    stats = commands.add_parser(
+        "stats",
+        help="count a conversation's messages, tool calls and tokens, and what each strategy would do",
+        description="Print a conversation's messages by type, tool calls and tokens, then for each built-in "
+        "strategy a replay can build: messages and tokens after it, calls shortened and dropped. " + formats,
+    )
+    if not detailed:
+        return
+    from langchain_promptstrat.simulate import DEFAULT_MAX_TOKENS
+
     apply.add_argument("file", metavar="FILE", help="the conversation, or '-' for standard input")
     apply.add_argument("--strategy", metavar="SPEC",
                        help="comma-separated strategy names, applied in order (default: $PROMPT_STRATEGY, "
@@ -244,12 +286,6 @@ def add_conversation_commands(commands: argparse._SubParsersAction) -> None:
                        "of its .inbox sibling")
     apply.set_defaults(func=_apply)
 
-    stats = commands.add_parser(
-        "stats",
-        help="count a conversation's messages, tool calls and tokens, and what each strategy would do",
-        description="Print a conversation's messages by type, tool calls and tokens, then for each built-in "
-        "strategy a replay can build: messages and tokens after it, calls shortened and dropped. " + formats,
-    )
     stats.add_argument("file", metavar="FILE", help="the conversation, or '-' for standard input")
     stats.add_argument("--max-tokens", type=_positive_int, default=DEFAULT_MAX_TOKENS, metavar="N",
                        help=f"token target of strategies that take one (default: {DEFAULT_MAX_TOKENS})")
@@ -270,6 +306,8 @@ def _report_line(report: StrategyReport) -> str:
 
 def _dump_or_refuse(messages: list[Any], style: str | None, what: str) -> str:
     """Return the JSON ``apply`` prints, or raise InvalidMessagesError when the messages cannot be written back."""
+    from langchain_promptstrat.conversation_file import dump_messages
+
     try:
         output = dump_messages(messages, style)
     except (ValueError, TypeError, KeyError, RecursionError) as exc:
@@ -283,6 +321,9 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _apply(args: argparse.Namespace) -> int:
+    from langchain_promptstrat.conversation_file import read_conversation
+    from langchain_promptstrat.registry import apply_strategies, resolve_strategies
+
     conversation = read_conversation(args.file)
     # Everything that can be refused is refused before a strategy runs: the inbox
     # consumes its notices, and a refusal after that would lose them.
@@ -302,6 +343,10 @@ def _apply(args: argparse.Namespace) -> int:
 
 
 def _stats(args: argparse.Namespace) -> int:
+    from langchain_promptstrat.conversation_file import read_conversation
+    from langchain_promptstrat.messages import index_tool_calls
+    from langchain_promptstrat.simulate import build_strategy, default_strategy_names
+
     conversation = read_conversation(args.file)
     messages = conversation.messages
     counter = _token_counter(args)
@@ -374,9 +419,11 @@ def _add_dsn(parser: argparse.ArgumentParser) -> None:
                         "the directory inbox)")
 
 
-def add_inbox_commands(commands: argparse._SubParsersAction) -> None:
-    """Add ``inbox post``, ``inbox abort`` and ``inbox ls`` to ``commands``."""
+def add_inbox_commands(commands: argparse._SubParsersAction, detailed: bool = True) -> None:
+    """Add ``inbox post``, ``inbox abort`` and ``inbox ls`` to ``commands`` (its actions only when ``detailed``)."""
     inbox = commands.add_parser("inbox", help="post notices to a running agent, ask it to stop, list its inbox")
+    if not detailed:
+        return
     actions = inbox.add_subparsers(dest="inbox_command", metavar="ACTION", parser_class=_Parser)
 
     post = actions.add_parser("post", help="deliver a notice to the agent's next model call")
@@ -465,7 +512,8 @@ def _inbox_ls(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``promptstrat`` with ``argv`` (default ``sys.argv[1:]``) and return the exit status."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(detailed=not _top_level_only(argv))
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
         try:
@@ -486,6 +534,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_ERROR
         except KeyboardInterrupt:
             return 130
+
+
+def _top_level_only(argv: list[str]) -> bool:
+    """Return whether ``argv`` asks only the top-level parser (``--help``, ``--version``, nothing)."""
+    return not argv or all(arg in ("-h", "--help", "--version") for arg in argv)
 
 
 def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None, line: str | None = None) -> None:

@@ -494,6 +494,26 @@ def _peers(counter: Any, max_tokens: int, notes: list[str]) -> list[tuple[str, s
 # --------------------------------------------------------------------------- replay
 
 
+def _plain_progress(total: int) -> tuple[ProgressHook, Callable[[], None]]:
+    """Return a progress hook writing ``label: done/total`` on one stderr line (no tqdm needed), and its closer."""
+    state = {"done": 0, "shown": -1}
+
+    def hook(label: str, done: int, of: int) -> None:
+        state["done"] += 1
+        percent = 100 * state["done"] // max(total, 1)
+        if percent != state["shown"]:
+            state["shown"] = percent
+            sys.stderr.write(f"\r{label}: {state['done']}/{total} prompts ({percent}%)\x1b[K")
+            sys.stderr.flush()
+
+    def close() -> None:
+        if state["shown"] >= 0:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+    return hook, close
+
+
 def _progress_hook(progress: bool | ProgressHook | None, total: int) -> tuple[ProgressHook | None, Callable[[], None]]:
     """Return the per-prompt hook and a closer: a tqdm bar on stderr when asked or when stderr is a terminal."""
     if callable(progress):
@@ -502,8 +522,8 @@ def _progress_hook(progress: bool | ProgressHook | None, total: int) -> tuple[Pr
         return None, lambda: None
     try:
         from tqdm import tqdm
-    except ImportError:
-        return None, lambda: None
+    except ImportError:  # asked for a bar: a plain one rather than silence
+        return _plain_progress(total)
     bar = tqdm(total=total, file=sys.stderr, unit="call", leave=False, dynamic_ncols=True)
     current = [""]
 
@@ -600,7 +620,7 @@ def simulate(
     ``ClearToolUsesEdit`` at ``max_tokens``. ``token_counter`` is anything
     :func:`~langchain_promptstrat.tokens.as_token_counter` accepts. ``progress``: ``None``
     shows a tqdm bar on stderr only when stderr is a terminal, ``True``/``False`` force it
-    on/off, a callable ``hook(label, done, total)`` is called after each prompt.
+    on/off (without tqdm installed, a plain one-line counter instead), a callable ``hook(label, done, total)`` is called after each prompt.
     ``run_options`` go to :func:`~langchain_promptstrat.testing.iter_agent_run` (``mirror``,
     ``user_turn_every``...); ``prompts`` replaces the simulated run with your own sequence
     of prompts (then ``n_tool_calls`` and ``seed`` are not recorded). ``settings`` build the
