@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from langchain_promptstrat.errors import InboxAborted, InvalidMessagesError, PromptStratError
 from langchain_promptstrat.inbox_postgres import DSN_ENV, PostgresInboxes
 from langchain_promptstrat.inbox_store import INBOX_ROOT_ENV, DirectoryInbox, resolve_save_file
+from langchain_promptstrat.text_table import fit_lines, render_table, terminal_width
 
 if TYPE_CHECKING:
     from langchain_promptstrat.inbox_backends import InboxBackend
@@ -244,7 +245,7 @@ def _simulate(args: argparse.Namespace) -> int:
         _write_plot(result, plot_path)
     from langchain_promptstrat.simulate import format_table, result_to_json
 
-    print(json.dumps(result_to_json(result), indent=2) if args.json else format_table(result))
+    print(json.dumps(result_to_json(result), indent=2) if args.json else format_table(result, terminal_width()))
     if plot_path is not None:
         print(f"plot written to {plot_path}", file=sys.stderr)
     return 0
@@ -375,11 +376,11 @@ def _stats(args: argparse.Namespace) -> int:
         "max_tokens": args.max_tokens,
         "strategies": rows,
     }
-    print(json.dumps(summary, indent=2) if args.json else _stats_table(summary))
+    print(json.dumps(summary, indent=2) if args.json else _stats_table(summary, terminal_width()))
     return 0
 
 
-def _stats_table(summary: dict[str, Any]) -> str:
+def _stats_table(summary: dict[str, Any], width: int | None = None) -> str:
     kinds = ", ".join(f"{n:,} {kind}" for kind, n in summary["by_type"].items())
     exact = "exact" if summary["token_counter"]["exact"] else "approximate"
     head = [
@@ -394,12 +395,7 @@ def _stats_table(summary: dict[str, Any]) -> str:
          f"{r['dropped']:,}"]
         for r in summary["strategies"]
     ]
-    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
-
-    def line(row: list[str]) -> str:
-        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
-
-    return "\n".join([*head, "", line(columns), line(["-" * w for w in widths]), *(line(r) for r in cells)])
+    return "\n".join([*fit_lines(head, width), "", *render_table(columns, cells, width)])
 
 
 # --------------------------------------------------------------------------- inbox

@@ -88,6 +88,7 @@ from langchain_promptstrat.registry import CallableStrategy, available_strategie
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies import BUILTIN_STRATEGIES
 from langchain_promptstrat.testing import iter_agent_run
+from langchain_promptstrat.text_table import fit_lines, render_table
 from langchain_promptstrat.tokens import TokenCounter, as_token_counter
 
 __all__ = [
@@ -688,11 +689,12 @@ def _seconds(value: float) -> str:
     return f"{value:.2f} s" if value >= 0.1 else f"{1000 * value:.1f} ms"
 
 
-def format_table(result: SimulationResult) -> str:
+def format_table(result: SimulationResult, width: int | None = None) -> str:
     """Return the result as an aligned text table, one row per strategy, with a header and footnotes.
 
     When the result holds a ``none`` run and others, the ``/none`` columns give each run's
-    tokens sent and cost as a multiple of it.
+    tokens sent and cost as a multiple of it. ``width`` (e.g. the terminal's) is the
+    width every line fits in (see :mod:`langchain_promptstrat.text_table`); None: no limit.
     """
     base = result.baseline if len(result.runs) > 1 else None
     columns = ["strategy", "calls", "tokens sent"]
@@ -718,11 +720,6 @@ def format_table(result: SimulationResult) -> str:
             row.append(f"{s['cost_dollars']:,.2f}")
         row += [_seconds(s["strategy_seconds"]), f"{s['strategy_ms_per_call']:.2f} ms", f"{s['degenerate_calls']:,}"]
         rows.append(row)
-    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
-
     if result.n_tool_calls is not None:
         source = f"Simulated agent run: {result.n_tool_calls:,} tool calls, {result.model_calls:,} model calls, seed {result.seed}."
     else:
@@ -740,14 +737,14 @@ def format_table(result: SimulationResult) -> str:
             f"Token target {result.max_tokens:,} (trim_messages max_tokens, ClearToolUsesEdit trigger, the max_tokens "
             f"of strategies that take one) given to: {', '.join(targeted)}."
         )
-    out = [*header, "", line(columns), line(["-" * w for w in widths]), *(line(r) for r in rows), ""]
-    out += [
+    out = [*fit_lines(header, width), "", *render_table(columns, rows, width), ""]
+    out += fit_lines([
         "cache reuse: mean over calls of the share of each prompt whose leading messages repeat the previous",
         "  prompt's byte for byte (whole messages: an upper bound of a provider's block cache).",
         f"cost: input-token units, cached tokens at {result.cached_fraction:g}. strategy time: wall time inside the strategy.",
         "degenerate: prompts holding only system messages, or without the conversation's last user message.",
-    ]
-    out += [f"note: {n}" for n in result.notes]
+    ], width)
+    out += fit_lines([f"note: {n}" for n in result.notes], width)
     return "\n".join(out)
 
 
