@@ -433,8 +433,10 @@ def add_inbox_commands(commands: argparse._SubParsersAction, detailed: bool = Tr
     abort.add_argument("--reason", default="", help="why; shown to whoever runs the agent")
     abort.set_defaults(func=_inbox_abort)
 
-    ls = actions.add_parser("ls", help="list pending and delivered notices with their times")
+    ls = actions.add_parser("ls", help="list pending and delivered notices with their times (--json: with a preview)")
     _add_target(ls)
+    ls.add_argument("--json", action="store_true",
+                    help="print a JSON array: state, name, posted and delivered (UTC, ISO 8601), size in bytes, preview")
     ls.set_defaults(func=_inbox_ls)
 
     setup = actions.add_parser("setup", help="create the PostgreSQL inbox's tables (once per database)")
@@ -495,11 +497,24 @@ def _time(timestamp: float) -> str:
 def _inbox_ls(args: argparse.Namespace) -> int:
     store = _inbox(args)
     pending, delivered = store.pending_entries(), store.delivered_entries()
-    if not pending and not delivered:
+    listed = [(state, entry) for state, entries in (("pending", pending), ("delivered", delivered)) for entry in entries]
+    if args.json:
+        print(json.dumps([
+            {
+                "state": state,
+                "name": entry.name,
+                "posted": _time(entry.mtime),
+                "delivered": None if entry.delivered_at is None else _time(entry.delivered_at),
+                "size": entry.size,
+                "preview": entry.preview,
+            }
+            for state, entry in listed
+        ], indent=2, ensure_ascii=False))
+        return 0
+    if not listed:
         print(f"no notices in {store.location}")
-    for state, entries in (("pending", pending), ("delivered", delivered)):
-        for entry in entries:
-            print(f"{state:<9}  {_time(entry.mtime)}  {entry.name}")
+    for state, entry in listed:
+        print(f"{state:<9}  {_time(entry.mtime)}  {entry.name}")
     return 0
 
 

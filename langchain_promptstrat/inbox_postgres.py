@@ -156,10 +156,13 @@ _POST = """
     RETURNING name
 """
 
-_PENDING = "SELECT name, posted_at, octet_length(content) FROM {pending} WHERE thread_id = %(thread)s ORDER BY name"
+_PENDING = """
+    SELECT name, posted_at, octet_length(content), substring(content FROM 1 FOR 240) FROM {pending}
+    WHERE thread_id = %(thread)s ORDER BY name
+"""
 
 _DELIVERED = """
-    SELECT name, posted_at, octet_length(content), delivered_at FROM {delivered}
+    SELECT name, posted_at, octet_length(content), delivered_at, substring(content FROM 1 FOR 240) FROM {delivered}
     WHERE thread_id = %(thread)s ORDER BY posted_at, name
 """
 
@@ -418,12 +421,15 @@ class PostgresInbox:
     def pending_entries(self) -> list[InboxEntry]:
         """Return the pending notices with their posting times and sizes, in delivery order."""
         rows = self._fetch(_PENDING, "list the pending notices")
-        return [InboxEntry(name, posted.timestamp(), size) for name, posted, size in rows]
+        return [InboxEntry(name, posted.timestamp(), size, head=bytes(head)) for name, posted, size, head in rows]
 
     def delivered_entries(self) -> list[InboxEntry]:
         """Return the history: each delivered notice under its history name, oldest posting time first."""
         rows = self._fetch(_DELIVERED, "list the delivered notices")
-        return [InboxEntry(name, posted.timestamp(), size, delivered.timestamp()) for name, posted, size, delivered in rows]
+        return [
+            InboxEntry(name, posted.timestamp(), size, delivered.timestamp(), bytes(head))
+            for name, posted, size, delivered, head in rows
+        ]
 
     def _fetch(self, query: str, doing: str) -> list[tuple[Any, ...]]:
         try:

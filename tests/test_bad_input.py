@@ -109,9 +109,9 @@ class TestLibrary:
         with pytest.raises(ConfigError, match="'none'"):
             prepare_prompt([HumanMessage("hi")], " , ")
 
-    @pytest.mark.parametrize("content", [42, b"\xff\xfe note", "a \ud800 b", None])
+    @pytest.mark.parametrize("content", [42, "a \ud800 b", None])
     def test_a_notice_that_is_not_text_is_refused_and_nothing_is_written(self, tmp_path, content):
-        """post_to_inbox refuses an int (42 NUL bytes), invalid UTF-8 and lone surrogates before writing."""
+        """post_to_inbox refuses an int (42 NUL bytes) and lone surrogates before writing."""
         save_file = tmp_path / "conversation.json"
         with pytest.raises((InboxError, TypeError)):
             post_to_inbox(save_file, content)
