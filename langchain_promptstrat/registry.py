@@ -23,7 +23,7 @@ from langchain_core.runnables import RunnableConfig
 
 from langchain_promptstrat.adapters.runnable import PromptStrategy, emit_report
 from langchain_promptstrat.errors import ConfigError, UnknownStrategyError
-from langchain_promptstrat.messages import coerce_messages, keep_prompt_floor, mark_of
+from langchain_promptstrat.messages import coerce_messages, keep_prompt_floor, mark_of, tool_results_as_tool_messages
 from langchain_promptstrat.report import Compacted, StrategyReport, make_report
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies import BUILTIN_STRATEGIES
@@ -254,6 +254,7 @@ def prompt_for_model(
     ``notices`` at its place in the list, so with the default order they come after the
     compaction. Each report is emitted as the ``promptstrat`` event of the run ``config``.
     """
+    messages = tool_results_as_tool_messages(list(messages))
     current = list(messages)
     for strategy in strategies:
         if isinstance(strategy, Inbox):
