@@ -120,7 +120,7 @@ class TestSummaryStrategy:
             with pytest.raises(ConfigError, match=r"Summary\(model\).*model=model"):
                 build()
         with pytest.raises(ConfigError, match="LangChain chat model"):
-            Summary("gpt-4o")
+            Summary(42)  # a string is a model name for init_chat_model (test_summary_failures.py)
 
     def test_get_strategy_passes_the_model_and_settings(self):
         """get_strategy("summary", model=...) builds a working Summary with the registry's settings."""
