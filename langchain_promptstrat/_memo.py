@@ -44,7 +44,7 @@ class _KeyedRef(weakref.ref):  # type: ignore[type-arg]
         return self
 
     def __init__(self, obj: Any, callback: Any, key: int) -> None:
-        super().__init__(obj, callback)
+        super().__init__(obj, callback)  # type: ignore[call-arg]  # weakref.ref takes them; typeshed omits __init__
 
 
 class IdentityMemo(Generic[V]):

@@ -141,7 +141,7 @@ def tool_results_as_tool_messages(messages: list[BaseMessage]) -> list[BaseMessa
         if not (isinstance(message, HumanMessage) and isinstance(content, list)):
             out.append(message)
             continue
-        results = [b for b in content if _is_tool_result_block(b)]
+        results: list[dict[str, Any]] = [b for b in content if isinstance(b, dict) and _is_tool_result_block(b)]
         if not results:
             out.append(message)
             continue
@@ -543,7 +543,7 @@ def edit_ai_message(
         if cid in drop:
             continue
         if cid in shorten and isinstance(invalid.get("args"), str):
-            invalid = {**invalid, "args": shorten_arguments(invalid["args"], argument_size)}  # type: ignore[typeddict-item]
+            invalid = {**invalid, "args": shorten_arguments(invalid["args"], argument_size)}
         new_invalid.append(invalid)
     if new_invalid != message.invalid_tool_calls:
         update["invalid_tool_calls"] = new_invalid
@@ -722,7 +722,7 @@ def find_tool_pair_violations(messages: Sequence[BaseMessage]) -> list[ToolPairV
         if isinstance(message, ToolMessage):
             answers = [message.tool_call_id]
         elif isinstance(message, HumanMessage) and isinstance(message.content, list):
-            answers = [b["tool_use_id"] for b in message.content if _is_tool_result_block(b)]
+            answers = [b["tool_use_id"] for b in message.content if isinstance(b, dict) and _is_tool_result_block(b)]
         else:
             answers = []
         for call_id in answers:  # a ToolMessage, or Anthropic tool_result blocks in a user message
