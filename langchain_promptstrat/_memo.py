@@ -50,8 +50,9 @@ class _KeyedRef(weakref.ref):  # type: ignore[type-arg]
 class IdentityMemo(Generic[V]):
     """A value per live object, found by identity, holding the object only weakly.
 
-    ``check`` values given to :meth:`put` are compared by identity on :meth:`get`, so an
-    object whose fields were replaced (``message.content = ...``) is a miss. They should be
+    ``check`` values given to :meth:`put` are compared on :meth:`get` (identity first, then
+    equality), so an object whose fields were replaced by different values
+    (``message.content = ...``) is a miss. They should be
     the object's own attributes: they are held while the entry lives, and the entry dies
     with the object.
     """
@@ -60,6 +61,7 @@ class IdentityMemo(Generic[V]):
         """Remember at most ``max_entries`` objects (the oldest entry goes first); 0 disables."""
         self.max_entries = max_entries
         self._entries: dict[int, tuple[_KeyedRef, tuple[Any, ...], V]] = {}
+        self._lookup = self._entries.get  # bound once: get() is on every strategy's hot path
         self._lock = threading.Lock()
         entries = self._entries  # not self: the callback must not keep the memo alive
 
@@ -74,14 +76,14 @@ class IdentityMemo(Generic[V]):
         return len(self._entries)
 
     def get(self, obj: Any, *check: Any) -> V | None:
-        """Return the value remembered for ``obj`` with the same ``check`` objects, else None."""
-        entry = self._entries.get(id(obj))
-        if entry is None or entry[0]() is not obj:
-            return None
-        held = entry[1]
-        if len(held) != len(check) or any(a is not b for a, b in zip(held, check)):
-            return None
-        return entry[2]
+        """Return the value remembered for ``obj`` with the same (or equal) ``check`` objects, else None.
+
+        The tuple comparison tries identity first, so the usual hit costs no content comparison.
+        """
+        entry = self._lookup(id(obj))
+        if entry is not None and entry[0]() is obj and entry[1] == check:
+            return entry[2]
+        return None
 
     def put(self, obj: Any, value: V, *check: Any) -> None:
         """Remember ``value`` for ``obj`` (and these ``check`` objects), evicting the oldest entries past the bound."""
@@ -116,6 +118,8 @@ class SizedCache(Generic[K, V]):
         self.max_entries = max_entries
         self.size = 0
         self._entries: dict[K, tuple[V, int]] = {}
+        self.lookup = self._entries.get
+        """``lookup(key)``: the ``(value, size)`` stored under ``key``, or None (a C call, for hot paths)."""
         self._lock = threading.Lock()
 
     def __len__(self) -> int:

@@ -35,6 +35,7 @@ def _marker(s: str) -> str:
 
 _TRUNCATED_CHARS = 4_000_000
 _truncated: SizedCache[tuple[str, int], str] = SizedCache(_TRUNCATED_CHARS)
+_lookup = _truncated.lookup
 
 
 def truncate_string(s: str, max_length: int = DEFAULT_TRUNCATE_SIZE) -> str:
@@ -55,11 +56,12 @@ def truncate_string(s: str, max_length: int = DEFAULT_TRUNCATE_SIZE) -> str:
     if len(s) <= max_length:
         return s
     key = (s, max_length)
-    hit: str | None = _truncated.get(key)
-    if hit is None:
-        hit = _truncate(s, max_length)
-        _truncated.put(key, hit, len(s) + len(hit))
-    return hit
+    entry = _lookup(key)
+    if entry is not None:
+        return entry[0]
+    short = _truncate(s, max_length)
+    _truncated.put(key, short, len(s) + len(short))
+    return short
 
 
 def clear_cache() -> None:

