@@ -145,17 +145,18 @@ langchain_promptstrat`` (and ``promptstrat --help``) does not pay for LangGraph 
 LangChain; ``PromptStrategyMiddleware`` also needs the optional ``langchain`` package."""
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name from its module on first use, and keep it."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
+if not TYPE_CHECKING:  # checkers see the imports above, and no catch-all that would hide a misspelt name
 
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    def __getattr__(name: str) -> Any:
+        """Import a public name from its module on first use, and keep it."""
+        module = _EXPORTS.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        import importlib
 
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value
+        return value
 
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+    def __dir__() -> list[str]:
+        return sorted([*globals(), *_EXPORTS])

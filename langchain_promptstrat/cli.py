@@ -20,10 +20,10 @@ import secrets
 import sys
 import warnings
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from langchain_promptstrat.errors import InboxAborted, InvalidMessagesError, PromptStratError
 from langchain_promptstrat.inbox_postgres import DSN_ENV, PostgresInboxes
@@ -146,7 +146,7 @@ def _token_counter(args: argparse.Namespace) -> TokenCounter:
 # --------------------------------------------------------------------------- simulate
 
 
-def add_simulate_commands(commands: argparse._SubParsersAction, detailed: bool = True) -> None:
+def add_simulate_commands(commands: argparse._SubParsersAction[Any], detailed: bool = True) -> None:
     """Add ``simulate`` to ``commands`` (without its options unless ``detailed``: enough for ``--help``)."""
     sim = commands.add_parser(
         "simulate",
@@ -161,12 +161,16 @@ def add_simulate_commands(commands: argparse._SubParsersAction, detailed: bool =
     )
     if not detailed:
         return
+    from langchain_promptstrat.cache_rules import CACHE_RULES
     from langchain_promptstrat.simulate import DEFAULT_CACHED_FRACTION, DEFAULT_MAX_TOKENS, DEFAULT_TOOL_CALLS
 
     sim.add_argument(
-        "strategies", nargs="*", metavar="STRATEGY",
+        "strategies", nargs="*", metavar="STRATEGY|FILE",
         help="strategy names; a comma joins a pipeline, e.g. shorten_tools,inbox (default: none and every "
-        "built-in strategy a replay can build)",
+        "built-in strategy a replay can build). An argument naming an existing file or folder is a saved "
+        "transcript to replay instead of the simulated run: OpenAI chat JSON/JSONL, LangChain message dicts, "
+        "an Anthropic Messages API body or a mini-swe-agent .traj.json; a folder gives its *.json and *.jsonl "
+        "files; the figures are summed over every model call of every file",
     )
     sim.add_argument("--calls", type=_positive_int, default=DEFAULT_TOOL_CALLS, metavar="N",
                      help=f"tool calls of the simulated run (default: {DEFAULT_TOOL_CALLS})")
@@ -179,6 +183,14 @@ def add_simulate_commands(commands: argparse._SubParsersAction, detailed: bool =
                      help=f"share of the input price billed for cached input tokens (default: {DEFAULT_CACHED_FRACTION})")
     sim.add_argument("--price-per-mtok", type=_price, metavar="USD",
                      help="input price per million tokens; adds a cost in dollars")
+    sim.add_argument("--cache", choices=CACHE_RULES, default="prefix",
+                     help="also show what a provider's cache would serve and bill: openai (automatic prefix cache, "
+                     "from 1,024 tokens in 128-token steps) or anthropic (cache_control breakpoints, 20-block "
+                     "lookback, writes at 1.25x); prefix (default) shows only the upper bound")
+    sim.add_argument("--breakpoints", action="store_true",
+                     help="also replay each strategy with Anthropic cache breakpoints marked (system, previous and "
+                     "current compaction edges, tail; rows named STRATEGY+breakpoints) beside the same strategy "
+                     "with AnthropicPromptCachingMiddleware's placement (system and tail); use with --cache anthropic")
     _add_counter_options(sim)
     sim.add_argument("--mirror", choices=("openai", "anthropic", "mixed"),
                      help="also record the tool calls as a provider integration does (OpenAI additional_kwargs, "
@@ -229,18 +241,37 @@ def _write_plot(result: Any, path: Path) -> None:
 
 def _simulate(args: argparse.Namespace) -> int:
     plot_path = _plot_target(args.plot) if args.plot else None
-    result = simulate(
-        args.strategies or None,
-        n_tool_calls=args.calls,
-        seed=args.seed,
+    files = [a for a in args.strategies if os.path.exists(a)]
+    names = [a for a in args.strategies if a not in files]
+    common: dict[str, Any] = dict(
         token_counter=_token_counter(args),
         cached_fraction=args.cached_fraction,
         peers=args.compare,
         max_tokens=args.max_tokens,
         progress=args.progress,
         price_per_mtok=args.price_per_mtok,
-        run_options={"mirror": args.mirror} if args.mirror else None,
+        cache=args.cache,
     )
+    strategies: Any = names or None
+    if args.breakpoints:
+        from langchain_promptstrat.simulate import default_strategy_names
+        from langchain_promptstrat.strategies.cache_breakpoints import with_cache_breakpoints
+
+        plain = names or default_strategy_names(max_tokens=args.max_tokens)
+        strategies = [*plain, *with_cache_breakpoints([n for n in plain if n != "none"], max_tokens=args.max_tokens,
+                                                      token_counter=common["token_counter"])]
+    if files:
+        from langchain_promptstrat.replay import simulate_files
+
+        result = simulate_files(files, strategies, **common)
+    else:
+        result = simulate(
+            strategies,
+            n_tool_calls=args.calls,
+            seed=args.seed,
+            run_options={"mirror": args.mirror} if args.mirror else None,
+            **common,
+        )
     if plot_path is not None:
         _write_plot(result, plot_path)
     from langchain_promptstrat.simulate import format_table, result_to_json
@@ -254,7 +285,7 @@ def _simulate(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- apply, stats
 
 
-def add_conversation_commands(commands: argparse._SubParsersAction, detailed: bool = True) -> None:
+def add_conversation_commands(commands: argparse._SubParsersAction[Any], detailed: bool = True) -> None:
     """Add ``apply`` and ``stats``, the commands that read a conversation file, to ``commands`` (options only when ``detailed``)."""
     formats = (
         "FILE holds a JSON array of messages, LangChain dicts ({\"type\": \"human\", \"data\": {...}}, as "
@@ -305,6 +336,16 @@ def _report_line(report: StrategyReport) -> str:
     return line
 
 
+def _read_conversation(source: str) -> Any:
+    """Return the conversation file, each note on what was left or held out printed as one warning line."""
+    from langchain_promptstrat.conversation_file import read_conversation
+
+    conversation = read_conversation(source)
+    for note in conversation.notes:
+        print(f"{PROG}: warning: {source}: {_one_line(Exception(note))}", file=sys.stderr)
+    return conversation
+
+
 def _dump_or_refuse(messages: list[Any], style: str | None, what: str) -> str:
     """Return the JSON ``apply`` prints, or raise InvalidMessagesError when the messages cannot be written back."""
     from langchain_promptstrat.conversation_file import dump_messages
@@ -322,10 +363,9 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _apply(args: argparse.Namespace) -> int:
-    from langchain_promptstrat.conversation_file import read_conversation
     from langchain_promptstrat.registry import apply_strategies, resolve_strategies
 
-    conversation = read_conversation(args.file)
+    conversation = _read_conversation(args.file)
     # Everything that can be refused is refused before a strategy runs: the inbox
     # consumes its notices, and a refusal after that would lose them.
     _dump_or_refuse(conversation.messages, conversation.style, args.file)
@@ -335,7 +375,7 @@ def _apply(args: argparse.Namespace) -> int:
     except InboxAborted as exc:
         print(f"{PROG}: aborted: the inbox holds an abort request: {exc.reason or '(no reason given)'}", file=sys.stderr)
         return EXIT_ABORTED
-    output = _dump_or_refuse(messages, conversation.style, "the result")
+    output = _dump_or_refuse([*messages, *conversation.pending], conversation.style, "the result")
     sys.stdout.write(output + "\n")
     sys.stdout.flush()
     for report in reports:
@@ -344,11 +384,10 @@ def _apply(args: argparse.Namespace) -> int:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    from langchain_promptstrat.conversation_file import read_conversation
     from langchain_promptstrat.messages import index_tool_calls
     from langchain_promptstrat.simulate import build_strategy, default_strategy_names
 
-    conversation = read_conversation(args.file)
+    conversation = _read_conversation(args.file)
     messages = conversation.messages
     counter = _token_counter(args)
     tokens = counter(messages)
@@ -415,7 +454,7 @@ def _add_dsn(parser: argparse.ArgumentParser) -> None:
                         "the directory inbox)")
 
 
-def add_inbox_commands(commands: argparse._SubParsersAction, detailed: bool = True) -> None:
+def add_inbox_commands(commands: argparse._SubParsersAction[Any], detailed: bool = True) -> None:
     """Add ``inbox post``, ``inbox abort`` and ``inbox ls`` to ``commands`` (its actions only when ``detailed``)."""
     inbox = commands.add_parser("inbox", help="post notices to a running agent, ask it to stop, list its inbox")
     if not detailed:
@@ -456,7 +495,7 @@ def _inbox(args: argparse.Namespace) -> InboxBackend:
     dsn = _dsn(args) if args.root is None else ""
     if dsn:
         inboxes = PostgresInboxes(dsn)
-        return inboxes.for_thread(args.thread) if args.thread is not None else inboxes.for_save_file(args.save_file)
+        return inboxes.for_thread(args.thread) if args.thread is not None else inboxes.for_save_file(cast(str, args.save_file))  # one is required
     return DirectoryInbox.for_save_file(resolve_save_file(args.save_file, thread_id=args.thread, root=args.root))
 
 
@@ -529,7 +568,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         warnings.showwarning = _show_warning
         try:
             args = parser.parse_args(argv)
-            func = getattr(args, "func", None)
+            func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
             if func is None:
                 group = getattr(args, "command", None)
                 raise _UsageError(f"choose an action for {PROG} {group}" if group else "choose a command (see promptstrat --help)")

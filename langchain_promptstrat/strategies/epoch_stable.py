@@ -41,6 +41,7 @@ import functools
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
@@ -233,7 +234,7 @@ def _prefix_change(
 # --------------------------------------------------------------------------- the strategy
 
 
-def _inactive_details() -> dict[str, object]:
+def _inactive_details() -> dict[str, Any]:
     return dict(
         epoch_index=None, pinned_total=None, new_calls=None, epoch_size=None, keep_full=None,
         compaction_edge=None, drop_edge=None, front_total=None, repeats=None,
