@@ -61,6 +61,7 @@ from langchain_promptstrat.inbox_store import (
     default_notice_name,
     encode_thread_id,
     inbox_dir,
+    notice_bytes,
 )
 
 if TYPE_CHECKING:
@@ -201,12 +202,12 @@ _POST = """
 """
 
 _PENDING = """
-    SELECT name, posted_at, octet_length(content) FROM {pending}
+    SELECT name, posted_at, octet_length(content), substring(content FROM 1 FOR 240) FROM {pending}
     WHERE thread_id = %(thread)s AND claim_token IS NULL ORDER BY name
 """
 
 _DELIVERED = """
-    SELECT name, posted_at, octet_length(content), delivered_at FROM {delivered}
+    SELECT name, posted_at, octet_length(content), delivered_at, substring(content FROM 1 FOR 240) FROM {delivered}
     WHERE thread_id = %(thread)s ORDER BY posted_at, name
 """
 
@@ -478,12 +479,15 @@ class PostgresInbox:
     def pending_entries(self) -> list[InboxEntry]:
         """Return the pending notices with their posting times and sizes, in delivery order."""
         rows = self._fetch(_PENDING, "list the pending notices")
-        return [InboxEntry(name, posted.timestamp(), size) for name, posted, size in rows]
+        return [InboxEntry(name, posted.timestamp(), size, head=bytes(head)) for name, posted, size, head in rows]
 
     def delivered_entries(self) -> list[InboxEntry]:
         """Return the history: each delivered notice under its history name, oldest posting time first."""
         rows = self._fetch(_DELIVERED, "list the delivered notices")
-        return [InboxEntry(name, posted.timestamp(), size, delivered.timestamp()) for name, posted, size, delivered in rows]
+        return [
+            InboxEntry(name, posted.timestamp(), size, delivered.timestamp(), bytes(head))
+            for name, posted, size, delivered, head in rows
+        ]
 
     def _fetch(self, query: LiteralString, doing: str) -> list[tuple[Any, ...]]:
         try:
@@ -642,7 +646,7 @@ class PostgresInbox:
                 raise InboxError(f"notice name {name!r} is not valid UTF-8 text")
             if name == ABORT_FILE:
                 raise InboxError("'abort' is reserved for abort requests; use request_abort() or `promptstrat inbox abort`")
-        data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+        data = notice_bytes(content)
         if not data.strip():
             raise InboxError("refusing to post an empty notice; give it some content")
         return self._insert(data, name)

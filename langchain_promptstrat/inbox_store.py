@@ -368,6 +368,32 @@ class InboxEntry:
     size: int
     delivered_at: float | None = None
     """When it was delivered, where the backend records it (PostgreSQL); None otherwise."""
+    head: bytes | None = None
+    """The first bytes of the content (up to :data:`PREVIEW_BYTES`), for previews; None if unreadable."""
+
+    @property
+    def preview(self) -> str | None:
+        """Return the start of the notice as one line of text (at most 80 characters), or None when unreadable."""
+        if self.head is None:
+            return None
+        text = " ".join(self.head.decode("utf-8", "replace").split())
+        cut = len(self.head) < self.size or len(text) > PREVIEW_CHARS
+        return text[: PREVIEW_CHARS - 1] + "…" if cut else text
+
+
+PREVIEW_BYTES = 240
+"""Bytes of a notice a listing reads for its preview."""
+PREVIEW_CHARS = 80
+"""Characters a preview shows at most (the last one an ellipsis when the notice is longer)."""
+
+
+def _read_head(path: str) -> bytes | None:
+    """Return the first PREVIEW_BYTES of a file, or None when it cannot be read (it may be claimed meanwhile)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(PREVIEW_BYTES)
+    except OSError:
+        return None
 
 
 def _split_ext(name: str) -> tuple[str, str]:
@@ -533,11 +559,11 @@ class DirectoryInbox:
         A missing inbox (or one that is not a directory) has no pending notice; nothing is
         created. Symbolic links, subdirectories and other special files are left alone.
         """
-        return [entry.name for entry in self.pending_entries()]
+        return [entry.name for entry in self._scan(self.path)] if self._safe() else []
 
     def pending_entries(self) -> list[InboxEntry]:
-        """Return the pending files with their mtimes and sizes, in delivery order."""
-        return self._scan(self.path) if self._safe() else []
+        """Return the pending files with their mtimes, sizes and first bytes, in delivery order."""
+        return self._scan(self.path, with_head=True) if self._safe() else []
 
     def ready(self) -> list[str]:
         """Return the pending names a pickup may take now, in delivery order.
@@ -585,10 +611,10 @@ class DirectoryInbox:
 
     def delivered_entries(self) -> list[InboxEntry]:
         """Return the delivered files (the removed directory), oldest mtime first."""
-        return sorted(self._scan(self.removed_path), key=lambda e: (e.mtime, e.name))
+        return sorted(self._scan(self.removed_path, with_head=True), key=lambda e: (e.mtime, e.name))
 
     @staticmethod
-    def _scan(directory: Path) -> list[InboxEntry]:
+    def _scan(directory: Path, with_head: bool = False) -> list[InboxEntry]:
         try:
             it = os.scandir(directory)
         except (FileNotFoundError, NotADirectoryError):
@@ -603,7 +629,8 @@ class DirectoryInbox:
                 except OSError:
                     continue
                 if stat.S_ISREG(st.st_mode):
-                    entries.append(InboxEntry(item.name, st.st_mtime, st.st_size))
+                    head = _read_head(item.path) if with_head else None
+                    entries.append(InboxEntry(item.name, st.st_mtime, st.st_size, head=head))
         entries.sort(key=lambda e: e.name)
         return entries
 
@@ -888,7 +915,7 @@ class DirectoryInbox:
             _check_name(name)
             if name == ABORT_FILE:
                 raise InboxError("'abort' is reserved for abort requests; use request_abort() or `promptstrat inbox abort`")
-        data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+        data = notice_bytes(content)
         if not data.strip():
             raise InboxError("refusing to post an empty notice; give it some content")
         return self._write(data, name)
@@ -935,6 +962,23 @@ class DirectoryInbox:
                 os.unlink(tmp)
             except FileNotFoundError:
                 pass
+
+
+def notice_bytes(content: object) -> bytes:
+    """Return a notice's content as UTF-8 bytes; refuse anything that is not text.
+
+    ``bytes(42)`` would be 42 NUL bytes and a lone surrogate cannot be encoded: both are
+    refused with :class:`InboxError` naming the problem, before anything is written.
+    Bytes are taken as they are (the reader decodes them with replacement characters).
+    """
+    if isinstance(content, str):
+        try:
+            return content.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InboxError(f"the notice is not valid text: character {exc.start} is a lone surrogate") from None
+    if isinstance(content, (bytes, bytearray, memoryview)):
+        return bytes(content)  # delivered with replacement characters where it is not UTF-8
+    raise InboxError(f"a notice is text (str, or UTF-8 bytes), got {type(content).__name__}")
 
 
 def post_to_inbox(

@@ -78,3 +78,18 @@ class TestInboxDsn:
         finally:
             with psycopg.connect(postgres_dsn, autocommit=True) as conn:
                 conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+class TestInboxLsJsonDsn:
+    def test_ls_json_previews_postgres_notices_like_directory_ones(self, capsys, dsn, monkeypatch):
+        """`inbox ls --json --dsn` gives the same fields, the preview read from the first bytes in the database."""
+        import json
+
+        monkeypatch.delenv(DSN_ENV, raising=False)
+        thread = f"run-{secrets.token_hex(3)}"
+        run(capsys, "inbox", "post", "--dsn", dsn, "--thread", thread, "--name", "n.txt", "x" * 300)
+        code, out, err = run(capsys, "inbox", "ls", "--dsn", dsn, "--thread", thread, "--json")
+        assert (code, err) == (0, [])
+        (entry,) = json.loads("\n".join(out))
+        assert (entry["state"], entry["name"], entry["size"], entry["delivered"]) == ("pending", "n.txt", 300, None)
+        assert entry["preview"] == "x" * 79 + "…"
