@@ -7,8 +7,10 @@ budgets, without ever changing the stored conversation.
 
 from langchain_promptstrat.adapters.langgraph import make_inbox_node, pre_model_hook
 from langchain_promptstrat.adapters.runnable import PromptStrategy
+from langchain_promptstrat.ceiling import DEFAULT_CEILING, Ceiling, resolve_ceiling
 from langchain_promptstrat.errors import (
     ConfigError,
+    ContextWindowError,
     InboxAborted,
     InboxError,
     InvalidMessagesError,
@@ -42,6 +44,10 @@ from langchain_promptstrat.tokens import TokenCounter, as_token_counter
 from langchain_promptstrat.truncation import shorten_string, truncate_string
 
 __all__ = [
+    "DEFAULT_CEILING",
+    "Ceiling",
+    "ContextWindowError",
+    "resolve_ceiling",
     "Compacted",
     "CompactionLadder",
     "ConfigError",

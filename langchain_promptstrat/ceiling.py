@@ -6,7 +6,7 @@ rejects, so the default strategy always works under a ceiling. It is, first to l
 1. ``max_tokens`` given to the strategy, ``prepare_prompt``, ``pre_model_hook`` or
    ``PromptStrategyMiddleware``: a number of tokens, or the peers' form ``("fraction", 0.8)``
    (that share of the model's input window);
-2. the setting ``max_tokens`` (environment variable ``PROMPTSTRAT_MAX_TOKENS``);
+2. the setting ``max_context_tokens`` (environment variable ``PROMPTSTRAT_MAX_TOKENS``);
 3. the model's own input window from its LangChain profile (``model.profile["max_input_tokens"]``,
    ``create_agent``'s ``request.model`` or ``pre_model_hook(model=...)``), minus room for the
    reply (its ``max_output_tokens``, at most 16,384 and a quarter of the window);
@@ -104,9 +104,9 @@ def resolve_ceiling(max_tokens: MaxTokens = None, *, model: Any = None, settings
         if window is None:
             return Ceiling(int(DEFAULT_CONTEXT_WINDOW * share), f"('fraction', {share:g}) of the assumed {DEFAULT_CONTEXT_WINDOW:,}-token window (no model profile)")
         return Ceiling(int(window * share), f"('fraction', {share:g}) of {name}'s max_input_tokens {window:,}")
-    configured = (settings if settings is not None else Settings.load()).max_tokens
+    configured = (settings if settings is not None else Settings.load()).max_context_tokens
     if configured is not None:
-        where = "PROMPTSTRAT_MAX_TOKENS" if "PROMPTSTRAT_MAX_TOKENS" in os.environ else "max_tokens setting"
+        where = "PROMPTSTRAT_MAX_TOKENS" if "PROMPTSTRAT_MAX_TOKENS" in os.environ else "max_context_tokens setting"
         if configured <= 0:
             raise ConfigError(f"{where}={configured!r} must be a positive number of tokens")
         return Ceiling(configured, where)

@@ -96,7 +96,7 @@ class Settings:
         doc="front-stable epochs: the shortened region holds at most this many calls before a front drop",
     )
     # the context ceiling of the bounded default (shorten_tools_epoch_stable)
-    max_tokens: int | None = _setting(
+    max_context_tokens: int | None = _setting(
         None, "PROMPTSTRAT_MAX_TOKENS", int,
         doc="context ceiling of the default strategy, in tokens (default: the model's window, else 111,616)",
     )

@@ -37,6 +37,7 @@ from langgraph.types import Command
 from typing_extensions import NotRequired
 
 from langchain_promptstrat.adapters.langgraph import InboxSource, prompt_for_model
+from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
 from langchain_promptstrat.errors import ConfigError, InboxError
 from langchain_promptstrat.registry import StrategySpec, resolve_strategies
 from langchain_promptstrat.settings import Settings
@@ -87,7 +88,11 @@ class PromptStrategyMiddleware(AgentMiddleware):
     ``"raise"`` (:class:`InboxAborted`). Inbox notices reach exactly one model request, or
     also ``messages`` with ``persist_inbox=True``; those consumed before an ``"end"`` abort
     are listed in its record and wait for the next run's first model request. Other
-    arguments as :func:`pre_model_hook`. Without an ``inbox`` strategy the middleware adds
+    arguments as :func:`pre_model_hook`. The default strategy keeps each request under a
+    context ceiling: ``max_tokens`` (tokens, or ``("fraction", 0.8)`` of the model's input
+    window), else ``PROMPTSTRAT_MAX_TOKENS``, else ``request.model``'s window from its
+    LangChain profile minus room for the reply, else 111,616 tokens; the request's system
+    message and tool schemas count against it. Without an ``inbox`` strategy the middleware adds
     no ``before_model`` node, so the agent takes no extra step or checkpoint per model call.
     On Python 3.10 an async agent's model call cannot reach the run's config, so there the
     strategies' reports are logged but not dispatched as ``promptstrat`` events.
@@ -104,11 +109,13 @@ class PromptStrategyMiddleware(AgentMiddleware):
         on_abort: OnAbort = "interrupt",
         settings: Settings | None = None,
         backend: InboxBackendSpec = None,
+        max_tokens: MaxTokens = None,
     ) -> None:
         if on_abort not in ("interrupt", "end", "raise"):
             raise ConfigError(f"on_abort={on_abort!r} is not one of 'interrupt', 'end', 'raise'")
         self.strategies = resolve_strategies(strategies, settings=settings)
         self.persist_inbox, self.on_abort = persist_inbox, on_abort
+        self.max_tokens = check_max_tokens(max_tokens)
         self._inbox = InboxSource(self.strategies, inbox_root, backend)
         if not self._inbox.enabled and type(self) is PromptStrategyMiddleware:
             # create_agent gives every class overriding before_model a graph node: one more step
@@ -150,7 +157,9 @@ class PromptStrategyMiddleware(AgentMiddleware):
         config = _run_config()
         pending = request.state.get(PENDING_KEY) or []
         save_file = self._inbox.save_file(config) if self._inbox.needed and config is not None else None
-        prompt = prompt_for_model(self.strategies, request.messages, pending, save_file=save_file, config=config)
+        system = [request.system_message] if request.system_message is not None else []
+        bounds = {"max_tokens": self.max_tokens, "model": request.model, "tools": list(request.tools or []), "system": system}
+        prompt = prompt_for_model(self.strategies, request.messages, pending, save_file=save_file, config=config, request=bounds)
         return request.override(messages=prompt), Command(update={PENDING_KEY: None}) if pending else None
 
     def wrap_model_call(

@@ -755,10 +755,11 @@ def _frozen_prompt(source: list[BaseMessage], index: ToolIndex, replay: _Bounded
     outputs = [i for i, m in enumerate(source) if isinstance(m, ToolMessage)]
     dropped = sum(1 for f in fates.values() if f is Fate.DROP)
     shortened = _really_shortened(source, index, fates)
-    task, anchor = task_index(source), _newest_user(source)
-    keep = {i for i in (task, anchor) if i is not None}
-    # loose messages (user turns, harness messages, plain assistant text) go only with a ceiling-driven front drop
+    # loose messages (user turns, harness messages, plain assistant text) go only with a ceiling-driven front drop;
+    # the task and the newest user message of the dropped span stay (a function of the drop edge, so stable between drops)
     drop_end = _step_end(source, outputs, replay.token_drop_edge) if replay.token_drop_edge else 0
+    task, anchor = task_index(source), _newest_user(source[:drop_end])
+    keep = {i for i in (task, anchor) if i is not None}
     reduced, reduced_index, reduced_fates = _without_debris(source, index, fates, drop_end, keep)
     out = apply_frozen(reduced, reduced_index, reduced_fates)
     notice = shortened > 0 or dropped > 0
@@ -838,7 +839,7 @@ class ShortenToolsEpochStable(PromptStrategy):
 
     ``ShortenToolsEpochStable(max_tokens=100_000)``; ``max_tokens`` also takes
     ``("fraction", 0.8)`` of ``model``'s input window; without it the ceiling is the
-    ``max_tokens`` setting (``PROMPTSTRAT_MAX_TOKENS``), else ``model``'s window from its
+    ``max_context_tokens`` setting (``PROMPTSTRAT_MAX_TOKENS``), else ``model``'s window from its
     profile minus room for the reply, else 111,616 tokens (see
     :mod:`langchain_promptstrat.ceiling`). ``tools``: the tools bound to the model, whose
     schemas count against the ceiling. ``token_counter``: as the ladder's.
@@ -878,10 +879,22 @@ class ShortenToolsEpochStable(PromptStrategy):
         return self.compact_for_request(messages)
 
     def compact_for_request(
-        self, messages: Sequence[BaseMessage], *, model: Any = None, tools: Sequence[Any] | None = None, system: Sequence[BaseMessage] = ()
+        self,
+        messages: Sequence[BaseMessage],
+        *,
+        model: Any = None,
+        tools: Sequence[Any] | None = None,
+        system: Sequence[BaseMessage] = (),
+        max_tokens: MaxTokens = None,
     ) -> Compacted:
-        """Return ``messages`` compacted for one model request: ``model`` decides the ceiling when none was given, ``tools`` and ``system`` (sent outside ``messages``) count against it."""
-        ceiling = self.ceiling(model)
+        """Return ``messages`` compacted for one model request.
+
+        ``max_tokens`` (the adapter's) wins over this strategy's; ``model`` decides the
+        ceiling when neither is given; ``tools`` and ``system`` (sent outside ``messages``)
+        count against it.
+        """
+        given = check_max_tokens(max_tokens) if max_tokens is not None else self.max_tokens
+        ceiling = resolve_ceiling(given, model=model if model is not None else self.model, settings=self.settings)
         extra = tool_schema_tokens(tools if tools is not None else self.tools, self.token_counter)
         if system:
             extra += _Costs(self.token_counter)(system)
