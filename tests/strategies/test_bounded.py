@@ -14,7 +14,7 @@ from langchain_promptstrat import ContextWindowError, DEFAULT_CEILING, check_too
 from langchain_promptstrat.ceiling import resolve_ceiling
 from langchain_promptstrat.conversation_file import read_conversation
 from langchain_promptstrat.errors import ConfigError
-from langchain_promptstrat.messages import is_real_user_message, mark_of
+from langchain_promptstrat.messages import is_real_user_message, mark_of, task_index
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.simulate import is_degenerate
 from langchain_promptstrat.strategies.epoch import is_compaction_notice
@@ -211,7 +211,10 @@ class TestRealTranscripts:
         for messages in self.conversations():
             default = bounded(ceiling)
             ladder = CompactionLadder(["tool_results", "sliding_window"], max_tokens=ceiling, token_counter=COUNT)
+            first = task_index(messages)
             for point in call_points(messages):
+                if first is None or point <= first:
+                    continue  # a model is never called on the system prompt alone
                 prompt = messages[:point]
                 try:
                     out = default.compact(prompt).messages
