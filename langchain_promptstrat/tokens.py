@@ -368,7 +368,7 @@ class TokenCounter:
         # many cut points). The entry holds the message, so its id cannot be reused, and
         # it checks the content and calls objects, so replacing either is a miss.
         entry = self._by_identity.get(id(message))
-        calls = getattr(message, "tool_calls", None)
+        calls = message.__dict__.get("tool_calls")  # a field lives in __dict__; getattr of a missing one is slow
         if entry is not None and entry[0] is message and entry[1] is message.content and entry[2] is calls:
             return entry[3]
         count = self._count_parts(*_sent_parts(message))

@@ -525,14 +525,29 @@ def _without_debris(source: list[BaseMessage], index: ToolIndex, fates: dict[int
     if not remove:
         return source, index, fates
     reduced = [m for i, m in enumerate(source) if i not in remove]
-    new_index = index_tool_calls(reduced)
-    _count_completed(new_index)
-    number_of = {record.id: n for n, record in enumerate(new_index.calls) if record.output_index is not None}
+    # the index of the reduced list, by shifting: everything removed is older than every call kept,
+    # so positions (counted from the newest output) stay and indices move down by what went before them
+    gone_sorted = sorted(remove)
+    new_index = ToolIndex()
     new_fates: dict[int, Fate] = {}
-    for number, fate in fates.items():
-        found = number_of.get(index.calls[number].id)
-        if found is not None:
-            new_fates[found] = fate
+    for number, record in enumerate(index.calls):
+        if record.ai_index in remove:
+            continue
+        output = record.output_index
+        if output is not None and output in remove:  # pragma: no cover - a kept call's output is never removed
+            continue
+        shifted = dataclasses.replace(
+            record,
+            ai_index=record.ai_index - bisect.bisect_left(gone_sorted, record.ai_index),
+            output_index=None if output is None else output - bisect.bisect_left(gone_sorted, output),
+        )
+        if number in fates:
+            new_fates[len(new_index.calls)] = fates[number]
+        new_index.calls.append(shifted)
+        if shifted.output_index is not None:
+            new_index.by_output_index[shifted.output_index] = shifted
+    new_index.total_outputs = index.total_outputs - sum(1 for i in remove if isinstance(source[i], ToolMessage))
+    _count_completed(new_index)
     return reduced, new_index, new_fates
 
 
