@@ -85,8 +85,11 @@ def model_window(model: Any) -> tuple[int | None, int | None, str]:
     if not isinstance(profile, dict):
         return None, None, name
     window, reply = profile.get("max_input_tokens"), profile.get("max_output_tokens")
-    ok = lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0  # noqa: E731
-    return (window if ok(window) else None), (reply if ok(reply) else None), name
+    return _positive(window), _positive(reply), name
+
+
+def _positive(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def _reply_room(window: int, reply: int | None) -> int:

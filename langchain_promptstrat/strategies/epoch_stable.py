@@ -65,7 +65,7 @@ from langchain_promptstrat.messages import (
 )
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import Settings
-from langchain_promptstrat.strategies.ladder import CountTokens, call_points, ladder_pass, message_counter, run_plan
+from langchain_promptstrat.strategies.ladder import CountTokens, LadderPass, call_points, ladder_pass, message_counter, run_plan
 from langchain_promptstrat.tokens import as_token_counter, call_id_tokens, tool_schema_tokens
 from langchain_promptstrat.strategies.epoch import (
     CompletedCall,
@@ -400,7 +400,7 @@ def _grow(replay: _Bounded, messages: Sequence[BaseMessage], start: int, stop: i
 
 
 def _completed_in(index: ToolIndex, ai_index: int) -> int:
-    counts = index.completed_per_ai  # type: ignore[attr-defined]
+    counts: dict[int, int] = index.completed_per_ai  # type: ignore[attr-defined]
     return counts.get(ai_index, 0)
 
 
@@ -575,6 +575,8 @@ class _BoundedMemo:
     def __init__(self) -> None:
         self._items: list[_Bounded] = []
         self._lock = threading.Lock()
+        self.costs: _Costs | None = None
+        """Per-message token costs for the counter last used (a cache: never changes a result)."""
 
     def recall(self, messages: Sequence[BaseMessage], budget: int, points: set[int]) -> _Bounded | None:
         with self._lock:
@@ -716,6 +718,7 @@ def shorten_tools_epoch_stable(
         replay = _replay(source, index, budget, settings, costs, _memo)
 
     ceiling_details: dict[str, Any] = {}
+    details: dict[str, Any]
     if replay.compaction_edge == 0 and replay.drop_edge == 0:
         out = list(source)
         details = _inactive_details()
@@ -745,11 +748,10 @@ def shorten_tools_epoch_stable(
 
 
 def _memo_costs(memo: _BoundedMemo, counter: CountTokens) -> _Costs:
-    costs = getattr(memo, "costs", None)
+    costs = memo.costs
     if costs is None or costs.counter is not counter:
-        costs = _Costs(counter)
-        memo.costs = costs  # type: ignore[attr-defined]
-    return costs  # type: ignore[no-any-return]
+        costs = memo.costs = _Costs(counter)
+    return costs
 
 
 def _count_segments(state: StableState) -> list[tuple[int, int]]:
@@ -841,7 +843,7 @@ def _fallback(
     if floor > budget:
         raise _floor_error(source, costs, budget, extra, ceiling)
     rungs = [ToolResults(settings), SlidingWindow(settings)]
-    done_pass = run_plan(ladder_pass(prompt, rungs, target=budget, counter=costs))  # type: ignore[arg-type]
+    done_pass: LadderPass = run_plan(ladder_pass(prompt, rungs, target=budget, counter=costs))  # type: ignore[arg-type, assignment]
     out, how = done_pass.messages, "+".join(t["strategy"] for t in done_pass.taken) or "none"
     if costs(out) > budget:
         out = _last_resort(out, budget, costs)
