@@ -50,7 +50,32 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--ceilings", type=int, nargs="+", default=[60_000, 128_000])
     parser.add_argument("--runs", nargs="+", default=list(RUNS), choices=list(RUNS))
+    parser.add_argument("--speed-calls", type=int, default=1_000, help="tool calls of the speed run (0: skip)")
     return parser.parse_args(argv)
+
+
+def speed(calls: int, ceiling: int = 60_000) -> str:
+    """Return one line: mean time per model call over a ``calls``-tool-call run, ours and the peer, one process."""
+    from langchain_core.messages import trim_messages
+
+    from langchain_promptstrat.testing import iter_agent_run
+    from langchain_promptstrat.tokens import TokenCounter
+
+    prompts = list(iter_agent_run(calls, seed=0))
+    counter = TokenCounter()
+    rows = {
+        DEFAULT: ShortenToolsEpochStable(max_tokens=ceiling).compact,
+        LADDER: CompactionLadder(["tool_results", "sliding_window"], max_tokens=ceiling).compact,
+        "trim_messages": lambda p: trim_messages(p, max_tokens=ceiling, token_counter=counter, strategy="last",
+                                                 start_on="human", end_on=("human", "tool"), include_system=True),
+    }
+    out = []
+    for name, apply in rows.items():
+        started = time.perf_counter()
+        for prompt in prompts:
+            apply(list(prompt))
+        out.append(f"{name} {1000 * (time.perf_counter() - started) / len(prompts):.2f} ms")
+    return f"speed at {calls:,} tool calls ({len(prompts)} model calls, ceiling {ceiling:,}), mean per call: " + ", ".join(out)
 
 
 def replay(run: str, seed: int, ceiling: int, calls: int) -> SimulationResult:
@@ -120,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
                 held = all(ok for ok, _ in results)
                 verdicts.append(held)
                 print("targets: " + "; ".join(t + ("" if ok else " NOT MET") for ok, t in results))
+    if args.speed_calls:
+        print("\n" + speed(args.speed_calls))
     print(f"\ntargets held on {sum(verdicts)} of {len(verdicts)} replays; wall time {time.perf_counter() - started:.0f} s")
     return 0 if all(verdicts) else 1
 

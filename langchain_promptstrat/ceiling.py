@@ -15,8 +15,8 @@ rejects, so the default strategy always works under a ceiling. It is, first to l
    Large, DeepSeek; Claude and Gemini have more), so the default fits every one of them, with
    the same room for the reply.
 
-The strategy itself keeps a further ``stable_token_margin`` (5%) of the ceiling free for the
-token counter's error (see the README).
+The strategy itself keeps a further ``stable_token_margin`` (2%) of the ceiling free for the
+token counter's error (measured 0.3-1.5% under cl100k_base on real transcripts; see the README).
 """
 
 from __future__ import annotations

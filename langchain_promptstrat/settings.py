@@ -101,7 +101,7 @@ class Settings:
         doc="context ceiling of the default strategy, in tokens (default: the model's window, else 111,616)",
     )
     stable_token_margin: float = _setting(
-        0.03, "STABLE_TOKEN_MARGIN", float,
+        0.02, "STABLE_TOKEN_MARGIN", float,
         doc="share of the ceiling kept free for the token counter's error",
     )
     stable_low_ratio: float = _setting(
