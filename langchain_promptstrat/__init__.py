@@ -5,6 +5,8 @@ provider's prompt cache hitting), deliver consume-once inbox notices, and aim at
 budgets, without ever changing the stored conversation.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from langchain_promptstrat.adapters.langgraph import make_inbox_node, pre_model_hook
 from langchain_promptstrat.adapters.runnable import PromptStrategy
 from langchain_promptstrat.ceiling import DEFAULT_CEILING, Ceiling, resolve_ceiling
@@ -42,6 +44,9 @@ from langchain_promptstrat.strategies.summary import Summary
 from langchain_promptstrat.strategies.tool_results import ToolResults
 from langchain_promptstrat.tokens import TokenCounter, as_token_counter
 from langchain_promptstrat.truncation import shorten_string, truncate_string
+
+if TYPE_CHECKING:  # imported on first use at run time (see __getattr__): it needs the optional langchain package
+    from langchain_promptstrat.adapters.middleware import PromptStrategyMiddleware
 
 __all__ = [
     "DEFAULT_CEILING",
@@ -95,10 +100,12 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    """Import PromptStrategyMiddleware on first use: it needs the optional ``langchain`` package."""
-    if name == "PromptStrategyMiddleware":
-        from langchain_promptstrat.adapters.middleware import PromptStrategyMiddleware
+if not TYPE_CHECKING:  # checkers see the import above, and no catch-all that would hide a misspelt name
 
-        return PromptStrategyMiddleware
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    def __getattr__(name: str) -> Any:
+        """Import PromptStrategyMiddleware on first use: it needs the optional ``langchain`` package."""
+        if name == "PromptStrategyMiddleware":
+            from langchain_promptstrat.adapters.middleware import PromptStrategyMiddleware
+
+            return PromptStrategyMiddleware
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

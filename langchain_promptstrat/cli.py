@@ -18,10 +18,10 @@ import secrets
 import sys
 import warnings
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 from langchain_promptstrat.conversation_file import dump_messages, read_conversation
 from langchain_promptstrat.errors import InboxAborted, PromptStratError
@@ -116,7 +116,7 @@ def _token_counter(args: argparse.Namespace) -> TokenCounter:
 # --------------------------------------------------------------------------- simulate
 
 
-def add_simulate_commands(commands: argparse._SubParsersAction) -> None:
+def add_simulate_commands(commands: argparse._SubParsersAction[Any]) -> None:
     """Add ``simulate`` to ``commands``."""
     sim = commands.add_parser(
         "simulate",
@@ -218,7 +218,7 @@ def _simulate(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- apply, stats
 
 
-def add_conversation_commands(commands: argparse._SubParsersAction) -> None:
+def add_conversation_commands(commands: argparse._SubParsersAction[Any]) -> None:
     """Add ``apply`` and ``stats``, the commands that read a conversation file, to ``commands``."""
     formats = (
         "FILE holds a JSON array of messages, LangChain dicts ({\"type\": \"human\", \"data\": {...}}, as "
@@ -358,7 +358,7 @@ def _add_dsn(parser: argparse.ArgumentParser) -> None:
                         "the directory inbox)")
 
 
-def add_inbox_commands(commands: argparse._SubParsersAction) -> None:
+def add_inbox_commands(commands: argparse._SubParsersAction[Any]) -> None:
     """Add ``inbox post``, ``inbox abort`` and ``inbox ls`` to ``commands``."""
     inbox = commands.add_parser("inbox", help="post notices to a running agent, ask it to stop, list its inbox")
     actions = inbox.add_subparsers(dest="inbox_command", metavar="ACTION", parser_class=_Parser)
@@ -395,7 +395,7 @@ def _inbox(args: argparse.Namespace) -> InboxBackend:
     dsn = _dsn(args) if args.root is None else ""
     if dsn:
         inboxes = PostgresInboxes(dsn)
-        return inboxes.for_thread(args.thread) if args.thread is not None else inboxes.for_save_file(args.save_file)
+        return inboxes.for_thread(args.thread) if args.thread is not None else inboxes.for_save_file(cast(str, args.save_file))  # one is required
     return DirectoryInbox.for_save_file(resolve_save_file(args.save_file, thread_id=args.thread, root=args.root))
 
 
@@ -446,7 +446,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         warnings.showwarning = _show_warning
         try:
             args = parser.parse_args(argv)
-            func = getattr(args, "func", None)
+            func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
             if func is None:
                 group = getattr(args, "command", None)
                 raise _UsageError(f"choose an action for {PROG} {group}" if group else "choose a command (see promptstrat --help)")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,7 @@ _PROBLEM_CHARS = 200
 
 def _first_problem(exc: BaseException) -> str:
     """Return the first thing ``exc`` complains about, on one line (pydantic lists every field)."""
-    errors = getattr(exc, "errors", None)
+    errors: Callable[[], list[dict[str, Any]]] | None = getattr(exc, "errors", None)  # pydantic's ValidationError
     if callable(errors):
         with contextlib.suppress(Exception):
             first = errors()[0]

@@ -6,6 +6,12 @@ built-in exception callers already catch, so ``except ValueError`` keeps working
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
+
 
 class PromptStratError(Exception):
     """Base for every error this package raises on purpose."""
@@ -23,7 +29,7 @@ class UnknownStrategyError(PromptStratError, LookupError):
         self.known = list(known)
         super().__init__(f"unknown strategy {name!r}; known: {', '.join(self.known) or '(none)'}")
 
-    def __reduce__(self):  # keep the exception picklable across processes
+    def __reduce__(self) -> tuple[type[UnknownStrategyError], tuple[str, list[str]]]:  # keep the exception picklable across processes
         return (type(self), (self.name, self.known))
 
 
@@ -43,17 +49,17 @@ class InboxAborted(PromptStratError, RuntimeError):
     consumed before it in the same pickup, so a caller can still show them.
     """
 
-    def __init__(self, reason: str, *, path: str | None = None, delivered: list | None = None) -> None:
+    def __init__(self, reason: str, *, path: str | None = None, delivered: Sequence[BaseMessage] | None = None) -> None:
         self.reason = reason
         self.path = path
-        self.delivered = list(delivered or [])
+        self.delivered: list[BaseMessage] = list(delivered or [])
         super().__init__(reason)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[..., InboxAborted], tuple[str, str | None, list[BaseMessage]]]:
         return (_rebuild_inbox_aborted, (self.reason, self.path, self.delivered))
 
 
-def _rebuild_inbox_aborted(reason: str, path: str | None, delivered: list) -> InboxAborted:
+def _rebuild_inbox_aborted(reason: str, path: str | None, delivered: list[BaseMessage]) -> InboxAborted:
     return InboxAborted(reason, path=path, delivered=delivered)
 
 

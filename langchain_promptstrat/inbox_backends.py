@@ -40,6 +40,8 @@ import os
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from typing_extensions import TypeIs
+
 from langchain_promptstrat.inbox_store import Claimed, InboxEntry
 
 __all__ = ["InboxBackend", "InboxProvider", "is_inbox_backend"]
@@ -92,7 +94,7 @@ class InboxProvider(Protocol):
         ...
 
 
-def is_inbox_backend(value: object) -> bool:
+def is_inbox_backend(value: object) -> TypeIs[InboxBackend]:
     """Return whether ``value`` is a backend bound to one conversation (rather than a provider).
 
     A class is never a bound backend (``DirectoryInbox`` the class is the directory

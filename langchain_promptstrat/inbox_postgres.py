@@ -52,6 +52,7 @@ from langchain_promptstrat.inbox_store import (
 
 if TYPE_CHECKING:
     import psycopg
+    from typing_extensions import LiteralString  # psycopg's sql.SQL takes only literal text: no injection
 
 __all__ = [
     "DELIVERED_TABLE",
@@ -73,7 +74,7 @@ VERSION_TABLE = "promptstrat_inbox_migrations"
 
 INSTALL_HINT = "pip install 'langchain-promptstrat[postgres]'"
 
-MIGRATIONS: list[list[str]] = [
+MIGRATIONS: list[list[LiteralString]] = [
     [  # version 1
         # COLLATE "C": names sort by code point, as the directory backend sorts file names.
         """CREATE TABLE IF NOT EXISTS {pending} (
@@ -231,7 +232,7 @@ class _Database:
             )
         if schema is not None and (not isinstance(schema, str) or not schema):
             raise ConfigError(f"schema must be a non-empty string or None, got {schema!r}")
-        self.conn = conn
+        self.conn: Any = conn
         self.schema = schema
         self.psycopg = psycopg
         table = (lambda name: sql.Identifier(schema, name)) if schema else sql.Identifier
@@ -240,7 +241,7 @@ class _Database:
         self.pending_label = f"{prefix}{PENDING_TABLE}"
         self.delivered_label = f"{prefix}{DELIVERED_TABLE}"
 
-    def query(self, text: str) -> Any:
+    def query(self, text: LiteralString) -> Any:
         """Return ``text`` with its ``{pending}``/``{delivered}``/``{version}`` placeholders as quoted table names."""
         return self._sql.SQL(text).format(**self.names)
 
@@ -424,11 +425,12 @@ class PostgresInbox:
         rows = self._fetch(_DELIVERED, "list the delivered notices")
         return [InboxEntry(name, posted.timestamp(), size, delivered.timestamp()) for name, posted, size, delivered in rows]
 
-    def _fetch(self, query: str, doing: str) -> list[tuple[Any, ...]]:
+    def _fetch(self, query: LiteralString, doing: str) -> list[tuple[Any, ...]]:
         try:
             with self._db.transaction() as cursor:
                 cursor.execute(self._db.query(query), {"thread": self.thread_id})
-                return cursor.fetchall()
+                rows: list[tuple[Any, ...]] = cursor.fetchall()
+                return rows
         except self._db.psycopg.Error as exc:
             raise self._db.failure(exc, doing) from exc
 

@@ -295,7 +295,7 @@ def _open_regular(path: Path) -> tuple[int, os.stat_result]:
 
 
 def _read_all(fd: int) -> bytes:
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         chunk = os.read(fd, 1 << 16)
         if not chunk:

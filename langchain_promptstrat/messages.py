@@ -22,7 +22,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.messages import (
     AIMessage,
@@ -111,7 +111,10 @@ def coerce_messages(value: Any) -> list[BaseMessage]:
 # --------------------------------------------------------------------------- marks
 
 
-def mark(message: BaseMessage, kind: str, *, notice: bool, **meta: Any) -> BaseMessage:
+_Message = TypeVar("_Message", bound=BaseMessage)
+
+
+def mark(message: _Message, kind: str, *, notice: bool, **meta: Any) -> _Message:
     """Return a copy of ``message`` marked as produced by this package (``kind``, ``meta``).
 
     ``notice=True`` says the message was written by a strategy, not by a person: it is
@@ -201,6 +204,7 @@ def tool_call_ids(message: BaseMessage) -> list[str]:
             seen.add(call_id)
             ids.append(call_id)
 
+    call: Mapping[str, Any]  # a LangChain ToolCall, then an OpenAI call dict
     for call in message.tool_calls:
         add(call.get("id"))
     for call in _openai_calls(message):
@@ -212,6 +216,7 @@ def tool_call_ids(message: BaseMessage) -> list[str]:
 
 
 def _call_name_and_args(message: AIMessage, call_id: str) -> tuple[str, Any]:
+    call: Mapping[str, Any]  # a LangChain ToolCall, then an OpenAI call dict
     for call in message.tool_calls:
         if call.get("id") == call_id:
             return call.get("name") or "", call.get("args")
@@ -477,6 +482,7 @@ def edit_ai_message(
 
     new_calls = []
     calls_changed = False
+    call: Mapping[str, Any]  # a LangChain ToolCall or a copy, then an OpenAI call dict
     for call in message.tool_calls:
         cid = call.get("id")
         if cid in drop:
@@ -516,7 +522,7 @@ def edit_ai_message(
         new_content: list[Any] = []
         for block in content:
             cid = call_block_id(block)
-            if cid is not None:
+            if cid is not None and isinstance(block, dict):  # only a dict block records a call
                 if cid in drop:
                     continue
                 if cid in shorten:
@@ -715,6 +721,7 @@ def _repair_pairs(messages: list[BaseMessage]) -> list[BaseMessage]:
         if v.kind == "missing_output":
             lost.setdefault(v.index, []).append(v.call_id)
     out: list[BaseMessage] = []
+    message: BaseMessage | None
     for i, message in enumerate(messages):
         if i in extra_outputs:
             continue

@@ -63,7 +63,7 @@ class CallableStrategy(PromptStrategy):
     def __init__(self, func: Callable[[list[BaseMessage]], Any], name: str | None = None) -> None:
         super().__init__()
         self.func = func
-        self.strategy_name = name or getattr(func, "__name__", "callable")  # type: ignore[misc]
+        self.strategy_name = name or str(getattr(func, "__name__", "callable"))  # type: ignore[misc]
 
     def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
         """Return the callable's answer read back as messages; a callable gets the messages only."""

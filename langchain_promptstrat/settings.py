@@ -172,7 +172,7 @@ def _reject_unknown(values: Mapping[str, Any]) -> None:
         raise ConfigError(f"unknown setting {unknown[0]!r}; known: {', '.join(sorted(setting_keys()))}")
 
 
-def _validate(f: dataclasses.Field, value: Any, *, source: str) -> Any:
+def _validate(f: dataclasses.Field[Any], value: Any, *, source: str) -> Any:
     """Return ``value`` converted to the field's type, or raise ConfigError naming key, variable and value."""
     if value is None:
         return None

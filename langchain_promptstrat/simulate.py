@@ -77,7 +77,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
@@ -193,7 +193,8 @@ def _shared_prefix(
 
 def shared_prefix_length(previous: Sequence[BaseMessage], current: Sequence[BaseMessage]) -> int:
     """Return how many leading messages of ``current`` are byte-identical to those of ``previous``."""
-    return _shared_prefix(previous, [None] * len(previous), current)[0]
+    no_keys: list[str | None] = [None] * len(previous)
+    return _shared_prefix(previous, no_keys, current)[0]
 
 
 def cache_reuse(
@@ -455,7 +456,8 @@ def _trim_messages_peer(counter: Any, max_tokens: int) -> _Apply:
 
 
 def _clear_tool_uses_peer(counter: Any, max_tokens: int) -> _Apply:
-    from langchain.agents.middleware import ClearToolUsesEdit, ContextEditingMiddleware, ModelRequest
+    from langchain.agents.middleware import ClearToolUsesEdit, ContextEditingMiddleware, ModelRequest, ModelResponse
+    from langchain_core.messages import AnyMessage
 
     from langchain_promptstrat.testing import ScriptedChatModel
 
@@ -467,11 +469,13 @@ def _clear_tool_uses_peer(counter: Any, max_tokens: int) -> _Apply:
         system = prompt[0] if prompt and isinstance(prompt[0], SystemMessage) else None
         sent: list[list[BaseMessage]] = []
 
-        def handler(request: Any) -> AIMessage:
+        def handler(request: ModelRequest) -> ModelResponse:
             sent.append(list(request.messages))
-            return AIMessage("")
+            return ModelResponse(result=[AIMessage("")])
 
-        request = ModelRequest(model=model, messages=list(prompt[1:] if system else prompt), system_message=system)
+        # the prompt holds the concrete message classes AnyMessage names, typed as BaseMessage
+        messages = cast("list[AnyMessage]", list(prompt[1:] if system else prompt))
+        request = ModelRequest(model=model, messages=messages, system_message=system)
         middleware.wrap_model_call(request, handler)
         return [system, *sent[0]] if system else sent[0]
 
@@ -495,7 +499,7 @@ def _peers(counter: Any, max_tokens: int, notes: list[str]) -> list[tuple[str, s
             "pip install 'langchain-promptstrat[agents]'"
         )
     else:
-        options = {"trigger": max_tokens, "keep": 3, "clear_at_least": 0, "clear_tool_inputs": False}
+        options: dict[str, object] = {"trigger": max_tokens, "keep": 3, "clear_at_least": 0, "clear_tool_inputs": False}
         peers.append((PEER_CLEAR_TOOL_USES, "peer", clear_tool_uses, options))
     return peers
 
@@ -623,6 +627,8 @@ def simulate(
     if price_per_mtok is not None and (not isinstance(price_per_mtok, (int, float)) or not math.isfinite(price_per_mtok) or price_per_mtok < 0):
         raise ConfigError(f"price_per_mtok must be a non-negative number, got {price_per_mtok!r}")
     counter = as_token_counter(token_counter)
+    calls_recorded: int | None
+    seed_recorded: int | None
     if prompts is None:
         replayed = list(iter_agent_run(n_tool_calls, seed=seed, **dict(run_options or {})))
         calls_recorded, seed_recorded = n_tool_calls, seed
@@ -632,7 +638,7 @@ def simulate(
     if strategies is None:
         strategies = default_strategy_names(settings=settings, max_tokens=max_tokens)
     elif isinstance(strategies, (str, PromptStrategy)) or callable(strategies):
-        strategies = [strategies]  # type: ignore[list-item]
+        strategies = [strategies]
 
     notes: list[str] = []
     entries = [_resolve_entry(e, settings=settings, max_tokens=max_tokens, counter=counter) for e in strategies]

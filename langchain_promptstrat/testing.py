@@ -322,7 +322,7 @@ class ScriptedChatModel(BaseChatModel):
         made = 0
         while made < n_tool_calls:
             k = min(parallel, n_tool_calls - made)
-            step_calls = []
+            step_calls: list[dict[str, Any]] = []
             for _ in range(k):
                 if history and rng.random() < repeat_rate:
                     name, args = rng.choice(history)
@@ -655,7 +655,7 @@ def _sql(rng: random.Random, length: int) -> str:
 
 def _url(rng: random.Random, length: int) -> str:
     s = f"https://api.{rng.choice(_WORDS)}.example.com/v{rng.randint(1, 3)}/{rng.choice(_WORDS)}?"
-    params = []
+    params: list[str] = []
     while len(s) + sum(len(p) + 1 for p in params) < length:
         params.append(f"{rng.choice(_WORDS)}={_words(rng, rng.randint(3, 40), '+')}")
     return (s + "&".join(params))[:length]

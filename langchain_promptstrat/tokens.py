@@ -45,7 +45,8 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
+from types import FrameType
+from typing import Any, cast
 
 import tiktoken
 from langchain_core.messages import (
@@ -166,7 +167,8 @@ def _get_encoding_within(name: str, timeout: float) -> tiktoken.Encoding:
         raise TimeoutError(f"still loading after {timeout:g} s (a proxy or firewall that never answers?)")
     if "error" in outcome:
         raise outcome["error"]
-    return outcome["encoding"]
+    encoding: tiktoken.Encoding = outcome["encoding"]
+    return encoding
 
 
 def _load_encoding(name: str, timeout: float) -> tiktoken.Encoding | None:
@@ -208,6 +210,7 @@ def _load_encoding(name: str, timeout: float) -> tiktoken.Encoding | None:
 
 def _caller_outside_this_module() -> int:
     """Return the ``stacklevel`` of the first caller outside this module, for warnings."""
+    frame: FrameType | None
     level, frame = 1, sys._getframe(1)
     while frame is not None and frame.f_globals.get("__name__") == __name__:
         level, frame = level + 1, frame.f_back
@@ -256,9 +259,9 @@ def _sent_parts(message: BaseMessage) -> tuple[tuple[str, ...], int]:
             call_ids.add(call.id)
             if call.id not in invalid_ids:  # an invalid call's OpenAI mirror is counted below
                 texts += (call.name, _json(call.args))
-        for call in message.tool_calls:
-            if not call.get("id"):  # no id, so no mirror to match: counted from tool_calls alone
-                texts += (call.get("name") or "", _json(call.get("args")))
+        for tool_call in message.tool_calls:
+            if not tool_call.get("id"):  # no id, so no mirror to match: counted from tool_calls alone
+                texts += (tool_call.get("name") or "", _json(tool_call.get("args")))
         for bad in message.invalid_tool_calls:
             texts += (bad.get("name") or "", bad.get("args") or "")
 
@@ -405,7 +408,7 @@ def as_token_counter(obj: Any = None) -> Callable[[Sequence[BaseMessage]], int]:
         return _default_counter
     if isinstance(obj, TokenCounter):
         return obj
-    model_count = getattr(obj, "get_num_tokens_from_messages", None)
+    model_count: Callable[[list[BaseMessage]], int] | None = getattr(obj, "get_num_tokens_from_messages", None)
     if callable(model_count):
 
         def count_with_model(messages: Sequence[BaseMessage], /) -> int:
@@ -413,7 +416,7 @@ def as_token_counter(obj: Any = None) -> Callable[[Sequence[BaseMessage]], int]:
 
         return count_with_model
     if callable(obj):
-        return obj
+        return cast("Callable[[Sequence[BaseMessage]], int]", obj)  # documented: any callable taking a message list
     raise ConfigError(
         f"cannot count tokens with a {type(obj).__name__}; pass None, a TokenCounter, "
         "a chat model or a function taking a message list"

@@ -12,10 +12,12 @@ The adapters only read their input and shape their output.
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from concurrent.futures import Future
+from typing import Any, Literal, NamedTuple, Protocol
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
@@ -45,6 +47,7 @@ from langchain_promptstrat.strategies.inbox import (
 __all__ = [
     "INBOX_ABORT",
     "RESUME_KIND",
+    "GraphHook",
     "InboxDelivery",
     "InboxSource",
     "deliver_inbox",
@@ -77,7 +80,9 @@ def _pick_up(store: InboxBackend) -> dict[str, Any]:
     return {"delivered": result.delivered, "abort": abort}
 
 
-_pick_up_once = task(name="promptstrat_inbox_pickup")(_pick_up)
+# langgraph types task(name=...) as a decorator whose ParamSpec and TypeVar are solved (to Never) before
+# it sees the function, so mypy rejects any function here; pyright accepts it
+_pick_up_once: Callable[[InboxBackend], Future[dict[str, Any]]] = task(name="promptstrat_inbox_pickup")(_pick_up)  # type: ignore[arg-type, assignment]
 """The pickup as a LangGraph task: its result is checkpointed, so a node re-executed on
 resume gets the same notices back instead of touching the inbox again."""
 
@@ -107,10 +112,10 @@ def _checkpointed_pick_up(store: InboxBackend) -> dict[str, Any]:
 
 
 def _add_note(error: BaseException, note: str) -> None:
-    if hasattr(error, "add_note"):
+    if sys.version_info >= (3, 11):
         error.add_note(note)
-    else:  # Python 3.10: the PEP 678 attribute, which tracebacks there do not print
-        error.__notes__ = [*getattr(error, "__notes__", []), note]  # type: ignore[attr-defined]
+    else:  # Python 3.10: the PEP 678 attribute, which tracebacks there do not print (and typeshed does not declare)
+        error.__notes__ = [*getattr(error, "__notes__", []), note]  # type: ignore[attr-defined, unused-ignore]
 
 
 class InboxDelivery(NamedTuple):
@@ -136,6 +141,7 @@ def deliver_inbox(
     consumed before it. Each pickup is a LangGraph task, so a step re-executed on resume
     replays it: the abort is not seen twice and no notice is lost or delivered twice.
     """
+    store: InboxBackend
     if isinstance(inbox, (str, os.PathLike)):
         where, store = os.fspath(inbox), DirectoryInbox.for_save_file(inbox)
     else:
@@ -226,6 +232,16 @@ def state_messages(state: Any, who: str) -> list[BaseMessage]:
 # --------------------------------------------------------------------------- the adapters
 
 
+class GraphHook(Protocol):
+    """A pre-model hook or node ``(state, config) -> update``; ``config`` by position or by name, as LangGraph passes it.
+
+    A plain ``Callable[[Any, RunnableConfig], ...]`` would take ``config`` by position only,
+    which ``create_react_agent(pre_model_hook=...)`` and ``StateGraph.add_node`` do not accept.
+    """
+
+    def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any]: ...
+
+
 def pre_model_hook(
     strategies: StrategySpec | Sequence[StrategySpec] | None = None,
     *,
@@ -237,7 +253,7 @@ def pre_model_hook(
     model: Any = None,
     tools: Sequence[Any] | None = None,
     system_prompt: str | BaseMessage | None = None,
-) -> Callable[[Any, RunnableConfig], dict[str, Any]]:
+) -> GraphHook:
     """Return a pre-model hook ``(state, config) -> {"llm_input_messages": prompt}`` applying ``strategies``.
 
     The default strategy keeps the prompt under a context ceiling: ``max_tokens`` (tokens,
@@ -288,7 +304,7 @@ def pre_model_hook(
 
 def make_inbox_node(
     *, root: str | os.PathLike[str] | None = None, persist: bool = True, backend: InboxBackendSpec = None
-) -> Callable[[Any, RunnableConfig], dict[str, Any]]:
+) -> GraphHook:
     """Return a node ``(state, config) -> update`` that delivers the thread's inbox notices.
 
     The inbox is that of ``configurable.save_file``, else of ``<root>/<thread_id>.chat``

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Final, Literal, Optional, cast
 
 try:
     from langchain.agents.middleware.types import (
@@ -28,7 +28,7 @@ try:
     )
 except ImportError as exc:  # langchain is the optional "agents" extra
     raise ImportError("PromptStrategyMiddleware needs langchain>=1.0: pip install 'langchain-promptstrat[agents]'") from exc
-from langchain_core.messages import AnyMessage
+from langchain_core.messages import AnyMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 from langgraph.config import get_config
@@ -45,10 +45,10 @@ from langchain_promptstrat.strategies.inbox import InboxBackendSpec
 
 __all__ = ["ABORT_KEY", "PENDING_KEY", "PromptStrategyMiddleware", "PromptStratState"]
 
-ABORT_KEY = "promptstrat_abort"
+ABORT_KEY: Final = "promptstrat_abort"
 """State key holding the inbox abort that ended the run (``on_abort="end"``), until the next model call."""
 
-PENDING_KEY = "promptstrat_pending_notices"
+PENDING_KEY: Final = "promptstrat_pending_notices"
 """Private state key carrying unpersisted inbox notices from ``before_model`` to the next model request."""
 
 OnAbort = Literal["interrupt", "end", "raise"]
@@ -78,7 +78,7 @@ class PromptStratState(AgentState):
     promptstrat_pending_notices: NotRequired[Annotated[list[AnyMessage] | None, PrivateStateAttr]]
 
 
-class PromptStrategyMiddleware(AgentMiddleware):
+class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
     """Applies prompt strategies to every model request of a ``create_agent`` agent; the state keeps full fidelity.
 
     ``on_abort`` says what an inbox ``abort`` file does: ``"interrupt"`` (a LangGraph
@@ -99,6 +99,7 @@ class PromptStrategyMiddleware(AgentMiddleware):
     """
 
     state_schema = PromptStratState
+    on_abort: OnAbort
 
     def __init__(
         self,
@@ -153,14 +154,15 @@ class PromptStrategyMiddleware(AgentMiddleware):
         """Run :meth:`before_model` off the event loop (it reads the disk and waits on a LangGraph task)."""
         return await run_in_executor(None, self.before_model, state, runtime, config)
 
-    def _rewrite(self, request: ModelRequest) -> tuple[ModelRequest, Command | None]:
+    def _rewrite(self, request: ModelRequest) -> tuple[ModelRequest, Command[Any] | None]:
         config = _run_config()
-        pending = request.state.get(PENDING_KEY) or []
+        pending = cast(PromptStratState, request.state).get(PENDING_KEY) or []  # state_schema adds the key
         save_file = self._inbox.save_file(config) if self._inbox.needed and config is not None else None
-        system = [request.system_message] if request.system_message is not None else []
-        bounds = {"max_tokens": self.max_tokens, "model": request.model, "tools": list(request.tools or []), "system": system}
+        system: list[BaseMessage] = [request.system_message] if request.system_message is not None else []
+        bounds: dict[str, Any] = {"max_tokens": self.max_tokens, "model": request.model, "tools": list(request.tools or []), "system": system}
         prompt = prompt_for_model(self.strategies, request.messages, pending, save_file=save_file, config=config, request=bounds)
-        return request.override(messages=prompt), Command(update={PENDING_KEY: None}) if pending else None
+        # the strategies return the concrete message classes AnyMessage names, typed as BaseMessage
+        return request.override(messages=cast("list[AnyMessage]", prompt)), Command(update={PENDING_KEY: None}) if pending else None
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]

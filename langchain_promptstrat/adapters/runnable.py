@@ -11,15 +11,19 @@ from __future__ import annotations
 import os
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from langchain_core.callbacks import dispatch_custom_event
+from langchain_core.callbacks import CallbackManagerForChainRun, dispatch_custom_event
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
 from langchain_promptstrat.messages import coerce_messages
 from langchain_promptstrat.report import Compacted, logger
 from langchain_promptstrat.settings import Settings
+
+if TYPE_CHECKING:  # both import this module
+    from langchain_promptstrat.adapters.langgraph import GraphHook
+    from langchain_promptstrat.adapters.middleware import PromptStrategyMiddleware
 
 __all__ = ["REPORT_EVENT", "PromptStrategy", "emit_report"]
 
@@ -81,17 +85,17 @@ class PromptStrategy(Runnable[Any, list[BaseMessage]], ABC):
         """Return the transformed messages; the report goes to the log and the run's callbacks."""
         return self._call_with_config(self._invoke, input, config, run_type="prompt")
 
-    def _invoke(self, input: Any, config: RunnableConfig) -> list[BaseMessage]:
+    def _invoke(self, input: Any, run_manager: CallbackManagerForChainRun, config: RunnableConfig) -> list[BaseMessage]:
         save_file = self.save_file_from_config(config) if self.uses_save_file else None
         return self.apply(input, save_file=save_file, config=config).messages
 
-    def as_pre_model_hook(self, **options: Any) -> Any:
+    def as_pre_model_hook(self, **options: Any) -> GraphHook:
         """Return a LangGraph pre-model hook applying this strategy alone (options as ``pre_model_hook``)."""
         from langchain_promptstrat.adapters.langgraph import pre_model_hook  # the adapters import this module
 
         return pre_model_hook([self], **options)
 
-    def as_middleware(self, **options: Any) -> Any:
+    def as_middleware(self, **options: Any) -> PromptStrategyMiddleware:
         """Return a ``create_agent`` middleware applying this strategy alone (options as ``PromptStrategyMiddleware``)."""
         from langchain_promptstrat.adapters.middleware import PromptStrategyMiddleware
 

@@ -38,7 +38,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
@@ -390,7 +390,7 @@ def compaction_notice(shortened: int, dropped: int, *, strategy: str) -> HumanMe
     marked as a notice so no strategy ever takes it for something a person wrote.
     """
     message = HumanMessage(compaction_notice_text(shortened, dropped))
-    return mark(message, NOTICE_KIND, notice=True, strategy=strategy, shortened=shortened, dropped=dropped)  # type: ignore[return-value]
+    return mark(message, NOTICE_KIND, notice=True, strategy=strategy, shortened=shortened, dropped=dropped)
 
 
 def is_compaction_notice(message: BaseMessage) -> bool:
@@ -398,7 +398,7 @@ def is_compaction_notice(message: BaseMessage) -> bool:
     if not isinstance(message, HumanMessage):
         return False
     m = mark_of(message)
-    return bool(m) and m.get("kind") == NOTICE_KIND
+    return m is not None and m.get("kind") == NOTICE_KIND
 
 
 def notice_index(messages: Sequence[BaseMessage]) -> int:
@@ -474,7 +474,7 @@ def apply_frozen(messages: list[BaseMessage], index: ToolIndex, fates: Mapping[i
     """
     if not fates:
         return list(messages)
-    end = max(index.calls[number].output_index for number in fates) + 1  # type: ignore[type-var]
+    end = max(cast(int, index.calls[number].output_index) for number in fates) + 1  # fates name answered calls only
     head_in = messages[:end]
     key = (id(messages[0]), end)
     with _head_lock:
@@ -482,7 +482,7 @@ def apply_frozen(messages: list[BaseMessage], index: ToolIndex, fates: Mapping[i
         if head is not None:
             _head_cache.move_to_end(key)
     if head is not None and head.fates == fates and all(ref() is m for ref, m in zip(head.sources, head_in)):
-        return [head_in[x] if x.__class__ is int else x for x in head.output] + messages[end:]  # type: ignore[index, misc]
+        return [head_in[x] if isinstance(x, int) else x for x in head.output] + messages[end:]
     head_out = apply_fates(head_in, index, {number: (fate, fate) for number, fate in fates.items()})
     position = {id(m): i for i, m in enumerate(head_in)}
     encoded: list[BaseMessage | int] = [position.get(id(m), m) for m in head_out]

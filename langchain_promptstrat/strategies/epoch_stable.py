@@ -644,7 +644,7 @@ def _last_resort(prompt: list[BaseMessage], budget: int, costs: _Costs) -> list[
 # --------------------------------------------------------------------------- the strategy
 
 
-def _inactive_details() -> dict[str, object]:
+def _inactive_details() -> dict[str, Any]:
     return dict(
         epoch_index=None, pinned_total=None, new_calls=None, epoch_size=None, keep_full=None,
         compaction_edge=None, drop_edge=None, front_total=None, repeats=None,
@@ -843,7 +843,7 @@ def _fallback(
     if floor > budget:
         raise _floor_error(source, costs, budget, extra, ceiling)
     rungs = [ToolResults(settings), SlidingWindow(settings)]
-    done_pass: LadderPass = run_plan(ladder_pass(prompt, rungs, target=budget, counter=costs))  # type: ignore[arg-type, assignment]
+    done_pass: LadderPass = run_plan(ladder_pass(prompt, rungs, target=budget, counter=costs))
     out, how = done_pass.messages, "+".join(t["strategy"] for t in done_pass.taken) or "none"
     if costs(out) > budget:
         out = _last_resort(out, budget, costs)

@@ -18,8 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from typing_extensions import TypeIs
+
+from langchain_core.callbacks import CallbackManagerForChainRun
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
@@ -91,7 +94,7 @@ def _notice(name: str, path: Path | str, mtime: float, data: bytes) -> tuple[Hum
         HumanMessage(text), DELIVERY_KIND, notice=False,
         file=name, mtime=_iso(mtime), removed_path=str(path), replaced_characters=replaced,
     )
-    return message, replaced  # type: ignore[return-value]  # mark returns a copy of the same class
+    return message, replaced
 
 
 def pick_up(store: InboxBackend) -> Pickup:
@@ -162,7 +165,7 @@ def check_backend(backend: Any, root: str | os.PathLike[str] | None = None) -> I
         )
     if root is not None and not directory:
         raise ConfigError(f"root= is the directory backend's inbox root; {backend!r} needs none")
-    return backend
+    return cast(InboxBackendSpec, backend)  # checked above
 
 
 def inbox_for_save_file(save_file: str | os.PathLike[str] | None, backend: InboxBackendSpec = None) -> InboxBackend | None:
@@ -172,10 +175,10 @@ def inbox_for_save_file(save_file: str | os.PathLike[str] | None, backend: Inbox
     no save file means no inbox (None).
     """
     if is_inbox_backend(backend):
-        return backend  # type: ignore[return-value]
+        return backend
     if not save_file or not os.fspath(save_file):
         return None
-    return (backend or DirectoryInbox).for_save_file(save_file)  # type: ignore[union-attr]
+    return (backend or DirectoryInbox).for_save_file(save_file)
 
 
 def inbox_for_config(
@@ -189,15 +192,20 @@ def inbox_for_config(
     returned as is.
     """
     if is_inbox_backend(backend):
-        return backend  # type: ignore[return-value]
-    if backend is None or (isinstance(backend, type) and issubclass(backend, DirectoryInbox)):
+        return backend
+    if _is_directory(backend):
         save_file = save_file_for_config(config, root)
         return None if save_file is None else (backend or DirectoryInbox).for_save_file(save_file)
     configurable = (config or {}).get("configurable") or {}
     if configurable.get("save_file"):
-        return backend.for_save_file(configurable["save_file"])  # type: ignore[union-attr]
+        return backend.for_save_file(configurable["save_file"])
     thread_id = configurable.get("thread_id")
-    return None if thread_id is None else backend.for_thread(str(thread_id))  # type: ignore[union-attr]
+    return None if thread_id is None else backend.for_thread(str(thread_id))
+
+
+def _is_directory(backend: InboxBackendSpec) -> TypeIs[type[DirectoryInbox] | None]:
+    """Return whether ``backend`` names the directory backend: None, ``DirectoryInbox`` or a subclass."""
+    return backend is None or (isinstance(backend, type) and issubclass(backend, DirectoryInbox))
 
 
 def _deliver(messages: Sequence[BaseMessage], store: InboxBackend | None) -> Compacted:
@@ -279,7 +287,7 @@ class Inbox(PromptStrategy):
         """Return the run's inbox from this strategy's backend (see :func:`inbox_for_config`), or None."""
         return inbox_for_config(config, backend=self.backend, root=self.root)
 
-    def _invoke(self, input: Any, config: RunnableConfig) -> list[BaseMessage]:
+    def _invoke(self, input: Any, run_manager: CallbackManagerForChainRun, config: RunnableConfig) -> list[BaseMessage]:
         result = _deliver(coerce_messages(input), self.inbox_for_config(config))
         emit_report(result, config)
         return result.messages

@@ -42,8 +42,9 @@ import threading
 from abc import abstractmethod
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, TypeVar
 
+from langchain_core.callbacks import AsyncCallbackManagerForChainRun
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
@@ -180,26 +181,29 @@ class RungRequest(Protocol):
 
 
 Plan = Generator[RungRequest, Any, Rewrite]
+_Outcome = TypeVar("_Outcome")  # a rung's plan ends with a Rewrite, a ladder's with a Compacted
 
 
-def run_plan(plan: Plan) -> Rewrite:
+def run_plan(plan: Generator[RungRequest, Any, _Outcome]) -> _Outcome:
     """Return the outcome of ``plan``, answering its requests synchronously."""
     try:
         request = next(plan)
         while True:
             request = plan.send(request.ask())
     except StopIteration as stop:
-        return stop.value
+        outcome: _Outcome = stop.value
+        return outcome
 
 
-async def arun_plan(plan: Plan) -> Rewrite:
+async def arun_plan(plan: Generator[RungRequest, Any, _Outcome]) -> _Outcome:
     """Return the outcome of ``plan``, answering its requests with ``await``."""
     try:
         request = next(plan)
         while True:
             request = plan.send(await request.aask())
     except StopIteration as stop:
-        return stop.value
+        outcome: _Outcome = stop.value
+        return outcome
 
 
 def done(outcome: Rewrite) -> Plan:
@@ -254,11 +258,11 @@ class Rung(PromptStrategy):
 
     def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
         """Return ``messages`` with this rung applied once toward ``max_tokens``, and a report."""
-        return run_plan(self._single(messages))  # type: ignore[return-value]
+        return run_plan(self._single(messages))
 
     async def acompact(self, messages: list[BaseMessage]) -> Compacted:
         """Return :meth:`compact` of ``messages``, awaiting any model call."""
-        return await arun_plan(self._single(messages))  # type: ignore[return-value]
+        return await arun_plan(self._single(messages))
 
     def _single(self, messages: list[BaseMessage]) -> Generator[RungRequest, Any, Compacted]:
         done_pass = yield from ladder_pass(messages, [self], target=self.max_tokens, counter=tally(self.token_counter))
@@ -268,7 +272,7 @@ class Rung(PromptStrategy):
         """Return the transformed messages, awaiting any model call (no thread hop)."""
         return await self._acall_with_config(self._ainvoke, input, config, run_type="prompt")
 
-    async def _ainvoke(self, input: Any, config: RunnableConfig) -> list[BaseMessage]:
+    async def _ainvoke(self, input: Any, run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig) -> list[BaseMessage]:
         result = await self.acompact(coerce_messages(input))
         emit_report(result, config)
         return result.messages
@@ -521,17 +525,17 @@ class CompactionLadder(PromptStrategy):
 
     def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
         """Return the prompt for ``messages`` under the budget, and the report."""
-        return run_plan(self._run(list(messages)))  # type: ignore[arg-type, return-value]
+        return run_plan(self._run(list(messages)))
 
     async def acompact(self, messages: list[BaseMessage]) -> Compacted:
         """Return :meth:`compact` of ``messages``, awaiting any model call."""
-        return await arun_plan(self._run(list(messages)))  # type: ignore[arg-type, return-value]
+        return await arun_plan(self._run(list(messages)))
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> list[BaseMessage]:
         """Return the transformed messages, awaiting any model call (no thread hop)."""
         return await self._acall_with_config(self._ainvoke, input, config, run_type="prompt")
 
-    async def _ainvoke(self, input: Any, config: RunnableConfig) -> list[BaseMessage]:
+    async def _ainvoke(self, input: Any, run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig) -> list[BaseMessage]:
         result = await self.acompact(coerce_messages(input))
         emit_report(result, config)
         return result.messages

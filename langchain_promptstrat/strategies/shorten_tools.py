@@ -80,9 +80,9 @@ def shorten_tools(messages: Sequence[BaseMessage], /, *, settings: Settings) -> 
                 budget=budget, used=used, protected=user_messages == 0,
             )
             used += added
-            k = number_of_output.get(i)
-            if k is not None:
-                fates[k] = [Fate.KEEP, fate]
+            number = number_of_output.get(i)
+            if number is not None:
+                fates[number] = [Fate.KEEP, fate]
                 if user_messages == 0 and settings.protect_current_turn:
                     protected += 1
         elif isinstance(message, AIMessage):

@@ -13,7 +13,7 @@ call and its output always go together and the note never sits between them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
@@ -47,7 +47,7 @@ NOTE_TEXT = (
 def note(dropped: int) -> HumanMessage:
     """Return the marked note standing for ``dropped`` removed messages (a user-role notice)."""
     text = NOTE_TEXT.format(n=dropped, messages="message" if dropped == 1 else "messages", were="was" if dropped == 1 else "were")
-    return mark(HumanMessage(text), NOTE_KIND, notice=True, strategy="sliding_window", dropped=dropped)  # type: ignore[return-value]
+    return mark(HumanMessage(text), NOTE_KIND, notice=True, strategy="sliding_window", dropped=dropped)
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def layout(messages: Sequence[BaseMessage], keep_steps: int, *, keep_task: bool 
     system = leading_system_count(messages)
     anchor = next((i for i in range(n - 1, system - 1, -1) if is_real_user_message(messages[i])), None)
 
-    def units(start: int, stop: int, starts_unit) -> list[range]:
+    def units(start: int, stop: int, starts_unit: Callable[[int], bool]) -> list[range]:
         cuts = [start] + [i for i in range(start + 1, stop) if starts_unit(i)] + [stop]
         return [range(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
 

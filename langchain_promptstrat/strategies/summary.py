@@ -85,7 +85,7 @@ _TIER_NAMES = ("turns", "turn_summaries", "steps", "step_summaries")
 def summary_message(summary: str, *, messages: int, tier: str) -> HumanMessage:
     """Return the marked user-role message carrying ``summary`` of ``messages`` original messages."""
     text = SUMMARY_TEXT.format(n=messages, messages="message" if messages == 1 else "messages", summary=summary)
-    return mark(HumanMessage(text), SUMMARY_KIND, notice=True, strategy="summary", messages=messages, tier=tier)  # type: ignore[return-value]
+    return mark(HumanMessage(text), SUMMARY_KIND, notice=True, strategy="summary", messages=messages, tier=tier)
 
 
 def render(stretch: Sequence[BaseMessage]) -> str:
@@ -114,7 +114,7 @@ def render(stretch: Sequence[BaseMessage]) -> str:
     return "\n\n".join(parts)
 
 
-def _next_stretch(messages: Sequence[BaseMessage], keep_steps: int, count_one, need: int) -> tuple[str, range] | None:
+def _next_stretch(messages: Sequence[BaseMessage], keep_steps: int, count_one: Callable[[BaseMessage], int], need: int) -> tuple[str, range] | None:
     """Return the tier and index range of the next stretch to summarise, or None when none is left.
 
     Earlier turns before the task, each region's plain stretch before its summaries are

@@ -39,12 +39,12 @@ def placeholder(output: ToolMessage, name: str, tokens: int) -> ToolMessage:
     """Return ``output`` with its content replaced by the marked placeholder; id, call id and name stay."""
     text = PLACEHOLDER_TEXT.format(name=name or "tool", tokens=tokens)
     cleared = output.model_copy(update={"content": text, "artifact": None})
-    return mark(cleared, PLACEHOLDER_KIND, notice=True, strategy="tool_results", tokens=tokens)  # type: ignore[return-value]
+    return mark(cleared, PLACEHOLDER_KIND, notice=True, strategy="tool_results", tokens=tokens)
 
 
 def _protected_outputs(messages: Sequence[BaseMessage], keep_steps: int) -> set[int]:
     """Return the indices of the outputs in the newest ``keep_steps`` steps that call a tool."""
-    calling = [step for step in split_steps(messages) if tool_call_ids(messages[step.start])]  # type: ignore[arg-type]
+    calling = [step for step in split_steps(messages) if tool_call_ids(messages[step.start])]
     return {i for step in calling[-keep_steps:] for i in step if isinstance(messages[i], ToolMessage)}
 
 
