@@ -452,9 +452,11 @@ def _replay_point(replay: _Bounded, settings: Settings) -> None:
             replay.segments.append((state.compaction_edge, state.epoch.pinned_total))
             replay.compaction_edge = state.compaction_edge
         if state.drop_edge > replay.drop_edge:
-            replay.drop_edge = state.drop_edge
+            # under a ceiling a dropped call is dropped, repeat or not: the estimate counts it as gone
+            replay.drop_edge = replay.token_drop_edge = state.drop_edge
             replay.front_total = max(replay.front_total, state.front_total)
-    if replay.estimate(replay.compaction_edge, replay.drop_edge) > replay.budget:
+    # the estimate splits each assistant message evenly over its calls: act 1% early so the real count fits
+    if replay.estimate(replay.compaction_edge, replay.drop_edge) > replay.budget - replay.budget // 100:
         _event(replay, settings)
         replay.events += 1
         replay.last_event = t
