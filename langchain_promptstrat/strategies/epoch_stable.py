@@ -32,6 +32,17 @@ shares its output's position), ``T`` outputs are split in three regions::
 
 Everything is a pure function of the message list: the edges depend on ``T`` alone, the
 protection on the repeat keys of calls no newer than the current epoch's pinned total.
+
+**Under a context ceiling** (what :class:`ShortenToolsEpochStable` always applies, see
+:mod:`langchain_promptstrat.ceiling`) the call count is not enough: a few large outputs fill
+any window long before the threshold. The model calls of the history are replayed (the
+ladder's :func:`~langchain_promptstrat.strategies.ladder.call_points`, memoised per strategy
+object), and at each one the estimated prompt (prefix sums of each call's cost whole and
+shortened) is compared with the ceiling. Crossing it is an *event*: the compaction edge
+advances early to the end of the step before the newest one (only what follows the old edge
+is re-sent), and if the prompt is still above ``stable_low_ratio`` of the ceiling the oldest
+steps are dropped in one chunk down to ``stable_front_ratio``, so the front changes rarely.
+The edges only ever move forward, so the prompt is still a function of the history alone.
 """
 
 from __future__ import annotations
@@ -67,6 +78,7 @@ from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.ladder import CountTokens, LadderPass, call_points, ladder_pass, message_counter, run_plan
 from langchain_promptstrat.tokens import as_token_counter, call_id_tokens, tool_schema_tokens
+from langchain_promptstrat.truncation import DEFAULT_OUTPUT_SIZE, shorten_string
 from langchain_promptstrat.strategies.epoch import (
     CompletedCall,
     Decisions,
@@ -495,9 +507,15 @@ def _really_shortened(source: Sequence[BaseMessage], index: ToolIndex, fates: di
             continue
         record = index.calls[number]
         output = source[record.output_index]  # type: ignore[index]
-        if shorten_tool_output(output) is not output:  # type: ignore[arg-type]
+        content = output.content
+        if isinstance(content, str):  # the common case, without building the shortened copy
+            if shorten_string(content, DEFAULT_OUTPUT_SIZE) is not content:
+                changed += 1
+                continue
+        elif shorten_tool_output(output) is not output:  # type: ignore[arg-type]
             changed += 1
-        elif shorten_arguments(record.args) is not record.args:
+            continue
+        if shorten_arguments(record.args) is not record.args:
             changed += 1
     return changed
 

@@ -192,6 +192,12 @@ class TestCeilingResolution:
         with pytest.raises(ConfigError, match="max_tokens="):
             ShortenToolsEpochStable(max_tokens=bad)
 
+    def test_a_bad_environment_ceiling_names_the_variable(self, monkeypatch):
+        """PROMPTSTRAT_MAX_TOKENS=lots fails when the strategy is built, naming the variable."""
+        monkeypatch.setenv("PROMPTSTRAT_MAX_TOKENS", "lots")
+        with pytest.raises(ConfigError, match="PROMPTSTRAT_MAX_TOKENS='lots'"):
+            ShortenToolsEpochStable()
+
     def test_prepare_prompt_takes_a_ceiling(self):
         """prepare_prompt(messages, max_tokens=N) bounds the default list."""
         prompt = list(iter_agent_run(150, seed=1))[-1]
