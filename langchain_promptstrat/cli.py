@@ -29,6 +29,7 @@ from langchain_promptstrat.inbox_backends import InboxBackend
 from langchain_promptstrat.inbox_postgres import DSN_ENV, PostgresInboxes
 from langchain_promptstrat.inbox_store import INBOX_ROOT_ENV, DirectoryInbox, resolve_save_file
 from langchain_promptstrat.messages import index_tool_calls
+from langchain_promptstrat.cache_rules import CACHE_RULES
 from langchain_promptstrat.ceiling import DEFAULT_CEILING, resolve_ceiling
 from langchain_promptstrat.registry import apply_strategies
 from langchain_promptstrat.report import StrategyReport
@@ -130,9 +131,12 @@ def add_simulate_commands(commands: argparse._SubParsersAction[Any]) -> None:
         ),
     )
     sim.add_argument(
-        "strategies", nargs="*", metavar="STRATEGY",
+        "strategies", nargs="*", metavar="STRATEGY|FILE",
         help="strategy names; a comma joins a pipeline, e.g. shorten_tools,inbox (default: none and every "
-        "built-in strategy a replay can build)",
+        "built-in strategy a replay can build). An argument naming an existing file or folder is a saved "
+        "transcript to replay instead of the simulated run: OpenAI chat JSON/JSONL, LangChain message dicts, "
+        "an Anthropic Messages API body or a mini-swe-agent .traj.json; a folder gives its *.json and *.jsonl "
+        "files; the figures are summed over every model call of every file",
     )
     sim.add_argument("--calls", type=_positive_int, default=DEFAULT_TOOL_CALLS, metavar="N",
                      help=f"tool calls of the simulated run (default: {DEFAULT_TOOL_CALLS})")
@@ -145,6 +149,14 @@ def add_simulate_commands(commands: argparse._SubParsersAction[Any]) -> None:
                      help=f"share of the input price billed for cached input tokens (default: {DEFAULT_CACHED_FRACTION})")
     sim.add_argument("--price-per-mtok", type=_price, metavar="USD",
                      help="input price per million tokens; adds a cost in dollars")
+    sim.add_argument("--cache", choices=CACHE_RULES, default="prefix",
+                     help="also show what a provider's cache would serve and bill: openai (automatic prefix cache, "
+                     "from 1,024 tokens in 128-token steps) or anthropic (cache_control breakpoints, 20-block "
+                     "lookback, writes at 1.25x); prefix (default) shows only the upper bound")
+    sim.add_argument("--breakpoints", action="store_true",
+                     help="also replay each strategy with Anthropic cache breakpoints marked (system, previous and "
+                     "current compaction edges, tail; rows named STRATEGY+breakpoints) beside the same strategy "
+                     "with AnthropicPromptCachingMiddleware's placement (system and tail); use with --cache anthropic")
     _add_counter_options(sim)
     sim.add_argument("--mirror", choices=("openai", "anthropic", "mixed"),
                      help="also record the tool calls as a provider integration does (OpenAI additional_kwargs, "
@@ -195,18 +207,36 @@ def _write_plot(result: Any, path: Path) -> None:
 
 def _simulate(args: argparse.Namespace) -> int:
     plot_path = _plot_target(args.plot) if args.plot else None
-    result = simulate(
-        args.strategies or None,
-        n_tool_calls=args.calls,
-        seed=args.seed,
+    files = [a for a in args.strategies if os.path.exists(a)]
+    names = [a for a in args.strategies if a not in files]
+    common: dict[str, Any] = dict(
         token_counter=_token_counter(args),
         cached_fraction=args.cached_fraction,
         peers=args.compare,
         max_tokens=args.max_tokens,
         progress=args.progress,
         price_per_mtok=args.price_per_mtok,
-        run_options={"mirror": args.mirror} if args.mirror else None,
+        cache=args.cache,
     )
+    strategies: Any = names or None
+    if args.breakpoints:
+        from langchain_promptstrat.strategies.cache_breakpoints import with_cache_breakpoints
+
+        plain = names or default_strategy_names(max_tokens=args.max_tokens)
+        strategies = [*plain, *with_cache_breakpoints([n for n in plain if n != "none"], max_tokens=args.max_tokens,
+                                                      token_counter=common["token_counter"])]
+    if files:
+        from langchain_promptstrat.replay import simulate_files
+
+        result = simulate_files(files, strategies, **common)
+    else:
+        result = simulate(
+            strategies,
+            n_tool_calls=args.calls,
+            seed=args.seed,
+            run_options={"mirror": args.mirror} if args.mirror else None,
+            **common,
+        )
     if plot_path is not None:
         _write_plot(result, plot_path)
     print(json.dumps(result_to_json(result), indent=2) if args.json else format_table(result))
@@ -269,14 +299,22 @@ def _report_line(report: StrategyReport) -> str:
     return line
 
 
+def _read_conversation(source: str) -> Any:
+    """Return the conversation file, each note on what was left or held out printed as one warning line."""
+    conversation = read_conversation(source)
+    for note in conversation.notes:
+        print(f"{PROG}: warning: {source}: {_one_line(Exception(note))}", file=sys.stderr)
+    return conversation
+
+
 def _apply(args: argparse.Namespace) -> int:
-    conversation = read_conversation(args.file)
+    conversation = _read_conversation(args.file)
     try:
         ceiling = resolve_ceiling(args.max_tokens)  # the same resolution as stats, so both use one ceiling
         messages, reports = apply_strategies(conversation.messages, args.strategy, save_file=args.save_file, max_tokens=ceiling.tokens)
     except InboxAborted as exc:
         raise _UsageError(f"the inbox holds an abort request: {exc.reason or '(no reason given)'}") from None
-    output = dump_messages(messages, conversation.style)
+    output = dump_messages([*messages, *conversation.pending], conversation.style)
     sys.stdout.write(output + "\n")
     sys.stdout.flush()
     for report in reports:
@@ -285,7 +323,7 @@ def _apply(args: argparse.Namespace) -> int:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    conversation = read_conversation(args.file)
+    conversation = _read_conversation(args.file)
     messages = conversation.messages
     counter = _token_counter(args)
     tokens = counter(messages)

@@ -2,8 +2,17 @@
 
 A file holds LangChain dicts (``{"type": "human", "data": {...}}``, as ``messages_to_dict``
 writes them) or role dicts (``{"role": "user", "content": ...}``, OpenAI's format), one
-style for every message. Reading refuses anything a provider would reject and names the
-position of the problem: ``message N`` counts from 0 as in the array, ``line N`` from 1.
+style for every message, or one transcript object holding a ``messages`` list (an OpenAI
+chat body, an Anthropic Messages API body, a mini-swe-agent ``.traj.json``: see
+:mod:`langchain_promptstrat.transcripts`). Reading refuses anything a provider would reject
+and names the position of the problem: ``message N`` counts from 0 as in the array, ``line
+N`` from 1.
+
+Two things real harnesses save are reported and handled instead of refused: a message
+whose role no provider reads (mini-swe-agent's ``exit``) is left out with a note, and a
+final model call whose tool calls have no output yet (the run stopped after it) is held
+out of ``messages`` as ``pending``: it is the model's answer to the conversation before it,
+which is what a strategy works on; ``apply`` writes it back after the result.
 """
 
 from __future__ import annotations
@@ -12,7 +21,7 @@ import contextlib
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +33,15 @@ from langchain_core.messages import (
     messages_to_dict,
 )
 
+from langchain_core.messages import AIMessage, ToolMessage
+
 from langchain_promptstrat.errors import InvalidMessagesError
 from langchain_promptstrat.messages import find_tool_pair_violations
+from langchain_promptstrat.transcripts import CHAT_ROLES, is_transcript_object, transcript_items, unknown_role_note
 
 __all__ = ["ConversationFile", "dump_messages", "read_conversation"]
 
-_ROLES = ("ai", "assistant", "developer", "function", "human", "system", "tool", "user")
+_ROLES = CHAT_ROLES
 """Roles ``convert_to_messages`` reads from a role dict (``role``, or ``type`` without ``data``)."""
 
 _LANGCHAIN_TYPES = ("ai", "chat", "function", "human", "system", "tool")
@@ -48,6 +60,16 @@ class ConversationFile:
     """``"langchain"`` (messages_to_dict dicts), ``"role"`` (role dicts) or None (no messages)."""
     positions: list[str]
     """Where each message stood in the file: ``message N`` (from 0) or ``line N`` (from 1)."""
+    pending: list[BaseMessage] = field(default_factory=list)
+    """The trailing messages from a final model call whose tool calls have no output (held out of ``messages``)."""
+    notes: list[str] = field(default_factory=list)
+    """One line per thing left out or held out while reading (unknown roles, an unanswered final call)."""
+
+
+class _UnknownRole(ValueError):
+    def __init__(self, role: Any) -> None:
+        super().__init__(role)
+        self.role = role
 
 
 def _bad_input(source: str, problem: str) -> InvalidMessagesError:
@@ -85,8 +107,12 @@ def _read_text(source: str) -> str:
         raise _bad_input(source, f"not UTF-8 text (byte {exc.start} is 0x{data[exc.start]:02x})") from None
 
 
-def _parse_items(source: str, text: str) -> tuple[list[Any], list[str]]:
-    """Return the JSON values of a conversation file and their positions (``message N`` or ``line N``)."""
+def _parse_items(source: str, text: str, notes: list[str] | None = None) -> tuple[list[Any], list[str]]:
+    """Return the JSON values of a conversation file and their positions (``message N`` or ``line N``).
+
+    A transcript object (a dict holding a ``messages`` list) gives its messages; what it
+    leaves out is added to ``notes``.
+    """
     if not text.strip():
         raise _bad_input(source, "empty: expected a JSON array of messages or JSON lines")
     try:
@@ -97,6 +123,8 @@ def _parse_items(source: str, text: str) -> tuple[list[Any], list[str]]:
     else:
         if isinstance(whole, list):
             return whole, [f"message {i}" for i in range(len(whole))]
+        if is_transcript_object(whole):
+            return transcript_items(whole, notes if notes is not None else [])
         if isinstance(whole, dict):
             return [whole], ["message 0"]
         raise _bad_input(source, f"expected a JSON array of messages, got {_JSON_TYPES.get(type(whole), 'a value')}")
@@ -129,47 +157,80 @@ def _to_message(item: Any) -> tuple[BaseMessage, str]:
     if role is None:
         raise ValueError(f"a message needs a 'role' (or 'type') key; got keys: {', '.join(map(str, item)) or 'none'}")
     if role not in _ROLES:
-        raise ValueError(f"unknown role {role!r}; known: {', '.join(_ROLES)}")
+        raise _UnknownRole(role)
     try:
         return convert_to_messages([item])[0], "role"
     except (ValueError, TypeError, KeyError, NotImplementedError) as exc:
         raise ValueError(f"cannot read as a {role!r} message: {_first_problem(exc)}") from None
 
 
+def _unanswered_tail(messages: list[BaseMessage], violations: list[Any]) -> int | None:
+    """Return where the final unanswered model call starts when that is the only pairing problem, else None.
+
+    The call must be the last ``AIMessage``, every violation a missing output of it, and no
+    tool output may follow it.
+    """
+    last_ai = next((i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], AIMessage)), None)
+    if last_ai is None or any(v.kind != "missing_output" or v.index != last_ai for v in violations):
+        return None
+    if any(isinstance(m, ToolMessage) for m in messages[last_ai + 1:]):
+        return None
+    return last_ai
+
+
 def read_conversation(source: str) -> ConversationFile:
     """Return the conversation in ``source`` (a path or '-'), refusing anything a provider would reject.
 
     Raises :class:`InvalidMessagesError` with one line naming the file, the position and
-    the problem: not UTF-8, not JSON, not a message, an unknown role, two dict styles, or a
-    broken tool call/output pairing. A file that cannot be read raises the ``OSError``.
+    the problem: not UTF-8, not JSON, not a message, two dict styles, or a broken tool
+    call/output pairing. A file that cannot be read raises the ``OSError``. A message
+    whose role no provider reads is left out and a final call without outputs is held out
+    as ``pending``, each with a line in ``notes``.
     """
-    items, positions = _parse_items(source, _read_text(source))
+    notes: list[str] = []
+    items, positions = _parse_items(source, _read_text(source), notes)
     messages: list[BaseMessage] = []
+    kept: list[str] = []
     style: str | None = None
     for item, position in zip(items, positions):
         try:
             message, item_style = _to_message(item)
+        except _UnknownRole as exc:
+            notes.append(unknown_role_note(position, exc.role))
+            continue
         except ValueError as exc:
             raise _bad_input(source, f"{position}: {exc}") from None
         if style is not None and item_style != style:
             names = {"langchain": "a LangChain dict ({type, data})", "role": "a role dict ({role, content})"}
             raise _bad_input(
-                source, f"{position} is {names[item_style]} but {positions[0]} is {names[style]}; use one format for every message"
+                source, f"{position} is {names[item_style]} but {kept[0]} is {names[style]}; use one format for every message"
             )
         style = item_style
         messages.append(message)
+        kept.append(position)
+    pending: list[BaseMessage] = []
     violations = find_tool_pair_violations(messages)
-    if violations:
+    tail = _unanswered_tail(messages, violations) if violations else None
+    if tail is not None:
+        pending, messages = messages[tail:], messages[:tail]
+        calls = len(violations)
+        notes.append(
+            f"{kept[tail]}: the final model call's {calls} tool call{'s' if calls > 1 else ''} "
+            f"{'have' if calls > 1 else 'has'} no output (the run stopped there); "
+            + ("held out" if len(pending) == 1 else f"held out with the {len(pending) - 1} message{'s' if len(pending) > 2 else ''} after it")
+        )
+        kept = kept[:tail]
+    elif violations:
         first = violations[0]
         text = str(first)
         prefix = f"message {first.index}"
         if text.startswith(prefix):
-            text = positions[first.index] + text[len(prefix):]
+            text = kept[first.index] + text[len(prefix):]
         more = len(violations) - 1
         if more:
             text += f" (and {more} more pairing problem{'s' if more > 1 else ''})"
         raise _bad_input(source, text)
-    return ConversationFile(messages, style, positions)
+    return ConversationFile(messages, style, kept, pending, notes)
 
 
 def dump_messages(messages: list[BaseMessage], style: str | None) -> str:

@@ -82,6 +82,7 @@ from typing import Any, cast
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
 from langchain_promptstrat.adapters.runnable import PromptStrategy
+from langchain_promptstrat.cache_rules import ANTHROPIC_WRITE_MULTIPLIER, CACHE_RULES, make_cache_rule
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.messages import is_real_user_message, task_index
 from langchain_promptstrat.registry import CallableStrategy, available_strategies, get_strategy
@@ -141,11 +142,12 @@ StrategyEntry = str | PromptStrategy | Callable[[list[BaseMessage]], Any]
 def canonical_message(message: BaseMessage) -> str:
     """Return what a provider receives of ``message`` as one string, without its local ``id``.
 
-    Two messages with equal strings are byte-identical to a provider's prompt cache. Tool
+    Two messages with equal strings are byte-identical to a provider's prompt cache
+    (Anthropic ``cache_control`` marks are left out: they are not part of the cached text). Tool
     calls are read from ``tool_calls`` (an OpenAI mirror in ``additional_kwargs`` holds the
     same calls; an Anthropic ``tool_use`` block is part of the content).
     """
-    data: dict[str, Any] = {"type": message.type, "content": message.content}
+    data: dict[str, Any] = {"type": message.type, "content": _without_cache_control(message.content)}
     if message.name:
         data["name"] = message.name
     if isinstance(message, AIMessage):
@@ -160,6 +162,20 @@ def canonical_message(message: BaseMessage) -> str:
     if isinstance(message, ToolMessage):
         data["tool_call_id"] = message.tool_call_id
     return json.dumps(data, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _without_cache_control(content: Any) -> Any:
+    """Return ``content`` without Anthropic ``cache_control`` marks, which say where to cache, not what is sent.
+
+    A mark turns a string into one ``text`` block; Anthropic reads both the same, so that
+    block becomes the string again.
+    """
+    if not isinstance(content, list) or not any(isinstance(b, dict) and "cache_control" in b for b in content):
+        return content
+    blocks = [{k: v for k, v in b.items() if k != "cache_control"} if isinstance(b, dict) else b for b in content]
+    if len(blocks) == 1 and set(blocks[0]) == {"type", "text"} and blocks[0]["type"] == "text":
+        return blocks[0]["text"]
+    return blocks
 
 
 def _shared_prefix(
@@ -264,6 +280,10 @@ class StrategyRun:
     seconds: list[float] = field(default_factory=list)
     degenerate: list[bool] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
+    provider_cached_tokens: list[int] = field(default_factory=list)
+    """Tokens read from the cache under the provider rule (``cache`` not ``prefix``; see :mod:`~langchain_promptstrat.cache_rules`)."""
+    provider_written_tokens: list[int] = field(default_factory=list)
+    """Tokens written to the cache under the provider rule (billed at the write multiplier)."""
 
     @property
     def calls(self) -> int:
@@ -298,6 +318,26 @@ class StrategyRun:
     def cost(self, cached_fraction: float = DEFAULT_CACHED_FRACTION) -> float:
         """Return the run's input cost in input-token units."""
         return sum(estimated_cost(t, c, cached_fraction) for t, c in zip(self.tokens, self.cached_tokens))
+
+    def provider_cost(self, cached_fraction: float = DEFAULT_CACHED_FRACTION, write_multiplier: float = 0.0) -> float:
+        """Return the run's input cost under the provider rule: reads at ``cached_fraction``, writes at ``write_multiplier``."""
+        return sum(
+            r * cached_fraction + w * write_multiplier + (t - r - w)
+            for t, r, w in zip(self.tokens, self.provider_cached_tokens, self.provider_written_tokens)
+        )
+
+    def provider_summary(self, cached_fraction: float = DEFAULT_CACHED_FRACTION, write_multiplier: float = 0.0) -> dict[str, Any]:
+        """Return the provider-rule figures: tokens read and written, mean reuse, cost and price multiplier."""
+        total = self.total_tokens
+        cost = self.provider_cost(cached_fraction, write_multiplier)
+        reuse = [r / t if t else 0.0 for t, r in zip(self.tokens, self.provider_cached_tokens)]
+        return {
+            "cached_tokens": sum(self.provider_cached_tokens),
+            "written_tokens": sum(self.provider_written_tokens),
+            "cache_reuse": sum(reuse) / len(reuse) if reuse else 0.0,
+            "cost_units": cost,
+            "price_multiplier": cost / total if total else 0.0,
+        }
 
     def summary(self, cached_fraction: float = DEFAULT_CACHED_FRACTION, price_per_mtok: float | None = None) -> dict[str, Any]:
         """Return the run's summary figures as a flat, JSON-friendly dict."""
@@ -334,6 +374,15 @@ class SimulationResult:
     exact_tokens: bool | None
     price_per_mtok: float | None = None
     notes: list[str] = field(default_factory=list)
+    cache_rule: str = "prefix"
+    """The provider cache rule shown beside the prefix upper bound (``prefix``: none besides it)."""
+    files: list[str] = field(default_factory=list)
+    """The transcripts replayed, when the prompts came from files (:mod:`langchain_promptstrat.replay`)."""
+
+    @property
+    def write_multiplier(self) -> float:
+        """Return the price multiplier of cache writes under ``cache_rule`` (1.25 for Anthropic, else 0)."""
+        return ANTHROPIC_WRITE_MULTIPLIER if self.cache_rule == "anthropic" else 0.0
 
     @property
     def baseline(self) -> StrategyRun | None:
@@ -430,7 +479,7 @@ def _resolve_entry(
         options = {k: v for _, extra in built for k, v in extra.items()}
         return ",".join(parts), "ours", _pipeline([s for s, _ in built]), options
     if isinstance(entry, PromptStrategy):
-        return entry.strategy_name, "custom", _pipeline([entry]), {}
+        return getattr(entry, "label", None) or entry.strategy_name, "custom", _pipeline([entry]), {}
     if callable(entry):
         strategy = CallableStrategy(entry)
         return strategy.strategy_name, "custom", _pipeline([strategy]), {}
@@ -541,17 +590,23 @@ class _PromptTokens:
         self.counter = counter
         self.additive = isinstance(counter, TokenCounter)
         self._previous: dict[int, tuple[BaseMessage, int]] = {}
+        self.keep_counts = False
+        """Also count each message of a non-additive counter (a provider rule needs per-message counts)."""
+        self.last_counts: list[int] = []
+        """Per-message counts of the last prompt counted (an additive counter always has them)."""
 
     def count(self, prompt: Sequence[BaseMessage], prefix: int) -> tuple[int, int]:
         """Return the tokens of ``prompt`` and of its first ``prefix`` messages."""
         if not self.additive:
             total = self.counter(prompt)
+            self.last_counts = [self.counter([m]) for m in prompt] if self.keep_counts else []
             return total, (min(self.counter(prompt[:prefix]), total) if prefix else 0)
         counts: list[int] = []
         for message in prompt:
             known = self._previous.get(id(message))
             counts.append(known[1] if known is not None and known[0] is message else self.counter.count_message(message))  # type: ignore[attr-defined]
         self._previous = {id(m): (m, c) for m, c in zip(prompt, counts)}
+        self.last_counts = counts
         return sum(counts), sum(counts[:prefix])
 
 
@@ -563,9 +618,12 @@ def _replay(
     counter: Callable[[Sequence[BaseMessage]], int],
     options: dict[str, Any],
     hook: ProgressHook | None,
+    cache: str = "prefix",
 ) -> StrategyRun:
     run = StrategyRun(name=label, kind=kind, options=options)
     tokens = _PromptTokens(counter)
+    rule = make_cache_rule(cache, canonical_message)
+    tokens.keep_counts = rule is not None
     previous: list[BaseMessage] | None = None
     keys: list[str | None] | None = None
     for done, prompt in enumerate(prompts, 1):
@@ -578,6 +636,10 @@ def _replay(
         run.cached_tokens.append(cached)
         run.reuse.append(cached / total if total else 0.0)
         run.degenerate.append(is_degenerate(prompt, sent))
+        if rule is not None:
+            read, written = rule.observe(sent, tokens.last_counts)
+            run.provider_cached_tokens.append(read)
+            run.provider_written_tokens.append(written)
         previous, keys = sent, keys_now
         if hook is not None:
             hook(label, done, len(prompts))
@@ -604,6 +666,7 @@ def simulate(
     price_per_mtok: float | None = None,
     run_options: Mapping[str, Any] | None = None,
     prompts: Iterable[Sequence[BaseMessage]] | None = None,
+    cache: str = "prefix",
 ) -> SimulationResult:
     """Return every strategy's replay of one simulated agent run (see the module docstring).
 
@@ -618,8 +681,12 @@ def simulate(
     ``user_turn_every``...); ``prompts`` replaces the simulated run with your own sequence
     of prompts (then ``n_tool_calls`` and ``seed`` are not recorded). ``settings`` build the
     named strategies (default: the environment, then the defaults); ``price_per_mtok``
-    adds a cost in dollars to the output.
+    adds a cost in dollars to the output. ``cache`` (``openai`` or ``anthropic``) adds the
+    figures of that provider's cache rules beside the prefix upper bound (see
+    :mod:`~langchain_promptstrat.cache_rules`).
     """
+    if cache not in CACHE_RULES:
+        raise ConfigError(f"unknown cache rule {cache!r}; known: {', '.join(CACHE_RULES)}")
     if isinstance(cached_fraction, bool) or not isinstance(cached_fraction, (int, float)) or not 0 <= cached_fraction <= 1:
         raise ConfigError(f"cached_fraction must be a number between 0 and 1, got {cached_fraction!r}")
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
@@ -652,7 +719,7 @@ def simulate(
 
     hook, close = _progress_hook(progress, len(replayed) * len(entries))
     try:
-        runs = [_replay(label, kind, apply, replayed, counter, options, hook) for label, kind, apply, options in entries]
+        runs = [_replay(label, kind, apply, replayed, counter, options, hook, cache) for label, kind, apply, options in entries]
     finally:
         close()
     name, exact = _counter_description(counter)
@@ -669,6 +736,7 @@ def simulate(
         exact_tokens=exact,
         price_per_mtok=None if price_per_mtok is None else float(price_per_mtok),
         notes=notes,
+        cache_rule=cache,
     )
 
 
@@ -698,6 +766,9 @@ def format_table(result: SimulationResult) -> str:
         columns.append("cost/none")
     if result.price_per_mtok is not None:
         columns.append("cost ($)")
+    rule = result.cache_rule if result.cache_rule != "prefix" else None
+    if rule:
+        columns += [f"{rule} reuse", f"{rule} cost"] + ([f"{rule} cost/none"] if base else [])
     columns += ["strategy time", "per call", "degenerate"]
     rows: list[list[str]] = []
     for run in result.runs:
@@ -711,6 +782,11 @@ def format_table(result: SimulationResult) -> str:
             row.append(_ratio(s["cost_units"], base.cost(result.cached_fraction)))
         if result.price_per_mtok is not None:
             row.append(f"{s['cost_dollars']:,.2f}")
+        if rule:
+            p = run.provider_summary(result.cached_fraction, result.write_multiplier)
+            row += [f"{100 * p['cache_reuse']:.1f}%", f"{p['cost_units']:,.0f}"]
+            if base:
+                row.append(_ratio(p["cost_units"], base.provider_cost(result.cached_fraction, result.write_multiplier)))
         row += [_seconds(s["strategy_seconds"]), f"{s['strategy_ms_per_call']:.2f} ms", f"{s['degenerate_calls']:,}"]
         rows.append(row)
     widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
@@ -720,6 +796,8 @@ def format_table(result: SimulationResult) -> str:
 
     if result.n_tool_calls is not None:
         source = f"Simulated agent run: {result.n_tool_calls:,} tool calls, {result.model_calls:,} model calls, seed {result.seed}."
+    elif result.files:
+        source = f"Replayed transcripts: {len(result.files):,} file{'s' if len(result.files) > 1 else ''}, {result.model_calls:,} model calls."
     else:
         source = f"Replayed prompts: {result.model_calls:,} model calls."
     exact = {True: "exact", False: "approximate", None: "as counted"}[result.exact_tokens]
@@ -742,6 +820,11 @@ def format_table(result: SimulationResult) -> str:
         f"cost: input-token units, cached tokens at {result.cached_fraction:g}. strategy time: wall time inside the strategy.",
         "degenerate: prompts holding only system messages, or without the task (first user message) or the last user message.",
     ]
+    if rule == "openai":
+        out.append("openai reuse/cost: OpenAI's automatic prefix cache: the shared prefix from 1,024 tokens in 128-token steps.")
+    elif rule == "anthropic":
+        out.append("anthropic reuse/cost: Anthropic's breakpoints (cache_control marks, else system and tail), 20-block "
+                   f"lookback; reads at {result.cached_fraction:g}, writes at {ANTHROPIC_WRITE_MULTIPLIER:g}.")
     out += [f"note: {n}" for n in result.notes]
     return "\n".join(out)
 
@@ -758,18 +841,25 @@ def result_to_json(result: SimulationResult) -> dict[str, Any]:
         "token_counter": {"name": result.token_counter, "exact": result.exact_tokens},
         "baseline": result.baseline.name if result.baseline else None,
         "notes": list(result.notes),
+        "cache_rule": result.cache_rule,
+        "files": list(result.files),
         "strategies": [
             {
                 "name": run.name,
                 "kind": run.kind,
                 "options": dict(run.options),
                 "summary": run.summary(result.cached_fraction, result.price_per_mtok),
+                **({"provider_summary": run.provider_summary(result.cached_fraction, result.write_multiplier)}
+                   if result.cache_rule != "prefix" else {}),
                 "per_call": {
                     "tokens": list(run.tokens),
                     "cached_tokens": list(run.cached_tokens),
                     "reuse": list(run.reuse),
                     "seconds": list(run.seconds),
                     "degenerate": list(run.degenerate),
+                    **({"provider_cached_tokens": list(run.provider_cached_tokens),
+                        "provider_written_tokens": list(run.provider_written_tokens)}
+                       if result.cache_rule != "prefix" else {}),
                 },
             }
             for run in result.runs
@@ -796,6 +886,8 @@ def result_from_json(data: Mapping[str, Any]) -> SimulationResult:
             exact_tokens=counter["exact"],
             price_per_mtok=data.get("price_per_mtok"),
             notes=list(data.get("notes") or []),
+            cache_rule=data.get("cache_rule", "prefix"),
+            files=list(data.get("files") or []),
         )
     except (KeyError, TypeError) as exc:
         raise ConfigError(f"not a simulation result written by result_to_json: missing or malformed {exc}") from None
@@ -823,19 +915,25 @@ def plot(result: SimulationResult, path: str | os.PathLike[str]) -> None:
         calls = range(1, run.calls + 1)
         tokens_ax.plot(calls, run.tokens, label=label, **style)
         reuse_ax.plot(calls, run.reuse, label=label, **style)
+        if result.cache_rule != "prefix" and run.provider_cached_tokens:
+            provider = [r / t if t else 0.0 for t, r in zip(run.tokens, run.provider_cached_tokens)]
+            reuse_ax.plot(calls, provider, **{**style, "linestyle": ":", "linewidth": 1.6})
     if any("max_tokens" in r.options or "trigger" in r.options for r in result.runs):
         tokens_ax.axhline(result.max_tokens, color="grey", linewidth=0.8, linestyle=":", label=f"max_tokens {result.max_tokens:,}")
     tokens_ax.set_ylabel("prompt tokens")
     tokens_ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:,.0f}k" if v else "0"))
     tokens_ax.grid(True, alpha=0.3)
     tokens_ax.legend(loc="upper left", fontsize="small", ncols=2)
-    reuse_ax.set_ylabel("cache reuse (share of prompt)")
+    reuse_ax.set_ylabel("cache reuse (share of prompt)" if result.cache_rule == "prefix"
+                        else f"cache reuse: prefix (solid), {result.cache_rule} (dotted)")
     reuse_ax.set_ylim(-0.02, 1.02)
     reuse_ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     reuse_ax.set_xlabel("model call")
     reuse_ax.grid(True, alpha=0.3)
     if result.n_tool_calls is not None:
         title = f"Simulated agent run: {result.n_tool_calls:,} tool calls, {result.model_calls:,} model calls, seed {result.seed}"
+    elif result.files:
+        title = f"Replayed transcripts: {len(result.files):,} files, {result.model_calls:,} model calls"
     else:
         title = f"Replayed prompts: {result.model_calls:,} model calls"
     fig.suptitle(title)

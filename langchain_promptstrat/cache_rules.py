@@ -1,0 +1,222 @@
+"""What a provider's prompt cache would serve and bill, call by call, under its own rules.
+
+The simulation's ``prefix`` figure (leading messages identical to the previous prompt's) is
+an upper bound. Providers bill differently, and how much differently depends on the
+strategy: an edit far behind the tail costs nothing under the upper bound and most of the
+cache under Anthropic's breakpoints. Each rule here sees the prompts sent, in order, with
+each message's token count, and returns per prompt the tokens **read** from the cache and
+the tokens **written** to it. Messages are compared on
+:func:`~langchain_promptstrat.simulate.canonical_message` (what the provider receives), by
+a hash chain over the prompt: two prompts share a prefix of ``i`` messages exactly when
+their ``i``-th chain values are equal.
+
+``openai`` — automatic prefix caching
+    Nothing is cached below 1,024 tokens; above, the cached prefix grows in 128-token
+    steps. A prompt reads the longest prefix it shares with the previous prompt, in whole
+    messages (the common tokens inside the first differing message are not counted: a
+    lower bound by at most one message), rounded down to ``1024 + 128 k``; a shared prefix
+    under 1,024 tokens reads 0. Nothing is billed for writing. Cost: ``read *
+    cached_fraction + (tokens - read)``.
+
+``anthropic`` — explicit breakpoints
+    A prompt's breakpoints are the messages carrying ``cache_control`` in a content block
+    (what :mod:`langchain_promptstrat.strategies.cache_breakpoints` marks); a prompt with
+    none is cached as LangChain's ``AnthropicPromptCachingMiddleware`` asks for it: the
+    system message and the last message (its third breakpoint, the last tool definition,
+    has no tools to mark in a replay). At most 4 are honoured (the last 4). Each
+    breakpoint looks for a cache entry at its own position and at the block boundaries up
+    to 20 blocks before it; the longest hit over all breakpoints is **read**. Entries
+    exist where an earlier prompt (any earlier prompt of the replay: calls come seconds
+    apart, within the 5-minute lifetime that each hit renews) had a breakpoint over the
+    same prefix of at least ``min_tokens`` (1,024, the Sonnet and Opus minimum). The
+    tokens from the read position to the last breakpoint are **written**, when that
+    prefix reaches ``min_tokens``; each breakpoint's prefix then has an entry. Blocks: a
+    message holds one block per content block (a string is one), an assistant message
+    one per tool call plus its text, so the 20-block window is about 10 tool steps.
+    Cost: ``read * cached_fraction + written * 1.25 + the rest``.
+
+``prefix``
+    The upper bound the simulation has always shown: leading whole messages identical to
+    the previous prompt's, at any size, no write premium.
+
+A small example to check by hand: a 2,000-token system message, then 10 messages of 100
+tokens. Under ``openai`` the second prompt (the first plus two messages) shares 3,000 tokens
+with the first and reads ``1024 + 128 * 15 = 2944``. Under ``anthropic`` with the default
+breakpoints, the first prompt writes 3,000 (system and tail entries) and reads 0; the second
+reads 3,000 (its tail breakpoint is 2 blocks after the first prompt's tail entry, within
+20) and writes 200.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+
+__all__ = [
+    "ANTHROPIC_LOOKBACK_BLOCKS",
+    "ANTHROPIC_MAX_BREAKPOINTS",
+    "ANTHROPIC_MIN_TOKENS",
+    "ANTHROPIC_WRITE_MULTIPLIER",
+    "CACHE_RULES",
+    "OPENAI_INCREMENT",
+    "OPENAI_MIN_TOKENS",
+    "AnthropicCache",
+    "CacheRule",
+    "OpenAICache",
+    "has_cache_control",
+    "make_cache_rule",
+    "message_blocks",
+    "openai_cached_tokens",
+]
+
+CACHE_RULES = ("prefix", "openai", "anthropic")
+OPENAI_MIN_TOKENS = 1024
+OPENAI_INCREMENT = 128
+ANTHROPIC_MIN_TOKENS = 1024
+ANTHROPIC_LOOKBACK_BLOCKS = 20
+ANTHROPIC_MAX_BREAKPOINTS = 4
+ANTHROPIC_WRITE_MULTIPLIER = 1.25
+
+
+def openai_cached_tokens(shared_tokens: int) -> int:
+    """Return what OpenAI serves from its cache for a shared prefix of ``shared_tokens``: 0 under 1,024, else 1024 + 128 k."""
+    if shared_tokens < OPENAI_MIN_TOKENS:
+        return 0
+    return OPENAI_MIN_TOKENS + OPENAI_INCREMENT * ((shared_tokens - OPENAI_MIN_TOKENS) // OPENAI_INCREMENT)
+
+
+def message_blocks(message: BaseMessage) -> int:
+    """Return how many Anthropic content blocks ``message`` becomes: one per content block (a string is one), plus one per tool call."""
+    content = message.content
+    if isinstance(content, list):
+        blocks = sum(1 for b in content if not (isinstance(b, dict) and b.get("type") == "tool_use"))
+    else:
+        blocks = 1 if content or not isinstance(message, AIMessage) else 0
+    if isinstance(message, AIMessage):
+        blocks += len(message.tool_calls)
+    return max(blocks, 1)
+
+
+def has_cache_control(message: BaseMessage) -> bool:
+    """Return whether a content block of ``message`` carries an Anthropic ``cache_control`` breakpoint."""
+    content = message.content
+    return isinstance(content, list) and any(isinstance(b, dict) and b.get("cache_control") for b in content)
+
+
+class _Chain:
+    """Prefix hashes of a prompt, reusing the canonical key of message objects seen in the previous prompt."""
+
+    def __init__(self, canonical: Callable[[BaseMessage], str]) -> None:
+        self.canonical = canonical
+        self._keys: dict[int, tuple[BaseMessage, str]] = {}
+
+    def hashes(self, prompt: Sequence[BaseMessage]) -> list[int]:
+        keys: dict[int, tuple[BaseMessage, str]] = {}
+        out: list[int] = []
+        h = 0
+        for message in prompt:
+            known = self._keys.get(id(message))
+            key = known[1] if known is not None and known[0] is message else self.canonical(message)
+            keys[id(message)] = (message, key)
+            h = hash((h, key))
+            out.append(h)
+        self._keys = keys
+        return out
+
+
+@dataclass
+class CacheRule:
+    """A provider's cache over one replay: feed it each prompt sent, in order, with its per-message token counts."""
+
+    canonical: Callable[[BaseMessage], str]
+    name: str = "prefix"
+    write_multiplier: float = 0.0
+    _chain: _Chain = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._chain = _Chain(self.canonical)
+
+    def observe(self, prompt: Sequence[BaseMessage], counts: Sequence[int]) -> tuple[int, int]:  # pragma: no cover - abstract
+        """Return (tokens read from the cache, tokens written to it) for ``prompt``."""
+        raise NotImplementedError
+
+
+@dataclass
+class OpenAICache(CacheRule):
+    """OpenAI's automatic prefix cache: the previous prompt's shared prefix, from 1,024 tokens in 128-token steps."""
+
+    name: str = "openai"
+    _previous: list[int] = field(default_factory=list, init=False)
+
+    def observe(self, prompt: Sequence[BaseMessage], counts: Sequence[int]) -> tuple[int, int]:
+        """Return (read, 0): the shared whole-message prefix with the previous prompt, rounded as OpenAI caches it."""
+        hashes = self._chain.hashes(prompt)
+        shared = 0
+        for i, (now, before) in enumerate(zip(hashes, self._previous)):
+            if now != before:
+                break
+            shared += counts[i]
+        self._previous = hashes
+        return openai_cached_tokens(shared), 0
+
+
+@dataclass
+class AnthropicCache(CacheRule):
+    """Anthropic's breakpoint cache: at most 4 breakpoints, each looking back 20 blocks for an entry an earlier prompt wrote."""
+
+    name: str = "anthropic"
+    write_multiplier: float = ANTHROPIC_WRITE_MULTIPLIER
+    min_tokens: int = ANTHROPIC_MIN_TOKENS
+    lookback: int = ANTHROPIC_LOOKBACK_BLOCKS
+    _entries: set[int] = field(default_factory=set, init=False)
+
+    def breakpoints(self, prompt: Sequence[BaseMessage]) -> list[int]:
+        """Return the indices of the messages holding a breakpoint: the marked ones, else system and tail."""
+        marked = [i for i, m in enumerate(prompt) if has_cache_control(m)]
+        if not marked and prompt:
+            marked = [0] if isinstance(prompt[0], SystemMessage) and len(prompt) > 1 else []
+            marked.append(len(prompt) - 1)
+        return marked[-ANTHROPIC_MAX_BREAKPOINTS:]
+
+    def observe(self, prompt: Sequence[BaseMessage], counts: Sequence[int]) -> tuple[int, int]:
+        """Return (read, written) for ``prompt`` under the breakpoint rules, then record its entries."""
+        if not prompt:
+            return 0, 0
+        hashes = self._chain.hashes(prompt)
+        ends: list[int] = []  # block index at the end of each message
+        cumulative: list[int] = []  # tokens through each message
+        blocks = tokens = 0
+        for message, count in zip(prompt, counts):
+            blocks += message_blocks(message)
+            tokens += count
+            ends.append(blocks)
+            cumulative.append(tokens)
+        marks = self.breakpoints(prompt)
+        read = 0
+        for b in marks:
+            i = b
+            while i >= 0 and ends[i] >= ends[b] - self.lookback:
+                if hashes[i] in self._entries:
+                    read = max(read, cumulative[i])
+                    break
+                i -= 1
+        last = cumulative[marks[-1]]
+        written = last - read if last >= self.min_tokens and last > read else 0
+        for b in marks:
+            if cumulative[b] >= self.min_tokens:
+                self._entries.add(hashes[b])
+        return read, written
+
+
+def make_cache_rule(name: str, canonical: Callable[[BaseMessage], str], **options: Any) -> CacheRule | None:
+    """Return a fresh rule named ``name`` (None for ``prefix``, which the simulation computes itself)."""
+    if name == "openai":
+        return OpenAICache(canonical, **options)
+    if name == "anthropic":
+        return AnthropicCache(canonical, **options)
+    if name == "prefix":
+        return None
+    raise ValueError(f"unknown cache rule {name!r}; known: {', '.join(CACHE_RULES)}")

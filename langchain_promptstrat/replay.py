@@ -1,0 +1,106 @@
+"""Replay saved transcripts call by call: what would each strategy have sent and cost on *my* runs?
+
+A transcript records every model call's answer. The prompt of the call that produced the
+assistant message at position ``i`` was the conversation before it, ``messages[:i]``, so a
+replay applies each strategy to each of these histories in order (a strategy object sees
+them as it would inside the agent) and measures what it sends, exactly as the simulated
+run does (:func:`~langchain_promptstrat.simulate.simulate` with ``prompts=``). The final call
+a run left unanswered counts too: its prompt is the history before it.
+
+Several files, or a folder of them (``*.json``, ``*.jsonl``, read recursively), are
+replayed one by one, each with fresh strategies and an empty cache, and their per-call
+figures are concatenated per strategy, so the table's sums and means are over every call
+of every file. A file that a folder holds but that cannot be read is skipped with a note;
+a file named explicitly that cannot be read raises.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage
+
+from langchain_promptstrat.conversation_file import read_conversation
+from langchain_promptstrat.errors import ConfigError, PromptStratError
+from langchain_promptstrat.simulate import DEFAULT_MAX_TOKENS, SimulationResult, StrategyEntry, default_strategy_names, simulate
+
+__all__ = ["TRANSCRIPT_SUFFIXES", "find_transcripts", "simulate_files", "transcript_prompts"]
+
+TRANSCRIPT_SUFFIXES = (".json", ".jsonl")
+"""File endings a folder is searched for (``.traj.json`` ends in ``.json``)."""
+
+_MAX_NOTES_PER_FILE = 3
+
+
+def transcript_prompts(messages: Sequence[BaseMessage]) -> list[list[BaseMessage]]:
+    """Return the prompt of every model call in ``messages``: the history before each assistant message after the first message."""
+    return [list(messages[:i]) for i, m in enumerate(messages) if i and isinstance(m, AIMessage)]
+
+
+def find_transcripts(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[Path, bool]]:
+    """Return the files to replay, each with whether it was named explicitly; folders give their transcripts, sorted."""
+    found: list[tuple[Path, bool]] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            inside = sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith(TRANSCRIPT_SUFFIXES))
+            if not inside:
+                raise ConfigError(f"{path}: no transcript files ({', '.join('*' + s for s in TRANSCRIPT_SUFFIXES)}) in this folder")
+            found += [(p, False) for p in inside]
+        else:
+            found.append((path, True))
+    return found
+
+
+def _merge(results: list[SimulationResult], files: list[str], notes: list[str]) -> SimulationResult:
+    first = results[0]
+    runs = first.runs
+    for other in results[1:]:
+        for run, more in zip(runs, other.runs):
+            for name in ("tokens", "cached_tokens", "reuse", "seconds", "degenerate", "provider_cached_tokens", "provider_written_tokens"):
+                getattr(run, name).extend(getattr(more, name))
+    first.model_calls = sum(r.model_calls for r in results)
+    first.files = files
+    first.notes = [*notes, *dict.fromkeys(n for r in results for n in r.notes)]
+    return first
+
+
+def simulate_files(
+    paths: Sequence[str | os.PathLike[str]],
+    strategies: Sequence[StrategyEntry] | None = None,
+    **options: Any,
+) -> SimulationResult:
+    """Return every strategy's replay of the transcripts in ``paths`` (files or folders), aggregated over files.
+
+    ``options`` are those of :func:`~langchain_promptstrat.simulate.simulate` (``cache``,
+    ``peers``, ``max_tokens``, ``token_counter``...), except ``prompts``, ``n_tool_calls``
+    and ``seed``. Raises :class:`ConfigError` when no file gives a model call.
+    """
+    if strategies is None:
+        strategies = default_strategy_names(settings=options.get("settings"), max_tokens=options.get("max_tokens", DEFAULT_MAX_TOKENS))
+    results: list[SimulationResult] = []
+    files: list[str] = []
+    notes: list[str] = []
+    for path, named in find_transcripts(paths):
+        try:
+            conversation = read_conversation(str(path))
+        except (PromptStratError, OSError) as exc:
+            if named:
+                raise
+            notes.append(f"skipped {path}: {exc}")
+            continue
+        prompts = transcript_prompts([*conversation.messages, *conversation.pending])
+        shown = conversation.notes[:_MAX_NOTES_PER_FILE]
+        more = len(conversation.notes) - len(shown)
+        notes += [f"{path.name}: {n}" for n in shown] + ([f"{path.name}: {more} more notes"] if more > 0 else [])
+        if not prompts:
+            notes.append(f"{path.name}: no model call to replay (no assistant message after the first message)")
+            continue
+        results.append(simulate(strategies, prompts=prompts, **options))
+        files.append(str(path))
+    if not results:
+        raise ConfigError(f"no model call to replay in {', '.join(map(str, paths))}")
+    return _merge(results, files, notes)

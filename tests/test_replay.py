@@ -1,0 +1,68 @@
+"""Replaying saved transcripts call by call: prompts, folders, aggregation and the CLI."""
+
+from __future__ import annotations
+
+import json
+
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from langchain_promptstrat.cli import main
+from langchain_promptstrat.replay import simulate_files, transcript_prompts
+from realruns import realruns_dir
+
+CALL = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls"}'}}
+RUN = [{"role": "system", "content": "sys"}, {"role": "user", "content": "task"},
+       {"role": "assistant", "content": "", "tool_calls": [CALL]}, {"role": "tool", "tool_call_id": "c1", "content": "a.py"},
+       {"role": "assistant", "content": "done"}]
+
+
+def chars(messages):
+    """A counter a reader can follow: one token per character of content."""
+    return sum(len(m.content) for m in messages)
+
+
+class TestPrompts:
+    def test_each_assistant_message_is_answered_from_the_history_before_it(self):
+        """The prompts are messages[:i] for each AIMessage at i > 0, in order."""
+        messages = [HumanMessage("t"), AIMessage("a"), ToolMessage("o", tool_call_id="x"), AIMessage("b")]
+        assert transcript_prompts(messages) == [messages[:1], messages[:3]]
+
+    def test_files_are_replayed_separately_and_summed(self, tmp_path):
+        """Two files of 2 model calls give 4 calls; each file starts with an empty cache (its first call reuses 0)."""
+        for name in ("a.jsonl", "b.json"):
+            (tmp_path / name).write_text("\n".join(json.dumps(m) for m in RUN) if name.endswith("l") else json.dumps(RUN))
+        result = simulate_files([tmp_path], ["none"], token_counter=chars, progress=False)
+        run = result.run("none")
+        assert (result.model_calls, run.tokens) == (4, [7, 11, 7, 11])
+        assert run.cached_tokens == [0, 7, 0, 7]
+        assert [p.rsplit("/", 1)[1] for p in result.files] == ["a.jsonl", "b.json"]
+
+
+class TestCli:
+    def test_a_folder_prints_the_table_and_skips_what_it_cannot_read_with_a_note(self, tmp_path, capsys):
+        """simulate FOLDER: exit 0, a table over the readable files, a note naming the skipped one."""
+        (tmp_path / "run.json").write_text(json.dumps(RUN))
+        (tmp_path / "broken.json").write_text("{oops")
+        (tmp_path / "README.md").write_text("not a transcript")
+        assert main(["simulate", str(tmp_path), "none", "--cache", "openai", "--no-progress"]) == 0
+        out, err = capsys.readouterr()
+        assert "Replayed transcripts: 1 file, 2 model calls." in out and "openai reuse" in out
+        assert f"note: skipped {tmp_path / 'broken.json'}" in out and err == ""
+
+    def test_a_file_named_explicitly_that_cannot_be_read_is_an_error(self, tmp_path, capsys):
+        """simulate FILE with a broken file: one error line, exit 2."""
+        (tmp_path / "broken.json").write_text("{oops")
+        assert main(["simulate", str(tmp_path / "broken.json"), "--no-progress"]) == 2
+        assert capsys.readouterr().err.startswith(f"promptstrat: error: {tmp_path / 'broken.json'}: ")
+
+    def test_the_real_transcripts_replay_with_no_error(self, capsys):
+        """simulate on the real folders (raw trajectories and converted JSON lines): exit 0, one row per strategy."""
+        raw, converted = realruns_dir("raw"), realruns_dir("converted")
+        code = main(["simulate", str(raw), str(converted), "none", "shorten_tools_epoch_stable", "--cache", "anthropic",
+                     "--no-progress", "--json"])
+        out, err = capsys.readouterr()
+        data = json.loads(out)
+        assert code == 0 and "Traceback" not in err
+        assert len(data["files"]) == len(list(raw.glob("*.json"))) + len(list(converted.glob("*.jsonl")))
+        assert [s["name"] for s in data["strategies"]] == ["none", "shorten_tools_epoch_stable"]
+        assert all(s["provider_summary"]["cached_tokens"] > 0 for s in data["strategies"])

