@@ -337,6 +337,8 @@ class _Bounded:
     """Repeat keys of the calls seen so far."""
     last_ai: int = -1
     compaction_edge: int = 0
+    prior_edge: int = 0
+    """The compaction edge before its last move (where the cache entry of the last event's re-send starts)."""
     drop_edge: int = 0
     token_drop_edge: int = 0
     segments: list[tuple[int, int]] = field(default_factory=list)
@@ -436,7 +438,7 @@ def _event(replay: _Bounded, settings: Settings) -> None:
     # advance as far as the whole region allows, never back
     if edge > replay.compaction_edge:
         replay.segments.append((edge, t))
-        replay.compaction_edge = edge
+        replay.prior_edge, replay.compaction_edge = replay.compaction_edge, edge
     low = int(budget * settings.stable_low_ratio)
     if replay.estimate(replay.compaction_edge, replay.drop_edge) <= low:
         return
@@ -462,7 +464,7 @@ def _replay_point(replay: _Bounded, settings: Settings) -> None:
     if state is not None:
         if state.compaction_edge > replay.compaction_edge:
             replay.segments.append((state.compaction_edge, state.epoch.pinned_total))
-            replay.compaction_edge = state.compaction_edge
+            replay.prior_edge, replay.compaction_edge = replay.compaction_edge, state.compaction_edge
         if state.drop_edge > replay.drop_edge:
             # under a ceiling a dropped call is dropped, repeat or not: the estimate counts it as gone
             replay.drop_edge = replay.token_drop_edge = state.drop_edge
@@ -760,6 +762,7 @@ def shorten_tools_epoch_stable(
             out, fallback = _fallback(source, out, budget, costs, extra_tokens, max_tokens, settings)
             tokens = costs(out) + extra_tokens
         ceiling_details = dict(
+            previous_compaction_edge=replay.prior_edge,
             ceiling=max_tokens, ceiling_source=ceiling_source or "max_tokens argument", budget=budget + extra_tokens,
             extra_tokens=extra_tokens, tokens_after=tokens, met=tokens <= budget + extra_tokens,
             ceiling_events=replay.events, ceiling_event=replay.event_here, fallback=fallback,
