@@ -5,53 +5,54 @@ provider's prompt cache hitting), deliver consume-once inbox notices, and aim at
 budgets, without ever changing the stored conversation.
 """
 
+from __future__ import annotations
+
 from typing import TYPE_CHECKING, Any
 
-from langchain_promptstrat.adapters.langgraph import make_inbox_node, pre_model_hook
-from langchain_promptstrat.adapters.runnable import PromptStrategy
-from langchain_promptstrat.ceiling import DEFAULT_CEILING, Ceiling, resolve_ceiling
-from langchain_promptstrat.errors import (
-    ConfigError,
-    ContextWindowError,
-    InboxAborted,
-    InboxError,
-    InvalidMessagesError,
-    PromptStratError,
-    UnknownStrategyError,
-)
-from langchain_promptstrat.inbox_backends import InboxBackend, InboxProvider
-from langchain_promptstrat.inbox_postgres import PostgresInbox, PostgresInboxes
-from langchain_promptstrat.inbox_store import DirectoryInbox, inbox_dir, inbox_removed_dir, post_to_inbox, request_abort
-from langchain_promptstrat.messages import check_tool_pairs
-from langchain_promptstrat.registry import (
-    DEFAULT_STRATEGIES,
-    available_strategies,
-    get_strategy,
-    prepare_prompt,
-    register_strategy,
-    unregister_strategy,
-)
-from langchain_promptstrat.report import Compacted, StrategyReport
-from langchain_promptstrat.settings import Settings
-from langchain_promptstrat.strategies.epoch import ShortenToolsEpoch, ShortenToolsEpochIncrement, is_compaction_notice
-from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable
-from langchain_promptstrat.strategies.inbox import Inbox
-from langchain_promptstrat.strategies.ladder import CompactionLadder
-from langchain_promptstrat.strategies.none import NoStrategy
-from langchain_promptstrat.strategies.shorten_tools import ShortenTools
-from langchain_promptstrat.strategies.sliding_window import SlidingWindow
-from langchain_promptstrat.strategies.summary import Summary
-from langchain_promptstrat.strategies.tool_results import ToolResults
-from langchain_promptstrat.tokens import TokenCounter, as_token_counter
-from langchain_promptstrat.truncation import shorten_string, truncate_string
-
-if TYPE_CHECKING:  # imported on first use at run time (see __getattr__): it needs the optional langchain package
+if TYPE_CHECKING:
+    from langchain_promptstrat.adapters.langgraph import make_inbox_node, pre_model_hook
+    from langchain_promptstrat.adapters.runnable import PromptStrategy
+    from langchain_promptstrat.ceiling import DEFAULT_CEILING, Ceiling, resolve_ceiling
+    from langchain_promptstrat.errors import (
+        ConfigError,
+        ContextWindowError,
+        InboxAborted,
+        InboxError,
+        InvalidMessagesError,
+        PromptStratError,
+        UnknownStrategyError,
+    )
+    from langchain_promptstrat.inbox_backends import InboxBackend, InboxProvider
+    from langchain_promptstrat.inbox_postgres import PostgresInbox, PostgresInboxes
+    from langchain_promptstrat.inbox_store import DirectoryInbox, inbox_dir, inbox_removed_dir, post_to_inbox, request_abort
+    from langchain_promptstrat.messages import check_tool_pairs
+    from langchain_promptstrat.registry import (
+        DEFAULT_STRATEGIES,
+        available_strategies,
+        get_strategy,
+        prepare_prompt,
+        register_strategy,
+        unregister_strategy,
+    )
+    from langchain_promptstrat.report import Compacted, StrategyReport
+    from langchain_promptstrat.settings import Settings
+    from langchain_promptstrat.strategies.epoch import ShortenToolsEpoch, ShortenToolsEpochIncrement, is_compaction_notice
+    from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable
+    from langchain_promptstrat.strategies.inbox import Inbox
+    from langchain_promptstrat.strategies.ladder import CompactionLadder
+    from langchain_promptstrat.strategies.none import NoStrategy
+    from langchain_promptstrat.strategies.shorten_tools import ShortenTools
+    from langchain_promptstrat.strategies.sliding_window import SlidingWindow
+    from langchain_promptstrat.strategies.summary import Summary
+    from langchain_promptstrat.strategies.tool_results import ToolResults
+    from langchain_promptstrat.tokens import TokenCounter, as_token_counter
+    from langchain_promptstrat.truncation import shorten_string, truncate_string
     from langchain_promptstrat.adapters.middleware import PromptStrategyMiddleware
 
 __all__ = [
-    "DEFAULT_CEILING",
     "Ceiling",
     "ContextWindowError",
+    "DEFAULT_CEILING",
     "resolve_ceiling",
     "Compacted",
     "CompactionLadder",
@@ -99,13 +100,73 @@ __all__ = [
     "unregister_strategy",
 ]
 
+_EXPORTS: dict[str, str] = {
+    "Ceiling": "langchain_promptstrat.ceiling",
+    "ContextWindowError": "langchain_promptstrat.errors",
+    "DEFAULT_CEILING": "langchain_promptstrat.ceiling",
+    "resolve_ceiling": "langchain_promptstrat.ceiling",
+    "Compacted": "langchain_promptstrat.report",
+    "CompactionLadder": "langchain_promptstrat.strategies.ladder",
+    "ConfigError": "langchain_promptstrat.errors",
+    "DEFAULT_STRATEGIES": "langchain_promptstrat.registry",
+    "DirectoryInbox": "langchain_promptstrat.inbox_store",
+    "Inbox": "langchain_promptstrat.strategies.inbox",
+    "InboxAborted": "langchain_promptstrat.errors",
+    "InboxBackend": "langchain_promptstrat.inbox_backends",
+    "InboxError": "langchain_promptstrat.errors",
+    "InboxProvider": "langchain_promptstrat.inbox_backends",
+    "InvalidMessagesError": "langchain_promptstrat.errors",
+    "NoStrategy": "langchain_promptstrat.strategies.none",
+    "PostgresInbox": "langchain_promptstrat.inbox_postgres",
+    "PostgresInboxes": "langchain_promptstrat.inbox_postgres",
+    "PromptStratError": "langchain_promptstrat.errors",
+    "PromptStrategy": "langchain_promptstrat.adapters.runnable",
+    "PromptStrategyMiddleware": "langchain_promptstrat.adapters.middleware",
+    "Settings": "langchain_promptstrat.settings",
+    "ShortenTools": "langchain_promptstrat.strategies.shorten_tools",
+    "ShortenToolsEpoch": "langchain_promptstrat.strategies.epoch",
+    "ShortenToolsEpochIncrement": "langchain_promptstrat.strategies.epoch",
+    "ShortenToolsEpochStable": "langchain_promptstrat.strategies.epoch_stable",
+    "SlidingWindow": "langchain_promptstrat.strategies.sliding_window",
+    "StrategyReport": "langchain_promptstrat.report",
+    "Summary": "langchain_promptstrat.strategies.summary",
+    "TokenCounter": "langchain_promptstrat.tokens",
+    "ToolResults": "langchain_promptstrat.strategies.tool_results",
+    "UnknownStrategyError": "langchain_promptstrat.errors",
+    "as_token_counter": "langchain_promptstrat.tokens",
+    "available_strategies": "langchain_promptstrat.registry",
+    "check_tool_pairs": "langchain_promptstrat.messages",
+    "get_strategy": "langchain_promptstrat.registry",
+    "inbox_dir": "langchain_promptstrat.inbox_store",
+    "inbox_removed_dir": "langchain_promptstrat.inbox_store",
+    "is_compaction_notice": "langchain_promptstrat.strategies.epoch",
+    "make_inbox_node": "langchain_promptstrat.adapters.langgraph",
+    "post_to_inbox": "langchain_promptstrat.inbox_store",
+    "pre_model_hook": "langchain_promptstrat.adapters.langgraph",
+    "prepare_prompt": "langchain_promptstrat.registry",
+    "register_strategy": "langchain_promptstrat.registry",
+    "request_abort": "langchain_promptstrat.inbox_store",
+    "shorten_string": "langchain_promptstrat.truncation",
+    "truncate_string": "langchain_promptstrat.truncation",
+    "unregister_strategy": "langchain_promptstrat.registry",
+}
+"""The module each public name comes from. Imported on first use, so ``import
+langchain_promptstrat`` (and ``promptstrat --help``) does not pay for LangGraph and
+LangChain; ``PromptStrategyMiddleware`` also needs the optional ``langchain`` package."""
 
-if not TYPE_CHECKING:  # checkers see the import above, and no catch-all that would hide a misspelt name
+
+if not TYPE_CHECKING:  # checkers see the imports above, and no catch-all that would hide a misspelt name
 
     def __getattr__(name: str) -> Any:
-        """Import PromptStrategyMiddleware on first use: it needs the optional ``langchain`` package."""
-        if name == "PromptStrategyMiddleware":
-            from langchain_promptstrat.adapters.middleware import PromptStrategyMiddleware
+        """Import a public name from its module on first use, and keep it."""
+        module = _EXPORTS.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        import importlib
 
-            return PromptStrategyMiddleware
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted([*globals(), *_EXPORTS])

@@ -4,7 +4,8 @@
 sends and costs; ``apply`` and ``stats`` read a conversation file; ``inbox`` steers a running
 agent. Every error the package raises on purpose (and any ``OSError``) is printed as one
 line, ``promptstrat: error: ...``, with exit status 2 and no traceback; a warning is one
-line too, ``promptstrat: warning: ...``.
+line too, ``promptstrat: warning: ...``. ``apply`` that meets an abort request in the inbox
+exits with status 3 (``promptstrat: aborted: ...``): the agent was asked to stop.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import secrets
 import sys
 import warnings
@@ -21,35 +23,44 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, NoReturn, cast
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
-from langchain_promptstrat.conversation_file import dump_messages, read_conversation
-from langchain_promptstrat.errors import InboxAborted, PromptStratError
-from langchain_promptstrat.inbox_backends import InboxBackend
+from langchain_promptstrat.errors import InboxAborted, InvalidMessagesError, PromptStratError
 from langchain_promptstrat.inbox_postgres import DSN_ENV, PostgresInboxes
 from langchain_promptstrat.inbox_store import INBOX_ROOT_ENV, DirectoryInbox, resolve_save_file
-from langchain_promptstrat.messages import index_tool_calls
-from langchain_promptstrat.cache_rules import CACHE_RULES
 from langchain_promptstrat.ceiling import DEFAULT_CEILING, resolve_ceiling
-from langchain_promptstrat.registry import apply_strategies
-from langchain_promptstrat.report import StrategyReport
-from langchain_promptstrat.simulate import (
-    DEFAULT_CACHED_FRACTION,
-    DEFAULT_MAX_TOKENS,
-    DEFAULT_TOOL_CALLS,
-    build_strategy,
-    default_strategy_names,
-    format_table,
-    plot,
-    result_to_json,
-    simulate,
-)
-from langchain_promptstrat.tokens import DEFAULT_ENCODING, TokenCounter
+from langchain_promptstrat.text_table import fit_lines, render_table, terminal_width
+
+if TYPE_CHECKING:
+    from langchain_promptstrat.inbox_backends import InboxBackend
+    from langchain_promptstrat.report import StrategyReport
+    from langchain_promptstrat.simulate import SimulationResult
+    from langchain_promptstrat.tokens import TokenCounter
+
+# LangChain, LangGraph and tiktoken are imported by the commands that use them, not here:
+# `promptstrat --help` and `--version` answer without them (tests/test_cli_startup.py).
+
+
+def simulate(*args: Any, **kwargs: Any) -> SimulationResult:
+    """Run :func:`langchain_promptstrat.simulate.simulate` (imported on first use)."""
+    from langchain_promptstrat.simulate import simulate as run
+
+    return run(*args, **kwargs)
+
+
+def plot(*args: Any, **kwargs: Any) -> Any:
+    """Run :func:`langchain_promptstrat.simulate.plot` (imported on first use)."""
+    from langchain_promptstrat.simulate import plot as draw
+
+    return draw(*args, **kwargs)
+
 
 __all__ = ["build_parser", "main"]
 
 PROG = "promptstrat"
 EXIT_ERROR = 2
+EXIT_ABORTED = 3
+"""``apply`` found an abort request in the inbox: not a usage error, the agent was asked to stop."""
 
 
 class _UsageError(Exception):
@@ -61,14 +72,29 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(f"{message} (see {self.prog} --help)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Return the ``promptstrat`` parser; each command group adds its subcommands with a ``func`` default."""
+def build_parser(detailed: bool = True) -> argparse.ArgumentParser:
+    """Return the ``promptstrat`` parser; each command group adds its subcommands with a ``func`` default.
+
+    ``detailed=False`` leaves out the commands' options (and the imports their defaults
+    need): enough to answer ``promptstrat --help`` and ``--version`` at once.
+    """
     parser = _Parser(prog=PROG, description="Prompt strategies for long LangChain and LangGraph agent runs.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    add_simulate_commands(commands)
-    add_conversation_commands(commands)
-    add_inbox_commands(commands)
+    add_simulate_commands(commands, detailed)
+    add_conversation_commands(commands, detailed)
+    add_inbox_commands(commands, detailed)
     return parser
+
+
+def _version() -> str:
+    """Return the installed distribution's version (importlib.metadata: no package import needed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("langchain-promptstrat")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 # --------------------------------------------------------------------------- option values
@@ -105,20 +131,24 @@ def _price(text: str) -> float:
 
 
 def _add_counter_options(parser: argparse.ArgumentParser) -> None:
+    from langchain_promptstrat.tokens import DEFAULT_ENCODING
+
     counter = parser.add_mutually_exclusive_group()
     counter.add_argument("--encoding", metavar="NAME", help=f"tiktoken encoding that counts tokens (default: {DEFAULT_ENCODING})")
     counter.add_argument("--model", metavar="NAME", help="count tokens with this model's encoding (o200k_base for current OpenAI models)")
 
 
 def _token_counter(args: argparse.Namespace) -> TokenCounter:
+    from langchain_promptstrat.tokens import TokenCounter
+
     return TokenCounter(args.encoding, model=args.model)
 
 
 # --------------------------------------------------------------------------- simulate
 
 
-def add_simulate_commands(commands: argparse._SubParsersAction[Any]) -> None:
-    """Add ``simulate`` to ``commands``."""
+def add_simulate_commands(commands: argparse._SubParsersAction[Any], detailed: bool = True) -> None:
+    """Add ``simulate`` to ``commands`` (without its options unless ``detailed``: enough for ``--help``)."""
     sim = commands.add_parser(
         "simulate",
         help="replay a long simulated agent run through each strategy; print tokens, cache reuse and cost",
@@ -130,6 +160,11 @@ def add_simulate_commands(commands: argparse._SubParsersAction[Any]) -> None:
             "--cached-fraction, and the time spent in the strategy. No model, network or key is used."
         ),
     )
+    if not detailed:
+        return
+    from langchain_promptstrat.cache_rules import CACHE_RULES
+    from langchain_promptstrat.simulate import DEFAULT_CACHED_FRACTION, DEFAULT_MAX_TOKENS, DEFAULT_TOOL_CALLS
+
     sim.add_argument(
         "strategies", nargs="*", metavar="STRATEGY|FILE",
         help="strategy names; a comma joins a pipeline, e.g. shorten_tools,inbox (default: none and every "
@@ -220,6 +255,7 @@ def _simulate(args: argparse.Namespace) -> int:
     )
     strategies: Any = names or None
     if args.breakpoints:
+        from langchain_promptstrat.simulate import default_strategy_names
         from langchain_promptstrat.strategies.cache_breakpoints import with_cache_breakpoints
 
         plain = names or default_strategy_names(max_tokens=args.max_tokens)
@@ -239,7 +275,9 @@ def _simulate(args: argparse.Namespace) -> int:
         )
     if plot_path is not None:
         _write_plot(result, plot_path)
-    print(json.dumps(result_to_json(result), indent=2) if args.json else format_table(result))
+    from langchain_promptstrat.simulate import format_table, result_to_json
+
+    print(json.dumps(result_to_json(result), indent=2) if args.json else format_table(result, terminal_width()))
     if plot_path is not None:
         print(f"plot written to {plot_path}", file=sys.stderr)
     return 0
@@ -248,8 +286,8 @@ def _simulate(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- apply, stats
 
 
-def add_conversation_commands(commands: argparse._SubParsersAction[Any]) -> None:
-    """Add ``apply`` and ``stats``, the commands that read a conversation file, to ``commands``."""
+def add_conversation_commands(commands: argparse._SubParsersAction[Any], detailed: bool = True) -> None:
+    """Add ``apply`` and ``stats``, the commands that read a conversation file, to ``commands`` (options only when ``detailed``)."""
     formats = (
         "FILE holds a JSON array of messages, LangChain dicts ({\"type\": \"human\", \"data\": {...}}, as "
         "messages_to_dict writes them) or role dicts ({\"role\": \"user\", \"content\": ...}, OpenAI's "
@@ -262,6 +300,16 @@ def add_conversation_commands(commands: argparse._SubParsersAction[Any]) -> None
         description="Apply strategies to a conversation and print the messages the model would see, as a JSON "
         "array in the input's dict style; one report line per strategy goes to standard error. " + formats,
     )
+    stats = commands.add_parser(
+        "stats",
+        help="count a conversation's messages, tool calls and tokens, and what each strategy would do",
+        description="Print a conversation's messages by type, tool calls and tokens, then for each built-in "
+        "strategy a replay can build: messages and tokens after it, calls shortened and dropped. " + formats,
+    )
+    if not detailed:
+        return
+    from langchain_promptstrat.simulate import DEFAULT_MAX_TOKENS
+
     apply.add_argument("file", metavar="FILE", help="the conversation, or '-' for standard input")
     apply.add_argument("--strategy", metavar="SPEC",
                        help="comma-separated strategy names, applied in order (default: $PROMPT_STRATEGY, "
@@ -274,12 +322,6 @@ def add_conversation_commands(commands: argparse._SubParsersAction[Any]) -> None
                        "of its .inbox sibling")
     apply.set_defaults(func=_apply)
 
-    stats = commands.add_parser(
-        "stats",
-        help="count a conversation's messages, tool calls and tokens, and what each strategy would do",
-        description="Print a conversation's messages by type, tool calls and tokens, then for each built-in "
-        "strategy a replay can build: messages and tokens after it, calls shortened and dropped. " + formats,
-    )
     stats.add_argument("file", metavar="FILE", help="the conversation, or '-' for standard input")
     stats.add_argument("--max-tokens", type=_positive_int, default=None, metavar="N",
                        help="token target of strategies that take one, the default strategy's ceiling included "
@@ -301,20 +343,45 @@ def _report_line(report: StrategyReport) -> str:
 
 def _read_conversation(source: str) -> Any:
     """Return the conversation file, each note on what was left or held out printed as one warning line."""
+    from langchain_promptstrat.conversation_file import read_conversation
+
     conversation = read_conversation(source)
     for note in conversation.notes:
         print(f"{PROG}: warning: {source}: {_one_line(Exception(note))}", file=sys.stderr)
     return conversation
 
 
+def _dump_or_refuse(messages: list[Any], style: str | None, what: str) -> str:
+    """Return the JSON ``apply`` prints, or raise InvalidMessagesError when the messages cannot be written back."""
+    from langchain_promptstrat.conversation_file import dump_messages
+
+    try:
+        output = dump_messages(messages, style)
+    except (ValueError, TypeError, KeyError, RecursionError) as exc:
+        raise InvalidMessagesError(f"{what}: cannot be written back as JSON: {_one_line(exc).split(' Full ')[0]}") from None
+    # A lone surrogate (valid in a JSON string escape, not in UTF-8) is written as its JSON
+    # escape, so stdout always gets valid UTF-8 that reads back as the same string.
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", output)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _apply(args: argparse.Namespace) -> int:
+    from langchain_promptstrat.registry import apply_strategies, resolve_strategies
+
     conversation = _read_conversation(args.file)
+    # Everything that can be refused is refused before a strategy runs: the inbox
+    # consumes its notices, and a refusal after that would lose them.
+    _dump_or_refuse(conversation.messages, conversation.style, args.file)
+    strategies = resolve_strategies(args.strategy)
     try:
         ceiling = resolve_ceiling(args.max_tokens)  # the same resolution as stats, so both use one ceiling
-        messages, reports = apply_strategies(conversation.messages, args.strategy, save_file=args.save_file, max_tokens=ceiling.tokens)
+        messages, reports = apply_strategies(conversation.messages, strategies, save_file=args.save_file, max_tokens=ceiling.tokens)
     except InboxAborted as exc:
-        raise _UsageError(f"the inbox holds an abort request: {exc.reason or '(no reason given)'}") from None
-    output = dump_messages([*messages, *conversation.pending], conversation.style)
+        print(f"{PROG}: aborted: the inbox holds an abort request: {exc.reason or '(no reason given)'}", file=sys.stderr)
+        return EXIT_ABORTED
+    output = _dump_or_refuse([*messages, *conversation.pending], conversation.style, "the result")
     sys.stdout.write(output + "\n")
     sys.stdout.flush()
     for report in reports:
@@ -323,6 +390,9 @@ def _apply(args: argparse.Namespace) -> int:
 
 
 def _stats(args: argparse.Namespace) -> int:
+    from langchain_promptstrat.messages import index_tool_calls
+    from langchain_promptstrat.simulate import build_strategy, default_strategy_names
+
     conversation = _read_conversation(args.file)
     messages = conversation.messages
     counter = _token_counter(args)
@@ -352,11 +422,11 @@ def _stats(args: argparse.Namespace) -> int:
         "max_tokens": args.max_tokens,
         "strategies": rows,
     }
-    print(json.dumps(summary, indent=2) if args.json else _stats_table(summary))
+    print(json.dumps(summary, indent=2) if args.json else _stats_table(summary, terminal_width()))
     return 0
 
 
-def _stats_table(summary: dict[str, Any]) -> str:
+def _stats_table(summary: dict[str, Any], width: int | None = None) -> str:
     kinds = ", ".join(f"{n:,} {kind}" for kind, n in summary["by_type"].items())
     exact = "exact" if summary["token_counter"]["exact"] else "approximate"
     head = [
@@ -371,12 +441,7 @@ def _stats_table(summary: dict[str, Any]) -> str:
          f"{r['dropped']:,}"]
         for r in summary["strategies"]
     ]
-    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
-
-    def line(row: list[str]) -> str:
-        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
-
-    return "\n".join([*head, "", line(columns), line(["-" * w for w in widths]), *(line(r) for r in cells)])
+    return "\n".join([*fit_lines(head, width), "", *render_table(columns, cells, width)])
 
 
 # --------------------------------------------------------------------------- inbox
@@ -396,9 +461,11 @@ def _add_dsn(parser: argparse.ArgumentParser) -> None:
                         "the directory inbox)")
 
 
-def add_inbox_commands(commands: argparse._SubParsersAction[Any]) -> None:
-    """Add ``inbox post``, ``inbox abort`` and ``inbox ls`` to ``commands``."""
+def add_inbox_commands(commands: argparse._SubParsersAction[Any], detailed: bool = True) -> None:
+    """Add ``inbox post``, ``inbox abort`` and ``inbox ls`` to ``commands`` (its actions only when ``detailed``)."""
     inbox = commands.add_parser("inbox", help="post notices to a running agent, ask it to stop, list its inbox")
+    if not detailed:
+        return
     actions = inbox.add_subparsers(dest="inbox_command", metavar="ACTION", parser_class=_Parser)
 
     post = actions.add_parser("post", help="deliver a notice to the agent's next model call")
@@ -412,8 +479,10 @@ def add_inbox_commands(commands: argparse._SubParsersAction[Any]) -> None:
     abort.add_argument("--reason", default="", help="why; shown to whoever runs the agent")
     abort.set_defaults(func=_inbox_abort)
 
-    ls = actions.add_parser("ls", help="list pending and delivered notices with their times")
+    ls = actions.add_parser("ls", help="list pending and delivered notices with their times (--json: with a preview)")
     _add_target(ls)
+    ls.add_argument("--json", action="store_true",
+                    help="print a JSON array: state, name, posted and delivered (UTC, ISO 8601), size in bytes, preview")
     ls.set_defaults(func=_inbox_ls)
 
     setup = actions.add_parser("setup", help="create the PostgreSQL inbox's tables (once per database)")
@@ -449,7 +518,15 @@ def _inbox_setup(args: argparse.Namespace) -> int:
 
 def _inbox_post(args: argparse.Namespace) -> int:
     store = _inbox(args)
-    content = sys.stdin.read() if args.content in (None, "-") else args.content
+    if args.content in (None, "-"):
+        buffer = getattr(sys.stdin, "buffer", None)  # bytes, so the check is ours, not the locale's
+        data = buffer.read() if buffer is not None else sys.stdin.read().encode("utf-8", "surrogateescape")
+        try:
+            content = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _UsageError(f"standard input is not UTF-8 text (byte {exc.start} is 0x{data[exc.start]:02x}); nothing posted") from None
+    else:
+        content = args.content
     print(store.post(content, name=args.name))
     return 0
 
@@ -466,11 +543,24 @@ def _time(timestamp: float) -> str:
 def _inbox_ls(args: argparse.Namespace) -> int:
     store = _inbox(args)
     pending, delivered = store.pending_entries(), store.delivered_entries()
-    if not pending and not delivered:
+    listed = [(state, entry) for state, entries in (("pending", pending), ("delivered", delivered)) for entry in entries]
+    if args.json:
+        print(json.dumps([
+            {
+                "state": state,
+                "name": entry.name,
+                "posted": _time(entry.mtime),
+                "delivered": None if entry.delivered_at is None else _time(entry.delivered_at),
+                "size": entry.size,
+                "preview": entry.preview,
+            }
+            for state, entry in listed
+        ], indent=2, ensure_ascii=False))
+        return 0
+    if not listed:
         print(f"no notices in {store.location}")
-    for state, entries in (("pending", pending), ("delivered", delivered)):
-        for entry in entries:
-            print(f"{state:<9}  {_time(entry.mtime)}  {entry.name}")
+    for state, entry in listed:
+        print(f"{state:<9}  {_time(entry.mtime)}  {entry.name}")
     return 0
 
 
@@ -479,7 +569,8 @@ def _inbox_ls(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``promptstrat`` with ``argv`` (default ``sys.argv[1:]``) and return the exit status."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(detailed=not _top_level_only(argv))
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
         try:
@@ -500,6 +591,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_ERROR
         except KeyboardInterrupt:
             return 130
+
+
+def _top_level_only(argv: list[str]) -> bool:
+    """Return whether ``argv`` asks only the top-level parser (``--help``, ``--version``, nothing)."""
+    return not argv or all(arg in ("-h", "--help", "--version") for arg in argv)
 
 
 def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None, line: str | None = None) -> None:

@@ -117,6 +117,8 @@ def _parse_items(source: str, text: str, notes: list[str] | None = None) -> tupl
         raise _bad_input(source, "empty: expected a JSON array of messages or JSON lines")
     try:
         whole = json.loads(text)
+    except RecursionError:
+        raise _bad_input(source, "JSON nested too deeply to be a conversation") from None
     except json.JSONDecodeError as exc:
         if text.lstrip().startswith("["):
             raise _bad_input(source, f"line {exc.lineno}: not JSON: {exc.msg} (column {exc.colno})") from None
@@ -135,6 +137,8 @@ def _parse_items(source: str, text: str, notes: list[str] | None = None) -> tupl
             continue
         try:
             items.append(json.loads(line))
+        except RecursionError:
+            raise _bad_input(source, f"line {number}: JSON nested too deeply to be a message") from None
         except json.JSONDecodeError as exc:
             raise _bad_input(source, f"line {number}: not JSON: {exc.msg} (column {exc.colno})") from None
         positions.append(f"line {number}")
@@ -149,7 +153,7 @@ def _to_message(item: Any) -> tuple[BaseMessage, str]:
         kind = item["type"]
         try:
             return messages_from_dict([item])[0], "langchain"
-        except (ValueError, TypeError, KeyError) as exc:
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
             if isinstance(exc, ValueError) and str(exc).startswith("Got unexpected message type"):
                 raise ValueError(f"unknown type {kind!r}; known: {', '.join(_LANGCHAIN_TYPES)}") from None
             raise ValueError(f"cannot read as a LangChain {kind!r} message: {_first_problem(exc)}") from None
@@ -160,7 +164,7 @@ def _to_message(item: Any) -> tuple[BaseMessage, str]:
         raise _UnknownRole(role)
     try:
         return convert_to_messages([item])[0], "role"
-    except (ValueError, TypeError, KeyError, NotImplementedError) as exc:
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError, NotImplementedError) as exc:
         raise ValueError(f"cannot read as a {role!r} message: {_first_problem(exc)}") from None
 
 

@@ -32,6 +32,13 @@ The contract (the suite ``tests/test_inbox_backends.py`` runs it against every b
 3. ``post`` refuses a name that is pending, the reserved ``abort``, hidden or path-like
    names and empty content; ``request_abort`` writes ``abort`` and refuses a second one.
 4. The history (``delivered_entries``) keeps every delivered notice with its posting time.
+5. Leases (:class:`LeasingInbox`, both built-in backends): ``lease(name)`` claims a notice
+   for this process without recording its delivery; ``acknowledge(token, name)`` records
+   it; ``in_flight()`` lists the claims not yet acknowledged, with their owner;
+   ``take_over(lease)`` gives a claim to the caller, exactly one of any number of callers,
+   keeping its token; ``ready()`` lists the pending names a pickup may take now. A claim
+   is acknowledged at most once, and a notice is pending, in flight or delivered, never
+   two of them and never none.
 """
 
 from __future__ import annotations
@@ -42,9 +49,9 @@ from typing import Protocol, runtime_checkable
 
 from typing_extensions import TypeIs
 
-from langchain_promptstrat.inbox_store import Claimed, InboxEntry
+from langchain_promptstrat.inbox_store import Claimed, InboxEntry, Lease
 
-__all__ = ["InboxBackend", "InboxProvider", "is_inbox_backend"]
+__all__ = ["InboxBackend", "InboxProvider", "LeasingInbox", "is_inbox_backend"]
 
 
 @runtime_checkable
@@ -78,6 +85,31 @@ class InboxBackend(Protocol):
 
     def request_abort(self, reason: str = "") -> Path | str:
         """Post the reserved ``abort`` notice holding ``reason`` and return where it lies."""
+        ...
+
+
+@runtime_checkable
+class LeasingInbox(InboxBackend, Protocol):
+    """A backend that can claim a notice, deliver it, and record the delivery later: no notice lost to a crash."""
+
+    def ready(self) -> list[str]:
+        """Return the pending names a pickup may take now (complete, within the size limit), in delivery order."""
+        ...
+
+    def lease(self, name: str, *, need_content: bool = True) -> Claimed | None:
+        """Claim pending notice ``name`` for this process, returning it with its token; None when another reader took it."""
+        ...
+
+    def in_flight(self) -> list[Lease]:
+        """Return the claims not yet acknowledged, with their owners."""
+        ...
+
+    def take_over(self, lease: Lease, *, need_content: bool = True) -> Claimed | None:
+        """Make ``lease`` this process's claim and return the notice; None when it is gone or another reader took it."""
+        ...
+
+    def acknowledge(self, token: str, name: str | None = None) -> Path | str | None:
+        """Record claim ``token`` as delivered and return its history location; None when it is not in flight."""
         ...
 
 

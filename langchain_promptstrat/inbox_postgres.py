@@ -23,6 +23,14 @@ The one window is COMMIT itself: a connection lost after the server committed bu
 the reader heard so leaves the notice recorded as delivered but never shown to a model,
 at most once, as in the directory backend.
 
+Leases (what the strategy uses, so nothing is lost to a crash): ``lease(name)`` marks the
+pending row with a claim token, its owner (host, process, start time) and the time, in one
+``UPDATE ... WHERE claim_token IS NULL`` (one winner); claimed rows are neither pending nor
+delivered. ``acknowledge(token, name)`` then moves the row into the history as ``claim``
+does. ``take_over`` re-owns the claim of a dead owner or an expired lease (``UPDATE ...
+WHERE claimed_by = <old owner>``: one winner), keeping its token. Schema version 2 adds
+the three columns.
+
 Connections: pass a connection string (a new connection per operation: simple, fork-safe,
 fine for a CLI or a few workers), a ``psycopg_pool.ConnectionPool`` (production), or a
 ``psycopg.Connection`` in autocommit mode or idle (used under a lock, one operation at a
@@ -32,6 +40,7 @@ time; never share one across ``fork``). psycopg is imported when a backend is bu
 from __future__ import annotations
 
 import os
+import secrets
 import threading
 import weakref
 from collections.abc import Iterator
@@ -43,11 +52,16 @@ from langchain_promptstrat.inbox_store import (
     ABORT_FILE,
     Claimed,
     InboxEntry,
+    Lease,
+    _limits,
+    current_owner,
+    warn_once,
     _check_name,
     _split_ext,
     default_notice_name,
     encode_thread_id,
     inbox_dir,
+    notice_bytes,
 )
 
 if TYPE_CHECKING:
@@ -94,6 +108,12 @@ MIGRATIONS: list[list[LiteralString]] = [
             PRIMARY KEY (thread_id, name)
         )""",
     ],
+    [  # version 2: leases (a notice claimed but not yet acknowledged stays in the pending table)
+        """ALTER TABLE {pending}
+            ADD COLUMN IF NOT EXISTS claim_token text COLLATE "C",
+            ADD COLUMN IF NOT EXISTS claimed_by text COLLATE "C",
+            ADD COLUMN IF NOT EXISTS leased_at timestamptz""",
+    ],
 ]
 """Schema versions, oldest first: ``MIGRATIONS[v - 1]`` takes the schema from version v-1 to v.
 Append, never edit: a database records the versions it applied in ``promptstrat_inbox_migrations``."""
@@ -102,6 +122,9 @@ _SETUP_LOCK = 0x7073_696E_6278_0001
 """Advisory lock key serialising concurrent ``setup()`` calls (racing CREATE TABLE IF NOT EXISTS can fail)."""
 
 _MAX_NAME_ATTEMPTS = 100
+
+CONNECT_TIMEOUT = 3
+"""Seconds a connection string without its own ``connect_timeout`` waits for the server."""
 
 _MAX_THREAD_ID_BYTES = 2048
 """Longest thread id kept: with a 255-byte name it stays within a B-tree index entry (2704 bytes)."""
@@ -127,8 +150,8 @@ _CLAIM = """
         DELETE FROM {pending} AS p
         USING (
             SELECT thread_id, name FROM {pending}
-            WHERE thread_id = %(thread)s AND name = %(name)s
-            FOR UPDATE SKIP LOCKED
+            WHERE thread_id = %(thread)s AND @MATCH@
+            FOR UPDATE @SKIP@
         ) AS target
         WHERE p.thread_id = target.thread_id AND p.name = target.name
         RETURNING p.content, p.posted_at
@@ -141,6 +164,28 @@ _CLAIM = """
     )
     SELECT claimed.content, claimed.posted_at, recorded.name, recorded.delivered_at
     FROM claimed LEFT JOIN recorded ON true
+"""
+
+# A claim skips a row another reader is claiming; an acknowledgement waits for it (a reader
+# merely trying to lease the same name holds its lock for an instant).
+_ACKNOWLEDGE = _CLAIM.replace("@MATCH@", "claim_token = %(token)s").replace("@SKIP@", "")
+_CLAIM = _CLAIM.replace("@MATCH@", "name = %(name)s AND claim_token IS NULL").replace("@SKIP@", "SKIP LOCKED")
+
+_LEASE = """
+    UPDATE {pending} SET claim_token = %(token)s, claimed_by = %(owner)s, leased_at = clock_timestamp()
+    WHERE thread_id = %(thread)s AND name = %(name)s AND claim_token IS NULL
+    RETURNING content, posted_at
+"""
+
+_TAKE_OVER = """
+    UPDATE {pending} SET claimed_by = %(owner)s, leased_at = clock_timestamp()
+    WHERE thread_id = %(thread)s AND claim_token = %(token)s AND claimed_by = %(old)s
+    RETURNING name, content, posted_at
+"""
+
+_IN_FLIGHT = """
+    SELECT claim_token, name, claimed_by, leased_at, posted_at, octet_length(content) FROM {pending}
+    WHERE thread_id = %(thread)s AND claim_token IS NOT NULL ORDER BY posted_at, name
 """
 
 _RECORD = """
@@ -156,10 +201,13 @@ _POST = """
     RETURNING name
 """
 
-_PENDING = "SELECT name, posted_at, octet_length(content) FROM {pending} WHERE thread_id = %(thread)s ORDER BY name"
+_PENDING = """
+    SELECT name, posted_at, octet_length(content), substring(content FROM 1 FOR 240) FROM {pending}
+    WHERE thread_id = %(thread)s AND claim_token IS NULL ORDER BY name
+"""
 
 _DELIVERED = """
-    SELECT name, posted_at, octet_length(content), delivered_at FROM {delivered}
+    SELECT name, posted_at, octet_length(content), delivered_at, substring(content FROM 1 FOR 240) FROM {delivered}
     WHERE thread_id = %(thread)s ORDER BY posted_at, name
 """
 
@@ -262,7 +310,9 @@ class _Database:
     @contextmanager
     def _connection(self) -> Iterator[Any]:
         if self.kind == "dsn":
-            with self.psycopg.connect(self.conn, autocommit=True) as conn:
+            # an unreachable server fails a pickup within seconds instead of hanging the model call
+            timeout = {} if "connect_timeout" in self.conn else {"connect_timeout": CONNECT_TIMEOUT}
+            with self.psycopg.connect(self.conn, autocommit=True, **timeout) as conn:
                 yield conn
         elif self.kind == "pool":
             with self.conn.connection() as conn:
@@ -374,10 +424,21 @@ class PostgresInbox:
     unmovable file: a notice whose claim failed stays pending for the next pickup.
     """
 
-    def __init__(self, conn: str | psycopg.Connection | Any, *, thread_id: str, schema: str | None = None) -> None:
+    def __init__(
+        self,
+        conn: str | psycopg.Connection | Any,
+        *,
+        thread_id: str,
+        schema: str | None = None,
+        lease_seconds: float | None = None,
+        max_notice_bytes: int | None = None,
+    ) -> None:
         self._db = conn if isinstance(conn, _Database) else _Database(conn, schema)
         self.thread_id = _check_thread_id(thread_id)
         self._key = encode_thread_id(thread_id)
+        _, lease, cap = _limits()
+        self.lease_seconds = lease if lease_seconds is None else lease_seconds
+        self.max_notice_bytes = cap if max_notice_bytes is None else max_notice_bytes
 
     @classmethod
     def for_thread(cls, thread_id: str, conn: str | psycopg.Connection | Any, *, schema: str | None = None) -> PostgresInbox:
@@ -418,12 +479,15 @@ class PostgresInbox:
     def pending_entries(self) -> list[InboxEntry]:
         """Return the pending notices with their posting times and sizes, in delivery order."""
         rows = self._fetch(_PENDING, "list the pending notices")
-        return [InboxEntry(name, posted.timestamp(), size) for name, posted, size in rows]
+        return [InboxEntry(name, posted.timestamp(), size, head=bytes(head)) for name, posted, size, head in rows]
 
     def delivered_entries(self) -> list[InboxEntry]:
         """Return the history: each delivered notice under its history name, oldest posting time first."""
         rows = self._fetch(_DELIVERED, "list the delivered notices")
-        return [InboxEntry(name, posted.timestamp(), size, delivered.timestamp()) for name, posted, size, delivered in rows]
+        return [
+            InboxEntry(name, posted.timestamp(), size, delivered.timestamp(), bytes(head))
+            for name, posted, size, delivered, head in rows
+        ]
 
     def _fetch(self, query: LiteralString, doing: str) -> list[tuple[Any, ...]]:
         try:
@@ -467,6 +531,100 @@ class PostgresInbox:
             raise self._db.failure(exc, f"claim {name!r}") from exc
         return Claimed(name=name, path=self._delivered_at(final), mtime=posted_at.timestamp(), data=bytes(content))
 
+    # ----------------------------------------------------------------- leases
+
+    def ready(self) -> list[str]:
+        """Return the pending names a pickup may take now: all but those over :attr:`max_notice_bytes` (one warning each)."""
+        names = []
+        for entry in self.pending_entries():
+            if entry.size > self.max_notice_bytes and entry.name != ABORT_FILE:
+                warn_once(
+                    ("too-large", self.location, entry.name, str(entry.size)),
+                    "inbox: %s/%s is %d bytes, over the %d-byte notice limit (INBOX_MAX_NOTICE_BYTES); "
+                    "it is left pending, not delivered",
+                    self.location, entry.name, entry.size, self.max_notice_bytes,
+                )
+                continue
+            names.append(entry.name)
+        return names
+
+    def lease(self, name: str, *, need_content: bool = True) -> Claimed | None:
+        """Claim pending notice ``name`` for this process without recording its delivery; None when another reader took it.
+
+        The row stays in the pending table, marked with a token and this process as owner,
+        until :meth:`acknowledge`; a killed reader's claim is taken over by a later pickup.
+        """
+        token = secrets.token_hex(16)
+        try:
+            with self._db.transaction() as cursor:
+                cursor.execute(
+                    self._db.query(_LEASE),
+                    {"thread": self.thread_id, "name": name, "token": token, "owner": current_owner()},
+                )
+                row = cursor.fetchone()
+        except self._db.psycopg.Error as exc:
+            raise self._db.failure(exc, f"claim {name!r}") from exc
+        if row is None:
+            return None
+        content, posted_at = row
+        return Claimed(name=name, path=self._pending_at(name), mtime=posted_at.timestamp(), data=bytes(content), token=token)
+
+    def in_flight(self) -> list[Lease]:
+        """Return the claims not yet acknowledged, oldest posting time first."""
+        rows = self._fetch(_IN_FLIGHT, "list the claimed notices")
+        return [
+            Lease(token, name, owner, leased.timestamp(), self.lease_seconds, posted.timestamp(), size)
+            for token, name, owner, leased, posted, size in rows
+        ]
+
+    def take_over(self, lease: Lease, *, need_content: bool = True) -> Claimed | None:
+        """Make ``lease`` this process's claim (renewing it) and return the notice; None when acknowledged or taken."""
+        try:
+            with self._db.transaction() as cursor:
+                cursor.execute(
+                    self._db.query(_TAKE_OVER),
+                    {"thread": self.thread_id, "token": lease.token, "owner": current_owner(), "old": lease.owner},
+                )
+                row = cursor.fetchone()
+        except self._db.psycopg.Error as exc:
+            raise self._db.failure(exc, f"take over the claim of {lease.name!r}") from exc
+        if row is None:
+            return None
+        name, content, posted_at = row
+        return Claimed(name=name, path=self._pending_at(name), mtime=posted_at.timestamp(), data=bytes(content), token=lease.token)
+
+    def acknowledge(self, token: str, name: str | None = None) -> str | None:
+        """Record claim ``token`` (of notice ``name``) as delivered, in one transaction; None when it is not in flight."""
+        if name is None:
+            found = [lease.name for lease in self.in_flight() if lease.token == token]
+            if not found:
+                return None
+            name = found[0]
+        stem, ext = _split_ext(name)
+        params: dict[str, Any] = {
+            "thread": self.thread_id, "name": name, "stem": stem, "ext": ext, "token": token,
+            "family_lo": stem + ".", "family_hi": stem + "/",
+        }
+        try:
+            with self._db.transaction() as cursor:
+                cursor.execute(self._db.query(_ACKNOWLEDGE), params)
+                row = cursor.fetchone()
+                if row is None:
+                    return None
+                content, posted_at, final, _ = row
+                attempts = 1
+                while final is None:
+                    if attempts >= _MAX_NAME_ATTEMPTS:
+                        raise InboxError(f"no free history name for {name!r} after {attempts} attempts; left claimed")
+                    attempts += 1
+                    cursor.execute(self._db.query(_RECORD), {**params, "content": content, "posted_at": posted_at})
+                    recorded = cursor.fetchone()
+                    final = recorded[0] if recorded else None
+                self._before_commit(cursor, name, final)
+        except self._db.psycopg.Error as exc:
+            raise self._db.failure(exc, f"acknowledge {name!r}") from exc
+        return self._delivered_at(final)
+
     def _before_commit(self, cursor: Any, name: str, history_name: str) -> None:
         """Run inside the claim's transaction once the notice is moved, just before COMMIT; nothing by default.
 
@@ -488,7 +646,7 @@ class PostgresInbox:
                 raise InboxError(f"notice name {name!r} is not valid UTF-8 text")
             if name == ABORT_FILE:
                 raise InboxError("'abort' is reserved for abort requests; use request_abort() or `promptstrat inbox abort`")
-        data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+        data = notice_bytes(content)
         if not data.strip():
             raise InboxError("refusing to post an empty notice; give it some content")
         return self._insert(data, name)

@@ -28,26 +28,52 @@ Claim protocol (why no file is delivered twice and none is overwritten):
    and link it to its final name, so a reader never sees half a file and a pending file of
    the same name is never replaced.
 
-Delivery is at most once: a reader that dies between step 1 and step 2 leaves its claim
-as a hidden ``.claim-*`` file in the removed directory, undelivered but not lost.
+``claim`` is the one-step consume (at most once). Delivery that survives crashes uses a
+lease instead (see :mod:`~langchain_promptstrat.inbox_backends`):
+
+4. ``lease(name)`` creates ``<removed>/.claims/<token>.<owner>/`` (``owner`` names host,
+   process id and process start time) and renames the pending file into it: still one
+   atomic rename, so one reader per file, and the file is neither pending nor delivered.
+5. ``acknowledge(token, name)`` moves it into the removed directory as in step 2 and removes
+   the claim directory. A reader killed after the link and before the unlink leaves the
+   file in both places; the history then holds the same inode, which recovery recognises
+   as acknowledged.
+6. ``take_over(lease)`` renames a claim directory to the caller's owner name: of all readers
+   recovering the claim of a dead owner (same host, process gone or its start time
+   different) or of an expired lease, exactly one wins the rename; the token, and with it
+   the notice's message id, stays the same.
+
+Files still being written are not ``ready()``: an empty file, or one changed within the
+last ``quiet_seconds``, unless it has no write permission bit (writers here post
+read-only files, so their notices are ready at once). A file larger than
+``max_notice_bytes`` stays pending with one warning. An inbox or removed directory that
+is a symbolic link is refused, with one warning, and nothing is moved.
 """
 
 from __future__ import annotations
 
 import errno
 import hashlib
+import logging
 import os
 import secrets
+import socket
 import stat
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from langchain_promptstrat.errors import InboxError
+from langchain_promptstrat.settings import Settings
 
 __all__ = [
     "ABORT_FILE",
+    "Lease",
+    "current_owner",
+    "owner_state",
     "INBOX_ROOT_ENV",
     "Claimed",
     "DirectoryInbox",
@@ -201,6 +227,117 @@ def resolve_save_file(
     raise InboxError("no inbox named: give a save file, or a thread id with root= or " + INBOX_ROOT_ENV)
 
 
+# --------------------------------------------------------------------------- owners and leases
+
+_log = logging.getLogger("langchain_promptstrat")
+CLAIMS_DIR = ".claims"
+"""Hidden directory inside the removed directory holding one sub-directory per in-flight claim."""
+
+_owner_cache: dict[int, str] = {}
+_warned: set[tuple[str, ...]] = set()
+_warned_lock = threading.Lock()
+
+
+def warn_once(key: tuple[str, ...], message: str, *args: object) -> None:
+    """Log ``message`` at WARNING the first time ``key`` is seen in this process."""
+    with _warned_lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    _log.warning(message, *args)
+
+
+def _host_id() -> str:
+    boot = ""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            boot = f.read().strip()
+    except OSError:
+        pass
+    return hashlib.sha256(f"{socket.gethostname()}|{boot}".encode("utf-8", "replace")).hexdigest()[:12]
+
+
+def _start_time(pid: int) -> str | None:
+    """Return the start time of process ``pid`` (Linux: ticks since boot), "0" where unknown, None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return fields[19].decode("ascii")
+    except FileNotFoundError:
+        return None
+    except (OSError, IndexError):
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except OSError:
+        pass
+    return "0"
+
+
+def current_owner() -> str:
+    """Return this process's owner name for claims: ``<host id>-<pid>-<start time>`` (recomputed after ``fork``)."""
+    pid = os.getpid()
+    owner = _owner_cache.get(pid)
+    if owner is None:
+        owner = f"{_host_id()}-{pid}-{_start_time(pid) or '0'}"
+        _owner_cache.clear()
+        _owner_cache[pid] = owner
+    return owner
+
+
+def owner_state(owner: str) -> str:
+    """Return ``"mine"``, ``"alive"``, ``"dead"`` or ``"unknown"`` (another host) for a claim's owner name."""
+    if owner == current_owner():
+        return "mine"
+    host, _, rest = owner.partition("-")
+    pid_text, _, start = rest.partition("-")
+    if host != current_owner().partition("-")[0] or not pid_text.isdigit():
+        return "unknown"
+    now = _start_time(int(pid_text))
+    if now is None or (start != "0" and now != "0" and now != start):
+        return "dead"
+    return "alive"
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A notice claimed but not yet acknowledged: taken out of the pending set, not yet in the history."""
+
+    token: str
+    """Stable identity of the claim, kept when another reader takes it over."""
+    name: str
+    owner: str
+    leased_at: float
+    """When the current owner took it, in seconds since the epoch."""
+    lease_seconds: float
+    mtime: float
+    size: int
+
+    @property
+    def state(self) -> str:
+        """Return whose it is: ``"mine"``, or, for another owner, ``"expired"``, ``"dead"``, ``"held"`` (alive, in lease)."""
+        who = owner_state(self.owner)
+        if who == "mine":
+            return "mine"
+        if who == "dead":
+            return "dead"
+        if time.time() > self.leased_at + self.lease_seconds:
+            return "expired"
+        return "held"
+
+    @property
+    def recoverable(self) -> bool:
+        """Whether this process may take the claim over (its own, or its owner dead or out of lease)."""
+        return self.state != "held"
+
+
+def _limits() -> tuple[float, float, int]:
+    loaded = Settings.load()
+    return loaded.inbox_quiet_seconds, loaded.inbox_lease_seconds, loaded.inbox_max_notice_bytes
+
+
 # --------------------------------------------------------------------------- the store
 
 
@@ -217,6 +354,8 @@ class Claimed:
     """When it was posted (the file's mtime), in seconds since the epoch."""
     data: bytes | None
     """The bytes read, or None when the file could not be read (only with ``need_content=False``)."""
+    token: str | None = None
+    """For a lease: the claim's stable token (pass it to ``acknowledge``); None for a one-step claim."""
 
 
 @dataclass(frozen=True)
@@ -229,6 +368,32 @@ class InboxEntry:
     size: int
     delivered_at: float | None = None
     """When it was delivered, where the backend records it (PostgreSQL); None otherwise."""
+    head: bytes | None = None
+    """The first bytes of the content (up to :data:`PREVIEW_BYTES`), for previews; None if unreadable."""
+
+    @property
+    def preview(self) -> str | None:
+        """Return the start of the notice as one line of text (at most 80 characters), or None when unreadable."""
+        if self.head is None:
+            return None
+        text = " ".join(self.head.decode("utf-8", "replace").split())
+        cut = len(self.head) < self.size or len(text) > PREVIEW_CHARS
+        return text[: PREVIEW_CHARS - 1] + "…" if cut else text
+
+
+PREVIEW_BYTES = 240
+"""Bytes of a notice a listing reads for its preview."""
+PREVIEW_CHARS = 80
+"""Characters a preview shows at most (the last one an ellipsis when the notice is longer)."""
+
+
+def _read_head(path: str) -> bytes | None:
+    """Return the first PREVIEW_BYTES of a file, or None when it cannot be read (it may be claimed meanwhile)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(PREVIEW_BYTES)
+    except OSError:
+        return None
 
 
 def _split_ext(name: str) -> tuple[str, str]:
@@ -330,9 +495,43 @@ class DirectoryInbox:
     classmethods, is the directory backend's inbox provider.
     """
 
-    def __init__(self, path: str | os.PathLike[str], removed_path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        removed_path: str | os.PathLike[str],
+        *,
+        quiet_seconds: float | None = None,
+        lease_seconds: float | None = None,
+        max_notice_bytes: int | None = None,
+    ) -> None:
         self.path = Path(path)
         self.removed_path = Path(removed_path)
+        quiet, lease, cap = _limits()
+        self.quiet_seconds = quiet if quiet_seconds is None else quiet_seconds
+        self.lease_seconds = lease if lease_seconds is None else lease_seconds
+        self.max_notice_bytes = cap if max_notice_bytes is None else max_notice_bytes
+
+    @property
+    def claims_path(self) -> Path:
+        """Return the hidden directory holding the in-flight claims (inside the removed directory)."""
+        return self.removed_path / CLAIMS_DIR
+
+    def _safe(self, *, inbox_only: bool = False) -> bool:
+        """Return whether both directories (or the inbox alone) may be used; a symlinked one is refused with one warning."""
+        for directory in (self.path,) if inbox_only else (self.path, self.removed_path):
+            try:
+                st = os.lstat(directory)
+            except OSError:
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                warn_once(
+                    ("symlink", str(directory)),
+                    "inbox: refusing %s: it is a symbolic link (it could lead outside the inbox root); "
+                    "nothing is read or moved there. Replace it with a real directory.",
+                    directory,
+                )
+                return False
+        return True
 
     @classmethod
     def for_save_file(cls, save_file: str | os.PathLike[str]) -> DirectoryInbox:
@@ -360,18 +559,62 @@ class DirectoryInbox:
         A missing inbox (or one that is not a directory) has no pending notice; nothing is
         created. Symbolic links, subdirectories and other special files are left alone.
         """
-        return [entry.name for entry in self._scan(self.path)]
+        return [entry.name for entry in self._scan(self.path)] if self._safe() else []
 
     def pending_entries(self) -> list[InboxEntry]:
-        """Return the pending files with their mtimes and sizes, in delivery order."""
-        return self._scan(self.path)
+        """Return the pending files with their mtimes, sizes and first bytes, in delivery order."""
+        return self._scan(self.path, with_head=True) if self._safe() else []
+
+    def ready(self) -> list[str]:
+        """Return the pending names a pickup may take now, in delivery order.
+
+        Left for a later pickup: an empty file other than ``abort`` (an editor may be about to
+        fill it), a writable file changed within the last :attr:`quiet_seconds` (an editor
+        may still be writing it), and a file over :attr:`max_notice_bytes` (one warning;
+        it stays pending until someone removes or shortens it). Read-only files, which is
+        how :meth:`post` writes, are complete and ready at once.
+        """
+        if not self._safe():
+            return []
+        names = []
+        now = time.time()
+        try:
+            it = os.scandir(self.path)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        with it:
+            for item in it:
+                if item.name.startswith("."):
+                    continue
+                try:
+                    st = item.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if not stat.S_ISREG(st.st_mode):
+                    continue
+                if st.st_size == 0 and item.name != ABORT_FILE:
+                    continue
+                if st.st_mode & 0o222 and abs(now - st.st_mtime) < self.quiet_seconds:
+                    continue
+                if st.st_size > self.max_notice_bytes and item.name != ABORT_FILE:
+                    warn_once(
+                        ("too-large", str(self.path), item.name, str(st.st_size)),
+                        "inbox: %s/%s is %d bytes, over the %d-byte notice limit (INBOX_MAX_NOTICE_BYTES); "
+                        "it is left pending, not delivered",
+                        self.path, os.fsencode(item.name).decode("utf-8", "backslashreplace"), st.st_size,
+                        self.max_notice_bytes,
+                    )
+                    continue
+                names.append(item.name)
+        names.sort()
+        return names
 
     def delivered_entries(self) -> list[InboxEntry]:
         """Return the delivered files (the removed directory), oldest mtime first."""
-        return sorted(self._scan(self.removed_path), key=lambda e: (e.mtime, e.name))
+        return sorted(self._scan(self.removed_path, with_head=True), key=lambda e: (e.mtime, e.name))
 
     @staticmethod
-    def _scan(directory: Path) -> list[InboxEntry]:
+    def _scan(directory: Path, with_head: bool = False) -> list[InboxEntry]:
         try:
             it = os.scandir(directory)
         except (FileNotFoundError, NotADirectoryError):
@@ -386,7 +629,8 @@ class DirectoryInbox:
                 except OSError:
                     continue
                 if stat.S_ISREG(st.st_mode):
-                    entries.append(InboxEntry(item.name, st.st_mtime, st.st_size))
+                    head = _read_head(item.path) if with_head else None
+                    entries.append(InboxEntry(item.name, st.st_mtime, st.st_size, head=head))
         entries.sort(key=lambda e: e.name)
         return entries
 
@@ -400,6 +644,8 @@ class DirectoryInbox:
         module docstring), the removed directory is created on the first claim, and the
         file keeps its mtime.
         """
+        if not self._safe():
+            raise InboxError(f"refusing to claim from {self.path}: the inbox or its removed directory is a symbolic link")
         src = self.path / name
         try:
             fd, opened = _open_regular(src)
@@ -447,6 +693,193 @@ class DirectoryInbox:
             if fd is not None:
                 os.close(fd)
 
+    # ----------------------------------------------------------------- leases
+
+    def lease(self, name: str, *, need_content: bool = True) -> Claimed | None:
+        """Take pending file ``name`` into a claim owned by this process and return it with its bytes and token.
+
+        The notice is then neither pending nor delivered until :meth:`acknowledge` (or a
+        take-over after this process died). Returns None when another reader took it.
+        Raises ``OSError`` when it cannot be claimed; the file is then still pending.
+        """
+        if not self._safe():
+            raise InboxError(f"refusing to claim from {self.path}: the inbox or its removed directory is a symbolic link")
+        src = self.path / name
+        try:
+            fd, opened = _open_regular(src)
+        except FileNotFoundError:
+            return None
+        except OSError:
+            if need_content:
+                raise
+            fd, opened = None, None
+        if fd is not None:
+            os.close(fd)
+        token = secrets.token_hex(16)
+        claim_dir = self.claims_path / f"{token}.{current_owner()}"
+        self.removed_path.mkdir(parents=True, exist_ok=True)
+        for attempt in range(100):  # another reader may remove the emptied claims directory in between
+            try:
+                os.mkdir(self.claims_path)
+            except FileExistsError:
+                pass
+            try:
+                os.mkdir(claim_dir)
+                break
+            except FileNotFoundError:
+                if attempt == 99:
+                    raise
+        try:
+            os.rename(src, claim_dir / name)
+        except FileNotFoundError:
+            os.rmdir(claim_dir)
+            return None
+        staged = os.lstat(claim_dir / name)
+        if not stat.S_ISREG(staged.st_mode):
+            self._give_back(claim_dir / name, src)
+            self._drop_claim_dir(claim_dir)
+            raise OSError(errno.EINVAL, "not a regular file; left in place", str(src))
+        return self._read_claim(claim_dir, name, token, need_content, opened)
+
+    def _read_claim(
+        self, claim_dir: Path, name: str, token: str, need_content: bool, opened: os.stat_result | None = None
+    ) -> Claimed:
+        path = claim_dir / name
+        try:
+            fd, st = _open_regular(path)
+        except OSError:
+            if need_content:
+                raise
+            st = os.lstat(path)
+            return Claimed(name=name, path=path, mtime=st.st_mtime, data=None, token=token)
+        try:
+            data = _read_all(fd)
+        finally:
+            os.close(fd)
+        return Claimed(name=name, path=path, mtime=st.st_mtime, data=data, token=token)
+
+    def in_flight(self) -> list[Lease]:
+        """Return the claims not yet acknowledged, oldest posting time first; empty claim leftovers are cleared."""
+        if not self._safe():
+            return []
+        try:
+            it = os.scandir(self.claims_path)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        leases = []
+        with it:
+            for item in it:
+                token, dot, owner = item.name.partition(".")
+                if not dot or not item.is_dir(follow_symlinks=False):
+                    continue
+                try:
+                    leased_at = item.stat(follow_symlinks=False).st_mtime
+                    inside = [e for e in os.scandir(item.path) if not e.name.startswith(".")]
+                except OSError:
+                    continue
+                if not inside:
+                    if owner_state(owner) in ("dead", "mine") or time.time() > leased_at + self.lease_seconds:
+                        self._drop_claim_dir(Path(item.path))  # a reader stopped between mkdir and rename, or acknowledged
+                    continue
+                try:
+                    st = inside[0].stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                leases.append(Lease(token, inside[0].name, owner, leased_at, self.lease_seconds, st.st_mtime, st.st_size))
+        leases.sort(key=lambda lease: (lease.mtime, lease.name))
+        return leases
+
+    def _claim_dir(self, token: str) -> Path | None:
+        try:
+            with os.scandir(self.claims_path) as it:
+                for item in it:
+                    if item.name.startswith(token + "."):
+                        return Path(item.path)
+        except OSError:
+            pass
+        return None
+
+    def take_over(self, lease: Lease, *, need_content: bool = True) -> Claimed | None:
+        """Make ``lease`` this process's claim (renewing its lease) and return the notice; None when gone or taken.
+
+        A claim whose file the history already holds (its reader stopped in mid-acknowledge)
+        is finished instead and None comes back.
+        """
+        if not self._safe():
+            return None
+        old = self.claims_path / f"{lease.token}.{lease.owner}"
+        new = self.claims_path / f"{lease.token}.{current_owner()}"
+        if old != new:
+            try:
+                os.rename(old, new)
+            except (FileNotFoundError, OSError) as exc:
+                if isinstance(exc, FileNotFoundError) or exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                    return None
+                raise
+        os.utime(new)
+        path = new / lease.name
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            self._drop_claim_dir(new)
+            return None
+        if st.st_nlink > 1 and self._in_history(st):
+            os.unlink(path)
+            self._drop_claim_dir(new)
+            return None
+        return self._read_claim(new, lease.name, lease.token, need_content)
+
+    def _in_history(self, st: os.stat_result) -> bool:
+        try:
+            with os.scandir(self.removed_path) as it:
+                for item in it:
+                    if item.name.startswith("."):
+                        continue
+                    try:
+                        other = item.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+                        return True
+        except OSError:
+            pass
+        return False
+
+    def acknowledge(self, token: str, name: str | None = None) -> Path | None:
+        """Record claim ``token`` as delivered: move its file into the history and return where; None when not in flight."""
+        if not self._safe():
+            return None
+        claim_dir = self._claim_dir(token)
+        if claim_dir is None:
+            return None
+        try:
+            inside = [e.name for e in os.scandir(claim_dir) if not e.name.startswith(".")]
+        except FileNotFoundError:
+            return None
+        if not inside:
+            self._drop_claim_dir(claim_dir)
+            return None
+        staged = claim_dir / inside[0]
+        st = os.lstat(staged)
+        if st.st_nlink > 1 and self._in_history(st):
+            final = None
+            os.unlink(staged)
+        else:
+            final = self._place(staged, inside[0])
+            if st.st_mtime_ns != os.lstat(final).st_mtime_ns:
+                os.utime(final, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
+        self._drop_claim_dir(claim_dir)
+        return final
+
+    @staticmethod
+    def _drop_claim_dir(claim_dir: Path) -> None:
+        """Remove an emptied claim directory, and the claims directory once no claim is left."""
+        for directory in (claim_dir, claim_dir.parent):
+            try:
+                os.rmdir(directory)
+            except OSError:
+                return
+
     @staticmethod
     def _give_back(staging: Path, src: Path) -> None:
         """Return a claimed entry that is not a notice to its old name; if taken, it stays hidden where it is."""
@@ -482,7 +915,7 @@ class DirectoryInbox:
             _check_name(name)
             if name == ABORT_FILE:
                 raise InboxError("'abort' is reserved for abort requests; use request_abort() or `promptstrat inbox abort`")
-        data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+        data = notice_bytes(content)
         if not data.strip():
             raise InboxError("refusing to post an empty notice; give it some content")
         return self._write(data, name)
@@ -496,9 +929,12 @@ class DirectoryInbox:
         return self._write(reason.encode("utf-8"), ABORT_FILE)
 
     def _write(self, data: bytes, name: str | None) -> Path:
+        if not self._safe(inbox_only=True):
+            raise InboxError(f"refusing to post to {self.path}: it is a symbolic link")
         self.path.mkdir(parents=True, exist_ok=True)
         tmp = self.path / f".tmp-{os.getpid()}-{secrets.token_hex(8)}"
-        fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0), 0o644)
+        # read-only: a finished notice, which readers take at once (writable files wait until quiet)
+        fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0), 0o444)
         try:
             try:
                 view = memoryview(data)
@@ -526,6 +962,23 @@ class DirectoryInbox:
                 os.unlink(tmp)
             except FileNotFoundError:
                 pass
+
+
+def notice_bytes(content: object) -> bytes:
+    """Return a notice's content as UTF-8 bytes; refuse anything that is not text.
+
+    ``bytes(42)`` would be 42 NUL bytes and a lone surrogate cannot be encoded: both are
+    refused with :class:`InboxError` naming the problem, before anything is written.
+    Bytes are taken as they are (the reader decodes them with replacement characters).
+    """
+    if isinstance(content, str):
+        try:
+            return content.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InboxError(f"the notice is not valid text: character {exc.start} is a lone surrogate") from None
+    if isinstance(content, (bytes, bytearray, memoryview)):
+        return bytes(content)  # delivered with replacement characters where it is not UTF-8
+    raise InboxError(f"a notice is text (str, or UTF-8 bytes), got {type(content).__name__}")
 
 
 def post_to_inbox(

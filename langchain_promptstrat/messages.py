@@ -5,7 +5,12 @@ the same ``tool_call_id``. Real conversations may carry the same call in several
 places: ``tool_calls``, OpenAI's ``additional_kwargs["tool_calls"]``, and content blocks
 (Anthropic's ``tool_use``, LangChain v1 ``tool_call``, OpenAI Responses ``function_call``).
 A provider sees whichever its integration serialises, so every edit here changes every
-place consistently. ``invalid_tool_calls`` are never touched.
+place consistently. A call recorded only in ``invalid_tool_calls`` (arguments that did not
+parse) is a call too: langchain-openai sends it, so it needs its output like any other,
+and is dropped or shortened with it. An output may also arrive as an Anthropic
+``tool_result`` block inside a user message (a raw Anthropic transcript):
+:func:`coerce_messages` turns each into the ``ToolMessage`` LangChain uses for it, which
+langchain-anthropic turns back into the same block.
 
 Strategies work on positions (1-based, counted from the newest ``ToolMessage``; a call
 shares its output's position), steps (an ``AIMessage`` and the ``ToolMessage``s right
@@ -54,6 +59,7 @@ __all__ = [
     "edit_ai_message",
     "find_tool_pair_violations",
     "index_tool_calls",
+    "tool_results_as_tool_messages",
     "is_real_user_message",
     "keep_prompt_floor",
     "leading_system_count",
@@ -89,13 +95,17 @@ def coerce_messages(value: Any) -> list[BaseMessage]:
     """
     if isinstance(value, PromptValue):
         return list(value.to_messages())
-    if isinstance(value, BaseMessage) or isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+    if isinstance(value, (BaseMessage, Mapping)):  # a dict would iterate over its keys
+        raise InvalidMessagesError(
+            f"expected a list of messages or a PromptValue, got a single {type(value).__name__}; wrap it in a list"
+        )
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         raise InvalidMessagesError(
             f"expected a list of messages or a PromptValue, got {type(value).__name__}"
         )
     items = list(value)
     if all(isinstance(m, BaseMessage) for m in items):
-        return items
+        return tool_results_as_tool_messages(items)
     out: list[BaseMessage] = []
     for i, item in enumerate(items):
         if isinstance(item, BaseMessage):
@@ -105,6 +115,48 @@ def coerce_messages(value: Any) -> list[BaseMessage]:
             out.extend(convert_to_messages([item]))
         except (ValueError, TypeError, KeyError, NotImplementedError) as exc:
             raise InvalidMessagesError(f"message {i}: cannot read as a chat message: {exc}") from None
+    return tool_results_as_tool_messages(out)
+
+
+def _is_tool_result_block(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str)
+
+
+def tool_results_as_tool_messages(messages: list[BaseMessage]) -> list[BaseMessage]:
+    """Return ``messages`` with each Anthropic ``tool_result`` block of a user message as a ``ToolMessage``.
+
+    A raw Anthropic transcript answers a ``tool_use`` with a user message holding
+    ``tool_result`` blocks; LangChain represents the same thing as ``ToolMessage``s (and
+    langchain-anthropic sends those back as those blocks). Turning them into ``ToolMessage``s
+    lets every strategy see the pair: the results come first, in order, then a user message
+    with the remaining blocks, if any. Returns ``messages`` itself when there is none.
+    """
+    if not any(
+        isinstance(m, HumanMessage) and isinstance(m.content, list) and any(_is_tool_result_block(b) for b in m.content)
+        for m in messages
+    ):
+        return messages
+    out: list[BaseMessage] = []
+    for message in messages:
+        content = message.content
+        if not (isinstance(message, HumanMessage) and isinstance(content, list)):
+            out.append(message)
+            continue
+        results: list[dict[str, Any]] = [b for b in content if isinstance(b, dict) and _is_tool_result_block(b)]
+        if not results:
+            out.append(message)
+            continue
+        for k, block in enumerate(results):
+            body = block.get("content", "")
+            out.append(ToolMessage(
+                content=body if isinstance(body, (str, list)) else json.dumps(body, default=str),
+                tool_call_id=block["tool_use_id"],
+                status="error" if block.get("is_error") else "success",
+                id=f"{message.id}-tool_result-{k}" if message.id else None,
+            ))
+        rest = [b for b in content if not _is_tool_result_block(b)]
+        if rest:
+            out.append(message.model_copy(update={"content": rest}))
     return out
 
 
@@ -212,6 +264,8 @@ def tool_call_ids(message: BaseMessage) -> list[str]:
             add(call.get("id"))
     for block in _call_blocks(message.content):
         add(call_block_id(block))
+    for invalid in message.invalid_tool_calls:
+        add(invalid.get("id"))
     return ids
 
 
@@ -232,6 +286,9 @@ def _call_name_and_args(message: AIMessage, call_id: str) -> tuple[str, Any]:
     for block in _call_blocks(message.content):
         if call_block_id(block) == call_id:
             return block.get("name") or "", _block_args(block)
+    for invalid in message.invalid_tool_calls:
+        if invalid.get("id") == call_id:
+            return invalid.get("name") or "", invalid.get("args")
     return "", None
 
 
@@ -240,7 +297,7 @@ def _recorded_calls(message: AIMessage) -> list[tuple[str, str, Any]]:
 
     Most messages record their calls in ``tool_calls`` only; they are read in one pass.
     """
-    if not _openai_calls(message) and not isinstance(message.content, list):
+    if not _openai_calls(message) and not isinstance(message.content, list) and not message.invalid_tool_calls:
         out: list[tuple[str, str, Any]] = []
         seen: set[str] = set()
         for call in message.tool_calls:
@@ -497,6 +554,17 @@ def edit_ai_message(
     if calls_changed:
         update["tool_calls"] = new_calls
 
+    new_invalid = []
+    for invalid in message.invalid_tool_calls:
+        cid = invalid.get("id")
+        if cid in drop:
+            continue
+        if cid in shorten and isinstance(invalid.get("args"), str):
+            invalid = {**invalid, "args": shorten_arguments(invalid["args"], argument_size)}
+        new_invalid.append(invalid)
+    if new_invalid != message.invalid_tool_calls:
+        update["invalid_tool_calls"] = new_invalid
+
     openai = _openai_calls(message)
     if openai:
         new_openai = []
@@ -538,9 +606,9 @@ def edit_ai_message(
         content = new_content
 
     remaining = new_calls or (update.get("additional_kwargs", message.additional_kwargs).get("tool_calls"))
-    if not remaining and not any(True for _ in _call_blocks(content)) and not _has_text(content):
-        if not message.invalid_tool_calls:
-            return None
+    invalid_left = update.get("invalid_tool_calls", message.invalid_tool_calls)
+    if not remaining and not invalid_left and not any(True for _ in _call_blocks(content)) and not _has_text(content):
+        return None
     return message.model_copy(update=update) if update else message
 
 
@@ -669,7 +737,12 @@ def find_tool_pair_violations(messages: Sequence[BaseMessage]) -> list[ToolPairV
 
     for i, message in enumerate(messages):
         if isinstance(message, ToolMessage):
-            call_id = message.tool_call_id
+            answers = [message.tool_call_id]
+        elif isinstance(message, HumanMessage) and isinstance(message.content, list):
+            answers = [b["tool_use_id"] for b in message.content if isinstance(b, dict) and _is_tool_result_block(b)]
+        else:
+            answers = []
+        for call_id in answers:  # a ToolMessage, or Anthropic tool_result blocks in a user message
             if call_id in answered:
                 violations.append(ToolPairViolation("duplicate_output", call_id, i))
             elif call_id in pending:
@@ -677,6 +750,7 @@ def find_tool_pair_violations(messages: Sequence[BaseMessage]) -> list[ToolPairV
                 answered.add(call_id)
             else:
                 violations.append(ToolPairViolation("orphan_output", call_id, i))
+        if isinstance(message, ToolMessage) or (answers and len(answers) == len(message.content)):
             continue
         close()
         pending, answered, step_index = {}, set(), None

@@ -14,7 +14,7 @@ import importlib.util
 import os
 import threading
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -24,7 +24,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_promptstrat.adapters.runnable import PromptStrategy, emit_report
 from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
 from langchain_promptstrat.errors import ConfigError, UnknownStrategyError
-from langchain_promptstrat.messages import coerce_messages, keep_prompt_floor, mark_of
+from langchain_promptstrat.messages import coerce_messages, keep_prompt_floor, mark_of, tool_results_as_tool_messages
 from langchain_promptstrat.report import Compacted, StrategyReport, make_report
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies import BUILTIN_STRATEGIES
@@ -165,10 +165,18 @@ def resolve_strategies(
             strategies, lenient = list(DEFAULT_STRATEGIES), True
     if isinstance(strategies, str):
         items: list[Any] = _split_names(strategies)
+        if not items:  # "" disabling everything, the inbox included, is never what was meant
+            source = "PROMPT_STRATEGY" if settings.prompt_strategy is strategies else "the strategy list"
+            raise ConfigError(f"{source} is empty ({strategies!r}); name strategies, or 'none' to apply none")
     elif isinstance(strategies, PromptStrategy) or (callable(strategies) and not isinstance(strategies, (list, tuple))):
         items = [strategies]
-    else:
+    elif isinstance(strategies, Iterable) and not isinstance(strategies, (bytes, Mapping)):
         items = list(strategies)
+    else:
+        raise ConfigError(
+            f"cannot use {strategies!r} as prompt strategies: expected a name, a comma-separated string, "
+            "a PromptStrategy, a callable or a list of them"
+        )
     resolved: list[PromptStrategy] = []
     for item in items:
         if isinstance(item, PromptStrategy):
@@ -270,6 +278,7 @@ def prompt_for_model(
     ``notices`` at its place in the list, so with the default order they come after the
     compaction. Each report is emitted as the ``promptstrat`` event of the run ``config``.
     """
+    messages = tool_results_as_tool_messages(list(messages))
     current = list(messages)
     for strategy in strategies:
         if isinstance(strategy, Inbox):

@@ -7,13 +7,13 @@ whether to log it, dispatch it as a callback event, or print it.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
+from langchain_promptstrat._memo import IdentityMemo
 from langchain_promptstrat.messages import message_chars
 
 __all__ = ["Compacted", "StrategyReport", "logger", "make_report"]
@@ -88,27 +88,23 @@ def make_report(
 
 
 _CHARS_MEMO_SIZE = 100_000
-_chars_memo: dict[int, tuple[BaseMessage, Any, Any, int]] = {}
-_chars_lock = threading.Lock()
+_chars_memo: IdentityMemo[int] = IdentityMemo(_CHARS_MEMO_SIZE)
 
 
 def _chars(message: BaseMessage) -> int:
-    """Return message_chars(message), remembered per message object.
+    """Return message_chars(message), remembered per live message object.
 
     Strategies run before every model call on a conversation that only grows, so the same
-    message objects are measured again and again. The entry holds the message (its id
-    cannot be reused while it lives) and checks the content and calls objects, so a
-    replaced field is a miss.
+    message objects are measured again and again. The memo holds each message weakly (a
+    finished conversation is freed, not pinned) and checks the content and calls objects,
+    so a replaced field is a miss.
     """
-    calls = message.__dict__.get("tool_calls")  # a pydantic field lives in __dict__; getattr on a message without it is slow
-    entry = _chars_memo.get(id(message))
-    if entry is not None and entry[0] is message and entry[1] is message.content and entry[2] is calls:
-        return entry[3]
-    n = message_chars(message)
-    with _chars_lock:
-        if len(_chars_memo) >= _CHARS_MEMO_SIZE:
-            _chars_memo.pop(next(iter(_chars_memo)))
-        _chars_memo[id(message)] = (message, message.content, calls, n)
+    calls = getattr(message, "tool_calls", None)
+    content = message.content
+    n = _chars_memo.get(message, content, calls)
+    if n is None:
+        n = message_chars(message)
+        _chars_memo.put(message, n, content, calls)
     return n
 
 

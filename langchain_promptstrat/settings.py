@@ -121,6 +121,20 @@ class Settings:
         doc="front-stable epochs: the oldest calls are dropped in multiples of this many at once",
     )
 
+    # inbox
+    inbox_quiet_seconds: float = _setting(
+        1.0, "INBOX_QUIET_SECONDS", float,
+        doc="a writable inbox file is picked up only once unchanged this long (an editor may still be writing it)",
+    )
+    inbox_lease_seconds: float = _setting(
+        600.0, "INBOX_LEASE_SECONDS", float,
+        doc="a claimed, unacknowledged notice of a live reader on another host is recovered after this long",
+    )
+    inbox_max_notice_bytes: int = _setting(
+        1_000_000, "INBOX_MAX_NOTICE_BYTES", int, minimum=1,
+        doc="larger inbox notices are left pending with a warning, never delivered",
+    )
+
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
             object.__setattr__(self, f.name, _validate(f, getattr(self, f.name), source="argument"))

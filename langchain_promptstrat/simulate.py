@@ -89,6 +89,7 @@ from langchain_promptstrat.registry import CallableStrategy, available_strategie
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies import BUILTIN_STRATEGIES
 from langchain_promptstrat.testing import iter_agent_run
+from langchain_promptstrat.text_table import fit_lines, render_table
 from langchain_promptstrat.tokens import TokenCounter, as_token_counter
 
 __all__ = [
@@ -556,6 +557,26 @@ def _peers(counter: Any, max_tokens: int, notes: list[str]) -> list[tuple[str, s
 # --------------------------------------------------------------------------- replay
 
 
+def _plain_progress(total: int) -> tuple[ProgressHook, Callable[[], None]]:
+    """Return a progress hook writing ``label: done/total`` on one stderr line (no tqdm needed), and its closer."""
+    state = {"done": 0, "shown": -1}
+
+    def hook(label: str, done: int, of: int) -> None:
+        state["done"] += 1
+        percent = 100 * state["done"] // max(total, 1)
+        if percent != state["shown"]:
+            state["shown"] = percent
+            sys.stderr.write(f"\r{label}: {state['done']}/{total} prompts ({percent}%)\x1b[K")
+            sys.stderr.flush()
+
+    def close() -> None:
+        if state["shown"] >= 0:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+    return hook, close
+
+
 def _progress_hook(progress: bool | ProgressHook | None, total: int) -> tuple[ProgressHook | None, Callable[[], None]]:
     """Return the per-prompt hook and a closer: a tqdm bar on stderr when asked or when stderr is a terminal."""
     if callable(progress):
@@ -564,8 +585,8 @@ def _progress_hook(progress: bool | ProgressHook | None, total: int) -> tuple[Pr
         return None, lambda: None
     try:
         from tqdm import tqdm
-    except ImportError:
-        return None, lambda: None
+    except ImportError:  # asked for a bar: a plain one rather than silence
+        return _plain_progress(total)
     bar = tqdm(total=total, file=sys.stderr, unit="call", leave=False, dynamic_ncols=True)
     current = [""]
 
@@ -676,7 +697,7 @@ def simulate(
     ``ClearToolUsesEdit`` at ``max_tokens``. ``token_counter`` is anything
     :func:`~langchain_promptstrat.tokens.as_token_counter` accepts. ``progress``: ``None``
     shows a tqdm bar on stderr only when stderr is a terminal, ``True``/``False`` force it
-    on/off, a callable ``hook(label, done, total)`` is called after each prompt.
+    on/off (without tqdm installed, a plain one-line counter instead), a callable ``hook(label, done, total)`` is called after each prompt.
     ``run_options`` go to :func:`~langchain_promptstrat.testing.iter_agent_run` (``mirror``,
     ``user_turn_every``...); ``prompts`` replaces the simulated run with your own sequence
     of prompts (then ``n_tool_calls`` and ``seed`` are not recorded). ``settings`` build the
@@ -751,11 +772,12 @@ def _seconds(value: float) -> str:
     return f"{value:.2f} s" if value >= 0.1 else f"{1000 * value:.1f} ms"
 
 
-def format_table(result: SimulationResult) -> str:
+def format_table(result: SimulationResult, width: int | None = None) -> str:
     """Return the result as an aligned text table, one row per strategy, with a header and footnotes.
 
     When the result holds a ``none`` run and others, the ``/none`` columns give each run's
-    tokens sent and cost as a multiple of it.
+    tokens sent and cost as a multiple of it. ``width`` (e.g. the terminal's) is the
+    width every line fits in (see :mod:`langchain_promptstrat.text_table`); None: no limit.
     """
     base = result.baseline if len(result.runs) > 1 else None
     columns = ["strategy", "calls", "tokens sent"]
@@ -789,11 +811,6 @@ def format_table(result: SimulationResult) -> str:
                 row.append(_ratio(p["cost_units"], base.provider_cost(result.cached_fraction, result.write_multiplier)))
         row += [_seconds(s["strategy_seconds"]), f"{s['strategy_ms_per_call']:.2f} ms", f"{s['degenerate_calls']:,}"]
         rows.append(row)
-    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
-
     if result.n_tool_calls is not None:
         source = f"Simulated agent run: {result.n_tool_calls:,} tool calls, {result.model_calls:,} model calls, seed {result.seed}."
     elif result.files:
@@ -813,19 +830,20 @@ def format_table(result: SimulationResult) -> str:
             f"Token target {result.max_tokens:,} (trim_messages max_tokens, ClearToolUsesEdit trigger, the max_tokens "
             f"of strategies that take one) given to: {', '.join(targeted)}."
         )
-    out = [*header, "", line(columns), line(["-" * w for w in widths]), *(line(r) for r in rows), ""]
-    out += [
+    out = [*fit_lines(header, width), "", *render_table(columns, rows, width), ""]
+    footnotes = [
         "cache reuse: mean over calls of the share of each prompt whose leading messages repeat the previous",
         "  prompt's byte for byte (whole messages: an upper bound of a provider's block cache).",
         f"cost: input-token units, cached tokens at {result.cached_fraction:g}. strategy time: wall time inside the strategy.",
         "degenerate: prompts holding only system messages, or without the task (first user message) or the last user message.",
     ]
     if rule == "openai":
-        out.append("openai reuse/cost: OpenAI's automatic prefix cache: the shared prefix from 1,024 tokens in 128-token steps.")
+        footnotes.append("openai reuse/cost: OpenAI's automatic prefix cache: the shared prefix from 1,024 tokens in 128-token steps.")
     elif rule == "anthropic":
-        out.append("anthropic reuse/cost: Anthropic's breakpoints (cache_control marks, else system and tail), 20-block "
-                   f"lookback; reads at {result.cached_fraction:g}, writes at {ANTHROPIC_WRITE_MULTIPLIER:g}.")
-    out += [f"note: {n}" for n in result.notes]
+        footnotes.append("anthropic reuse/cost: Anthropic's breakpoints (cache_control marks, else system and tail), 20-block "
+                         f"lookback; reads at {result.cached_fraction:g}, writes at {ANTHROPIC_WRITE_MULTIPLIER:g}.")
+    out += fit_lines(footnotes, width)
+    out += fit_lines([f"note: {n}" for n in result.notes], width)
     return "\n".join(out)
 
 

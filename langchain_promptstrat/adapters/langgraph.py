@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from concurrent.futures import Future
 from typing import Any, Literal, NamedTuple, Protocol
@@ -31,8 +31,9 @@ from langchain_promptstrat.adapters.runnable import PromptStrategy
 from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
 from langchain_promptstrat.errors import InboxAborted, InvalidMessagesError
 from langchain_promptstrat.inbox_backends import InboxBackend
-from langchain_promptstrat.inbox_store import INBOX_ROOT_ENV, DirectoryInbox, inbox_root
+from langchain_promptstrat.inbox_store import ABORT_FILE, INBOX_ROOT_ENV, DirectoryInbox, inbox_root
 from langchain_promptstrat.messages import keep_prompt_floor, mark  # keep_prompt_floor: re-exported
+from langchain_promptstrat.report import logger
 from langchain_promptstrat.registry import StrategySpec, prompt_for_model, resolve_strategies  # prompt_for_model: also re-exported
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.inbox import (
@@ -40,7 +41,9 @@ from langchain_promptstrat.strategies.inbox import (
     InboxBackendSpec,
     check_backend,
     inbox_for_config,
+    notice_ids,
     pick_up,
+    printable,
     save_file_for_config,
 )
 
@@ -51,6 +54,7 @@ __all__ = [
     "InboxDelivery",
     "InboxSource",
     "deliver_inbox",
+    "has_checkpointer",
     "keep_prompt_floor",
     "make_inbox_node",
     "pre_model_hook",
@@ -74,15 +78,19 @@ NO_CHECKPOINTER_NOTE = (
 # --------------------------------------------------------------------------- the inbox pickup
 
 
-def _pick_up(store: InboxBackend) -> dict[str, Any]:
-    result = pick_up(store)
+def _pick_up(
+    store: InboxBackend, seen: Collection[str] = frozenset(), held: Collection[str] = frozenset(), settle: bool = True
+) -> dict[str, Any]:
+    result = pick_up(store, seen=seen, held=held, settle=settle)
     abort = {"reason": result.abort_reason, "path": result.abort_path} if result.aborted else None
+    if abort is not None and result.abort_token:
+        abort["token"] = result.abort_token
     return {"delivered": result.delivered, "abort": abort}
 
 
 # langgraph types task(name=...) as a decorator whose ParamSpec and TypeVar are solved (to Never) before
 # it sees the function, so mypy rejects any function here; pyright accepts it
-_pick_up_once: Callable[[InboxBackend], Future[dict[str, Any]]] = task(name="promptstrat_inbox_pickup")(_pick_up)  # type: ignore[arg-type, assignment]
+_pick_up_once: Callable[[InboxBackend, Collection[str], Collection[str], bool], Future[dict[str, Any]]] = task(name="promptstrat_inbox_pickup")(_pick_up)  # type: ignore[arg-type, assignment]
 """The pickup as a LangGraph task: its result is checkpointed, so a node re-executed on
 resume gets the same notices back instead of touching the inbox again."""
 
@@ -103,12 +111,17 @@ def _with_run_config(config: RunnableConfig, func: Callable[..., Any], *args: An
     return func(*args)
 
 
-def _checkpointed_pick_up(store: InboxBackend) -> dict[str, Any]:
+def _checkpointed_pick_up(store: InboxBackend, seen: Collection[str], held: Collection[str], settle: bool) -> dict[str, Any]:
     try:
-        future = _pick_up_once(store)
+        future = _pick_up_once(store, seen, held, settle)
     except (RuntimeError, KeyError):  # called outside a LangGraph run: nothing to replay
-        return _pick_up(store)
+        return _pick_up(store, seen, held, settle)
     return future.result()
+
+
+def has_checkpointer(config: RunnableConfig | None) -> bool:
+    """Return whether the run saves checkpoints, so a notice put in its state survives the process."""
+    return (config or {}).get("configurable", {}).get(CONFIG_KEY_CHECKPOINTER) is not None
 
 
 def _add_note(error: BaseException, note: str) -> None:
@@ -116,6 +129,17 @@ def _add_note(error: BaseException, note: str) -> None:
         error.add_note(note)
     else:  # Python 3.10: the PEP 678 attribute, which tracebacks there do not print (and typeshed does not declare)
         error.__notes__ = [*getattr(error, "__notes__", []), note]  # type: ignore[attr-defined, unused-ignore]
+
+
+def _acknowledge_abort(store: InboxBackend, token: str | None) -> Path | str | None:
+    """Record a claimed abort as consumed and return where it now lies (None when there was nothing to record)."""
+    if token is None:
+        return None
+    try:
+        return store.acknowledge(token, ABORT_FILE)  # type: ignore[attr-defined, no-any-return]
+    except OSError as exc:  # the abort is honoured regardless; its claim stays listed until recovered
+        logger.warning("inbox: could not record the abort of %s as consumed: %s", store.location, exc)
+        return None
 
 
 class InboxDelivery(NamedTuple):
@@ -130,8 +154,15 @@ def deliver_inbox(
     config: RunnableConfig,
     *,
     on_abort: Literal["interrupt", "raise", "return"] = "interrupt",
+    seen: Collection[str] = frozenset(),
+    held: Collection[str] = frozenset(),
+    settle: bool = True,
 ) -> InboxDelivery:
     """Return the notices of ``inbox`` (a save file, or any inbox backend), handling ``abort`` as ``on_abort`` says.
+
+    ``seen``, ``held`` and ``settle`` are :func:`~langchain_promptstrat.strategies.inbox.pick_up`'s:
+    the ids of the notices the conversation already holds (acknowledged, not sent again),
+    those handed over and awaiting their model call, and whether to acknowledge at once.
 
     ``interrupt`` calls ``interrupt({"type": "inbox_abort", "reason", "path", "delivered",
     "save_file"})`` and, once resumed, picks up again (a non-empty string resume value
@@ -148,14 +179,22 @@ def deliver_inbox(
         where, store = inbox.location, inbox
     notices: list[BaseMessage] = []
     while True:
-        picked = _with_run_config(config, _checkpointed_pick_up, store)
+        taken = held if not notices else frozenset(held) | notice_ids(notices)
+        picked = _with_run_config(config, _checkpointed_pick_up, store, frozenset(seen), frozenset(taken), settle)
         notices += picked["delivered"]
         if picked["abort"] is None:
             return InboxDelivery(notices)
-        payload = {"type": INBOX_ABORT, **picked["abort"], "delivered": picked["delivered"], "save_file": where}
+        # The pickup task's result, abort included, is in the checkpoint (or, without a checkpointer, acted on
+        # now): the abort is spent. A replayed task acknowledges again, which finds nothing left to do.
+        recorded = _acknowledge_abort(store, picked["abort"].get("token"))
+        payload = {"type": INBOX_ABORT, **{k: v for k, v in picked["abort"].items() if k != "token"},
+                   "delivered": picked["delivered"], "save_file": where}
+        if recorded is not None:
+            payload["path"] = printable(str(recorded))
+            payload["reason"] = payload["reason"].replace(picked["abort"]["path"], payload["path"])
+        can_resume = has_checkpointer(config)
         if on_abort == "return":
             return InboxDelivery(notices, {**payload, "delivered": notices})
-        can_resume = (config.get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER) is not None
         if on_abort == "raise" or not can_resume:
             error = InboxAborted(payload["reason"], path=payload["path"], delivered=notices)
             if on_abort == "interrupt":
@@ -178,6 +217,7 @@ class InboxSource:
         inboxes = [s for s in strategies if isinstance(s, Inbox)]
         if root is None and backend is None and inboxes:  # the adapter's arguments win over the strategy's
             root, backend = inboxes[0].root, inboxes[0].backend
+        self.allow_save_file = bool(inboxes) and inboxes[0].allow_save_file
         self.root = root
         self.backend = check_backend(backend, root)
         if root is not None:
@@ -190,7 +230,7 @@ class InboxSource:
         """Return the run's save file (``configurable.save_file``, else ``<root>/<thread_id>.chat``), or None."""
         if not self.needed:
             return None
-        path = save_file_for_config(config, self.root)
+        path = save_file_for_config(config, self.root, allow_save_file=self.allow_save_file)
         if path is None and not self._warned and inbox_root(self.root) is not None:
             self._warned = True
             where = "root=" + os.fspath(self.root) if self.root is not None else INBOX_ROOT_ENV
@@ -203,15 +243,27 @@ class InboxSource:
             )
         return path
 
+    def store(self, config: RunnableConfig | None) -> InboxBackend | None:
+        """Return the run's inbox, or None (no inbox strategy, or the run names no inbox)."""
+        if not self.enabled:
+            return None
+        return inbox_for_config(config, backend=self.backend, root=self.root, allow_save_file=self.allow_save_file)
+
     def deliver(
-        self, config: RunnableConfig, *, on_abort: Literal["interrupt", "raise", "return"] = "interrupt"
+        self,
+        config: RunnableConfig,
+        *,
+        on_abort: Literal["interrupt", "raise", "return"] = "interrupt",
+        seen: Collection[str] = frozenset(),
+        held: Collection[str] = frozenset(),
+        settle: bool = True,
     ) -> tuple[Path | None, InboxDelivery]:
         """Return the save file and what the inbox delivered (nothing without an inbox strategy or a save file)."""
         save_file = self.save_file(config)
-        store = inbox_for_config(config, backend=self.backend, root=self.root) if self.enabled else None
+        store = self.store(config)
         if store is None:
             return save_file, InboxDelivery([])
-        return save_file, deliver_inbox(store, config, on_abort=on_abort)
+        return save_file, deliver_inbox(store, config, on_abort=on_abort, seen=seen, held=held, settle=settle)
 
 
 # --------------------------------------------------------------------------- the state
@@ -246,7 +298,7 @@ def pre_model_hook(
     strategies: StrategySpec | Sequence[StrategySpec] | None = None,
     *,
     inbox_root: str | os.PathLike[str] | None = None,
-    persist_inbox: bool = False,
+    persist_inbox: bool = True,
     settings: Settings | None = None,
     backend: InboxBackendSpec = None,
     max_tokens: MaxTokens = None,
@@ -276,8 +328,14 @@ def pre_model_hook(
 
     The inbox (when in the list) is that of ``configurable.save_file``, else of
     ``<inbox_root>/<thread_id>.chat`` (default root ``$PROMPTSTRAT_INBOX_ROOT``). Its
-    notices reach the model input once; ``persist_inbox=True`` also adds them to
-    ``messages``. An ``abort`` file interrupts the graph (``__interrupt__`` carries the
+    notices are added to ``messages`` (``persist_inbox=True``, the default), so later
+    prompts and the stored transcript keep them; each carries a message id derived from
+    its claim, and is acknowledged by the next pickup that finds it in the checkpointed
+    state (a crash or a failed model call in between redelivers it under the same id,
+    which ``add_messages`` replaces rather than duplicates). ``persist_inbox=False``
+    shows a notice to one model call only and acknowledges it when handed over, as does
+    a graph without a checkpointer: a model call that then fails does not get it again.
+    An ``abort`` file interrupts the graph (``__interrupt__`` carries the
     reason, ``Command(resume=...)`` continues); without a checkpointer it raises
     :class:`InboxAborted` with a note saying the run cannot be resumed.
 
@@ -303,7 +361,8 @@ def pre_model_hook(
 
     def promptstrat_pre_model_hook(state: Any, config: RunnableConfig) -> dict[str, Any]:
         messages = state_messages(state, "pre_model_hook")
-        save_file, delivery = inbox.deliver(config)
+        durable = persist_inbox and has_checkpointer(config)
+        save_file, delivery = inbox.deliver(config, seen=notice_ids(messages) if durable else (), settle=not durable)
         prompt = prompt_for_model(resolved, messages, delivery.notices, save_file=save_file, config=config, request=request)
         if persist_inbox and delivery.notices:
             return {"messages": delivery.notices, "llm_input_messages": prompt}
@@ -313,7 +372,11 @@ def pre_model_hook(
 
 
 def make_inbox_node(
-    *, root: str | os.PathLike[str] | None = None, persist: bool = True, backend: InboxBackendSpec = None
+    *,
+    root: str | os.PathLike[str] | None = None,
+    persist: bool = True,
+    backend: InboxBackendSpec = None,
+    allow_save_file: bool = False,
 ) -> GraphHook:
     """Return a node ``(state, config) -> update`` that delivers the thread's inbox notices.
 
@@ -341,14 +404,20 @@ def make_inbox_node(
     :class:`InboxAborted` (reason, path, ``delivered``) out of ``invoke`` instead of
     interrupting.
 
+    With ``persist`` and a checkpointer a notice is acknowledged once a later pickup
+    finds its id in the state; otherwise when handed over (see :func:`pre_model_hook`).
+    A ``root`` given here wins over a run config's ``save_file`` unless ``allow_save_file``.
+
     ``backend=PostgresInboxes(dsn)`` reads the thread's inbox from PostgreSQL, with the
     same rules; ``root`` goes with the directory backend only.
     """
     check_backend(backend, root)
 
     def inbox_node(state: Any, config: RunnableConfig) -> dict[str, Any]:
-        store = inbox_for_config(config, backend=backend, root=root)
-        notices = deliver_inbox(store, config).notices if store is not None else []
+        store = inbox_for_config(config, backend=backend, root=root, allow_save_file=allow_save_file)
+        durable = persist and has_checkpointer(config)
+        seen = notice_ids(state_messages(state, "inbox node")) if durable else frozenset()
+        notices = deliver_inbox(store, config, seen=seen, settle=not durable).notices if store is not None else []
         if persist:
             return {"messages": notices} if notices else {}
         return {"llm_input_messages": [*state_messages(state, "inbox node"), *notices]}

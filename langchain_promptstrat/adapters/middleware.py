@@ -41,7 +41,7 @@ from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
 from langchain_promptstrat.errors import ConfigError, InboxError
 from langchain_promptstrat.registry import StrategySpec, resolve_strategies
 from langchain_promptstrat.settings import Settings
-from langchain_promptstrat.strategies.inbox import InboxBackendSpec
+from langchain_promptstrat.strategies.inbox import InboxBackendSpec, acknowledge_notices, notice_ids
 
 __all__ = ["ABORT_KEY", "PENDING_KEY", "PromptStrategyMiddleware", "PromptStratState"]
 
@@ -85,14 +85,18 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
     interrupt, resumable with ``Command(resume=...)``; needs a checkpointer, else
     :class:`InboxAborted` is raised with a note saying so), ``"end"`` (the run ends through
     the agent's jump-to-end route, the abort recorded under ``promptstrat_abort``), or
-    ``"raise"`` (:class:`InboxAborted`). Inbox notices reach exactly one model request, or
-    also ``messages`` with ``persist_inbox=True``; those consumed before an ``"end"`` abort
-    are listed in its record and wait for the next run's first model request. Other
-    arguments as :func:`pre_model_hook`. The default strategy keeps each request under a
+    ``"raise"`` (:class:`InboxAborted`). Inbox notices join ``messages``
+    (``persist_inbox=True``, the default) or reach exactly one model request
+    (``persist_inbox=False``); those consumed before an ``"end"`` abort are listed in its
+    record and wait for the next run's first model request. A notice is acknowledged once
+    the model call that received it has returned (or, persisted, when a later pickup finds
+    it in the checkpointed state); a crash or a failed model call before that delivers it
+    again, under the same message id. The default strategy keeps each request under a
     context ceiling: ``max_tokens`` (tokens, or ``("fraction", 0.8)`` of the model's input
     window), else ``PROMPTSTRAT_MAX_TOKENS``, else ``request.model``'s window from its
     LangChain profile minus room for the reply, else 111,616 tokens; the request's system
-    message and tool schemas count against it. Without an ``inbox`` strategy the middleware adds
+    message and tool schemas count against it. Other
+    arguments as :func:`pre_model_hook`. Without an ``inbox`` strategy the middleware adds
     no ``before_model`` node, so the agent takes no extra step or checkpoint per model call.
     On Python 3.10 an async agent's model call cannot reach the run's config, so there the
     strategies' reports are logged but not dispatched as ``promptstrat`` events.
@@ -113,7 +117,7 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
         strategies: StrategySpec | Sequence[StrategySpec] | None = None,
         *,
         inbox_root: str | os.PathLike[str] | None = None,
-        persist_inbox: bool = False,
+        persist_inbox: bool = True,
         on_abort: OnAbort = "interrupt",
         settings: Settings | None = None,
         backend: InboxBackendSpec = None,
@@ -126,6 +130,8 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
         self.persist_inbox, self.on_abort = persist_inbox, on_abort
         self.max_tokens = check_max_tokens(max_tokens)
         self._inbox = InboxSource(self.strategies, inbox_root, backend)
+        self._unacknowledged: set[str] = set()
+        """Ids of the notices this middleware handed over and has not yet seen through a model call."""
         self.cache_breakpoints = cache_breakpoints
         if cache_breakpoints:
             from langchain_promptstrat.strategies.cache_breakpoints import wrap_for_breakpoints
@@ -154,7 +160,16 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
                 "with invoke/stream, or use Python 3.11+"
             )
         update: dict[str, Any] = {ABORT_KEY: None} if state.get(ABORT_KEY) else {}
-        _, delivery = self._inbox.deliver(config, on_abort="return" if self.on_abort == "end" else self.on_abort)
+        waiting: Any = state.get(PENDING_KEY) or []
+        stored: Any = state.get("messages") or []
+        _, delivery = self._inbox.deliver(
+            config,
+            on_abort="return" if self.on_abort == "end" else self.on_abort,
+            seen=notice_ids(stored) if self.persist_inbox else frozenset(),
+            held=notice_ids(waiting),
+            settle=False,
+        )
+        self._unacknowledged.update(m.id for m in delivery.notices if m.id)
         if delivery.notices and self.persist_inbox:
             update["messages"] = delivery.notices
         elif delivery.notices:  # keep what a run that ended before its model call left pending
@@ -193,20 +208,35 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
         # the strategies return the concrete message classes AnyMessage names, typed as BaseMessage
         return request.override(messages=cast("list[AnyMessage]", prompt), **overrides), Command(update={PENDING_KEY: None}) if pending else None
 
+    def _acknowledge(self, request: ModelRequest) -> None:
+        """Record as delivered the notices this model call received: it has returned, so they reached a model."""
+        if not self._unacknowledged:
+            return
+        received = [m for m in request.messages if m.id in self._unacknowledged]
+        if not received:
+            return
+        acknowledge_notices(self._inbox.store(_run_config()), received)
+        self._unacknowledged.difference_update(m.id for m in received)
+
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse | ExtendedModelResponse:
-        """Return the model's answer to the request with its messages rewritten by the strategies."""
+        """Return the model's answer to the request with its messages rewritten by the strategies.
+
+        The inbox notices in the request are acknowledged only once the model has answered.
+        """
         request, clear = self._rewrite(request)
         response = handler(request)
+        self._acknowledge(request)
         return ExtendedModelResponse(response, clear) if clear else response
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse | ExtendedModelResponse:
-        """Async twin of :meth:`wrap_model_call`: the same rewrite, off the event loop."""
+        """Async twin of :meth:`wrap_model_call`: the same rewrite and acknowledgement, off the event loop."""
         request, clear = await run_in_executor(None, self._rewrite, request)
         response = await handler(request)
+        await run_in_executor(None, self._acknowledge, request)
         return ExtendedModelResponse(response, clear) if clear else response
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from langchain_core.callbacks import CallbackManagerForChainRun, dispatch_custom_event
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables.config import var_child_runnable_config
 
 from langchain_promptstrat.messages import coerce_messages
 from langchain_promptstrat.report import Compacted, logger
@@ -32,9 +33,16 @@ REPORT_EVENT = "promptstrat"
 
 
 def emit_report(result: Compacted, config: RunnableConfig | None = None) -> None:
-    """Log ``result.report`` at DEBUG and, inside a LangChain run, dispatch it as an event."""
+    """Log ``result.report`` at DEBUG and, inside a LangChain run, dispatch it as an event.
+
+    Without ``config``, the run is the one the caller is inside, if any (LangChain keeps
+    it in a context variable): ``prepare_prompt`` called from a node, a tool or a
+    ``RunnableLambda`` reports like the Runnable does.
+    """
     data = result.report.as_dict()
     logger.debug("%s: %s", result.report.strategy, data)
+    if config is None:
+        config = var_child_runnable_config.get()
     if config is not None and config.get("callbacks") is not None:
         try:
             dispatch_custom_event(REPORT_EVENT, data, config=config)

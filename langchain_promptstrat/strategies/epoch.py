@@ -42,6 +42,7 @@ from typing import Any, NamedTuple, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from langchain_promptstrat._memo import SizedCache
 from langchain_promptstrat.adapters.runnable import PromptStrategy
 from langchain_promptstrat.messages import (
     Fate,
@@ -428,28 +429,31 @@ def notice_index(messages: Sequence[BaseMessage]) -> int:
 # each conversation. Both caches are keyed by object identity and check it on a hit; they
 # rely on messages not being edited in place, which this package assumes throughout
 # (LangChain and LangGraph replace messages, they do not mutate them). Both are bounded
-# and thread-safe, the head cache holds the input messages only weakly (a finished
+# (the key cache by the size of what it holds) and thread-safe, the head cache holds the input messages only weakly (a finished
 # conversation is not kept alive), and neither changes a result: a miss recomputes
 # exactly what a hit returns. The shortened strings themselves are cached by content in
 # ``truncate_string``, so even a miss (new message objects with the same content, as after
 # reloading a checkpoint) does not hash or cut the same text twice.
 
-_KEY_CACHE_SIZE = 16_384
-_key_cache: dict[int, tuple[Any, str, str]] = {}
+_KEY_CACHE_CHARS = 2_000_000
+_key_cache: SizedCache[int, tuple[Any, str, str]] = SizedCache(_KEY_CACHE_CHARS)
 
 
 def _repeat_key(record: ToolCallRecord) -> str:
-    """Return ``record.key``, serialising each arguments object once instead of on every call."""
+    """Return ``record.key``, serialising each arguments object once instead of on every call.
+
+    The entry holds the arguments object (so its id cannot be reused while it is cached);
+    the cache is bounded by the characters of the keys, which measure those arguments, so
+    it cannot pin more than a few megabytes of a finished conversation.
+    """
     args = record.args
     if not isinstance(args, (dict, list)):
         return record.key
     hit = _key_cache.get(id(args))
     if hit is not None and hit[0] is args and hit[1] == record.name:
-        return hit[2]
+        return hit[2]  # type: ignore[no-any-return]
     key = record.key
-    if len(_key_cache) >= _KEY_CACHE_SIZE:
-        _key_cache.clear()
-    _key_cache[id(args)] = (args, record.name, key)  # holding args keeps its id from being reused
+    _key_cache.put(id(args), (args, record.name, key), len(key) + 64)
     return key
 
 

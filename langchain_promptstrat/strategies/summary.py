@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import threading
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -55,6 +56,7 @@ __all__ = [
     "SUMMARY_INSTRUCTIONS",
     "SUMMARY_TEXT",
     "Summary",
+    "SummaryFailedWarning",
     "arewrite",
     "render",
     "rewrite",
@@ -152,11 +154,14 @@ def summary_plan(
     ask: Callable[[list[BaseMessage]], RungRequest],
     keep_steps: int = 1,
     summary_tokens: int = DEFAULT_SUMMARY_TOKENS,
+    on_error: str = "warn",
 ) -> Plan:
     """Return the plan of the summary rounds; ``ask(prompt)`` makes the request a driver answers.
 
     Ends with the last round whose summary was taken, or declines (``messages`` None) when
-    under target, when nothing is left to summarise, or when the first round fails.
+    under target, when nothing is left to summarise, or when the first round fails. A
+    model that fails (a bad key, a timeout) is never silent: ``on_error="warn"`` gives a
+    :class:`SummaryFailedWarning` and the report's reason, ``"raise"`` raises its exception.
     """
     current = list(messages)
     tokens = counter(current)
@@ -180,7 +185,15 @@ def summary_plan(
         instructions = (COMBINE_INSTRUCTIONS if combine else SUMMARY_INSTRUCTIONS).format(words=words)
         answer = yield ask([SystemMessage(instructions), HumanMessage(render(stretch))])
         if isinstance(answer, BaseException):
+            if on_error == "raise":
+                raise answer
             stopped = f"model failed: {type(answer).__name__}: {str(answer)[:200]}"
+            warnings.warn(
+                f"summary: the model failed ({type(answer).__name__}: {' '.join(str(answer).split())[:300]}); "
+                "the prompt goes to the model without this summary. Summary(..., on_error='raise') raises instead.",
+                SummaryFailedWarning,
+                stacklevel=2,
+            )
             break
         text = str(answer or "").strip()
         if not text:
@@ -303,12 +316,54 @@ async def arewrite(
     ))
 
 
+class SummaryFailedWarning(RuntimeWarning):
+    """The summariser model failed; the prompt was sent without that summary (see ``on_error``)."""
+
+
+class _LazyChatModel:
+    """A chat model named by a string (``"openai:gpt-4o-mini"``), built by ``init_chat_model`` at its first call.
+
+    Nothing is imported, and no key is read, before a summary is actually needed; a
+    model that cannot be built fails like a model call (a warning, or ``on_error="raise"``).
+    """
+
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"init_chat_model({self.spec!r})"
+
+    def resolve(self) -> Any:
+        """Return the chat model, building it on first use."""
+        with self._lock:
+            if self._model is None:
+                try:
+                    from langchain.chat_models import init_chat_model
+                except ImportError:
+                    raise ConfigError(
+                        f"the model string {self.spec!r} needs the langchain package: pip install 'langchain-promptstrat[agents]'"
+                    ) from None
+                self._model = init_chat_model(self.spec)
+            return self._model
+
+    def invoke(self, prompt: list[BaseMessage]) -> Any:
+        return self.resolve().invoke(prompt)
+
+    async def ainvoke(self, prompt: list[BaseMessage]) -> Any:
+        return await self.resolve().ainvoke(prompt)
+
+
 class Summary(Rung):
     """``summary``: replace the oldest stretches by summaries a chat model writes, to fit a token target.
 
     ``Summary(model, max_tokens=..., token_counter=..., keep_steps=1, summary_tokens=800)``;
     ``model`` is any LangChain chat model (``invoke`` for the sync path, ``ainvoke`` for
-    the async one). ``get_strategy("summary", model=model)`` works too; without a model
+    the async one) or a model string for ``langchain.chat_models.init_chat_model``
+    (``"openai:gpt-4o-mini"``), built at the first summary. A failing model gives a
+    :class:`SummaryFailedWarning` and the report's reason (``on_error="warn"``, the
+    default) or raises its exception (``on_error="raise"``). ``get_strategy("summary", model=model)`` works too; without a model
     the construction fails with :class:`~langchain_promptstrat.errors.ConfigError`. Answers
     are remembered (``cache_size`` of them, by the exact text sent) so replays do not ask
     the model again.
@@ -326,6 +381,7 @@ class Summary(Rung):
         token_counter: Any = None,
         summary_tokens: int = DEFAULT_SUMMARY_TOKENS,
         cache_size: int = 256,
+        on_error: str = "warn",
         **setting_overrides: Any,
     ) -> None:
         if isinstance(model, Settings):  # get_strategy("summary", settings, model=...) passes settings first
@@ -343,22 +399,29 @@ class Summary(Rung):
                 "get_strategy('summary', model=model), or "
                 "CompactionLadder([ToolResults(), SlidingWindow(), Summary(model)], max_tokens=...)"
             )
+        if isinstance(model, str):
+            if not model.strip():
+                raise ConfigError("summary's model string is empty; name a model, e.g. 'openai:gpt-4o-mini'")
+            model = _LazyChatModel(model.strip())
+        if on_error not in ("warn", "raise"):
+            raise ConfigError(f"on_error={on_error!r}: expected 'warn' or 'raise'")
         if not callable(getattr(model, "invoke", None)):
             raise ConfigError(f"summary needs a LangChain chat model (with invoke/ainvoke), got {type(model).__name__}")
         if isinstance(summary_tokens, bool) or not isinstance(summary_tokens, int) or summary_tokens < 1:
             raise ConfigError(f"summary_tokens={summary_tokens!r} must be a whole number of tokens >= 1")
         super().__init__(settings, max_tokens=max_tokens, token_counter=token_counter, **setting_overrides)
         self.model = model
+        self.on_error = on_error
         self.summary_tokens = summary_tokens
         self._answers = _Answers(cache_size)
 
     def __repr__(self) -> str:
-        return f"Summary({type(self.model).__name__})"
+        return f"Summary({self.model!r})" if isinstance(self.model, _LazyChatModel) else f"Summary({type(self.model).__name__})"
 
     def plan(self, messages: Sequence[BaseMessage], *, target: int, counter: CountTokens) -> Plan:
         """Return the plan of the summary rounds, asking this rung's model (answers remembered)."""
         return summary_plan(
             messages, target=target, counter=counter,
-            keep_steps=self.settings.keep_steps, summary_tokens=self.summary_tokens,
+            keep_steps=self.settings.keep_steps, summary_tokens=self.summary_tokens, on_error=self.on_error,
             ask=lambda prompt: _ModelRequest(self.model, prompt, self._answers),
         )

@@ -113,10 +113,12 @@ class TestAbortInterruptAndResume:
         out = app.invoke(Command(resume=True), CONFIG)
         assert "__interrupt__" not in out
         assert contents(out["messages"]) == ["task", "before", "after", "while paused", "answer 1"]
-        assert sorted(os.listdir(root / "run.1.inbox_removed")) == ["0-before", "abort", "b-after", "c-paused"]
+        # in the checkpointed state, not yet acknowledged: the next pickup records them
+        assert sorted(os.listdir(root / "run.1.inbox_removed")) == [".claims", "abort"]
 
         out = app.invoke({"messages": [HumanMessage("next")]}, CONFIG)
         assert contents(out["messages"]).count("before") == 1 and "__interrupt__" not in out
+        assert sorted(os.listdir(root / "run.1.inbox_removed")) == ["0-before", "abort", "b-after", "c-paused"]
 
     def test_a_string_resume_value_becomes_a_user_message(self, root, model_inputs):
         """Command(resume="...") with text appends it, marked inbox_resume, after the earlier notices."""
@@ -139,15 +141,16 @@ class TestAbortInterruptAndResume:
         out = app.invoke(Command(resume=True), CONFIG)
         assert contents(out["messages"]) == ["task", "answer 1"]
 
-    def test_new_input_instead_of_resume_abandons_the_interrupted_step(self, root, model_inputs):
-        """Invoking with new input drops the paused step: its notices stay only in the payload and on disk."""
+    def test_new_input_instead_of_resume_abandons_the_interrupted_step_but_not_its_notices(self, root, model_inputs):
+        """Invoking with new input drops the paused step; its notices, never acknowledged, are delivered to the new one."""
         app = build(root, model_inputs)
         post_to_inbox(thread_id=THREAD, root=root, content="before", name="a")
         request_abort(thread_id=THREAD, root=root, reason="stop")
         payload = app.invoke({"messages": [HumanMessage("task")]}, CONFIG)["__interrupt__"][0].value
         out = app.invoke({"messages": [HumanMessage("new input")]}, CONFIG)
-        assert contents(out["messages"]) == ["task", "new input", "answer 1"]
-        assert contents(payload["delivered"]) == ["before"]
+        assert contents(out["messages"]) == ["task", "new input", "before", "answer 1"]
+        assert contents(payload["delivered"]) == ["before"] and payload["delivered"][0].id == out["messages"][2].id
+        app.invoke({"messages": [HumanMessage("later")]}, CONFIG)
         assert (root / "run.1.inbox_removed" / "a").read_text() == "before"
 
     def test_without_a_checkpointer_abort_raises_inbox_aborted(self, root, model_inputs):

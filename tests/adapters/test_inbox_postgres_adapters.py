@@ -55,7 +55,10 @@ class TestNodeOverPostgres:
         assert payload["path"].startswith("pg:") and seen == []
         out = app.invoke(Command(resume="go on"), config)
         assert [m.content for m in out["messages"]] == ["task", "before", "go on", "after", "answer 1"]
-        assert store.pending() == [] and sorted(e.name for e in store.delivered_entries()) == ["a", "abort", "b"]
+        # stored in the checkpointed state; the thread's next pickup acknowledges them
+        assert store.pending() == [] and sorted(lease.name for lease in store.in_flight()) == ["a", "b"]
+        app.invoke({"messages": [HumanMessage("next")]}, config)
+        assert store.in_flight() == [] and sorted(e.name for e in store.delivered_entries()) == ["a", "abort", "b"]
 
     def test_root_with_postgres_is_refused(self, inboxes, tmp_path):
         """root= goes with the directory backend only."""
@@ -73,7 +76,7 @@ class TestHookOverPostgres:
             store.post("hello", name="n")
             update = hook({"messages": [HumanMessage("task")]}, config)
             assert [m.content for m in update["llm_input_messages"]] == ["task", "hello"]
-            assert store.pending() == []
+            assert store.pending() == [] and store.in_flight() == []  # acknowledged once the model call returned
 
 
 class TestMiddlewareOverPostgres:
@@ -90,7 +93,7 @@ class TestMiddlewareOverPostgres:
         model = ScriptedChatModel.long_run(2)
         app = create_agent(
             model, [make_sized_tool("fetch", sizes=200)], system_prompt="sys",
-            middleware=[PromptStrategyMiddleware(backend=inboxes)], checkpointer=InMemorySaver(),
+            middleware=[PromptStrategyMiddleware(backend=inboxes, persist_inbox=False)], checkpointer=InMemorySaver(),
         )
         store.post("before", name="0-before")
         store.request_abort("stop")
@@ -99,4 +102,4 @@ class TestMiddlewareOverPostgres:
         out = app.invoke(Command(resume=True), config)
         assert out["messages"][-1].content == "done"
         assert [[m.content for m in call].count("before") for call in model.calls] == [1, 0, 0]  # long_run(2): 2 calls + the answer
-        assert store.pending() == []
+        assert store.pending() == [] and store.in_flight() == []  # acknowledged once the model call returned

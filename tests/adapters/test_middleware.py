@@ -159,7 +159,7 @@ class TestInbox:
     def test_a_notice_reaches_exactly_one_request_and_not_the_messages(self, root):
         """An unpersisted notice is in the next model request only, and the pending key is cleared after it."""
         model = ScriptedChatModel.long_run(3)
-        app = agent(model, PromptStrategyMiddleware(inbox_root=root))
+        app = agent(model, PromptStrategyMiddleware(inbox_root=root, persist_inbox=False))
         post_to_inbox(thread_id=THREAD, root=root, content="look at the logs")
         out = app.invoke(start(), CONFIG)
         assert [contents(call).count("look at the logs") for call in model.calls] == [1, 0, 0, 0]
@@ -167,17 +167,17 @@ class TestInbox:
         assert app.get_state(CONFIG).values.get(PENDING_KEY) is None
 
     def test_persist_inbox_adds_the_notice_to_messages(self, root):
-        """persist_inbox=True stores the notice, so every later request holds it once."""
+        """By default (persist_inbox=True) the notice is stored, so every later request holds it once."""
         model = ScriptedChatModel.long_run(2)
         post_to_inbox(thread_id=THREAD, root=root, content="note")
-        out = agent(model, PromptStrategyMiddleware(inbox_root=root, persist_inbox=True)).invoke(start(), CONFIG)
+        out = agent(model, PromptStrategyMiddleware(inbox_root=root)).invoke(start(), CONFIG)
         assert contents(out["messages"]).count("note") == 1
         assert [contents(call).count("note") for call in model.calls] == [1, 1, 1]
 
     def test_abort_interrupts_and_resume_continues(self, root):
         """on_abort='interrupt': __interrupt__ carries the reason, and Command(resume=...) runs to the end."""
         model = ScriptedChatModel.long_run(2)
-        app = agent(model, PromptStrategyMiddleware(inbox_root=root))
+        app = agent(model, PromptStrategyMiddleware(inbox_root=root, persist_inbox=False))
         post_to_inbox(thread_id=THREAD, root=root, content="before", name="0-before")
         request_abort(thread_id=THREAD, root=root, reason="stop")
         out = app.invoke(start(), CONFIG)
@@ -188,7 +188,7 @@ class TestInbox:
     def test_async_abort_interrupts_and_resumes(self, root):
         """The async agent interrupts and resumes the same way."""
         model = ScriptedChatModel.long_run(1)
-        app = agent(model, PromptStrategyMiddleware(inbox_root=root))
+        app = agent(model, PromptStrategyMiddleware(inbox_root=root, persist_inbox=False))
         request_abort(thread_id=THREAD, root=root, reason="pause")
 
         async def run():
@@ -202,7 +202,7 @@ class TestInbox:
     def test_abort_end_finishes_the_run_and_records_the_reason(self, root):
         """on_abort="end" ends the run before any model call, records the abort, and keeps its notices for the next run."""
         model = ScriptedChatModel.long_run(2)
-        app = agent(model, PromptStrategyMiddleware(inbox_root=root, on_abort="end"))
+        app = agent(model, PromptStrategyMiddleware(inbox_root=root, on_abort="end", persist_inbox=False))
         post_to_inbox(thread_id=THREAD, root=root, content="kept for later", name="0-note")
         request_abort(thread_id=THREAD, root=root, reason="enough")
         out = app.invoke(start(), CONFIG)

@@ -151,19 +151,19 @@ class TestHookInAgents:
 
 class TestHookInbox:
     def test_a_notice_reaches_one_model_call_and_not_the_state(self, root):
-        """A posted notice is in the next model input only; messages never hold it."""
+        """With persist_inbox=False a posted notice is in the next model input only; messages never hold it."""
         model = ScriptedChatModel.long_run(3)
         post_to_inbox(thread_id=THREAD, root=root, content="look at the logs")
-        out = react_agent(model, pre_model_hook(inbox_root=root)).invoke({"messages": [HumanMessage("task")]}, CONFIG)
+        out = react_agent(model, pre_model_hook(inbox_root=root, persist_inbox=False)).invoke({"messages": [HumanMessage("task")]}, CONFIG)
         # long_run(3): three calls then the final answer, four model calls; only the first sees the notice
         assert [sum(m.content == "look at the logs" for m in call) for call in model.calls] == [1, 0, 0, 0]
         assert "look at the logs" not in contents(out["messages"])
 
     def test_persist_inbox_also_stores_the_notice_in_messages(self, root):
-        """persist_inbox=True adds the notice to messages, so every later call sees it once."""
+        """By default (persist_inbox=True) the notice joins messages, so every later call sees it once."""
         model = ScriptedChatModel.long_run(2)
         post_to_inbox(thread_id=THREAD, root=root, content="note")
-        out = react_agent(model, pre_model_hook(inbox_root=root, persist_inbox=True)).invoke({"messages": [HumanMessage("task")]}, CONFIG)
+        out = react_agent(model, pre_model_hook(inbox_root=root)).invoke({"messages": [HumanMessage("task")]}, CONFIG)
         assert contents(out["messages"]).count("note") == 1
         assert [contents(call).count("note") for call in model.calls] == [1, 1, 1]  # long_run(2): 2 calls + the answer
 
@@ -213,13 +213,16 @@ class TestHookInbox:
         assert "__interrupt__" not in out and out["messages"][-1].content == "done" and len(model.calls) == 3 + 1
 
     def test_a_string_resume_value_reaches_the_next_model_call_once(self, root):
-        """Command(resume="...") with text is handed to the model like a notice."""
-        model = ScriptedChatModel.long_run(1)
-        agent = react_agent(model, pre_model_hook(inbox_root=root))
-        request_abort(thread_id=THREAD, root=root)
-        agent.invoke({"messages": [HumanMessage("task")]}, CONFIG)
-        agent.invoke(Command(resume="try the other API"), CONFIG)
-        assert [contents(call).count("try the other API") for call in model.calls] == [1, 0]
+        """Command(resume="...") with text is handed to the model like a notice: once, or kept when notices persist."""
+        for persist, expected in ((False, [1, 0]), (True, [1, 1])):
+            model = ScriptedChatModel.long_run(1)
+            agent = react_agent(model, pre_model_hook(inbox_root=root, persist_inbox=persist))
+            request_abort(thread_id=THREAD, root=root)
+            config = {"configurable": {"thread_id": THREAD}}
+            agent.invoke({"messages": [HumanMessage("task")]}, config)
+            out = agent.invoke(Command(resume="try the other API"), config)
+            assert [contents(call).count("try the other API") for call in model.calls] == expected
+            assert contents(out["messages"]).count("try the other API") == int(persist)
 
     def test_abort_without_a_checkpointer_says_the_run_cannot_resume(self, root):
         """No checkpointer: InboxAborted is raised at the abort, with a note naming the missing checkpointer."""

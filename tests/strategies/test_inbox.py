@@ -109,6 +109,7 @@ class TestDelivery:
         assert mark_of(message) == {
             "kind": "inbox_delivery", "notice": False, "file": "note.md", "mtime": "1970-01-02T00:00:00+00:00",
             "removed_path": str(removed_path / "note.md"), "replaced_characters": False,
+            "token": message.id.removeprefix("promptstrat-inbox-"),
         }
 
     def test_skips_directories_dotfiles_and_symlinks(self, save_file, inbox_path, tmp_path):

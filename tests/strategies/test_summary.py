@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import warnings
 
 import pytest
 from conversations import agent_conversations, ai_step, snapshot
@@ -13,7 +14,14 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_promptstrat import ConfigError, check_tool_pairs, get_strategy
 from langchain_promptstrat.messages import is_real_user_message, mark_of
 from langchain_promptstrat.strategies.ladder import SUMMARY_KIND, kind_of
-from langchain_promptstrat.strategies.summary import COMBINE_INSTRUCTIONS, SUMMARY_INSTRUCTIONS, Summary, render, summary_message
+from langchain_promptstrat.strategies.summary import (
+    COMBINE_INSTRUCTIONS,
+    SUMMARY_INSTRUCTIONS,
+    Summary,
+    SummaryFailedWarning,
+    render,
+    summary_message,
+)
 from langchain_promptstrat.testing import ScriptedChatModel
 from langchain_promptstrat.tokens import TokenCounter
 
@@ -65,7 +73,8 @@ class TestRounds:
         """Round one summarises every earlier turn; the model fails on the task's steps, so round one stands."""
         t1, t2, now = turn(1), turn(2), task(3)
         model = ScriptedChatModel(["earlier turns", RuntimeError("boom")])
-        result = Summary(model, max_tokens=0, token_counter=COUNT).compact([SYSTEM, *t1, *t2, *now])
+        with pytest.warns(SummaryFailedWarning, match="boom"):
+            result = Summary(model, max_tokens=0, token_counter=COUNT).compact([SYSTEM, *t1, *t2, *now])
         assert result.messages == [SYSTEM, summary_message("earlier turns", messages=len(t1) + len(t2), tier="turns"), *now]
         (asked,) = result.report.details["asked"]
         assert asked["stopped"] == "model failed: RuntimeError: boom" and len(asked["rounds"]) == 1
@@ -74,9 +83,12 @@ class TestRounds:
     def test_nothing_usable_in_the_first_round_leaves_the_prompt_unchanged(self, answer, reason):
         """An empty answer or a failing call in round one declines, and the strategy returns its input."""
         msgs = [SYSTEM, *turn(1), *task(2)]
-        result = Summary(ScriptedChatModel([answer]), max_tokens=0, token_counter=COUNT).compact(msgs)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = Summary(ScriptedChatModel([answer]), max_tokens=0, token_counter=COUNT).compact(msgs)
         assert result.messages == msgs
         assert result.report.details["asked"] == [{"strategy": "summary", "reason": reason, "outcome": "declined"}]
+        assert [w.category for w in caught] == ([SummaryFailedWarning] if isinstance(answer, Exception) else [])
 
     def test_a_summary_no_smaller_than_its_stretch_is_refused(self):
         """An answer longer than the turn it replaces ends the rounds with the previous result."""
@@ -120,7 +132,7 @@ class TestSummaryStrategy:
             with pytest.raises(ConfigError, match=r"Summary\(model\).*model=model"):
                 build()
         with pytest.raises(ConfigError, match="LangChain chat model"):
-            Summary("gpt-4o")
+            Summary(42)  # a string is a model name for init_chat_model (test_summary_failures.py)
 
     def test_get_strategy_passes_the_model_and_settings(self):
         """get_strategy("summary", model=...) builds a working Summary with the registry's settings."""
@@ -134,7 +146,8 @@ class TestSummaryStrategy:
         strategy = Summary(AsyncOnlyModel(["async summary"]), max_tokens=0, token_counter=COUNT)
         out = asyncio.run(strategy.ainvoke(msgs))
         assert out == [SYSTEM, summary_message("async summary", messages=len(turn(1)), tier="turns"), *task(1)]
-        assert Summary(AsyncOnlyModel(["x"]), max_tokens=0, token_counter=COUNT).invoke(msgs) == msgs
+        with pytest.warns(SummaryFailedWarning, match="sync path used"):
+            assert Summary(AsyncOnlyModel(["x"]), max_tokens=0, token_counter=COUNT).invoke(msgs) == msgs
 
     def test_answers_are_remembered_so_a_repeated_prompt_asks_once(self):
         """Compacting the same conversation twice asks the model once."""

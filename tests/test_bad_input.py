@@ -1,0 +1,119 @@
+"""Bad input: one line naming the problem and exit 2 from the CLI, a precise exception from the API; nothing consumed or written."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from langchain_promptstrat import post_to_inbox, prepare_prompt
+from langchain_promptstrat.cli import main
+from langchain_promptstrat.errors import ConfigError, InboxError, InvalidMessagesError
+from langchain_promptstrat.inbox_store import DirectoryInbox
+
+PROMPTSTRAT = Path(sys.executable).parent / "promptstrat"
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def one_error_line(err: str) -> str:
+    """Return the single error line of ``err``, failing when there is more (a traceback) or none."""
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("promptstrat: error: "), err[-2000:]
+    return lines[0]
+
+
+def write(tmp_path: Path, text: str, name: str = "conversation.json") -> str:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    return str(path)
+
+
+class TestConversationFiles:
+    @pytest.mark.parametrize("command", ["apply", "stats"])
+    def test_json_nested_100000_deep_is_one_line(self, capsys, tmp_path, command):
+        """A file nested 100,000 deep is refused as too deep, not with a RecursionError traceback."""
+        path = write(tmp_path, "[" * 100_000 + "]" * 100_000)
+        code, out, err = run(capsys, command, path)
+        assert (code, out) == (2, "")
+        assert "nested too deeply" in one_error_line(err)
+
+    def test_tool_calls_that_are_not_a_list_are_one_line(self, capsys, tmp_path):
+        """`"tool_calls": "oops"` names the message instead of raising AttributeError."""
+        path = write(tmp_path, json.dumps([{"role": "assistant", "content": "", "tool_calls": "oops"}]))
+        code, out, err = run(capsys, "apply", path)
+        assert (code, out) == (2, "")
+        assert "message 0" in one_error_line(err)
+
+    def test_an_unwritable_message_is_refused_before_the_inbox_consumes_anything(self, capsys, tmp_path):
+        """An image_url block without its URL is refused before any strategy runs: the pending notice stays pending."""
+        path = write(tmp_path, json.dumps([{"role": "user", "content": [{"type": "image_url"}]}]))
+        save_file = tmp_path / "conversation.json"
+        inbox = DirectoryInbox.for_save_file(save_file)
+        inbox.post("use the staging database")
+        code, out, err = run(capsys, "apply", path, "--strategy", "inbox", "--save-file", str(save_file))
+        assert (code, out) == (2, "")
+        assert "image_url" in one_error_line(err)
+        assert [e.name for e in inbox.pending_entries()] != [] and inbox.delivered_entries() == []
+
+    def test_a_lone_surrogate_is_written_as_valid_utf8(self, tmp_path):
+        """A lone surrogate in a message leaves apply as a JSON escape: stdout is valid UTF-8 and reads back the same."""
+        path = write(tmp_path, '[{"role": "user", "content": "a \\ud800 b"}]')
+        done = subprocess.run([str(PROMPTSTRAT), "apply", path, "--strategy", "none"], capture_output=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        text = done.stdout.decode("utf-8")  # raises on invalid UTF-8
+        assert json.loads(text)[0]["content"] == "a \ud800 b"
+
+    def test_an_empty_prompt_strategy_is_refused(self, capsys, tmp_path, monkeypatch):
+        """PROMPT_STRATEGY="" would silently disable every strategy and the inbox: it is refused instead."""
+        monkeypatch.setenv("PROMPT_STRATEGY", "")
+        path = write(tmp_path, json.dumps([{"role": "user", "content": "hi"}]))
+        code, out, err = run(capsys, "apply", path)
+        assert (code, out) == (2, "")
+        assert "PROMPT_STRATEGY is empty" in one_error_line(err)
+
+
+class TestInboxPost:
+    def test_standard_input_that_is_not_utf8_is_one_line_and_posts_nothing(self, capsys, tmp_path, monkeypatch):
+        """Bytes \\xff\\xfe on stdin are refused as not UTF-8, naming the byte; the inbox stays empty."""
+        save_file = tmp_path / "conversation.json"
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"\xff\xfe note")))
+        code, out, err = run(capsys, "inbox", "post", "--save-file", str(save_file))
+        assert (code, out) == (2, "")
+        assert "not UTF-8" in one_error_line(err) and "0xff" in err
+        assert DirectoryInbox.for_save_file(save_file).pending_entries() == []
+
+
+class TestLibrary:
+    def test_a_single_message_dict_is_refused(self):
+        """prepare_prompt(dict) raises instead of turning the dict's keys into two messages."""
+        with pytest.raises(InvalidMessagesError, match="wrap it in a list"):
+            prepare_prompt({"role": "user", "content": "hi"})
+
+    def test_a_strategy_spec_that_is_not_one_is_a_config_error(self):
+        """prepare_prompt(msgs, 42) raises ConfigError, not a bare TypeError."""
+        with pytest.raises(ConfigError, match="42"):
+            prepare_prompt([HumanMessage("hi")], 42)  # type: ignore[arg-type]
+
+    def test_an_empty_strategy_string_is_a_config_error(self):
+        """A spec with no names is refused; 'none' is the way to apply none."""
+        with pytest.raises(ConfigError, match="'none'"):
+            prepare_prompt([HumanMessage("hi")], " , ")
+
+    @pytest.mark.parametrize("content", [42, "a \ud800 b", None])
+    def test_a_notice_that_is_not_text_is_refused_and_nothing_is_written(self, tmp_path, content):
+        """post_to_inbox refuses an int (42 NUL bytes) and lone surrogates before writing."""
+        save_file = tmp_path / "conversation.json"
+        with pytest.raises((InboxError, TypeError)):
+            post_to_inbox(save_file, content)
+        inbox_dir = tmp_path / "conversation.json.inbox"
+        assert not inbox_dir.exists() or not any(inbox_dir.iterdir())

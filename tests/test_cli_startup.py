@@ -1,0 +1,56 @@
+"""The CLI answers --help and --version without importing LangChain, LangGraph or tiktoken; --progress is never silently dropped."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from importlib.metadata import version
+
+import pytest
+
+from langchain_promptstrat.simulate import simulate
+
+HEAVY = ("langgraph", "langchain_core", "tiktoken", "langchain")
+
+
+def modules_loaded_by(*argv: str) -> set[str]:
+    """Return the top-level modules a fresh interpreter has imported after running ``promptstrat argv``."""
+    code = (
+        "import sys, json\n"
+        "from langchain_promptstrat.cli import main\n"
+        f"code = main({list(argv)!r})\n"
+        "sys.__stdout__.write('\\n' + json.dumps(sorted({m.split('.')[0] for m in sys.modules})))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+@pytest.mark.parametrize("argv", [("--help",), ("--version",)])
+def test_top_level_help_and_version_import_no_heavy_dependency(argv):
+    """`promptstrat --help` and `--version` load none of LangGraph, LangChain or tiktoken (the 1.8 s they cost)."""
+    assert modules_loaded_by(*argv) & set(HEAVY) == set()
+
+
+def test_importing_the_package_does_not_import_langgraph():
+    """`import langchain_promptstrat` is lazy: LangGraph loads with the first name that needs it."""
+    code = "import sys, langchain_promptstrat as p; print('langgraph' in sys.modules); p.pre_model_hook; print('langgraph' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["False", "True"], done.stderr
+
+
+def test_version_prints_the_installed_version(capsys):
+    """`promptstrat --version` prints the distribution's version and exits 0."""
+    from langchain_promptstrat.cli import main
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"promptstrat {version('langchain-promptstrat')}\n"
+
+
+def test_progress_without_tqdm_draws_a_plain_counter(capsys, monkeypatch):
+    """progress=True without tqdm installed still shows progress on stderr instead of nothing."""
+    monkeypatch.setitem(sys.modules, "tqdm", None)
+    simulate(["none"], n_tool_calls=5, progress=True)
+    err = capsys.readouterr().err
+    assert "none:" in err and "(100%)" in err
