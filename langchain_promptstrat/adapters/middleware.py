@@ -97,7 +97,10 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
     record and wait for the next run's first model request. A notice is acknowledged once
     the model call that received it has returned (or, persisted, when a later pickup finds
     it in the checkpointed state); a crash or a failed model call before that delivers it
-    again, under the same message id. Other
+    again, under the same message id. One-call notices wait in private state until a model
+    call answers them, and their ids go into private state (:data:`ANSWERED_KEY`) in the
+    same step as the answer, so with a checkpointer a crash before the acknowledgement is
+    settled by the next pickup, not by a second model call: exactly once either way. Other
     arguments as :func:`pre_model_hook`. Without an ``inbox`` strategy the middleware adds
     no ``before_model`` node, so the agent takes no extra step or checkpoint per model call.
     On Python 3.10 an async agent's model call cannot reach the run's config, so there the
