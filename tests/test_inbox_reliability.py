@@ -153,9 +153,11 @@ class TestFailingModelCalls:
         assert [contents(call).count("look at the logs") for call in model.calls] == [1, 1, 0]
         assert store.in_flight() == [] and len(store.delivered_entries()) == 1
 
-    def test_middleware_one_call_notice_whose_acknowledgement_failed_is_settled_by_the_next_pickup(self, tmp_path, monkeypatch):
-        """persist_inbox=False: when recording a delivery fails after the model answered, the answered id kept in
-        private state lets the next pickup record it instead of sending the notice to a second model call."""
+    @pytest.mark.parametrize("run", ["invoke", "ainvoke"])
+    def test_middleware_one_call_notice_whose_acknowledgement_failed_is_settled_by_the_next_pickup(self, run, tmp_path, monkeypatch):
+        """persist_inbox=False (sync and async): when recording a delivery fails after the model answered, the answered
+        id kept in private state lets the next pickup record it instead of sending the notice to a second model call."""
+        import asyncio
         from langchain.agents import create_agent
 
         from langchain_promptstrat.adapters.middleware import ANSWERED_KEY, PromptStrategyMiddleware
@@ -171,13 +173,18 @@ class TestFailingModelCalls:
         def outage(self: DirectoryInbox, token: str, name: str | None = None) -> Any:
             raise OSError("disk unavailable")
 
+        def invoke(text: str) -> Any:
+            if run == "invoke":
+                return app.invoke({"messages": [HumanMessage(text)]}, CONFIG)
+            return asyncio.run(app.ainvoke({"messages": [HumanMessage(text)]}, CONFIG))
+
         monkeypatch.setattr(DirectoryInbox, "acknowledge", outage)
-        app.invoke({"messages": [HumanMessage("task")]}, CONFIG)
+        invoke("task")
         store = DirectoryInbox.for_thread(THREAD, tmp_path)
         (lease,) = store.in_flight()
         assert app.get_state(CONFIG).values[ANSWERED_KEY] == [notice_id(lease.token)]
         monkeypatch.setattr(DirectoryInbox, "acknowledge", real)
-        app.invoke({"messages": [HumanMessage("next")]}, CONFIG)
+        invoke("next")
         assert [contents(call).count("look at the logs") for call in model.calls] == [1, 0]
         assert store.in_flight() == [] and len(store.delivered_entries()) == 1
         assert app.get_state(CONFIG).values.get(ANSWERED_KEY) is None
