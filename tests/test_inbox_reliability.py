@@ -190,6 +190,31 @@ class TestFailingModelCalls:
         assert app.get_state(CONFIG).values.get(ANSWERED_KEY) is None
 
 
+    def test_middleware_one_call_notice_a_strategy_left_out_stays_claimed_for_the_next_pickup(self, tmp_path):
+        """persist_inbox=False: a notice the strategies removed from the request was not answered, so it is neither
+        acknowledged nor recorded as answered; it stays claimed and the next pickup delivers it again."""
+        from langchain.agents import create_agent
+
+        from langchain_promptstrat.adapters.middleware import ANSWERED_KEY, PromptStrategyMiddleware
+
+        def hide(messages: Any) -> Any:
+            return [m for m in messages if m.content != "hidden"]
+
+        model = ScriptedChatModel(["ok"])
+        app = create_agent(
+            model, [], system_prompt="sys", checkpointer=InMemorySaver(),
+            middleware=[PromptStrategyMiddleware(["inbox", hide], inbox_root=tmp_path, persist_inbox=False)],
+        )
+        post_to_inbox(thread_id=THREAD, root=tmp_path, content="hidden", name="a.txt")
+        post_to_inbox(thread_id=THREAD, root=tmp_path, content="shown", name="b.txt")
+        app.invoke({"messages": [HumanMessage("task")]}, CONFIG)
+        store = DirectoryInbox.for_thread(THREAD, tmp_path)
+        assert contents(model.calls[0])[-1] == "shown" and "hidden" not in contents(model.calls[0])
+        (lease,) = store.in_flight()
+        assert lease.name == "a.txt" and [e.name for e in store.delivered_entries()] == ["b.txt"]
+        assert notice_id(lease.token) not in (app.get_state(CONFIG).values.get(ANSWERED_KEY) or [])
+
+
 # --------------------------------------------------------------------------- editors
 
 
