@@ -39,9 +39,9 @@ from typing_extensions import NotRequired
 from langchain_promptstrat.adapters.langgraph import InboxSource, prompt_for_model
 from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
 from langchain_promptstrat.errors import ConfigError, InboxError
+from langchain_promptstrat.inbox_backends import LeasingInbox
 from langchain_promptstrat.registry import StrategySpec, resolve_strategies
 from langchain_promptstrat.settings import Settings
-from langchain_promptstrat.inbox_backends import LeasingInbox
 from langchain_promptstrat.strategies.inbox import InboxBackendSpec, acknowledge_notices, notice_id, notice_ids
 
 __all__ = ["ABORT_KEY", "ANSWERED_KEY", "PENDING_KEY", "PromptStrategyMiddleware", "PromptStratState"]
@@ -102,7 +102,8 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
     call answers them, and their ids go into private state (:data:`ANSWERED_KEY`) in the
     same step as the answer, so with a checkpointer a crash before the acknowledgement is
     settled by the next pickup, not by a second model call: exactly once either way. The
-    default strategy keeps each request under a context ceiling: ``max_tokens`` (tokens, or ``("fraction", 0.8)`` of the model's input
+    default strategy keeps each request under a
+    context ceiling: ``max_tokens`` (tokens, or ``("fraction", 0.8)`` of the model's input
     window), else ``PROMPTSTRAT_MAX_TOKENS``, else ``request.model``'s window from its
     LangChain profile minus room for the reply, else 111,616 tokens; the request's system
     message and tool schemas count against it. Other
