@@ -106,6 +106,19 @@ class TestFailingModelCalls:
         agent.invoke({"messages": [HumanMessage("more")]}, CONFIG)  # the next pickup finds it stored: recorded
         assert os.listdir(inbox_removed_dir(tmp_path / "run.1.chat")) != [] and DirectoryInbox.for_thread(THREAD, tmp_path).in_flight() == []
 
+    def test_hook_without_persisting_hands_a_notice_over_at_most_once(self, tmp_path):
+        """pre_model_hook(persist_inbox=False) records a notice as delivered when handed over: a model call that then
+        raises takes it with it (the README's stated window), and the retry does not get it again, nor twice."""
+        model = ScriptedChatModel([RuntimeError("provider down"), "ok"])
+        agent = react_agent(model, pre_model_hook(inbox_root=tmp_path, persist_inbox=False))
+        post_to_inbox(thread_id=THREAD, root=tmp_path, content="use the staging database")
+        with pytest.raises(RuntimeError, match="provider down"):
+            agent.invoke({"messages": [HumanMessage("task")]}, CONFIG)
+        agent.invoke({"messages": [HumanMessage("again")]}, CONFIG)
+        store = DirectoryInbox.for_thread(THREAD, tmp_path)
+        assert [contents(call).count("use the staging database") for call in model.calls] == [1, 0]
+        assert store.in_flight() == [] and store.pending() == [] and len(store.delivered_entries()) == 1
+
     def test_middleware_one_call_notice_is_acknowledged_only_after_the_model_answered(self, tmp_path):
         """persist_inbox=False: a model call that raises leaves the notice claimed; the retry gets it under the same id."""
         from langchain.agents import create_agent
