@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from langchain_promptstrat.adapters.langgraph import make_inbox_node, pre_model_hook
     from langchain_promptstrat.adapters.runnable import PromptStrategy
+    from langchain_promptstrat.ceiling import DEFAULT_CEILING, Ceiling, resolve_ceiling
     from langchain_promptstrat.errors import (
         ConfigError,
+        ContextWindowError,
         InboxAborted,
         InboxError,
         InvalidMessagesError,
@@ -48,6 +50,10 @@ if TYPE_CHECKING:
     from langchain_promptstrat.adapters.middleware import PromptStrategyMiddleware
 
 __all__ = [
+    "Ceiling",
+    "ContextWindowError",
+    "DEFAULT_CEILING",
+    "resolve_ceiling",
     "Compacted",
     "CompactionLadder",
     "ConfigError",
@@ -95,6 +101,10 @@ __all__ = [
 ]
 
 _EXPORTS: dict[str, str] = {
+    "Ceiling": "langchain_promptstrat.ceiling",
+    "ContextWindowError": "langchain_promptstrat.errors",
+    "DEFAULT_CEILING": "langchain_promptstrat.ceiling",
+    "resolve_ceiling": "langchain_promptstrat.ceiling",
     "Compacted": "langchain_promptstrat.report",
     "CompactionLadder": "langchain_promptstrat.strategies.ladder",
     "ConfigError": "langchain_promptstrat.errors",

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 from langchain_promptstrat.errors import InboxAborted, InvalidMessagesError, PromptStratError
 from langchain_promptstrat.inbox_postgres import DSN_ENV, PostgresInboxes
 from langchain_promptstrat.inbox_store import INBOX_ROOT_ENV, DirectoryInbox, resolve_save_file
+from langchain_promptstrat.ceiling import DEFAULT_CEILING, resolve_ceiling
 from langchain_promptstrat.text_table import fit_lines, render_table, terminal_width
 
 if TYPE_CHECKING:
@@ -316,14 +317,18 @@ def add_conversation_commands(commands: argparse._SubParsersAction[Any], detaile
     apply.add_argument("--strategy", metavar="SPEC",
                        help="comma-separated strategy names, applied in order (default: $PROMPT_STRATEGY, "
                        "then the default list)")
+    apply.add_argument("--max-tokens", type=_positive_int, default=None, metavar="N",
+                       help="context ceiling of the default strategy (default: $PROMPTSTRAT_MAX_TOKENS, else "
+                       f"{DEFAULT_CEILING:,}; stats uses the same)")
     apply.add_argument("--save-file", metavar="PATH",
                        help="the conversation's save file: the inbox strategy delivers (and consumes) the notices "
                        "of its .inbox sibling")
     apply.set_defaults(func=_apply)
 
     stats.add_argument("file", metavar="FILE", help="the conversation, or '-' for standard input")
-    stats.add_argument("--max-tokens", type=_positive_int, default=DEFAULT_MAX_TOKENS, metavar="N",
-                       help=f"token target of strategies that take one (default: {DEFAULT_MAX_TOKENS})")
+    stats.add_argument("--max-tokens", type=_positive_int, default=None, metavar="N",
+                       help="token target of strategies that take one, the default strategy's ceiling included "
+                       f"(default: $PROMPTSTRAT_MAX_TOKENS, else {DEFAULT_CEILING:,}, as for apply)")
     _add_counter_options(stats)
     stats.add_argument("--json", action="store_true", help="print the figures as JSON")
     stats.set_defaults(func=_stats)
@@ -374,7 +379,8 @@ def _apply(args: argparse.Namespace) -> int:
     _dump_or_refuse(conversation.messages, conversation.style, args.file)
     strategies = resolve_strategies(args.strategy)
     try:
-        messages, reports = apply_strategies(conversation.messages, strategies, save_file=args.save_file)
+        ceiling = resolve_ceiling(args.max_tokens)  # the same resolution as stats, so both use one ceiling
+        messages, reports = apply_strategies(conversation.messages, strategies, save_file=args.save_file, max_tokens=ceiling.tokens)
     except InboxAborted as exc:
         print(f"{PROG}: aborted: the inbox holds an abort request: {exc.reason or '(no reason given)'}", file=sys.stderr)
         return EXIT_ABORTED
@@ -395,6 +401,7 @@ def _stats(args: argparse.Namespace) -> int:
     counter = _token_counter(args)
     tokens = counter(messages)
     rows: list[dict[str, Any]] = []
+    args.max_tokens = resolve_ceiling(args.max_tokens).tokens
     for name in default_strategy_names(max_tokens=args.max_tokens):
         strategy, _ = build_strategy(name, max_tokens=args.max_tokens, token_counter=counter)
         result = strategy.compact(list(messages))

@@ -61,3 +61,7 @@ class InboxAborted(PromptStratError, RuntimeError):
 
 def _rebuild_inbox_aborted(reason: str, path: str | None, delivered: list[BaseMessage]) -> InboxAborted:
     return InboxAborted(reason, path=path, delivered=delivered)
+
+
+class ContextWindowError(PromptStratError, ValueError):
+    """The part of a prompt no strategy may drop (system prompt and the run's task) is larger than the ceiling."""

@@ -44,6 +44,7 @@ from langchain_promptstrat.truncation import DEFAULT_ARGUMENT_SIZE, DEFAULT_OUTP
 
 __all__ = [
     "MARK_KEY",
+    "task_index",
     "CALL_BLOCK_TYPES",
     "Fate",
     "ToolCallRecord",
@@ -188,6 +189,16 @@ def is_real_user_message(message: BaseMessage) -> bool:
         return False
     m = mark_of(message)
     return not (m and m.get("notice"))
+
+
+def task_index(messages: Sequence[BaseMessage]) -> int | None:
+    """Return the index of the run's task: the first real user message, or None when there is none.
+
+    Agent harnesses speak as the user too ("No tool calls found...", format errors), so the
+    newest user message is not always what the model was asked to do; the first one is.
+    Bounded strategies keep both.
+    """
+    return next((i for i, m in enumerate(messages) if is_real_user_message(m)), None)
 
 
 # --------------------------------------------------------------------------- where calls live

@@ -22,6 +22,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from langchain_promptstrat.adapters.runnable import PromptStrategy, emit_report
+from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
 from langchain_promptstrat.errors import ConfigError, UnknownStrategyError
 from langchain_promptstrat.messages import coerce_messages, keep_prompt_floor, mark_of, tool_results_as_tool_messages
 from langchain_promptstrat.report import Compacted, StrategyReport, make_report
@@ -197,6 +198,14 @@ def resolve_strategies(
     return resolved
 
 
+def _compact_one(strategy: PromptStrategy, messages: list[BaseMessage], save_file: Any, request: dict[str, Any] | None) -> Compacted:
+    """Return ``strategy``'s result; a strategy bounded by a ceiling also gets the request's model, tools, system prompt and ``max_tokens``."""
+    bounded = getattr(strategy, "compact_for_request", None)
+    if request and callable(bounded):
+        return bounded(messages, **request)  # type: ignore[no-any-return]
+    return strategy.compact(messages, save_file=save_file if strategy.uses_save_file else None)
+
+
 def apply_strategies(
     messages: Any,
     strategies: StrategySpec | Sequence[StrategySpec] | None = None,
@@ -204,12 +213,18 @@ def apply_strategies(
     save_file: str | os.PathLike[str] | None = None,
     settings: Settings | None = None,
     config: RunnableConfig | None = None,
+    max_tokens: MaxTokens = None,
 ) -> tuple[list[BaseMessage], list[StrategyReport]]:
-    """Return the messages after every strategy in sequence, and each strategy's report."""
+    """Return the messages after every strategy in sequence, and each strategy's report.
+
+    ``max_tokens`` (tokens, or ``("fraction", share)``) is the context ceiling of the
+    strategies that take one (the default ``shorten_tools_epoch_stable``).
+    """
     current = coerce_messages(messages)
     reports: list[StrategyReport] = []
+    request = {"max_tokens": check_max_tokens(max_tokens)} if max_tokens is not None else None
     for strategy in resolve_strategies(strategies, settings=settings):
-        result = strategy.compact(current, save_file=save_file if strategy.uses_save_file else None)
+        result = _compact_one(strategy, current, save_file, request)
         emit_report(result, config)
         current = result.messages
         reports.append(result.report)
@@ -222,8 +237,13 @@ def prepare_prompt(
     *,
     save_file: str | os.PathLike[str] | None = None,
     settings: Settings | None = None,
+    max_tokens: MaxTokens = None,
 ) -> list[BaseMessage]:
     """Return the messages the model should see, after applying ``strategies`` in sequence.
+
+    ``max_tokens``: the context ceiling of the default strategy (tokens, or ``("fraction",
+    0.8)`` of the model window); without it ``PROMPTSTRAT_MAX_TOKENS``, else 111,616 tokens
+    (see :mod:`langchain_promptstrat.ceiling`).
 
     ``strategies`` takes the reference's four forms: a callable (called with the messages),
     ``None`` (``PROMPT_STRATEGY``, then :data:`DEFAULT_STRATEGIES`), a comma-separated string,
@@ -231,7 +251,7 @@ def prepare_prompt(
     ``save_file`` reaches only the strategies that use it (the inbox). The input is never
     mutated.
     """
-    return apply_strategies(messages, strategies, save_file=save_file, settings=settings)[0]
+    return apply_strategies(messages, strategies, save_file=save_file, settings=settings, max_tokens=max_tokens)[0]
 
 
 def _with_notices(messages: list[BaseMessage], notices: list[BaseMessage]) -> Compacted:
@@ -247,8 +267,12 @@ def prompt_for_model(
     *,
     save_file: str | os.PathLike[str] | None = None,
     config: RunnableConfig | None = None,
+    request: dict[str, Any] | None = None,
 ) -> list[BaseMessage]:
     """Return what the model should see: each strategy in order, then the prompt floor.
+
+    ``request`` (``model``, ``tools``, ``system``, ``max_tokens``) tells the strategies
+    bounded by a context ceiling what else the provider receives and which model answers.
 
     The inbox strategy does not pick up here (the caller did, as a task): it appends
     ``notices`` at its place in the list, so with the default order they come after the
@@ -260,7 +284,7 @@ def prompt_for_model(
         if isinstance(strategy, Inbox):
             result = _with_notices(current, list(notices))
         else:
-            result = strategy.compact(current, save_file=save_file if strategy.uses_save_file else None)
+            result = _compact_one(strategy, current, save_file, request)
         emit_report(result, config)
         current = result.messages
     return keep_prompt_floor([*messages, *notices], current)

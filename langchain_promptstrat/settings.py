@@ -95,6 +95,27 @@ class Settings:
         240, "STABLE_MAX_COMPACTED_TOOL_CALLS", int,
         doc="front-stable epochs: the shortened region holds at most this many calls before a front drop",
     )
+    # the context ceiling of the bounded default (shorten_tools_epoch_stable)
+    max_context_tokens: int | None = _setting(
+        None, "PROMPTSTRAT_MAX_TOKENS", int,
+        doc="context ceiling of the default strategy, in tokens (default: the model's window, else 111,616)",
+    )
+    stable_token_margin: float = _setting(
+        0.02, "STABLE_TOKEN_MARGIN", float,
+        doc="share of the ceiling kept free for the token counter's error",
+    )
+    stable_low_ratio: float = _setting(
+        0.9, "STABLE_LOW_RATIO", float,
+        doc="a ceiling-driven epoch advance aims at or below this share of the ceiling",
+    )
+    stable_front_ratio: float = _setting(
+        0.4, "STABLE_FRONT_RATIO", float,
+        doc="a ceiling-driven front drop removes the oldest steps down to this share of the ceiling",
+    )
+    stable_whole_ratio: float = _setting(
+        0.0, "STABLE_WHOLE_RATIO", float,
+        doc="after a ceiling-driven advance the newest whole calls take at most this share of the ceiling",
+    )
     stable_front_drop_chunk: int = _setting(
         120, "STABLE_FRONT_DROP_CHUNK", int, minimum=1,
         doc="front-stable epochs: the oldest calls are dropped in multiples of this many at once",

@@ -46,9 +46,9 @@ Strategy time
     reuse are not timed.
 
 Degenerate prompts
-    A prompt sent is degenerate when it holds nothing but system messages, or when the
-    conversation had a user message a person wrote and the prompt lost the last one (the
-    model no longer sees what it is asked). ``trim_messages(start_on="human")`` produces
+    A prompt sent is degenerate when it holds nothing but system messages, or when it lost
+    the run's task (the conversation's first real user message) or the last real user
+    message (the model no longer sees what it is asked). ``trim_messages(start_on="human")`` produces
     these in a single-task agent run once the task scrolls out of its window.
 
 Peers (``peers=True``), both with the same counter and the same target ``max_tokens``
@@ -84,7 +84,7 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 from langchain_promptstrat.adapters.runnable import PromptStrategy
 from langchain_promptstrat.cache_rules import ANTHROPIC_WRITE_MULTIPLIER, CACHE_RULES, make_cache_rule
 from langchain_promptstrat.errors import ConfigError
-from langchain_promptstrat.messages import is_real_user_message
+from langchain_promptstrat.messages import is_real_user_message, task_index
 from langchain_promptstrat.registry import CallableStrategy, available_strategies, get_strategy
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies import BUILTIN_STRATEGIES
@@ -240,16 +240,25 @@ def estimated_cost(tokens: int, cached_tokens: int, cached_fraction: float = DEF
 
 
 def is_degenerate(before: Sequence[BaseMessage], after: Sequence[BaseMessage]) -> bool:
-    """Return whether ``after`` (the prompt sent for ``before``) holds only system messages or lost the last user message."""
+    """Return whether ``after`` (the prompt sent for ``before``) holds only system messages, or lost the task or the last user message.
+
+    The task is the first real user message (:func:`~langchain_promptstrat.messages.task_index`):
+    agent harnesses speak as the user too, so the last user message alone does not say
+    what the model was asked to do.
+    """
     if all(isinstance(m, SystemMessage) for m in after):
         return True
-    last_user = next((m for m in reversed(before) if is_real_user_message(m)), None)
-    if last_user is None:
-        return False
-    if any(m is last_user for m in after):
-        return False
-    key = canonical_message(last_user)
-    return not any(is_real_user_message(m) and canonical_message(m) == key for m in after)
+    task = task_index(before)
+    users = [before[task]] if task is not None else []
+    users += [m for m in reversed(before) if is_real_user_message(m)][:1]
+    return any(not _kept(user, after) for user in users)
+
+
+def _kept(message: BaseMessage, after: Sequence[BaseMessage]) -> bool:
+    if any(m is message for m in after):
+        return True
+    key = canonical_message(message)
+    return any(is_real_user_message(m) and canonical_message(m) == key for m in after)
 
 
 # --------------------------------------------------------------------------- results
@@ -826,7 +835,7 @@ def format_table(result: SimulationResult, width: int | None = None) -> str:
         "cache reuse: mean over calls of the share of each prompt whose leading messages repeat the previous",
         "  prompt's byte for byte (whole messages: an upper bound of a provider's block cache).",
         f"cost: input-token units, cached tokens at {result.cached_fraction:g}. strategy time: wall time inside the strategy.",
-        "degenerate: prompts holding only system messages, or without the conversation's last user message.",
+        "degenerate: prompts holding only system messages, or without the task (first user message) or the last user message.",
     ]
     if rule == "openai":
         footnotes.append("openai reuse/cost: OpenAI's automatic prefix cache: the shared prefix from 1,024 tokens in 128-token steps.")

@@ -76,6 +76,8 @@ __all__ = [
     "TokenCounter",
     "TokenizerUnavailableWarning",
     "as_token_counter",
+    "call_id_tokens",
+    "tool_schema_tokens",
 ]
 
 DEFAULT_ENCODING = "cl100k_base"
@@ -514,3 +516,50 @@ def as_token_counter(obj: Any = None) -> Callable[[Sequence[BaseMessage]], int]:
         f"cannot count tokens with a {type(obj).__name__}; pass None, \"approximate\", a TokenCounter, "
         "a chat model or a function taking a message list"
     )
+
+
+# --------------------------------------------------------------------------- beyond the messages
+
+
+def _text_tokens(counter: Any, text: str) -> int:
+    """Return the tokens of ``text`` with ``counter``'s encoding (about four characters a token when it has none)."""
+    encoding = counter.encoding if isinstance(counter, TokenCounter) else None
+    return len(encoding.encode_ordinary(text)) if encoding is not None else -(-len(text) // 4)
+
+
+def call_id_tokens(message: BaseMessage, counter: Any = None) -> int:
+    """Return the tokens of the call ids ``message`` sends: each tool call's id, or a tool output's ``tool_call_id``.
+
+    :meth:`TokenCounter.count_message` leaves ids out (see the module docstring); a ceiling on
+    what the provider receives adds them back with this.
+    """
+    counter = as_token_counter(counter)
+    if isinstance(message, ToolMessage):
+        return _text_tokens(counter, message.tool_call_id) if message.tool_call_id else 0
+    if isinstance(message, AIMessage):
+        ids = [call.id for call in index_tool_calls([message]).calls if call.id]
+        return _text_tokens(counter, " ".join(ids)) if ids else 0
+    return 0
+
+
+def tool_schema_tokens(tools: Sequence[Any] | None, counter: Any = None) -> int:
+    """Return the tokens of the bound tools' schemas as a provider receives them (OpenAI function JSON).
+
+    Each tool (a LangChain tool, a function, a pydantic model or a dict) is converted with
+    ``langchain_core.utils.function_calling.convert_to_openai_tool``; a tool that cannot be
+    converted is counted by its ``repr``. Providers wrap these in their own framing, which
+    the ceiling's margin covers.
+    """
+    if not tools:
+        return 0
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    counter = as_token_counter(counter)
+    total = 0
+    for tool in tools:
+        try:
+            text = _json(convert_to_openai_tool(tool))
+        except Exception:  # noqa: BLE001 -- a schema we cannot render is still sent: count something
+            text = repr(tool)
+        total += _text_tokens(counter, text) + TOKENS_PER_MESSAGE
+    return total

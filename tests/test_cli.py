@@ -10,7 +10,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import convert_to_openai_messages, messages_from_dict, messages_to_dict
+from langchain_core.messages import convert_to_messages, convert_to_openai_messages, messages_from_dict, messages_to_dict
 
 from langchain_promptstrat import cli
 from langchain_promptstrat.cli import main
@@ -411,6 +411,24 @@ class TestStats:
         assert epoch["tokens"] < tokens and epoch["shortened"] > 0
         window = next(s for s in data["strategies"] if s["strategy"] == "sliding_window")
         assert tokens > 20_000 >= window["tokens"]  # the window had to act, and met the target
+
+
+class TestCeiling:
+    def test_apply_keeps_the_default_under_max_tokens(self, capsys, openai_file, agent_run):
+        """apply --max-tokens N bounds the default strategy: what it prints counts at most N tokens."""
+        code, out, _ = run(capsys, "apply", str(openai_file), "--strategy", "shorten_tools_epoch_stable", "--max-tokens", "12000")
+        sent = convert_to_messages(json.loads(out))
+        assert code == 0 and TokenCounter()(sent) <= 12_000 < TokenCounter()(agent_run)
+
+    def test_apply_and_stats_use_the_same_ceiling_for_the_same_file(self, capsys, monkeypatch, openai_file):
+        """Without --max-tokens both read PROMPTSTRAT_MAX_TOKENS, so stats shows exactly what apply sends."""
+        monkeypatch.setenv("PROMPTSTRAT_MAX_TOKENS", "15000")
+        _, out, _ = run(capsys, "apply", str(openai_file), "--strategy", "shorten_tools_epoch_stable")
+        applied = TokenCounter()(convert_to_messages(json.loads(out)))
+        _, out, _ = run(capsys, "stats", str(openai_file), "--json")
+        data = json.loads(out)
+        row = next(s for s in data["strategies"] if s["strategy"] == "shorten_tools_epoch_stable")
+        assert data["max_tokens"] == 15_000 and row["tokens"] == applied <= 15_000
 
 
 class TestConsoleScript:

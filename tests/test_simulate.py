@@ -148,10 +148,11 @@ class TestIsDegenerate:
         assert is_degenerate(before, [])
 
     def test_losing_the_last_user_message_is_degenerate(self):
-        """Dropping the newest user message is degenerate; dropping an older one is not."""
-        before = conversation("task", "follow-up")
-        assert is_degenerate(before, [before[0], before[1]])
-        assert not is_degenerate(before, [before[0], before[2]])
+        """Dropping the newest user message or the task (the first one) is degenerate; dropping one in between is not."""
+        before = conversation("task", "harness: no tool calls found", "follow-up")
+        assert is_degenerate(before, [before[0], before[1], before[2]])
+        assert is_degenerate(before, [before[0], before[3]])
+        assert not is_degenerate(before, [before[0], before[1], before[3]])
 
     def test_a_recreated_user_message_with_another_id_still_counts(self):
         """A copy of the last user message with a new id keeps the prompt sound."""

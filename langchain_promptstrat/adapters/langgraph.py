@@ -19,7 +19,7 @@ from pathlib import Path
 from concurrent.futures import Future
 from typing import Any, Literal, NamedTuple, Protocol
 
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import set_config_context
 from langgraph.config import get_config
@@ -28,6 +28,7 @@ from langgraph.func import task
 from langgraph.types import interrupt
 
 from langchain_promptstrat.adapters.runnable import PromptStrategy
+from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
 from langchain_promptstrat.errors import InboxAborted, InvalidMessagesError
 from langchain_promptstrat.inbox_backends import InboxBackend
 from langchain_promptstrat.inbox_store import ABORT_FILE, INBOX_ROOT_ENV, DirectoryInbox, inbox_root
@@ -300,9 +301,19 @@ def pre_model_hook(
     persist_inbox: bool = True,
     settings: Settings | None = None,
     backend: InboxBackendSpec = None,
+    max_tokens: MaxTokens = None,
+    model: Any = None,
+    tools: Sequence[Any] | None = None,
+    system_prompt: str | BaseMessage | None = None,
     cache_breakpoints: bool = False,
 ) -> GraphHook:
     """Return a pre-model hook ``(state, config) -> {"llm_input_messages": prompt}`` applying ``strategies``.
+
+    The default strategy keeps the prompt under a context ceiling: ``max_tokens`` (tokens,
+    or ``("fraction", 0.8)`` of ``model``'s input window), else ``PROMPTSTRAT_MAX_TOKENS``,
+    else ``model``'s window from its LangChain profile minus room for the reply, else
+    111,616 tokens. Give the agent's ``tools`` and its ``system_prompt`` (``create_react_agent``
+    adds the prompt after the hook) so they count against the ceiling too.
 
     Works as ``create_react_agent(..., pre_model_hook=...)`` (sync and async graphs) and as
     a node of a hand-built ``StateGraph`` whose state declares ``llm_input_messages``.
@@ -339,6 +350,10 @@ def pre_model_hook(
     """
     resolved = resolve_strategies(strategies, settings=settings)
     inbox = InboxSource(resolved, inbox_root, backend)
+    system: list[BaseMessage] = []
+    if system_prompt is not None:
+        system = [system_prompt if isinstance(system_prompt, BaseMessage) else SystemMessage(system_prompt)]
+    request = {"max_tokens": check_max_tokens(max_tokens), "model": model, "tools": list(tools or []), "system": system}
     if cache_breakpoints:
         from langchain_promptstrat.strategies.cache_breakpoints import wrap_for_breakpoints
 
@@ -348,7 +363,7 @@ def pre_model_hook(
         messages = state_messages(state, "pre_model_hook")
         durable = persist_inbox and has_checkpointer(config)
         save_file, delivery = inbox.deliver(config, seen=notice_ids(messages) if durable else (), settle=not durable)
-        prompt = prompt_for_model(resolved, messages, delivery.notices, save_file=save_file, config=config)
+        prompt = prompt_for_model(resolved, messages, delivery.notices, save_file=save_file, config=config, request=request)
         if persist_inbox and delivery.notices:
             return {"messages": delivery.notices, "llm_input_messages": prompt}
         return {"llm_input_messages": prompt}

@@ -28,7 +28,7 @@ try:
     )
 except ImportError as exc:  # langchain is the optional "agents" extra
     raise ImportError("PromptStrategyMiddleware needs langchain>=1.0: pip install 'langchain-promptstrat[agents]'") from exc
-from langchain_core.messages import AnyMessage
+from langchain_core.messages import AnyMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 from langgraph.config import get_config
@@ -37,6 +37,7 @@ from langgraph.types import Command
 from typing_extensions import NotRequired
 
 from langchain_promptstrat.adapters.langgraph import InboxSource, prompt_for_model
+from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
 from langchain_promptstrat.errors import ConfigError, InboxError
 from langchain_promptstrat.registry import StrategySpec, resolve_strategies
 from langchain_promptstrat.settings import Settings
@@ -90,7 +91,11 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
     record and wait for the next run's first model request. A notice is acknowledged once
     the model call that received it has returned (or, persisted, when a later pickup finds
     it in the checkpointed state); a crash or a failed model call before that delivers it
-    again, under the same message id. Other
+    again, under the same message id. The default strategy keeps each request under a
+    context ceiling: ``max_tokens`` (tokens, or ``("fraction", 0.8)`` of the model's input
+    window), else ``PROMPTSTRAT_MAX_TOKENS``, else ``request.model``'s window from its
+    LangChain profile minus room for the reply, else 111,616 tokens; the request's system
+    message and tool schemas count against it. Other
     arguments as :func:`pre_model_hook`. Without an ``inbox`` strategy the middleware adds
     no ``before_model`` node, so the agent takes no extra step or checkpoint per model call.
     On Python 3.10 an async agent's model call cannot reach the run's config, so there the
@@ -116,12 +121,14 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
         on_abort: OnAbort = "interrupt",
         settings: Settings | None = None,
         backend: InboxBackendSpec = None,
+        max_tokens: MaxTokens = None,
         cache_breakpoints: bool = False,
     ) -> None:
         if on_abort not in ("interrupt", "end", "raise"):
             raise ConfigError(f"on_abort={on_abort!r} is not one of 'interrupt', 'end', 'raise'")
         self.strategies = resolve_strategies(strategies, settings=settings)
         self.persist_inbox, self.on_abort = persist_inbox, on_abort
+        self.max_tokens = check_max_tokens(max_tokens)
         self._inbox = InboxSource(self.strategies, inbox_root, backend)
         self._unacknowledged: set[str] = set()
         """Ids of the notices this middleware handed over and has not yet seen through a model call."""
@@ -195,7 +202,9 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
         pending = cast(PromptStratState, request.state).get(PENDING_KEY) or []  # state_schema adds the key
         save_file = self._inbox.save_file(config) if self._inbox.needed and config is not None else None
         strategies, overrides = self._marking(request)
-        prompt = prompt_for_model(strategies, request.messages, pending, save_file=save_file, config=config)
+        system: list[BaseMessage] = [request.system_message] if request.system_message is not None else []
+        bounds: dict[str, Any] = {"max_tokens": self.max_tokens, "model": request.model, "tools": list(request.tools or []), "system": system}
+        prompt = prompt_for_model(strategies, request.messages, pending, save_file=save_file, config=config, request=bounds)
         # the strategies return the concrete message classes AnyMessage names, typed as BaseMessage
         return request.override(messages=cast("list[AnyMessage]", prompt), **overrides), Command(update={PENDING_KEY: None}) if pending else None
 

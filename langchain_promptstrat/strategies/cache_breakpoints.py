@@ -77,8 +77,10 @@ def compaction_edge_ids(before: Sequence[BaseMessage], report: StrategyReport) -
     """Return the tool call ids at the previous and current compaction edges the report names, or None for each missing.
 
     Forward position ``f`` is the ``f``-th tool output of ``before`` (the messages the
-    strategy received), as the epoch strategies count. The previous edge is the current one
-    minus ``epoch_size``, when that is still behind the current edge and past the drop edge.
+    strategy received), as the epoch strategies count. The previous edge is the report's
+    ``previous_compaction_edge`` when it has one (the bounded default, whose edges also move
+    at the ceiling), else the current one minus ``epoch_size``; only when it is still behind
+    the current edge and past the drop edge.
     """
     details = report.details
     edge, size, drop = details.get("compaction_edge"), details.get("epoch_size"), details.get("drop_edge") or 0
@@ -87,6 +89,8 @@ def compaction_edge_ids(before: Sequence[BaseMessage], report: StrategyReport) -
     outputs = [m.tool_call_id for m in before if isinstance(m, ToolMessage)]
     current = outputs[edge - 1] if edge <= len(outputs) else None
     previous_edge = edge - size if isinstance(size, int) and size > 0 else 0
+    if isinstance(details.get("previous_compaction_edge"), int):  # edges moved by a context ceiling, not by epochs
+        previous_edge = details["previous_compaction_edge"]
     previous = outputs[previous_edge - 1] if drop < previous_edge <= len(outputs) else None
     return previous, current
 

@@ -32,23 +32,53 @@ shares its output's position), ``T`` outputs are split in three regions::
 
 Everything is a pure function of the message list: the edges depend on ``T`` alone, the
 protection on the repeat keys of calls no newer than the current epoch's pinned total.
+
+**Under a context ceiling** (what :class:`ShortenToolsEpochStable` always applies, see
+:mod:`langchain_promptstrat.ceiling`) the call count is not enough: a few large outputs fill
+any window long before the threshold. The model calls of the history are replayed (the
+ladder's :func:`~langchain_promptstrat.strategies.ladder.call_points`, memoised per strategy
+object), and at each one the estimated prompt (prefix sums of each call's cost whole and
+shortened) is compared with the ceiling. Crossing it is an *event*: the compaction edge
+advances early to the end of the step before the newest one (only what follows the old edge
+is re-sent), and if the prompt is still above ``stable_low_ratio`` of the ceiling the oldest
+steps are dropped in one chunk down to ``stable_front_ratio``, so the front changes rarely.
+The edges only ever move forward, so the prompt is still a function of the history alone.
 """
 
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import functools
+import operator
 import os
+import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_promptstrat.adapters.runnable import PromptStrategy
-from langchain_promptstrat.messages import Fate, index_tool_calls
+from langchain_promptstrat.ceiling import Ceiling, MaxTokens, check_max_tokens, resolve_ceiling
+from langchain_promptstrat.errors import ContextWindowError
+from langchain_promptstrat.messages import (
+    Fate,
+    ToolCallRecord,
+    ToolIndex,
+    edit_ai_message,
+    index_tool_calls,
+    is_real_user_message,
+    leading_system_count,
+    shorten_arguments,
+    shorten_tool_output,
+    task_index,
+)
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.strategies.ladder import CountTokens, LadderPass, call_points, ladder_pass, message_counter, run_plan
+from langchain_promptstrat.tokens import as_token_counter, call_id_tokens, tool_schema_tokens
+from langchain_promptstrat.truncation import DEFAULT_OUTPUT_SIZE, shorten_string
 from langchain_promptstrat.strategies.epoch import (
     CompletedCall,
     Decisions,
@@ -231,6 +261,408 @@ def _prefix_change(
     return "middle", "advance"
 
 
+# --------------------------------------------------------------------------- the ceiling
+
+
+NOTICE_TOKENS = 90
+"""What the estimate reserves for the compaction notice (its text is about 80 tokens)."""
+
+
+class _Costs:
+    """Per-message token costs for one counter: content, tool calls and call ids, remembered by message object.
+
+    Holds the messages it counted, so an ``id`` is never reused while it lives; cleared when
+    it grows past ``limit`` (it never changes a result, only how fast it comes).
+    """
+
+    limit = 200_000
+
+    def __init__(self, counter: CountTokens) -> None:
+        self.counter = counter
+        self.count_one = message_counter(counter)
+        self._seen: dict[int, tuple[BaseMessage, int]] = {}
+        self._short: dict[int, tuple[BaseMessage, int]] = {}
+        self.lock = threading.Lock()
+
+    def whole(self, message: BaseMessage) -> int:
+        hit = self._seen.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        tokens = self.count_one(message) + call_id_tokens(message, self.counter)
+        if len(self._seen) > self.limit:
+            self._seen.clear()
+        self._seen[id(message)] = (message, tokens)
+        return tokens
+
+    def shortened(self, message: BaseMessage) -> int:
+        """Return the tokens of ``message`` once shortened: a tool output, or an assistant message with every call shortened."""
+        hit = self._short.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        if isinstance(message, ToolMessage):
+            short: BaseMessage | None = shorten_tool_output(message)
+        else:
+            short = edit_ai_message(message, shorten=[c.id for c in index_tool_calls([message]).calls])  # type: ignore[arg-type]
+        tokens = self.whole(short) if short is not None else 0
+        if len(self._short) > self.limit:
+            self._short.clear()
+        self._short[id(message)] = (message, tokens)
+        return tokens
+
+    def __call__(self, messages: Sequence[BaseMessage], /) -> int:
+        return sum(map(self.whole, messages))
+
+
+@dataclass
+class _Bounded:
+    """Where a replay of the ceiling stands after the call point ``len(history)``.
+
+    Forward positions as in :class:`StableState` (1 = oldest output). ``whole``/``short``
+    are prefix sums of each call's cost kept whole or shortened (its output plus its share
+    of the assistant message), ``loose_before[f]`` the tokens of the messages that are not
+    part of a step (user messages, plain assistant text) placed before output ``f``.
+    """
+
+    history: tuple[BaseMessage, ...]
+    budget: int
+    fixed: int = 0
+    whole: list[int] = field(default_factory=lambda: [0])
+    short: list[int] = field(default_factory=lambda: [0])
+    loose_before: list[int] = field(default_factory=lambda: [0])
+    loose_open: int = 0
+    """Loose tokens after the newest output (position ``T``), not yet closed by a later output."""
+    ends: list[int] = field(default_factory=list)
+    """Forward positions that end a step, ascending."""
+    keys: set[str] = field(default_factory=set)
+    """Repeat keys of the calls seen so far."""
+    last_ai: int = -1
+    compaction_edge: int = 0
+    prior_edge: int = 0
+    """The compaction edge before its last move (where the cache entry of the last event's re-send starts)."""
+    drop_edge: int = 0
+    token_drop_edge: int = 0
+    segments: list[tuple[int, int]] = field(default_factory=list)
+    """``(edge, decided_at)``: calls up to ``edge`` (after the previous segment's) were frozen when the history had ``decided_at`` outputs."""
+    front_total: int = 0
+    events: int = 0
+    last_event: int | None = None
+    event_here: bool = False
+    previous_edges: tuple[int, int] = (0, 0)
+
+    def copy(self) -> _Bounded:
+        return dataclasses.replace(
+            self, whole=list(self.whole), short=list(self.short), loose_before=list(self.loose_before),
+            ends=list(self.ends), segments=list(self.segments), keys=set(self.keys),
+        )
+
+    @property
+    def total(self) -> int:
+        return len(self.whole) - 1
+
+    def estimate(self, compaction: int, drop: int) -> int:
+        """Return the estimated tokens of the prompt with these edges (the notice included when anything is frozen)."""
+        t = self.total
+        loose = self.loose_before[t] + self.loose_open - self.loose_before[drop]
+        notice = NOTICE_TOKENS if compaction else 0
+        return self.fixed + loose + notice + self.short[compaction] - self.short[drop] + self.whole[t] - self.whole[compaction]
+
+    def decided_at(self, forward: int) -> int:
+        """Return how many outputs the history had when the protection of the frozen call at ``forward`` was decided."""
+        at = self.total
+        for edge, decided in self.segments:
+            if forward <= edge:
+                at = decided
+                break
+        return max(at, self.front_total)
+
+    def horizon(self) -> int:
+        return max([self.front_total, *(d for _, d in self.segments)])
+
+
+def _grow(replay: _Bounded, messages: Sequence[BaseMessage], start: int, stop: int, index: ToolIndex, costs: _Costs, task: int | None, system: int) -> None:
+    """Add the costs of ``messages[start:stop]`` to ``replay``."""
+    for i in range(start, stop):
+        message = messages[i]
+        if i < system or i == task:
+            replay.fixed += costs.whole(message)
+            continue
+        record = index.by_output_index.get(i) if isinstance(message, ToolMessage) else None
+        if record is None:
+            if isinstance(message, AIMessage) and _completed_in(index, i):
+                continue  # its cost goes to its calls, as their outputs arrive
+            replay.loose_open += costs.whole(message)
+            continue
+        ai = messages[record.ai_index]
+        n = _completed_in(index, record.ai_index)
+        ai_whole, ai_short = costs.whole(ai), costs.shortened(ai)
+        first = record.ai_index != replay.last_ai
+        share_whole = ai_whole // n + (ai_whole % n if first else 0)
+        share_short = ai_short // n + (ai_short % n if first else 0)
+        t = replay.total
+        if first and t and (not replay.ends or replay.ends[-1] != t):
+            replay.ends.append(t)
+        replay.last_ai = record.ai_index
+        replay.loose_before.append(replay.loose_before[t] + replay.loose_open)
+        replay.loose_open = 0
+        whole = costs.whole(message) + share_whole
+        key = record.key
+        # a repeated call may stay whole in the shortened region (the newest occurrence is protected): count it whole
+        short = whole if key in replay.keys else costs.shortened(message) + share_short
+        replay.keys.add(key)
+        replay.whole.append(replay.whole[t] + whole)
+        replay.short.append(replay.short[t] + short)
+
+
+def _completed_in(index: ToolIndex, ai_index: int) -> int:
+    counts: dict[int, int] = index.completed_per_ai  # type: ignore[attr-defined]
+    return counts.get(ai_index, 0)
+
+
+def _end_edges(replay: _Bounded) -> list[int]:
+    """Return every step end, the newest output included."""
+    t = replay.total
+    return replay.ends + [t] if t and (not replay.ends or replay.ends[-1] != t) else list(replay.ends)
+
+
+def _event(replay: _Bounded, settings: Settings) -> None:
+    """Bring the estimate under the ceiling: an early advance, then a chunked front drop to the low watermark."""
+    t, budget = replay.total, replay.budget
+    ends = _end_edges(replay)
+    whole_budget = int(budget * settings.stable_whole_ratio)
+    newest = len(ends) - 2  # the step end before the newest step: the newest step always stays whole
+    edge = ends[newest] if newest >= 0 else 0
+    k = newest - 1
+    while k >= 0 and replay.whole[t] - replay.whole[ends[k]] <= whole_budget and t - ends[k] <= settings.stable_full_tool_calls:
+        edge = ends[k]
+        k -= 1
+    # advance as far as the whole region allows, never back
+    if edge > replay.compaction_edge:
+        replay.segments.append((edge, t))
+        replay.prior_edge, replay.compaction_edge = replay.compaction_edge, edge
+    low = int(budget * settings.stable_low_ratio)
+    if replay.estimate(replay.compaction_edge, replay.drop_edge) <= low:
+        return
+    front = int(budget * settings.stable_front_ratio)
+    c = replay.compaction_edge
+    candidates = [e for e in ends if replay.drop_edge < e <= c]
+    chosen = c
+    for e in candidates:
+        if replay.estimate(c, e) <= front:
+            chosen = e
+            break
+    if chosen > replay.drop_edge:
+        replay.drop_edge = replay.token_drop_edge = chosen
+        replay.front_total = t
+
+
+def _replay_point(replay: _Bounded, settings: Settings) -> None:
+    """Decide the edges at the call point the replay has just reached (``replay.total`` outputs)."""
+    t = replay.total
+    replay.previous_edges = (replay.compaction_edge, replay.drop_edge)
+    replay.event_here = False
+    state = stable_boundary(t, settings)
+    if state is not None:
+        if state.compaction_edge > replay.compaction_edge:
+            replay.segments.append((state.compaction_edge, state.epoch.pinned_total))
+            replay.prior_edge, replay.compaction_edge = replay.compaction_edge, state.compaction_edge
+        if state.drop_edge > replay.drop_edge:
+            # under a ceiling a dropped call is dropped, repeat or not: the estimate counts it as gone
+            replay.drop_edge = replay.token_drop_edge = state.drop_edge
+            replay.front_total = max(replay.front_total, state.front_total)
+    # the estimate splits each assistant message evenly over its calls: act 1% early so the real count fits
+    if replay.estimate(replay.compaction_edge, replay.drop_edge) > replay.budget - replay.budget // 100:
+        _event(replay, settings)
+        replay.events += 1
+        replay.last_event = t
+        replay.event_here = True
+
+
+def _bounded_decisions(calls: Sequence[CompletedCall], replay: _Bounded) -> tuple[dict[int, Fate], frozenset[int]]:
+    """Return the fate of each frozen call and the calls rescued as the newest occurrence of a repeat."""
+    edge, drop, token_drop = replay.compaction_edge, replay.drop_edge, replay.token_drop_edge
+    horizon = replay.horizon()
+    occurrences: dict[str, list[int]] = {}
+    for call in calls:
+        if call.forward > horizon:
+            break
+        occurrences.setdefault(call.key, []).append(call.forward)
+    fates: dict[int, Fate] = {}
+    rescued: set[int] = set()
+    for number, forward, key in calls:
+        if forward > edge:
+            break
+        seen = occurrences.get(key)
+        if seen and seen[0] < forward and forward > token_drop:
+            later = bisect.bisect_right(seen, forward)
+            if later == len(seen) or seen[later] > replay.decided_at(forward):
+                rescued.add(number)
+                continue
+        fates[number] = Fate.DROP if forward <= drop else Fate.SHORTEN
+    return fates, frozenset(rescued)
+
+
+def _really_shortened(source: Sequence[BaseMessage], index: ToolIndex, fates: dict[int, Fate]) -> int:
+    """Return how many calls marked SHORTEN change when shortened (output or arguments): the notice counts only those."""
+    changed = 0
+    for number, fate in fates.items():
+        if fate is not Fate.SHORTEN:
+            continue
+        record = index.calls[number]
+        output = source[record.output_index]  # type: ignore[index]
+        content = output.content
+        if isinstance(content, str):  # the common case, without building the shortened copy
+            if shorten_string(content, DEFAULT_OUTPUT_SIZE) is not content:
+                changed += 1
+                continue
+        elif shorten_tool_output(output) is not output:  # type: ignore[arg-type]
+            changed += 1
+            continue
+        if shorten_arguments(record.args) is not record.args:
+            changed += 1
+    return changed
+
+
+def _without_debris(source: list[BaseMessage], index: ToolIndex, fates: dict[int, Fate], drop_end: int, keep: set[int]) -> tuple[list[BaseMessage], ToolIndex, dict[int, Fate]]:
+    """Return ``source`` without the assistant messages whose calls are all dropped (their narration goes with them) and the loose messages before ``drop_end``.
+
+    ``keep`` holds indices never removed (the task, the newest user message). Fates are
+    carried over to the new list's index by call id.
+    """
+    dropped_by_ai: dict[int, int] = {}
+    for number, fate in fates.items():
+        if fate is Fate.DROP:
+            ai = index.calls[number].ai_index
+            dropped_by_ai[ai] = dropped_by_ai.get(ai, 0) + 1
+    gone = [ai for ai, n in dropped_by_ai.items() if n == _completed_in(index, ai) and len(_calls_of(index, ai)) == n]
+    remove = set(gone)
+    for ai in gone:
+        remove.update(r.output_index for r in _calls_of(index, ai) if r.output_index is not None)
+    for i in range(drop_end):
+        m = source[i]
+        if i in keep or i in remove or isinstance(m, (SystemMessage, ToolMessage)):
+            continue
+        if isinstance(m, AIMessage) and _completed_in(index, i):
+            continue
+        remove.add(i)
+    if not remove:
+        return source, index, fates
+    reduced = [m for i, m in enumerate(source) if i not in remove]
+    # the index of the reduced list, by shifting: everything removed is older than every call kept,
+    # so positions (counted from the newest output) stay and indices move down by what went before them
+    gone_sorted = sorted(remove)
+    new_index = ToolIndex()
+    new_fates: dict[int, Fate] = {}
+    for number, record in enumerate(index.calls):
+        if record.ai_index in remove:
+            continue
+        output = record.output_index
+        if output is not None and output in remove:  # pragma: no cover - a kept call's output is never removed
+            continue
+        shifted = dataclasses.replace(
+            record,
+            ai_index=record.ai_index - bisect.bisect_left(gone_sorted, record.ai_index),
+            output_index=None if output is None else output - bisect.bisect_left(gone_sorted, output),
+        )
+        if number in fates:
+            new_fates[len(new_index.calls)] = fates[number]
+        new_index.calls.append(shifted)
+        if shifted.output_index is not None:
+            new_index.by_output_index[shifted.output_index] = shifted
+    new_index.total_outputs = index.total_outputs - sum(1 for i in remove if isinstance(source[i], ToolMessage))
+    _count_completed(new_index)
+    return reduced, new_index, new_fates
+
+
+def _calls_of(index: ToolIndex, ai_index: int) -> list[ToolCallRecord]:
+    return index.calls_per_ai.get(ai_index, [])  # type: ignore[attr-defined, no-any-return]
+
+
+def _count_completed(index: ToolIndex) -> ToolIndex:
+    per_ai: dict[int, int] = {}
+    calls_per_ai: dict[int, list[ToolCallRecord]] = {}
+    for record in index.calls:
+        calls_per_ai.setdefault(record.ai_index, []).append(record)
+        if record.output_index is not None:
+            per_ai[record.ai_index] = per_ai.get(record.ai_index, 0) + 1
+    index.completed_per_ai = per_ai  # type: ignore[attr-defined]
+    index.calls_per_ai = calls_per_ai  # type: ignore[attr-defined]
+    return index
+
+
+class _BoundedMemo:
+    """The recent replays of one strategy object (never changes a result; lets a growing conversation resume)."""
+
+    size = 8
+
+    def __init__(self) -> None:
+        self._items: list[_Bounded] = []
+        self._lock = threading.Lock()
+        self.costs: _Costs | None = None
+        """Per-message token costs for the counter last used (a cache: never changes a result)."""
+
+    def recall(self, messages: Sequence[BaseMessage], budget: int, points: set[int]) -> _Bounded | None:
+        with self._lock:
+            items = list(self._items)
+        best: _Bounded | None = None
+        for replay in items:
+            length = len(replay.history)
+            if replay.budget != budget or length > len(messages) or (best is not None and length <= len(best.history)):
+                continue
+            if length in points and all(map(operator.is_, replay.history, messages)):
+                best = replay
+        return best
+
+    def remember(self, replay: _Bounded) -> None:
+        with self._lock:
+            self._items = [*self._items[-(self.size - 1):], replay]
+
+
+def _replay(source: list[BaseMessage], index: ToolIndex, budget: int, settings: Settings, costs: _Costs, memo: _BoundedMemo | None) -> _Bounded:
+    """Return the replay of ``source``'s call points under ``budget``: a pure function of the history."""
+    points = call_points(source)
+    start = memo.recall(source, budget, set(points)) if memo is not None else None
+    replay = start.copy() if start is not None else _Bounded((), budget)
+    done = len(replay.history)
+    task = task_index(source)
+    system = leading_system_count(source)
+    for point in points:
+        if point <= done:
+            continue
+        _grow(replay, source, done, point, index, costs, task, system)
+        done = point
+        _replay_point(replay, settings)
+    replay.history = tuple(source)
+    if memo is not None:
+        memo.remember(replay)
+    return replay
+
+
+def _floor_error(source: Sequence[BaseMessage], costs: _Costs, budget: int, extra: int, ceiling: int) -> ContextWindowError:
+    system = leading_system_count(source)
+    task = task_index(source)
+    system_tokens = costs(source[:system]) + extra
+    task_tokens = costs([source[task]]) if task is not None else 0
+    return ContextWindowError(
+        f"the system prompt ({system_tokens:,} tokens, bound tools included) and the task ({task_tokens:,} tokens) "
+        f"alone exceed the context ceiling of {ceiling:,} tokens ({budget + extra:,} after the counter's margin); "
+        "raise max_tokens or shorten the system prompt"
+    )
+
+
+def _last_resort(prompt: list[BaseMessage], budget: int, costs: _Costs) -> list[BaseMessage]:
+    """Return ``prompt`` with the tool outputs still over budget shortened, largest first (one giant output)."""
+    order = sorted((i for i, m in enumerate(prompt) if isinstance(m, ToolMessage)), key=lambda i: -costs.whole(prompt[i]))
+    out = list(prompt)
+    tokens = costs(out)
+    for i in order:
+        if tokens <= budget:
+            break
+        short = shorten_tool_output(out[i])  # type: ignore[arg-type]
+        tokens += costs.whole(short) - costs.whole(out[i])
+        out[i] = short
+    return out
+
+
 # --------------------------------------------------------------------------- the strategy
 
 
@@ -242,88 +674,271 @@ def _inactive_details() -> dict[str, Any]:
     )
 
 
-def shorten_tools_epoch_stable(messages: Sequence[BaseMessage], /, *, settings: Settings) -> Compacted:
-    """Return ``messages`` compacted in epochs that leave the front of the prompt byte-identical between front drops.
+def shorten_tools_epoch_stable(
+    messages: Sequence[BaseMessage],
+    /,
+    *,
+    settings: Settings,
+    max_tokens: int | None = None,
+    extra_tokens: int = 0,
+    token_counter: Any = None,
+    ceiling_source: str | None = None,
+    _memo: _BoundedMemo | None = None,
+    _compare: bool = True,
+) -> Compacted:
+    """Return ``messages`` compacted in front-stable epochs, and under ``max_tokens`` when a ceiling is given.
 
-    Old calls are shortened behind a compaction edge that advances every
-    ``stable_epoch_size`` calls and dropped behind a drop edge that moves only in chunks of
-    ``stable_front_drop_chunk`` (see :func:`stable_boundary`); the newest
-    ``stable_full_tool_calls`` calls and the epoch's new ones stay whole. An advance changes
-    the prompt only from the end of the shortened region on, so everything before it is
-    still cached; only a front drop (or the first compaction) re-sends the whole prompt. The
-    newest occurrence of a repeated call stays whole (decided as :func:`stable_decisions`
-    says), and a marked notice after the last shortened step says what was shortened and
-    removed.
+    Without a ceiling, the call-count design described in the module docstring. With
+    ``max_tokens``, the prompt plus ``extra_tokens`` (what the provider also receives: the
+    system prompt kept outside ``messages``, the bound tools' schemas) stays under the
+    ceiling minus ``stable_token_margin`` for the counter's error. The model calls of the
+    history are replayed (:func:`~langchain_promptstrat.strategies.ladder.call_points`); when a
+    call's prompt would cross the ceiling, the compaction edge advances early, down to the
+    newest calls that fit in ``stable_whole_ratio`` of the ceiling (at most
+    ``stable_full_tool_calls``, always the newest step), and, if the prompt is still above
+    ``stable_low_ratio`` of the ceiling, the oldest frozen steps are dropped in one chunk down
+    to ``stable_front_ratio``. Between these events the front of the prompt does not change.
+    A dropped step takes its assistant message's narration with it; the run's task (the first
+    real user message) and the newest user message are never dropped. Where the edges cannot
+    fit (a giant output among the newest calls), the ladder's ``tool_results`` and
+    ``sliding_window`` rungs run on the prompt, then the largest outputs are shortened;
+    :class:`ContextWindowError` is raised when the system prompt and the task alone are over.
 
     The report adds ``epoch_index``, ``pinned_total``, ``new_calls``, ``epoch_size``,
     ``keep_full``, ``compaction_edge``, ``drop_edge``, ``front_total`` (the pinned total since
     which the front is unchanged), ``repeats``, ``protected``, ``notice``, and, compared with
-    the prompt that produced the newest ``AIMessage`` (the previous model call),
-    ``boundary_moved`` (compaction edge), ``front_moved`` (drop edge), ``prefix_change``
-    (None, ``front`` or ``middle``: where the bytes changed) and ``prefix_change_reason``
-    (None, ``compaction_started``, ``front_drop`` or ``advance``). Stateless, like the
-    reference epoch strategies: everything is computed from the history.
+    the prompt of the previous model call, ``boundary_moved`` (compaction edge),
+    ``front_moved`` (drop edge), ``prefix_change`` (None, ``front`` or ``middle``) and
+    ``prefix_change_reason`` (None, ``compaction_started``, ``front_drop`` or ``advance``);
+    with a ceiling also ``ceiling``, ``ceiling_source``, ``budget``, ``tokens_after``
+    (estimated as sent, margin not included), ``met``, ``ceiling_events``, ``ceiling_event``
+    (this call) and ``fallback``. Stateless: everything is computed from the history.
     """
     source = [m for m in messages if not (isinstance(m, HumanMessage) and is_compaction_notice(m))]
-    index = index_tool_calls(source)
+    index = _count_completed(index_tool_calls(source))
     total = index.total_outputs
-    state = stable_boundary(total, settings)
-    if state is None:
-        out = list(source)
-        return Compacted(out, make_report(STRATEGY_NAME, messages, out, **_inactive_details()))
-
-    calls = completed_calls(index)
-    now = stable_decisions(calls, state)
-    outputs = [i for i, m in enumerate(source) if isinstance(m, ToolMessage)]
-    notice = _notice_key(now, state, source, outputs)
-
-    before_total = previous_total(source, total)
-    before_state = state if before_total == total else stable_boundary(before_total, settings)
-    if before_state is not None and (before_state.compaction_edge, before_state.drop_edge) == (state.compaction_edge, state.drop_edge):
-        region, reason = None, None  # same epoch: no frozen decision reads a call newer than its pinned total
+    if max_tokens is None:
+        budget = 1 << 62
+        counter: CountTokens = as_token_counter(token_counter)
     else:
-        before = stable_decisions(calls, before_state) if before_state is not None else Decisions(None, {}, frozenset(), 0, 0)
-        region, reason = _prefix_change(before_state, before, _notice_key(before, before_state, source, outputs), state, now, notice)
+        budget = int(max_tokens * (1 - settings.stable_token_margin)) - extra_tokens
+        counter = as_token_counter(token_counter)
+    costs = _Costs(counter) if _memo is None else _memo_costs(_memo, counter)
+    if max_tokens is not None and budget <= 0:
+        raise _floor_error(source, costs, max(budget, 0), extra_tokens, max_tokens)
 
-    out = apply_frozen(source, index, now.fates)
-    if notice is not None:
-        removed = len(source) - len(out)  # only frozen messages, all before the notice, are ever removed
-        out.insert(notice[2] - removed, compaction_notice(now.shortened, now.dropped, strategy=STRATEGY_NAME))
+    if max_tokens is None:
+        replay = _Bounded((), budget)
+        state = stable_boundary(total, settings)
+        if state is not None:
+            replay.compaction_edge, replay.drop_edge, replay.front_total = state.compaction_edge, state.drop_edge, state.front_total
+            replay.segments = _count_segments(state)
+            before_state = stable_boundary(previous_total(source, total), settings)
+            replay.previous_edges = (before_state.compaction_edge, before_state.drop_edge) if before_state else (0, 0)
+        replay.whole = [0] * (total + 1)
+    else:
+        replay = _replay(source, index, budget, settings, costs, _memo)
 
-    epoch = state.epoch
-    return Compacted(out, make_report(
-        STRATEGY_NAME, messages, out,
-        shortened=now.shortened,
-        dropped=now.dropped,
-        protected=len(now.protected),
-        epoch_index=epoch.epoch_index,
-        pinned_total=epoch.pinned_total,
-        new_calls=epoch.new_calls,
-        epoch_size=epoch.epoch_size,
-        keep_full=epoch.keep_full,
-        compaction_edge=state.compaction_edge,
-        drop_edge=state.drop_edge,
-        front_total=state.front_total,
+    ceiling_details: dict[str, Any] = {}
+    details: dict[str, Any]
+    if replay.compaction_edge == 0 and replay.drop_edge == 0:
+        out = list(source)
+        details = _inactive_details()
+    else:
+        out, details = _frozen_prompt(source, index, replay, settings, total)
+        if _compare and (details["boundary_moved"] or details["front_moved"]):
+            # edges that moved over calls whose fate stays the same change nothing: say so only when bytes changed
+            before = _previous_history(source)
+            previous = shorten_tools_epoch_stable(
+                before, settings=settings, max_tokens=max_tokens, extra_tokens=extra_tokens,
+                token_counter=token_counter, ceiling_source=ceiling_source, _memo=_memo, _compare=False,
+            ).messages
+            if len(previous) <= len(out) and all(a is b or a == b for a, b in zip(previous, out)):
+                details["prefix_change"] = details["prefix_change_reason"] = None
+    if max_tokens is not None:
+        tokens = costs(out) + extra_tokens
+        fallback = None
+        if tokens - extra_tokens > budget:
+            out, fallback = _fallback(source, out, budget, costs, extra_tokens, max_tokens, settings)
+            tokens = costs(out) + extra_tokens
+        ceiling_details = dict(
+            previous_compaction_edge=replay.prior_edge,
+            ceiling=max_tokens, ceiling_source=ceiling_source or "max_tokens argument", budget=budget + extra_tokens,
+            extra_tokens=extra_tokens, tokens_after=tokens, met=tokens <= budget + extra_tokens,
+            ceiling_events=replay.events, ceiling_event=replay.event_here, fallback=fallback,
+        )
+    return Compacted(out, make_report(STRATEGY_NAME, messages, out, **details, **ceiling_details))
+
+
+def _memo_costs(memo: _BoundedMemo, counter: CountTokens) -> _Costs:
+    costs = memo.costs
+    if costs is None or costs.counter is not counter:
+        costs = memo.costs = _Costs(counter)
+    return costs
+
+
+def _count_segments(state: StableState) -> list[tuple[int, int]]:
+    """Return the freeze segments of the count-only design: each epoch's calls were decided at its pinned total."""
+    e = state.epoch
+    segments = []
+    for back in range(e.epoch_index, -1, -1):
+        edge = state.compaction_edge - back * e.epoch_size
+        if edge > 0:
+            segments.append((edge, e.pinned_total - back * e.epoch_size))
+    return segments
+
+
+def _frozen_prompt(source: list[BaseMessage], index: ToolIndex, replay: _Bounded, settings: Settings, total: int) -> tuple[list[BaseMessage], dict[str, Any]]:
+    """Return the prompt with the replay's edges applied, the notice placed, and the report details."""
+    calls = completed_calls(index)
+    fates, rescued = _bounded_decisions(calls, replay)
+    outputs = [i for i, m in enumerate(source) if isinstance(m, ToolMessage)]
+    dropped = sum(1 for f in fates.values() if f is Fate.DROP)
+    shortened = _really_shortened(source, index, fates)
+    # loose messages (user turns, harness messages, plain assistant text) go only with a ceiling-driven front drop;
+    # the task and the newest user message of the dropped span stay (a function of the drop edge, so stable between drops)
+    drop_end = _step_end(source, outputs, replay.token_drop_edge) if replay.token_drop_edge else 0
+    task, anchor = task_index(source), _newest_user(source[:drop_end])
+    keep = {i for i in (task, anchor) if i is not None}
+    reduced, reduced_index, reduced_fates = _without_debris(source, index, fates, drop_end, keep)
+    out = apply_frozen(reduced, reduced_index, reduced_fates)
+    notice = shortened > 0 or dropped > 0
+    if notice:
+        at = _step_end(source, outputs, replay.compaction_edge)
+        removed = len(source) - len(out)  # everything removed sits before the notice
+        out.insert(at - removed, compaction_notice(shortened, dropped, strategy=STRATEGY_NAME))
+    state = stable_boundary(total, settings)
+    epoch = state.epoch if state is not None else None
+    before_c, before_d = replay.previous_edges
+    moved_c, moved_d = before_c != replay.compaction_edge, before_d != replay.drop_edge
+    if not (moved_c or moved_d):
+        region, reason = None, None
+    elif before_c == 0:
+        region, reason = "front", "compaction_started"
+    elif moved_d:
+        region, reason = "front", "front_drop"
+    else:
+        region, reason = "middle", "advance"
+    details: dict[str, Any] = dict(
+        shortened=shortened,
+        dropped=dropped,
+        protected=len(rescued),
+        epoch_index=epoch.epoch_index if epoch else None,
+        pinned_total=epoch.pinned_total if epoch else None,
+        new_calls=epoch.new_calls if epoch else None,
+        epoch_size=epoch.epoch_size if epoch else None,
+        keep_full=epoch.keep_full if epoch else None,
+        compaction_edge=replay.compaction_edge,
+        drop_edge=replay.drop_edge,
+        front_total=replay.front_total,
         repeats=len(repeat_positions(calls)),
-        boundary_moved=(before_state.compaction_edge if before_state is not None else 0) != state.compaction_edge,
-        front_moved=before_state is not None and before_state.drop_edge != state.drop_edge,
+        boundary_moved=moved_c,
+        front_moved=moved_d,
         prefix_change=region,
         prefix_change_reason=reason,
-        notice=notice is not None,
-    ))
+        notice=notice,
+    )
+    return out, details
+
+
+def _previous_history(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """Return the history the previous model call saw: everything before the newest assistant message."""
+    for i in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[i], AIMessage):
+            return list(messages[:i])
+    return []
+
+
+def _newest_user(messages: Sequence[BaseMessage]) -> int | None:
+    return next((i for i in range(len(messages) - 1, -1, -1) if is_real_user_message(messages[i])), None)
+
+
+def _fallback(
+    source: list[BaseMessage], prompt: list[BaseMessage], budget: int, costs: _Costs, extra: int, ceiling: int, settings: Settings
+) -> tuple[list[BaseMessage], str]:
+    """Return ``prompt`` brought under ``budget`` by the ladder's rungs, then by shortening the largest outputs."""
+    from langchain_promptstrat.strategies.sliding_window import SlidingWindow
+    from langchain_promptstrat.strategies.tool_results import ToolResults
+
+    system = leading_system_count(source)
+    task = task_index(source)
+    floor = costs(source[:system]) + (costs([source[task]]) if task is not None else 0)
+    if floor > budget:
+        raise _floor_error(source, costs, budget, extra, ceiling)
+    rungs = [ToolResults(settings), SlidingWindow(settings)]
+    done_pass: LadderPass = run_plan(ladder_pass(prompt, rungs, target=budget, counter=costs))
+    out, how = done_pass.messages, "+".join(t["strategy"] for t in done_pass.taken) or "none"
+    if costs(out) > budget:
+        out = _last_resort(out, budget, costs)
+        how += "+shortened_outputs"
+    return out, how
 
 
 class ShortenToolsEpochStable(PromptStrategy):
-    """``shorten_tools_epoch_stable``: cache-first epochs that keep the front of the prompt unchanged.
+    """``shorten_tools_epoch_stable``: cache-first epochs that keep the front of the prompt unchanged, under a context ceiling.
+
+    ``ShortenToolsEpochStable(max_tokens=100_000)``; ``max_tokens`` also takes
+    ``("fraction", 0.8)`` of ``model``'s input window; without it the ceiling is the
+    ``max_context_tokens`` setting (``PROMPTSTRAT_MAX_TOKENS``), else ``model``'s window from its
+    profile minus room for the reply, else 111,616 tokens (see
+    :mod:`langchain_promptstrat.ceiling`). ``tools``: the tools bound to the model, whose
+    schemas count against the ceiling. ``token_counter``: as the ladder's.
 
     Settings: ``stable_tool_call_threshold`` (120), ``stable_full_tool_calls`` (20),
     ``stable_epoch_size`` (80), ``stable_max_compacted_tool_calls`` (240),
-    ``stable_front_drop_chunk`` (120). Stateless: one object serves any number of
-    conversations at once.
+    ``stable_front_drop_chunk`` (120), ``stable_token_margin`` (0.05), ``stable_low_ratio``,
+    ``stable_front_ratio``, ``stable_whole_ratio``. Stateless: one object serves any number
+    of conversations at once (a small memo of recent replays only makes it faster).
     """
 
     strategy_name = STRATEGY_NAME
 
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        max_tokens: MaxTokens = None,
+        model: Any = None,
+        tools: Sequence[Any] | None = None,
+        token_counter: Any = None,
+        **setting_overrides: Any,
+    ) -> None:
+        super().__init__(settings, **setting_overrides)
+        self.max_tokens = check_max_tokens(max_tokens)
+        self.model = model
+        self.tools = list(tools) if tools else []
+        self.token_counter = as_token_counter(token_counter)
+        self._memo = _BoundedMemo()
+
+    def ceiling(self, model: Any = None) -> Ceiling:
+        """Return the ceiling for a call to ``model`` (default: this strategy's model) and where it came from."""
+        return resolve_ceiling(self.max_tokens, model=model if model is not None else self.model, settings=self.settings)
+
     def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
-        """Return :func:`shorten_tools_epoch_stable` of ``messages`` with this strategy's settings."""
-        return shorten_tools_epoch_stable(messages, settings=self.settings)
+        """Return :func:`shorten_tools_epoch_stable` of ``messages`` under this strategy's ceiling."""
+        return self.compact_for_request(messages)
+
+    def compact_for_request(
+        self,
+        messages: Sequence[BaseMessage],
+        *,
+        model: Any = None,
+        tools: Sequence[Any] | None = None,
+        system: Sequence[BaseMessage] = (),
+        max_tokens: MaxTokens = None,
+    ) -> Compacted:
+        """Return ``messages`` compacted for one model request.
+
+        ``max_tokens`` (the adapter's) wins over this strategy's; ``model`` decides the
+        ceiling when neither is given; ``tools`` and ``system`` (sent outside ``messages``)
+        count against it.
+        """
+        given = check_max_tokens(max_tokens) if max_tokens is not None else self.max_tokens
+        ceiling = resolve_ceiling(given, model=model if model is not None else self.model, settings=self.settings)
+        extra = tool_schema_tokens(tools if tools is not None else self.tools, self.token_counter)
+        if system:
+            extra += _Costs(self.token_counter)(system)
+        return shorten_tools_epoch_stable(
+            messages, settings=self.settings, max_tokens=ceiling.tokens, extra_tokens=extra,
+            token_counter=self.token_counter, ceiling_source=ceiling.source, _memo=self._memo,
+        )

@@ -1,8 +1,9 @@
 """sliding_window: when shortening tool output was not enough, whole stretches of the conversation go.
 
-The instructions (the leading system block) and the message the current task hangs off (the
-anchor: the newest real user message; a strategy's note is never an anchor) are never given
-up. Past that, the oldest whole turns go first; only once every earlier turn is gone does
+The instructions (the leading system block), the run's task (the first real user message:
+agent harnesses also speak as the user, "No tool calls found...", so the newest user message
+may not be the task) and the message the current turn hangs off (the anchor: the newest real
+user message; a strategy's note is never an anchor) are never given up. Past that, the oldest whole turns go first; only once every earlier turn is gone does
 the current task lose its own oldest steps, and never its newest ``keep_steps``. One marked
 note stands where the messages were, so the model sees that something was there rather than
 reasoning from a gap: right after the system block when only earlier turns went, right
@@ -19,7 +20,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langchain_promptstrat.messages import is_real_user_message, leading_system_count, mark
+from langchain_promptstrat.messages import is_real_user_message, leading_system_count, mark, task_index
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.ladder import (
     NOTE_KIND,
@@ -63,14 +64,20 @@ class Layout:
     """Length of the leading system block."""
     anchor: int | None
     """Index of the newest real user message, None when there is none."""
+    run_task: int | None
+    """Index of the run's task (the first real user message) when it comes before the anchor, else None: never dropped either."""
     history: tuple[range, ...]
     task: tuple[range, ...]
     protected_from: int
     """Index from which nothing may be given up: the newest ``keep_steps`` steps and after."""
 
 
-def layout(messages: Sequence[BaseMessage], keep_steps: int) -> Layout:
-    """Return the :class:`Layout` of ``messages`` with the newest ``keep_steps`` steps protected."""
+def layout(messages: Sequence[BaseMessage], keep_steps: int, *, keep_task: bool = False) -> Layout:
+    """Return the :class:`Layout` of ``messages`` with the newest ``keep_steps`` steps protected.
+
+    ``keep_task``: the run's task (first real user message, when older than the anchor) is
+    taken out of the history units, so nothing built on this layout ever offers it.
+    """
     n = len(messages)
     system = leading_system_count(messages)
     anchor = next((i for i in range(n - 1, system - 1, -1) if is_real_user_message(messages[i])), None)
@@ -87,14 +94,22 @@ def layout(messages: Sequence[BaseMessage], keep_steps: int) -> Layout:
 
     history: list[range] = []
     task_start = system
+    first = task_index(messages)
+    run_task = first if keep_task and first is not None and anchor is not None and first < anchor else None
     if anchor is not None:
-        history = units(system, anchor, lambda i: is_real_user_message(messages[i]) or after_standalone(i))
+        def starts_turn(i: int) -> bool:
+            return is_real_user_message(messages[i]) or after_standalone(i) or i - 1 == run_task
+
+        if run_task is None:
+            history = units(system, anchor, starts_turn)
+        else:  # the task is a unit of its own that is never offered for dropping
+            history = units(system, run_task, starts_turn) + units(run_task + 1, anchor, starts_turn)
         task_start = anchor + 1
     task = units(task_start, n, lambda i: isinstance(messages[i], AIMessage) or after_standalone(i))
     steps = [k for k, unit in enumerate(task) if isinstance(messages[unit.start], AIMessage)]
     first_kept = steps[-keep_steps] if len(steps) >= keep_steps else 0
     protected_from = task[first_kept].start if task else n
-    return Layout(system, anchor, tuple(history), tuple(task[:first_kept]), protected_from)
+    return Layout(system, anchor, run_task, tuple(history), tuple(task[:first_kept]), protected_from)
 
 
 def rewrite(messages: Sequence[BaseMessage], /, *, target: int, counter: CountTokens, keep_steps: int = 1) -> Rewrite:
@@ -113,7 +128,7 @@ def rewrite(messages: Sequence[BaseMessage], /, *, target: int, counter: CountTo
     tokens = counter(messages)
     if tokens <= target:
         return Rewrite(None, {"reason": "under target"})
-    parts = layout(messages, keep_steps)
+    parts = layout(messages, keep_steps, keep_task=True)
     droppable = list(parts.history) + list(parts.task)
     if not droppable:
         return Rewrite(None, {"reason": "nothing but the system block, the anchor and the newest steps"})
@@ -122,13 +137,14 @@ def rewrite(messages: Sequence[BaseMessage], /, *, target: int, counter: CountTo
     suffix = list(accumulate(reversed(sizes), initial=0))[::-1]  # suffix[i] = tokens of messages[i:]
     fixed = tokens - suffix[parts.system]  # the system block and any list overhead
     anchor_tokens = sizes[parts.anchor] if parts.anchor is not None else 0
+    task_tokens = sizes[parts.run_task] if parts.run_task is not None else 0
     h = len(parts.history)
     smallest_note = min(count_one(note(1)), count_one(note(2)))  # a count is at least one token
     dropped = 0
     chosen = len(droppable)
     for k, unit in enumerate(droppable, start=1):
         dropped += sum(represented(messages[i]) for i in unit)
-        rest = fixed + suffix[unit.stop] + (anchor_tokens if k > h else 0)
+        rest = fixed + suffix[unit.stop] + (anchor_tokens if k > h else 0) + (task_tokens if parts.run_task is not None and parts.run_task < unit.stop else 0)
         if rest + smallest_note <= target and rest + count_one(note(dropped)) <= target:
             chosen = k
             break
@@ -139,6 +155,8 @@ def rewrite(messages: Sequence[BaseMessage], /, *, target: int, counter: CountTo
     count = sum(represented(messages[i]) for i in gone)
     cut = droppable[chosen - 1].stop
     head = messages[: parts.system]
+    if parts.run_task is not None and parts.run_task < cut:
+        head = [*head, messages[parts.run_task]]  # the run's task stays, right after the instructions
     if chosen <= h or parts.anchor is None:
         out = [*head, note(count), *messages[cut:]]
         where = "after_system"

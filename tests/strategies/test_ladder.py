@@ -48,14 +48,15 @@ def step(k: int) -> list:
 
 @pytest.fixture
 def reference_run():
-    """System message, two earlier turns of ~1,000 tokens, the anchor, and a task of two steps."""
+    """System message, the run's task, two earlier turns of ~1,000 tokens, the anchor, and a current turn of two steps."""
     system, old, older = SystemMessage("You are a careful agent."), turn(2), turn(1)
+    task = HumanMessage("Task: keep the parser green.")
     anchor = HumanMessage("Current task: fix the failing parser test.")
     first, newest = step(1), step(2)
     for t in (older, old):
         assert 900 <= COUNT(t) <= 1100  # the premise of the reference example
-    return {"system": system, "older": older, "old": old, "anchor": anchor, "first": first, "newest": newest,
-            "messages": [system, *older, *old, anchor, *first, *newest]}
+    return {"system": system, "task": task, "older": older, "old": old, "anchor": anchor, "first": first, "newest": newest,
+            "messages": [system, task, *older, *old, anchor, *first, *newest]}
 
 
 def one_shot(max_tokens: int) -> CompactionLadder:
@@ -67,24 +68,24 @@ class TestReferenceLadder:
     def test_room_for_task_and_one_turn_drops_exactly_the_oldest_turn_note_after_system(self, reference_run):
         """A target of system + note + newer turn + anchor + task keeps exactly that, the note right after the system message."""
         r = reference_run
-        kept = [r["system"], note(len(r["older"])), *r["old"], r["anchor"], *r["first"], *r["newest"]]
+        kept = [r["system"], r["task"], note(len(r["older"])), *r["old"], r["anchor"], *r["first"], *r["newest"]]
         result = one_shot(COUNT(kept)).invoke(r["messages"])
         assert result == kept
-        assert mark_kind_positions(result) == [1]
+        assert mark_kind_positions(result) == [2]
 
     def test_one_token_less_also_drops_the_newer_turn(self, reference_run):
         """The note's own tokens are counted: one token under that target, both earlier turns go."""
         r = reference_run
-        kept = [r["system"], note(len(r["older"])), *r["old"], r["anchor"], *r["first"], *r["newest"]]
+        kept = [r["system"], r["task"], note(len(r["older"])), *r["old"], r["anchor"], *r["first"], *r["newest"]]
         result = one_shot(COUNT(kept) - 1).invoke(r["messages"])
-        assert result == [r["system"], note(len(r["older"]) + len(r["old"])), r["anchor"], *r["first"], *r["newest"]]
+        assert result == [r["system"], r["task"], note(len(r["older"]) + len(r["old"])), r["anchor"], *r["first"], *r["newest"]]
 
     def test_task_overrunning_target_drops_all_turns_and_oldest_step_note_after_anchor(self, reference_run):
         """When the task's steps alone overrun, every earlier turn and the oldest step go; the note follows the anchor."""
         r = reference_run
         gone = len(r["older"]) + len(r["old"]) + len(r["first"])
-        expected = [r["system"], r["anchor"], note(gone), *r["newest"]]
-        assert COUNT([r["system"], r["anchor"], *r["first"], *r["newest"]]) > COUNT(expected) + 10
+        expected = [r["system"], r["task"], r["anchor"], note(gone), *r["newest"]]
+        assert COUNT([r["system"], r["task"], r["anchor"], *r["first"], *r["newest"]]) > COUNT(expected) + 10
         result = one_shot(COUNT(expected) + 10).compact(r["messages"])
         assert result.messages == expected
         assert result.report.details["met"] is True
@@ -94,7 +95,7 @@ class TestReferenceLadder:
         r = reference_run
         result = one_shot(0).compact(r["messages"])
         gone = len(r["older"]) + len(r["old"]) + len(r["first"])
-        assert result.messages == [r["system"], r["anchor"], note(gone), *r["newest"]]
+        assert result.messages == [r["system"], r["task"], r["anchor"], note(gone), *r["newest"]]
         details = result.report.details
         assert details["met"] is False and details["tokens_after"] == COUNT(result.messages)
         assert [(s["strategy"], s["after"] < s["before"]) for s in details["rungs"]] == [("sliding_window", True)]

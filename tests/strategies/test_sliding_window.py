@@ -36,18 +36,18 @@ SYSTEM = SystemMessage("You are an agent.")
 
 class TestRewrite:
     def test_keeps_the_newest_turns_that_fit_and_drops_the_older_ones(self):
-        """With room for two of three earlier turns, exactly the oldest goes and the note counts its messages."""
+        """With room for two of three earlier turns, exactly the oldest goes (its question, the run's task, stays) and the note counts its messages."""
         t1, t2, t3, now = turn(1), turn(2), turn(3), task(2)
-        expected = [SYSTEM, note(len(t1)), *t2, *t3, *now]
+        expected = [SYSTEM, t1[0], note(len(t1) - 1), *t2, *t3, *now]
         out = rewrite([SYSTEM, *t1, *t2, *t3, *now], target=COUNT(expected), counter=COUNT)
         assert out.messages == expected
-        assert out.details == {"dropped": len(t1), "turns": 1, "steps": 0, "note": "after_system"}
+        assert out.details == {"dropped": len(t1) - 1, "turns": 1, "steps": 0, "note": "after_system"}
 
     def test_a_dropped_note_passes_its_count_to_the_new_note(self):
         """Dropping an earlier note with a turn gives one note counting both, never two notes."""
-        t1, t2, now = turn(1), turn(2), task(1)
-        out = rewrite([SYSTEM, note(40), *t1, *t2, *now], target=COUNT([SYSTEM, note(40 + len(t1)), *t2, *now]), counter=COUNT)
-        assert out.messages == [SYSTEM, note(40 + len(t1)), *t2, *now]
+        t0, t1, t2, now = HumanMessage("the run's task"), turn(1), turn(2), task(1)
+        out = rewrite([SYSTEM, t0, note(40), *t1, *t2, *now], target=COUNT([SYSTEM, t0, note(40 + len(t1)), *t2, *now]), counter=COUNT)
+        assert out.messages == [SYSTEM, t0, note(40 + len(t1)), *t2, *now]
 
     def test_declines_when_everything_it_would_drop_is_its_own_note(self):
         """A note for a note frees nothing, so the window declines and says why."""
@@ -62,11 +62,11 @@ class TestRewrite:
 
     @pytest.mark.parametrize("keep_steps", [1, 2, 4])
     def test_floor_keeps_the_newest_keep_steps_steps_after_the_anchor(self, keep_steps):
-        """At target 0 every earlier turn and all but the newest keep_steps steps go; the note follows the anchor."""
+        """At target 0 every earlier turn (but the run's task) and all but the newest keep_steps steps go; the note follows the anchor."""
         t1, now = turn(1), task(5)
         kept_from = len(now) - 2 * keep_steps
         out = rewrite([SYSTEM, *t1, *now], target=0, counter=COUNT, keep_steps=keep_steps).messages
-        assert out == [SYSTEM, now[0], note(len(t1) + kept_from - 1), *now[kept_from:]]
+        assert out == [SYSTEM, t1[0], now[0], note(len(t1) - 1 + kept_from - 1), *now[kept_from:]]
 
     def test_without_a_real_user_message_oldest_steps_go_and_the_note_follows_the_system_block(self):
         """With no anchor the steps are all there is; the note sits right after the system block."""
@@ -102,7 +102,7 @@ class TestSlidingWindowStrategy:
         msgs = [SYSTEM, *turn(1), *turn(2), *task(1)]
         monkeypatch.setenv("LADDER_MAX_TOKENS", "0")
         result = get_strategy("sliding_window").compact(msgs)
-        assert result.messages == [SYSTEM, note(len(msgs) - 4), *msgs[-3:]]  # only history could go: all but system and the task's 3
+        assert result.messages == [SYSTEM, msgs[1], note(len(msgs) - 5), *msgs[-3:]]  # all but system, the run's task and the current turn's 3
         assert result.report.details["met"] is False
         assert get_strategy("sliding_window", max_tokens=COUNT(msgs)).invoke(msgs) == msgs
 
@@ -122,8 +122,9 @@ class TestSlidingWindowStrategy:
         assert snapshot(conversation) == before and window.invoke(conversation) == out
         assert check_tool_pairs(out) == []
         assert sum(kind_of(m) == NOTE_KIND for m in out) <= 1
-        parts = layout(conversation, keep_steps)
-        floor = conversation[: parts.system] + ([conversation[parts.anchor]] if parts.anchor is not None else []) + conversation[parts.protected_from:]
+        parts = layout(conversation, keep_steps, keep_task=True)
+        kept = [i for i in (parts.run_task, parts.anchor) if i is not None]
+        floor = conversation[: parts.system] + [conversation[i] for i in kept] + conversation[parts.protected_from:]
         assert [m for m in out if kind_of(m) != NOTE_KIND][: parts.system] == floor[: parts.system]
         assert all(any(m is k for k in out) for m in floor)
         if COUNT(out) > window.max_tokens and out != conversation:

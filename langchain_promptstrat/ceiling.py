@@ -1,0 +1,119 @@
+"""The context ceiling of the bounded default: how many tokens a prompt may reach, and where that number came from.
+
+A user who installs the package and changes nothing must not send a prompt the provider
+rejects, so the default strategy always works under a ceiling. It is, first to last:
+
+1. ``max_tokens`` given to the strategy, ``prepare_prompt``, ``pre_model_hook`` or
+   ``PromptStrategyMiddleware``: a number of tokens, or the peers' form ``("fraction", 0.8)``
+   (that share of the model's input window);
+2. the setting ``max_context_tokens`` (environment variable ``PROMPTSTRAT_MAX_TOKENS``);
+3. the model's own input window from its LangChain profile (``model.profile["max_input_tokens"]``,
+   ``create_agent``'s ``request.model`` or ``pre_model_hook(model=...)``), minus room for the
+   reply (its ``max_output_tokens``, at most 16,384 and a quarter of the window);
+4. :data:`DEFAULT_CEILING`: 128,000 − 16,384 = 111,616 tokens. 128k is the smallest window of
+   the current mainstream tool-calling models (GPT-4o and 4.1-mini class, Llama 3.1+, Mistral
+   Large, DeepSeek; Claude and Gemini have more), so the default fits every one of them, with
+   the same room for the reply.
+
+The strategy itself keeps a further ``stable_token_margin`` (2%) of the ceiling free for the
+token counter's error (measured 0.3-1.5% under cl100k_base on real transcripts; see the README).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_promptstrat.errors import ConfigError
+from langchain_promptstrat.settings import Settings
+
+__all__ = [
+    "DEFAULT_CEILING",
+    "DEFAULT_CONTEXT_WINDOW",
+    "DEFAULT_REPLY_ROOM",
+    "Ceiling",
+    "MaxTokens",
+    "check_max_tokens",
+    "model_window",
+    "resolve_ceiling",
+]
+
+DEFAULT_CONTEXT_WINDOW = 128_000
+"""Input window assumed when no ceiling is given and the model is unknown (the smallest mainstream window)."""
+DEFAULT_REPLY_ROOM = 16_384
+"""Tokens left for the model's reply when the ceiling comes from a window."""
+DEFAULT_CEILING = DEFAULT_CONTEXT_WINDOW - DEFAULT_REPLY_ROOM
+"""The ceiling when nothing is given and no model is known: 111,616 tokens."""
+
+MaxTokens = int | tuple[str, float] | None
+"""A ceiling as users give it: tokens, ``("fraction", share)`` of the model's window, or None (find one)."""
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """A resolved ceiling: ``tokens`` and a human-readable ``source`` (shown in reports)."""
+
+    tokens: int
+    source: str
+
+
+def check_max_tokens(value: Any, name: str = "max_tokens") -> MaxTokens:
+    """Return ``value`` if it is a valid ceiling form, else raise :class:`ConfigError` naming it."""
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value <= 0:
+            raise ConfigError(f"{name}={value!r} must be a positive number of tokens")
+        return value
+    if isinstance(value, (tuple, list)) and len(value) == 2 and value[0] == "fraction":
+        share = value[1]
+        if isinstance(share, (int, float)) and not isinstance(share, bool) and 0 < share <= 1:
+            return ("fraction", float(share))
+    raise ConfigError(
+        f"{name}={value!r} is not a ceiling: give a number of tokens (e.g. 100_000) or "
+        "('fraction', 0.8) for that share of the model's input window"
+    )
+
+
+def model_window(model: Any) -> tuple[int | None, int | None, str]:
+    """Return ``(max_input_tokens, max_output_tokens, name)`` from a chat model's LangChain profile (None when unknown)."""
+    if model is None:
+        return None, None, ""
+    profile = getattr(model, "profile", None)
+    name = str(getattr(model, "model_name", None) or getattr(model, "model", None) or type(model).__name__)
+    if not isinstance(profile, dict):
+        return None, None, name
+    window, reply = profile.get("max_input_tokens"), profile.get("max_output_tokens")
+    return _positive(window), _positive(reply), name
+
+
+def _positive(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _reply_room(window: int, reply: int | None) -> int:
+    return min(reply if reply is not None else DEFAULT_REPLY_ROOM, DEFAULT_REPLY_ROOM, window // 4)
+
+
+def resolve_ceiling(max_tokens: MaxTokens = None, *, model: Any = None, settings: Settings | None = None) -> Ceiling:
+    """Return the ceiling for a model call, following the order in this module's docstring."""
+    max_tokens = check_max_tokens(max_tokens)
+    window, reply, name = model_window(model)
+    if isinstance(max_tokens, int):
+        return Ceiling(max_tokens, "max_tokens argument")
+    if isinstance(max_tokens, tuple):
+        share = max_tokens[1]
+        if window is None:
+            return Ceiling(int(DEFAULT_CONTEXT_WINDOW * share), f"('fraction', {share:g}) of the assumed {DEFAULT_CONTEXT_WINDOW:,}-token window (no model profile)")
+        return Ceiling(int(window * share), f"('fraction', {share:g}) of {name}'s max_input_tokens {window:,}")
+    configured = (settings if settings is not None else Settings.load()).max_context_tokens
+    if configured is not None:
+        where = "PROMPTSTRAT_MAX_TOKENS" if "PROMPTSTRAT_MAX_TOKENS" in os.environ else "max_context_tokens setting"
+        if configured <= 0:
+            raise ConfigError(f"{where}={configured!r} must be a positive number of tokens")
+        return Ceiling(configured, where)
+    if window is not None:
+        room = _reply_room(window, reply)
+        return Ceiling(window - room, f"{name}'s max_input_tokens {window:,} minus {room:,} for the reply")
+    return Ceiling(DEFAULT_CEILING, f"default: a {DEFAULT_CONTEXT_WINDOW:,}-token window minus {DEFAULT_REPLY_ROOM:,} for the reply")

