@@ -135,7 +135,7 @@ def _price(text: str) -> float:
 
 
 def _add_counter_options(parser: argparse.ArgumentParser) -> None:
-    from langchain_promptstrat.tokens import DEFAULT_ENCODING
+    from langchain_promptstrat.cli_defaults import DEFAULT_ENCODING
 
     counter = parser.add_mutually_exclusive_group()
     counter.add_argument("--encoding", metavar="NAME", help=f"tiktoken encoding that counts tokens (default: {DEFAULT_ENCODING})")
@@ -166,8 +166,8 @@ def add_simulate_commands(commands: argparse._SubParsersAction[Any], detailed: b
     )
     if not detailed:
         return
-    from langchain_promptstrat.cache_rules import CACHE_RULES
-    from langchain_promptstrat.simulate import DEFAULT_CACHED_FRACTION, DEFAULT_MAX_TOKENS, DEFAULT_TOOL_CALLS
+    from langchain_promptstrat.cli_defaults import CACHE_RULES
+    from langchain_promptstrat.cli_defaults import DEFAULT_CACHED_FRACTION, DEFAULT_MAX_TOKENS, DEFAULT_TOOL_CALLS
 
     sim.add_argument(
         "strategies", nargs="*", metavar="STRATEGY|FILE",
@@ -312,7 +312,7 @@ def add_conversation_commands(commands: argparse._SubParsersAction[Any], detaile
     )
     if not detailed:
         return
-    from langchain_promptstrat.simulate import DEFAULT_MAX_TOKENS
+    from langchain_promptstrat.cli_defaults import DEFAULT_MAX_TOKENS
 
     apply.add_argument("file", metavar="FILE", help="the conversation, or '-' for standard input")
     apply.add_argument("--strategy", metavar="SPEC",
