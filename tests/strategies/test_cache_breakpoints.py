@@ -158,7 +158,40 @@ class TestComposition:
         assert count_breakpoints(composed) + composed_tools == 4
         assert (composed_tools, "cache_control" in composed) == (1, True)
         assert count_breakpoints(alone) + alone_tools == 4
-        assert (alone_tools, "cache_control" in alone) == (0, False)
+        assert (alone_tools, "cache_control" in alone) == (1, True)  # alone, the same places that middleware marks
+
+
+    def test_listed_before_anthropic_prompt_caching_middleware_a_request_still_carries_at_most_four(self):
+        """In either order of the middleware list, the payload langchain-anthropic builds never holds more than 4 breakpoints."""
+        anthropic = pytest.importorskip("langchain_anthropic")
+        from langchain_anthropic.middleware import AnthropicPromptCachingMiddleware
+
+        model = anthropic.ChatAnthropic(model="claude-sonnet-4-5", api_key="not-used")
+
+        @tool
+        def bash(command: str) -> str:
+            """Run a command."""
+            return command
+
+        ours = PromptStrategyMiddleware("shorten_tools_epoch_stable", cache_breakpoints=True)
+        counts = []
+
+        def final(request):
+            system = [request.system_message] if request.system_message is not None else []
+            payload = model._get_request_payload([*system, *request.messages], **request.model_settings)
+            tagged = sum(1 for t in request.tools if (t.extras or {}).get("cache_control"))
+            counts.append(count_breakpoints(payload) + tagged)
+            return ModelResponse(result=[AIMessage("ok")])
+
+        for tools in ([bash], []):
+            for n in (60, 200, 260):
+                run = build_agent_run(n, seed=1)
+                messages = run[1:]
+                request = ModelRequest(model=model, messages=messages, system_message=run[0], tools=tools,
+                                       state={"messages": messages}, runtime=Runtime())
+                ours.wrap_model_call(request, lambda r: AnthropicPromptCachingMiddleware().wrap_model_call(r, final))
+        assert counts and max(counts) <= 4
+        assert max(counts) == 4
 
 
 def count_breakpoints(payload) -> int:
