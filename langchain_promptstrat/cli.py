@@ -248,6 +248,9 @@ def _simulate(args: argparse.Namespace) -> int:
     plot_path = _plot_target(args.plot) if args.plot else None
     files = [a for a in args.strategies if os.path.exists(a)]
     names = [a for a in args.strategies if a not in files]
+    for name in names:
+        if os.sep in name or name.endswith((".json", ".jsonl")):  # meant as a transcript: say what is missing
+            raise _UsageError(f"no such file or folder: {name!r} (a strategy name has neither '/' nor a .json suffix)")
     common: dict[str, Any] = dict(
         token_counter=_token_counter(args),
         cached_fraction=args.cached_fraction,

@@ -246,6 +246,8 @@ class TestSimulateErrors:
              "argument --model: not allowed with argument --encoding (see promptstrat simulate --help)"),
             (["--calls", "3", "--encoding", "nope", "none"], "unknown tiktoken encoding 'nope'; known: "),
             (["--calls", "3", "shorten_tool"], "unknown strategy 'shorten_tool'; known: "),
+            (["missing-run.jsonl"], "no such file or folder: 'missing-run.jsonl'"),
+            (["runs/missing"], "no such file or folder: 'runs/missing'"),
             (["--calls", "3", "summary"], "summary needs a chat model"),
         ],
     )
