@@ -72,7 +72,7 @@ def make_report(
     figure twice without walking it a second time.
     """
     chars_before = sum(map(_chars, before))
-    chars_after = chars_before if _same(before, after) else sum(map(_chars, after))
+    chars_after = chars_before if _same(before, after) else _chars_after(before, after, chars_before)
     return StrategyReport(
         strategy=strategy,
         messages_in=len(before),
@@ -99,13 +99,28 @@ def _chars(message: BaseMessage) -> int:
     finished conversation is freed, not pinned) and checks the content and calls objects,
     so a replaced field is a miss.
     """
-    calls = getattr(message, "tool_calls", None)
+    fields = message.__dict__  # a field read, not getattr: a missing attribute costs pydantic an exception
+    calls = fields.get("tool_calls")
     content = message.content
     n = _chars_memo.get(message, content, calls)
     if n is None:
         n = message_chars(message)
         _chars_memo.put(message, n, content, calls)
     return n
+
+
+def _chars_after(before: Sequence[BaseMessage], after: Sequence[BaseMessage], chars_before: int) -> int:
+    """Return the characters of ``after`` from those of ``before``: only the messages one list has and the other lacks are measured.
+
+    A strategy keeps most message objects as they are, so the difference is small; the
+    identity sets are built in C, where measuring every message again costs a memo lookup each.
+    """
+    ids_before, ids_after = set(map(id, before)), set(map(id, after))
+    if len(ids_before) != len(before) or len(ids_after) != len(after):  # a repeated object: count plainly
+        return sum(map(_chars, after))
+    gone = sum(_chars(m) for m in before if id(m) not in ids_after)
+    new = sum(_chars(m) for m in after if id(m) not in ids_before)
+    return chars_before - gone + new
 
 
 def _same(a: Sequence[BaseMessage], b: Sequence[BaseMessage]) -> bool:
