@@ -9,9 +9,16 @@ a kill costs milliseconds. Every reader plays an agent step:
   with ``seen`` = the notice ids already in the conversation, call the model, and append
   the notices to the conversation (one ``write``, standing for the checkpoint). The next
   pickup acknowledges them.
-* ``one-call`` (``persist_inbox=False`` in the middleware): pick up, call the model, record
-  its answer, then acknowledge. A kill between the answer and the acknowledgement is the
-  one window in which a notice reaches a second model call.
+* ``one-call`` (``PromptStrategyMiddleware(persist_inbox=False)`` with a checkpointer), in
+  the middleware's order: pick up with ``seen`` = the ids of the notices already answered
+  and ``held`` = those waiting in private state, and write the new ones into that state
+  (one ``write``: ``before_model``'s checkpoint); call the model on the waiting notices;
+  acknowledge them; record the answer, which clears them from the waiting list and adds
+  their ids to the answered ones (one ``write``: the model step's checkpoint).
+* ``handover`` (``pre_model_hook(persist_inbox=False)``, a graph without a checkpointer,
+  ``prepare_prompt``, the Runnable): pick up acknowledging at once (``settle=True``), call
+  the model, record its answer. A kill or a failed model call after the pickup loses the
+  notices it took: this mode counts that window, it does not close it.
 
 The model raises on a share of the calls (``raise_rate``); nothing is recorded then, and
 the notices come back at the next pickup. After the last kill the parent drains the inbox
@@ -23,6 +30,7 @@ set, e.g. after ``eval "$(.ci/postgres start)"``).
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import secrets
@@ -37,10 +45,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from langchain_core.messages import message_to_dict, messages_from_dict
+
 from langchain_promptstrat.inbox_store import DirectoryInbox
 from langchain_promptstrat.strategies.inbox import acknowledge_notices, notice_id, pick_up
 
-MODES = ("persisted", "one-call")
+MODES = ("persisted", "one-call", "handover")
+"""The delivery modes a run can play; ``handover`` is at most once by design (see above)."""
 
 
 @dataclass
@@ -73,38 +84,76 @@ HEADER = (
 )
 
 
-def _read_log(log: Path) -> list[str]:
+def _records(path: Path) -> list[list[Any]]:
+    """Return the records of ``path``, one JSON array per write; a write torn by a kill is not a record.
+
+    SIGKILL can cut a ``write`` short at a page boundary, as a crash aborts a checkpoint's
+    transaction: each write starts with a newline, so a torn one stays on a line of its own
+    that does not parse, and counts as never written.
+    """
     try:
-        return log.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
         return []
+    records = []
+    for line in lines:
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            continue
+    return records
+
+
+def _append(path: Path, entries: list[Any]) -> None:
+    """Append ``entries`` to ``path`` as one record in one ``write``: a checkpoint, written whole or not at all."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.write(fd, ("\n" + json.dumps(entries) + "\n").encode())
+    os.close(fd)
+
+
+def _read_log(log: Path) -> list[tuple[str, str]]:
+    """Return the conversation's recorded ``(message id, text)`` entries, in order."""
+    return [(str(nid), str(text)) for record in _records(log) for nid, text in record]
+
+
+def _waiting(log: Path, answered: frozenset[str]) -> list[Any]:
+    """Return the notices waiting in private state for a model call: written by a pickup, not yet answered."""
+    found: dict[str, Any] = {}
+    for record in _records(log.with_suffix(".waiting")):
+        for message in record:
+            nid = message["data"]["id"]
+            if nid not in answered:
+                found.setdefault(nid, message)
+    return messages_from_dict(list(found.values()))
 
 
 def _step(store: Any, log: Path, mode: str, rng: random.Random, raise_rate: float) -> bool:
     """Run one agent step: pickup, model call, record; return whether it took anything."""
-    lines = _read_log(log)
-    seen = frozenset(line.split("\t", 1)[0] for line in lines) if mode == "persisted" else frozenset()
-    result = pick_up(store, seen=seen, settle=False)
-    if result.aborted:  # acted on (recorded), then acknowledged: by the next pickup, or at once in one-call mode
-        fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        os.write(fd, f"{notice_id(result.abort_token or '')}\tabort {result.abort_reason}\n".encode())
-        os.close(fd)
-        if mode == "one-call" and result.abort_token:
+    answered = frozenset(nid for nid, _ in _read_log(log))
+    waiting = _waiting(log, answered) if mode == "one-call" else []
+    result = pick_up(
+        store,
+        seen=answered if mode != "handover" else frozenset(),
+        held=frozenset(m.id for m in waiting),
+        settle=mode == "handover",
+    )
+    if result.aborted:  # acted on (recorded), then acknowledged: by the next pickup, or at once in the other modes
+        _append(log, [[notice_id(result.abort_token or ""), f"abort {result.abort_reason}"]])
+        if mode != "persisted" and result.abort_token:
             store.acknowledge(result.abort_token, "abort")
         return True
-    if not result.delivered:
+    if mode == "one-call" and result.delivered:  # before_model's checkpoint: the notices wait in private state
+        _append(log.with_suffix(".waiting"), [message_to_dict(m) for m in result.delivered])
+    given = [*waiting, *result.delivered]
+    if not given:
         return False
-    if rng.random() < raise_rate:  # the model call raised: nothing recorded, nothing acknowledged
-        fd = os.open(log.with_suffix(".raised"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        os.write(fd, b"x")
-        os.close(fd)
+    if rng.random() < raise_rate:  # the model call raised: nothing recorded (handover: the notices are gone)
+        _append(log.with_suffix(".raised"), [])
         return True
-    record = "".join(f"{m.id}\t{m.content}\n" for m in result.delivered)
-    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    os.write(fd, record.encode())  # one write: the checkpoint (persisted) or the model's recorded answer (one-call)
-    os.close(fd)
-    if mode == "one-call":
-        acknowledge_notices(store, result.delivered)
+    if mode == "one-call":  # acknowledged after the answer, before the step's checkpoint, as the middleware does
+        acknowledge_notices(store, given)
+    # one write: the checkpoint holding the notices (persisted) or the model's answer with their ids (one-call)
+    _append(log, [[m.id, m.content] for m in given])
     return True
 
 
@@ -171,12 +220,10 @@ def run_kills(
         idle = 0 if (took or busy) else idle + 1
         if busy and not took:
             time.sleep(0.001)
-    lines = _read_log(log)
-    texts = [line.split("\t", 1)[1] for line in lines]
+    texts = [text for _, text in _read_log(log)]
     notices = Counter(text for text in texts if not text.startswith("abort "))
     honoured = Counter(text.removeprefix("abort ") for text in texts if text.startswith("abort "))
-    raised_path = log.with_suffix(".raised")
-    model_raised = raised_path.stat().st_size if raised_path.exists() else 0
+    model_raised = len(_records(log.with_suffix(".raised")))
     return Figures(
         backend=backend, mode=mode, posted=len(posted), killed=kills, model_raised=model_raised,
         delivered=len(set(notices) & set(posted)),

@@ -18,6 +18,7 @@ import os
 import re
 import secrets
 import sys
+import time
 import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -479,10 +480,15 @@ def add_inbox_commands(commands: argparse._SubParsersAction[Any], detailed: bool
     abort.add_argument("--reason", default="", help="why; shown to whoever runs the agent")
     abort.set_defaults(func=_inbox_abort)
 
-    ls = actions.add_parser("ls", help="list pending and delivered notices with their times (--json: with a preview)")
+    ls = actions.add_parser(
+        "ls", help="list pending, in-flight (claimed, not yet recorded) and delivered notices with their times "
+        "(--json: with a preview)",
+    )
     _add_target(ls)
     ls.add_argument("--json", action="store_true",
-                    help="print a JSON array: state, name, posted and delivered (UTC, ISO 8601), size in bytes, preview")
+                    help="print a JSON array: state (pending, in-flight, delivered), name, posted and delivered "
+                    "(UTC, ISO 8601), size in bytes, preview; for in-flight claims also owner, claimed, age_seconds "
+                    "and claim (held, dead, expired)")
     ls.set_defaults(func=_inbox_ls)
 
     setup = actions.add_parser("setup", help="create the PostgreSQL inbox's tables (once per database)")
@@ -540,10 +546,48 @@ def _time(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+CLAIM_STATES = {
+    "held": "owner alive, in lease",
+    "dead": "owner gone: the next pickup takes it over",
+    "expired": "lease ran out: the next pickup takes it over",
+}
+"""What ``inbox ls`` says of an in-flight claim, by :attr:`Lease.state` (a claim of the listing process counts as held)."""
+
+
+def _age(seconds: float) -> str:
+    """Return a duration as a person reads it in a listing: ``42s``, ``17m``, ``5h``, ``3d``."""
+    seconds = max(0.0, seconds)
+    for unit, size, up_to in (("s", 1, 120), ("m", 60, 7200), ("h", 3600, 172800)):
+        if seconds < up_to:
+            return f"{seconds // size:.0f}{unit}"
+    return f"{seconds // 86400:.0f}d"
+
+
 def _inbox_ls(args: argparse.Namespace) -> int:
+    from langchain_promptstrat.inbox_backends import LeasingInbox
+    from langchain_promptstrat.inbox_store import InboxEntry, Lease
+
     store = _inbox(args)
     pending, delivered = store.pending_entries(), store.delivered_entries()
-    listed = [(state, entry) for state, entries in (("pending", pending), ("delivered", delivered)) for entry in entries]
+    # claimed by a reader, not yet recorded as delivered: listed so that a notice is never invisible
+    claims: list[Lease] = store.in_flight(with_head=True) if isinstance(store, LeasingInbox) else []
+    listed: list[tuple[str, InboxEntry, Lease | None]] = [
+        *(("pending", entry, None) for entry in pending),
+        *(("in-flight", InboxEntry(lease.name, lease.mtime, lease.size, head=lease.head), lease) for lease in claims),
+        *(("delivered", entry, None) for entry in delivered),
+    ]
+    now = time.time()
+
+    def claim(lease: Lease | None) -> dict[str, Any]:
+        if lease is None:
+            return {"owner": None, "claimed": None, "age_seconds": None, "claim": None}
+        return {
+            "owner": lease.owner,
+            "claimed": _time(lease.leased_at),
+            "age_seconds": round(max(0.0, now - lease.leased_at), 1),
+            "claim": "held" if lease.state == "mine" else lease.state,
+        }
+
     if args.json:
         print(json.dumps([
             {
@@ -553,14 +597,18 @@ def _inbox_ls(args: argparse.Namespace) -> int:
                 "delivered": None if entry.delivered_at is None else _time(entry.delivered_at),
                 "size": entry.size,
                 "preview": entry.preview,
+                **claim(lease),
             }
-            for state, entry in listed
+            for state, entry, lease in listed
         ], indent=2, ensure_ascii=False))
         return 0
     if not listed:
         print(f"no notices in {store.location}")
-    for state, entry in listed:
-        print(f"{state:<9}  {_time(entry.mtime)}  {entry.name}")
+    for state, entry, lease in listed:
+        line = f"{state:<9}  {_time(entry.mtime)}  {entry.name}"
+        if lease is not None:
+            line += f"  claimed {_age(now - lease.leased_at)} ago by {lease.owner} ({CLAIM_STATES[claim(lease)['claim']]})"
+        print(line)
     return 0
 
 

@@ -100,8 +100,8 @@ class LeasingInbox(InboxBackend, Protocol):
         """Claim pending notice ``name`` for this process, returning it with its token; None when another reader took it."""
         ...
 
-    def in_flight(self) -> list[Lease]:
-        """Return the claims not yet acknowledged, with their owners."""
+    def in_flight(self, *, with_head: bool = False) -> list[Lease]:
+        """Return the claims not yet acknowledged, with their owners (``with_head``: and their first bytes, for listings)."""
         ...
 
     def take_over(self, lease: Lease, *, need_content: bool = True) -> Claimed | None:

@@ -184,8 +184,13 @@ _TAKE_OVER = """
 """
 
 _IN_FLIGHT = """
-    SELECT claim_token, name, claimed_by, leased_at, posted_at, octet_length(content) FROM {pending}
+    SELECT claim_token, name, claimed_by, leased_at, posted_at, octet_length(content), NULL FROM {pending}
     WHERE thread_id = %(thread)s AND claim_token IS NOT NULL ORDER BY posted_at, name
+"""
+
+_IN_FLIGHT_WITH_HEAD = """
+    SELECT claim_token, name, claimed_by, leased_at, posted_at, octet_length(content), substring(content FROM 1 FOR 240)
+    FROM {pending} WHERE thread_id = %(thread)s AND claim_token IS NOT NULL ORDER BY posted_at, name
 """
 
 _RECORD = """
@@ -569,12 +574,13 @@ class PostgresInbox:
         content, posted_at = row
         return Claimed(name=name, path=self._pending_at(name), mtime=posted_at.timestamp(), data=bytes(content), token=token)
 
-    def in_flight(self) -> list[Lease]:
-        """Return the claims not yet acknowledged, oldest posting time first."""
-        rows = self._fetch(_IN_FLIGHT, "list the claimed notices")
+    def in_flight(self, *, with_head: bool = False) -> list[Lease]:
+        """Return the claims not yet acknowledged, oldest posting time first (``with_head``: with their first bytes)."""
+        rows = self._fetch(_IN_FLIGHT_WITH_HEAD if with_head else _IN_FLIGHT, "list the claimed notices")
         return [
-            Lease(token, name, owner, leased.timestamp(), self.lease_seconds, posted.timestamp(), size)
-            for token, name, owner, leased, posted, size in rows
+            Lease(token, name, owner, leased.timestamp(), self.lease_seconds, posted.timestamp(), size,
+                  None if head is None else bytes(head))
+            for token, name, owner, leased, posted, size, head in rows
         ]
 
     def take_over(self, lease: Lease, *, need_content: bool = True) -> Claimed | None:

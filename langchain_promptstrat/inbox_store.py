@@ -62,7 +62,7 @@ import stat
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -314,6 +314,8 @@ class Lease:
     lease_seconds: float
     mtime: float
     size: int
+    head: bytes | None = field(default=None, compare=False)
+    """The first bytes of the content, for listings (``in_flight(with_head=True)``); None otherwise."""
 
     @property
     def state(self) -> str:
@@ -758,8 +760,11 @@ class DirectoryInbox:
             os.close(fd)
         return Claimed(name=name, path=path, mtime=st.st_mtime, data=data, token=token)
 
-    def in_flight(self) -> list[Lease]:
-        """Return the claims not yet acknowledged, oldest posting time first; empty claim leftovers are cleared."""
+    def in_flight(self, *, with_head: bool = False) -> list[Lease]:
+        """Return the claims not yet acknowledged, oldest posting time first; empty claim leftovers are cleared.
+
+        ``with_head`` also reads each notice's first bytes, for a listing's preview.
+        """
         if not self._safe():
             return []
         try:
@@ -785,7 +790,8 @@ class DirectoryInbox:
                     st = inside[0].stat(follow_symlinks=False)
                 except OSError:
                     continue
-                leases.append(Lease(token, inside[0].name, owner, leased_at, self.lease_seconds, st.st_mtime, st.st_size))
+                head = _read_head(inside[0].path) if with_head else None
+                leases.append(Lease(token, inside[0].name, owner, leased_at, self.lease_seconds, st.st_mtime, st.st_size, head))
         leases.sort(key=lambda lease: (lease.mtime, lease.name))
         return leases
 

@@ -177,3 +177,58 @@ class TestInboxLsJson:
         """No notices: `[]`, not the human sentence."""
         code, out, _ = run(capsys, "inbox", "ls", "--save-file", str(save_file), "--json")
         assert (code, json.loads("\n".join(out))) == (0, [])
+
+
+class TestInboxLsInFlight:
+    """A claimed notice (picked up, not yet recorded as delivered) is listed as in flight, with its owner and age."""
+
+    LEASE = (
+        "import sys; from langchain_promptstrat.inbox_store import DirectoryInbox; "
+        "assert DirectoryInbox.for_save_file(sys.argv[1]).lease(sys.argv[2]) is not None"
+    )
+
+    def test_ls_shows_a_claim_whose_reader_died_with_its_owner_and_age(self, capsys, save_file):
+        """A reader killed after its pickup leaves a claim; ls lists it between pending and delivered, owner gone."""
+        store = DirectoryInbox.for_save_file(save_file)
+        for name, when in (("a", 100), ("b", 200), ("c", 300)):
+            os.utime(store.post(name, name=name), (when, when))
+        store.claim("c")
+        subprocess.run([sys.executable, "-c", self.LEASE, str(save_file), "a"], check=True, timeout=120)
+        (lease,) = store.in_flight()
+        code, out, err = run(capsys, "inbox", "ls", "--save-file", str(save_file))
+        assert (code, err) == (0, [])
+        assert out[0] == "pending    1970-01-01T00:03:20Z  b"
+        assert out[1].startswith("in-flight  1970-01-01T00:01:40Z  a  claimed ")
+        assert out[1].endswith(f" ago by {lease.owner} (owner gone: the next pickup takes it over)")
+        assert out[2] == "delivered  1970-01-01T00:05:00Z  c"
+
+    def test_ls_json_gives_in_flight_claims_their_owner_time_age_and_state(self, capsys, save_file):
+        """--json: an in-flight entry carries owner, claimed, age_seconds and claim; other entries have them null."""
+        store = DirectoryInbox.for_save_file(save_file)
+        store.post("use the\nstaging database", name="a")
+        store.post("later", name="b")
+        store.lease("a")
+        code, out, err = run(capsys, "inbox", "ls", "--save-file", str(save_file), "--json")
+        assert (code, err) == (0, [])
+        pending, claimed = json.loads("\n".join(out))
+        assert (claimed["state"], claimed["name"], claimed["size"], claimed["delivered"]) == ("in-flight", "a", 24, None)
+        assert claimed["preview"] == "use the staging database"
+        assert claimed["owner"] == store.in_flight()[0].owner and claimed["claim"] == "held"
+        assert claimed["claimed"].endswith("Z") and 0 <= claimed["age_seconds"] < 60
+        assert (pending["state"], pending["owner"], pending["claimed"], pending["age_seconds"], pending["claim"]) == (
+            "pending", None, None, None, None
+        )
+
+    def test_another_live_process_sees_the_claim_held_then_expired(self, save_file):
+        """Listed from another process, a claim of this live process is held, and expired once past its lease."""
+        store = DirectoryInbox.for_save_file(save_file)
+        store.post("x", name="a")
+        store.lease("a")
+        env = {k: v for k, v in os.environ.items() if k != INBOX_ROOT_ENV}
+        listed = [
+            subprocess.run([str(PROMPTSTRAT), "inbox", "ls", "--save-file", str(save_file), "--json"],
+                           capture_output=True, text=True, env={**env, "INBOX_LEASE_SECONDS": lease}, timeout=120)
+            for lease in ("600", "0")
+        ]
+        assert [(p.returncode, p.stderr) for p in listed] == [(0, ""), (0, "")]
+        assert [json.loads(p.stdout)[0]["claim"] for p in listed] == ["held", "expired"]

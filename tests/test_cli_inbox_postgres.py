@@ -93,3 +93,33 @@ class TestInboxLsJsonDsn:
         (entry,) = json.loads("\n".join(out))
         assert (entry["state"], entry["name"], entry["size"], entry["delivered"]) == ("pending", "n.txt", 300, None)
         assert entry["preview"] == "x" * 79 + "…"
+
+
+class TestInboxLsInFlightDsn:
+    def test_ls_lists_postgres_claims_in_flight_with_owner_and_age(self, capsys, dsn, monkeypatch):
+        """`inbox ls --dsn` shows a claimed, unacknowledged notice as in flight, in text and JSON, like the directory."""
+        import json
+
+        from langchain_promptstrat.inbox_postgres import PostgresInboxes
+
+        monkeypatch.delenv(DSN_ENV, raising=False)
+        thread = f"run-{secrets.token_hex(3)}"
+        store = PostgresInboxes(dsn).for_thread(thread)
+        store.post("use the staging database", name="a.txt")
+        store.post("later", name="b.txt")
+        store.lease("a.txt")
+        (lease,) = store.in_flight()
+        code, out, err = run(capsys, "inbox", "ls", "--dsn", dsn, "--thread", thread)
+        assert (code, err) == (0, [])
+        assert out[0].startswith("pending    ") and out[0].endswith("  b.txt")
+        assert out[1].startswith("in-flight  ") and "  a.txt  claimed " in out[1]
+        assert out[1].endswith(f" ago by {lease.owner} (owner alive, in lease)")
+        code, out, _ = run(capsys, "inbox", "ls", "--dsn", dsn, "--thread", thread, "--json")
+        claimed = json.loads("\n".join(out))[1]
+        assert (claimed["state"], claimed["name"], claimed["size"], claimed["preview"]) == (
+            "in-flight", "a.txt", 24, "use the staging database"
+        )
+        assert (claimed["owner"], claimed["claim"]) == (lease.owner, "held") and claimed["age_seconds"] >= 0
+        store.acknowledge(lease.token, lease.name)
+        code, out, _ = run(capsys, "inbox", "ls", "--dsn", dsn, "--thread", thread)
+        assert [line.split()[::2] for line in out] == [["pending", "b.txt"], ["delivered", "a.txt"]]

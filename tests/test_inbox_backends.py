@@ -31,7 +31,7 @@ from langchain_core.messages import HumanMessage
 
 from langchain_promptstrat.errors import ConfigError, InboxAborted, InboxError
 from langchain_promptstrat.inbox_backends import InboxBackend, InboxProvider, is_inbox_backend
-from langchain_promptstrat.inbox_store import DirectoryInbox
+from langchain_promptstrat.inbox_store import PREVIEW_BYTES, DirectoryInbox
 from langchain_promptstrat.messages import mark_of
 from langchain_promptstrat.strategies.inbox import Inbox, inbox_for_config, pick_up
 
@@ -292,6 +292,17 @@ class TestContract:
         waiting = store.pending() + [lease.name for lease in store.in_flight()]  # pending, or claimed by this process
         assert waiting == ["n.txt"] and inbox_backend.history(store) == {}
         assert pick_up_through_the_strategy(inbox_backend) == ["survivor"]
+
+    def test_in_flight_claims_carry_their_first_bytes_only_when_asked(self, inbox_backend):
+        """in_flight(with_head=True) gives each claim's first PREVIEW_BYTES for listings; a pickup's in_flight() reads none."""
+        store = inbox_backend.store
+        store.post("é" * 300, name="long.txt")
+        store.post("short", name="short.txt")
+        assert store.lease("long.txt") is not None and store.lease("short.txt") is not None
+        listed = store.in_flight(with_head=True)
+        assert [(lease.name, lease.size) for lease in listed] == [("long.txt", 600), ("short.txt", 5)]
+        assert [lease.head for lease in listed] == [("é" * 300).encode()[:PREVIEW_BYTES], b"short"]
+        assert [lease.head for lease in store.in_flight()] == [None, None]
 
     def test_post_refuses_a_pending_name_the_reserved_name_and_empty_content(self, inbox_backend):
         """The writers refuse what the directory backend refuses, with the same messages."""

@@ -57,34 +57,36 @@ def _report(figures, capsys) -> None:
         print(f"\n{inbox_kills.HEADER}\n{figures.row()}")
 
 
+def _check(figures: Any, mode: str) -> None:
+    assert figures.killed == KILLS and figures.posted == 2 * KILLS and figures.aborts_posted > 0
+    assert figures.duplicated == 0
+    if mode == "handover":  # at most once: what a kill or a failed model call took is counted, never sent twice
+        assert figures.delivered + figures.lost == figures.posted + figures.aborts_posted - figures.aborts_honoured
+    else:
+        assert figures.lost == 0 and figures.delivered == figures.posted
+        assert figures.aborts_honoured == figures.aborts_posted
+
+
 @pytest.mark.parametrize("mode", inbox_kills.MODES)
 def test_killed_readers_on_the_directory_lose_nothing(mode, tmp_path, capsys):
-    """400 readers SIGKILLed at random points (and failing model calls): every notice and abort delivered, none
-    twice when notices persist; with one-call delivery the only duplicates are the counted kill-after-answer window."""
+    """400 readers SIGKILLed at random points (and failing model calls): every notice and abort delivered exactly
+    once, persisted or one-call; the handover mode sends none twice and its losses are the counted window."""
     figures = inbox_kills.run_kills(
         inbox_kills.directory_factory(tmp_path), backend="directory", mode=mode, kills=KILLS, workdir=tmp_path
     )
     _report(figures, capsys)
-    assert figures.killed == KILLS and figures.posted == 2 * KILLS
-    assert figures.lost == 0 and figures.delivered == figures.posted
-    assert figures.aborts_honoured == figures.aborts_posted > 0
-    if mode == "persisted":
-        assert figures.duplicated == 0
+    _check(figures, mode)
 
 
 @pytest.mark.parametrize("mode", inbox_kills.MODES)
 def test_killed_readers_on_postgresql_lose_nothing(mode, postgres_dsn, postgres_schema, tmp_path, capsys):  # noqa: F811
-    """The same 400 kills on PostgreSQL: nothing lost, nothing twice when notices persist."""
+    """The same 400 kills on PostgreSQL: exactly once persisted or one-call, at most once in the handover mode."""
     figures = inbox_kills.run_kills(
         inbox_kills.postgres_factory(postgres_dsn, postgres_schema), backend="postgresql", mode=mode,
         kills=KILLS, max_delay=0.03, workdir=tmp_path,
     )
     _report(figures, capsys)
-    assert figures.killed == KILLS and figures.posted == 2 * KILLS
-    assert figures.lost == 0 and figures.delivered == figures.posted
-    assert figures.aborts_honoured == figures.aborts_posted > 0
-    if mode == "persisted":
-        assert figures.duplicated == 0
+    _check(figures, mode)
 
 
 # --------------------------------------------------------------------------- failing model calls
@@ -103,6 +105,19 @@ class TestFailingModelCalls:
         assert contents(out["messages"]).count("use the staging database") == 1
         agent.invoke({"messages": [HumanMessage("more")]}, CONFIG)  # the next pickup finds it stored: recorded
         assert os.listdir(inbox_removed_dir(tmp_path / "run.1.chat")) != [] and DirectoryInbox.for_thread(THREAD, tmp_path).in_flight() == []
+
+    def test_hook_without_persisting_hands_a_notice_over_at_most_once(self, tmp_path):
+        """pre_model_hook(persist_inbox=False) records a notice as delivered when handed over: a model call that then
+        raises takes it with it (the README's stated window), and the retry does not get it again, nor twice."""
+        model = ScriptedChatModel([RuntimeError("provider down"), "ok"])
+        agent = react_agent(model, pre_model_hook(inbox_root=tmp_path, persist_inbox=False))
+        post_to_inbox(thread_id=THREAD, root=tmp_path, content="use the staging database")
+        with pytest.raises(RuntimeError, match="provider down"):
+            agent.invoke({"messages": [HumanMessage("task")]}, CONFIG)
+        agent.invoke({"messages": [HumanMessage("again")]}, CONFIG)
+        store = DirectoryInbox.for_thread(THREAD, tmp_path)
+        assert [contents(call).count("use the staging database") for call in model.calls] == [1, 0]
+        assert store.in_flight() == [] and store.pending() == [] and len(store.delivered_entries()) == 1
 
     def test_middleware_one_call_notice_is_acknowledged_only_after_the_model_answered(self, tmp_path):
         """persist_inbox=False: a model call that raises leaves the notice claimed; the retry gets it under the same id."""
@@ -126,6 +141,91 @@ class TestFailingModelCalls:
         assert [m.id for m in second if m.content == "look at the logs"] == [m.id for m in first if m.content == "look at the logs"]
         assert [m.id for m in second if m.content == "look at the logs"] == [notice_id(lease.token)]
         assert store.in_flight() == [] and [e.name for e in store.delivered_entries()] != []
+
+
+    def test_middleware_one_call_notice_answered_by_a_resumed_process_is_not_sent_again(self, tmp_path):
+        """persist_inbox=False with a checkpointer: a step resumed by a fresh middleware (another process) acknowledges
+        the notice its model answered, so the next model call does not get it again."""
+        from langchain.agents import create_agent
+
+        from langchain_promptstrat.adapters.middleware import PromptStrategyMiddleware
+
+        model = ScriptedChatModel([RuntimeError("killed mid-call"), "ok", "later"])
+        saver = InMemorySaver()
+
+        def app() -> Any:  # a fresh middleware each time: what a restarted worker builds
+            mw = PromptStrategyMiddleware(inbox_root=tmp_path, persist_inbox=False)
+            return create_agent(model, [], system_prompt="sys", middleware=[mw], checkpointer=saver)
+
+        post_to_inbox(thread_id=THREAD, root=tmp_path, content="look at the logs")
+        with pytest.raises(RuntimeError):
+            app().invoke({"messages": [HumanMessage("task")]}, CONFIG)
+        app().invoke(None, CONFIG)  # resume the failed step from the checkpoint
+        app().invoke({"messages": [HumanMessage("next")]}, CONFIG)
+        store = DirectoryInbox.for_thread(THREAD, tmp_path)
+        assert [contents(call).count("look at the logs") for call in model.calls] == [1, 1, 0]
+        assert store.in_flight() == [] and len(store.delivered_entries()) == 1
+
+    @pytest.mark.parametrize("run", ["invoke", "ainvoke"])
+    def test_middleware_one_call_notice_whose_acknowledgement_failed_is_settled_by_the_next_pickup(self, run, tmp_path, monkeypatch):
+        """persist_inbox=False (sync and async): when recording a delivery fails after the model answered, the answered
+        id kept in private state lets the next pickup record it instead of sending the notice to a second model call."""
+        import asyncio
+        from langchain.agents import create_agent
+
+        from langchain_promptstrat.adapters.middleware import ANSWERED_KEY, PromptStrategyMiddleware
+
+        model = ScriptedChatModel(["ok", "later"])
+        app = create_agent(
+            model, [], system_prompt="sys", checkpointer=InMemorySaver(),
+            middleware=[PromptStrategyMiddleware(inbox_root=tmp_path, persist_inbox=False)],
+        )
+        post_to_inbox(thread_id=THREAD, root=tmp_path, content="look at the logs")
+        real = DirectoryInbox.acknowledge
+
+        def outage(self: DirectoryInbox, token: str, name: str | None = None) -> Any:
+            raise OSError("disk unavailable")
+
+        def invoke(text: str) -> Any:
+            if run == "invoke":
+                return app.invoke({"messages": [HumanMessage(text)]}, CONFIG)
+            return asyncio.run(app.ainvoke({"messages": [HumanMessage(text)]}, CONFIG))
+
+        monkeypatch.setattr(DirectoryInbox, "acknowledge", outage)
+        invoke("task")
+        store = DirectoryInbox.for_thread(THREAD, tmp_path)
+        (lease,) = store.in_flight()
+        assert app.get_state(CONFIG).values[ANSWERED_KEY] == [notice_id(lease.token)]
+        monkeypatch.setattr(DirectoryInbox, "acknowledge", real)
+        invoke("next")
+        assert [contents(call).count("look at the logs") for call in model.calls] == [1, 0]
+        assert store.in_flight() == [] and len(store.delivered_entries()) == 1
+        assert app.get_state(CONFIG).values.get(ANSWERED_KEY) is None
+
+
+    def test_middleware_one_call_notice_a_strategy_left_out_stays_claimed_for_the_next_pickup(self, tmp_path):
+        """persist_inbox=False: a notice the strategies removed from the request was not answered, so it is neither
+        acknowledged nor recorded as answered; it stays claimed and the next pickup delivers it again."""
+        from langchain.agents import create_agent
+
+        from langchain_promptstrat.adapters.middleware import ANSWERED_KEY, PromptStrategyMiddleware
+
+        def hide(messages: Any) -> Any:
+            return [m for m in messages if m.content != "hidden"]
+
+        model = ScriptedChatModel(["ok"])
+        app = create_agent(
+            model, [], system_prompt="sys", checkpointer=InMemorySaver(),
+            middleware=[PromptStrategyMiddleware(["inbox", hide], inbox_root=tmp_path, persist_inbox=False)],
+        )
+        post_to_inbox(thread_id=THREAD, root=tmp_path, content="hidden", name="a.txt")
+        post_to_inbox(thread_id=THREAD, root=tmp_path, content="shown", name="b.txt")
+        app.invoke({"messages": [HumanMessage("task")]}, CONFIG)
+        store = DirectoryInbox.for_thread(THREAD, tmp_path)
+        assert contents(model.calls[0])[-1] == "shown" and "hidden" not in contents(model.calls[0])
+        (lease,) = store.in_flight()
+        assert lease.name == "a.txt" and [e.name for e in store.delivered_entries()] == ["b.txt"]
+        assert notice_id(lease.token) not in (app.get_state(CONFIG).values.get(ANSWERED_KEY) or [])
 
 
 # --------------------------------------------------------------------------- editors

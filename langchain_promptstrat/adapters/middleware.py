@@ -39,17 +39,23 @@ from typing_extensions import NotRequired
 from langchain_promptstrat.adapters.langgraph import InboxSource, prompt_for_model
 from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
 from langchain_promptstrat.errors import ConfigError, InboxError
+from langchain_promptstrat.inbox_backends import LeasingInbox
 from langchain_promptstrat.registry import StrategySpec, resolve_strategies
 from langchain_promptstrat.settings import Settings
-from langchain_promptstrat.strategies.inbox import InboxBackendSpec, acknowledge_notices, notice_ids
+from langchain_promptstrat.strategies.inbox import InboxBackendSpec, acknowledge_notices, notice_id, notice_ids
 
-__all__ = ["ABORT_KEY", "PENDING_KEY", "PromptStrategyMiddleware", "PromptStratState"]
+__all__ = ["ABORT_KEY", "ANSWERED_KEY", "PENDING_KEY", "PromptStrategyMiddleware", "PromptStratState"]
 
 ABORT_KEY: Final = "promptstrat_abort"
 """State key holding the inbox abort that ended the run (``on_abort="end"``), until the next model call."""
 
 PENDING_KEY: Final = "promptstrat_pending_notices"
 """Private state key carrying unpersisted inbox notices from ``before_model`` to the next model request."""
+
+ANSWERED_KEY: Final = "promptstrat_answered_notices"
+"""Private state key holding the ids of unpersisted notices a model call has answered, written in the same
+step as the answer: the next pickup acknowledges them instead of delivering them again (the one-call twin of
+finding a persisted notice in ``messages``)."""
 
 OnAbort = Literal["interrupt", "end", "raise"]
 
@@ -76,6 +82,7 @@ class PromptStratState(AgentState):
 
     promptstrat_abort: NotRequired[Annotated[dict[str, Any] | None, OmitFromInput]]
     promptstrat_pending_notices: NotRequired[Annotated[list[AnyMessage] | None, PrivateStateAttr]]
+    promptstrat_answered_notices: NotRequired[Annotated[list[str] | None, PrivateStateAttr]]
 
 
 class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
@@ -91,7 +98,11 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
     record and wait for the next run's first model request. A notice is acknowledged once
     the model call that received it has returned (or, persisted, when a later pickup finds
     it in the checkpointed state); a crash or a failed model call before that delivers it
-    again, under the same message id. The default strategy keeps each request under a
+    again, under the same message id. One-call notices wait in private state until a model
+    call answers them, and their ids go into private state (:data:`ANSWERED_KEY`) in the
+    same step as the answer, so with a checkpointer a crash before the acknowledgement is
+    settled by the next pickup, not by a second model call: exactly once either way. The
+    default strategy keeps each request under a
     context ceiling: ``max_tokens`` (tokens, or ``("fraction", 0.8)`` of the model's input
     window), else ``PROMPTSTRAT_MAX_TOKENS``, else ``request.model``'s window from its
     LangChain profile minus room for the reply, else 111,616 tokens; the request's system
@@ -162,13 +173,16 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
         update: dict[str, Any] = {ABORT_KEY: None} if state.get(ABORT_KEY) else {}
         waiting: Any = state.get(PENDING_KEY) or []
         stored: Any = state.get("messages") or []
+        answered = list(state.get(ANSWERED_KEY) or [])
         _, delivery = self._inbox.deliver(
             config,
             on_abort="return" if self.on_abort == "end" else self.on_abort,
-            seen=notice_ids(stored) if self.persist_inbox else frozenset(),
+            seen=(notice_ids(stored) if self.persist_inbox else frozenset()) | frozenset(answered),
             held=notice_ids(waiting),
             settle=False,
         )
+        if answered:  # the pickup acknowledged them; keep only those it could not (an outage), for the next one
+            update[ANSWERED_KEY] = self._still_in_flight(config, answered) or None
         self._unacknowledged.update(m.id for m in delivery.notices if m.id)
         if delivery.notices and self.persist_inbox:
             update["messages"] = delivery.notices
@@ -197,7 +211,19 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
         marked = mark_cache_control(system) if system is not None else None
         return self._marking_alone, ({"system_message": marked} if marked is not None else {})
 
-    def _rewrite(self, request: ModelRequest) -> tuple[ModelRequest, Command[Any] | None]:
+    def _still_in_flight(self, config: RunnableConfig, answered: list[str]) -> list[str]:
+        """Return the ids among ``answered`` whose claims are still unacknowledged (all of them when the inbox is unreachable)."""
+        store = self._inbox.store(config)
+        if not isinstance(store, LeasingInbox):
+            return []
+        try:
+            claimed = {notice_id(lease.token) for lease in store.in_flight()}
+        except OSError:
+            return answered
+        return [nid for nid in answered if nid in claimed]
+
+    def _rewrite(self, request: ModelRequest) -> tuple[ModelRequest, list[AnyMessage]]:
+        """Return the request with its messages rewritten, and the unpersisted notices it now carries."""
         config = _run_config()
         pending = cast(PromptStratState, request.state).get(PENDING_KEY) or []  # state_schema adds the key
         save_file = self._inbox.save_file(config) if self._inbox.needed and config is not None else None
@@ -206,17 +232,30 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
         bounds: dict[str, Any] = {"max_tokens": self.max_tokens, "model": request.model, "tools": list(request.tools or []), "system": system}
         prompt = prompt_for_model(strategies, request.messages, pending, save_file=save_file, config=config, request=bounds)
         # the strategies return the concrete message classes AnyMessage names, typed as BaseMessage
-        return request.override(messages=cast("list[AnyMessage]", prompt), **overrides), Command(update={PENDING_KEY: None}) if pending else None
+        return request.override(messages=cast("list[AnyMessage]", prompt), **overrides), list(pending)
 
-    def _acknowledge(self, request: ModelRequest) -> None:
-        """Record as delivered the notices this model call received: it has returned, so they reached a model."""
-        if not self._unacknowledged:
-            return
-        received = [m for m in request.messages if m.id in self._unacknowledged]
-        if not received:
-            return
-        acknowledge_notices(self._inbox.store(_run_config()), received)
-        self._unacknowledged.difference_update(m.id for m in received)
+    def _acknowledge(self, request: ModelRequest, pending: list[AnyMessage]) -> Command[Any] | None:
+        """Record as delivered the notices this model call received, and return the state update that goes with its answer.
+
+        The model has returned, so they reached a model. Unpersisted notices (``pending``)
+        are acknowledged whoever picked them up (a process resuming a checkpoint did not),
+        and their ids go into :data:`ANSWERED_KEY` in the same step as the answer, so a
+        crash before this acknowledgement is settled by the next pickup, never by a second
+        model call.
+        """
+        shown = {m.id for m in request.messages}
+        pending = [m for m in pending if m.id in shown]  # one the strategies left out is claimed still: sent again
+        received = [m for m in request.messages if m.id in self._unacknowledged] if self._unacknowledged else []
+        ids = {m.id for m in received}
+        received += [m for m in pending if m.id not in ids]
+        if received:
+            acknowledge_notices(self._inbox.store(_run_config()), received)
+            self._unacknowledged.difference_update(m.id for m in received)
+        if not cast(PromptStratState, request.state).get(PENDING_KEY):
+            return None
+        earlier = cast(PromptStratState, request.state).get(ANSWERED_KEY) or []
+        answered = [*earlier, *(m.id for m in pending if m.id and m.id not in earlier)]
+        return Command(update={PENDING_KEY: None, ANSWERED_KEY: answered or None})
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
@@ -225,19 +264,19 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
 
         The inbox notices in the request are acknowledged only once the model has answered.
         """
-        request, clear = self._rewrite(request)
+        request, pending = self._rewrite(request)
         response = handler(request)
-        self._acknowledge(request)
-        return ExtendedModelResponse(response, clear) if clear else response
+        update = self._acknowledge(request, pending)
+        return ExtendedModelResponse(response, update) if update else response
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse | ExtendedModelResponse:
         """Async twin of :meth:`wrap_model_call`: the same rewrite and acknowledgement, off the event loop."""
-        request, clear = await run_in_executor(None, self._rewrite, request)
+        request, pending = await run_in_executor(None, self._rewrite, request)
         response = await handler(request)
-        await run_in_executor(None, self._acknowledge, request)
-        return ExtendedModelResponse(response, clear) if clear else response
+        update = await run_in_executor(None, self._acknowledge, request, pending)
+        return ExtendedModelResponse(response, update) if update else response
 
 
 class _PromptStrategyCompactionMiddleware(PromptStrategyMiddleware):
