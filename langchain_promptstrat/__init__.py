@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from langchain_promptstrat.strategies.none import NoStrategy
     from langchain_promptstrat.strategies.shorten_tools import ShortenTools
     from langchain_promptstrat.strategies.sliding_window import SlidingWindow
-    from langchain_promptstrat.strategies.summary import Summary
+    from langchain_promptstrat.strategies.summary import Summary, SummaryFailedWarning
     from langchain_promptstrat.strategies.tool_results import ToolResults
     from langchain_promptstrat.tokens import TokenCounter, as_token_counter
     from langchain_promptstrat.truncation import shorten_string, truncate_string
@@ -51,12 +51,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Ceiling",
-    "ContextWindowError",
-    "DEFAULT_CEILING",
-    "resolve_ceiling",
     "Compacted",
     "CompactionLadder",
     "ConfigError",
+    "ContextWindowError",
+    "DEFAULT_CEILING",
     "DEFAULT_STRATEGIES",
     "DirectoryInbox",
     "Inbox",
@@ -79,6 +78,7 @@ __all__ = [
     "SlidingWindow",
     "StrategyReport",
     "Summary",
+    "SummaryFailedWarning",
     "TokenCounter",
     "ToolResults",
     "UnknownStrategyError",
@@ -95,6 +95,7 @@ __all__ = [
     "prepare_prompt",
     "register_strategy",
     "request_abort",
+    "resolve_ceiling",
     "shorten_string",
     "truncate_string",
     "unregister_strategy",
@@ -130,6 +131,7 @@ _EXPORTS: dict[str, str] = {
     "SlidingWindow": "langchain_promptstrat.strategies.sliding_window",
     "StrategyReport": "langchain_promptstrat.report",
     "Summary": "langchain_promptstrat.strategies.summary",
+    "SummaryFailedWarning": "langchain_promptstrat.strategies.summary",
     "TokenCounter": "langchain_promptstrat.tokens",
     "ToolResults": "langchain_promptstrat.strategies.tool_results",
     "UnknownStrategyError": "langchain_promptstrat.errors",

@@ -55,6 +55,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
+from langchain_promptstrat.cli_defaults import CACHE_RULES
+
 __all__ = [
     "ANTHROPIC_LOOKBACK_BLOCKS",
     "ANTHROPIC_MAX_BREAKPOINTS",
@@ -72,7 +74,6 @@ __all__ = [
     "openai_cached_tokens",
 ]
 
-CACHE_RULES = ("prefix", "openai", "anthropic")
 OPENAI_MIN_TOKENS = 1024
 OPENAI_INCREMENT = 128
 ANTHROPIC_MIN_TOKENS = 1024

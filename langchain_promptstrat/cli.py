@@ -73,18 +73,21 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(f"{message} (see {self.prog} --help)")
 
 
-def build_parser(detailed: bool = True) -> argparse.ArgumentParser:
+def build_parser(detailed: bool = True, command: str | None = None) -> argparse.ArgumentParser:
     """Return the ``promptstrat`` parser; each command group adds its subcommands with a ``func`` default.
 
     ``detailed=False`` leaves out the commands' options (and the imports their defaults
-    need): enough to answer ``promptstrat --help`` and ``--version`` at once.
+    need): enough to answer ``promptstrat --help`` and ``--version`` at once. A
+    ``command`` (the first word of the command line) details only its own group, so
+    ``promptstrat inbox ...`` (its help included) never imports LangChain for the options
+    of ``simulate`` or ``stats``.
     """
     parser = _Parser(prog=PROG, description="Prompt strategies for long LangChain and LangGraph agent runs.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    add_simulate_commands(commands, detailed)
-    add_conversation_commands(commands, detailed)
-    add_inbox_commands(commands, detailed)
+    add_simulate_commands(commands, detailed and command in (None, "simulate"))
+    add_conversation_commands(commands, detailed and command in (None, "apply", "stats"))
+    add_inbox_commands(commands, detailed and command in (None, "inbox"))
     return parser
 
 
@@ -132,7 +135,7 @@ def _price(text: str) -> float:
 
 
 def _add_counter_options(parser: argparse.ArgumentParser) -> None:
-    from langchain_promptstrat.tokens import DEFAULT_ENCODING
+    from langchain_promptstrat.cli_defaults import DEFAULT_ENCODING
 
     counter = parser.add_mutually_exclusive_group()
     counter.add_argument("--encoding", metavar="NAME", help=f"tiktoken encoding that counts tokens (default: {DEFAULT_ENCODING})")
@@ -163,8 +166,8 @@ def add_simulate_commands(commands: argparse._SubParsersAction[Any], detailed: b
     )
     if not detailed:
         return
-    from langchain_promptstrat.cache_rules import CACHE_RULES
-    from langchain_promptstrat.simulate import DEFAULT_CACHED_FRACTION, DEFAULT_MAX_TOKENS, DEFAULT_TOOL_CALLS
+    from langchain_promptstrat.cli_defaults import CACHE_RULES
+    from langchain_promptstrat.cli_defaults import DEFAULT_CACHED_FRACTION, DEFAULT_MAX_TOKENS, DEFAULT_TOOL_CALLS
 
     sim.add_argument(
         "strategies", nargs="*", metavar="STRATEGY|FILE",
@@ -309,7 +312,7 @@ def add_conversation_commands(commands: argparse._SubParsersAction[Any], detaile
     )
     if not detailed:
         return
-    from langchain_promptstrat.simulate import DEFAULT_MAX_TOKENS
+    from langchain_promptstrat.cli_defaults import DEFAULT_MAX_TOKENS
 
     apply.add_argument("file", metavar="FILE", help="the conversation, or '-' for standard input")
     apply.add_argument("--strategy", metavar="SPEC",
@@ -618,7 +621,7 @@ def _inbox_ls(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``promptstrat`` with ``argv`` (default ``sys.argv[1:]``) and return the exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(detailed=not _top_level_only(argv))
+    parser = build_parser(detailed=not _top_level_only(argv), command=argv[0] if argv else None)
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
         try:

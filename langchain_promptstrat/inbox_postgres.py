@@ -54,6 +54,7 @@ from langchain_promptstrat.inbox_store import (
     InboxEntry,
     Lease,
     _limits,
+    abort_reason_bytes,
     current_owner,
     warn_once,
     _check_name,
@@ -662,7 +663,7 @@ class PostgresInbox:
 
         Raises :class:`InboxError` when an abort is already pending, rather than replace its reason.
         """
-        return self._insert(reason.encode("utf-8"), ABORT_FILE)
+        return self._insert(abort_reason_bytes(reason), ABORT_FILE)
 
     def _insert(self, data: bytes, name: str | None) -> str:
         try:

@@ -932,7 +932,7 @@ class DirectoryInbox:
         Raises :class:`InboxError` when an abort is already pending, rather than replace
         its reason.
         """
-        return self._write(reason.encode("utf-8"), ABORT_FILE)
+        return self._write(abort_reason_bytes(reason), ABORT_FILE)
 
     def _write(self, data: bytes, name: str | None) -> Path:
         if not self._safe(inbox_only=True):
@@ -985,6 +985,20 @@ def notice_bytes(content: object) -> bytes:
     if isinstance(content, (bytes, bytearray, memoryview)):
         return bytes(content)  # delivered with replacement characters where it is not UTF-8
     raise InboxError(f"a notice is text (str, or UTF-8 bytes), got {type(content).__name__}")
+
+
+def abort_reason_bytes(reason: object) -> bytes:
+    """Return an abort reason as UTF-8 bytes; refuse anything that is not text, before anything is written.
+
+    Like :func:`notice_bytes`, a lone surrogate (from a command line of undecodable bytes)
+    or a non-string is refused with :class:`InboxError` naming the problem.
+    """
+    if not isinstance(reason, str):
+        raise InboxError(f"an abort reason is text (str), got {type(reason).__name__}")
+    try:
+        return reason.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InboxError(f"the abort reason is not valid text: character {exc.start} is a lone surrogate") from None
 
 
 def post_to_inbox(

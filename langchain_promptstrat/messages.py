@@ -112,9 +112,9 @@ def coerce_messages(value: Any) -> list[BaseMessage]:
         if isinstance(item, BaseMessage):
             out.append(item)
             continue
-        try:
+        try:  # AttributeError: a malformed field such as "tool_calls": "oops"
             out.extend(convert_to_messages([item]))
-        except (ValueError, TypeError, KeyError, NotImplementedError) as exc:
+        except (ValueError, TypeError, KeyError, AttributeError, NotImplementedError) as exc:
             raise InvalidMessagesError(f"message {i}: cannot read as a chat message: {exc}") from None
     return tool_results_as_tool_messages(out)
 
@@ -456,14 +456,28 @@ def content_text(content: Any) -> str:
 
 
 def value_chars(value: Any) -> int:
-    """Return the characters of a value's strings, keys and scalars, walking containers."""
+    """Return the characters of a value's strings, keys and scalars, walking containers.
+
+    The walk keeps its own stack rather than recursing, so arguments nested deeper than
+    Python's recursion limit (a JSON file may nest a thousand levels) are measured, not
+    turned into a ``RecursionError``.
+    """
     if isinstance(value, str):
         return len(value)
-    if isinstance(value, dict):
-        return sum(len(str(k)) + value_chars(v) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return sum(value_chars(v) for v in value)
-    return len(str(value)) if value is not None else 0
+    total = 0
+    pending: list[Any] = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            total += len(item)
+        elif isinstance(item, dict):
+            total += sum(len(str(k)) for k in item)
+            pending.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            pending.extend(item)
+        elif item is not None:
+            total += len(str(item))
+    return total
 
 
 def message_chars(message: BaseMessage) -> int:

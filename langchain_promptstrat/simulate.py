@@ -81,6 +81,7 @@ from typing import Any, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
+from langchain_promptstrat.cli_defaults import DEFAULT_CACHED_FRACTION, DEFAULT_MAX_TOKENS, DEFAULT_TOOL_CALLS
 from langchain_promptstrat.adapters.runnable import PromptStrategy
 from langchain_promptstrat.cache_rules import ANTHROPIC_WRITE_MULTIPLIER, CACHE_RULES, make_cache_rule
 from langchain_promptstrat.errors import ConfigError
@@ -113,20 +114,6 @@ __all__ = [
     "shared_prefix_length",
     "simulate",
 ]
-
-DEFAULT_TOOL_CALLS = 400
-"""Tool calls of the simulated agent run."""
-
-DEFAULT_CACHED_FRACTION = 0.1
-"""Share of the input price billed for cached input tokens."""
-
-DEFAULT_MAX_TOKENS = 60_000
-"""Token target of the peers and of our ladder strategies.
-
-A 400-call run (seed 0) reaches about 200,000 tokens unchanged and passes 60,000 at its
-80th of 245 model calls, so the peers act on two thirds of it; ``shorten_tools`` with its
-defaults settles around 30,000.
-"""
 
 PEER_TRIM_MESSAGES = "trim_messages"
 PEER_CLEAR_TOOL_USES = "ClearToolUsesEdit"

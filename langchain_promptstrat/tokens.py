@@ -66,6 +66,7 @@ from langchain_core.messages import (
 from langchain_core.messages.utils import count_tokens_approximately
 
 from langchain_promptstrat._memo import IdentityMemo, SizedCache
+from langchain_promptstrat.cli_defaults import DEFAULT_ENCODING
 from langchain_promptstrat.errors import ConfigError, InvalidMessagesError
 from langchain_promptstrat.messages import call_block_id, content_text, index_tool_calls
 
@@ -80,8 +81,6 @@ __all__ = [
     "tool_schema_tokens",
 ]
 
-DEFAULT_ENCODING = "cl100k_base"
-"""The encoding used when neither an encoding nor a model is given."""
 
 DEFAULT_CACHE_SIZE = 50_000
 """Live message objects whose counts a :class:`TokenCounter` remembers (oldest dropped first)."""

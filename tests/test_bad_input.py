@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import HumanMessage
 
-from langchain_promptstrat import post_to_inbox, prepare_prompt
+from langchain_promptstrat import inbox_dir, post_to_inbox, prepare_prompt, request_abort
 from langchain_promptstrat.cli import main
 from langchain_promptstrat.errors import ConfigError, InboxError, InvalidMessagesError
 from langchain_promptstrat.inbox_store import DirectoryInbox
@@ -73,6 +73,35 @@ class TestConversationFiles:
         text = done.stdout.decode("utf-8")  # raises on invalid UTF-8
         assert json.loads(text)[0]["content"] == "a \ud800 b"
 
+    @staticmethod
+    def deep_arguments_conversation(tmp_path: Path, depth: int = 600) -> str:
+        """Write 40 calls whose first three arguments nest ``depth`` lists deep (valid JSON, under json's own limit)."""
+        deep = json.dumps({"a": json.loads("[" * depth + json.dumps("z" * 3000) + "]" * depth)})
+        messages: list[dict[str, object]] = [{"role": "user", "content": "go"}]
+        for i in range(40):
+            arguments = deep if i < 3 else json.dumps({"path": "/x" * 800})
+            messages.append({"role": "assistant", "content": "", "tool_calls": [
+                {"id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": arguments}}]})
+            messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": "out " * 3000})
+        messages.append({"role": "user", "content": "next"})
+        return write(tmp_path, json.dumps(messages))
+
+    @pytest.mark.parametrize("argv", [("apply",), ("apply", "--strategy", "shorten_tools"), ("stats",)])
+    def test_arguments_nested_600_deep_are_measured_not_a_traceback(self, capsys, tmp_path, argv):
+        """Arguments nested deeper than Python's recursion limit allows a recursive walk are sized and shortened, exit 0."""
+        path = self.deep_arguments_conversation(tmp_path)
+        code, out, err = run(capsys, *argv, path)
+        assert code == 0, err[-2000:]
+        assert out and "Traceback" not in err
+
+    def test_deep_arguments_do_not_lose_a_pending_notice(self, capsys, tmp_path):
+        """With --strategy inbox, a notice taken from the inbox reaches the output (it used to be consumed, then a RecursionError)."""
+        path = self.deep_arguments_conversation(tmp_path)
+        DirectoryInbox.for_save_file(path).post("use the staging database")
+        code, out, err = run(capsys, "apply", path, "--strategy", "inbox", "--save-file", path)
+        assert code == 0, err[-2000:]
+        assert "use the staging database" in out
+
     def test_an_empty_prompt_strategy_is_refused(self, capsys, tmp_path, monkeypatch):
         """PROMPT_STRATEGY="" would silently disable every strategy and the inbox: it is refused instead."""
         monkeypatch.setenv("PROMPT_STRATEGY", "")
@@ -91,6 +120,15 @@ class TestInboxPost:
         assert (code, out) == (2, "")
         assert "not UTF-8" in one_error_line(err) and "0xff" in err
         assert DirectoryInbox.for_save_file(save_file).pending_entries() == []
+
+
+    def test_an_abort_reason_that_is_not_text_is_one_line_and_writes_nothing(self, capsys, tmp_path):
+        """`inbox abort --reason` of undecodable bytes (a lone surrogate) is refused in one line, exit 2, no abort file."""
+        save_file = tmp_path / "conversation.json"
+        code, out, err = run(capsys, "inbox", "abort", "--save-file", str(save_file), "--reason", "\udcff\udcfe stop")
+        assert (code, out) == (2, "")
+        assert "lone surrogate" in one_error_line(err)
+        assert not inbox_dir(save_file).exists() or not any(inbox_dir(save_file).iterdir())
 
 
 class TestLibrary:
@@ -115,5 +153,19 @@ class TestLibrary:
         save_file = tmp_path / "conversation.json"
         with pytest.raises((InboxError, TypeError)):
             post_to_inbox(save_file, content)
-        inbox_dir = tmp_path / "conversation.json.inbox"
-        assert not inbox_dir.exists() or not any(inbox_dir.iterdir())
+        directory = inbox_dir(save_file)
+        assert not directory.exists() or not any(directory.iterdir())
+
+    @pytest.mark.parametrize("reason", [42, "a \ud800 b"])
+    def test_an_abort_reason_that_is_not_text_is_refused_and_nothing_is_written(self, tmp_path, reason):
+        """request_abort refuses an int or a lone surrogate with InboxError (not AttributeError/UnicodeEncodeError), writing nothing."""
+        save_file = tmp_path / "conversation.json"
+        with pytest.raises(InboxError, match="abort reason"):
+            request_abort(save_file, reason)
+        directory = inbox_dir(save_file)
+        assert not directory.exists() or not any(directory.iterdir())
+
+    def test_tool_calls_that_are_not_a_list_are_invalid_messages(self):
+        """prepare_prompt with `"tool_calls": "oops"` raises InvalidMessagesError naming the message, not AttributeError."""
+        with pytest.raises(InvalidMessagesError, match="message 1"):
+            prepare_prompt([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "", "tool_calls": "oops"}])

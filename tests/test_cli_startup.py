@@ -33,6 +33,36 @@ def test_top_level_help_and_version_import_no_heavy_dependency(argv):
     assert modules_loaded_by(*argv) & set(HEAVY) == set()
 
 
+@pytest.mark.parametrize("argv", [("inbox", "--help"), ("inbox", "post", "--help"), ("inbox", "abort", "--help")])
+def test_inbox_help_imports_no_heavy_dependency(argv):
+    """`promptstrat inbox ... --help` builds only the inbox's options: none of LangGraph, LangChain or tiktoken is loaded."""
+    assert modules_loaded_by(*argv) & set(HEAVY) == set()
+
+
+@pytest.mark.parametrize("command", ["apply", "stats", "simulate"])
+def test_a_command_help_imports_no_heavy_dependency(command):
+    """`promptstrat apply|stats|simulate --help` print their defaults (cli_defaults) without loading LangChain, LangGraph or tiktoken."""
+    assert modules_loaded_by(command, "--help") & set(HEAVY) == set()
+
+
+def test_the_defaults_the_help_shows_are_the_ones_the_commands_use():
+    """The help's defaults come from cli_defaults, the same objects simulate, tokens and cache_rules use."""
+    from langchain_promptstrat import cache_rules, cli_defaults, simulate as simulation, tokens
+
+    assert simulation.DEFAULT_MAX_TOKENS is cli_defaults.DEFAULT_MAX_TOKENS
+    assert simulation.DEFAULT_TOOL_CALLS is cli_defaults.DEFAULT_TOOL_CALLS
+    assert simulation.DEFAULT_CACHED_FRACTION is cli_defaults.DEFAULT_CACHED_FRACTION
+    assert tokens.DEFAULT_ENCODING is cli_defaults.DEFAULT_ENCODING
+    assert cache_rules.CACHE_RULES is cli_defaults.CACHE_RULES
+
+
+def test_an_inbox_command_imports_no_heavy_dependency(tmp_path):
+    """`promptstrat inbox post` then `inbox ls` (a script's everyday calls) run without importing LangChain or LangGraph."""
+    save_file = str(tmp_path / "agent.json")
+    assert modules_loaded_by("inbox", "post", "--save-file", save_file, "check the logs") & set(HEAVY) == set()
+    assert modules_loaded_by("inbox", "ls", "--save-file", save_file) & set(HEAVY) == set()
+
+
 def test_importing_the_package_does_not_import_langgraph():
     """`import langchain_promptstrat` is lazy: LangGraph loads with the first name that needs it."""
     code = "import sys, langchain_promptstrat as p; print('langgraph' in sys.modules); p.pre_model_hook; print('langgraph' in sys.modules)"

@@ -88,3 +88,24 @@ def test_sized_cache_is_bounded_by_the_total_size_of_its_entries():
     assert cache.get("k9") == 9 and cache.get("k0") is None
     cache.put("huge", 1, 101)
     assert cache.get("huge") is None
+
+
+def test_the_epoch_head_cache_is_bounded_by_the_characters_it_holds(monkeypatch):
+    """Compacted heads of many conversations never hold more characters than the bound, however few heads that is."""
+    from langchain_promptstrat.strategies import epoch
+
+    epoch.clear_caches()
+    runs = [build_agent_run(200, seed=seed) for seed in range(6)]
+    prepare_prompt(runs[0], "shorten_tools_epoch")
+    one_head = epoch._head_cache_chars
+    assert one_head > 0
+    bound = int(2.5 * one_head)  # room for about two heads of this size
+    monkeypatch.setattr(epoch, "_HEAD_CACHE_CHARS", bound)
+    for run in runs[1:]:
+        prepare_prompt(run, "shorten_tools_epoch")
+        held = sum(head.chars for head in epoch._head_cache.values())
+        assert epoch._head_cache_chars == held
+        assert 0 < held <= bound
+    assert len(epoch._head_cache) <= 3  # the character bound, not the count of 64, evicted
+    epoch.clear_caches()
+    assert epoch._head_cache_chars == 0

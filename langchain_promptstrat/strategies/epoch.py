@@ -54,6 +54,7 @@ from langchain_promptstrat.messages import (
     leading_system_count,
     mark,
     mark_of,
+    message_chars,
     tool_call_ids,
 )
 from langchain_promptstrat.report import Compacted, make_report
@@ -462,11 +463,22 @@ class _Head(NamedTuple):
     fates: dict[int, Fate]
     output: list[BaseMessage | int]
     """The compacted head: edited copies, and the input index of each message passed through."""
+    chars: int
+    """Characters of the edited copies the entry holds (what it costs to keep)."""
 
 
 _HEAD_CACHE_SIZE = 64
+_HEAD_CACHE_CHARS = 16_000_000
+"""At most this many characters of edited copies are kept, whatever the number of heads: a
+server holding many long conversations keeps a bounded amount of memory."""
 _head_cache: OrderedDict[tuple[int, int], _Head] = OrderedDict()
+_head_cache_chars = 0
 _head_lock = threading.Lock()
+
+
+def _copies_chars(encoded: Sequence[BaseMessage | int]) -> int:
+    """Return the characters of the edited copies in an encoded head (messages passed through cost nothing)."""
+    return sum(message_chars(m) for m in encoded if not isinstance(m, int))
 
 
 def apply_frozen(messages: list[BaseMessage], index: ToolIndex, fates: Mapping[int, Fate]) -> list[BaseMessage]:
@@ -490,19 +502,27 @@ def apply_frozen(messages: list[BaseMessage], index: ToolIndex, fates: Mapping[i
     head_out = apply_fates(head_in, index, {number: (fate, fate) for number, fate in fates.items()})
     position = {id(m): i for i, m in enumerate(head_in)}
     encoded: list[BaseMessage | int] = [position.get(id(m), m) for m in head_out]
-    with _head_lock:
-        _head_cache[key] = _Head([weakref.ref(m) for m in head_in], dict(fates), encoded)
-        _head_cache.move_to_end(key)
-        while len(_head_cache) > _HEAD_CACHE_SIZE:
-            _head_cache.popitem(last=False)
+    chars = _copies_chars(encoded)
+    if chars <= _HEAD_CACHE_CHARS:
+        global _head_cache_chars
+        with _head_lock:
+            replaced = _head_cache.pop(key, None)
+            if replaced is not None:
+                _head_cache_chars -= replaced.chars
+            _head_cache[key] = _Head([weakref.ref(m) for m in head_in], dict(fates), encoded, chars)
+            _head_cache_chars += chars
+            while len(_head_cache) > _HEAD_CACHE_SIZE or _head_cache_chars > _HEAD_CACHE_CHARS:
+                _head_cache_chars -= _head_cache.popitem(last=False)[1].chars
     return head_out + messages[end:]
 
 
 def clear_caches() -> None:
     """Forget every remembered key and compacted head (for measurements; results never depend on them)."""
+    global _head_cache_chars
     _key_cache.clear()
     with _head_lock:
         _head_cache.clear()
+        _head_cache_chars = 0
 
 
 # --------------------------------------------------------------------------- the strategies

@@ -80,3 +80,12 @@ def test_a_summary_exactly_as_large_as_its_stretch_is_refused():
     result = Summary(ScriptedChatModel([answer]), max_tokens=0, token_counter=chars).compact(msgs)
     assert result.messages == msgs
     assert result.report.details["asked"][0]["reason"] == f"summary no smaller ({chars(stretch)} >= {chars(stretch)} tokens)"
+
+
+def test_the_failure_warning_is_importable_from_the_package():
+    """`warnings.filterwarnings("error", category=langchain_promptstrat.SummaryFailedWarning)` works without a deep import."""
+    import langchain_promptstrat
+    from langchain_promptstrat.strategies.summary import SummaryFailedWarning
+
+    assert langchain_promptstrat.SummaryFailedWarning is SummaryFailedWarning
+    assert "SummaryFailedWarning" in langchain_promptstrat.__all__
