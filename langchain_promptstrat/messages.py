@@ -39,6 +39,7 @@ from langchain_core.messages import (
 )
 from langchain_core.prompt_values import PromptValue
 
+from langchain_promptstrat._memo import IdentityMemo
 from langchain_promptstrat.errors import InvalidMessagesError
 from langchain_promptstrat.truncation import DEFAULT_ARGUMENT_SIZE, DEFAULT_OUTPUT_SIZE, shorten_string
 
@@ -292,11 +293,27 @@ def _call_name_and_args(message: AIMessage, call_id: str) -> tuple[str, Any]:
     return "", None
 
 
-def _recorded_calls(message: AIMessage) -> list[tuple[str, str, Any]]:
+_RECORDED_MEMO_SIZE = 100_000
+_recorded_memo: IdentityMemo[tuple[tuple[str, str, Any], ...]] = IdentityMemo(_RECORDED_MEMO_SIZE)
+
+
+def _recorded_calls(message: AIMessage) -> Sequence[tuple[str, str, Any]]:
     """Return ``(id, name, args)`` of each call ``message`` records, in order, each once.
 
-    Most messages record their calls in ``tool_calls`` only; they are read in one pass.
+    Remembered per live message (held weakly, checked against the fields that record
+    calls): every strategy indexes the whole, growing conversation before each model call.
     """
+    fields = message.__dict__
+    check = (fields.get("content"), fields.get("tool_calls"), fields.get("additional_kwargs"), fields.get("invalid_tool_calls"))
+    found = _recorded_memo.get(message, *check)
+    if found is None:
+        found = tuple(_read_recorded_calls(message))
+        _recorded_memo.put(message, found, *check)
+    return found
+
+
+def _read_recorded_calls(message: AIMessage) -> list[tuple[str, str, Any]]:
+    """Return what :func:`_recorded_calls` remembers; most messages record their calls in ``tool_calls`` only, read in one pass."""
     if not _openai_calls(message) and not isinstance(message.content, list) and not message.invalid_tool_calls:
         out: list[tuple[str, str, Any]] = []
         seen: set[str] = set()

@@ -7,7 +7,11 @@ whether to log it, dispatch it as a callback event, or print it.
 from __future__ import annotations
 
 import logging
+import operator
+import threading
+import weakref
 from collections.abc import Sequence
+from itertools import repeat
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -71,8 +75,8 @@ def make_report(
     Characters are counted only when the lists differ; an untouched list reports the same
     figure twice without walking it a second time.
     """
-    chars_before = sum(map(_chars, before))
-    chars_after = chars_before if _same(before, after) else sum(map(_chars, after))
+    chars_before = _running_chars.total(before)
+    chars_after = chars_before if _same(before, after) else _running_chars.total(after)
     return StrategyReport(
         strategy=strategy,
         messages_in=len(before),
@@ -99,7 +103,8 @@ def _chars(message: BaseMessage) -> int:
     finished conversation is freed, not pinned) and checks the content and calls objects,
     so a replaced field is a miss.
     """
-    calls = getattr(message, "tool_calls", None)
+    fields = message.__dict__  # a field read, not getattr: a missing attribute costs pydantic an exception
+    calls = fields.get("tool_calls")
     content = message.content
     n = _chars_memo.get(message, content, calls)
     if n is None:
@@ -110,3 +115,67 @@ def _chars(message: BaseMessage) -> int:
 
 def _same(a: Sequence[BaseMessage], b: Sequence[BaseMessage]) -> bool:
     return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+
+
+_content = operator.attrgetter("content")
+_deref = weakref.ref.__call__  # operator.call is Python 3.11+
+
+
+class _RunningChars:
+    """The character counts of the last lists measured, reused for a list that starts with the same message objects.
+
+    A strategy runs before every model call on a conversation that only grows, and a
+    cache-friendly prompt starts with the previous prompt: checking that a list extends
+    one measured before takes a few passes in C, where measuring each message again costs
+    a memo lookup in Python. Messages are held weakly, so no conversation is kept alive;
+    each one's ``content`` and ``tool_calls`` objects are compared by id (a field replaced
+    by another object is a miss, as for the per-message memo).
+    """
+
+    size = 8
+
+    def __init__(self) -> None:
+        self._items: list[tuple[list[weakref.ref[BaseMessage]], list[int], list[int], int]] = []
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _ids(messages: Sequence[BaseMessage]) -> tuple[list[int], list[int]]:
+        fields = list(map(vars, messages))
+        return list(map(id, map(_content, messages))), list(map(id, map(dict.get, fields, repeat("tool_calls"))))
+
+    def total(self, messages: Sequence[BaseMessage]) -> int:
+        """Return ``sum(map(_chars, messages))``, measuring only what follows the longest list measured before that it extends."""
+        if not messages:
+            return 0
+        try:
+            return self._total(messages)
+        except (TypeError, AttributeError):  # not a pydantic message, or not weakly referenceable: measured, not remembered
+            return sum(map(_chars, messages))
+
+    def _total(self, messages: Sequence[BaseMessage]) -> int:
+        with self._lock:
+            items = list(self._items)
+        contents, calls = self._ids(messages)
+        best: tuple[list[weakref.ref[BaseMessage]], list[int], list[int], int] | None = None
+        for item in items:
+            refs = item[0]
+            n = len(refs)
+            if n > len(messages) or (best is not None and n <= len(best[0])):
+                continue
+            if (
+                all(map(operator.is_, map(_deref, refs), messages[:n]))
+                and item[1] == contents[:n]
+                and item[2] == calls[:n]
+            ):
+                best = item
+        if best is None:
+            refs, total = list(map(weakref.ref, messages)), sum(map(_chars, messages))
+        else:
+            n = len(best[0])
+            refs, total = best[0] + list(map(weakref.ref, messages[n:])), best[3] + sum(map(_chars, messages[n:]))
+        with self._lock:
+            self._items = [*self._items[-(self.size - 1):], (refs, contents, calls, total)]
+        return total
+
+
+_running_chars = _RunningChars()

@@ -109,8 +109,12 @@ class Settings:
         doc="a ceiling-driven epoch advance aims at or below this share of the ceiling",
     )
     stable_front_ratio: float = _setting(
-        0.4, "STABLE_FRONT_RATIO", float,
-        doc="a ceiling-driven front drop removes the oldest steps down to this share of the ceiling",
+        0.6, "STABLE_FRONT_RATIO", float,
+        doc="a ceiling-driven front drop removes steps after the kept head down to this share of the ceiling",
+    )
+    stable_head_ratio: float = _setting(
+        0.2, "STABLE_HEAD_RATIO", float,
+        doc="a ceiling-driven front drop keeps the oldest steps within this share of the ceiling (the cached head)",
     )
     stable_whole_ratio: float = _setting(
         0.0, "STABLE_WHOLE_RATIO", float,

@@ -40,9 +40,21 @@ ladder's :func:`~langchain_promptstrat.strategies.ladder.call_points`, memoised 
 object), and at each one the estimated prompt (prefix sums of each call's cost whole and
 shortened) is compared with the ceiling. Crossing it is an *event*: the compaction edge
 advances early to the end of the step before the newest one (only what follows the old edge
-is re-sent), and if the prompt is still above ``stable_low_ratio`` of the ceiling the oldest
-steps are dropped in one chunk down to ``stable_front_ratio``, so the front changes rarely.
+is re-sent), and if the prompt is still above ``stable_low_ratio`` of the ceiling steps are
+dropped in one chunk down to ``stable_front_ratio``, so the front changes rarely.
 The edges only ever move forward, so the prompt is still a function of the history alone.
+
+A drop does not start at the oldest step. The first one fixes a *kept head*: the oldest
+(shortened) steps that fit in ``stable_head_ratio`` of the ceiling. Every drop removes a
+chunk right after the head, so the system block, the task and the head stay the cached
+prefix of every later prompt; a drop re-sends only what follows the head, which is what
+makes a low watermark of 60% affordable (with the whole prompt re-sent at each drop, 40%
+was the most the price allowed). In forward positions, with a ceiling::
+
+    1 .. head_edge                    shortened   the kept head: fixed at the first drop
+    head_edge+1 .. drop_edge          dropped     grows at each drop, by a chunk
+    drop_edge+1 .. compaction_edge    shortened
+    compaction_edge+1 .. T            whole
 """
 
 from __future__ import annotations
@@ -341,6 +353,12 @@ class _Bounded:
     """The compaction edge before its last move (where the cache entry of the last event's re-send starts)."""
     drop_edge: int = 0
     token_drop_edge: int = 0
+    head: int = 0
+    """Forward positions at or below this are the kept head: set at the first ceiling-driven drop, never changed after.
+
+    A ceiling-driven drop removes the steps after the head, so the system block, the task
+    and the head stay the cached prefix of every prompt after it (0: drops start at the oldest call).
+    """
     segments: list[tuple[int, int]] = field(default_factory=list)
     """``(edge, decided_at)``: calls up to ``edge`` (after the previous segment's) were frozen when the history had ``decided_at`` outputs."""
     front_total: int = 0
@@ -348,23 +366,31 @@ class _Bounded:
     last_event: int | None = None
     event_here: bool = False
     previous_edges: tuple[int, int] = (0, 0)
+    """The edges of the previous model call's prompt (see :func:`_edges_before`)."""
+    recent: list[tuple[int, int, int]] = field(default_factory=list)
+    """``(call point, compaction edge, drop edge)`` after each of the last call points replayed."""
 
     def copy(self) -> _Bounded:
         return dataclasses.replace(
             self, whole=list(self.whole), short=list(self.short), loose_before=list(self.loose_before),
-            ends=list(self.ends), segments=list(self.segments), keys=set(self.keys),
+            ends=list(self.ends), segments=list(self.segments), keys=set(self.keys), recent=list(self.recent),
         )
 
     @property
     def total(self) -> int:
         return len(self.whole) - 1
 
-    def estimate(self, compaction: int, drop: int) -> int:
-        """Return the estimated tokens of the prompt with these edges (the notice included when anything is frozen)."""
+    def estimate(self, compaction: int, drop: int, head: int | None = None) -> int:
+        """Return the estimated tokens of the prompt with these edges (the notice included when anything is frozen).
+
+        Positions ``head+1 .. drop`` are dropped (``head``: this replay's kept head unless given).
+        """
         t = self.total
-        loose = self.loose_before[t] + self.loose_open - self.loose_before[drop]
+        h = min(self.head if head is None else head, drop)
+        loose = self.loose_before[t] + self.loose_open - self.loose_before[drop] + self.loose_before[h]
         notice = NOTICE_TOKENS if compaction else 0
-        return self.fixed + loose + notice + self.short[compaction] - self.short[drop] + self.whole[t] - self.whole[compaction]
+        kept_short = self.short[h] + self.short[compaction] - self.short[drop]
+        return self.fixed + loose + notice + kept_short + self.whole[t] - self.whole[compaction]
 
     def decided_at(self, forward: int) -> int:
         """Return how many outputs the history had when the protection of the frozen call at ``forward`` was decided."""
@@ -444,13 +470,23 @@ def _event(replay: _Bounded, settings: Settings) -> None:
         return
     front = int(budget * settings.stable_front_ratio)
     c = replay.compaction_edge
-    candidates = [e for e in ends if replay.drop_edge < e <= c]
+    head = replay.head
+    if replay.drop_edge == 0 and settings.stable_head_ratio > 0:
+        # the first drop: the oldest steps that fit in stable_head_ratio of the budget stay for good,
+        # so every later drop removes steps after them and their cache entry survives
+        limit = int(budget * settings.stable_head_ratio)
+        for e in ends:
+            if e >= c or replay.short[e] + replay.loose_before[e] > limit:
+                break
+            head = e
+    candidates = [e for e in ends if max(replay.drop_edge, head) < e <= c]
     chosen = c
     for e in candidates:
-        if replay.estimate(c, e) <= front:
+        if replay.estimate(c, e, head) <= front:
             chosen = e
             break
-    if chosen > replay.drop_edge:
+    if chosen > max(replay.drop_edge, head):
+        replay.head = head
         replay.drop_edge = replay.token_drop_edge = chosen
         replay.front_total = t
 
@@ -465,7 +501,7 @@ def _replay_point(replay: _Bounded, settings: Settings) -> None:
         if state.compaction_edge > replay.compaction_edge:
             replay.segments.append((state.compaction_edge, state.epoch.pinned_total))
             replay.prior_edge, replay.compaction_edge = replay.compaction_edge, state.compaction_edge
-        if state.drop_edge > replay.drop_edge:
+        if state.drop_edge > max(replay.drop_edge, replay.head):
             # under a ceiling a dropped call is dropped, repeat or not: the estimate counts it as gone
             replay.drop_edge = replay.token_drop_edge = state.drop_edge
             replay.front_total = max(replay.front_total, state.front_total)
@@ -479,7 +515,7 @@ def _replay_point(replay: _Bounded, settings: Settings) -> None:
 
 def _bounded_decisions(calls: Sequence[CompletedCall], replay: _Bounded) -> tuple[dict[int, Fate], frozenset[int]]:
     """Return the fate of each frozen call and the calls rescued as the newest occurrence of a repeat."""
-    edge, drop, token_drop = replay.compaction_edge, replay.drop_edge, replay.token_drop_edge
+    edge, head, drop, token_drop = replay.compaction_edge, replay.head, replay.drop_edge, replay.token_drop_edge
     horizon = replay.horizon()
     occurrences: dict[str, list[int]] = {}
     for call in calls:
@@ -492,12 +528,12 @@ def _bounded_decisions(calls: Sequence[CompletedCall], replay: _Bounded) -> tupl
         if forward > edge:
             break
         seen = occurrences.get(key)
-        if seen and seen[0] < forward and forward > token_drop:
+        if seen and seen[0] < forward and not head < forward <= token_drop:
             later = bisect.bisect_right(seen, forward)
             if later == len(seen) or seen[later] > replay.decided_at(forward):
                 rescued.add(number)
                 continue
-        fates[number] = Fate.DROP if forward <= drop else Fate.SHORTEN
+        fates[number] = Fate.DROP if head < forward <= drop else Fate.SHORTEN
     return fates, frozenset(rescued)
 
 
@@ -522,8 +558,10 @@ def _really_shortened(source: Sequence[BaseMessage], index: ToolIndex, fates: di
     return changed
 
 
-def _without_debris(source: list[BaseMessage], index: ToolIndex, fates: dict[int, Fate], drop_end: int, keep: set[int]) -> tuple[list[BaseMessage], ToolIndex, dict[int, Fate]]:
-    """Return ``source`` without the assistant messages whose calls are all dropped (their narration goes with them) and the loose messages before ``drop_end``.
+def _without_debris(
+    source: list[BaseMessage], index: ToolIndex, fates: dict[int, Fate], drop_end: int, keep: set[int], head_end: int = 0
+) -> tuple[list[BaseMessage], ToolIndex, dict[int, Fate]]:
+    """Return ``source`` without the assistant messages whose calls are all dropped (their narration goes with them) and the loose messages from ``head_end`` to ``drop_end``.
 
     ``keep`` holds indices never removed (the task, the newest user message). Fates are
     carried over to the new list's index by call id.
@@ -537,7 +575,7 @@ def _without_debris(source: list[BaseMessage], index: ToolIndex, fates: dict[int
     remove = set(gone)
     for ai in gone:
         remove.update(r.output_index for r in _calls_of(index, ai) if r.output_index is not None)
-    for i in range(drop_end):
+    for i in range(head_end, drop_end):
         m = source[i]
         if i in keep or i in remove or isinstance(m, (SystemMessage, ToolMessage)):
             continue
@@ -547,8 +585,7 @@ def _without_debris(source: list[BaseMessage], index: ToolIndex, fates: dict[int
     if not remove:
         return source, index, fates
     reduced = [m for i, m in enumerate(source) if i not in remove]
-    # the index of the reduced list, by shifting: everything removed is older than every call kept,
-    # so positions (counted from the newest output) stay and indices move down by what went before them
+    # the index of the reduced list, by shifting: indices move down by what was removed before them
     gone_sorted = sorted(remove)
     new_index = ToolIndex()
     new_fates: dict[int, Fate] = {}
@@ -558,10 +595,11 @@ def _without_debris(source: list[BaseMessage], index: ToolIndex, fates: dict[int
         output = record.output_index
         if output is not None and output in remove:  # pragma: no cover - a kept call's output is never removed
             continue
-        shifted = dataclasses.replace(
-            record,
-            ai_index=record.ai_index - bisect.bisect_left(gone_sorted, record.ai_index),
-            output_index=None if output is None else output - bisect.bisect_left(gone_sorted, output),
+        shifted = ToolCallRecord(  # built directly: dataclasses.replace is the slow part for a thousand calls
+            record.id, record.name, record.args,
+            record.ai_index - bisect.bisect_left(gone_sorted, record.ai_index),
+            None if output is None else output - bisect.bisect_left(gone_sorted, output),
+            record.position,
         )
         if number in fates:
             new_fates[len(new_index.calls)] = fates[number]
@@ -631,10 +669,30 @@ def _replay(source: list[BaseMessage], index: ToolIndex, budget: int, settings: 
         _grow(replay, source, done, point, index, costs, task, system)
         done = point
         _replay_point(replay, settings)
+        replay.recent = [*replay.recent[-(_RECENT_POINTS - 1):], (point, replay.compaction_edge, replay.drop_edge)]
+    replay.previous_edges = _edges_before(replay, len(_previous_history(source)))
     replay.history = tuple(source)
     if memo is not None:
         memo.remember(replay)
     return replay
+
+
+_RECENT_POINTS = 16
+
+
+def _edges_before(replay: _Bounded, previous: int) -> tuple[int, int]:
+    """Return the edges at the previous model call (the newest call point at or before ``previous`` messages).
+
+    Not simply those of the call point before the last: a history may hold call points where
+    no model was called (a user message right after the tool outputs), and an edge that moved
+    there still changed the prompt since the previous one.
+    """
+    for point, compaction, drop in reversed(replay.recent):
+        if point <= previous:
+            return compaction, drop
+    if len(replay.recent) < _RECENT_POINTS:  # every point was kept: the previous call came before any
+        return 0, 0
+    return replay.recent[0][1], replay.recent[0][2]  # older than what is kept: the oldest edges known
 
 
 def _floor_error(source: Sequence[BaseMessage], costs: _Costs, budget: int, extra: int, ceiling: int) -> ContextWindowError:
@@ -669,7 +727,7 @@ def _last_resort(prompt: list[BaseMessage], budget: int, costs: _Costs) -> list[
 def _inactive_details() -> dict[str, Any]:
     return dict(
         epoch_index=None, pinned_total=None, new_calls=None, epoch_size=None, keep_full=None,
-        compaction_edge=None, drop_edge=None, front_total=None, repeats=None,
+        compaction_edge=None, drop_edge=None, head_edge=None, front_total=None, repeats=None,
         boundary_moved=False, front_moved=False, prefix_change=None, prefix_change_reason=None, notice=False,
     )
 
@@ -696,8 +754,10 @@ def shorten_tools_epoch_stable(
     call's prompt would cross the ceiling, the compaction edge advances early, down to the
     newest calls that fit in ``stable_whole_ratio`` of the ceiling (at most
     ``stable_full_tool_calls``, always the newest step), and, if the prompt is still above
-    ``stable_low_ratio`` of the ceiling, the oldest frozen steps are dropped in one chunk down
-    to ``stable_front_ratio``. Between these events the front of the prompt does not change.
+    ``stable_low_ratio`` of the ceiling, frozen steps are dropped in one chunk down to
+    ``stable_front_ratio``: the steps right after the kept head (the oldest steps within
+    ``stable_head_ratio`` of the ceiling, fixed at the first drop), so the head stays cached.
+    Between these events the front of the prompt does not change.
     A dropped step takes its assistant message's narration with it; the run's task (the first
     real user message) and the newest user message are never dropped. Where the edges cannot
     fit (a giant output among the newest calls), the ladder's ``tool_results`` and
@@ -705,7 +765,8 @@ def shorten_tools_epoch_stable(
     :class:`ContextWindowError` is raised when the system prompt and the task alone are over.
 
     The report adds ``epoch_index``, ``pinned_total``, ``new_calls``, ``epoch_size``,
-    ``keep_full``, ``compaction_edge``, ``drop_edge``, ``front_total`` (the pinned total since
+    ``keep_full``, ``compaction_edge``, ``drop_edge``, ``head_edge`` (with a ceiling: the kept
+    head's last forward position, 0 before the first drop), ``front_total`` (the pinned total since
     which the front is unchanged), ``repeats``, ``protected``, ``notice``, and, compared with
     the prompt of the previous model call, ``boundary_moved`` (compaction edge),
     ``front_moved`` (drop edge), ``prefix_change`` (None, ``front`` or ``middle``) and
@@ -798,9 +859,10 @@ def _frozen_prompt(source: list[BaseMessage], index: ToolIndex, replay: _Bounded
     # loose messages (user turns, harness messages, plain assistant text) go only with a ceiling-driven front drop;
     # the task and the newest user message of the dropped span stay (a function of the drop edge, so stable between drops)
     drop_end = _step_end(source, outputs, replay.token_drop_edge) if replay.token_drop_edge else 0
+    head_end = _step_end(source, outputs, replay.head) if replay.head and drop_end else 0
     task, anchor = task_index(source), _newest_user(source[:drop_end])
     keep = {i for i in (task, anchor) if i is not None}
-    reduced, reduced_index, reduced_fates = _without_debris(source, index, fates, drop_end, keep)
+    reduced, reduced_index, reduced_fates = _without_debris(source, index, fates, drop_end, keep, head_end)
     out = apply_frozen(reduced, reduced_index, reduced_fates)
     notice = shortened > 0 or dropped > 0
     if notice:
@@ -830,6 +892,7 @@ def _frozen_prompt(source: list[BaseMessage], index: ToolIndex, replay: _Bounded
         keep_full=epoch.keep_full if epoch else None,
         compaction_edge=replay.compaction_edge,
         drop_edge=replay.drop_edge,
+        head_edge=replay.head,
         front_total=replay.front_total,
         repeats=len(repeat_positions(calls)),
         boundary_moved=moved_c,
@@ -886,8 +949,8 @@ class ShortenToolsEpochStable(PromptStrategy):
 
     Settings: ``stable_tool_call_threshold`` (120), ``stable_full_tool_calls`` (20),
     ``stable_epoch_size`` (80), ``stable_max_compacted_tool_calls`` (240),
-    ``stable_front_drop_chunk`` (120), ``stable_token_margin`` (0.05), ``stable_low_ratio``,
-    ``stable_front_ratio``, ``stable_whole_ratio``. Stateless: one object serves any number
+    ``stable_front_drop_chunk`` (120), ``stable_token_margin`` (0.02), ``stable_low_ratio`` (0.9),
+    ``stable_front_ratio`` (0.6), ``stable_head_ratio`` (0.2), ``stable_whole_ratio``. Stateless: one object serves any number
     of conversations at once (a small memo of recent replays only makes it faster).
     """
 

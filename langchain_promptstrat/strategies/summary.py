@@ -120,12 +120,20 @@ def _next_stretch(messages: Sequence[BaseMessage], keep_steps: int, count_one: C
     """Return the tier and index range of the next stretch to summarise, or None when none is left.
 
     Earlier turns before the task, each region's plain stretch before its summaries are
-    combined; a plain stretch takes as few of its oldest units as free ``need`` tokens.
+    combined; a plain stretch takes as few of its oldest units as free ``need`` tokens. The
+    run's task (the first real user message) is never part of a stretch: harnesses speak as
+    the user, so the newest user message may not be the task, and a summary of the task is
+    not the task. Units on either side of it are never joined into one stretch.
     """
-    parts = layout(messages, keep_steps)
+    parts = layout(messages, keep_steps, keep_task=True)
     for tier, units in ((0, parts.history), (2, parts.task)):
         runs: list[list[range]] = [[]]
+        groups: list[list[range]] = [[]]  # the units on each side of the run's task
         for unit in units:
+            if groups[-1] and groups[-1][-1].stop != unit.start:
+                groups.append([])
+                runs.append([])
+            groups[-1].append(unit)
             if kind_of(messages[unit.start]) == SUMMARY_KIND:
                 runs.append([])
             else:
@@ -139,9 +147,10 @@ def _next_stretch(messages: Sequence[BaseMessage], keep_steps: int, count_one: C
                 if freed >= need:
                     break
             return _TIER_NAMES[tier], range(plain[0].start, plain[taken - 1].stop)
-        summaries = [unit for unit in units if kind_of(messages[unit.start]) == SUMMARY_KIND]
-        if len(summaries) >= 2:
-            return _TIER_NAMES[tier + 1], range(summaries[0].start, summaries[-1].stop)
+        for group in groups:
+            summaries = [unit for unit in group if kind_of(messages[unit.start]) == SUMMARY_KIND]
+            if len(summaries) >= 2:
+                return _TIER_NAMES[tier + 1], range(summaries[0].start, summaries[-1].stop)
     return None
 
 

