@@ -109,3 +109,20 @@ def test_the_epoch_head_cache_is_bounded_by_the_characters_it_holds(monkeypatch)
     assert len(epoch._head_cache) <= 3  # the character bound, not the count of 64, evicted
     epoch.clear_caches()
     assert epoch._head_cache_chars == 0
+
+
+def test_a_long_lived_bounded_default_keeps_no_finished_conversation_alive():
+    """One ShortenToolsEpochStable object, as a hook or middleware keeps for a server's life, holds no message of a finished run."""
+    from langchain_promptstrat import ShortenToolsEpochStable
+
+    strategy = ShortenToolsEpochStable(max_tokens=30_000)
+    refs: list[weakref.ref[BaseMessage]] = []
+    for seed in range(4):
+        run = build_agent_run(150, seed=seed)
+        for end in range(100, len(run) + 1, 100):
+            strategy.compact(run[:end])
+        refs.extend(weakref.ref(m) for m in run)
+        del run
+    gc.collect()
+    alive = sum(1 for ref in refs if ref() is not None)
+    assert alive == 0, f"{alive} messages of finished runs are kept alive by the strategy object"

@@ -65,12 +65,14 @@ import functools
 import operator
 import os
 import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from langchain_promptstrat._memo import IdentityMemo
 from langchain_promptstrat.adapters.runnable import PromptStrategy
 from langchain_promptstrat.ceiling import Ceiling, MaxTokens, check_max_tokens, resolve_ceiling
 from langchain_promptstrat.errors import ContextWindowError
@@ -283,8 +285,9 @@ NOTICE_TOKENS = 90
 class _Costs:
     """Per-message token costs for one counter: content, tool calls and call ids, remembered by message object.
 
-    Holds the messages it counted, so an ``id`` is never reused while it lives; cleared when
-    it grows past ``limit`` (it never changes a result, only how fast it comes).
+    The memos hold messages weakly and at most ``limit`` of them (a strategy object lives as
+    long as the hook or middleware that holds it, so it must never keep a finished
+    conversation alive); they never change a result, only how fast it comes.
     """
 
     limit = 200_000
@@ -292,33 +295,28 @@ class _Costs:
     def __init__(self, counter: CountTokens) -> None:
         self.counter = counter
         self.count_one = message_counter(counter)
-        self._seen: dict[int, tuple[BaseMessage, int]] = {}
-        self._short: dict[int, tuple[BaseMessage, int]] = {}
+        self._seen: IdentityMemo[int] = IdentityMemo(self.limit)
+        self._short: IdentityMemo[int] = IdentityMemo(self.limit)
         self.lock = threading.Lock()
 
     def whole(self, message: BaseMessage) -> int:
-        hit = self._seen.get(id(message))
-        if hit is not None and hit[0] is message:
-            return hit[1]
-        tokens = self.count_one(message) + call_id_tokens(message, self.counter)
-        if len(self._seen) > self.limit:
-            self._seen.clear()
-        self._seen[id(message)] = (message, tokens)
+        tokens = self._seen.get(message)
+        if tokens is None:
+            tokens = self.count_one(message) + call_id_tokens(message, self.counter)
+            self._seen.put(message, tokens)
         return tokens
 
     def shortened(self, message: BaseMessage) -> int:
         """Return the tokens of ``message`` once shortened: a tool output, or an assistant message with every call shortened."""
-        hit = self._short.get(id(message))
-        if hit is not None and hit[0] is message:
-            return hit[1]
+        tokens = self._short.get(message)
+        if tokens is not None:
+            return tokens
         if isinstance(message, ToolMessage):
             short: BaseMessage | None = shorten_tool_output(message)
         else:
             short = edit_ai_message(message, shorten=[c.id for c in index_tool_calls([message]).calls])  # type: ignore[arg-type]
         tokens = self.whole(short) if short is not None else 0
-        if len(self._short) > self.limit:
-            self._short.clear()
-        self._short[id(message)] = (message, tokens)
+        self._short.put(message, tokens)
         return tokens
 
     def __call__(self, messages: Sequence[BaseMessage], /) -> int:
@@ -335,7 +333,8 @@ class _Bounded:
     part of a step (user messages, plain assistant text) placed before output ``f``.
     """
 
-    history: tuple[BaseMessage, ...]
+    history: tuple[weakref.ref[BaseMessage], ...]
+    """The history replayed so far, held weakly (compared by identity with the next call's messages)."""
     budget: int
     fixed: int = 0
     whole: list[int] = field(default_factory=lambda: [0])
@@ -627,6 +626,10 @@ def _count_completed(index: ToolIndex) -> ToolIndex:
     return index
 
 
+_DEREF = weakref.ref.__call__
+"""Dereference a weak reference, as a C function ``map`` can call without a Python frame."""
+
+
 class _BoundedMemo:
     """The recent replays of one strategy object (never changes a result; lets a growing conversation resume)."""
 
@@ -646,7 +649,7 @@ class _BoundedMemo:
             length = len(replay.history)
             if replay.budget != budget or length > len(messages) or (best is not None and length <= len(best.history)):
                 continue
-            if length in points and all(map(operator.is_, replay.history, messages)):
+            if length in points and all(map(operator.is_, map(_DEREF, replay.history), messages)):
                 best = replay
         return best
 
@@ -671,7 +674,7 @@ def _replay(source: list[BaseMessage], index: ToolIndex, budget: int, settings: 
         _replay_point(replay, settings)
         replay.recent = [*replay.recent[-(_RECENT_POINTS - 1):], (point, replay.compaction_edge, replay.drop_edge)]
     replay.previous_edges = _edges_before(replay, len(_previous_history(source)))
-    replay.history = tuple(source)
+    replay.history = tuple(map(weakref.ref, source))  # weakly: the memo must not keep a finished conversation alive
     if memo is not None:
         memo.remember(replay)
     return replay
