@@ -512,30 +512,49 @@ class PostgresInbox:
         claim fails, with the notice still pending. ``need_content`` is accepted for the
         contract's sake: a row's content is always readable.
         """
+        moved = self._move_into_history(_CLAIM, self._history_params(name), name, "claim", "left pending")
+        if moved is None:
+            return None
+        content, posted_at, final = moved
+        return Claimed(name=name, path=self._delivered_at(final), mtime=posted_at.timestamp(), data=bytes(content))
+
+    def _history_params(self, name: str, **extra: Any) -> dict[str, Any]:
+        """Return the query parameters that move notice ``name`` into the history under its first free name."""
         stem, ext = _split_ext(name)
-        params: dict[str, Any] = {
+        return {
             "thread": self.thread_id, "name": name, "stem": stem, "ext": ext,
             "family_lo": stem + ".", "family_hi": stem + "/",  # the names that start with "stem."
+            **extra,
         }
+
+    def _move_into_history(
+        self, query: LiteralString, params: dict[str, Any], name: str, doing: str, left: str
+    ) -> tuple[Any, Any, str] | None:
+        """Run ``query`` (which takes the notice and records it) in one transaction; return its content, posting time and history name.
+
+        Returns None when the query took no row. When another transaction took the history
+        name a moment ago, the next free one is recorded instead, at most
+        ``_MAX_NAME_ATTEMPTS`` times; then the notice stays where it was (``left``).
+        """
         try:
             with self._db.transaction() as cursor:
-                cursor.execute(self._db.query(_CLAIM), params)
+                cursor.execute(self._db.query(query), params)
                 row = cursor.fetchone()
                 if row is None:
                     return None
                 content, posted_at, final, _ = row
                 attempts = 1
-                while final is None:  # another claim took that history name a moment ago: the next free one
+                while final is None:
                     if attempts >= _MAX_NAME_ATTEMPTS:
-                        raise InboxError(f"no free history name for {name!r} after {attempts} attempts; left pending")
+                        raise InboxError(f"no free history name for {name!r} after {attempts} attempts; {left}")
                     attempts += 1
                     cursor.execute(self._db.query(_RECORD), {**params, "content": content, "posted_at": posted_at})
                     recorded = cursor.fetchone()
                     final = recorded[0] if recorded else None
                 self._before_commit(cursor, name, final)
         except self._db.psycopg.Error as exc:
-            raise self._db.failure(exc, f"claim {name!r}") from exc
-        return Claimed(name=name, path=self._delivered_at(final), mtime=posted_at.timestamp(), data=bytes(content))
+            raise self._db.failure(exc, f"{doing} {name!r}") from exc
+        return content, posted_at, final
 
     # ----------------------------------------------------------------- leases
 
@@ -607,30 +626,10 @@ class PostgresInbox:
             if not found:
                 return None
             name = found[0]
-        stem, ext = _split_ext(name)
-        params: dict[str, Any] = {
-            "thread": self.thread_id, "name": name, "stem": stem, "ext": ext, "token": token,
-            "family_lo": stem + ".", "family_hi": stem + "/",
-        }
-        try:
-            with self._db.transaction() as cursor:
-                cursor.execute(self._db.query(_ACKNOWLEDGE), params)
-                row = cursor.fetchone()
-                if row is None:
-                    return None
-                content, posted_at, final, _ = row
-                attempts = 1
-                while final is None:
-                    if attempts >= _MAX_NAME_ATTEMPTS:
-                        raise InboxError(f"no free history name for {name!r} after {attempts} attempts; left claimed")
-                    attempts += 1
-                    cursor.execute(self._db.query(_RECORD), {**params, "content": content, "posted_at": posted_at})
-                    recorded = cursor.fetchone()
-                    final = recorded[0] if recorded else None
-                self._before_commit(cursor, name, final)
-        except self._db.psycopg.Error as exc:
-            raise self._db.failure(exc, f"acknowledge {name!r}") from exc
-        return self._delivered_at(final)
+        moved = self._move_into_history(
+            _ACKNOWLEDGE, self._history_params(name, token=token), name, "acknowledge", "left claimed"
+        )
+        return None if moved is None else self._delivered_at(moved[2])
 
     def _before_commit(self, cursor: Any, name: str, history_name: str) -> None:
         """Run inside the claim's transaction once the notice is moved, just before COMMIT; nothing by default.

@@ -636,6 +636,23 @@ class DirectoryInbox:
         entries.sort(key=lambda e: e.name)
         return entries
 
+    def _open_pending(self, src: Path, need_content: bool) -> tuple[int | None, os.stat_result | None] | None:
+        """Open pending file ``src`` before claiming it: its descriptor and stat, (None, None) when it cannot be opened without ``need_content``.
+
+        Returns None when it is gone (another reader took it). Refuses a symlinked inbox or
+        history directory; raises ``OSError`` when ``need_content`` and it cannot be opened.
+        """
+        if not self._safe():
+            raise InboxError(f"refusing to claim from {self.path}: the inbox or its removed directory is a symbolic link")
+        try:
+            return _open_regular(src)
+        except FileNotFoundError:
+            return None
+        except OSError:
+            if need_content:
+                raise
+            return None, None
+
     def claim(self, name: str, *, need_content: bool = True) -> Claimed | None:
         """Move pending file ``name`` into the removed directory and return it with its bytes.
 
@@ -646,17 +663,11 @@ class DirectoryInbox:
         module docstring), the removed directory is created on the first claim, and the
         file keeps its mtime.
         """
-        if not self._safe():
-            raise InboxError(f"refusing to claim from {self.path}: the inbox or its removed directory is a symbolic link")
         src = self.path / name
-        try:
-            fd, opened = _open_regular(src)
-        except FileNotFoundError:
+        pending = self._open_pending(src, need_content)
+        if pending is None:
             return None
-        except OSError:
-            if need_content:
-                raise
-            fd, opened = None, None
+        fd, opened = pending
         try:
             self.removed_path.mkdir(parents=True, exist_ok=True)
             staging = self.removed_path / f".claim-{os.getpid()}-{secrets.token_hex(8)}"
@@ -704,17 +715,11 @@ class DirectoryInbox:
         take-over after this process died). Returns None when another reader took it.
         Raises ``OSError`` when it cannot be claimed; the file is then still pending.
         """
-        if not self._safe():
-            raise InboxError(f"refusing to claim from {self.path}: the inbox or its removed directory is a symbolic link")
         src = self.path / name
-        try:
-            fd, opened = _open_regular(src)
-        except FileNotFoundError:
+        pending = self._open_pending(src, need_content)
+        if pending is None:
             return None
-        except OSError:
-            if need_content:
-                raise
-            fd, opened = None, None
+        fd, opened = pending
         if fd is not None:
             os.close(fd)
         token = secrets.token_hex(16)
