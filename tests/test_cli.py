@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import convert_to_messages, convert_to_openai_messages, messages_from_dict, messages_to_dict
 
-from langchain_promptstrat.cli import entry as simulate_command
+from langchain_promptstrat.cli import simulate_command
 from langchain_promptstrat.cli import main
 from langchain_promptstrat.inbox_store import DirectoryInbox
 from langchain_promptstrat.messages import check_tool_pairs
