@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from langchain_promptstrat.adapters.langgraph import make_inbox_node, pre_model_hook
-    from langchain_promptstrat.adapters.runnable import PromptStrategy
+    from langchain_promptstrat.strategy import PromptStrategy
     from langchain_promptstrat.ceiling import DEFAULT_CEILING, Ceiling, resolve_ceiling
     from langchain_promptstrat.errors import (
         ConfigError,
@@ -121,7 +121,7 @@ _EXPORTS: dict[str, str] = {
     "PostgresInbox": "langchain_promptstrat.inbox_postgres",
     "PostgresInboxes": "langchain_promptstrat.inbox_postgres",
     "PromptStratError": "langchain_promptstrat.errors",
-    "PromptStrategy": "langchain_promptstrat.adapters.runnable",
+    "PromptStrategy": "langchain_promptstrat.strategy",
     "PromptStrategyMiddleware": "langchain_promptstrat.adapters.middleware",
     "Settings": "langchain_promptstrat.settings",
     "ShortenTools": "langchain_promptstrat.strategies.shorten_tools",

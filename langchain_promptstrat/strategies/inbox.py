@@ -35,7 +35,7 @@ from langchain_core.callbacks import CallbackManagerForChainRun
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
-from langchain_promptstrat.adapters.runnable import PromptStrategy, emit_report
+from langchain_promptstrat.strategy import PromptStrategy, emit_report
 from langchain_promptstrat.errors import ConfigError, InboxAborted
 from langchain_promptstrat.inbox_backends import InboxBackend, InboxProvider, LeasingInbox, is_inbox_backend
 from langchain_promptstrat.inbox_store import ABORT_FILE, Claimed, DirectoryInbox, inbox_root, thread_save_file, warn_once

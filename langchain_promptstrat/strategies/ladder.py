@@ -48,7 +48,7 @@ from langchain_core.callbacks import AsyncCallbackManagerForChainRun
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
-from langchain_promptstrat.adapters.runnable import PromptStrategy, emit_report
+from langchain_promptstrat.strategy import PromptStrategy, emit_report
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.messages import coerce_messages, mark_of
 from langchain_promptstrat.report import Compacted, StrategyReport, make_report
