@@ -47,7 +47,7 @@ from typing import Any
 
 from langchain_core.messages import message_to_dict, messages_from_dict
 
-from langchain_promptstrat.inbox_store import DirectoryInbox
+from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.strategies.inbox import acknowledge_notices, notice_id, pick_up
 
 MODES = ("persisted", "one-call", "handover")
@@ -247,7 +247,7 @@ def postgres_factory(dsn: str, schema: str | None = None) -> Callable[[], Any]:
     """
     import psycopg
 
-    from langchain_promptstrat.inbox_postgres import PostgresInboxes
+    from langchain_promptstrat.inbox.postgres import PostgresInboxes
 
     PostgresInboxes(dsn, schema=schema).setup()
     thread = f"kills-{secrets.token_hex(4)}"

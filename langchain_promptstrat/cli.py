@@ -27,13 +27,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from langchain_promptstrat.errors import InboxAborted, InvalidMessagesError, PromptStratError
-from langchain_promptstrat.inbox_postgres import DSN_ENV, PostgresInboxes
-from langchain_promptstrat.inbox_store import INBOX_ROOT_ENV, DirectoryInbox, resolve_save_file
+from langchain_promptstrat.inbox.postgres import DSN_ENV, PostgresInboxes
+from langchain_promptstrat.inbox.directory import INBOX_ROOT_ENV, DirectoryInbox, resolve_save_file
 from langchain_promptstrat.ceiling import DEFAULT_CEILING, resolve_ceiling
 from langchain_promptstrat.text_table import fit_lines, render_table, terminal_width
 
 if TYPE_CHECKING:
-    from langchain_promptstrat.inbox_backends import InboxBackend
+    from langchain_promptstrat.inbox.contract import InboxBackend
     from langchain_promptstrat.report import StrategyReport
     from langchain_promptstrat.simulate import SimulationResult
     from langchain_promptstrat.tokens import TokenCounter
@@ -570,8 +570,8 @@ def _age(seconds: float) -> str:
 
 
 def _inbox_ls(args: argparse.Namespace) -> int:
-    from langchain_promptstrat.inbox_backends import LeasingInbox
-    from langchain_promptstrat.inbox_store import InboxEntry, Lease
+    from langchain_promptstrat.inbox.contract import LeasingInbox
+    from langchain_promptstrat.inbox.directory import InboxEntry, Lease
 
     store = _inbox(args)
     pending, delivered = store.pending_entries(), store.delivered_entries()

@@ -21,7 +21,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from conftest_postgres import postgres_dsn, postgres_schema  # noqa: F401
 from langchain_promptstrat.adapters.langgraph import pre_model_hook
-from langchain_promptstrat.inbox_store import DirectoryInbox, inbox_dir, inbox_removed_dir, post_to_inbox
+from langchain_promptstrat.inbox.directory import DirectoryInbox, inbox_dir, inbox_removed_dir, post_to_inbox
 from langchain_promptstrat.strategies.inbox import Inbox, notice_id, pick_up
 from langchain_promptstrat.testing import ScriptedChatModel, make_sized_tool
 
@@ -459,7 +459,7 @@ def test_a_postgresql_outage_degrades_to_no_notices_and_delivers_once_back(postg
     """Server unreachable: model calls go on without notices, one warning for the outage; once back, delivered once."""
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-    from langchain_promptstrat.inbox_postgres import PostgresInboxes
+    from langchain_promptstrat.inbox.postgres import PostgresInboxes
 
     info = conninfo_to_dict(postgres_dsn)
     proxy = _Proxy(str(info.get("host", "127.0.0.1")), int(info.get("port", 5432)))

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langchain_promptstrat.errors import InboxError
-from langchain_promptstrat.inbox_store import (
+from langchain_promptstrat.inbox.directory import (
     INBOX_ROOT_ENV,
     DirectoryInbox,
     encode_thread_id,

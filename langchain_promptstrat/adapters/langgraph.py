@@ -30,8 +30,8 @@ from langgraph.types import interrupt
 from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
 from langchain_promptstrat.errors import InboxAborted, InvalidMessagesError
-from langchain_promptstrat.inbox_backends import InboxBackend
-from langchain_promptstrat.inbox_store import ABORT_FILE, INBOX_ROOT_ENV, DirectoryInbox, inbox_root
+from langchain_promptstrat.inbox.contract import InboxBackend
+from langchain_promptstrat.inbox.directory import ABORT_FILE, INBOX_ROOT_ENV, DirectoryInbox, inbox_root
 from langchain_promptstrat.messages import keep_prompt_floor, mark  # keep_prompt_floor: re-exported
 from langchain_promptstrat.report import logger
 from langchain_promptstrat.registry import StrategySpec, prompt_for_model, resolve_strategies  # prompt_for_model: also re-exported

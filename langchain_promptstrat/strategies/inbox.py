@@ -14,7 +14,7 @@ state (``seen``). A claim whose reader died, or whose lease ran out, is taken ov
 next pickup and delivered again under the same id, so LangGraph's ``add_messages``
 replaces rather than duplicates it.
 
-Where the inbox lives is the backend's business (:mod:`~langchain_promptstrat.inbox_backends`):
+Where the inbox lives is the backend's business (:mod:`~langchain_promptstrat.inbox.contract`):
 a directory beside the save file by default, or PostgreSQL with
 ``backend=PostgresInboxes(dsn)``. The rule above holds for both.
 """
@@ -37,8 +37,8 @@ from langchain_core.runnables import RunnableConfig
 
 from langchain_promptstrat.strategy import PromptStrategy, emit_report
 from langchain_promptstrat.errors import ConfigError, InboxAborted
-from langchain_promptstrat.inbox_backends import InboxBackend, InboxProvider, LeasingInbox, is_inbox_backend
-from langchain_promptstrat.inbox_store import ABORT_FILE, Claimed, DirectoryInbox, inbox_root, thread_save_file, warn_once
+from langchain_promptstrat.inbox.contract import InboxBackend, InboxProvider, LeasingInbox, is_inbox_backend
+from langchain_promptstrat.inbox.directory import ABORT_FILE, Claimed, DirectoryInbox, inbox_root, thread_save_file, warn_once
 from langchain_promptstrat.messages import coerce_messages, mark, mark_of
 from langchain_promptstrat.report import Compacted, logger, make_report
 from langchain_promptstrat.settings import Settings

@@ -48,7 +48,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from langchain_promptstrat.errors import ConfigError, InboxError
-from langchain_promptstrat.inbox_store import (
+from langchain_promptstrat.inbox.directory import (
     ABORT_FILE,
     Claimed,
     InboxEntry,

@@ -29,7 +29,7 @@ Claim protocol (why no file is delivered twice and none is overwritten):
    the same name is never replaced.
 
 ``claim`` is the one-step consume (at most once). Delivery that survives crashes uses a
-lease instead (see :mod:`~langchain_promptstrat.inbox_backends`):
+lease instead (see :mod:`~langchain_promptstrat.inbox.contract`):
 
 4. ``lease(name)`` creates ``<removed>/.claims/<token>.<owner>/`` (``owner`` names host,
    process id and process start time) and renames the pending file into it: still one
@@ -490,7 +490,7 @@ def default_notice_name() -> str:
 class DirectoryInbox:
     """The inbox of one conversation as two directories: pending files and delivered ones.
 
-    This is the filesystem backend (an :class:`~langchain_promptstrat.inbox_backends.InboxBackend`):
+    This is the filesystem backend (an :class:`~langchain_promptstrat.inbox.contract.InboxBackend`):
     listing, the atomic claim, the clash suffix and the writers live here; what a claimed
     file means (a notice, an abort) is the strategy's business. Build it with
     :meth:`for_save_file` or :meth:`for_thread`; the class itself, with those two

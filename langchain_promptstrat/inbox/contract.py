@@ -5,8 +5,8 @@ Two roles, two small protocols:
 * An :class:`InboxBackend` is the inbox of **one** conversation (a save file, a LangGraph
   thread): it lists the pending notices in name order, claims one atomically (taking it
   out of the pending set and recording its delivery in the history, as one step), posts,
-  and requests an abort. :class:`~langchain_promptstrat.inbox_store.DirectoryInbox` (two
-  directories) and :class:`~langchain_promptstrat.inbox_postgres.PostgresInbox` (two
+  and requests an abort. :class:`~langchain_promptstrat.inbox.directory.DirectoryInbox` (two
+  directories) and :class:`~langchain_promptstrat.inbox.postgres.PostgresInbox` (two
   tables) are the two backends.
 * An :class:`InboxProvider` hands out the backend of any conversation:
   ``for_thread(thread_id)`` and ``for_save_file(save_file)``. The ``DirectoryInbox``
@@ -28,7 +28,7 @@ The contract (the suite ``tests/test_inbox_backends.py`` runs it against every b
    It returns None when another reader took it first; it raises ``OSError`` (usually
    :class:`~langchain_promptstrat.errors.InboxError`) when it cannot claim, and then the
    notice is still pending (for the directory backend: unless the reader died between
-   its rename and its link, see :mod:`~langchain_promptstrat.inbox_store`).
+   its rename and its link, see :mod:`~langchain_promptstrat.inbox.directory`).
 3. ``post`` refuses a name that is pending, the reserved ``abort``, hidden or path-like
    names and empty content; ``request_abort`` writes ``abort`` and refuses a second one.
 4. The history (``delivered_entries``) keeps every delivered notice with its posting time.
@@ -49,7 +49,7 @@ from typing import Protocol, runtime_checkable
 
 from typing_extensions import TypeIs
 
-from langchain_promptstrat.inbox_store import Claimed, InboxEntry, Lease
+from langchain_promptstrat.inbox.directory import Claimed, InboxEntry, Lease
 
 __all__ = ["InboxBackend", "InboxProvider", "LeasingInbox", "is_inbox_backend"]
 
