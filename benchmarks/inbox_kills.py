@@ -47,8 +47,8 @@ from typing import Any
 
 from langchain_core.messages import message_to_dict, messages_from_dict
 
+from langchain_promptstrat.inbox.delivery import acknowledge_notices, notice_id, pick_up
 from langchain_promptstrat.inbox.directory import DirectoryInbox
-from langchain_promptstrat.strategies.inbox import acknowledge_notices, notice_id, pick_up
 
 MODES = ("persisted", "one-call", "handover")
 """The delivery modes a run can play; ``handover`` is at most once by design (see above)."""

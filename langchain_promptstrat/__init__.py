@@ -23,8 +23,10 @@ if TYPE_CHECKING:
         UnknownStrategyError,
     )
     from langchain_promptstrat.inbox.contract import InboxBackend, InboxProvider
+    from langchain_promptstrat.inbox.directory import DirectoryInbox
+    from langchain_promptstrat.inbox.paths import inbox_dir, inbox_removed_dir
     from langchain_promptstrat.inbox.postgres import PostgresInbox, PostgresInboxes
-    from langchain_promptstrat.inbox.directory import DirectoryInbox, inbox_dir, inbox_removed_dir, post_to_inbox, request_abort
+    from langchain_promptstrat.inbox.posting import post_to_inbox, request_abort
     from langchain_promptstrat.messages import check_tool_pairs
     from langchain_promptstrat.registry import (
         DEFAULT_STRATEGIES,
@@ -139,15 +141,15 @@ _EXPORTS: dict[str, str] = {
     "available_strategies": "langchain_promptstrat.registry",
     "check_tool_pairs": "langchain_promptstrat.messages",
     "get_strategy": "langchain_promptstrat.registry",
-    "inbox_dir": "langchain_promptstrat.inbox.directory",
-    "inbox_removed_dir": "langchain_promptstrat.inbox.directory",
+    "inbox_dir": "langchain_promptstrat.inbox.paths",
+    "inbox_removed_dir": "langchain_promptstrat.inbox.paths",
     "is_compaction_notice": "langchain_promptstrat.strategies.epoch",
     "make_inbox_node": "langchain_promptstrat.adapters.langgraph",
-    "post_to_inbox": "langchain_promptstrat.inbox.directory",
+    "post_to_inbox": "langchain_promptstrat.inbox.posting",
     "pre_model_hook": "langchain_promptstrat.adapters.langgraph",
     "prepare_prompt": "langchain_promptstrat.registry",
     "register_strategy": "langchain_promptstrat.registry",
-    "request_abort": "langchain_promptstrat.inbox.directory",
+    "request_abort": "langchain_promptstrat.inbox.posting",
     "shorten_string": "langchain_promptstrat.truncation",
     "truncate_string": "langchain_promptstrat.truncation",
     "unregister_strategy": "langchain_promptstrat.registry",

@@ -27,8 +27,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from langchain_promptstrat.errors import InboxAborted, InvalidMessagesError, PromptStratError
-from langchain_promptstrat.inbox.postgres import DSN_ENV, PostgresInboxes
-from langchain_promptstrat.inbox.directory import INBOX_ROOT_ENV, DirectoryInbox, resolve_save_file
+from langchain_promptstrat.inbox.directory import DirectoryInbox
+from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV, resolve_save_file
+from langchain_promptstrat.inbox.postgres import PostgresInboxes
+from langchain_promptstrat.inbox.postgres_connection import DSN_ENV
 from langchain_promptstrat.ceiling import DEFAULT_CEILING, resolve_ceiling
 from langchain_promptstrat.text_table import fit_lines, render_table, terminal_width
 
@@ -570,8 +572,7 @@ def _age(seconds: float) -> str:
 
 
 def _inbox_ls(args: argparse.Namespace) -> int:
-    from langchain_promptstrat.inbox.contract import LeasingInbox
-    from langchain_promptstrat.inbox.directory import InboxEntry, Lease
+    from langchain_promptstrat.inbox.contract import InboxEntry, Lease, LeasingInbox
 
     store = _inbox(args)
     pending, delivered = store.pending_entries(), store.delivered_entries()

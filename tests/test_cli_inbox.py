@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from langchain_promptstrat.cli import main
-from langchain_promptstrat.inbox.directory import INBOX_ROOT_ENV, DirectoryInbox
+from langchain_promptstrat.inbox.directory import DirectoryInbox
+from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV
 
 PROMPTSTRAT = Path(sys.executable).parent / "promptstrat"
 

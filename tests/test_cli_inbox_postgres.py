@@ -8,7 +8,7 @@ import pytest
 from conftest_postgres import postgres_dsn, postgres_schema  # noqa: F401
 
 from langchain_promptstrat.cli import main
-from langchain_promptstrat.inbox.postgres import DSN_ENV
+from langchain_promptstrat.inbox.postgres_connection import DSN_ENV
 
 
 def run(capsys, *argv: str) -> tuple[int, list[str], list[str]]:
@@ -35,7 +35,7 @@ class TestInboxDsn:
         code, out, _ = run(capsys, "inbox", "ls", "--dsn", dsn, "--thread", thread)
         assert code == 0 and [line.split()[::2] for line in out] == [["pending", "abort"], ["pending", "n.txt"]]
         from langchain_promptstrat.inbox.postgres import PostgresInboxes
-        from langchain_promptstrat.strategies.inbox import pick_up
+        from langchain_promptstrat.inbox.delivery import pick_up
 
         store = PostgresInboxes(dsn).for_thread(thread)
         assert pick_up(store).abort_reason == "stop"

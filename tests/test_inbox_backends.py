@@ -30,10 +30,12 @@ from conftest_postgres import postgres_dsn, postgres_schema  # noqa: F401  (fixt
 from langchain_core.messages import HumanMessage
 
 from langchain_promptstrat.errors import ConfigError, InboxAborted, InboxError
-from langchain_promptstrat.inbox.contract import InboxBackend, InboxProvider, is_inbox_backend
-from langchain_promptstrat.inbox.directory import PREVIEW_BYTES, DirectoryInbox
+from langchain_promptstrat.inbox.contract import PREVIEW_BYTES, InboxBackend, InboxProvider, is_inbox_backend
+from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.messages import mark_of
-from langchain_promptstrat.strategies.inbox import Inbox, inbox_for_config, pick_up
+from langchain_promptstrat.inbox.delivery import pick_up
+from langchain_promptstrat.inbox.locate import inbox_for_config
+from langchain_promptstrat.strategies.inbox import Inbox
 
 BACKENDS = ["directory", "postgres"]
 
@@ -106,7 +108,8 @@ def _postgres_kit(dsn: str, schema: str, thread_id: str) -> BackendKit:
     import psycopg
     from psycopg import sql
 
-    from langchain_promptstrat.inbox.postgres import DELIVERED_TABLE, PostgresInbox, PostgresInboxes
+    from langchain_promptstrat.inbox.postgres import PostgresInbox, PostgresInboxes
+    from langchain_promptstrat.inbox.postgres_sql import DELIVERED_TABLE
 
     opened: list[tuple[int, psycopg.Connection]] = []
 
@@ -584,7 +587,8 @@ class TestPostgresSetup:
         import psycopg
         from psycopg import sql
 
-        from langchain_promptstrat.inbox.postgres import MIGRATIONS, VERSION_TABLE, PostgresInboxes
+        from langchain_promptstrat.inbox.postgres import PostgresInboxes
+        from langchain_promptstrat.inbox.postgres_sql import MIGRATIONS, VERSION_TABLE
 
         dsn, schema = postgres_kit.dsn, f"promptstrat_setup_{secrets.token_hex(4)}"
         inboxes = PostgresInboxes(dsn, schema=schema)

@@ -21,8 +21,11 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from conftest_postgres import postgres_dsn, postgres_schema  # noqa: F401
 from langchain_promptstrat.adapters.langgraph import pre_model_hook
-from langchain_promptstrat.inbox.directory import DirectoryInbox, inbox_dir, inbox_removed_dir, post_to_inbox
-from langchain_promptstrat.strategies.inbox import Inbox, notice_id, pick_up
+from langchain_promptstrat.inbox.delivery import notice_id, pick_up
+from langchain_promptstrat.inbox.directory import DirectoryInbox
+from langchain_promptstrat.inbox.paths import inbox_dir, inbox_removed_dir
+from langchain_promptstrat.inbox.posting import post_to_inbox
+from langchain_promptstrat.strategies.inbox import Inbox
 from langchain_promptstrat.testing import ScriptedChatModel, make_sized_tool
 
 _spec = importlib.util.spec_from_file_location("inbox_kills", Path(__file__).parent.parent / "benchmarks" / "inbox_kills.py")

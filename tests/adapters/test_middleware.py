@@ -15,7 +15,8 @@ from langgraph.types import Command
 
 from langchain_promptstrat.adapters.middleware import ABORT_KEY, PENDING_KEY, PromptStrategyMiddleware
 from langchain_promptstrat.errors import ConfigError, InboxAborted, InboxError, UnknownStrategyError
-from langchain_promptstrat.inbox.directory import INBOX_ROOT_ENV, post_to_inbox, request_abort
+from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV
+from langchain_promptstrat.inbox.posting import post_to_inbox, request_abort
 from langchain_promptstrat.messages import check_tool_pairs
 from langchain_promptstrat.registry import get_strategy, prompt_for_model
 from langchain_promptstrat.settings import Settings
