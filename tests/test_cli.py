@@ -14,7 +14,7 @@ from langchain_core.messages import convert_to_messages, convert_to_openai_messa
 
 from langchain_promptstrat.cli import simulate_command
 from langchain_promptstrat.cli import main
-from langchain_promptstrat.inbox_store import DirectoryInbox
+from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.messages import check_tool_pairs
 from langchain_promptstrat.registry import DEFAULT_STRATEGIES, apply_strategies
 from langchain_promptstrat.simulate import default_strategy_names, result_from_json

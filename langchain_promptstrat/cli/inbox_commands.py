@@ -18,11 +18,13 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, cast
 
 from langchain_promptstrat.cli.common import Parser, UsageError
-from langchain_promptstrat.inbox_postgres import DSN_ENV, PostgresInboxes
-from langchain_promptstrat.inbox_store import INBOX_ROOT_ENV, DirectoryInbox, resolve_save_file
+from langchain_promptstrat.inbox.directory import DirectoryInbox
+from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV, resolve_save_file
+from langchain_promptstrat.inbox.postgres import PostgresInboxes
+from langchain_promptstrat.inbox.postgres_connection import DSN_ENV
 
 if TYPE_CHECKING:
-    from langchain_promptstrat.inbox_backends import InboxBackend
+    from langchain_promptstrat.inbox.contract import InboxBackend
 
 # Imports inside functions exist only to keep `promptstrat --help` light; the inbox modules
 # import no LangChain, so these commands load none of it either (tests/test_cli_startup.py).
@@ -146,8 +148,7 @@ def _age(seconds: float) -> str:
 
 
 def _inbox_ls(args: argparse.Namespace) -> int:
-    from langchain_promptstrat.inbox_backends import LeasingInbox
-    from langchain_promptstrat.inbox_store import InboxEntry, Lease
+    from langchain_promptstrat.inbox.contract import InboxEntry, Lease, LeasingInbox
 
     store = _inbox(args)
     pending, delivered = store.pending_entries(), store.delivered_entries()
