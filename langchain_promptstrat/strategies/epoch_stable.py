@@ -73,7 +73,7 @@ from typing import Any, NamedTuple
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_promptstrat._memo import IdentityMemo
-from langchain_promptstrat.adapters.runnable import PromptStrategy
+from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.ceiling import Ceiling, MaxTokens, check_max_tokens, resolve_ceiling
 from langchain_promptstrat.errors import ContextWindowError
 from langchain_promptstrat.messages import (
@@ -95,7 +95,7 @@ from langchain_promptstrat.messages import (
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.ladder import CountTokens, LadderPass, ladder_pass, message_counter, run_plan
-from langchain_promptstrat.tokens import as_token_counter, call_id_tokens, tool_schema_tokens
+from langchain_promptstrat.tokens import as_token_counter, missing_call_id_tokens, tool_schema_tokens
 from langchain_promptstrat.truncation import DEFAULT_OUTPUT_SIZE, shorten_string
 from langchain_promptstrat.strategies.epoch import (
     CompletedCall,
@@ -304,7 +304,7 @@ class _Costs:
     def whole(self, message: BaseMessage) -> int:
         tokens = self._seen.get(message)
         if tokens is None:
-            tokens = self.count_one(message) + call_id_tokens(message, self.counter)
+            tokens = self.count_one(message) + missing_call_id_tokens(message, self.counter)
             self._seen.put(message, tokens)
         return tokens
 

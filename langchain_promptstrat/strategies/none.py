@@ -6,7 +6,7 @@ import os
 
 from langchain_core.messages import BaseMessage
 
-from langchain_promptstrat.adapters.runnable import PromptStrategy
+from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.report import Compacted, make_report
 
 __all__ = ["NoStrategy"]
