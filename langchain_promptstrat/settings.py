@@ -45,7 +45,9 @@ class Settings:
     """Typed, validated thresholds; build with :meth:`Settings.load` to read the environment.
 
     ``Settings()`` gives the defaults without looking at the environment; ``Settings.load()``
-    applies explicit arguments over environment variables over defaults.
+    applies explicit arguments over environment variables (``PROMPTSTRAT_<NAME>``, then
+    ``<NAME>``) over defaults. One object may hold the keys of every strategy and be passed
+    to all of them: a strategy reads its own keys and is never checked against the others.
     """
 
     # shorten_tools (not in the default list)
@@ -161,9 +163,10 @@ class Settings:
     def load(cls, settings: Settings | None = None, /, *, environ: Mapping[str, str] | None = None, **explicit: Any) -> Settings:
         """Return settings from explicit arguments, then the environment, then the defaults.
 
-        ``settings``, when given, is an already-resolved base: the environment is not read
-        again and only ``explicit`` overrides apply. ``None`` as an explicit value means
-        "not given".
+        Each key's variable is read as ``PROMPTSTRAT_<NAME>`` first, then as the reference's
+        ``<NAME>`` (see :func:`environment_variables`). ``settings``, when given, is an
+        already-resolved base: the environment is not read again and only ``explicit``
+        overrides apply. ``None`` as an explicit value means "not given".
         """
         _reject_unknown(explicit)
         explicit = {k: v for k, v in explicit.items() if v is not None}
