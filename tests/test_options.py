@@ -117,7 +117,7 @@ def render_default(value: Any) -> str:
     return repr(value)
 
 
-identifiers = st.from_regex(r"[a-z][a-z0-9_]{0,24}", fullmatch=True).filter(lambda s: not keyword.iskeyword(s))
+identifiers = st.from_regex(r"[a-z][a-z0-9_]{0,24}", fullmatch=True).filter(lambda s: not keyword.iskeyword(s) and s != "self")
 
 
 class TestTheStrategiesFound:
