@@ -47,8 +47,8 @@ from typing import Any
 
 from langchain_core.messages import message_to_dict, messages_from_dict
 
-from langchain_promptstrat.inbox_store import DirectoryInbox
-from langchain_promptstrat.strategies.inbox import acknowledge_notices, notice_id, pick_up
+from langchain_promptstrat.inbox.delivery import acknowledge_notices, notice_id, pick_up
+from langchain_promptstrat.inbox.directory import DirectoryInbox
 
 MODES = ("persisted", "one-call", "handover")
 """The delivery modes a run can play; ``handover`` is at most once by design (see above)."""
@@ -247,7 +247,7 @@ def postgres_factory(dsn: str, schema: str | None = None) -> Callable[[], Any]:
     """
     import psycopg
 
-    from langchain_promptstrat.inbox_postgres import PostgresInboxes
+    from langchain_promptstrat.inbox.postgres import PostgresInboxes
 
     PostgresInboxes(dsn, schema=schema).setup()
     thread = f"kills-{secrets.token_hex(4)}"

@@ -33,6 +33,7 @@ from langchain_promptstrat.simulate import (
     StrategyRun,
     simulate,
 )
+from langchain_promptstrat.text_table import render_table
 
 STABLE = "shorten_tools_epoch_stable"
 INCREMENT = "shorten_tools_epoch_increment"
@@ -74,12 +75,7 @@ def format_side_by_side(result: SimulationResult) -> str:
     """Return one aligned table: reuse, price multiplier, mean and peak prompt, cost and strategy time per row."""
     columns = ["strategy", "cache reuse", "price mult.", "mean prompt", "peak prompt", "cost (units)", "strategy time", "degenerate"]
     rows = [_row(run, result.cached_fraction) for run in result.runs]
-    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
-
-    return "\n".join([line(columns), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+    return "\n".join(render_table(columns, rows))
 
 
 def goal_line(result: SimulationResult) -> tuple[bool, str]:

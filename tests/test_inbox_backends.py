@@ -30,10 +30,12 @@ from conftest_postgres import postgres_dsn, postgres_schema  # noqa: F401  (fixt
 from langchain_core.messages import HumanMessage
 
 from langchain_promptstrat.errors import ConfigError, InboxAborted, InboxError
-from langchain_promptstrat.inbox_backends import InboxBackend, InboxProvider, is_inbox_backend
-from langchain_promptstrat.inbox_store import PREVIEW_BYTES, DirectoryInbox
+from langchain_promptstrat.inbox.contract import PREVIEW_BYTES, InboxBackend, InboxProvider, is_inbox_backend
+from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.messages import mark_of
-from langchain_promptstrat.strategies.inbox import Inbox, inbox_for_config, pick_up
+from langchain_promptstrat.inbox.delivery import pick_up
+from langchain_promptstrat.inbox.locate import inbox_for_config
+from langchain_promptstrat.strategies.inbox import Inbox
 
 BACKENDS = ["directory", "postgres"]
 
@@ -106,7 +108,8 @@ def _postgres_kit(dsn: str, schema: str, thread_id: str) -> BackendKit:
     import psycopg
     from psycopg import sql
 
-    from langchain_promptstrat.inbox_postgres import DELIVERED_TABLE, PostgresInbox, PostgresInboxes
+    from langchain_promptstrat.inbox.postgres import PostgresInbox, PostgresInboxes
+    from langchain_promptstrat.inbox.postgres_sql import DELIVERED_TABLE
 
     opened: list[tuple[int, psycopg.Connection]] = []
 
@@ -425,7 +428,7 @@ def _stalling_reader(dsn: str, schema: str, thread_id: str, name: str, inside) -
     """Claim ``name`` and stop inside the claim's transaction, after the move, before COMMIT, until killed."""
     import psycopg
 
-    from langchain_promptstrat.inbox_postgres import PostgresInbox
+    from langchain_promptstrat.inbox.postgres import PostgresInbox
 
     class Stalling(PostgresInbox):
         def _before_commit(self, cursor, name, history_name):
@@ -487,7 +490,7 @@ class TestKilledReaders:
         """The server ends the reader's session before COMMIT: the claim raises InboxError and the notice stays pending."""
         import psycopg
 
-        from langchain_promptstrat.inbox_postgres import PostgresInbox
+        from langchain_promptstrat.inbox.postgres import PostgresInbox
 
         kit = postgres_kit
         store = kit.store
@@ -549,7 +552,7 @@ class TestKilledReaders:
 class TestPostgresHistoryNames:
     def test_two_claims_racing_for_one_history_name_both_land_without_overwriting(self, postgres_kit):
         """A claim whose history name another open claim just took waits for it, then takes the next free name."""
-        from langchain_promptstrat.inbox_postgres import PostgresInbox
+        from langchain_promptstrat.inbox.postgres import PostgresInbox
 
         kit = postgres_kit
         store = kit.store
@@ -584,7 +587,8 @@ class TestPostgresSetup:
         import psycopg
         from psycopg import sql
 
-        from langchain_promptstrat.inbox_postgres import MIGRATIONS, VERSION_TABLE, PostgresInboxes
+        from langchain_promptstrat.inbox.postgres import PostgresInboxes
+        from langchain_promptstrat.inbox.postgres_sql import MIGRATIONS, VERSION_TABLE
 
         dsn, schema = postgres_kit.dsn, f"promptstrat_setup_{secrets.token_hex(4)}"
         inboxes = PostgresInboxes(dsn, schema=schema)
@@ -617,7 +621,7 @@ class TestPostgresSetup:
 
     def test_an_inbox_without_its_tables_says_to_call_setup(self, postgres_kit):
         """Before setup() every operation raises InboxError naming setup(), not a bare SQL error."""
-        from langchain_promptstrat.inbox_postgres import PostgresInboxes
+        from langchain_promptstrat.inbox.postgres import PostgresInboxes
 
         store = PostgresInboxes(postgres_kit.dsn, schema=f"missing_{secrets.token_hex(4)}").for_thread("t")
         for operation in (store.pending, lambda: store.post("x"), lambda: store.claim("x")):
@@ -628,7 +632,7 @@ class TestPostgresSetup:
         """The three ways to reach the database give the same inbox; a connection is used by one thread at a time."""
         import psycopg
 
-        from langchain_promptstrat.inbox_postgres import PostgresInbox
+        from langchain_promptstrat.inbox.postgres import PostgresInbox
 
         kit = postgres_kit
         dsn, schema = kit.dsn, kit.schema
@@ -663,7 +667,7 @@ class TestPostgresSetup:
 
     def test_thread_ids_postgresql_cannot_store_are_refused(self, postgres_kit):
         """NUL and lone surrogates cannot be PostgreSQL text: refused with InboxError when the inbox is built."""
-        from langchain_promptstrat.inbox_postgres import PostgresInboxes
+        from langchain_promptstrat.inbox.postgres import PostgresInboxes
 
         for bad in ("a\x00b", "\udc80", "", "x" * 3000):
             with pytest.raises(InboxError, match="thread_id"):
@@ -714,7 +718,7 @@ class TestBackendOption:
 
     def test_without_psycopg_the_error_names_the_extra(self, monkeypatch):
         """Building a PostgreSQL inbox without psycopg raises ConfigError naming the postgres extra."""
-        from langchain_promptstrat.inbox_postgres import PostgresInboxes
+        from langchain_promptstrat.inbox.postgres import PostgresInboxes
 
         monkeypatch.setitem(sys.modules, "psycopg", None)
         with pytest.raises(ConfigError, match=r"pip install 'langchain-promptstrat\[postgres\]'"):

@@ -21,8 +21,11 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from conftest_postgres import postgres_dsn, postgres_schema  # noqa: F401
 from langchain_promptstrat.adapters.langgraph import pre_model_hook
-from langchain_promptstrat.inbox_store import DirectoryInbox, inbox_dir, inbox_removed_dir, post_to_inbox
-from langchain_promptstrat.strategies.inbox import Inbox, notice_id, pick_up
+from langchain_promptstrat.inbox.delivery import notice_id, pick_up
+from langchain_promptstrat.inbox.directory import DirectoryInbox
+from langchain_promptstrat.inbox.paths import inbox_dir, inbox_removed_dir
+from langchain_promptstrat.inbox.posting import post_to_inbox
+from langchain_promptstrat.strategies.inbox import Inbox
 from langchain_promptstrat.testing import ScriptedChatModel, make_sized_tool
 
 _spec = importlib.util.spec_from_file_location("inbox_kills", Path(__file__).parent.parent / "benchmarks" / "inbox_kills.py")
@@ -459,7 +462,7 @@ def test_a_postgresql_outage_degrades_to_no_notices_and_delivers_once_back(postg
     """Server unreachable: model calls go on without notices, one warning for the outage; once back, delivered once."""
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-    from langchain_promptstrat.inbox_postgres import PostgresInboxes
+    from langchain_promptstrat.inbox.postgres import PostgresInboxes
 
     info = conninfo_to_dict(postgres_dsn)
     proxy = _Proxy(str(info.get("host", "127.0.0.1")), int(info.get("port", 5432)))

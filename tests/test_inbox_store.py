@@ -15,17 +15,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langchain_promptstrat.errors import InboxError
-from langchain_promptstrat.inbox_store import (
+from langchain_promptstrat.inbox.directory import DirectoryInbox
+from langchain_promptstrat.inbox.paths import (
     INBOX_ROOT_ENV,
-    DirectoryInbox,
     encode_thread_id,
     inbox_dir,
     inbox_removed_dir,
     inbox_root,
-    post_to_inbox,
-    request_abort,
     thread_save_file,
 )
+from langchain_promptstrat.inbox.posting import post_to_inbox, request_abort
 
 HOSTILE_THREAD_IDS = [
     "../x", "../../etc/passwd", "/etc", "a/b", "a\\b", "\x00", "a\x00b", ".", "..", ".hidden", "...",
@@ -319,7 +318,7 @@ READERS, WRITERS, PER_WRITER = 4, 2, 250
 
 
 def _reader(save_file: str, done, out: str) -> None:
-    from langchain_promptstrat.strategies.inbox import pick_up
+    from langchain_promptstrat.inbox.delivery import pick_up
 
     store = DirectoryInbox.for_save_file(save_file)
     got = []

@@ -27,25 +27,19 @@ from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.func import task
 from langgraph.types import interrupt
 
-from langchain_promptstrat.adapters.runnable import PromptStrategy
+from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
 from langchain_promptstrat.errors import InboxAborted, InvalidMessagesError
-from langchain_promptstrat.inbox_backends import InboxBackend
-from langchain_promptstrat.inbox_store import ABORT_FILE, INBOX_ROOT_ENV, DirectoryInbox, inbox_root
+from langchain_promptstrat.inbox.contract import ABORT_FILE, InboxBackend
+from langchain_promptstrat.inbox.delivery import notice_ids, pick_up, printable
+from langchain_promptstrat.inbox.directory import DirectoryInbox
+from langchain_promptstrat.inbox.locate import InboxBackendSpec, check_backend, inbox_for_config, save_file_for_config
+from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV, inbox_root
 from langchain_promptstrat.messages import keep_prompt_floor, mark  # keep_prompt_floor: re-exported
 from langchain_promptstrat.report import logger
 from langchain_promptstrat.registry import StrategySpec, prompt_for_model, resolve_strategies  # prompt_for_model: also re-exported
 from langchain_promptstrat.settings import Settings
-from langchain_promptstrat.strategies.inbox import (
-    Inbox,
-    InboxBackendSpec,
-    check_backend,
-    inbox_for_config,
-    notice_ids,
-    pick_up,
-    printable,
-    save_file_for_config,
-)
+from langchain_promptstrat.strategies.inbox import Inbox
 
 __all__ = [
     "INBOX_ABORT",
@@ -160,7 +154,7 @@ def deliver_inbox(
 ) -> InboxDelivery:
     """Return the notices of ``inbox`` (a save file, or any inbox backend), handling ``abort`` as ``on_abort`` says.
 
-    ``seen``, ``held`` and ``settle`` are :func:`~langchain_promptstrat.strategies.inbox.pick_up`'s:
+    ``seen``, ``held`` and ``settle`` are :func:`~langchain_promptstrat.inbox.delivery.pick_up`'s:
     the ids of the notices the conversation already holds (acknowledged, not sent again),
     those handed over and awaiting their model call, and whether to acknowledge at once.
 

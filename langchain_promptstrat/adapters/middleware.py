@@ -40,10 +40,11 @@ from typing_extensions import NotRequired
 from langchain_promptstrat.adapters.langgraph import InboxSource, prompt_for_model
 from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
 from langchain_promptstrat.errors import ConfigError, InboxError
-from langchain_promptstrat.inbox_backends import LeasingInbox
+from langchain_promptstrat.inbox.contract import LeasingInbox
+from langchain_promptstrat.inbox.delivery import acknowledge_notices, notice_id, notice_ids
+from langchain_promptstrat.inbox.locate import InboxBackendSpec
 from langchain_promptstrat.registry import StrategySpec, resolve_strategies
 from langchain_promptstrat.settings import Settings
-from langchain_promptstrat.strategies.inbox import InboxBackendSpec, acknowledge_notices, notice_id, notice_ids
 
 __all__ = ["ABORT_KEY", "ANSWERED_KEY", "PENDING_KEY", "PromptStrategyMiddleware", "PromptStratState"]
 

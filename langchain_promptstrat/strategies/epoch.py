@@ -43,7 +43,7 @@ from typing import Any, ClassVar, NamedTuple, NoReturn, cast
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from langchain_promptstrat._memo import SizedCache
-from langchain_promptstrat.adapters.runnable import PromptStrategy
+from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.messages import (
     Fate,
     ToolCallRecord,

@@ -73,7 +73,7 @@ from typing import Any, ClassVar, NoReturn
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_promptstrat._memo import IdentityMemo
-from langchain_promptstrat.adapters.runnable import PromptStrategy
+from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.ceiling import Ceiling, MaxTokens, check_max_tokens, resolve_ceiling
 from langchain_promptstrat.errors import ContextWindowError
 from langchain_promptstrat.messages import (

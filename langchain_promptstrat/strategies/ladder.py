@@ -48,9 +48,10 @@ from langchain_core.callbacks import AsyncCallbackManagerForChainRun
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
-from langchain_promptstrat.adapters.runnable import PromptStrategy, emit_report
+from langchain_promptstrat.strategy import PromptStrategy, emit_report
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.messages import coerce_messages, mark_of
+from langchain_promptstrat.registry import get_strategy  # rungs may be given by registry key
 from langchain_promptstrat.report import Compacted, StrategyReport, make_report
 from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.tokens import TokenCounter, as_token_counter
@@ -567,8 +568,6 @@ def _tokens_argument(name: str, value: Any) -> int:
 
 
 def _resolve_rungs(rungs: Sequence[Rung | str] | str, settings: Settings) -> list[Rung]:
-    from langchain_promptstrat.registry import get_strategy  # the registry imports the strategies
-
     items: list[Any] = [p.strip() for p in rungs.split(",") if p.strip()] if isinstance(rungs, str) else list(rungs)
     resolved: list[Rung] = []
     for item in items:

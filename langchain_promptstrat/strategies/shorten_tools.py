@@ -15,7 +15,7 @@ from typing import ClassVar, NoReturn
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from langchain_promptstrat.adapters.runnable import PromptStrategy
+from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.messages import (
     Fate,
     apply_fates,

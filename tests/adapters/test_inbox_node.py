@@ -13,7 +13,8 @@ from langgraph.types import Command
 
 from langchain_promptstrat.adapters.langgraph import make_inbox_node
 from langchain_promptstrat.errors import InboxAborted
-from langchain_promptstrat.inbox_store import INBOX_ROOT_ENV, post_to_inbox, request_abort
+from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV
+from langchain_promptstrat.inbox.posting import post_to_inbox, request_abort
 from langchain_promptstrat.messages import mark_of
 
 THREAD = "run.1"

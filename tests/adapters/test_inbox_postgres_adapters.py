@@ -19,7 +19,7 @@ from langchain_promptstrat.strategies.inbox import Inbox
 @pytest.fixture
 def inboxes(postgres_dsn, postgres_schema):  # noqa: F811
     """The PostgreSQL inbox provider on the session's schema."""
-    from langchain_promptstrat.inbox_postgres import PostgresInboxes
+    from langchain_promptstrat.inbox.postgres import PostgresInboxes
 
     return PostgresInboxes(postgres_dsn, schema=postgres_schema)
 

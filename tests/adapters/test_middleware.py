@@ -15,7 +15,8 @@ from langgraph.types import Command
 
 from langchain_promptstrat.adapters.middleware import ABORT_KEY, PENDING_KEY, PromptStrategyMiddleware
 from langchain_promptstrat.errors import ConfigError, InboxAborted, InboxError, UnknownStrategyError
-from langchain_promptstrat.inbox_store import INBOX_ROOT_ENV, post_to_inbox, request_abort
+from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV
+from langchain_promptstrat.inbox.posting import post_to_inbox, request_abort
 from langchain_promptstrat.messages import check_tool_pairs
 from langchain_promptstrat.registry import get_strategy, prompt_for_model
 from langchain_promptstrat.settings import Settings
@@ -114,10 +115,11 @@ class TestRequestRewrite:
         agent(model, PromptStrategyMiddleware(lambda messages: [])).invoke(start(), CONFIG)
         assert [contents(call) for call in model.calls] == [["sys", "task"]] * 3
 
-    def test_as_middleware_applies_that_strategy_alone(self):
-        """strategy.as_middleware() is PromptStrategyMiddleware([strategy])."""
-        middleware = get_strategy("shorten_tools").as_middleware(on_abort="end")
-        assert [s.strategy_name for s in middleware.strategies] == ["shorten_tools"] and middleware.on_abort == "end"
+    def test_one_strategy_object_is_applied_alone(self):
+        """PromptStrategyMiddleware(strategy), the documented spelling for one strategy, applies that very object alone."""
+        strategy = get_strategy("shorten_tools")
+        middleware = PromptStrategyMiddleware(strategy, on_abort="end")
+        assert middleware.strategies == [strategy] and middleware.strategies[0] is strategy and middleware.on_abort == "end"
 
 
 class TestBeforeModelNode:

@@ -18,7 +18,9 @@ from langgraph.types import Command
 
 from langchain_promptstrat.adapters.langgraph import keep_prompt_floor, pre_model_hook
 from langchain_promptstrat.errors import InboxAborted, InboxError, InvalidMessagesError, UnknownStrategyError
-from langchain_promptstrat.inbox_store import INBOX_ROOT_ENV, DirectoryInbox, post_to_inbox, request_abort
+from langchain_promptstrat.inbox.directory import DirectoryInbox
+from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV
+from langchain_promptstrat.inbox.posting import post_to_inbox, request_abort
 from langchain_promptstrat.messages import check_tool_pairs, is_real_user_message, leading_system_count
 from langchain_promptstrat.registry import get_strategy
 from langchain_promptstrat.settings import Settings
@@ -97,11 +99,11 @@ class TestHookOutput:
         update = pre_model_hook(lambda messages: [])(state, {})
         assert contents(update["llm_input_messages"]) == ["sys", "task"]
 
-    def test_as_pre_model_hook_applies_that_strategy_alone(self, agent_run):
-        """strategy.as_pre_model_hook() is pre_model_hook([strategy])."""
+    def test_one_strategy_object_is_applied_alone(self, agent_run):
+        """pre_model_hook(strategy), the documented spelling for one strategy, sends what that strategy alone makes."""
         strategy = get_strategy("shorten_tools", max_tool_calls=5)
-        update = strategy.as_pre_model_hook()({"messages": agent_run}, {})
-        assert update["llm_input_messages"] == strategy.invoke(agent_run)
+        update = pre_model_hook(strategy)({"messages": agent_run}, {})
+        assert update["llm_input_messages"] == strategy.invoke(agent_run) != agent_run
 
 
 class TestHookInAgents:

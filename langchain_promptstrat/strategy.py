@@ -1,9 +1,15 @@
-"""``PromptStrategy``: every strategy as a LangChain ``Runnable``.
+"""``PromptStrategy``, the base of every strategy: a pure ``compact`` that is also a LangChain ``Runnable``.
 
 The strategy logic is a pure function over a message list (:meth:`PromptStrategy.compact`);
-this layer only reads the input, calls it, and tells the world what happened: the report is
-logged at DEBUG on the ``langchain_promptstrat`` logger and, inside a LangChain run,
-dispatched as the custom event ``promptstrat`` so ``astream_events`` shows it.
+this module only reads the input, calls it, and tells the world what happened
+(:func:`emit_report`): the report is logged at DEBUG on the ``langchain_promptstrat``
+logger and, inside a LangChain run, dispatched as the custom event ``promptstrat`` so
+``astream_events`` shows it. Every strategy, the registry and the adapters build on it.
+
+It must never import an adapter (``langchain_promptstrat.adapters``: the pre-model hook,
+the inbox node, the middleware) nor the CLI: the adapters build on this module, and
+``tests/test_architecture.py`` fails on an import that points up. Wrap a strategy with
+``pre_model_hook(strategy)`` or ``PromptStrategyMiddleware(strategy)``.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ from __future__ import annotations
 import os
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from langchain_core.callbacks import CallbackManagerForChainRun, dispatch_custom_event
 from langchain_core.messages import BaseMessage
@@ -21,10 +27,6 @@ from langchain_core.runnables.config import var_child_runnable_config
 from langchain_promptstrat.messages import coerce_messages
 from langchain_promptstrat.report import Compacted, logger
 from langchain_promptstrat.settings import Settings
-
-if TYPE_CHECKING:  # both import this module
-    from langchain_promptstrat.adapters.langgraph import GraphHook
-    from langchain_promptstrat.adapters.middleware import PromptStrategyMiddleware
 
 __all__ = ["REPORT_EVENT", "PromptStrategy", "emit_report"]
 
@@ -96,18 +98,6 @@ class PromptStrategy(Runnable[Any, list[BaseMessage]], ABC):
     def _invoke(self, input: Any, run_manager: CallbackManagerForChainRun, config: RunnableConfig) -> list[BaseMessage]:
         save_file = self.save_file_from_config(config) if self.uses_save_file else None
         return self.apply(input, save_file=save_file, config=config).messages
-
-    def as_pre_model_hook(self, **options: Any) -> GraphHook:
-        """Return a LangGraph pre-model hook applying this strategy alone (options as ``pre_model_hook``)."""
-        from langchain_promptstrat.adapters.langgraph import pre_model_hook  # the adapters import this module
-
-        return pre_model_hook([self], **options)
-
-    def as_middleware(self, **options: Any) -> PromptStrategyMiddleware:
-        """Return a ``create_agent`` middleware applying this strategy alone (options as ``PromptStrategyMiddleware``)."""
-        from langchain_promptstrat.adapters.middleware import PromptStrategyMiddleware
-
-        return PromptStrategyMiddleware([self], **options)
 
     def get_name(self, suffix: str | None = None, *, name: str | None = None) -> str:
         """Return the registry key as the run name, so traces show which strategy ran."""

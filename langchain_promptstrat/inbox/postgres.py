@@ -35,196 +35,56 @@ Connections: pass a connection string (a new connection per operation: simple, f
 fine for a CLI or a few workers), a ``psycopg_pool.ConnectionPool`` (production), or a
 ``psycopg.Connection`` in autocommit mode or idle (used under a lock, one operation at a
 time; never share one across ``fork``). psycopg is imported when a backend is built.
+
+This module holds the two public classes and the thread-id rules; the SQL is
+:mod:`~langchain_promptstrat.inbox.postgres_sql`'s and the connection handling
+:mod:`~langchain_promptstrat.inbox.postgres_connection`'s. Like every backend it knows
+nothing of what a notice means to a run (messages, aborts, acknowledgement after a model
+call): that is :mod:`~langchain_promptstrat.inbox.delivery`'s.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
-import threading
-import weakref
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from langchain_promptstrat.errors import ConfigError, InboxError
-from langchain_promptstrat.inbox_store import (
-    ABORT_FILE,
-    Claimed,
-    InboxEntry,
-    Lease,
-    _limits,
+from langchain_promptstrat.errors import InboxError
+from langchain_promptstrat.inbox.contract import ABORT_FILE, Claimed, InboxEntry, Lease
+from langchain_promptstrat.inbox.notices import (
     abort_reason_bytes,
-    current_owner,
-    warn_once,
-    _check_name,
-    _split_ext,
+    check_notice_name,
     default_notice_name,
-    encode_thread_id,
-    inbox_dir,
     notice_bytes,
+    notice_limits,
+    split_ext,
+    warn_once,
+)
+from langchain_promptstrat.inbox.owners import current_owner
+from langchain_promptstrat.inbox.paths import encode_thread_id, inbox_dir
+from langchain_promptstrat.inbox.postgres_connection import Database
+from langchain_promptstrat.inbox.postgres_sql import (
+    ACKNOWLEDGE,
+    CLAIM,
+    DELIVERED,
+    IN_FLIGHT,
+    IN_FLIGHT_WITH_HEAD,
+    LEASE,
+    PENDING,
+    POST,
+    RECORD,
+    TAKE_OVER,
 )
 
 if TYPE_CHECKING:
     import psycopg
     from typing_extensions import LiteralString  # psycopg's sql.SQL takes only literal text: no injection
 
-__all__ = [
-    "DELIVERED_TABLE",
-    "DSN_ENV",
-    "MIGRATIONS",
-    "PENDING_TABLE",
-    "VERSION_TABLE",
-    "PostgresInbox",
-    "PostgresInboxes",
-    "save_file_thread_id",
-]
-
-DSN_ENV = "PROMPTSTRAT_INBOX_DSN"
-"""Environment variable the CLI reads for the inbox database's connection string."""
-
-PENDING_TABLE = "promptstrat_inbox_pending"
-DELIVERED_TABLE = "promptstrat_inbox_delivered"
-VERSION_TABLE = "promptstrat_inbox_migrations"
-
-INSTALL_HINT = "pip install 'langchain-promptstrat[postgres]'"
-
-MIGRATIONS: list[list[LiteralString]] = [
-    [  # version 1
-        # COLLATE "C": names sort by code point, as the directory backend sorts file names.
-        """CREATE TABLE IF NOT EXISTS {pending} (
-            thread_id text COLLATE "C" NOT NULL,
-            name text COLLATE "C" NOT NULL,
-            content bytea NOT NULL,
-            posted_at timestamptz NOT NULL DEFAULT clock_timestamp(),
-            PRIMARY KEY (thread_id, name)
-        )""",
-        """CREATE TABLE IF NOT EXISTS {delivered} (
-            thread_id text COLLATE "C" NOT NULL,
-            name text COLLATE "C" NOT NULL,
-            original_name text COLLATE "C" NOT NULL,
-            content bytea NOT NULL,
-            posted_at timestamptz NOT NULL,
-            delivered_at timestamptz NOT NULL DEFAULT clock_timestamp(),
-            PRIMARY KEY (thread_id, name)
-        )""",
-    ],
-    [  # version 2: leases (a notice claimed but not yet acknowledged stays in the pending table)
-        """ALTER TABLE {pending}
-            ADD COLUMN IF NOT EXISTS claim_token text COLLATE "C",
-            ADD COLUMN IF NOT EXISTS claimed_by text COLLATE "C",
-            ADD COLUMN IF NOT EXISTS leased_at timestamptz""",
-    ],
-]
-"""Schema versions, oldest first: ``MIGRATIONS[v - 1]`` takes the schema from version v-1 to v.
-Append, never edit: a database records the versions it applied in ``promptstrat_inbox_migrations``."""
-
-_SETUP_LOCK = 0x7073_696E_6278_0001
-"""Advisory lock key serialising concurrent ``setup()`` calls (racing CREATE TABLE IF NOT EXISTS can fail)."""
+__all__ = ["PostgresInbox", "PostgresInboxes", "save_file_thread_id"]
 
 _MAX_NAME_ATTEMPTS = 100
-
-CONNECT_TIMEOUT = 3
-"""Seconds a connection string without its own ``connect_timeout`` waits for the server."""
-
 _MAX_THREAD_ID_BYTES = 2048
 """Longest thread id kept: with a 255-byte name it stays within a B-tree index entry (2704 bytes)."""
-
-# The first free history name among name, stem.1.ext, stem.2.ext, ...: the candidates run
-# from 0 to the number of history rows of the thread that could hold one of them (the name
-# itself and every name starting with "stem."), so one of them is always free.
-_FIRST_FREE_NAME = """
-    SELECT c.candidate FROM (
-        SELECT g, CASE WHEN g = 0 THEN %(name)s ELSE %(stem)s || '.' || g::text || %(ext)s END AS candidate
-        FROM generate_series(0, (
-            SELECT count(*) FROM {delivered}
-            WHERE thread_id = %(thread)s AND (name = %(name)s OR (name >= %(family_lo)s AND name < %(family_hi)s))
-        )::int) AS g
-    ) AS c
-    WHERE NOT EXISTS (SELECT 1 FROM {delivered} AS d WHERE d.thread_id = %(thread)s AND d.name = c.candidate)
-    ORDER BY c.g
-    LIMIT 1
-"""
-
-_CLAIM = """
-    WITH claimed AS (
-        DELETE FROM {pending} AS p
-        USING (
-            SELECT thread_id, name FROM {pending}
-            WHERE thread_id = %(thread)s AND @MATCH@
-            FOR UPDATE @SKIP@
-        ) AS target
-        WHERE p.thread_id = target.thread_id AND p.name = target.name
-        RETURNING p.content, p.posted_at
-    ), recorded AS (
-        INSERT INTO {delivered} (thread_id, name, original_name, content, posted_at)
-        SELECT %(thread)s, (""" + _FIRST_FREE_NAME + """), %(name)s, claimed.content, claimed.posted_at
-        FROM claimed
-        ON CONFLICT DO NOTHING
-        RETURNING name, delivered_at
-    )
-    SELECT claimed.content, claimed.posted_at, recorded.name, recorded.delivered_at
-    FROM claimed LEFT JOIN recorded ON true
-"""
-
-# A claim skips a row another reader is claiming; an acknowledgement waits for it (a reader
-# merely trying to lease the same name holds its lock for an instant).
-_ACKNOWLEDGE = _CLAIM.replace("@MATCH@", "claim_token = %(token)s").replace("@SKIP@", "")
-_CLAIM = _CLAIM.replace("@MATCH@", "name = %(name)s AND claim_token IS NULL").replace("@SKIP@", "SKIP LOCKED")
-
-_LEASE = """
-    UPDATE {pending} SET claim_token = %(token)s, claimed_by = %(owner)s, leased_at = clock_timestamp()
-    WHERE thread_id = %(thread)s AND name = %(name)s AND claim_token IS NULL
-    RETURNING content, posted_at
-"""
-
-_TAKE_OVER = """
-    UPDATE {pending} SET claimed_by = %(owner)s, leased_at = clock_timestamp()
-    WHERE thread_id = %(thread)s AND claim_token = %(token)s AND claimed_by = %(old)s
-    RETURNING name, content, posted_at
-"""
-
-_IN_FLIGHT = """
-    SELECT claim_token, name, claimed_by, leased_at, posted_at, octet_length(content), NULL FROM {pending}
-    WHERE thread_id = %(thread)s AND claim_token IS NOT NULL ORDER BY posted_at, name
-"""
-
-_IN_FLIGHT_WITH_HEAD = """
-    SELECT claim_token, name, claimed_by, leased_at, posted_at, octet_length(content), substring(content FROM 1 FOR 240)
-    FROM {pending} WHERE thread_id = %(thread)s AND claim_token IS NOT NULL ORDER BY posted_at, name
-"""
-
-_RECORD = """
-    INSERT INTO {delivered} (thread_id, name, original_name, content, posted_at)
-    SELECT %(thread)s, (""" + _FIRST_FREE_NAME + """), %(name)s, %(content)s, %(posted_at)s
-    ON CONFLICT DO NOTHING
-    RETURNING name, delivered_at
-"""
-
-_POST = """
-    INSERT INTO {pending} (thread_id, name, content) VALUES (%(thread)s, %(name)s, %(content)s)
-    ON CONFLICT DO NOTHING
-    RETURNING name
-"""
-
-_PENDING = """
-    SELECT name, posted_at, octet_length(content), substring(content FROM 1 FOR 240) FROM {pending}
-    WHERE thread_id = %(thread)s AND claim_token IS NULL ORDER BY name
-"""
-
-_DELIVERED = """
-    SELECT name, posted_at, octet_length(content), delivered_at, substring(content FROM 1 FOR 240) FROM {delivered}
-    WHERE thread_id = %(thread)s ORDER BY posted_at, name
-"""
-
-
-def _psycopg() -> Any:
-    try:
-        import psycopg
-    except ImportError as exc:
-        raise ConfigError(f"the PostgreSQL inbox needs psycopg 3, which is not installed: {INSTALL_HINT}") from exc
-    return psycopg
-
 
 def save_file_thread_id(save_file: str | os.PathLike[str]) -> str:
     """Return the thread id that stands for a save file in the database: the absolute path of its inbox sibling.
@@ -255,137 +115,6 @@ def _is_utf8(text: str) -> bool:
     return True
 
 
-_connection_locks: weakref.WeakKeyDictionary[Any, threading.Lock] = weakref.WeakKeyDictionary()
-_locks_guard = threading.Lock()
-
-
-class _Database:
-    """Where the inbox tables live and how to get a connection to them, one transaction at a time."""
-
-    def __init__(self, conn: Any, schema: str | None) -> None:
-        psycopg = _psycopg()
-        from psycopg import sql
-
-        self._sql = sql
-        if isinstance(conn, str):
-            if not conn.strip():
-                raise ConfigError(f"the PostgreSQL inbox's connection string is empty; pass a DSN or set {DSN_ENV}")
-            self.kind = "dsn"
-        elif isinstance(conn, psycopg.Connection):
-            self.kind = "connection"
-            with _locks_guard:
-                self._lock = _connection_locks.setdefault(conn, threading.Lock())
-        elif isinstance(conn, psycopg.AsyncConnection) or type(conn).__name__.startswith("Async"):
-            raise ConfigError("the PostgreSQL inbox is synchronous; pass a psycopg.Connection, a ConnectionPool or a DSN")
-        elif callable(getattr(conn, "connection", None)):
-            self.kind = "pool"
-        else:
-            raise ConfigError(
-                f"cannot use {type(conn).__name__} as the inbox database; pass a connection string, "
-                "a psycopg.Connection or a psycopg_pool.ConnectionPool"
-            )
-        if schema is not None and (not isinstance(schema, str) or not schema):
-            raise ConfigError(f"schema must be a non-empty string or None, got {schema!r}")
-        self.conn: Any = conn
-        self.schema = schema
-        self.psycopg = psycopg
-        table = (lambda name: sql.Identifier(schema, name)) if schema else sql.Identifier
-        self.names = {"pending": table(PENDING_TABLE), "delivered": table(DELIVERED_TABLE), "version": table(VERSION_TABLE)}
-        prefix = f"{schema}." if schema else ""
-        self.pending_label = f"{prefix}{PENDING_TABLE}"
-        self.delivered_label = f"{prefix}{DELIVERED_TABLE}"
-
-    def query(self, text: LiteralString) -> Any:
-        """Return ``text`` with its ``{pending}``/``{delivered}``/``{version}`` placeholders as quoted table names."""
-        return self._sql.SQL(text).format(**self.names)
-
-    def describe(self) -> str:
-        """Return ``host:port/dbname`` of the database, never the password."""
-        try:
-            if self.kind == "dsn":
-                from psycopg.conninfo import conninfo_to_dict
-
-                info = conninfo_to_dict(self.conn)
-                return f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
-            if self.kind == "connection":
-                return f"{self.conn.info.host}:{self.conn.info.port}/{self.conn.info.dbname}"
-        except Exception:  # a description must never hide the real error
-            pass
-        return "the inbox database"
-
-    @contextmanager
-    def _connection(self) -> Iterator[Any]:
-        if self.kind == "dsn":
-            # an unreachable server fails a pickup within seconds instead of hanging the model call
-            timeout = {} if "connect_timeout" in self.conn else {"connect_timeout": CONNECT_TIMEOUT}
-            with self.psycopg.connect(self.conn, autocommit=True, **timeout) as conn:
-                yield conn
-        elif self.kind == "pool":
-            with self.conn.connection() as conn:
-                yield conn
-        else:
-            with self._lock:
-                yield self.conn
-
-    @contextmanager
-    def transaction(self) -> Iterator[Any]:
-        """Yield a cursor inside a transaction that commits when the block ends and rolls back if it raises."""
-        with self._connection() as conn:
-            if conn.info.transaction_status != self.psycopg.pq.TransactionStatus.IDLE:
-                # conn.transaction() would only open a savepoint, and nothing would commit.
-                raise InboxError(
-                    "the connection given to the PostgreSQL inbox is inside a transaction; pass an autocommit "
-                    "connection (psycopg.connect(..., autocommit=True)), a pool or a connection string"
-                )
-            with conn.transaction(), conn.cursor() as cursor:
-                yield cursor
-
-    def failure(self, exc: Exception, doing: str) -> InboxError:
-        """Return the :class:`InboxError` that tells what ``doing`` met, naming the fix where there is one."""
-        where = self.describe()
-        if isinstance(exc, self.psycopg.errors.UndefinedTable):
-            return InboxError(
-                f"cannot {doing}: the inbox tables do not exist in {where}; call setup() once "
-                "(PostgresInboxes(dsn).setup(), like LangGraph's PostgresSaver.setup(); "
-                "from a shell: promptstrat inbox setup --dsn DSN)"
-            )
-        text = " ".join(str(exc).split()) or type(exc).__name__
-        return InboxError(f"cannot {doing} in the PostgreSQL inbox at {where}: {text}")
-
-    def setup(self) -> None:
-        """Create the tables, or migrate them to the newest version; safe to call again and concurrently."""
-        try:
-            with self.transaction() as cursor:
-                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_SETUP_LOCK])
-                if self.schema:
-                    cursor.execute(self._sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(self._sql.Identifier(self.schema)))
-                cursor.execute(self.query(
-                    "CREATE TABLE IF NOT EXISTS {version} ("
-                    " version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
-                ))
-                cursor.execute(self.query("SELECT coalesce(max(version), 0) FROM {version}"))
-                current = cursor.fetchone()[0]
-                for version, statements in enumerate(MIGRATIONS, 1):
-                    if version <= current:
-                        continue
-                    for statement in statements:
-                        cursor.execute(self.query(statement))
-                    cursor.execute(self.query("INSERT INTO {version} (version) VALUES (%s)"), [version])
-        except self.psycopg.Error as exc:
-            raise self.failure(exc, "set up the inbox tables") from exc
-
-    def version(self) -> int:
-        """Return the schema version applied to the database (0 before :meth:`setup`)."""
-        try:
-            with self.transaction() as cursor:
-                cursor.execute(self.query("SELECT coalesce(max(version), 0) FROM {version}"))
-                return int(cursor.fetchone()[0])
-        except self.psycopg.errors.UndefinedTable:
-            return 0
-        except self.psycopg.Error as exc:
-            raise self.failure(exc, "read the inbox schema version") from exc
-
-
 class PostgresInboxes:
     """The PostgreSQL inboxes of every conversation in one database: an inbox provider.
 
@@ -397,7 +126,7 @@ class PostgresInboxes:
     """
 
     def __init__(self, conn: str | psycopg.Connection | Any, *, schema: str | None = None) -> None:
-        self._db = conn if isinstance(conn, _Database) else _Database(conn, schema)
+        self._db = conn if isinstance(conn, Database) else Database(conn, schema)
 
     def __repr__(self) -> str:
         return f"PostgresInboxes({self._db.describe()!r}, schema={self._db.schema!r})"
@@ -439,10 +168,10 @@ class PostgresInbox:
         lease_seconds: float | None = None,
         max_notice_bytes: int | None = None,
     ) -> None:
-        self._db = conn if isinstance(conn, _Database) else _Database(conn, schema)
+        self._db = conn if isinstance(conn, Database) else Database(conn, schema)
         self.thread_id = _check_thread_id(thread_id)
         self._key = encode_thread_id(thread_id)
-        _, lease, cap = _limits()
+        _, lease, cap = notice_limits()
         self.lease_seconds = lease if lease_seconds is None else lease_seconds
         self.max_notice_bytes = cap if max_notice_bytes is None else max_notice_bytes
 
@@ -484,12 +213,12 @@ class PostgresInbox:
 
     def pending_entries(self) -> list[InboxEntry]:
         """Return the pending notices with their posting times and sizes, in delivery order."""
-        rows = self._fetch(_PENDING, "list the pending notices")
+        rows = self._fetch(PENDING, "list the pending notices")
         return [InboxEntry(name, posted.timestamp(), size, head=bytes(head)) for name, posted, size, head in rows]
 
     def delivered_entries(self) -> list[InboxEntry]:
         """Return the history: each delivered notice under its history name, oldest posting time first."""
-        rows = self._fetch(_DELIVERED, "list the delivered notices")
+        rows = self._fetch(DELIVERED, "list the delivered notices")
         return [
             InboxEntry(name, posted.timestamp(), size, delivered.timestamp(), bytes(head))
             for name, posted, size, delivered, head in rows
@@ -512,7 +241,7 @@ class PostgresInbox:
         claim fails, with the notice still pending. ``need_content`` is accepted for the
         contract's sake: a row's content is always readable.
         """
-        moved = self._move_into_history(_CLAIM, self._history_params(name), name, "claim", "left pending")
+        moved = self._move_into_history(CLAIM, self._history_params(name), name, "claim", "left pending")
         if moved is None:
             return None
         content, posted_at, final = moved
@@ -520,7 +249,7 @@ class PostgresInbox:
 
     def _history_params(self, name: str, **extra: Any) -> dict[str, Any]:
         """Return the query parameters that move notice ``name`` into the history under its first free name."""
-        stem, ext = _split_ext(name)
+        stem, ext = split_ext(name)
         return {
             "thread": self.thread_id, "name": name, "stem": stem, "ext": ext,
             "family_lo": stem + ".", "family_hi": stem + "/",  # the names that start with "stem."
@@ -548,7 +277,7 @@ class PostgresInbox:
                     if attempts >= _MAX_NAME_ATTEMPTS:
                         raise InboxError(f"no free history name for {name!r} after {attempts} attempts; {left}")
                     attempts += 1
-                    cursor.execute(self._db.query(_RECORD), {**params, "content": content, "posted_at": posted_at})
+                    cursor.execute(self._db.query(RECORD), {**params, "content": content, "posted_at": posted_at})
                     recorded = cursor.fetchone()
                     final = recorded[0] if recorded else None
                 self._before_commit(cursor, name, final)
@@ -583,7 +312,7 @@ class PostgresInbox:
         try:
             with self._db.transaction() as cursor:
                 cursor.execute(
-                    self._db.query(_LEASE),
+                    self._db.query(LEASE),
                     {"thread": self.thread_id, "name": name, "token": token, "owner": current_owner()},
                 )
                 row = cursor.fetchone()
@@ -596,7 +325,7 @@ class PostgresInbox:
 
     def in_flight(self, *, with_head: bool = False) -> list[Lease]:
         """Return the claims not yet acknowledged, oldest posting time first (``with_head``: with their first bytes)."""
-        rows = self._fetch(_IN_FLIGHT_WITH_HEAD if with_head else _IN_FLIGHT, "list the claimed notices")
+        rows = self._fetch(IN_FLIGHT_WITH_HEAD if with_head else IN_FLIGHT, "list the claimed notices")
         return [
             Lease(token, name, owner, leased.timestamp(), self.lease_seconds, posted.timestamp(), size,
                   None if head is None else bytes(head))
@@ -608,7 +337,7 @@ class PostgresInbox:
         try:
             with self._db.transaction() as cursor:
                 cursor.execute(
-                    self._db.query(_TAKE_OVER),
+                    self._db.query(TAKE_OVER),
                     {"thread": self.thread_id, "token": lease.token, "owner": current_owner(), "old": lease.owner},
                 )
                 row = cursor.fetchone()
@@ -627,7 +356,7 @@ class PostgresInbox:
                 return None
             name = found[0]
         moved = self._move_into_history(
-            _ACKNOWLEDGE, self._history_params(name, token=token), name, "acknowledge", "left claimed"
+            ACKNOWLEDGE, self._history_params(name, token=token), name, "acknowledge", "left claimed"
         )
         return None if moved is None else self._delivered_at(moved[2])
 
@@ -647,7 +376,7 @@ class PostgresInbox:
         as the directory backend does.
         """
         if name is not None:
-            _check_name(name)
+            check_notice_name(name)
             if not _is_utf8(name):
                 raise InboxError(f"notice name {name!r} is not valid UTF-8 text")
             if name == ABORT_FILE:
@@ -669,7 +398,7 @@ class PostgresInbox:
             for _ in range(_MAX_NAME_ATTEMPTS):
                 final = name or default_notice_name()
                 with self._db.transaction() as cursor:
-                    cursor.execute(self._db.query(_POST), {"thread": self.thread_id, "name": final, "content": data})
+                    cursor.execute(self._db.query(POST), {"thread": self.thread_id, "name": final, "content": data})
                     inserted = cursor.fetchone() is not None
                 if inserted:
                     return self._pending_at(final)

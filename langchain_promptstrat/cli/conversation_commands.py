@@ -1,0 +1,195 @@
+"""``promptstrat apply`` and ``stats``: the commands that read a conversation file.
+
+``apply`` prints the messages the model would see as JSON on stdout and one report line
+per strategy on stderr (exit status 3 when the inbox holds an abort request); ``stats``
+prints a conversation's counts and what each built-in strategy would send. Parses and
+prints only: reading the file is :mod:`langchain_promptstrat.conversation_file`'s job,
+applying strategies the registry's. Everything that can be refused is refused before a
+strategy runs, so the inbox never consumes notices for a result that is then thrown away.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from langchain_promptstrat.ceiling import DEFAULT_CEILING, resolve_ceiling
+from langchain_promptstrat.cli.common import (
+    EXIT_ABORTED,
+    PROG,
+    add_counter_options,
+    one_line,
+    positive_int,
+    token_counter,
+)
+from langchain_promptstrat.errors import InboxAborted, InvalidMessagesError
+from langchain_promptstrat.text_table import fit_lines, render_table, terminal_width
+
+if TYPE_CHECKING:
+    from langchain_promptstrat.report import StrategyReport
+
+# LangChain, LangGraph and tiktoken are imported by the commands that use them, not here:
+# `promptstrat --help` and `--version` answer without them (tests/test_cli_startup.py).
+
+__all__ = ["add_conversation_commands"]
+
+
+def add_conversation_commands(commands: argparse._SubParsersAction[Any], detailed: bool = True) -> None:
+    """Add ``apply`` and ``stats``, the commands that read a conversation file, to ``commands`` (options only when ``detailed``)."""
+    formats = (
+        "FILE holds a JSON array of messages, LangChain dicts ({\"type\": \"human\", \"data\": {...}}, as "
+        "messages_to_dict writes them) or role dicts ({\"role\": \"user\", \"content\": ...}, OpenAI's "
+        "format), or JSON lines, one message a line; '-' reads standard input. Errors name the position: "
+        "'message N' counts from 0 as in the array, 'line N' from 1."
+    )
+    apply = commands.add_parser(
+        "apply",
+        help="apply strategies to a conversation file; the result as JSON on stdout, the report on stderr",
+        description="Apply strategies to a conversation and print the messages the model would see, as a JSON "
+        "array in the input's dict style; one report line per strategy goes to standard error. " + formats,
+    )
+    stats = commands.add_parser(
+        "stats",
+        help="count a conversation's messages, tool calls and tokens, and what each strategy would do",
+        description="Print a conversation's messages by type, tool calls and tokens, then for each built-in "
+        "strategy a replay can build: messages and tokens after it, calls shortened and dropped. " + formats,
+    )
+    if not detailed:
+        return
+
+    apply.add_argument("file", metavar="FILE", help="the conversation, or '-' for standard input")
+    apply.add_argument("--strategy", metavar="SPEC",
+                       help="comma-separated strategy names, applied in order (default: $PROMPT_STRATEGY, "
+                       "then the default list)")
+    apply.add_argument("--max-tokens", type=positive_int, default=None, metavar="N",
+                       help="context ceiling of the default strategy (default: $PROMPTSTRAT_MAX_TOKENS, else "
+                       f"{DEFAULT_CEILING:,}; stats uses the same)")
+    apply.add_argument("--save-file", metavar="PATH",
+                       help="the conversation's save file: the inbox strategy delivers (and consumes) the notices "
+                       "of its .inbox sibling")
+    apply.set_defaults(func=_apply)
+
+    stats.add_argument("file", metavar="FILE", help="the conversation, or '-' for standard input")
+    stats.add_argument("--max-tokens", type=positive_int, default=None, metavar="N",
+                       help="token target of strategies that take one, the default strategy's ceiling included "
+                       f"(default: $PROMPTSTRAT_MAX_TOKENS, else {DEFAULT_CEILING:,}, as for apply)")
+    add_counter_options(stats)
+    stats.add_argument("--json", action="store_true", help="print the figures as JSON")
+    stats.set_defaults(func=_stats)
+
+
+def _report_line(report: StrategyReport) -> str:
+    line = (
+        f"{report.strategy}: messages {report.messages_in} -> {report.messages_out}, shortened {report.shortened}, "
+        f"dropped {report.dropped}, chars {report.chars_before:,} -> {report.chars_after:,}"
+    )
+    if "delivered" in report.details:
+        line += f", delivered {report.details['delivered']}"
+    return line
+
+
+def _read_conversation(source: str) -> Any:
+    """Return the conversation file, each note on what was left or held out printed as one warning line."""
+    from langchain_promptstrat.conversation_file import read_conversation
+
+    conversation = read_conversation(source)
+    for note in conversation.notes:
+        print(f"{PROG}: warning: {source}: {one_line(Exception(note))}", file=sys.stderr)
+    return conversation
+
+
+def _dump_or_refuse(messages: list[Any], style: str | None, what: str) -> str:
+    """Return the JSON ``apply`` prints, or raise InvalidMessagesError when the messages cannot be written back."""
+    from langchain_promptstrat.conversation_file import dump_messages
+
+    try:
+        output = dump_messages(messages, style)
+    except (ValueError, TypeError, KeyError, RecursionError) as exc:
+        raise InvalidMessagesError(f"{what}: cannot be written back as JSON: {one_line(exc).split(' Full ')[0]}") from None
+    # A lone surrogate (valid in a JSON string escape, not in UTF-8) is written as its JSON
+    # escape, so stdout always gets valid UTF-8 that reads back as the same string.
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", output)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _apply(args: argparse.Namespace) -> int:
+    from langchain_promptstrat.registry import apply_strategies, resolve_strategies
+
+    conversation = _read_conversation(args.file)
+    # Everything that can be refused is refused before a strategy runs: the inbox
+    # consumes its notices, and a refusal after that would lose them.
+    _dump_or_refuse(conversation.messages, conversation.style, args.file)
+    strategies = resolve_strategies(args.strategy)
+    try:
+        ceiling = resolve_ceiling(args.max_tokens)  # the same resolution as stats, so both use one ceiling
+        messages, reports = apply_strategies(conversation.messages, strategies, save_file=args.save_file, max_tokens=ceiling.tokens)
+    except InboxAborted as exc:
+        print(f"{PROG}: aborted: the inbox holds an abort request: {exc.reason or '(no reason given)'}", file=sys.stderr)
+        return EXIT_ABORTED
+    output = _dump_or_refuse([*messages, *conversation.pending], conversation.style, "the result")
+    sys.stdout.write(output + "\n")
+    sys.stdout.flush()
+    for report in reports:
+        print(_report_line(report), file=sys.stderr)
+    return 0
+
+
+def _stats(args: argparse.Namespace) -> int:
+    from langchain_promptstrat.messages import index_tool_calls
+    from langchain_promptstrat.simulate import build_strategy, default_strategy_names
+
+    conversation = _read_conversation(args.file)
+    messages = conversation.messages
+    counter = token_counter(args)
+    tokens = counter(messages)
+    rows: list[dict[str, Any]] = []
+    args.max_tokens = resolve_ceiling(args.max_tokens).tokens
+    for name in default_strategy_names(max_tokens=args.max_tokens):
+        strategy, _ = build_strategy(name, max_tokens=args.max_tokens, token_counter=counter)
+        result = strategy.compact(list(messages))
+        after = counter(result.messages)
+        rows.append({
+            "strategy": name,
+            "messages": len(result.messages),
+            "tokens": after,
+            "share": after / tokens if tokens else 1.0,
+            "shortened": result.report.shortened,
+            "dropped": result.report.dropped,
+        })
+    by_type = dict(Counter(m.type for m in messages))  # in order of first appearance
+    summary = {
+        "file": args.file,
+        "messages": len(messages),
+        "by_type": by_type,
+        "tool_calls": len(index_tool_calls(messages).calls),
+        "tokens": tokens,
+        "token_counter": {"encoding": counter.encoding_name, "exact": counter.exact},
+        "max_tokens": args.max_tokens,
+        "strategies": rows,
+    }
+    print(json.dumps(summary, indent=2) if args.json else _stats_table(summary, terminal_width()))
+    return 0
+
+
+def _stats_table(summary: dict[str, Any], width: int | None = None) -> str:
+    kinds = ", ".join(f"{n:,} {kind}" for kind, n in summary["by_type"].items())
+    exact = "exact" if summary["token_counter"]["exact"] else "approximate"
+    head = [
+        f"{summary['file']}: {summary['messages']:,} messages" + (f" ({kinds})" if kinds else ""),
+        f"tool calls: {summary['tool_calls']:,}; tokens: {summary['tokens']:,} "
+        f"({summary['token_counter']['encoding']}, {exact})",
+        f"what each strategy would send (token target {summary['max_tokens']:,} for those that take one):",
+    ]
+    columns = ["strategy", "messages", "tokens", "of input", "shortened", "dropped"]
+    cells = [
+        [r["strategy"], f"{r['messages']:,}", f"{r['tokens']:,}", f"{100 * r['share']:.1f}%", f"{r['shortened']:,}",
+         f"{r['dropped']:,}"]
+        for r in summary["strategies"]
+    ]
+    return "\n".join([*fit_lines(head, width), "", *render_table(columns, cells, width)])

@@ -1,0 +1,195 @@
+"""``promptstrat inbox post|abort|ls|setup``: steer a running agent through its inbox, directory or PostgreSQL.
+
+Parses and prints only: posting, aborting, listing and the PostgreSQL tables belong to the
+inbox stores; this module picks the store from ``--save-file``/``--thread``/``--root``/``--dsn``
+and prints what it answers. Must not import LangChain or LangGraph, even lazily: a script
+posts notices with these commands and pays no start-up cost for the agent's libraries
+(tests/test_cli_startup.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, cast
+
+from langchain_promptstrat.cli.common import Parser, UsageError
+from langchain_promptstrat.inbox.directory import DirectoryInbox
+from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV, resolve_save_file
+from langchain_promptstrat.inbox.postgres import PostgresInboxes
+from langchain_promptstrat.inbox.postgres_connection import DSN_ENV
+
+if TYPE_CHECKING:
+    from langchain_promptstrat.inbox.contract import InboxBackend
+
+# Imports inside functions exist only to keep `promptstrat --help` light; the inbox modules
+# import no LangChain, so these commands load none of it either (tests/test_cli_startup.py).
+
+__all__ = ["CLAIM_STATES", "add_inbox_commands"]
+
+
+def _add_target(parser: argparse.ArgumentParser) -> None:
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--save-file", metavar="PATH", help="the conversation's save file; its inbox is the .inbox sibling")
+    target.add_argument("--thread", metavar="THREAD_ID", help="a LangGraph thread id; its inbox lies under --root")
+    parser.add_argument("--root", metavar="DIR", help=f"the inbox root for --thread (default: ${INBOX_ROOT_ENV})")
+    _add_dsn(parser)
+
+
+def _add_dsn(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dsn", metavar="DSN",
+                        help=f"use the PostgreSQL inbox in this database (default: ${DSN_ENV}; without either, "
+                        "the directory inbox)")
+
+
+def add_inbox_commands(commands: argparse._SubParsersAction[Any], detailed: bool = True) -> None:
+    """Add ``inbox post``, ``inbox abort`` and ``inbox ls`` to ``commands`` (its actions only when ``detailed``)."""
+    inbox = commands.add_parser("inbox", help="post notices to a running agent, ask it to stop, list its inbox")
+    if not detailed:
+        return
+    actions = inbox.add_subparsers(dest="inbox_command", metavar="ACTION", parser_class=Parser)
+
+    post = actions.add_parser("post", help="deliver a notice to the agent's next model call")
+    _add_target(post)
+    post.add_argument("content", nargs="?", help="the notice text (default: read standard input; '-' too)")
+    post.add_argument("--name", help="file name of the notice (default: UTC time and a random suffix, in arrival order)")
+    post.set_defaults(func=_inbox_post)
+
+    abort = actions.add_parser("abort", help="ask the agent to stop at its next model call")
+    _add_target(abort)
+    abort.add_argument("--reason", default="", help="why; shown to whoever runs the agent")
+    abort.set_defaults(func=_inbox_abort)
+
+    ls = actions.add_parser(
+        "ls", help="list pending, in-flight (claimed, not yet recorded) and delivered notices with their times "
+        "(--json: with a preview)",
+    )
+    _add_target(ls)
+    ls.add_argument("--json", action="store_true",
+                    help="print a JSON array: state (pending, in-flight, delivered), name, posted and delivered "
+                    "(UTC, ISO 8601), size in bytes, preview; for in-flight claims also owner, claimed, age_seconds "
+                    "and claim (held, dead, expired)")
+    ls.set_defaults(func=_inbox_ls)
+
+    setup = actions.add_parser("setup", help="create the PostgreSQL inbox's tables (once per database)")
+    _add_dsn(setup)
+    setup.set_defaults(func=_inbox_setup)
+
+
+def _dsn(args: argparse.Namespace) -> str:
+    return args.dsn if args.dsn is not None else os.environ.get(DSN_ENV, "")
+
+
+def _inbox(args: argparse.Namespace) -> InboxBackend:
+    if args.save_file is not None and args.root is not None:
+        raise UsageError("--root goes with --thread, not with --save-file")
+    if args.dsn is not None and args.root is not None:
+        raise UsageError("--root names a directory inbox and --dsn a PostgreSQL one; give one of them")
+    dsn = _dsn(args) if args.root is None else ""
+    if dsn:
+        inboxes = PostgresInboxes(dsn)
+        return inboxes.for_thread(args.thread) if args.thread is not None else inboxes.for_save_file(cast(str, args.save_file))  # one is required
+    return DirectoryInbox.for_save_file(resolve_save_file(args.save_file, thread_id=args.thread, root=args.root))
+
+
+def _inbox_setup(args: argparse.Namespace) -> int:
+    dsn = _dsn(args)
+    if not dsn:
+        raise UsageError(f"name the database: --dsn DSN or ${DSN_ENV}")
+    inboxes = PostgresInboxes(dsn)
+    inboxes.setup()
+    print(f"inbox tables ready (schema version {inboxes.schema_version()})")
+    return 0
+
+
+def _inbox_post(args: argparse.Namespace) -> int:
+    store = _inbox(args)
+    if args.content in (None, "-"):
+        buffer = getattr(sys.stdin, "buffer", None)  # bytes, so the check is ours, not the locale's
+        data = buffer.read() if buffer is not None else sys.stdin.read().encode("utf-8", "surrogateescape")
+        try:
+            content = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"standard input is not UTF-8 text (byte {exc.start} is 0x{data[exc.start]:02x}); nothing posted") from None
+    else:
+        content = args.content
+    print(store.post(content, name=args.name))
+    return 0
+
+
+def _inbox_abort(args: argparse.Namespace) -> int:
+    print(_inbox(args).request_abort(args.reason))
+    return 0
+
+
+def _time(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+CLAIM_STATES = {
+    "held": "owner alive, in lease",
+    "dead": "owner gone: the next pickup takes it over",
+    "expired": "lease ran out: the next pickup takes it over",
+}
+"""What ``inbox ls`` says of an in-flight claim, by :attr:`Lease.state` (a claim of the listing process counts as held)."""
+
+
+def _age(seconds: float) -> str:
+    """Return a duration as a person reads it in a listing: ``42s``, ``17m``, ``5h``, ``3d``."""
+    seconds = max(0.0, seconds)
+    for unit, size, up_to in (("s", 1, 120), ("m", 60, 7200), ("h", 3600, 172800)):
+        if seconds < up_to:
+            return f"{seconds // size:.0f}{unit}"
+    return f"{seconds // 86400:.0f}d"
+
+
+def _inbox_ls(args: argparse.Namespace) -> int:
+    from langchain_promptstrat.inbox.contract import InboxEntry, Lease, LeasingInbox
+
+    store = _inbox(args)
+    pending, delivered = store.pending_entries(), store.delivered_entries()
+    # claimed by a reader, not yet recorded as delivered: listed so that a notice is never invisible
+    claims: list[Lease] = store.in_flight(with_head=True) if isinstance(store, LeasingInbox) else []
+    listed: list[tuple[str, InboxEntry, Lease | None]] = [
+        *(("pending", entry, None) for entry in pending),
+        *(("in-flight", InboxEntry(lease.name, lease.mtime, lease.size, head=lease.head), lease) for lease in claims),
+        *(("delivered", entry, None) for entry in delivered),
+    ]
+    now = time.time()
+
+    def claim(lease: Lease | None) -> dict[str, Any]:
+        if lease is None:
+            return {"owner": None, "claimed": None, "age_seconds": None, "claim": None}
+        return {
+            "owner": lease.owner,
+            "claimed": _time(lease.leased_at),
+            "age_seconds": round(max(0.0, now - lease.leased_at), 1),
+            "claim": "held" if lease.state == "mine" else lease.state,
+        }
+
+    if args.json:
+        print(json.dumps([
+            {
+                "state": state,
+                "name": entry.name,
+                "posted": _time(entry.mtime),
+                "delivered": None if entry.delivered_at is None else _time(entry.delivered_at),
+                "size": entry.size,
+                "preview": entry.preview,
+                **claim(lease),
+            }
+            for state, entry, lease in listed
+        ], indent=2, ensure_ascii=False))
+        return 0
+    if not listed:
+        print(f"no notices in {store.location}")
+    for state, entry, lease in listed:
+        line = f"{state:<9}  {_time(entry.mtime)}  {entry.name}"
+        if lease is not None:
+            line += f"  claimed {_age(now - lease.leased_at)} ago by {lease.owner} ({CLAIM_STATES[claim(lease)['claim']]})"
+        print(line)
+    return 0

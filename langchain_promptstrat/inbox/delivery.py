@@ -1,0 +1,290 @@
+"""Claim, deliver, acknowledge: how the notices of one inbox become user messages, each exactly once to a model.
+
+Delivery is claim, deliver, acknowledge (:func:`pick_up`): a notice is first *leased*
+(taken out of the pending set by this process, not yet in the history), handed over as a
+user message whose id is derived from the claim (``promptstrat-inbox-<token>``), and
+*acknowledged* (moved into the history) only once it is safe: right away for one-call
+delivery (``settle=True``: the Runnable, :func:`~langchain_promptstrat.strategies.inbox.inbox`,
+``prepare_prompt``), or, where the notice persists in a checkpointed conversation, when a
+later pickup finds its id in the state (``seen``). A claim whose reader died, or whose
+lease ran out, is taken over by the next pickup and delivered again under the same id, so
+LangGraph's ``add_messages`` replaces rather than duplicates it.
+
+Used by the ``inbox`` strategy, the LangGraph hook and node, and the middleware; any
+backend of :mod:`~langchain_promptstrat.inbox.contract` will do. It never decides which
+inbox a run uses (:mod:`~langchain_promptstrat.inbox.locate`) and never imports an adapter.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from langchain_promptstrat.errors import InboxAborted
+from langchain_promptstrat.inbox.contract import ABORT_FILE, Claimed, InboxBackend, LeasingInbox
+from langchain_promptstrat.messages import mark, mark_of
+from langchain_promptstrat.report import logger
+
+__all__ = [
+    "DELIVERY_KIND",
+    "NOTICE_ID_PREFIX",
+    "Pickup",
+    "acknowledge_notices",
+    "notice_id",
+    "notice_ids",
+    "pick_up",
+    "printable",
+]
+
+DELIVERY_KIND = "inbox_delivery"
+"""Mark kind of a delivered notice (``mark_of(m)["kind"]``); it is a real user message."""
+
+NOTICE_ID_PREFIX = "promptstrat-inbox-"
+"""Start of the message id of every delivered notice (the claim's token follows)."""
+
+
+def notice_id(token: str) -> str:
+    """Return the message id of the notice claimed under ``token``: the same on every redelivery."""
+    return NOTICE_ID_PREFIX + token
+
+
+def notice_ids(messages: Sequence[BaseMessage]) -> frozenset[str]:
+    """Return the ids of the inbox notices among ``messages`` (what a conversation already holds)."""
+    return frozenset(m.id for m in messages if isinstance(m.id, str) and m.id.startswith(NOTICE_ID_PREFIX))
+
+
+@dataclass
+class Pickup:
+    """What one pass over the inbox took: notices, an abort request, and the files it skipped."""
+
+    delivered: list[HumanMessage] = field(default_factory=list)
+    abort_reason: str | None = None
+    """None when no ``abort`` file was consumed."""
+    abort_path: str | None = None
+    """Where the consumed ``abort`` file now lies."""
+    abort_token: str | None = None
+    """The abort's claim token while it awaits acknowledgement (``settle=False``); None once recorded."""
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    """``{"file", "error"}`` for each file left in place because it could not be read or moved."""
+    replaced_characters: list[str] = field(default_factory=list)
+    """Names of the files that were not valid UTF-8 and were decoded with U+FFFD."""
+    empty: list[str] = field(default_factory=list)
+    """Names of the blank files consumed but not delivered: providers reject an empty user message."""
+    acknowledged: list[str] = field(default_factory=list)
+    """Names of the earlier deliveries recorded now, because the conversation holds them (``seen``)."""
+    unavailable: str | None = None
+    """Why the inbox could not be read this time (a database outage); None when it could."""
+
+    @property
+    def aborted(self) -> bool:
+        """Whether the pickup consumed an ``abort`` file."""
+        return self.abort_reason is not None
+
+    def error(self) -> InboxAborted:
+        """Return the :class:`InboxAborted` this pickup stands for (only when :attr:`aborted`)."""
+        return InboxAborted(self.abort_reason or "", path=self.abort_path, delivered=self.delivered)
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, timezone.utc).isoformat()
+
+
+def printable(text: str) -> str:
+    """Return ``text`` with the lone surrogates of an undecodable file name as ``\\xNN`` escapes (valid UTF-8)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace") if _escapable(text) else (
+            text.encode("utf-8", "surrogatepass").decode("utf-8", "backslashreplace")
+        )
+    return text
+
+
+def _escapable(text: str) -> bool:
+    try:
+        text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _notice(name: str, path: Path | str, mtime: float, data: bytes, token: str | None = None) -> tuple[HumanMessage, bool]:
+    try:
+        text, replaced = data.decode("utf-8"), False
+    except UnicodeDecodeError:
+        text, replaced = data.decode("utf-8", errors="replace"), True
+    extra = {"token": token} if token else {}
+    message = mark(
+        HumanMessage(text, id=notice_id(token) if token else None), DELIVERY_KIND, notice=False,
+        file=printable(name), mtime=_iso(mtime), removed_path=printable(str(path)), replaced_characters=replaced, **extra,
+    )
+    return message, replaced
+
+
+_outages: set[str] = set()
+_outages_lock = threading.Lock()
+
+
+def _outage(store: InboxBackend, exc: OSError) -> None:
+    """Log one warning when ``store`` becomes unreachable; later failures of the same outage stay at DEBUG."""
+    with _outages_lock:
+        first = store.location not in _outages
+        _outages.add(store.location)
+    if first:
+        logger.warning(
+            "inbox: %s cannot be read (%s); model calls go on without its notices until it is back, "
+            "and nothing is lost", store.location, exc,
+        )
+    else:
+        logger.debug("inbox: %s still unavailable: %s", store.location, exc)
+
+
+def _reachable(store: InboxBackend) -> None:
+    with _outages_lock:
+        if store.location not in _outages:
+            return
+        _outages.discard(store.location)
+    logger.warning("inbox: %s is reachable again; its notices are delivered from now on", store.location)
+
+
+def _acknowledge(store: LeasingInbox, token: str, name: str) -> bool:
+    try:
+        store.acknowledge(token, name)
+    except OSError as exc:
+        logger.warning("inbox: could not record the delivery of %s/%s (%s); it will be delivered again", store.location, printable(name), exc)
+        return False
+    return True
+
+
+def acknowledge_notices(store: InboxBackend | None, notices: Sequence[BaseMessage]) -> int:
+    """Record as delivered every leased notice among ``notices`` (after the model call that received them); return how many."""
+    if store is None or not isinstance(store, LeasingInbox):
+        return 0
+    done = 0
+    for message in notices:
+        info = mark_of(message) or {}
+        if info.get("kind") == DELIVERY_KIND and info.get("token"):
+            done += _acknowledge(store, str(info["token"]), str(info.get("file", "")))
+    return done
+
+
+def _abort(store: InboxBackend, claimed: Claimed, result: Pickup, settle: bool) -> None:
+    """Return the abort request ``claimed`` in ``result``, recorded as consumed at once with ``settle``.
+
+    Without ``settle`` it stays claimed (``abort_token``) until the caller has acted on it
+    and acknowledges it, or a later pickup finds ``notice_id(abort_token)`` in ``seen``.
+    """
+    where: Path | str | None = claimed.path
+    if claimed.token and not settle:
+        result.abort_token = claimed.token
+    elif claimed.token:
+        try:
+            where = store.acknowledge(claimed.token, claimed.name) or claimed.path  # type: ignore[attr-defined]
+        except OSError as exc:
+            logger.warning("inbox: could not record the abort of %s (%s); honouring it anyway", store.location, exc)
+    if claimed.data is None:
+        reason = f"abort requested through the inbox (unreadable abort file, now at {where})"
+    else:
+        text = claimed.data.decode("utf-8", errors="replace").strip()
+        reason = text or f"abort requested through the inbox (empty abort file, now at {where})"
+    result.abort_reason = reason
+    result.abort_path = printable(str(where))
+
+
+def pick_up(
+    store: InboxBackend,
+    *,
+    seen: Collection[str] = frozenset(),
+    held: Collection[str] = frozenset(),
+    settle: bool = True,
+) -> Pickup:
+    """Return the notices claimed from ``store`` (any backend), in order, stopping at an ``abort`` file.
+
+    First the claims already in flight: one whose message id is in ``seen`` (the
+    conversation holds it, checkpointed) is acknowledged, not delivered again; one in
+    ``held`` (handed over and awaiting its model call) is left alone; one of this process,
+    of a dead reader or out of lease is taken over and delivered again under its id. Then
+    the ``ready()`` pending notices, in name order, each leased. With ``settle`` every
+    notice delivered is acknowledged before returning (one-call delivery: a crash before
+    that point redelivers, a failure after it does not); without, the caller acknowledges
+    (:func:`acknowledge_notices`) or a later pickup does through ``seen``.
+
+    Files sorting after ``abort`` stay for the next pickup; the abort itself is consumed at
+    once. A file that cannot be read or moved is left where it is, logged at INFO and
+    listed in ``skipped``. A blank file is consumed but not delivered (``empty``). When the
+    backend cannot be reached (a database outage) the pickup returns nothing, with one
+    warning per outage, and ``unavailable`` says why.
+    """
+    result = Pickup()
+    leasing = isinstance(store, LeasingInbox)
+    try:
+        leases = store.in_flight() if leasing else []  # type: ignore[attr-defined]
+        names = store.ready() if leasing else store.pending()  # type: ignore[attr-defined]
+    except OSError as exc:
+        _outage(store, exc)
+        result.unavailable = str(exc)
+        return result
+    _reachable(store)
+    taken: list[Claimed] = []
+    for lease in leases:
+        nid = notice_id(lease.token)
+        if nid in seen:
+            if _acknowledge(store, lease.token, lease.name):  # type: ignore[arg-type]
+                result.acknowledged.append(printable(lease.name))
+            continue
+        if nid in held or not lease.recoverable:
+            continue
+        try:
+            claimed = store.take_over(lease, need_content=lease.name != ABORT_FILE)  # type: ignore[attr-defined]
+        except OSError as exc:
+            logger.info("inbox: could not recover %s/%s: %s", store.location, printable(lease.name), exc)
+            continue
+        if claimed is None:
+            continue
+        if claimed.name == ABORT_FILE:  # a reader stopped before it recorded the abort: honour it now
+            _abort(store, claimed, result, settle)
+            return result
+        taken.append(claimed)
+    for name in names:
+        is_abort = name == ABORT_FILE
+        try:
+            if not leasing:
+                claimed = store.claim(name, need_content=not is_abort)
+            else:
+                claimed = store.lease(name, need_content=not is_abort)  # type: ignore[attr-defined]
+        except OSError as exc:
+            logger.info("inbox: skipped %s/%s: %s", store.location, printable(name), exc)
+            result.skipped.append({"file": printable(name), "error": printable(str(exc))})
+            continue
+        if claimed is None:
+            continue
+        if is_abort:
+            _abort(store, claimed, result, settle)
+            break
+        taken.append(claimed)
+    for claimed in taken:
+        message, replaced = _notice(claimed.name, claimed.path, claimed.mtime, claimed.data or b"", claimed.token)
+        if not str(message.content).strip():
+            result.empty.append(printable(claimed.name))  # consumed (recorded in the history) but never sent
+            if claimed.token:
+                _acknowledge(store, claimed.token, claimed.name)  # type: ignore[arg-type]
+            continue
+        if settle and claimed.token:
+            try:
+                final = store.acknowledge(claimed.token, claimed.name)  # type: ignore[attr-defined]
+            except OSError as exc:  # not recorded: keep it claimed for this process's next pickup, not sent now
+                logger.info("inbox: skipped %s/%s: %s", store.location, printable(claimed.name), exc)
+                result.skipped.append({"file": printable(claimed.name), "error": printable(str(exc))})
+                continue
+            if final is None:  # no longer this reader's claim (another reader recovered it): not ours to send
+                continue
+            message, replaced = _notice(claimed.name, final, claimed.mtime, claimed.data or b"", claimed.token)
+        result.delivered.append(message)
+        if replaced:
+            result.replaced_characters.append(printable(claimed.name))
+    return result

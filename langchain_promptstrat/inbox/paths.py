@@ -1,0 +1,158 @@
+"""Where a conversation's inbox lies: the sibling rule, thread ids as file names, the inbox root.
+
+A conversation saved to ``x/agent.chat`` has its inbox in the sibling directory
+``x/agent.inbox``; delivered files are moved into ``x/agent.inbox_removed``, which is the
+record of what was delivered and when. For a LangGraph thread the save file is
+``<root>/<encoded thread id>.chat``, the root coming from ``root=`` or
+``$PROMPTSTRAT_INBOX_ROOT``.
+
+This module only computes paths (reading the environment, and refusing a root that is a
+file): it never creates, lists or moves anything. The PostgreSQL backend uses the same rules
+to name its threads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from langchain_promptstrat.errors import InboxError
+
+__all__ = [
+    "INBOX_ROOT_ENV",
+    "encode_thread_id",
+    "inbox_dir",
+    "inbox_removed_dir",
+    "inbox_root",
+    "name_stem",
+    "resolve_save_file",
+    "thread_save_file",
+]
+
+INBOX_ROOT_ENV = "PROMPTSTRAT_INBOX_ROOT"
+"""Environment variable naming the directory that holds one inbox per LangGraph thread."""
+
+INBOX_SUFFIX = ".inbox"
+REMOVED_SUFFIX = ".inbox_removed"
+THREAD_SAVE_SUFFIX = ".chat"
+
+_SAFE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+_MAX_ENCODED = 180
+"""Longest encoded thread id kept verbatim: with ``.inbox_removed`` it stays under the
+255-byte file-name limit of common filesystems."""
+_LONG_PREFIX = 96
+
+
+def name_stem(name: str) -> str:
+    """Return ``name`` without its last extension; a name without one is kept whole.
+
+    A leading dot does not start an extension (``.chat`` stays ``.chat``) and neither
+    does a trailing one (``a.`` stays ``a.``): the rule is spelled out here rather than
+    left to ``pathlib``, whose ``stem`` changed between Python versions.
+    """
+    cut = name.rfind(".")
+    return name[:cut] if 0 < cut < len(name) - 1 else name
+
+
+def _sibling(save_file: str | os.PathLike[str], suffix: str) -> Path:
+    path = Path(save_file)
+    if not path.name or path.name in (".", ".."):
+        raise InboxError(f"save file {os.fspath(save_file)!r} names no file; pass the path of the conversation's file")
+    return path.parent / (name_stem(path.name) + suffix)
+
+
+def inbox_dir(save_file: str | os.PathLike[str]) -> Path:
+    """Return the inbox directory of a conversation saved to ``save_file`` (its ``.inbox`` sibling).
+
+    The last extension of the file name is replaced: ``x/agent.chat`` -> ``x/agent.inbox``,
+    ``dir/a.b.chat`` -> ``dir/a.b.inbox``, ``dir/agent`` -> ``dir/agent.inbox``.
+    """
+    return _sibling(save_file, INBOX_SUFFIX)
+
+
+def inbox_removed_dir(save_file: str | os.PathLike[str]) -> Path:
+    """Return the directory delivered notices are moved into (the ``.inbox_removed`` sibling)."""
+    return _sibling(save_file, REMOVED_SUFFIX)
+
+
+def encode_thread_id(thread_id: str) -> str:
+    """Return ``thread_id`` as one safe file-name component, readable when it already is one.
+
+    Every character outside ``[A-Za-z0-9._-]`` becomes ``%XX`` per UTF-8 byte (``%`` itself
+    included), and so does a leading dot, so ``..``, ``/etc`` or ``a/b`` can never leave the
+    root or hide a directory; ``run.1`` stays ``run.1``. The mapping is injective. An
+    encoding longer than 180 characters is cut to its first 96 and ``~`` plus the SHA-256 of
+    the id: ``~`` never appears in a short encoding, so long ids cannot collide with short
+    ones, and two long ids collide only if SHA-256 does. Empty or non-string ids raise
+    :class:`InboxError`. On a case-insensitive filesystem ``Run`` and ``run`` share an inbox.
+    """
+    if not isinstance(thread_id, str):
+        raise InboxError(f"thread_id must be a string, got {type(thread_id).__name__}")
+    if not thread_id:
+        raise InboxError("thread_id is empty; an inbox needs a non-empty thread id")
+    parts: list[str] = []
+    for i, char in enumerate(thread_id):
+        if char in _SAFE_CHARS and not (i == 0 and char == "."):
+            parts.append(char)
+        else:
+            parts.append("".join(f"%{b:02X}" for b in char.encode("utf-8", "surrogatepass")))
+    encoded = "".join(parts)
+    if len(encoded) > _MAX_ENCODED:
+        digest = hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest()
+        prefix = encoded[:_LONG_PREFIX]
+        if "%" in prefix[-2:]:  # do not cut an escape in half
+            prefix = prefix[: prefix.rindex("%")]
+        encoded = f"{prefix}~{digest}"
+    return encoded
+
+
+def inbox_root(root: str | os.PathLike[str] | None = None) -> Path | None:
+    """Return the inbox root: ``root`` when given, else ``$PROMPTSTRAT_INBOX_ROOT``, else None.
+
+    The environment is read on every call. A root that exists but is not a directory
+    raises :class:`InboxError`.
+    """
+    value = os.fspath(root) if root is not None else os.environ.get(INBOX_ROOT_ENV, "")
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    if path.exists() and not path.is_dir():
+        source = "root" if root is not None else INBOX_ROOT_ENV
+        raise InboxError(f"inbox root {str(path)!r} ({source}) exists and is not a directory; point it at a directory")
+    return path
+
+
+def thread_save_file(thread_id: str, root: str | os.PathLike[str] | None = None) -> Path:
+    """Return ``<root>/<encoded thread_id>.chat``: the save file that stands for a LangGraph thread.
+
+    Its inbox is ``<root>/<encoded>.inbox``, always directly inside ``root`` whatever the
+    thread id holds. Raises :class:`InboxError` when there is no root (no ``root`` and no
+    ``PROMPTSTRAT_INBOX_ROOT``).
+    """
+    base = inbox_root(root)
+    if base is None:
+        raise InboxError(f"no inbox root for thread {thread_id!r}: pass root= (--root) or set {INBOX_ROOT_ENV}")
+    save_file = base / (encode_thread_id(thread_id) + THREAD_SAVE_SUFFIX)
+    for derived in (save_file, inbox_dir(save_file), inbox_removed_dir(save_file)):
+        if derived.parent != base or derived.name.startswith(".") or os.sep in derived.name:  # defence in depth
+            raise InboxError(f"thread id {thread_id!r} would name {str(derived)!r} outside the inbox root")
+    return save_file
+
+
+def resolve_save_file(
+    save_file: str | os.PathLike[str] | None = None,
+    *,
+    thread_id: str | None = None,
+    root: str | os.PathLike[str] | None = None,
+) -> Path:
+    """Return the save file named by ``save_file``, or by ``thread_id`` under ``root``; exactly one is needed."""
+    if save_file is not None and thread_id is not None:
+        raise InboxError("give either a save file or a thread id, not both")
+    if save_file is not None and os.fspath(save_file):
+        if root is not None:
+            raise InboxError("root= goes with thread_id=, not with a save file")
+        return Path(save_file)
+    if thread_id is not None:
+        return thread_save_file(thread_id, root)
+    raise InboxError("no inbox named: give a save file, or a thread id with root= or " + INBOX_ROOT_ENV)

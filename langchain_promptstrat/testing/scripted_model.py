@@ -1,0 +1,309 @@
+"""A chat model that replays a fixed script of answers and records every prompt it is sent.
+
+:class:`ScriptedChatModel` stands in for a provider's chat model wherever a test, a
+notebook or a benchmark runs a real LangChain or LangGraph agent: it binds tools, works
+with ``create_agent`` and ``create_react_agent``, answers with tool calls or text from its
+script, raises scripted exceptions, and keeps the message list of each call so a test can
+check what the model saw. :meth:`ScriptedChatModel.long_run` scripts hundreds of tool
+calls matching :func:`~langchain_promptstrat.testing.make_sized_tool`.
+
+Must not reach the network or look at its prompts to choose an answer: what it answers
+depends only on the script and the call number, so a run replays identically.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForLLMRun,
+    CallbackManagerForLLMRun,
+)
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import Field, PrivateAttr
+
+from langchain_promptstrat.errors import ConfigError
+from langchain_promptstrat.testing.text_pools import WORDS
+
+__all__ = ["DEFAULT_FINAL_ANSWER", "ScriptStep", "ScriptedChatModel"]
+
+DEFAULT_FINAL_ANSWER = "done"
+"""What :class:`ScriptedChatModel` answers once its script is exhausted."""
+
+ScriptStep = Any  # AIMessage | str | dict[str, Any] | BaseException, see ScriptedChatModel
+
+
+@dataclass
+class _ScriptState:
+    """Mutable replay state, shared by every binding and copy of one model."""
+
+    cursor: int = 0
+    calls: list[list[BaseMessage]] = field(default_factory=list)
+    call_kwargs: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _call_id(n: int) -> str:
+    return f"call_{n:04d}"
+
+
+def _normalize_step(step: Any, counter: list[int]) -> AIMessage | BaseException:
+    """Return the AIMessage (or exception) one script step stands for.
+
+    Tool-call ids that are missing are numbered from ``counter`` so the ids depend only
+    on the position of the call in the script.
+    """
+    if isinstance(step, BaseException):
+        return step
+    if isinstance(step, str):
+        return AIMessage(content=step)
+    if isinstance(step, AIMessage):
+        if not step.tool_calls or all(tc.get("id") for tc in step.tool_calls):
+            counter[0] += len(step.tool_calls)
+            return step
+        calls = []
+        for tc in step.tool_calls:
+            counter[0] += 1
+            calls.append({**tc, "id": tc.get("id") or _call_id(counter[0])})
+        return step.model_copy(update={"tool_calls": calls})
+    if isinstance(step, dict):
+        unknown = set(step) - {"tool_calls", "content", "id"}
+        if unknown:
+            raise ConfigError(
+                f"script step has unknown keys {sorted(unknown)}; "
+                "expected 'tool_calls', 'content', 'id'"
+            )
+        calls = []
+        for spec in step.get("tool_calls") or []:
+            if not isinstance(spec, dict) or "name" not in spec:
+                raise ConfigError(f"tool call spec needs a 'name': {spec!r}")
+            extra = set(spec) - {"name", "args", "id"}
+            if extra:
+                raise ConfigError(f"tool call spec has unknown keys {sorted(extra)}")
+            counter[0] += 1
+            calls.append(
+                {
+                    "name": spec["name"],
+                    "args": dict(spec.get("args") or {}),
+                    "id": spec.get("id") or _call_id(counter[0]),
+                    "type": "tool_call",
+                }
+            )
+        return AIMessage(content=step.get("content", ""), tool_calls=calls, id=step.get("id"))
+    raise ConfigError(
+        "a script step must be an AIMessage, a str, a {'tool_calls': [...]} dict or an "
+        f"exception, got {type(step).__name__}"
+    )
+
+
+class ScriptedChatModel(BaseChatModel):
+    """A chat model that replays a fixed script of answers and records every prompt.
+
+    Each model call returns the next step of ``script``:
+
+    * an ``AIMessage`` -- returned as is (a copy), with ``id`` and missing tool-call ids
+      filled in deterministically;
+    * a ``str`` -- a final text answer;
+    * a dict ``{"tool_calls": [{"name": ..., "args": {...}, "id"?: ...}], "content"?: str}``
+      -- an answer with tool calls; ids are generated as ``call_0001``, ``call_0002``...
+      numbered by the position of the call in the script;
+    * an exception instance -- raised by that call (to test retries and error paths).
+
+    Once the script is exhausted every further call answers ``final_answer`` (default
+    ``"done"``), so an agent loop always terminates. Answer ids are ``ai_0001``,
+    ``ai_0002``... by call number.
+
+    ``calls`` holds a copy of each message list the model was sent (a new list holding
+    the same message objects, in order) and ``call_kwargs`` the keyword arguments of
+    that call (``tools``, ``tool_choice``... from :meth:`bind_tools`). Both, and the script
+    cursor, live in one private state object shared by ``bind_tools``/``bind`` bindings
+    and ``model_copy`` copies, so whatever runnable an agent framework wraps around the
+    model, tests read the record from the original instance. Use :meth:`reset` to
+    replay from the start. Not thread-safe; the cursor advances once per call in call
+    order.
+
+    ``with_structured_output`` works through the default implementation: script a tool
+    call named after the schema (e.g. ``{"tool_calls": [{"name": "Answer", "args":
+    {...}}]}``).
+    """
+
+    script: list[Any] = Field(default_factory=list)
+    """The steps to replay, see the class docstring."""
+    final_answer: str = DEFAULT_FINAL_ANSWER
+    """Text answered once the script is exhausted."""
+    cache: Any = False
+    """Never cache: a cache hit would skip the script cursor."""
+
+    _steps: list[AIMessage | BaseException] = PrivateAttr(default_factory=list)
+    _state: _ScriptState = PrivateAttr(default_factory=_ScriptState)
+
+    def __init__(self, script: Sequence[ScriptStep] | None = None, /, **kwargs: Any) -> None:
+        """Build a model replaying ``script`` (positional or keyword)."""
+        if script is not None:
+            if "script" in kwargs:
+                raise ConfigError("script given both positionally and as a keyword")
+            kwargs["script"] = list(script)
+        super().__init__(**kwargs)
+        counter = [0]
+        self._steps = [_normalize_step(step, counter) for step in self.script]
+
+    # ---- record -----------------------------------------------------------------------
+
+    @property
+    def calls(self) -> list[list[BaseMessage]]:
+        """Return the message lists the model was sent, one per call, in order."""
+        return self._state.calls
+
+    @property
+    def call_kwargs(self) -> list[dict[str, Any]]:
+        """Return the keyword arguments (tools, tool_choice, ...) of each call, aligned with ``calls``."""
+        return self._state.call_kwargs
+
+    @property
+    def cursor(self) -> int:
+        """Return how many calls the model has answered so far."""
+        return self._state.cursor
+
+    @property
+    def exhausted(self) -> bool:
+        """Return whether the next call falls past the script (answers ``final_answer``)."""
+        return self._state.cursor >= len(self._steps)
+
+    def reset(self) -> None:
+        """Rewind the script to its first step and forget the recorded calls."""
+        self._state.cursor = 0
+        self._state.calls.clear()
+        self._state.call_kwargs.clear()
+
+    # ---- BaseChatModel ----------------------------------------------------------------
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-chat-model"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"n_steps": len(self.script), "final_answer": self.final_answer}
+
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: str | dict[str, Any] | bool | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """Return a binding of this same model with ``tools`` recorded in OpenAI format.
+
+        The tools are converted with ``convert_to_openai_tool`` because
+        ``create_react_agent`` inspects ``binding.kwargs["tools"]`` for
+        ``{"type": "function", ...}`` dicts when handed a pre-bound model. The script
+        does not look at the tools; they only end up in ``call_kwargs``.
+        """
+        formatted = [convert_to_openai_tool(t) for t in tools]
+        if tool_choice is not None:
+            kwargs["tool_choice"] = tool_choice
+        return self.bind(tools=formatted, **kwargs)
+
+    def _next_message(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> AIMessage:
+        state = self._state
+        state.calls.append(list(messages))
+        state.call_kwargs.append(dict(kwargs))
+        index = state.cursor
+        state.cursor += 1
+        step = self._steps[index] if index < len(self._steps) else None
+        if isinstance(step, BaseException):
+            raise step
+        if step is None:
+            message = AIMessage(content=self.final_answer)
+        else:
+            # copy: agent frameworks set .name and the like on what we return
+            message = step.model_copy(deep=True)
+        if message.id is None:
+            message.id = f"ai_{index + 1:04d}"
+        return message
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        message = self._next_message(messages, kwargs)
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        # no executor hop: keeps the cursor order identical to the await order
+        message = self._next_message(messages, kwargs)
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    # ---- long runs --------------------------------------------------------------------
+
+    @classmethod
+    def long_run(
+        cls,
+        n_tool_calls: int,
+        *,
+        tool_name: str | Sequence[str] = "fetch",
+        parallel: int = 1,
+        seed: int = 0,
+        repeat_rate: float = 0.08,
+        final_answer: str = DEFAULT_FINAL_ANSWER,
+    ) -> ScriptedChatModel:
+        """Return a model scripted to make ``n_tool_calls`` tool calls, then answer ``final_answer``.
+
+        Calls are grouped ``parallel`` per model answer (the last answer may carry fewer),
+        so the run takes ``ceil(n_tool_calls / parallel) + 1`` model calls. Each call has
+        args ``{"query": str, "page": int}`` -- the signature of :func:`make_sized_tool`
+        -- varied from ``seed``; about ``repeat_rate`` of the calls repeat an earlier
+        call's name and args exactly (with a new id). With several ``tool_name`` values
+        each call picks one from the seed.
+
+        For langgraph versions older than 1.x, whose default recursion limit is 25,
+        pass ``config={"recursion_limit": 2 * model_calls + 5}``.
+        """
+        if n_tool_calls < 0:
+            raise ConfigError(f"n_tool_calls must be >= 0, got {n_tool_calls}")
+        if parallel < 1:
+            raise ConfigError(f"parallel must be >= 1, got {parallel}")
+        if not 0.0 <= repeat_rate <= 1.0:
+            raise ConfigError(f"repeat_rate must be in [0, 1], got {repeat_rate}")
+        names = [tool_name] if isinstance(tool_name, str) else list(tool_name)
+        if not names:
+            raise ConfigError("tool_name must name at least one tool")
+        rng = random.Random(f"promptstrat:long_run:{seed}")
+        words = WORDS
+        history: list[tuple[str, dict[str, Any]]] = []
+        script: list[Any] = []
+        made = 0
+        while made < n_tool_calls:
+            k = min(parallel, n_tool_calls - made)
+            step_calls: list[dict[str, Any]] = []
+            for _ in range(k):
+                if history and rng.random() < repeat_rate:
+                    name, args = rng.choice(history)
+                    args = copy.deepcopy(args)
+                else:
+                    name = rng.choice(names)
+                    n_words = rng.randint(2, 12)
+                    query = " ".join(rng.choice(words) for _ in range(n_words))
+                    args = {"query": query, "page": rng.randint(0, 9)}
+                step_calls.append({"name": name, "args": args})
+            history.extend((c["name"], c["args"]) for c in step_calls)
+            script.append({"tool_calls": step_calls})
+            made += k
+        return cls(script, final_answer=final_answer)

@@ -1,0 +1,255 @@
+"""The package's layers point down: the core never imports a front end, and its imports form no cycle.
+
+What these tests count, precisely:
+
+* A **module** is each ``.py`` file under ``langchain_promptstrat/``, named by its dotted
+  path; a package is its ``__init__.py``.
+* An **import** is every ``import`` or ``from ... import`` statement that names a module of
+  the package, wherever it stands: at the top, under ``if TYPE_CHECKING:``, in a ``try``, a
+  class body or a function (a "lazy" import). ``from P import x`` imports the module
+  ``P.x`` when that is a module, else ``P``; relative imports are resolved. A call
+  ``importlib.import_module("langchain_promptstrat....")`` with a literal name counts too.
+  The registry's table of built-in strategies (``"module:Class"`` strings looked up by
+  name on first use, like an entry point) is a plugin lookup, not an import.
+* An import is **module-level** when it does not stand inside a function body: it runs (or,
+  under ``TYPE_CHECKING``, is followed by the type checkers) when the module is imported.
+* The **front ends** are the package's ``__init__`` (the public facade, which re-exports
+  every layer lazily), ``adapters`` and everything under it (the pre-model hook, the inbox
+  node, the ``create_agent`` middleware), and the command line: ``cli`` and every
+  ``cli_*`` module, except ``cli_defaults``, a leaf of constants the core reads (it
+  imports nothing, which is checked here). Everything else is the **core**: the strategy
+  base, the strategies, the registry, messages, tokens, the inbox package, the simulation.
+
+The rules: no core module imports a front end (at any place, lazily or not); the
+module-level imports form no cycle; and even counting every lazy import there is no
+cycle, so no lazy import exists to dodge one (the ones left keep ``--help`` fast or an
+optional dependency optional).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+PACKAGE = "langchain_promptstrat"
+PACKAGE_DIR = Path(__file__).resolve().parent.parent / PACKAGE
+
+
+class Import(NamedTuple):
+    """One import statement of a package module: its target module, where it stands, and its line."""
+
+    target: str
+    module_level: bool
+    line: int
+
+
+def module_files(package_dir: Path = PACKAGE_DIR) -> dict[str, Path]:
+    """Return every module of the package by dotted name (a package under its own name)."""
+    modules = {}
+    for path in sorted(package_dir.rglob("*.py")):
+        parts = [PACKAGE, *path.relative_to(package_dir).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+    return modules
+
+
+def _owning_module(name: str, modules: Iterable[str]) -> str | None:
+    """Return the package module ``name`` refers to: itself, or the nearest package above it."""
+    known = set(modules)
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _walk(node: ast.AST, in_function: bool = False) -> Iterator[tuple[ast.AST, bool]]:
+    """Yield every node below ``node`` with whether it stands inside a function body."""
+    for child in ast.iter_child_nodes(node):
+        yield child, in_function
+        inner = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        yield from _walk(child, inner)
+
+
+def imports_of(name: str, source: str, modules: Iterable[str]) -> list[Import]:
+    """Return the package imports of module ``name`` (its ``source``), as defined in the module docstring."""
+    modules = set(modules)
+    is_package = name == PACKAGE or any(m.startswith(name + ".") for m in modules)
+    found = []
+    for node, in_function in _walk(ast.parse(source)):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the module's package, one level up per extra dot
+                anchor = name if is_package else name.rpartition(".")[0]
+                for _ in range(node.level - 1):
+                    anchor = anchor.rpartition(".")[0]
+                base = f"{anchor}.{base}" if base else anchor
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, (ast.Attribute, ast.Name))
+            and (node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id) == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            targets = [node.args[0].value]
+        for target in dict.fromkeys(targets):  # `from m import a, b` is one import of m
+            if target == PACKAGE or target.startswith(PACKAGE + "."):
+                owner = _owning_module(target, modules)
+                if owner is not None:
+                    found.append(Import(owner, not in_function, node.lineno))
+    return found
+
+
+def all_imports(package_dir: Path = PACKAGE_DIR) -> dict[str, list[Import]]:
+    """Return the package imports of every module of the package."""
+    modules = module_files(package_dir)
+    return {name: imports_of(name, path.read_text(encoding="utf-8"), modules) for name, path in modules.items()}
+
+
+def is_front_end(module: str) -> bool:
+    """Return whether ``module`` is a front end (facade, adapter, CLI); every other module is core."""
+    relative = module[len(PACKAGE) + 1:] if module != PACKAGE else ""
+    first = relative.split(".")[0]
+    if module == PACKAGE or first == "adapters":
+        return True
+    return first == "cli" or (first.startswith("cli_") and first != "cli_defaults")
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """Return one cycle of ``graph`` as a path that ends where it starts, or None when it has none."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (cycle := visit(nxt)) is not None:
+                return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (cycle := visit(start)) is not None:
+            return cycle
+    return None
+
+
+def graph_of(imports: dict[str, list[Import]], *, module_level_only: bool) -> dict[str, set[str]]:
+    """Return module -> the modules it imports (module-level imports only, or every import)."""
+    return {
+        module: {i.target for i in found if i.target != module and (i.module_level or not module_level_only)}
+        for module, found in imports.items()
+    }
+
+
+IMPORTS = all_imports()
+
+
+# --------------------------------------------------------------------------- the rules
+
+
+def test_no_core_module_imports_a_front_end():
+    """No core module imports the facade, an adapter or the CLI, not even lazily or for type checking."""
+    upward = [
+        f"{module} -> {i.target} (line {i.line})"
+        for module, found in IMPORTS.items()
+        if not is_front_end(module)
+        for i in found
+        if is_front_end(i.target)
+    ]
+    assert upward == []
+
+
+def test_module_level_imports_form_no_cycle():
+    """Following the imports each module runs (or type-checks) when loaded never leads back to it."""
+    assert find_cycle(graph_of(IMPORTS, module_level_only=True)) is None
+
+
+def test_no_lazy_import_dodges_a_cycle():
+    """Even counting every import inside a function there is no cycle: a lazy import is never a cycle's workaround."""
+    assert find_cycle(graph_of(IMPORTS, module_level_only=False)) is None
+
+
+def test_cli_defaults_imports_nothing_of_the_package():
+    """cli_defaults, the one cli_* module the core may read, is a leaf: it imports no module of the package."""
+    assert IMPORTS[f"{PACKAGE}.cli_defaults"] == []
+
+
+def test_every_module_opens_with_a_docstring():
+    """Each module opens with a docstring saying what it holds (and what it must not do)."""
+    missing = [name for name, path in module_files().items() if ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) is None]
+    assert missing == []
+
+
+# --------------------------------------------------------------------------- the checks can fail
+
+
+def test_the_layers_are_the_documented_ones():
+    """The strategy base, the strategies, the registry and the inbox are core; the facade, adapters and CLI are front ends."""
+    core = ["strategy", "registry", "strategies.inbox", "strategies.ladder", "inbox.delivery", "inbox.directory", "simulate", "cli_defaults"]
+    front = ["", "adapters", "adapters.langgraph", "adapters.middleware", "cli"]
+    modules = module_files()
+    assert all(f"{PACKAGE}.{name}" in modules for name in core)
+    assert not any(is_front_end(f"{PACKAGE}.{name}") for name in core)
+    assert all(is_front_end(f"{PACKAGE}.{name}".rstrip(".")) for name in front)
+
+
+def test_the_import_reader_sees_lazy_type_checking_relative_and_dynamic_imports():
+    """An adapter imported in a function, under TYPE_CHECKING, relatively or by import_module is found, with its place."""
+    modules = {f"{PACKAGE}.strategies.x", f"{PACKAGE}.strategies", f"{PACKAGE}.adapters", f"{PACKAGE}.adapters.langgraph", PACKAGE}
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "import importlib\n"
+        "if TYPE_CHECKING:\n"
+        "    from langchain_promptstrat.adapters.langgraph import GraphHook\n"
+        "def hook():\n"
+        "    from ..adapters import langgraph\n"
+        "    return importlib.import_module('langchain_promptstrat.adapters.langgraph')\n"
+        "class A:\n"
+        "    import langchain_promptstrat.adapters\n"
+    )
+    found = sorted(imports_of(f"{PACKAGE}.strategies.x", source, modules), key=lambda i: i.line)
+    assert found == [
+        Import(f"{PACKAGE}.adapters.langgraph", True, 4),
+        Import(f"{PACKAGE}.adapters.langgraph", False, 6),
+        Import(f"{PACKAGE}.adapters.langgraph", False, 7),
+        Import(f"{PACKAGE}.adapters", True, 9),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("graph", "cycle"),
+    [
+        ({"a": {"b"}, "b": {"c"}, "c": set()}, None),
+        ({"a": {"b"}, "b": {"c"}, "c": {"a"}}, ["a", "b", "c", "a"]),
+        ({"a": {"b", "c"}, "b": {"c"}, "c": set(), "d": {"d"}}, ["d", "d"]),
+    ],
+)
+def test_the_cycle_finder_finds_a_cycle_exactly_when_there_is_one(graph, cycle):
+    """find_cycle returns a closed path through the graph when it has a cycle and None when it has none."""
+    assert find_cycle(graph) == cycle
+
+
+def test_the_old_circle_through_the_runnable_module_would_be_caught():
+    """The five-file circle the issue measured (a strategy -> adapters.runnable -> adapters.langgraph -> registry -> strategy) fails both rules."""
+    imports = {
+        f"{PACKAGE}.strategies.inbox": [Import(f"{PACKAGE}.adapters.runnable", True, 1)],
+        f"{PACKAGE}.adapters.runnable": [Import(f"{PACKAGE}.adapters.langgraph", False, 2)],
+        f"{PACKAGE}.adapters.langgraph": [Import(f"{PACKAGE}.registry", True, 3)],
+        f"{PACKAGE}.registry": [Import(f"{PACKAGE}.strategies.inbox", True, 4)],
+    }
+    assert [m for m, found in imports.items() if not is_front_end(m) and any(is_front_end(i.target) for i in found)]
+    assert find_cycle(graph_of(imports, module_level_only=False)) is not None
+    assert find_cycle(graph_of(imports, module_level_only=True)) is None  # it hid behind a lazy import
