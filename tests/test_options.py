@@ -37,7 +37,8 @@ PromptStrategy = langchain_promptstrat.PromptStrategy
 def _public_strategies() -> list[type]:
     """Every concrete, public ``PromptStrategy`` subclass defined in the package."""
     for module in pkgutil.walk_packages(langchain_promptstrat.__path__, "langchain_promptstrat."):
-        importlib.import_module(module.name)
+        if not module.name.endswith(".__main__"):  # running a __main__ would start the program
+            importlib.import_module(module.name)
     found: list[type] = []
     pending = list(PromptStrategy.__subclasses__())
     while pending:
