@@ -9,6 +9,12 @@ a model call after every step; cached input billed at 0.1 of the price; one toke
 * ``trim_messages`` and ``ClearToolUsesEdit`` -- the peers, at the same ceiling;
 * ``none`` -- the history as is, for scale.
 
+Every prompt is counted as the request carries it: the messages with their call ids and the
+schemas of the eight tools the simulated agent calls (``simulate.AGENT_RUN_TOOLS``). The
+default is given the tools, as the middleware gives it ``request.tools``, so its ceiling
+counts them; the ladder and the peers take no tools, so their prompts pass the ceiling by
+about the schemas' size.
+
 Runs: ``normal`` is :func:`~langchain_promptstrat.testing.iter_agent_run`'s default (outputs
 200 B-20 KB, heavy-tailed); ``heavy`` has outputs of 1.2-60 KB (median about 2.8 KB, mean
 about 9.5 KB: file reads and test logs). Columns: peak and mean prompt (tokens), cache reuse

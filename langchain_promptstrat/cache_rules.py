@@ -10,20 +10,26 @@ the tokens **written** to it. Messages are compared on
 a hash chain over the prompt: two prompts share a prefix of ``i`` messages exactly when
 their ``i``-th chain values are equal.
 
+The bound tools' schemas (:class:`ToolSchemas`, given to the rule when the requests carry
+tools) come first in what both providers cache: OpenAI's cached prefix starts with the
+``tools``, Anthropic's cache order is tools, system, messages. The rules place them before
+the first message, as one more element of the chain (its tokens, one block per tool), so a
+prompt whose first message changed still reads the schemas from the cache.
+
 ``openai`` — automatic prefix caching
     Nothing is cached below 1,024 tokens; above, the cached prefix grows in 128-token
     steps. A prompt reads the longest prefix it shares with the previous prompt, in whole
-    messages (the common tokens inside the first differing message are not counted: a
-    lower bound by at most one message), rounded down to ``1024 + 128 k``; a shared prefix
-    under 1,024 tokens reads 0. Nothing is billed for writing. Cost: ``read *
-    cached_fraction + (tokens - read)``.
+    messages after the tool schemas (the common tokens inside the first differing message
+    are not counted: a lower bound by at most one message), rounded down to ``1024 + 128
+    k``; a shared prefix under 1,024 tokens reads 0. Nothing is billed for writing. Cost:
+    ``read * cached_fraction + (tokens - read)``.
 
 ``anthropic`` — explicit breakpoints
     A prompt's breakpoints are the messages carrying ``cache_control`` in a content block
     (what :mod:`langchain_promptstrat.strategies.cache_breakpoints` marks); a prompt with
     none is cached as LangChain's ``AnthropicPromptCachingMiddleware`` asks for it: the
-    system message and the last message (its third breakpoint, the last tool definition,
-    has no tools to mark in a replay). At most 4 are honoured (the last 4). Each
+    last tool definition (when the requests carry tools), the system message and the
+    last message. At most 4 are honoured (the last 4). Each
     breakpoint looks for a cache entry at its own position and at the block boundaries up
     to 20 blocks before it; the longest hit over all breakpoints is **read**. Entries
     exist where an earlier prompt (any earlier prompt of the replay: calls come seconds
@@ -32,7 +38,8 @@ their ``i``-th chain values are equal.
     tokens from the read position to the last breakpoint are **written**, when that
     prefix reaches ``min_tokens``; each breakpoint's prefix then has an entry. Blocks: a
     message holds one block per content block (a string is one), an assistant message
-    one per tool call plus its text, so the 20-block window is about 10 tool steps.
+    one per tool call plus its text, so the 20-block window is about 10 tool steps; the
+    tool schemas count one block per tool.
     Cost: ``read * cached_fraction + written * 1.25 + the rest``.
 
 ``prefix``
@@ -68,6 +75,7 @@ __all__ = [
     "AnthropicCache",
     "CacheRule",
     "OpenAICache",
+    "ToolSchemas",
     "has_cache_control",
     "make_cache_rule",
     "message_blocks",
@@ -107,17 +115,32 @@ def has_cache_control(message: BaseMessage) -> bool:
     return isinstance(content, list) and any(isinstance(b, dict) and b.get("cache_control") for b in content)
 
 
+@dataclass(frozen=True)
+class ToolSchemas:
+    """The bound tools' schemas every request of a replay carries before its messages.
+
+    ``tokens``: what they cost (:func:`~langchain_promptstrat.tokens.tool_schema_tokens`);
+    ``blocks``: one per tool (the Anthropic lookback counts them); ``key``: what identifies
+    them (their JSON), the start of every prompt's hash chain.
+    """
+
+    tokens: int
+    blocks: int
+    key: str = ""
+
+
 class _Chain:
     """Prefix hashes of a prompt, reusing the canonical key of message objects seen in the previous prompt."""
 
-    def __init__(self, canonical: Callable[[BaseMessage], str]) -> None:
+    def __init__(self, canonical: Callable[[BaseMessage], str], start: int = 0) -> None:
         self.canonical = canonical
+        self.start = start
         self._keys: dict[int, tuple[BaseMessage, str]] = {}
 
     def hashes(self, prompt: Sequence[BaseMessage]) -> list[int]:
         keys: dict[int, tuple[BaseMessage, str]] = {}
         out: list[int] = []
-        h = 0
+        h = self.start
         for message in prompt:
             known = self._keys.get(id(message))
             key = known[1] if known is not None and known[0] is message else self.canonical(message)
@@ -135,10 +158,12 @@ class CacheRule:
     canonical: Callable[[BaseMessage], str]
     name: str = "prefix"
     write_multiplier: float = 0.0
+    tools: ToolSchemas | None = None
+    """The tool schemas every prompt carries before its messages (None: no tools)."""
     _chain: _Chain = field(init=False)
 
     def __post_init__(self) -> None:
-        self._chain = _Chain(self.canonical)
+        self._chain = _Chain(self.canonical, hash(("tools", self.tools.key)) if self.tools else 0)
 
     def observe(self, prompt: Sequence[BaseMessage], counts: Sequence[int]) -> tuple[int, int]:  # pragma: no cover - abstract
         """Return (tokens read from the cache, tokens written to it) for ``prompt``."""
@@ -152,15 +177,17 @@ class OpenAICache(CacheRule):
     name: str = "openai"
     _previous: list[int] = field(default_factory=list, init=False)
 
+    _seen: bool = field(default=False, init=False)
+
     def observe(self, prompt: Sequence[BaseMessage], counts: Sequence[int]) -> tuple[int, int]:
-        """Return (read, 0): the shared whole-message prefix with the previous prompt, rounded as OpenAI caches it."""
+        """Return (read, 0): the tool schemas and the shared whole-message prefix with the previous prompt, rounded as OpenAI caches it."""
         hashes = self._chain.hashes(prompt)
-        shared = 0
+        shared = self.tools.tokens if self.tools is not None and self._seen else 0
         for i, (now, before) in enumerate(zip(hashes, self._previous)):
             if now != before:
                 break
             shared += counts[i]
-        self._previous = hashes
+        self._previous, self._seen = hashes, True
         return openai_cached_tokens(shared), 0
 
 
@@ -175,10 +202,14 @@ class AnthropicCache(CacheRule):
     _entries: set[int] = field(default_factory=set, init=False)
 
     def breakpoints(self, prompt: Sequence[BaseMessage]) -> list[int]:
-        """Return the indices of the messages holding a breakpoint: the marked ones, else system and tail."""
+        """Return the indices of the messages holding a breakpoint: the marked ones, else (last tool,) system and tail.
+
+        Index -1 is the last tool definition (the tool schemas precede the messages).
+        """
         marked = [i for i, m in enumerate(prompt) if has_cache_control(m)]
         if not marked and prompt:
-            marked = [0] if isinstance(prompt[0], SystemMessage) and len(prompt) > 1 else []
+            marked = [-1] if self.tools is not None else []
+            marked += [0] if isinstance(prompt[0], SystemMessage) and len(prompt) > 1 else []
             marked.append(len(prompt) - 1)
         return marked[-ANTHROPIC_MAX_BREAKPOINTS:]
 
@@ -186,16 +217,17 @@ class AnthropicCache(CacheRule):
         """Return (read, written) for ``prompt`` under the breakpoint rules, then record its entries."""
         if not prompt:
             return 0, 0
-        hashes = self._chain.hashes(prompt)
-        ends: list[int] = []  # block index at the end of each message
-        cumulative: list[int] = []  # tokens through each message
-        blocks = tokens = 0
+        marks = [b + 1 for b in self.breakpoints(prompt)]  # positions: 0 holds the tool schemas, message i is i + 1
+        hashes = [self._chain.start, *self._chain.hashes(prompt)]
+        schemas = self.tools.tokens if self.tools is not None else 0
+        ends: list[int] = [self.tools.blocks if self.tools is not None else 0]  # block index at the end of each position
+        cumulative: list[int] = [schemas]  # tokens through each position
+        blocks, tokens = ends[0], schemas
         for message, count in zip(prompt, counts):
             blocks += message_blocks(message)
             tokens += count
             ends.append(blocks)
             cumulative.append(tokens)
-        marks = self.breakpoints(prompt)
         read = 0
         for b in marks:
             i = b
@@ -213,7 +245,10 @@ class AnthropicCache(CacheRule):
 
 
 def make_cache_rule(name: str, canonical: Callable[[BaseMessage], str], **options: Any) -> CacheRule | None:
-    """Return a fresh rule named ``name`` (None for ``prefix``, which the simulation computes itself)."""
+    """Return a fresh rule named ``name`` (None for ``prefix``, which the simulation computes itself).
+
+    ``options`` are the rule's fields, such as ``tools`` (:class:`ToolSchemas`).
+    """
     if name == "openai":
         return OpenAICache(canonical, **options)
     if name == "anthropic":

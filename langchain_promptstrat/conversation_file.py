@@ -37,7 +37,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 
 from langchain_promptstrat.errors import InvalidMessagesError
 from langchain_promptstrat.messages import find_tool_pair_violations
-from langchain_promptstrat.transcripts import CHAT_ROLES, is_transcript_object, transcript_items, unknown_role_note
+from langchain_promptstrat.transcripts import CHAT_ROLES, is_transcript_object, transcript_items, transcript_tools, unknown_role_note
 
 __all__ = ["ConversationFile", "dump_messages", "read_conversation"]
 
@@ -64,6 +64,8 @@ class ConversationFile:
     """The trailing messages from a final model call whose tool calls have no output (held out of ``messages``)."""
     notes: list[str] = field(default_factory=list)
     """One line per thing left out or held out while reading (unknown roles, an unanswered final call)."""
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    """The tool schemas a transcript object's requests carried (its ``tools``), as saved; empty for message lists."""
 
 
 class _UnknownRole(ValueError):
@@ -107,11 +109,13 @@ def _read_text(source: str) -> str:
         raise _bad_input(source, f"not UTF-8 text (byte {exc.start} is 0x{data[exc.start]:02x})") from None
 
 
-def _parse_items(source: str, text: str, notes: list[str] | None = None) -> tuple[list[Any], list[str]]:
+def _parse_items(
+    source: str, text: str, notes: list[str] | None = None, tools: list[dict[str, Any]] | None = None
+) -> tuple[list[Any], list[str]]:
     """Return the JSON values of a conversation file and their positions (``message N`` or ``line N``).
 
     A transcript object (a dict holding a ``messages`` list) gives its messages; what it
-    leaves out is added to ``notes``.
+    leaves out is added to ``notes``, its tool schemas to ``tools``.
     """
     if not text.strip():
         raise _bad_input(source, "empty: expected a JSON array of messages or JSON lines")
@@ -126,6 +130,8 @@ def _parse_items(source: str, text: str, notes: list[str] | None = None) -> tupl
         if isinstance(whole, list):
             return whole, [f"message {i}" for i in range(len(whole))]
         if is_transcript_object(whole):
+            if tools is not None:
+                tools += transcript_tools(whole)
             return transcript_items(whole, notes if notes is not None else [])
         if isinstance(whole, dict):
             return [whole], ["message 0"]
@@ -192,7 +198,8 @@ def read_conversation(source: str) -> ConversationFile:
     as ``pending``, each with a line in ``notes``.
     """
     notes: list[str] = []
-    items, positions = _parse_items(source, _read_text(source), notes)
+    tools: list[dict[str, Any]] = []
+    items, positions = _parse_items(source, _read_text(source), notes, tools)
     messages: list[BaseMessage] = []
     kept: list[str] = []
     style: str | None = None
@@ -234,7 +241,7 @@ def read_conversation(source: str) -> ConversationFile:
         if more:
             text += f" (and {more} more pairing problem{'s' if more > 1 else ''})"
         raise _bad_input(source, text)
-    return ConversationFile(messages, style, kept, pending, notes)
+    return ConversationFile(messages, style, kept, pending, notes, tools)
 
 
 def dump_messages(messages: list[BaseMessage], style: str | None) -> str:

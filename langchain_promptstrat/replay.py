@@ -11,7 +11,9 @@ Several files, or a folder of them (``*.json``, ``*.jsonl``, read recursively), 
 replayed one by one, each with fresh strategies and an empty cache, and their per-call
 figures are concatenated per strategy, so the table's sums and means are over every call
 of every file. A file that a folder holds but that cannot be read is skipped with a note;
-a file named explicitly that cannot be read raises.
+a file named explicitly that cannot be read raises. A file that saved its requests'
+``tools`` (an OpenAI or Anthropic request body) has their schemas counted in every prompt
+and given to the strategies that take them, as in the agent that made it.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ def _merge(results: list[SimulationResult], files: list[str], notes: list[str]) 
             for name in ("tokens", "cached_tokens", "reuse", "seconds", "degenerate", "provider_cached_tokens", "provider_written_tokens"):
                 getattr(run, name).extend(getattr(more, name))
     first.model_calls = sum(r.model_calls for r in results)
+    first.tool_schemas = [pair for r in results for pair in r.tool_schemas]
     first.files = files
     first.notes = [*notes, *dict.fromkeys(n for r in results for n in r.notes)]
     return first
@@ -77,10 +80,12 @@ def simulate_files(
 
     ``options`` are those of :func:`~langchain_promptstrat.simulate.simulate` (``cache``,
     ``peers``, ``max_tokens``, ``token_counter``...), except ``prompts``, ``n_tool_calls``
-    and ``seed``. Raises :class:`ConfigError` when no file gives a model call.
+    and ``seed``; ``tools``, when given, replaces every file's own. Raises
+    :class:`ConfigError` when no file gives a model call.
     """
     if strategies is None:
         strategies = default_strategy_names(settings=options.get("settings"), max_tokens=options.get("max_tokens", DEFAULT_MAX_TOKENS))
+    tools = options.pop("tools", None)
     results: list[SimulationResult] = []
     files: list[str] = []
     notes: list[str] = []
@@ -99,7 +104,7 @@ def simulate_files(
         if not prompts:
             notes.append(f"{path.name}: no model call to replay (no assistant message after the first message)")
             continue
-        results.append(simulate(strategies, prompts=prompts, **options))
+        results.append(simulate(strategies, prompts=prompts, tools=conversation.tools if tools is None else tools, **options))
         files.append(str(path))
     if not results:
         raise ConfigError(f"no model call to replay in {', '.join(map(str, paths))}")

