@@ -91,7 +91,7 @@ from typing import Any, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
-from langchain_promptstrat.cli_defaults import DEFAULT_CACHED_FRACTION, DEFAULT_MAX_TOKENS, DEFAULT_TOOL_CALLS
+from langchain_promptstrat.defaults import DEFAULT_CACHED_FRACTION, DEFAULT_MAX_TOKENS, DEFAULT_TOOL_CALLS
 from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.cache_rules import ANTHROPIC_WRITE_MULTIPLIER, CACHE_RULES, ToolSchemas, make_cache_rule
 from langchain_promptstrat.errors import ConfigError

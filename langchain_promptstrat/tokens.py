@@ -75,7 +75,7 @@ from langchain_core.messages import (
 from langchain_core.messages.utils import count_tokens_approximately
 
 from langchain_promptstrat._memo import IdentityMemo, SizedCache
-from langchain_promptstrat.cli_defaults import DEFAULT_ENCODING
+from langchain_promptstrat.defaults import DEFAULT_ENCODING
 from langchain_promptstrat.errors import ConfigError, InvalidMessagesError
 from langchain_promptstrat.messages import call_block_id, content_text, index_tool_calls
 
