@@ -65,7 +65,11 @@ from langchain_promptstrat.tokens.ids_and_schemas import (
     missing_call_id_tokens,
     tool_schema_tokens,
 )
-from langchain_promptstrat.tokens.message_parts import TOKENS_PER_IMAGE, TOKENS_PER_MESSAGE, TOKENS_PER_NAME
+from langchain_promptstrat.tokens.message_parts import (  # the counting constants, reachable here as before
+    TOKENS_PER_IMAGE as TOKENS_PER_IMAGE,
+    TOKENS_PER_MESSAGE as TOKENS_PER_MESSAGE,
+    TOKENS_PER_NAME as TOKENS_PER_NAME,
+)
 
 __all__ = [
     "DEFAULT_CACHE_SIZE",
