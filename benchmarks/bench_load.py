@@ -27,9 +27,8 @@ import warnings
 import tiktoken
 from langchain_core.messages import HumanMessage
 
-from langchain_promptstrat import tokens
 from langchain_promptstrat.testing import build_agent_run
-from langchain_promptstrat.tokens import TokenCounter
+from langchain_promptstrat.tokens import TokenCounter, encodings
 
 
 def _median_seconds(fn, runs: int) -> float:
@@ -55,8 +54,8 @@ def main() -> None:
     tiktoken.get_encoding = hanging  # this process only
 
     def first_count(download: bool) -> None:
-        tokens._LOADED.clear()
-        tokens._HUNG_LOADS.clear()
+        encodings._LOADED.clear()
+        encodings._HUNG_LOADS.clear()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             TokenCounter("o200k_base", load_timeout=0.05, download=download)([HumanMessage("hi")])

@@ -62,7 +62,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
-from langchain_promptstrat.cli_defaults import CACHE_RULES
+from langchain_promptstrat.defaults import CACHE_RULES
 
 __all__ = [
     "ANTHROPIC_LOOKBACK_BLOCKS",

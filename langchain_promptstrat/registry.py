@@ -16,7 +16,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, NoReturn
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
@@ -26,7 +26,7 @@ from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
 from langchain_promptstrat.errors import ConfigError, UnknownStrategyError
 from langchain_promptstrat.messages import coerce_messages, keep_prompt_floor, mark_of, tool_results_as_tool_messages
 from langchain_promptstrat.report import Compacted, StrategyReport, make_report
-from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.strategies import BUILTIN_STRATEGIES
 from langchain_promptstrat.strategies.inbox import Inbox
 
@@ -60,8 +60,17 @@ _warned_missing_defaults: set[str] = set()
 class CallableStrategy(PromptStrategy):
     """Wraps a plain ``messages -> messages`` callable so it runs, reports and composes like a strategy."""
 
-    def __init__(self, func: Callable[[list[BaseMessage]], Any], name: str | None = None) -> None:
-        super().__init__()
+    def __init__(self, func: Callable[[list[BaseMessage]], Any], name: str | None = None, **unknown: NoReturn) -> None:
+        """Wrap ``func``.
+
+        Args:
+            func: Called with a copy of the messages; its answer is read back as messages.
+            name: The strategy name in reports and traces (default: the callable's name).
+
+        Raises:
+            ConfigError: A keyword that is not one of these options.
+        """
+        super().__init__(settings_with_options(type(self), None, {}, unknown))
         self.func = func
         self.strategy_name = name or str(getattr(func, "__name__", "callable"))  # type: ignore[misc]
 
@@ -125,17 +134,26 @@ def _resolve_factory(name: str) -> Any:
     raise UnknownStrategyError(name, available_strategies())
 
 
-def get_strategy(name: str, /, settings: Settings | None = None, **overrides: Any) -> PromptStrategy:
-    """Return the strategy registered as ``name``, built with ``settings`` and ``overrides``.
+def get_strategy(name: str, /, settings: Settings | None = None, **options: Any) -> PromptStrategy:
+    """Return the strategy registered as ``name``, built with ``settings`` and ``options``.
 
+    ``options`` are the strategy class's keyword arguments (``get_strategy(
+    "shorten_tools_epoch_stable", epoch_size=40)``); a settings key of one of its options
+    (``stable_epoch_size``) works too. They win over ``settings``. A built-in strategy raises
+    :class:`ConfigError` naming its options for one it does not take; ``settings`` itself is
+    never checked, so one ``Settings`` may serve every strategy. A name registered as a
+    strategy object or a plain callable takes no options (:class:`ConfigError` if given).
     Raises :class:`UnknownStrategyError` listing the known names when ``name`` resolves to
     nothing.
     """
     factory = _resolve_factory(name)
+    if isinstance(factory, type) and issubclass(factory, PromptStrategy):
+        return factory(settings, **options)
+    if options:
+        built = "a ready-built strategy" if isinstance(factory, PromptStrategy) else "a plain callable"
+        raise ConfigError(f"strategy {name!r} is {built} and takes no options; got {', '.join(sorted(options))}")
     if isinstance(factory, PromptStrategy):
         return factory
-    if isinstance(factory, type) and issubclass(factory, PromptStrategy):
-        return factory(settings, **overrides)
     return CallableStrategy(factory, name)
 
 

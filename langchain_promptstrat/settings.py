@@ -2,23 +2,35 @@
 
 Key names and environment variable names are the reference system's
 (``max_tool_chars`` / ``MAX_TOOL_CHARS``, ``epoch_size`` / ``EPOCH_SIZE``, ...), so a
-configuration written for it carries over. Precedence is explicit argument, then the
+configuration written for it carries over. Each variable is also read with the
+``PROMPTSTRAT_`` prefix (``PROMPTSTRAT_MAX_TOOL_CHARS``), which wins when both are set: the
+prefixed name is unambiguously this package's, while a bare ``EPOCH_SIZE`` may be meant for
+the reference system running beside it. Precedence is explicit argument, then the
 environment, then the default. Values are read when :meth:`Settings.load` runs (that is,
 when a strategy is built), never memoised for the life of the process: the reference froze
 them on first use, which a long-running server cannot live with.
+
+A strategy names its own options (``ShortenToolsEpochStable(epoch_size=40)``) and maps each
+to its key here; :func:`settings_with_options` applies them over a ``Settings`` and refuses
+an option the strategy does not take, so a key meant for another strategy is never silently
+ignored.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping
+import inspect
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_promptstrat.errors import ConfigError
 
-__all__ = ["Settings", "setting_keys"]
+__all__ = ["ENV_PREFIX", "Settings", "environment_variables", "setting_keys", "settings_with_options", "strategy_options"]
+
+ENV_PREFIX = "PROMPTSTRAT_"
+"""Every setting's environment variable is also read with this prefix; the prefixed one wins."""
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -33,7 +45,9 @@ class Settings:
     """Typed, validated thresholds; build with :meth:`Settings.load` to read the environment.
 
     ``Settings()`` gives the defaults without looking at the environment; ``Settings.load()``
-    applies explicit arguments over environment variables over defaults.
+    applies explicit arguments over environment variables (``PROMPTSTRAT_<NAME>``, then
+    ``<NAME>``) over defaults. One object may hold the keys of every strategy and be passed
+    to all of them: a strategy reads its own keys and is never checked against the others.
     """
 
     # shorten_tools (not in the default list)
@@ -149,9 +163,10 @@ class Settings:
     def load(cls, settings: Settings | None = None, /, *, environ: Mapping[str, str] | None = None, **explicit: Any) -> Settings:
         """Return settings from explicit arguments, then the environment, then the defaults.
 
-        ``settings``, when given, is an already-resolved base: the environment is not read
-        again and only ``explicit`` overrides apply. ``None`` as an explicit value means
-        "not given".
+        Each key's variable is read as ``PROMPTSTRAT_<NAME>`` first, then as the reference's
+        ``<NAME>`` (see :func:`environment_variables`). ``settings``, when given, is an
+        already-resolved base: the environment is not read again and only ``explicit``
+        overrides apply. ``None`` as an explicit value means "not given".
         """
         _reject_unknown(explicit)
         explicit = {k: v for k, v in explicit.items() if v is not None}
@@ -162,8 +177,10 @@ class Settings:
         for f in dataclasses.fields(cls):
             if f.name in explicit:
                 values[f.name] = explicit[f.name]
-            elif f.metadata["env"] in env:
-                values[f.name] = _validate(f, env[f.metadata["env"]], source="environment")
+                continue
+            variable = next((name for name in _variables(f.metadata["env"]) if name in env), None)
+            if variable is not None:
+                values[f.name] = _validate(f, env[variable], source=variable)
         return cls(**values)
 
     def replace(self, **changes: Any) -> Settings:
@@ -180,8 +197,94 @@ class Settings:
 
 
 def setting_keys() -> dict[str, str]:
-    """Return ``{key: environment variable}`` for every setting."""
+    """Return ``{key: environment variable}`` for every setting (the reference's spelling)."""
     return {f.name: f.metadata["env"] for f in dataclasses.fields(Settings)}
+
+
+def environment_variables(key: str) -> tuple[str, ...]:
+    """Return the environment variables read for setting ``key``, the one that wins first.
+
+    ``("PROMPTSTRAT_MAX_TOOL_CHARS", "MAX_TOOL_CHARS")`` for ``max_tool_chars``; a variable
+    that already carries the prefix (``PROMPTSTRAT_MAX_TOKENS``) is its own only spelling.
+    """
+    keys = setting_keys()
+    if key not in keys:
+        _reject_unknown({key: None})
+    return _variables(keys[key])
+
+
+def _variables(env: str) -> tuple[str, ...]:
+    return (env,) if env.startswith(ENV_PREFIX) else (ENV_PREFIX + env, env)
+
+
+def strategy_options(strategy: type) -> list[str]:
+    """Return the option names ``strategy``'s constructor takes, in signature order (``settings`` included)."""
+    parameters = inspect.signature(strategy).parameters.values()  # the constructor's, without self
+    skipped = (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
+    return [p.name for p in parameters if p.name != "self" and p.kind not in skipped]
+
+
+def settings_with_options(
+    strategy: type,
+    settings: Settings | None,
+    keys: Mapping[str, str],
+    unknown: Mapping[str, Any],
+    /,
+    *,
+    reads: Iterable[str] = (),
+    **options: Any,
+) -> Settings:
+    """Return the settings a strategy runs with: its explicit options over ``settings`` (or the environment).
+
+    ``options`` are the strategy's typed keyword arguments that are settings, each mapped by
+    ``keys`` (option name -> settings key); None means "not given", so the value comes from
+    ``settings`` when one is passed, else the environment, else the default. An explicit
+    option always wins, as a keyword argument wins over a default in any Python call.
+
+    ``unknown`` holds the keyword arguments outside the constructor's signature. The settings
+    key of one of the strategy's options (``stable_epoch_size`` for ``epoch_size``), or a key
+    in ``reads`` that it reads without an option of its own, is accepted in its place, so a
+    configuration written with settings keys (``get_strategy(name, **keys)``) keeps working.
+    Anything else raises :class:`ConfigError` naming the strategy and the options it takes:
+    a key another strategy uses belongs in a ``Settings`` shared by the strategies, which
+    is never checked against any one of them.
+    """
+    explicit = {keys[name]: value for name, value in options.items() if value is not None}
+    option_of_key = {key: name for name, key in keys.items()}
+    accepted = set(option_of_key) | set(reads)
+    refused: list[str] = []
+    for name, value in unknown.items():
+        if name not in accepted:
+            refused.append(name)
+            continue
+        option = option_of_key.get(name)
+        if option is not None and options.get(option) is not None and value is not None:
+            raise ConfigError(f"{_strategy_label(strategy)}: {option} given twice, as {option}= and as its settings key {name}=")
+        if value is not None:
+            explicit[name] = value
+    if refused:
+        raise ConfigError(_refusal(strategy, refused))
+    return Settings.load(settings, **explicit)
+
+
+def _strategy_label(strategy: type) -> str:
+    name = getattr(strategy, "strategy_name", None)
+    return f"{strategy.__name__} ({name})" if isinstance(name, str) and name != strategy.__name__ else strategy.__name__
+
+
+def _refusal(strategy: type, refused: list[str]) -> str:
+    """Return the message for options ``strategy`` does not take, with a hint for settings keys of other strategies."""
+    names = ", ".join(repr(n) for n in refused)
+    noun = "option" if len(refused) == 1 else "options"
+    message = f"{_strategy_label(strategy)} has no {noun} {names}; its options: {', '.join(strategy_options(strategy))}"
+    elsewhere = [n for n in refused if n in setting_keys()]
+    if elsewhere:
+        example = ", ".join(f"{n}=..." for n in elsewhere)
+        message += (
+            f". {', '.join(elsewhere)} {'is a setting' if len(elsewhere) == 1 else 'are settings'} this strategy does not read; "
+            f"to configure several strategies at once pass settings=Settings({example}) to each"
+        )
+    return message
 
 
 def _reject_unknown(values: Mapping[str, Any]) -> None:
@@ -191,11 +294,15 @@ def _reject_unknown(values: Mapping[str, Any]) -> None:
 
 
 def _validate(f: dataclasses.Field[Any], value: Any, *, source: str) -> Any:
-    """Return ``value`` converted to the field's type, or raise ConfigError naming key, variable and value."""
+    """Return ``value`` converted to the field's type, or raise ConfigError naming key, variable and value.
+
+    ``source`` is ``"argument"`` or the name of the environment variable the value was read from.
+    """
     if value is None:
         return None
-    kind, env, minimum = f.metadata["kind"], f.metadata["env"], f.metadata["minimum"]
-    where = f"{env}={value!r}" if source == "environment" else f"{f.name}={value!r}"
+    kind, minimum = f.metadata["kind"], f.metadata["minimum"]
+    env = f.metadata["env"] if source == "argument" else source
+    where = f"{f.name}={value!r}" if source == "argument" else f"{env}={value!r}"
     hint = f"(settings key {f.name}, environment variable {env})"
     if kind is bool:
         if isinstance(value, bool):

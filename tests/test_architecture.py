@@ -16,9 +16,10 @@ What these tests count, precisely:
 * The **front ends** are the package's ``__init__`` (the public facade, which re-exports
   every layer lazily), ``adapters`` and everything under it (the pre-model hook, the inbox
   node, the ``create_agent`` middleware), and the command line: ``cli`` and every
-  ``cli_*`` module, except ``cli_defaults``, a leaf of constants the core reads (it
-  imports nothing, which is checked here). Everything else is the **core**: the strategy
-  base, the strategies, the registry, messages, tokens, the inbox package, the simulation.
+  ``cli_*`` module. Everything else is the **core**: the strategy base, the strategies,
+  the registry, messages, tokens, the inbox package, the simulation, and ``defaults``, the
+  leaf of constants the core reads and the CLI shows (it imports nothing, which is checked
+  here).
 
 The rules: no core module imports a front end (at any place, lazily or not); the
 module-level imports form no cycle; and even counting every lazy import there is no
@@ -120,7 +121,7 @@ def is_front_end(module: str) -> bool:
     first = relative.split(".")[0]
     if module == PACKAGE or first == "adapters":
         return True
-    return first == "cli" or (first.startswith("cli_") and first != "cli_defaults")
+    return first == "cli" or first.startswith("cli_")
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -182,9 +183,9 @@ def test_no_lazy_import_dodges_a_cycle():
     assert find_cycle(graph_of(IMPORTS, module_level_only=False)) is None
 
 
-def test_cli_defaults_imports_nothing_of_the_package():
-    """cli_defaults, the one cli_* module the core may read, is a leaf: it imports no module of the package."""
-    assert IMPORTS[f"{PACKAGE}.cli_defaults"] == []
+def test_defaults_imports_nothing_of_the_package():
+    """defaults, the constants the core reads and the CLI's help shows, is a leaf: it imports no module of the package."""
+    assert IMPORTS[f"{PACKAGE}.defaults"] == []
 
 
 def test_every_module_opens_with_a_docstring():
@@ -198,7 +199,7 @@ def test_every_module_opens_with_a_docstring():
 
 def test_the_layers_are_the_documented_ones():
     """The strategy base, the strategies, the registry and the inbox are core; the facade, adapters and CLI are front ends."""
-    core = ["strategy", "registry", "strategies.inbox", "strategies.ladder", "inbox.delivery", "inbox.directory", "simulate", "cli_defaults"]
+    core = ["strategy", "registry", "strategies.inbox", "strategies.ladder", "inbox.delivery", "inbox.directory", "simulate", "defaults"]
     front = ["", "adapters", "adapters.langgraph", "adapters.middleware", "cli"]
     modules = module_files()
     assert all(f"{PACKAGE}.{name}" in modules for name in core)

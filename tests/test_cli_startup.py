@@ -41,19 +41,19 @@ def test_inbox_help_imports_no_heavy_dependency(argv):
 
 @pytest.mark.parametrize("command", ["apply", "stats", "simulate"])
 def test_a_command_help_imports_no_heavy_dependency(command):
-    """`promptstrat apply|stats|simulate --help` print their defaults (cli_defaults) without loading LangChain, LangGraph or tiktoken."""
+    """`promptstrat apply|stats|simulate --help` print their defaults (the defaults module) without loading LangChain, LangGraph or tiktoken."""
     assert modules_loaded_by(command, "--help") & set(HEAVY) == set()
 
 
 def test_the_defaults_the_help_shows_are_the_ones_the_commands_use():
-    """The help's defaults come from cli_defaults, the same objects simulate, tokens and cache_rules use."""
-    from langchain_promptstrat import cache_rules, cli_defaults, simulate as simulation, tokens
+    """The help's defaults come from the defaults module, the same objects simulate, tokens and cache_rules use."""
+    from langchain_promptstrat import cache_rules, defaults, simulate as simulation, tokens
 
-    assert simulation.DEFAULT_MAX_TOKENS is cli_defaults.DEFAULT_MAX_TOKENS
-    assert simulation.DEFAULT_TOOL_CALLS is cli_defaults.DEFAULT_TOOL_CALLS
-    assert simulation.DEFAULT_CACHED_FRACTION is cli_defaults.DEFAULT_CACHED_FRACTION
-    assert tokens.DEFAULT_ENCODING is cli_defaults.DEFAULT_ENCODING
-    assert cache_rules.CACHE_RULES is cli_defaults.CACHE_RULES
+    assert simulation.DEFAULT_MAX_TOKENS is defaults.DEFAULT_MAX_TOKENS
+    assert simulation.DEFAULT_TOOL_CALLS is defaults.DEFAULT_TOOL_CALLS
+    assert simulation.DEFAULT_CACHED_FRACTION is defaults.DEFAULT_CACHED_FRACTION
+    assert tokens.DEFAULT_ENCODING is defaults.DEFAULT_ENCODING
+    assert cache_rules.CACHE_RULES is defaults.CACHE_RULES
 
 
 def test_an_inbox_command_imports_no_heavy_dependency(tmp_path):

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from langchain_promptstrat import ConfigError, Settings, ShortenTools
-from langchain_promptstrat.settings import setting_keys
+from langchain_promptstrat.settings import environment_variables, setting_keys
 
 REFERENCE_DEFAULTS = {
     "full_tool_calls": ("FULL_TOOL_CALLS", 0),
@@ -32,8 +32,9 @@ REFERENCE_DEFAULTS = {
 @pytest.fixture
 def clean_env(monkeypatch):
     """An environment with none of the settings' variables set."""
-    for env in setting_keys().values():
-        monkeypatch.delenv(env, raising=False)
+    for key in setting_keys():
+        for env in environment_variables(key):
+            monkeypatch.delenv(env, raising=False)
     return monkeypatch
 
 

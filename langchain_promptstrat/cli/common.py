@@ -70,7 +70,7 @@ def positive_int(text: str) -> int:
 
 
 def add_counter_options(parser: argparse.ArgumentParser) -> None:
-    from langchain_promptstrat.cli_defaults import DEFAULT_ENCODING
+    from langchain_promptstrat.defaults import DEFAULT_ENCODING
 
     counter = parser.add_mutually_exclusive_group()
     counter.add_argument("--encoding", metavar="NAME", help=f"tiktoken encoding that counts tokens (default: {DEFAULT_ENCODING})")

@@ -80,8 +80,8 @@ def add_simulate_commands(commands: argparse._SubParsersAction[Any], detailed: b
     )
     if not detailed:
         return
-    from langchain_promptstrat.cli_defaults import CACHE_RULES
-    from langchain_promptstrat.cli_defaults import DEFAULT_CACHED_FRACTION, DEFAULT_MAX_TOKENS, DEFAULT_TOOL_CALLS
+    from langchain_promptstrat.defaults import CACHE_RULES
+    from langchain_promptstrat.defaults import DEFAULT_CACHED_FRACTION, DEFAULT_MAX_TOKENS, DEFAULT_TOOL_CALLS
 
     sim.add_argument(
         "strategies", nargs="*", metavar="STRATEGY|FILE",

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 
@@ -55,7 +55,7 @@ from langchain_promptstrat.cache_rules import ANTHROPIC_MAX_BREAKPOINTS
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.registry import resolve_strategies
 from langchain_promptstrat.report import Compacted, StrategyReport, make_report
-from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.settings import Settings, settings_with_options
 
 __all__ = [
     "DEFAULT_CACHE_CONTROL",
@@ -196,8 +196,26 @@ class CacheBreakpoints(PromptStrategy):
         cache_control: dict[str, Any] | None = None,
         name: str | None = None,
         settings: Settings | None = None,
+        **unknown: NoReturn,
     ) -> None:
-        super().__init__(settings)
+        """Build the wrapper.
+
+        Args:
+            strategies: What runs first, in any form ``prepare_prompt`` takes (a name, a
+                comma-separated string, strategies, callables or a list of them).
+            system: Mark the system message.
+            tail: Mark the last message.
+            limit: The most breakpoints this strategy places (0 to 4; Anthropic takes at most
+                4 per request in total).
+            cache_control: The mark to place (default ``{"type": "ephemeral"}``).
+            name: The run name (default: the wrapped strategies' names and ``+breakpoints``).
+            settings: Thresholds for the strategies given by name (default: read from the
+                environment now).
+
+        Raises:
+            ConfigError: A bad ``limit``, or a keyword that is not one of these options.
+        """
+        super().__init__(settings_with_options(type(self), settings, {}, unknown))
         if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= ANTHROPIC_MAX_BREAKPOINTS:
             raise ConfigError(f"limit must be an integer from 0 to {ANTHROPIC_MAX_BREAKPOINTS}, got {limit!r}")
         self.strategies = resolve_strategies(strategies, settings=settings)

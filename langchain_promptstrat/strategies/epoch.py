@@ -38,7 +38,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, cast
+from typing import Any, ClassVar, NamedTuple, NoReturn, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
@@ -58,7 +58,7 @@ from langchain_promptstrat.messages import (
     tool_call_ids,
 )
 from langchain_promptstrat.report import Compacted, make_report
-from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.settings import Settings, settings_with_options
 
 __all__ = [
     "NOTICE_KIND",
@@ -657,12 +657,54 @@ def shorten_tools_epoch_increment(messages: Sequence[BaseMessage], /, *, setting
 class ShortenToolsEpoch(PromptStrategy):
     """``shorten_tools_epoch``: cache-friendly compaction with fixed epochs.
 
-    Settings: ``epoch_tool_call_threshold`` (50), ``epoch_full_tool_calls`` (20),
-    ``epoch_compacted_tool_calls`` (80), ``epoch_size`` (20). Stateless: one object serves
+    ``ShortenToolsEpoch(tool_call_threshold=50, epoch_size=20)``. Each option is the
+    reference's ``epoch_*`` setting (environment variable ``EPOCH_SIZE`` or
+    ``PROMPTSTRAT_EPOCH_SIZE``, ...): an option given here wins over ``settings``, which
+    wins over the environment, which wins over the default. Stateless: one object serves
     any number of conversations at once.
     """
 
     strategy_name = "shorten_tools_epoch"
+    option_keys: ClassVar[Mapping[str, str]] = {
+        "tool_call_threshold": "epoch_tool_call_threshold",
+        "full_tool_calls": "epoch_full_tool_calls",
+        "compacted_tool_calls": "epoch_compacted_tool_calls",
+        "epoch_size": "epoch_size",
+    }
+    """Option name -> settings key, for each option that is a setting."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        tool_call_threshold: int | None = None,
+        full_tool_calls: int | None = None,
+        compacted_tool_calls: int | None = None,
+        epoch_size: int | None = None,
+        **unknown: NoReturn,
+    ) -> None:
+        """Build the strategy; an option left at None comes from ``settings``, else the environment, else its default.
+
+        Args:
+            settings: Thresholds shared with other strategies (default: read from the
+                environment now); the options below win over it.
+            tool_call_threshold: No compaction at or below this many tool calls. Setting
+                ``epoch_tool_call_threshold``, default 50.
+            full_tool_calls: The most recent tool calls kept whole. Setting
+                ``epoch_full_tool_calls``, default 20.
+            compacted_tool_calls: Tool calls shortened before the whole ones; older ones are
+                dropped. Setting ``epoch_compacted_tool_calls``, default 80.
+            epoch_size: New tool calls before the boundary advances. Setting ``epoch_size``,
+                default 20.
+
+        Raises:
+            ConfigError: A value is out of range, or a keyword is not one of these options.
+        """
+        super().__init__(settings_with_options(
+            type(self), settings, self.option_keys, unknown,
+            tool_call_threshold=tool_call_threshold, full_tool_calls=full_tool_calls,
+            compacted_tool_calls=compacted_tool_calls, epoch_size=epoch_size,
+        ))
 
     def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
         """Return :func:`shorten_tools_epoch` of ``messages`` with this strategy's settings."""
@@ -670,16 +712,81 @@ class ShortenToolsEpoch(PromptStrategy):
 
 
 class ShortenToolsEpochIncrement(PromptStrategy):
-    """``shorten_tools_epoch_increment`` (the default): epochs and compacted window that grow.
+    """``shorten_tools_epoch_increment`` (the reference default): epochs and compacted window that grow.
 
-    Settings: those of ``shorten_tools_epoch`` (``epoch_size`` is the initial size) plus
-    ``epoch_increment_epochs_per_increase`` (3), ``epoch_increment_size_increase`` (10),
-    ``epoch_increment_repeat_increase`` (10), ``epoch_increment_max_size`` (60),
-    ``epoch_increment_compacted_growth_ratio`` (2.0),
-    ``epoch_increment_max_compacted_tool_calls`` (160). Stateless.
+    ``ShortenToolsEpochIncrement(epoch_size=20, max_size=60)``. The options of
+    ``shorten_tools_epoch`` (``epoch_size`` is the initial size) plus those of the growth;
+    each is the reference's setting (``epoch_*``, ``epoch_increment_*``; environment
+    variable ``EPOCH_INCREMENT_MAX_SIZE`` or ``PROMPTSTRAT_EPOCH_INCREMENT_MAX_SIZE``, ...),
+    with the same precedence: option > ``settings`` > environment > default. Stateless.
     """
 
     strategy_name = "shorten_tools_epoch_increment"
+    option_keys: ClassVar[Mapping[str, str]] = {
+        **ShortenToolsEpoch.option_keys,
+        "epochs_per_increase": "epoch_increment_epochs_per_increase",
+        "size_increase": "epoch_increment_size_increase",
+        "repeat_increase": "epoch_increment_repeat_increase",
+        "max_size": "epoch_increment_max_size",
+        "compacted_growth_ratio": "epoch_increment_compacted_growth_ratio",
+        "max_compacted_tool_calls": "epoch_increment_max_compacted_tool_calls",
+    }
+    """Option name -> settings key, for each option that is a setting."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        tool_call_threshold: int | None = None,
+        full_tool_calls: int | None = None,
+        compacted_tool_calls: int | None = None,
+        epoch_size: int | None = None,
+        epochs_per_increase: int | None = None,
+        size_increase: int | None = None,
+        repeat_increase: int | None = None,
+        max_size: int | None = None,
+        compacted_growth_ratio: float | None = None,
+        max_compacted_tool_calls: int | None = None,
+        **unknown: NoReturn,
+    ) -> None:
+        """Build the strategy; an option left at None comes from ``settings``, else the environment, else its default.
+
+        Args:
+            settings: Thresholds shared with other strategies (default: read from the
+                environment now); the options below win over it.
+            tool_call_threshold: No compaction at or below this many tool calls. Setting
+                ``epoch_tool_call_threshold``, default 50.
+            full_tool_calls: The most recent tool calls kept whole. Setting
+                ``epoch_full_tool_calls``, default 20.
+            compacted_tool_calls: Tool calls shortened before the whole ones at the first
+                epoch size (the window then grows). Setting ``epoch_compacted_tool_calls``,
+                default 80.
+            epoch_size: The initial number of new tool calls before the boundary advances.
+                Setting ``epoch_size``, default 20.
+            epochs_per_increase: Completed epochs before the epoch grows (0: never).
+                Setting ``epoch_increment_epochs_per_increase``, default 3.
+            size_increase: Calls added to the epoch at each periodic increase. Setting
+                ``epoch_increment_size_increase``, default 10.
+            repeat_increase: Calls added to the epoch for each epoch that held a repeated
+                call. Setting ``epoch_increment_repeat_increase``, default 10.
+            max_size: Upper bound of the epoch's growth. Setting
+                ``epoch_increment_max_size``, default 60.
+            compacted_growth_ratio: Extra shortened calls kept per extra epoch call.
+                Setting ``epoch_increment_compacted_growth_ratio``, default 2.0.
+            max_compacted_tool_calls: Upper bound of the grown shortened window. Setting
+                ``epoch_increment_max_compacted_tool_calls``, default 160.
+
+        Raises:
+            ConfigError: A value is out of range, or a keyword is not one of these options.
+        """
+        super().__init__(settings_with_options(
+            type(self), settings, self.option_keys, unknown,
+            tool_call_threshold=tool_call_threshold, full_tool_calls=full_tool_calls,
+            compacted_tool_calls=compacted_tool_calls, epoch_size=epoch_size,
+            epochs_per_increase=epochs_per_increase, size_increase=size_increase, repeat_increase=repeat_increase,
+            max_size=max_size, compacted_growth_ratio=compacted_growth_ratio,
+            max_compacted_tool_calls=max_compacted_tool_calls,
+        ))
 
     def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
         """Return :func:`shorten_tools_epoch_increment` of ``messages`` with this strategy's settings."""

@@ -66,9 +66,9 @@ import operator
 import os
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple, NoReturn
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
@@ -93,7 +93,7 @@ from langchain_promptstrat.messages import (
     task_index,
 )
 from langchain_promptstrat.report import Compacted, make_report
-from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.strategies.ladder import CountTokens, LadderPass, ladder_pass, message_counter, run_plan
 from langchain_promptstrat.tokens import as_token_counter, missing_call_id_tokens, tool_schema_tokens
 from langchain_promptstrat.truncation import DEFAULT_OUTPUT_SIZE, shorten_string
@@ -1145,21 +1145,33 @@ def _fallback(
 class ShortenToolsEpochStable(PromptStrategy):
     """``shorten_tools_epoch_stable``: cache-first epochs that keep the front of the prompt unchanged, under a context ceiling.
 
-    ``ShortenToolsEpochStable(max_tokens=100_000)``; ``max_tokens`` also takes
-    ``("fraction", 0.8)`` of ``model``'s input window; without it the ceiling is the
-    ``max_context_tokens`` setting (``PROMPTSTRAT_MAX_TOKENS``), else ``model``'s window from its
-    profile minus room for the reply, else 111,616 tokens (see
-    :mod:`langchain_promptstrat.ceiling`). ``tools``: the tools bound to the model, whose
-    schemas count against the ceiling. ``token_counter``: as the ladder's.
+    ``ShortenToolsEpochStable(max_tokens=100_000, epoch_size=40)``; ``max_tokens`` also
+    takes ``("fraction", 0.8)`` of ``model``'s input window; without it the ceiling is the
+    ``max_context_tokens`` setting (``PROMPTSTRAT_MAX_TOKENS``), else ``model``'s window from
+    its profile minus room for the reply, else 111,616 tokens (see
+    :mod:`langchain_promptstrat.ceiling`).
 
-    Settings: ``stable_tool_call_threshold`` (120), ``stable_full_tool_calls`` (20),
-    ``stable_epoch_size`` (80), ``stable_max_compacted_tool_calls`` (240),
-    ``stable_front_drop_chunk`` (120), ``stable_token_margin`` (0.02), ``stable_low_ratio`` (0.9),
-    ``stable_front_ratio`` (0.6), ``stable_head_ratio`` (0.2), ``stable_whole_ratio``. Stateless: one object serves any number
-    of conversations at once (a small memo of recent replays only makes it faster).
+    The other options are settings (``stable_*``; environment variable
+    ``STABLE_EPOCH_SIZE`` or ``PROMPTSTRAT_STABLE_EPOCH_SIZE``, ...): an option given here
+    wins over ``settings``, which wins over the environment, which wins over the default.
+    Stateless: one object serves any number of conversations at once (a small memo of
+    recent replays only makes it faster).
     """
 
     strategy_name = STRATEGY_NAME
+    option_keys: ClassVar[Mapping[str, str]] = {
+        "tool_call_threshold": "stable_tool_call_threshold",
+        "full_tool_calls": "stable_full_tool_calls",
+        "epoch_size": "stable_epoch_size",
+        "max_compacted_tool_calls": "stable_max_compacted_tool_calls",
+        "front_drop_chunk": "stable_front_drop_chunk",
+        "token_margin": "stable_token_margin",
+        "low_ratio": "stable_low_ratio",
+        "front_ratio": "stable_front_ratio",
+        "head_ratio": "stable_head_ratio",
+        "whole_ratio": "stable_whole_ratio",
+    }
+    """Option name -> settings key, for each option that is a setting."""
 
     def __init__(
         self,
@@ -1169,9 +1181,63 @@ class ShortenToolsEpochStable(PromptStrategy):
         model: Any = None,
         tools: Sequence[Any] | None = None,
         token_counter: Any = None,
-        **setting_overrides: Any,
+        tool_call_threshold: int | None = None,
+        full_tool_calls: int | None = None,
+        epoch_size: int | None = None,
+        max_compacted_tool_calls: int | None = None,
+        front_drop_chunk: int | None = None,
+        token_margin: float | None = None,
+        low_ratio: float | None = None,
+        front_ratio: float | None = None,
+        head_ratio: float | None = None,
+        whole_ratio: float | None = None,
+        **unknown: NoReturn,
     ) -> None:
-        super().__init__(settings, **setting_overrides)
+        """Build the strategy; a settings option left at None comes from ``settings``, else the environment, else its default.
+
+        Args:
+            settings: Thresholds shared with other strategies (default: read from the
+                environment now); the options below win over it.
+            max_tokens: The context ceiling in tokens, or ``("fraction", share)`` of
+                ``model``'s input window. Default: setting ``max_context_tokens``
+                (``PROMPTSTRAT_MAX_TOKENS``), else ``model``'s window, else 111,616.
+            model: The chat model that answers, whose profile gives the window when no
+                ceiling is set.
+            tools: The tools bound to the model; their schemas count against the ceiling.
+            token_counter: None (cl100k_base), a ``TokenCounter``, a chat model or any
+                ``messages -> int`` callable.
+            tool_call_threshold: No compaction at or below this many tool calls. Setting
+                ``stable_tool_call_threshold``, default 120.
+            full_tool_calls: The most recent tool calls kept whole. Setting
+                ``stable_full_tool_calls``, default 20.
+            epoch_size: New tool calls before the whole ones graduate to shortened. Setting
+                ``stable_epoch_size``, default 80.
+            max_compacted_tool_calls: The shortened region holds at most this many calls
+                before a front drop. Setting ``stable_max_compacted_tool_calls``, default 240.
+            front_drop_chunk: The oldest calls are dropped in multiples of this many at
+                once. Setting ``stable_front_drop_chunk``, default 120.
+            token_margin: Share of the ceiling kept free for the token counter's error.
+                Setting ``stable_token_margin``, default 0.02.
+            low_ratio: A ceiling-driven epoch advance aims at or below this share of the
+                ceiling. Setting ``stable_low_ratio``, default 0.9.
+            front_ratio: A ceiling-driven front drop removes steps after the kept head down
+                to this share of the ceiling. Setting ``stable_front_ratio``, default 0.6.
+            head_ratio: A ceiling-driven front drop keeps the oldest steps within this share
+                of the ceiling (the cached head). Setting ``stable_head_ratio``, default 0.2.
+            whole_ratio: After a ceiling-driven advance the newest whole calls take at most
+                this share of the ceiling (the newest step always stays whole). Setting
+                ``stable_whole_ratio``, default 0.0.
+
+        Raises:
+            ConfigError: A value is out of range, or a keyword is not one of these options.
+        """
+        super().__init__(settings_with_options(
+            type(self), settings, self.option_keys, unknown, reads=("max_context_tokens",),
+            tool_call_threshold=tool_call_threshold, full_tool_calls=full_tool_calls, epoch_size=epoch_size,
+            max_compacted_tool_calls=max_compacted_tool_calls, front_drop_chunk=front_drop_chunk,
+            token_margin=token_margin, low_ratio=low_ratio, front_ratio=front_ratio, head_ratio=head_ratio,
+            whole_ratio=whole_ratio,
+        ))
         self.max_tokens = check_max_tokens(max_tokens)
         self.model = model
         self.tools = list(tools) if tools else []

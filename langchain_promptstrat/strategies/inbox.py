@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from langchain_core.callbacks import CallbackManagerForChainRun
 from langchain_core.messages import BaseMessage
@@ -34,7 +34,7 @@ from langchain_promptstrat.inbox.locate import (
 )
 from langchain_promptstrat.messages import coerce_messages, mark_of
 from langchain_promptstrat.report import Compacted, make_report
-from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.strategy import PromptStrategy, emit_report
 
 __all__ = ["Inbox", "inbox"]
@@ -106,9 +106,25 @@ class Inbox(PromptStrategy):
         root: str | os.PathLike[str] | None = None,
         backend: InboxBackendSpec = None,
         allow_save_file: bool = False,
-        **overrides: Any,
+        **unknown: NoReturn,
     ) -> None:
-        super().__init__(settings, **overrides)
+        """Build the strategy.
+
+        Args:
+            settings: Accepted so every strategy builds from the same arguments. The
+                inbox's own limits (``inbox_quiet_seconds``, ``inbox_lease_seconds``,
+                ``inbox_max_notice_bytes``) are read from the environment at each pickup.
+            root: The directory of ``<thread_id>.chat`` save files, for runs whose config
+                names a ``thread_id`` (default ``$PROMPTSTRAT_INBOX_ROOT``, read on each call).
+            backend: Where the inbox lives: None or ``DirectoryInbox`` (the directory next
+                to the save file), a provider such as ``PostgresInboxes(dsn)``, or one
+                conversation's inbox such as ``PostgresInbox(dsn, thread_id=...)``.
+            allow_save_file: Let a run config's ``save_file`` win over ``root``.
+
+        Raises:
+            ConfigError: A bad ``backend``, or a keyword that is not one of these options.
+        """
+        super().__init__(settings_with_options(type(self), settings, {}, unknown))
         self.root = root
         self.backend = check_backend(backend, root)
         self.allow_save_file = allow_save_file

@@ -42,7 +42,7 @@ import threading
 from abc import abstractmethod
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol, TypeVar
+from typing import Any, NamedTuple, NoReturn, Protocol, TypeVar
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -53,7 +53,7 @@ from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.messages import coerce_messages, mark_of
 from langchain_promptstrat.registry import get_strategy  # rungs may be given by registry key
 from langchain_promptstrat.report import Compacted, StrategyReport, make_report
-from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.tokens import TokenCounter, as_token_counter
 
 __all__ = [
@@ -418,9 +418,28 @@ class CompactionLadder(PromptStrategy):
         low_tokens: int | None = None,
         token_counter: Any = None,
         settings: Settings | None = None,
-        **setting_overrides: Any,
+        **unknown: NoReturn,
     ) -> None:
-        super().__init__(settings, **setting_overrides)
+        """Build the ladder.
+
+        Args:
+            rungs: The rungs, cheapest first: ``Rung`` objects, registry names, or one
+                comma-separated string of names (named rungs are built with ``settings``).
+            max_tokens: The token target; once a prompt crosses it, it is compacted down to
+                ``low_tokens``.
+            low_tokens: What an over-target prompt is compacted down to; equal to
+                ``max_tokens`` turns the watermark off. Default: setting
+                ``ladder_low_ratio`` (0.7) x ``max_tokens``.
+            token_counter: None (cl100k_base), a ``TokenCounter``, a chat model or any
+                ``messages -> int`` callable; the rungs count with it too.
+            settings: Thresholds shared with other strategies (default: read from the
+                environment now), used for ``ladder_low_ratio`` and the rungs given by name.
+
+        Raises:
+            ConfigError: A value is out of range, no rung, or a keyword that is not one of
+                these options.
+        """
+        super().__init__(settings_with_options(type(self), settings, {}, unknown, reads=("ladder_low_ratio",)))
         self.rungs: list[Rung] = _resolve_rungs(rungs, self.settings)
         self.max_tokens = _tokens_argument("max_tokens", max_tokens)
         ratio = self.settings.ladder_low_ratio

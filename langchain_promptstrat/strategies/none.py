@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+from typing import NoReturn
 
 from langchain_core.messages import BaseMessage
 
 from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.report import Compacted, make_report
+from langchain_promptstrat.settings import Settings, settings_with_options
 
 __all__ = ["NoStrategy"]
 
@@ -16,6 +18,17 @@ class NoStrategy(PromptStrategy):
     """``none``: returns the messages unchanged (a new list holding the same messages)."""
 
     strategy_name = "none"
+
+    def __init__(self, settings: Settings | None = None, **unknown: NoReturn) -> None:
+        """Build the no-op.
+
+        Args:
+            settings: Accepted so every strategy builds from the same arguments; unused.
+
+        Raises:
+            ConfigError: A keyword was given (this strategy has no option).
+        """
+        super().__init__(settings_with_options(type(self), settings, {}, unknown))
 
     def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
         """Return ``messages`` as they are."""

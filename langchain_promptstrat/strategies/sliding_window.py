@@ -13,15 +13,15 @@ call and its output always go together and the note never sits between them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any
+from typing import Any, ClassVar, NoReturn
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_promptstrat.messages import is_real_user_message, leading_system_count, mark, task_index
-from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.strategies.ladder import (
     NOTE_KIND,
     SUMMARY_KIND,
@@ -169,16 +169,41 @@ def rewrite(messages: Sequence[BaseMessage], /, *, target: int, counter: CountTo
 class SlidingWindow(Rung):
     """``sliding_window``: drop the oldest whole turns, then the task's oldest steps, to fit a token target.
 
-    ``SlidingWindow(max_tokens=..., token_counter=..., keep_steps=1)``; on its own it aims
-    at ``max_tokens`` (setting ``ladder_max_tokens``, default 100,000), in a
-    :class:`~langchain_promptstrat.strategies.ladder.CompactionLadder` at the ladder's
-    target. ``keep_steps`` (setting, default 1): the newest steps never dropped.
+    ``SlidingWindow(max_tokens=100_000, keep_steps=1)``; on its own it aims at
+    ``max_tokens``, in a :class:`~langchain_promptstrat.strategies.ladder.CompactionLadder` at
+    the ladder's target and with the ladder's counter. Option > ``settings`` > environment >
+    default, as for every strategy.
     """
 
     strategy_name = "sliding_window"
+    option_keys: ClassVar[Mapping[str, str]] = {"max_tokens": "ladder_max_tokens", "keep_steps": "keep_steps"}
+    """Option name -> settings key, for each option that is a setting."""
 
-    def __init__(self, settings: Settings | None = None, *, max_tokens: int | None = None, token_counter: Any = None, **setting_overrides: Any) -> None:
-        super().__init__(settings, max_tokens=max_tokens, token_counter=token_counter, **setting_overrides)
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        max_tokens: int | None = None,
+        keep_steps: int | None = None,
+        token_counter: Any = None,
+        **unknown: NoReturn,
+    ) -> None:
+        """Build the rung; an option left at None comes from ``settings``, else the environment, else its default.
+
+        Args:
+            settings: Thresholds shared with other strategies (default: read from the
+                environment now); the options below win over it.
+            max_tokens: The token target when used on its own (a ladder uses its own).
+                Setting ``ladder_max_tokens``, default 100,000.
+            keep_steps: The newest steps never dropped. Setting ``keep_steps``, default 1.
+            token_counter: None (cl100k_base), a ``TokenCounter``, a chat model or any
+                ``messages -> int`` callable (a ladder uses its own).
+
+        Raises:
+            ConfigError: A value is out of range, or a keyword is not one of these options.
+        """
+        resolved = settings_with_options(type(self), settings, self.option_keys, unknown, max_tokens=max_tokens, keep_steps=keep_steps)
+        super().__init__(resolved, token_counter=token_counter)
 
     def plan(self, messages: Sequence[BaseMessage], *, target: int, counter: CountTokens) -> Plan:
         """Return the plan of :func:`rewrite` (it needs no model call)."""

@@ -25,15 +25,15 @@ import json
 import threading
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Literal, NoReturn
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.messages import content_text, index_tool_calls, is_real_user_message, mark
-from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.strategies.ladder import (
     NOTE_KIND,
     SUMMARY_KIND,
@@ -367,18 +367,20 @@ class _LazyChatModel:
 class Summary(Rung):
     """``summary``: replace the oldest stretches by summaries a chat model writes, to fit a token target.
 
-    ``Summary(model, max_tokens=..., token_counter=..., keep_steps=1, summary_tokens=800)``;
-    ``model`` is any LangChain chat model (``invoke`` for the sync path, ``ainvoke`` for
-    the async one) or a model string for ``langchain.chat_models.init_chat_model``
-    (``"openai:gpt-4o-mini"``), built at the first summary. A failing model gives a
-    :class:`SummaryFailedWarning` and the report's reason (``on_error="warn"``, the
-    default) or raises its exception (``on_error="raise"``). ``get_strategy("summary", model=model)`` works too; without a model
-    the construction fails with :class:`~langchain_promptstrat.errors.ConfigError`. Answers
-    are remembered (``cache_size`` of them, by the exact text sent) so replays do not ask
-    the model again.
+    ``Summary(model, max_tokens=100_000, summary_tokens=800)``; ``model`` is any LangChain
+    chat model (``invoke`` for the sync path, ``ainvoke`` for the async one) or a model
+    string for ``langchain.chat_models.init_chat_model`` (``"openai:gpt-4o-mini"``), built at
+    the first summary. A failing model gives a :class:`SummaryFailedWarning` and the
+    report's reason (``on_error="warn"``, the default) or raises its exception
+    (``on_error="raise"``). ``get_strategy("summary", model=model)`` works too; without a
+    model the construction fails with :class:`~langchain_promptstrat.errors.ConfigError`.
+    Answers are remembered (``cache_size`` of them, by the exact text sent) so replays do
+    not ask the model again.
     """
 
     strategy_name = "summary"
+    option_keys: ClassVar[Mapping[str, str]] = {"max_tokens": "ladder_max_tokens", "keep_steps": "keep_steps"}
+    """Option name -> settings key, for each option that is a setting."""
 
     def __init__(
         self,
@@ -387,21 +389,46 @@ class Summary(Rung):
         settings: Settings | None = None,
         *,
         max_tokens: int | None = None,
+        keep_steps: int | None = None,
         token_counter: Any = None,
         summary_tokens: int = DEFAULT_SUMMARY_TOKENS,
         cache_size: int = 256,
-        on_error: str = "warn",
-        **setting_overrides: Any,
+        on_error: Literal["warn", "raise"] = "warn",
+        **unknown: NoReturn,
     ) -> None:
+        """Build the rung; a settings option left at None comes from ``settings``, else the environment, else its default.
+
+        Args:
+            model: The chat model that writes the summaries, or a model string for
+                ``init_chat_model``. Required (positional; ``model=`` through
+                ``get_strategy``).
+            settings: Thresholds shared with other strategies (default: read from the
+                environment now); the options below win over it.
+            max_tokens: The token target when used on its own (a ladder uses its own).
+                Setting ``ladder_max_tokens``, default 100,000.
+            keep_steps: The newest steps never summarised. Setting ``keep_steps``, default 1.
+            token_counter: None (cl100k_base), a ``TokenCounter``, a chat model or any
+                ``messages -> int`` callable (a ladder uses its own).
+            summary_tokens: The length asked of each summary, in tokens. Default 800.
+            cache_size: Answers remembered, by the exact text sent. Default 256.
+            on_error: ``"warn"`` (a failing model gives a warning and the prompt goes on
+                without that summary) or ``"raise"``. Default ``"warn"``.
+
+        Raises:
+            ConfigError: No model, a value out of range, or a keyword that is not one of
+                these options.
+        """
+        extra: dict[str, Any] = dict(unknown)
         if isinstance(model, Settings):  # get_strategy("summary", settings, model=...) passes settings first
             if settings is not None:
                 raise ConfigError("settings given twice: as the first argument and as settings=")
             model, settings = None, model
-        if "model" in setting_overrides:
-            keyword = setting_overrides.pop("model")
+        if "model" in extra:
+            keyword = extra.pop("model")
             if model is not None and keyword is not None:
                 raise ConfigError("model given twice: positionally and as model=")
             model = model if keyword is None else keyword
+        resolved = settings_with_options(type(self), settings, self.option_keys, extra, max_tokens=max_tokens, keep_steps=keep_steps)
         if model is None:
             raise ConfigError(
                 "summary needs a chat model to write its summaries: Summary(model), "
@@ -418,7 +445,7 @@ class Summary(Rung):
             raise ConfigError(f"summary needs a LangChain chat model (with invoke/ainvoke), got {type(model).__name__}")
         if isinstance(summary_tokens, bool) or not isinstance(summary_tokens, int) or summary_tokens < 1:
             raise ConfigError(f"summary_tokens={summary_tokens!r} must be a whole number of tokens >= 1")
-        super().__init__(settings, max_tokens=max_tokens, token_counter=token_counter, **setting_overrides)
+        super().__init__(resolved, token_counter=token_counter)
         self.model = model
         self.on_error = on_error
         self.summary_tokens = summary_tokens

@@ -9,13 +9,13 @@ placeholder is marked so no later pass replaces it again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, NoReturn
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from langchain_promptstrat.messages import index_tool_calls, mark, split_steps, tool_call_ids
-from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.strategies.ladder import (
     PLACEHOLDER_KIND,
     CountTokens,
@@ -91,13 +91,19 @@ def rewrite(
 class ToolResults(Rung):
     """``tool_results``: replace the oldest large tool outputs by placeholders to fit a token target.
 
-    ``ToolResults(max_tokens=..., token_counter=..., min_tokens=200, keep_steps=1)``; on its
-    own it aims at ``max_tokens`` (setting ``ladder_max_tokens``, default 100,000), in a
-    :class:`~langchain_promptstrat.strategies.ladder.CompactionLadder` at the ladder's
-    target. ``min_tokens`` is the setting ``tool_results_min_tokens``.
+    ``ToolResults(max_tokens=100_000, min_tokens=200)``; on its own it aims at
+    ``max_tokens``, in a :class:`~langchain_promptstrat.strategies.ladder.CompactionLadder` at
+    the ladder's target and with the ladder's counter. Option > ``settings`` > environment >
+    default, as for every strategy.
     """
 
     strategy_name = "tool_results"
+    option_keys: ClassVar[Mapping[str, str]] = {
+        "max_tokens": "ladder_max_tokens",
+        "min_tokens": "tool_results_min_tokens",
+        "keep_steps": "keep_steps",
+    }
+    """Option name -> settings key, for each option that is a setting."""
 
     def __init__(
         self,
@@ -105,13 +111,31 @@ class ToolResults(Rung):
         *,
         max_tokens: int | None = None,
         min_tokens: int | None = None,
+        keep_steps: int | None = None,
         token_counter: Any = None,
-        **setting_overrides: Any,
+        **unknown: NoReturn,
     ) -> None:
-        super().__init__(
-            settings, max_tokens=max_tokens, token_counter=token_counter,
-            tool_results_min_tokens=min_tokens, **setting_overrides,
+        """Build the rung; an option left at None comes from ``settings``, else the environment, else its default.
+
+        Args:
+            settings: Thresholds shared with other strategies (default: read from the
+                environment now); the options below win over it.
+            max_tokens: The token target when used on its own (a ladder uses its own).
+                Setting ``ladder_max_tokens``, default 100,000.
+            min_tokens: Only tool outputs larger than this many tokens become placeholders.
+                Setting ``tool_results_min_tokens``, default 200.
+            keep_steps: The newest tool-calling steps never touched. Setting
+                ``keep_steps``, default 1.
+            token_counter: None (cl100k_base), a ``TokenCounter``, a chat model or any
+                ``messages -> int`` callable (a ladder uses its own).
+
+        Raises:
+            ConfigError: A value is out of range, or a keyword is not one of these options.
+        """
+        resolved = settings_with_options(
+            type(self), settings, self.option_keys, unknown, max_tokens=max_tokens, min_tokens=min_tokens, keep_steps=keep_steps,
         )
+        super().__init__(resolved, token_counter=token_counter)
 
     def plan(self, messages: Sequence[BaseMessage], *, target: int, counter: CountTokens) -> Plan:
         """Return the plan of :func:`rewrite` (it needs no model call)."""

@@ -5,6 +5,8 @@
   arguments (ints, bools, lists, nested dicts, one main string of a chosen length) and
   the header its output starts with. :func:`~langchain_promptstrat.testing.build_agent_run`
   draws its tool calls from them; no tool is ever run.
+* :data:`AGENT_RUN_TOOLS` -- the schemas (OpenAI tool format) of those same tools, which
+  every request of the simulated agent carries; ``simulate`` counts them in every prompt.
 * :func:`make_sized_tool` -- a ``StructuredTool`` whose output size and text depend only
   on its arguments, to drive a real agent graph with
   :meth:`~langchain_promptstrat.testing.ScriptedChatModel.long_run`.
@@ -19,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from collections.abc import Sequence
 from typing import Any, Callable
 
 from langchain_core.tools import BaseTool, StructuredTool
@@ -26,7 +29,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.testing.text_pools import DIRS, EXTS, WORDS, heavy_tailed, pool_text, sized_text
 
-__all__ = ["SIMULATED_TOOLS", "SIMULATED_TOOL_WEIGHTS", "SimulatedTool", "make_sized_tool"]
+__all__ = ["AGENT_RUN_TOOLS", "SIMULATED_TOOLS", "SIMULATED_TOOL_WEIGHTS", "SimulatedTool", "make_sized_tool"]
 
 
 # --------------------------------------------------------------------------------------
@@ -202,6 +205,75 @@ SIMULATED_TOOLS: tuple[SimulatedTool, ...] = (
     ),
 )
 SIMULATED_TOOL_WEIGHTS = tuple(t[1] for t in SIMULATED_TOOLS)
+
+
+# --------------------------------------------------------------------------------------
+# Schemas of the simulated tools (what the simulated agent's requests carry)
+# --------------------------------------------------------------------------------------
+
+
+def _tool(name: str, description: str, properties: dict[str, Any], required: Sequence[str]) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": {
+        "type": "object", "properties": properties, "required": list(required)}}}
+
+
+def _param(kind: str, description: str, **more: Any) -> dict[str, Any]:
+    return {"type": kind, "description": description, **more}
+
+
+AGENT_RUN_TOOLS: tuple[dict[str, Any], ...] = (
+    _tool("read_file", "Read a range of lines of a text file in the repository.", {
+        "path": _param("string", "Path of the file, relative to the repository root."),
+        "start_line": _param("integer", "First line to read (1-based)."),
+        "end_line": _param("integer", "Last line to read (inclusive)."),
+    }, ["path"]),
+    _tool("run_shell", "Run a shell command in the repository's working directory and return its output and exit code.", {
+        "command": _param("string", "The command line to run with bash."),
+        "timeout_s": _param("integer", "Seconds before the command is killed."),
+        "env": _param("object", "Extra environment variables.", additionalProperties={"type": "string"}),
+    }, ["command"]),
+    _tool("web_search", "Search the web and return the top results with their titles, URLs and snippets.", {
+        "query": _param("string", "What to search for."),
+        "max_results": _param("integer", "How many results to return."),
+        "filters": _param("object", "Optional restrictions.", properties={
+            "site": _param("string", "Only results from this site."),
+            "date_range": _param("object", "Only results published in this range.", properties={
+                "from": _param("string", "Start date, YYYY-MM-DD."), "to": _param("string", "End date, YYYY-MM-DD.")}),
+        }),
+    }, ["query"]),
+    _tool("grep", "Search files for a regular expression and return the matching lines with their file and line number.", {
+        "pattern": _param("string", "Regular expression to search for."),
+        "paths": _param("array", "Files or directories to search.", items={"type": "string"}),
+        "options": _param("object", "Search options.", properties={
+            "ignore_case": _param("boolean", "Match case-insensitively."),
+            "context_lines": _param("integer", "Lines of context around each match.")}),
+    }, ["pattern"]),
+    _tool("http_get", "Send an HTTP GET request and return the status line, headers and body.", {
+        "url": _param("string", "The URL to fetch."),
+        "headers": _param("object", "Request headers.", additionalProperties={"type": "string"}),
+    }, ["url"]),
+    _tool("edit_file", "Replace an exact piece of text in a file and return the file around the edit.", {
+        "path": _param("string", "Path of the file, relative to the repository root."),
+        "old_text": _param("string", "The text to replace; it must occur exactly once."),
+        "new_text": _param("string", "The replacement text."),
+    }, ["path", "old_text", "new_text"]),
+    _tool("query_db", "Run a read-only SQL query on the application database and return the rows as CSV.", {
+        "sql": _param("string", "The SQL query, with ? placeholders."),
+        "params": _param("array", "Values for the placeholders.", items={}),
+        "limit": _param("integer", "Maximum number of rows."),
+    }, ["sql"]),
+    _tool("list_dir", "List the entries of a directory, recursively up to a depth.", {
+        "path": _param("string", "The directory to list."),
+        "glob": _param("string", "Only entries whose name matches this pattern."),
+        "depth": _param("integer", "How many levels to descend."),
+        "max_entries": _param("integer", "Stop after this many entries."),
+        "ignore": _param("array", "Names or patterns to leave out.", items={"type": "string"}),
+    }, ["path"]),
+)
+"""The schemas (OpenAI tool format) of the tools the agent of a simulated run calls
+(:func:`~langchain_promptstrat.testing.iter_agent_run`: read_file, run_shell, web_search,
+grep, http_get, edit_file, query_db, list_dir), with the arguments it passes. Every request
+of the simulated agent carries them, as ``create_agent`` binds its tools to the model."""
 
 
 # --------------------------------------------------------------------------------------

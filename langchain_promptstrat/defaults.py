@@ -1,8 +1,11 @@
-"""The values the CLI shows in its help: the simulation's defaults, the token counter's, the cache rules.
+"""The package's default values: the simulation's, the token counter's, the cache rules.
 
-They live here, in a module that imports nothing, so ``promptstrat apply --help`` (and
-``stats``, ``simulate``) can print them without loading LangChain or tiktoken. The modules
-that use them (``simulate``, ``tokens``) import them from here; nothing else belongs here.
+The core modules that use them (``simulate``, ``tokens``, ``cache_rules``) import them from
+here, and the CLI shows them in its help. They live in a module that imports nothing (a
+leaf, checked by tests/test_architecture.py), so ``promptstrat apply --help`` (and
+``stats``, ``simulate``) can print them without loading LangChain or tiktoken. Must not
+import anything of the package or any third-party module; nothing but these constants
+belongs here.
 """
 
 from __future__ import annotations

@@ -1,0 +1,92 @@
+"""The peers a replay compares with: LangChain's ``trim_messages`` and ``ClearToolUsesEdit``, set up as documented.
+
+Each peer is built as a ``messages -> messages`` function with the replay's token counter
+and target (the settings are in :mod:`langchain_promptstrat.simulate`).
+``ClearToolUsesEdit`` needs the optional ``langchain`` package (the ``agents`` extra): it
+is imported when the peers are built, and left out with a note when it is missing.
+
+Must not count, time or score anything (``engine`` and ``figures`` do, the same way for
+every row).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, cast
+
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+
+__all__ = ["PEER_CLEAR_TOOL_USES", "PEER_TRIM_MESSAGES"]
+
+PEER_TRIM_MESSAGES = "trim_messages"
+PEER_CLEAR_TOOL_USES = "ClearToolUsesEdit"
+
+_Apply = Callable[[list[BaseMessage]], list[BaseMessage]]
+"""A strategy as a replay applies it: the prompt before the model call in, the prompt sent out."""
+
+
+def _trim_messages_peer(counter: Any, max_tokens: int) -> _Apply:
+    from langchain_core.messages import trim_messages
+
+    def apply(prompt: list[BaseMessage]) -> list[BaseMessage]:
+        return trim_messages(
+            prompt,
+            max_tokens=max_tokens,
+            token_counter=counter,
+            strategy="last",
+            start_on="human",
+            end_on=("human", "tool"),
+            include_system=True,
+            allow_partial=False,
+        )
+
+    return apply
+
+
+def _clear_tool_uses_peer(counter: Any, max_tokens: int) -> _Apply:
+    from langchain.agents.middleware import ClearToolUsesEdit, ContextEditingMiddleware, ModelRequest, ModelResponse
+    from langchain_core.messages import AnyMessage
+
+    from langchain_promptstrat.testing import ScriptedChatModel
+
+    middleware = ContextEditingMiddleware(edits=[ClearToolUsesEdit(trigger=max_tokens)], token_counter=counter)
+    model = ScriptedChatModel()  # never called: the handler below answers in its place
+
+    def apply(prompt: list[BaseMessage]) -> list[BaseMessage]:
+        # create_agent keeps the system prompt out of request.messages
+        system = prompt[0] if prompt and isinstance(prompt[0], SystemMessage) else None
+        sent: list[list[BaseMessage]] = []
+
+        def handler(request: ModelRequest) -> ModelResponse:
+            sent.append(list(request.messages))
+            return ModelResponse(result=[AIMessage("")])
+
+        # the prompt holds the concrete message classes AnyMessage names, typed as BaseMessage
+        messages = cast("list[AnyMessage]", list(prompt[1:] if system else prompt))
+        request = ModelRequest(model=model, messages=messages, system_message=system)
+        middleware.wrap_model_call(request, handler)
+        return [system, *sent[0]] if system else sent[0]
+
+    return apply
+
+
+def _peers(counter: Any, max_tokens: int, notes: list[str]) -> list[tuple[str, str, _Apply, dict[str, Any]]]:
+    peers = [
+        (
+            PEER_TRIM_MESSAGES,
+            "peer",
+            _trim_messages_peer(counter, max_tokens),
+            {"max_tokens": max_tokens, "strategy": "last", "start_on": "human", "end_on": ["human", "tool"], "include_system": True},
+        )
+    ]
+    try:
+        clear_tool_uses = _clear_tool_uses_peer(counter, max_tokens)
+    except ImportError as exc:
+        notes.append(
+            f"{PEER_CLEAR_TOOL_USES} left out: langchain>=1.0 with agent middleware is not installed ({exc}); "
+            "pip install 'langchain-promptstrat[agents]'"
+        )
+    else:
+        options: dict[str, object] = {"trigger": max_tokens, "keep": 3, "clear_at_least": 0, "clear_tool_inputs": False}
+        peers.append((PEER_CLEAR_TOOL_USES, "peer", clear_tool_uses, options))
+    return peers

