@@ -115,6 +115,38 @@ class TestPureFunctionOfTheHistory:
                 pure = shorten_tools_epoch_stable(prompt, settings=Settings(), max_tokens=12_000, token_counter=COUNT).messages
                 assert pure == seen and budget > 0
 
+    def test_a_conversation_branching_off_a_remembered_history_changes_no_byte(self):
+        """An object whose memo resumes replays across a branch (same first messages, another continuation) sends what a fresh object or an unbranched one sends."""
+        prompts = list(iter_agent_run(160, seed=9))
+        fork = prompts[70]
+        branch = [list(fork)]
+        for j in range(6):  # short enough that the fork's replay is still remembered when the first continuation resumes
+            call_id = 5_000 + j
+            branch.append([*branch[-1], ai_step([("read", {"path": f"branch_{j}.py"})], call_id, mirror="plain"),
+                           ToolMessage(f"branch output {j}\n" * 300, tool_call_id=f"call_{call_id}")])
+        branching, straight = bounded(12_000), bounded(12_000)
+        for k, prompt in enumerate(prompts):
+            expected = straight.compact(prompt).messages
+            assert branching.compact(prompt).messages == expected
+            if k == 70:  # the other continuation, then back to the first one
+                assert straight.compact(prompt).report.details["compaction_edge"] > 0
+                for step in branch:
+                    seen = branching.compact(step).messages
+                    assert seen == bounded(12_000).compact(step).messages and not check_tool_pairs(seen)
+
+    def test_a_head_too_large_to_remember_is_rebuilt_with_the_same_bytes(self, monkeypatch):
+        """With no room to remember compacted heads, every prompt is rebuilt, byte for byte what the remembering object sends."""
+        from langchain_promptstrat.strategies import epoch_stable
+
+        remembering = bounded(12_000)
+        prompts = list(iter_agent_run(150, seed=10))
+        expected = [remembering.compact(p).messages for p in prompts]
+        assert any(r.frozen is not None for r in remembering._memo._items)
+        monkeypatch.setattr(epoch_stable, "_FROZEN_CHARS", 0)
+        forgetting = bounded(12_000)
+        assert [forgetting.compact(p).messages for p in prompts] == expected
+        assert all(r.frozen is None for r in forgetting._memo._items)
+
     def test_between_events_each_prompt_starts_with_the_previous_one(self):
         """Unless a call reports a prefix change, the previous prompt is a prefix of the next: the cache keeps all of it."""
         strategy = bounded(12_000)
