@@ -27,7 +27,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from langchain_core.messages import (
     AIMessage,
@@ -47,7 +47,10 @@ __all__ = [
     "MARK_KEY",
     "task_index",
     "CALL_BLOCK_TYPES",
+    "CompletedCallEntry",
     "Fate",
+    "GrowingToolIndex",
+    "IndexedCall",
     "ToolCallRecord",
     "ToolIndex",
     "ToolPairViolation",
@@ -59,6 +62,7 @@ __all__ = [
     "drop_tool_call",
     "edit_ai_message",
     "find_tool_pair_violations",
+    "grow_tool_index",
     "index_tool_calls",
     "tool_results_as_tool_messages",
     "is_real_user_message",
@@ -400,6 +404,162 @@ def index_tool_calls(messages: Sequence[BaseMessage]) -> ToolIndex:
                 index.calls.append(record)
                 step[call_id] = record
     return index
+
+
+class IndexedCall(NamedTuple):
+    """One call of a :class:`GrowingToolIndex`: a :class:`ToolCallRecord` with a forward position instead of a position."""
+
+    id: str
+    name: str
+    args: Any
+    ai_index: int
+    output_index: int | None
+    forward: int | None
+    """1-based from the oldest ToolMessage (orphans count, as for positions); None while the call has no output."""
+    key: str
+    """The call's repeat key (see :func:`repeat_key`)."""
+
+
+class CompletedCallEntry(NamedTuple):
+    """A call that has its output, as the epoch strategies read it: number in ``calls``, forward position, repeat key."""
+
+    number: int
+    forward: int
+    key: str
+
+
+_KEYED_MEMO_SIZE = 100_000
+_keyed_memo: IdentityMemo[tuple[tuple[str, str, Any, str], ...]] = IdentityMemo(_KEYED_MEMO_SIZE)
+
+
+def _keyed_calls(message: AIMessage) -> tuple[tuple[str, str, Any, str], ...]:
+    """Return ``(id, name, args, repeat key)`` of each call ``message`` records (:func:`_recorded_calls` with keys).
+
+    Remembered per live message like :func:`_recorded_calls`, so each call's arguments are
+    serialised for its key once per message object, not at every model call.
+    """
+    fields = message.__dict__
+    check = (fields.get("content"), fields.get("tool_calls"), fields.get("additional_kwargs"), fields.get("invalid_tool_calls"))
+    found = _keyed_memo.get(message, *check)
+    if found is None:
+        found = tuple((call_id, name, args, repeat_key(name, args)) for call_id, name, args in _recorded_calls(message))
+        _keyed_memo.put(message, found, *check)
+    return found
+
+
+_new_tuple = tuple.__new__
+"""Builds a named tuple from its fields in C (a NamedTuple's own ``__new__`` and ``_replace`` are Python functions)."""
+
+
+class GrowingToolIndex:
+    """The tool-call index of a message list that only grows at its end: extended by the new messages, never rebuilt.
+
+    A strategy runs before every model call on the same conversation plus a few new
+    messages, and indexing the whole list again each time costs more than everything else
+    it does. Positions counted from the newest output (:class:`ToolCallRecord`) change
+    with every output appended, so this index records forward positions (1 = oldest
+    output), which never change as the list grows: what was indexed stays true, and
+    :meth:`extend` only reads the messages after :attr:`length`. The matching rule is
+    :func:`index_tool_calls`'s (an output is matched only within its step), and
+    :meth:`tool_index` gives exactly the index :func:`index_tool_calls` builds for the
+    same messages.
+
+    An index is never changed once built: :meth:`extend` returns a new one (copying the
+    tables, a few C-level copies), so an index remembered for a shorter history stays valid
+    for it while a longer one is in use (another thread, a previous-prompt comparison). It
+    holds no message, only indices and the calls' ids, names, arguments and keys; the caller
+    must check that the list it extends starts with the messages this index was built on
+    (by identity): that is what makes extending safe.
+    """
+
+    __slots__ = ("length", "calls", "outputs", "call_of_output", "completed_per_ai", "calls_per_ai", "completed", "repeats", "_keys", "_step")
+
+    def __init__(self) -> None:
+        self.length = 0
+        """How many messages are indexed."""
+        self.calls: list[IndexedCall] = []
+        """Every call, in the order the assistant messages record them."""
+        self.outputs: list[int] = []
+        """The index of every ToolMessage, oldest first: output ``f`` (forward) is ``messages[outputs[f - 1]]``."""
+        self.call_of_output: dict[int, int] = {}
+        """Message index of a matched output -> its call's number in :attr:`calls`."""
+        self.completed_per_ai: dict[int, int] = {}
+        """Assistant message index -> how many of its calls have their output."""
+        self.calls_per_ai: dict[int, list[int]] = {}
+        """Assistant message index -> the numbers of its calls."""
+        self.completed: list[CompletedCallEntry] = []
+        """The calls with an output, oldest output first."""
+        self.repeats = 0
+        """How many completed calls repeat the key of an older completed call."""
+        self._keys: set[str] = set()
+        self._step: dict[str, int] = {}
+        """Call id -> number, for the step the indexed list ends in (its outputs may still arrive)."""
+
+    @property
+    def total_outputs(self) -> int:
+        """T: the number of ToolMessages."""
+        return len(self.outputs)
+
+    def extend(self, messages: Sequence[BaseMessage]) -> GrowingToolIndex:
+        """Return the index of ``messages``, which must start with the ``length`` messages this index was built on."""
+        new = GrowingToolIndex()
+        new.calls, new.outputs, new.call_of_output = list(self.calls), list(self.outputs), dict(self.call_of_output)
+        new.completed_per_ai, new.calls_per_ai = dict(self.completed_per_ai), dict(self.calls_per_ai)
+        new.completed, new.repeats, new._keys, new._step = list(self.completed), self.repeats, set(self._keys), dict(self._step)
+        new._read(messages, self.length)
+        return new
+
+    def _read(self, messages: Sequence[BaseMessage], start: int) -> None:
+        calls, outputs, call_of_output, completed, keys = self.calls, self.outputs, self.call_of_output, self.completed, self._keys
+        completed_per_ai, calls_per_ai = self.completed_per_ai, self.calls_per_ai
+        step = self._step
+        repeats = self.repeats
+        for i in range(start, len(messages)):
+            message = messages[i]
+            if isinstance(message, ToolMessage):
+                outputs.append(i)
+                number = step.get(message.tool_call_id)
+                if number is not None:
+                    call_id, name, args, ai_index, output_index, _, key = calls[number]
+                    if output_index is None:
+                        forward = len(outputs)
+                        calls[number] = _new_tuple(IndexedCall, (call_id, name, args, ai_index, i, forward, key))
+                        call_of_output[i] = number
+                        completed_per_ai[ai_index] = completed_per_ai.get(ai_index, 0) + 1
+                        completed.append(_new_tuple(CompletedCallEntry, (number, forward, key)))
+                        if key in keys:
+                            repeats += 1
+                        else:
+                            keys.add(key)
+                continue
+            step = {}
+            if isinstance(message, AIMessage):
+                recorded = _keyed_calls(message)
+                if recorded:
+                    first = len(calls)
+                    for call_id, name, args, key in recorded:
+                        step[call_id] = len(calls)
+                        calls.append(_new_tuple(IndexedCall, (call_id, name, args, i, None, None, key)))
+                    calls_per_ai[i] = list(range(first, len(calls)))
+        self._step = step
+        self.repeats = repeats
+        self.length = len(messages)
+
+    def tool_index(self) -> ToolIndex:
+        """Return the :class:`ToolIndex` of the indexed messages (positions from the current total), as :func:`index_tool_calls` builds it."""
+        index = ToolIndex()
+        total = index.total_outputs = len(self.outputs)
+        index.calls = [
+            ToolCallRecord(c.id, c.name, c.args, c.ai_index, c.output_index, None if c.forward is None else total - c.forward + 1)
+            for c in self.calls
+        ]
+        index.by_output_index = {i: index.calls[number] for i, number in self.call_of_output.items()}
+        return index
+
+
+def grow_tool_index(messages: Sequence[BaseMessage], start: GrowingToolIndex | None = None) -> GrowingToolIndex:
+    """Return the :class:`GrowingToolIndex` of ``messages``, extending ``start`` (built on their first ``start.length`` messages) when given."""
+    return (start if start is not None else GrowingToolIndex()).extend(messages)
 
 
 def split_steps(messages: Sequence[BaseMessage]) -> list[range]:

@@ -81,7 +81,7 @@ def make_report(
         strategy=strategy,
         messages_in=len(before),
         messages_out=len(after),
-        tool_calls=sum(1 for m in before if isinstance(m, ToolMessage)),
+        tool_calls=sum(map(isinstance, before, repeat(ToolMessage))),  # in C: this runs on the whole history at every call
         shortened=shortened,
         dropped=dropped,
         protected=protected,
@@ -157,10 +157,11 @@ class _RunningChars:
             items = list(self._items)
         contents, calls = self._ids(messages)
         best: tuple[list[weakref.ref[BaseMessage]], list[int], list[int], int] | None = None
+        items.sort(key=_measured_length, reverse=True)  # the longest list it extends is the first that matches
         for item in items:
             refs = item[0]
             n = len(refs)
-            if n > len(messages) or (best is not None and n <= len(best[0])):
+            if n > len(messages):
                 continue
             if (
                 all(map(operator.is_, map(_deref, refs), messages[:n]))
@@ -168,6 +169,7 @@ class _RunningChars:
                 and item[2] == calls[:n]
             ):
                 best = item
+                break
         if best is None:
             refs, total = list(map(weakref.ref, messages)), sum(map(_chars, messages))
         else:
@@ -176,6 +178,10 @@ class _RunningChars:
         with self._lock:
             self._items = [*self._items[-(self.size - 1):], (refs, contents, calls, total)]
         return total
+
+
+def _measured_length(item: tuple[list[weakref.ref[BaseMessage]], list[int], list[int], int]) -> int:
+    return len(item[0])
 
 
 _running_chars = _RunningChars()

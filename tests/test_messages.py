@@ -6,14 +6,18 @@ import json
 
 import pytest
 from conversations import ai_step, snapshot
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.prompt_values import ChatPromptValue
 
 from langchain_promptstrat import InvalidMessagesError, check_tool_pairs
 from langchain_promptstrat.messages import (
+    GrowingToolIndex,
     coerce_messages,
     drop_tool_call,
     edit_ai_message,
+    grow_tool_index,
     index_tool_calls,
     is_real_user_message,
     mark,
@@ -23,6 +27,7 @@ from langchain_promptstrat.messages import (
     split_turns,
     tool_call_ids,
 )
+from langchain_promptstrat.strategies.epoch import completed_calls, repeat_positions
 from langchain_promptstrat.truncation import shorten_string
 
 LONG = "L" * 1000
@@ -251,3 +256,49 @@ class TestOtherCallBlocks:
         """Dropping every call of a text-less message removes it, blocks included."""
         msg = with_content_blocks(kind)
         assert edit_ai_message(msg, drop=["c0", "c1"]) is None
+
+
+@st.composite
+def irregular_histories(draw: st.DrawFn) -> list:
+    """Draw a message list an index must survive: parallel calls, outputs out of order, orphan and duplicate outputs, pending calls, user and system messages anywhere."""
+    ids = [f"c{k}" for k in range(8)]  # few ids: the same id is reused by later steps, outputs hit other steps' calls
+    messages: list = []
+    for _ in range(draw(st.integers(0, 30))):
+        kind = draw(st.sampled_from(["ai", "ai", "tool", "tool", "tool", "human", "system"]))
+        if kind == "ai":
+            chosen = draw(st.lists(st.sampled_from(ids), max_size=3, unique=True))
+            calls = [{"name": draw(st.sampled_from(["read", "grep"])), "args": {"p": draw(st.integers(0, 2))}, "id": i, "type": "tool_call"}
+                     for i in chosen]
+            messages.append(AIMessage(draw(st.sampled_from(["", "thinking"])), tool_calls=calls))
+        elif kind == "tool":
+            messages.append(ToolMessage("out", tool_call_id=draw(st.sampled_from(ids))))
+        elif kind == "human":
+            messages.append(HumanMessage("more"))
+        else:
+            messages.append(SystemMessage("note"))
+    return messages
+
+
+class TestGrowingToolIndex:
+    @settings(max_examples=200, deadline=None)
+    @given(irregular_histories(), st.lists(st.integers(0, 30), max_size=6))
+    def test_extending_piece_by_piece_gives_the_index_of_the_whole_list(self, messages, cuts):
+        """An index extended at any cut points equals index_tool_calls of every prefix, completed calls and repeats included."""
+        index: GrowingToolIndex | None = None
+        for end in [*sorted(c for c in cuts if c <= len(messages)), len(messages)]:
+            index = grow_tool_index(messages[:end], index)
+            reference = index_tool_calls(messages[:end])
+            assert index.tool_index() == reference
+            assert index.outputs == [i for i, m in enumerate(messages[:end]) if isinstance(m, ToolMessage)]
+            assert [tuple(c) for c in index.completed] == [tuple(c) for c in completed_calls(reference)]
+            assert index.repeats == len(repeat_positions(completed_calls(reference)))
+
+    def test_an_index_is_not_changed_by_extending_it(self, parallel_run):
+        """Extending returns a new index: the one remembered for the shorter list still describes it (another thread may use it)."""
+        pending = [*parallel_run[:5], AIMessage("", tool_calls=[{"name": "f", "args": {}, "id": "late", "type": "tool_call"}])]
+        short = grow_tool_index(pending)
+        answered = grow_tool_index([*pending, ToolMessage("answer", tool_call_id="late")], short)
+        grow_tool_index([*pending, HumanMessage("never mind")], short)
+        assert answered.calls[-1].output_index == 6 and answered.total_outputs == 3
+        assert short.calls[-1].output_index is None and short.total_outputs == 2 and short.length == 6
+        assert short.tool_index() == index_tool_calls(pending)

