@@ -194,6 +194,59 @@ def test_every_module_opens_with_a_docstring():
     assert missing == []
 
 
+# --------------------------------------------------------------------------- strategies/: a module per strategy
+
+
+def strategy_modules() -> tuple[list[str], list[str]]:
+    """Return the modules directly in ``strategies/`` and the modules of its subpackages (``__init__`` files aside)."""
+    strategies_dir = PACKAGE_DIR / "strategies"
+    direct, nested = [], []
+    for name, path in module_files().items():
+        if path.name == "__init__.py" or strategies_dir not in path.parents:
+            continue
+        (direct if path.parent == strategies_dir else nested).append(name)
+    return direct, nested
+
+
+def strategies_defined_in(module_name: str) -> list[str]:
+    """Return the public, concrete ``PromptStrategy`` subclasses ``module_name`` defines (not those it imports)."""
+    import importlib
+    import inspect
+
+    from langchain_promptstrat.strategy import PromptStrategy
+
+    module = importlib.import_module(module_name)
+    return sorted(
+        name
+        for name, obj in vars(module).items()
+        if inspect.isclass(obj) and issubclass(obj, PromptStrategy) and obj.__module__ == module_name
+        and not name.startswith("_") and not inspect.isabstract(obj)
+    )
+
+
+def test_each_module_directly_in_strategies_is_a_strategy():
+    """A module directly in ``strategies/`` defines a strategy: shared machinery never poses as one."""
+    direct, _ = strategy_modules()
+    assert f"{PACKAGE}.strategies.epoch" in direct and f"{PACKAGE}.strategies.ladder" in direct
+    assert [m for m in direct if not strategies_defined_in(m)] == []
+
+
+def test_the_subpackages_of_strategies_define_no_strategy():
+    """The machinery subpackages (``epoch_machinery``, ``ladder_machinery``) hold what strategies share and define none."""
+    _, nested = strategy_modules()
+    assert f"{PACKAGE}.strategies.epoch_machinery.boundary" in nested
+    assert f"{PACKAGE}.strategies.ladder_machinery.rung" in nested
+    assert {m: strategies_defined_in(m) for m in nested if strategies_defined_in(m)} == {}
+
+
+def test_every_built_in_strategy_lives_directly_in_strategies():
+    """The registry's built-in table points at modules directly in ``strategies/``, never into a machinery subpackage."""
+    from langchain_promptstrat.strategies import BUILTIN_STRATEGIES
+
+    direct, _ = strategy_modules()
+    assert [target for target in BUILTIN_STRATEGIES.values() if target.partition(":")[0] not in direct] == []
+
+
 # --------------------------------------------------------------------------- the checks can fail
 
 

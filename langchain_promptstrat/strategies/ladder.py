@@ -32,6 +32,13 @@ The replay costs one pass over the history plus one ladder pass per past event, 
 prompt of about ``max_tokens``. A small per-ladder memo of recent replays (keyed by the
 identity of the message objects, which the package treats as immutable) lets a growing
 conversation resume where the previous call stopped; it never changes a result.
+
+This module holds the ladder: its options and the watermark's rule. What it shares with
+its rungs (the marks' kinds and token shares, the plan protocol, the :class:`Rung` base and
+one pass, the call points it replays) lives in
+:mod:`langchain_promptstrat.strategies.ladder_machinery`, and its public names are
+re-exported here; each rung is its own strategy module. Must not hold machinery a rung
+needs: that belongs there.
 """
 
 from __future__ import annotations
@@ -39,22 +46,35 @@ from __future__ import annotations
 import operator
 import os
 import threading
-from abc import abstractmethod
-from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple, NoReturn, Protocol, TypeVar
+from collections.abc import Generator, Sequence
+from typing import Any, NoReturn
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from langchain_promptstrat.strategy import PromptStrategy, emit_report
 from langchain_promptstrat.errors import ConfigError
-from langchain_promptstrat.messages import coerce_messages, mark_of
+from langchain_promptstrat.messages import coerce_messages
 from langchain_promptstrat.registry import get_strategy  # rungs may be given by registry key
-from langchain_promptstrat.report import Compacted, StrategyReport, make_report
+from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import Settings, settings_with_options
-from langchain_promptstrat.tokens import TokenCounter, as_token_counter
+from langchain_promptstrat.strategies.ladder_machinery.plan import Plan, Rewrite, RungRequest, arun_plan, done, run_plan
+from langchain_promptstrat.strategies.ladder_machinery.replay import _Replay, call_points
+from langchain_promptstrat.strategies.ladder_machinery.rung import LadderPass, Rung, _counts, _pass_report, ladder_pass
+from langchain_promptstrat.strategies.ladder_machinery.vocabulary import (
+    NOTE_KIND,
+    PLACEHOLDER_KIND,
+    SUMMARY_KIND,
+    CountTokens,
+    _Tally,
+    kind_of,
+    list_overhead,
+    message_counter,
+    represented,
+    tally,
+)
+from langchain_promptstrat.tokens import as_token_counter
 
 __all__ = [
     "NOTE_KIND",
@@ -78,312 +98,6 @@ __all__ = [
     "run_plan",
     "tally",
 ]
-
-NOTE_KIND = "ladder_note"
-"""``kind`` of the mark on the note that stands where the sliding window dropped messages."""
-PLACEHOLDER_KIND = "ladder_placeholder"
-"""``kind`` of the mark on a tool output that ``tool_results`` replaced by a placeholder."""
-SUMMARY_KIND = "summary"
-"""``kind`` of the mark on a message written by ``summary``."""
-
-CountTokens = Callable[[Sequence[BaseMessage]], int]
-
-
-# --------------------------------------------------------------------------- shared vocabulary
-
-
-def kind_of(message: BaseMessage) -> str | None:
-    """Return the ``kind`` of this package's mark on ``message``, or None for an unmarked message."""
-    m = mark_of(message)
-    return m.get("kind") if m else None
-
-
-def represented(message: BaseMessage) -> int:
-    """Return how many original messages ``message`` stands for: a note or summary counts what it replaced."""
-    m = mark_of(message)
-    if m and m.get("kind") == NOTE_KIND:
-        return int(m.get("dropped", 1))
-    if m and m.get("kind") == SUMMARY_KIND:
-        return int(m.get("messages", 1))
-    return 1
-
-
-class _Tally:
-    """A :class:`TokenCounter` that remembers each message object's count for one call.
-
-    A ladder pass counts the same messages several times (before and after each rung);
-    the counter's own cache still has to work out what each message sends, this one is a
-    dictionary lookup. It holds the messages it counted, so an ``id`` is never reused
-    while it lives.
-    """
-
-    def __init__(self, counter: TokenCounter) -> None:
-        self.counter = counter
-        self._seen: dict[int, tuple[BaseMessage, int]] = {}
-
-    def count_message(self, message: BaseMessage) -> int:
-        hit = self._seen.get(id(message))
-        if hit is not None and hit[0] is message:
-            return hit[1]
-        tokens = self.counter.count_message(message)
-        self._seen[id(message)] = (message, tokens)
-        return tokens
-
-    def __call__(self, messages: Sequence[BaseMessage], /) -> int:
-        return sum(map(self.count_message, messages))
-
-
-def tally(counter: CountTokens) -> CountTokens:
-    """Return ``counter`` remembering per-message counts for one call when it is a sum of messages."""
-    return _Tally(counter) if isinstance(counter, TokenCounter) else counter
-
-
-def list_overhead(counter: CountTokens) -> int:
-    """Return what ``counter`` counts for an empty list (0 for a :class:`TokenCounter`)."""
-    return 0 if isinstance(counter, (TokenCounter, _Tally)) else counter([])
-
-
-def message_counter(counter: CountTokens) -> Callable[[BaseMessage], int]:
-    """Return a function giving one message's share of ``counter``'s count of a list.
-
-    Rungs decide with these shares (prefix sums over thousands of messages); the ladder
-    checks every decision with ``counter`` itself. A :class:`TokenCounter` is exactly the
-    sum of its messages; another counter is taken as a fixed list overhead (its count of
-    an empty list) plus per-message counts.
-    """
-    if isinstance(counter, (TokenCounter, _Tally)):
-        return counter.count_message
-    base = counter([])
-
-    def count_one(message: BaseMessage) -> int:
-        return counter([message]) - base
-
-    return count_one
-
-
-class Rewrite(NamedTuple):
-    """A rung's answer: the rewritten messages (None when it declines) and what it did."""
-
-    messages: list[BaseMessage] | None
-    details: dict[str, Any]
-
-
-class RungRequest(Protocol):
-    """Something a rung needs answered from outside (a model call), sync or async.
-
-    A rung's plan yields requests and receives their answers, so one plan serves the sync
-    and the async path. ``ask`` and ``aask`` return the answer or the exception raised,
-    never raise.
-    """
-
-    def ask(self) -> Any: ...
-
-    async def aask(self) -> Any: ...
-
-
-Plan = Generator[RungRequest, Any, Rewrite]
-_Outcome = TypeVar("_Outcome")  # a rung's plan ends with a Rewrite, a ladder's with a Compacted
-
-
-def run_plan(plan: Generator[RungRequest, Any, _Outcome]) -> _Outcome:
-    """Return the outcome of ``plan``, answering its requests synchronously."""
-    try:
-        request = next(plan)
-        while True:
-            request = plan.send(request.ask())
-    except StopIteration as stop:
-        outcome: _Outcome = stop.value
-        return outcome
-
-
-async def arun_plan(plan: Generator[RungRequest, Any, _Outcome]) -> _Outcome:
-    """Return the outcome of ``plan``, answering its requests with ``await``."""
-    try:
-        request = next(plan)
-        while True:
-            request = plan.send(await request.aask())
-    except StopIteration as stop:
-        outcome: _Outcome = stop.value
-        return outcome
-
-
-def done(outcome: Rewrite) -> Plan:
-    """Return a plan that needs nothing from outside and ends with ``outcome``."""
-    return outcome
-    yield  # a generator: rungs without model calls share the model-calling rungs' protocol
-
-
-# --------------------------------------------------------------------------- a rung
-
-
-class Rung(PromptStrategy):
-    """Base of the token-target rungs: a plan toward a target, usable alone or in a ladder.
-
-    On its own, a rung aims at ``max_tokens`` (default: the ``ladder_max_tokens`` setting)
-    with its own ``token_counter`` (default: one shared cl100k_base :class:`TokenCounter`),
-    acts only while over target, and its rewrite is kept only when it counts fewer tokens.
-    Inside a :class:`CompactionLadder` the ladder's target and counter are used instead.
-    """
-
-    def __init__(
-        self,
-        settings: Settings | None = None,
-        *,
-        max_tokens: int | None = None,
-        token_counter: Any = None,
-        **setting_overrides: Any,
-    ) -> None:
-        super().__init__(settings, ladder_max_tokens=max_tokens, **setting_overrides)
-        self.token_counter: CountTokens = as_token_counter(token_counter)
-
-    @property
-    def max_tokens(self) -> int:
-        """Return the target this rung aims at when used on its own."""
-        return self.settings.ladder_max_tokens
-
-    @abstractmethod
-    def plan(self, messages: Sequence[BaseMessage], *, target: int, counter: CountTokens) -> Plan:
-        """Return a plan (a generator) that ends with this rung's :class:`Rewrite` of ``messages``."""
-
-    def rewrite(self, messages: Sequence[BaseMessage], *, target: int | None = None, counter: Any = None) -> list[BaseMessage] | None:
-        """Return this rung's rewrite of ``messages`` toward ``target``, or None when it declines."""
-        return run_plan(self._plan_for(messages, target, counter)).messages
-
-    async def arewrite(self, messages: Sequence[BaseMessage], *, target: int | None = None, counter: Any = None) -> list[BaseMessage] | None:
-        """Return :meth:`rewrite` of ``messages``, awaiting any model call."""
-        return (await arun_plan(self._plan_for(messages, target, counter))).messages
-
-    def _plan_for(self, messages: Sequence[BaseMessage], target: int | None, counter: Any) -> Plan:
-        count = tally(self.token_counter if counter is None else as_token_counter(counter))
-        return self.plan(list(messages), target=self.max_tokens if target is None else target, counter=count)
-
-    def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
-        """Return ``messages`` with this rung applied once toward ``max_tokens``, and a report."""
-        return run_plan(self._single(messages))
-
-    async def acompact(self, messages: list[BaseMessage]) -> Compacted:
-        """Return :meth:`compact` of ``messages``, awaiting any model call."""
-        return await arun_plan(self._single(messages))
-
-    def _single(self, messages: list[BaseMessage]) -> Generator[RungRequest, Any, Compacted]:
-        done_pass = yield from ladder_pass(messages, [self], target=self.max_tokens, counter=tally(self.token_counter))
-        return Compacted(done_pass.messages, _pass_report(self.strategy_name, messages, done_pass, self.max_tokens))
-
-    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> list[BaseMessage]:
-        """Return the transformed messages, awaiting any model call (no thread hop)."""
-        return await self._acall_with_config(self._ainvoke, input, config, run_type="prompt")
-
-    async def _ainvoke(self, input: Any, run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig) -> list[BaseMessage]:
-        result = await self.acompact(coerce_messages(input))
-        emit_report(result, config)
-        return result.messages
-
-
-# --------------------------------------------------------------------------- one pass
-
-
-@dataclass
-class LadderPass:
-    """The outcome of one pass of the rungs: the prompt, its count and what each rung did."""
-
-    messages: list[BaseMessage]
-    tokens_before: int
-    tokens: int
-    taken: list[dict[str, Any]] = field(default_factory=list)
-    """``{strategy, before, after}`` for each rung whose rewrite was taken, in order."""
-    asked: list[dict[str, Any]] = field(default_factory=list)
-    """Every rung asked: ``{strategy, outcome, ...details}``; outcome taken, declined or not_smaller."""
-
-
-def ladder_pass(
-    messages: Sequence[BaseMessage], rungs: Sequence[Rung], *, target: int, counter: CountTokens
-) -> Generator[RungRequest, Any, LadderPass]:
-    """Run ``rungs`` in order on ``messages`` while over ``target``; return the :class:`LadderPass`.
-
-    A rung's rewrite is taken only when it counts fewer tokens than the prompt it was
-    given; each rung is asked at most once, so the pass ends after ``len(rungs)`` steps.
-    """
-    current = list(messages)
-    tokens = before = counter(current)
-    result = LadderPass(current, before, tokens)
-    for rung in rungs:
-        if tokens <= target:
-            break
-        outcome = yield from rung.plan(current, target=target, counter=counter)
-        entry = {"strategy": rung.strategy_name, **outcome.details}
-        if outcome.messages is None:
-            result.asked.append({**entry, "outcome": "declined"})
-            continue
-        after = counter(outcome.messages)
-        if after >= tokens:
-            result.asked.append({**entry, "outcome": "not_smaller", "before": tokens, "after": after})
-            continue
-        result.asked.append({**entry, "outcome": "taken", "before": tokens, "after": after})
-        result.taken.append({"strategy": rung.strategy_name, "before": tokens, "after": after})
-        current, tokens = outcome.messages, after
-    result.messages, result.tokens = current, tokens
-    return result
-
-
-def _pass_report(name: str, messages: Sequence[BaseMessage], done_pass: LadderPass, target: int, **extra: Any) -> StrategyReport:
-    return make_report(
-        name, messages, done_pass.messages,
-        **_counts(done_pass),
-        target=target,
-        tokens_before=done_pass.tokens_before,
-        tokens_after=done_pass.tokens,
-        met=done_pass.tokens <= target,
-        rungs=done_pass.taken,
-        asked=done_pass.asked,
-        **extra,
-    )
-
-
-def _counts(done_pass: LadderPass | None) -> dict[str, int]:
-    """Return the report's ``shortened`` (outputs cleared) and ``dropped`` (messages dropped) of a pass."""
-    taken = [a for a in (done_pass.asked if done_pass else []) if a["outcome"] == "taken"]
-    return {
-        "shortened": sum(a.get("replaced", 0) for a in taken),
-        "dropped": sum(a.get("dropped", 0) for a in taken),
-    }
-
-
-# --------------------------------------------------------------------------- the watermark
-
-
-def call_points(messages: Sequence[BaseMessage]) -> list[int]:
-    """Return the history lengths at which an agent loop calls the model, oldest first.
-
-    A prompt never ends between a call and its outputs, nor with the assistant's own
-    message; the full history is always a call point. Every prefix of a history has the
-    same call points up to its length, which is what makes the replay a function of the
-    history alone.
-    """
-    n = len(messages)
-    points = [
-        e for e in range(1, n)
-        if not isinstance(messages[e], ToolMessage) and not isinstance(messages[e - 1], AIMessage)
-    ]
-    if n:
-        points.append(n)
-    return points
-
-
-@dataclass(frozen=True)
-class _Replay:
-    """Where a replay stands after the call point ``len(history)``: the prompt built so far and its counts."""
-
-    history: tuple[BaseMessage, ...]
-    prompt: tuple[BaseMessage, ...]
-    tokens: int
-    history_tokens: int
-    events: int
-    last_event: int | None
-    last_pass: LadderPass | None
-    """The pass of an event at the history's own length (None when that call did not compact)."""
-
-
-# --------------------------------------------------------------------------- the ladder
 
 
 class CompactionLadder(PromptStrategy):

@@ -34,20 +34,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.messages import content_text, index_tool_calls, is_real_user_message, mark
 from langchain_promptstrat.settings import Settings, settings_with_options
-from langchain_promptstrat.strategies.ladder import (
-    NOTE_KIND,
-    SUMMARY_KIND,
-    CountTokens,
-    Plan,
-    Rewrite,
-    Rung,
-    RungRequest,
-    arun_plan,
-    kind_of,
-    message_counter,
-    represented,
-    run_plan,
-)
+from langchain_promptstrat.strategies.ladder_machinery.plan import Plan, Rewrite, RungRequest, arun_plan, run_plan
+from langchain_promptstrat.strategies.ladder_machinery.rung import Rung
+from langchain_promptstrat.strategies.ladder_machinery.vocabulary import NOTE_KIND, SUMMARY_KIND, CountTokens, kind_of, message_counter, represented
 from langchain_promptstrat.strategies.sliding_window import layout
 
 __all__ = [

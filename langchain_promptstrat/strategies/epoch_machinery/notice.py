@@ -1,0 +1,77 @@
+"""The compaction notice: the marked user message that tells the model what compaction did, and where it goes.
+
+Shared by every epoch strategy, and public as ``langchain_promptstrat.is_compaction_notice``
+so other code (and the strategies themselves, on a stored compacted prompt) never takes a
+notice for something a person wrote. Its text is part of the cached prefix: the same
+counts must give the same bytes.
+
+Must not decide the counts it reports (``decisions`` does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from langchain_promptstrat.messages import is_real_user_message, leading_system_count, mark, mark_of, tool_call_ids
+
+__all__ = ["NOTICE_KIND", "compaction_notice", "compaction_notice_text", "is_compaction_notice", "notice_index"]
+
+NOTICE_KIND = "compaction_notice"
+"""The ``kind`` of this module's mark on the compaction notice."""
+
+
+def _calls(n: int) -> str:
+    return f"{n} older tool call and its result" if n == 1 else f"{n} older tool calls and their results"
+
+
+def compaction_notice_text(shortened: int, dropped: int) -> str:
+    """Return the notice's words for ``shortened`` and ``dropped`` calls; the same counts give the same text."""
+    return (
+        "[Context compacted] This conversation is long, so older tool activity was compacted before "
+        f"this request: {_calls(shortened)} {'was' if shortened == 1 else 'were'} shortened (a cut value "
+        f"shows its original length and an md5 prefix), and {_calls(dropped)} "
+        f"{'was' if dropped == 1 else 'were'} removed. A result that is missing or cut short here does "
+        "not mean the tool never ran: it ran, and its result was seen at the time. Do not repeat a call "
+        "only because an older occurrence is no longer visible; call a tool again only when you need "
+        "its result now."
+    )
+
+
+def compaction_notice(shortened: int, dropped: int, *, strategy: str) -> HumanMessage:
+    """Return the marked user-role notice telling the model what compaction did.
+
+    It is a user message because every provider accepts one after tool results, and it is
+    marked as a notice so no strategy ever takes it for something a person wrote.
+    """
+    message = HumanMessage(compaction_notice_text(shortened, dropped))
+    return mark(message, NOTICE_KIND, notice=True, strategy=strategy, shortened=shortened, dropped=dropped)
+
+
+def is_compaction_notice(message: BaseMessage) -> bool:
+    """Return whether ``message`` is a compaction notice written by an epoch strategy."""
+    if not isinstance(message, HumanMessage):
+        return False
+    m = mark_of(message)
+    return m is not None and m.get("kind") == NOTICE_KIND
+
+
+def notice_index(messages: Sequence[BaseMessage]) -> int:
+    """Return where the notice goes in a compacted list: right after the first step that still calls a tool.
+
+    After that step's last output the notice never separates a call from its output, it is
+    normally followed by an assistant turn (as strict-alternation chat templates want), and
+    it sits in the frozen part of the prompt, so it moves only when the frozen regions do.
+    Without such a step: after the system block and the first user message.
+    """
+    for i, message in enumerate(messages):
+        if isinstance(message, AIMessage) and tool_call_ids(message):
+            j = i + 1
+            while j < len(messages) and isinstance(messages[j], ToolMessage):
+                j += 1
+            return j
+    i = leading_system_count(messages)
+    if i < len(messages) and is_real_user_message(messages[i]):
+        i += 1
+    return i
