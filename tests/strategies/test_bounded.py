@@ -136,13 +136,13 @@ class TestPureFunctionOfTheHistory:
 
     def test_a_head_too_large_to_remember_is_rebuilt_with_the_same_bytes(self, monkeypatch):
         """With no room to remember compacted heads, every prompt is rebuilt, byte for byte what the remembering object sends."""
-        from langchain_promptstrat.strategies import epoch_stable
+        from langchain_promptstrat.strategies.epoch_machinery import stable_prompt
 
         remembering = bounded(12_000)
         prompts = list(iter_agent_run(150, seed=10))
         expected = [remembering.compact(p).messages for p in prompts]
         assert any(r.frozen is not None for r in remembering._memo._items)
-        monkeypatch.setattr(epoch_stable, "_FROZEN_CHARS", 0)
+        monkeypatch.setattr(stable_prompt, "_FROZEN_CHARS", 0)
         forgetting = bounded(12_000)
         assert [forgetting.compact(p).messages for p in prompts] == expected
         assert all(r.frozen is None for r in forgetting._memo._items)

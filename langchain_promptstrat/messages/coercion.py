@@ -1,0 +1,97 @@
+"""Reading input as messages: :func:`coerce_messages` and Anthropic ``tool_result`` blocks as ``ToolMessage``s.
+
+A strategy accepts whatever LangChain accepts as a prompt (a ``PromptValue``, messages,
+dicts, tuples) and works on ``BaseMessage`` objects; a raw Anthropic transcript answers a
+call with ``tool_result`` blocks in a user message, which become the ``ToolMessage``s
+LangChain uses for them (:func:`tool_results_as_tool_messages`), so every strategy sees
+the pair. :func:`is_tool_result_block` is shared with the pair checks.
+
+Must not edit a message's calls (``edits`` does) nor know any strategy.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage, convert_to_messages
+from langchain_core.prompt_values import PromptValue
+
+from langchain_promptstrat.errors import InvalidMessagesError
+
+__all__ = ["coerce_messages", "is_tool_result_block", "tool_results_as_tool_messages"]
+
+
+def coerce_messages(value: Any) -> list[BaseMessage]:
+    """Return ``value`` as a new list of messages: a ``PromptValue``, messages, dicts or tuples.
+
+    Raises :class:`InvalidMessagesError` naming the position of the first item that is not
+    a message in any form ``langchain_core.messages.convert_to_messages`` understands.
+    """
+    if isinstance(value, PromptValue):
+        return list(value.to_messages())
+    if isinstance(value, (BaseMessage, Mapping)):  # a dict would iterate over its keys
+        raise InvalidMessagesError(
+            f"expected a list of messages or a PromptValue, got a single {type(value).__name__}; wrap it in a list"
+        )
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise InvalidMessagesError(
+            f"expected a list of messages or a PromptValue, got {type(value).__name__}"
+        )
+    items = list(value)
+    if all(isinstance(m, BaseMessage) for m in items):
+        return tool_results_as_tool_messages(items)
+    out: list[BaseMessage] = []
+    for i, item in enumerate(items):
+        if isinstance(item, BaseMessage):
+            out.append(item)
+            continue
+        try:  # AttributeError: a malformed field such as "tool_calls": "oops"
+            out.extend(convert_to_messages([item]))
+        except (ValueError, TypeError, KeyError, AttributeError, NotImplementedError) as exc:
+            raise InvalidMessagesError(f"message {i}: cannot read as a chat message: {exc}") from None
+    return tool_results_as_tool_messages(out)
+
+
+def is_tool_result_block(block: Any) -> bool:
+    """Return whether ``block`` is an Anthropic ``tool_result`` content block answering a call by its ``tool_use_id``."""
+    return isinstance(block, dict) and block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str)
+
+
+def tool_results_as_tool_messages(messages: list[BaseMessage]) -> list[BaseMessage]:
+    """Return ``messages`` with each Anthropic ``tool_result`` block of a user message as a ``ToolMessage``.
+
+    A raw Anthropic transcript answers a ``tool_use`` with a user message holding
+    ``tool_result`` blocks; LangChain represents the same thing as ``ToolMessage``s (and
+    langchain-anthropic sends those back as those blocks). Turning them into ``ToolMessage``s
+    lets every strategy see the pair: the results come first, in order, then a user message
+    with the remaining blocks, if any. Returns ``messages`` itself when there is none.
+    """
+    if not any(
+        isinstance(m, HumanMessage) and isinstance(m.content, list) and any(is_tool_result_block(b) for b in m.content)
+        for m in messages
+    ):
+        return messages
+    out: list[BaseMessage] = []
+    for message in messages:
+        content = message.content
+        if not (isinstance(message, HumanMessage) and isinstance(content, list)):
+            out.append(message)
+            continue
+        results: list[dict[str, Any]] = [b for b in content if isinstance(b, dict) and is_tool_result_block(b)]
+        if not results:
+            out.append(message)
+            continue
+        for k, block in enumerate(results):
+            body = block.get("content", "")
+            out.append(ToolMessage(
+                content=body if isinstance(body, (str, list)) else json.dumps(body, default=str),
+                tool_call_id=block["tool_use_id"],
+                status="error" if block.get("is_error") else "success",
+                id=f"{message.id}-tool_result-{k}" if message.id else None,
+            ))
+        rest = [b for b in content if not is_tool_result_block(b)]
+        if rest:
+            out.append(message.model_copy(update={"content": rest}))
+    return out
