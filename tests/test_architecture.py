@@ -183,6 +183,18 @@ def test_no_lazy_import_dodges_a_cycle():
     assert find_cycle(graph_of(IMPORTS, module_level_only=False)) is None
 
 
+def test_the_core_imports_its_own_modules_at_the_top():
+    """A core module imports every module of the package at module level: lazy imports are for the CLI's start-up and optional packages only."""
+    lazy = [
+        f"{module} -> {i.target} (line {i.line})"
+        for module, found in IMPORTS.items()
+        if not is_front_end(module) and module != PACKAGE
+        for i in found
+        if not i.module_level
+    ]
+    assert lazy == []
+
+
 def test_defaults_imports_nothing_of_the_package():
     """defaults, the constants the core reads and the CLI's help shows, is a leaf: it imports no module of the package."""
     assert IMPORTS[f"{PACKAGE}.defaults"] == []

@@ -176,8 +176,7 @@ def _simulate(args: argparse.Namespace) -> int:
     )
     strategies: Any = names or None
     if args.breakpoints:
-        from langchain_promptstrat.simulate import default_strategy_names
-        from langchain_promptstrat.strategies.cache_breakpoints import with_cache_breakpoints
+        from langchain_promptstrat.simulate import default_strategy_names, with_cache_breakpoints
 
         plain = names or default_strategy_names(max_tokens=args.max_tokens)
         strategies = [*plain, *with_cache_breakpoints([n for n in plain if n != "none"], max_tokens=args.max_tokens,

@@ -93,6 +93,7 @@ from langchain_promptstrat.simulate.engine import (
     build_strategy,
     default_strategy_names,
     simulate,
+    with_cache_breakpoints,
 )
 from langchain_promptstrat.simulate.figures import (
     cache_reuse,
@@ -127,4 +128,5 @@ __all__ = [
     "result_to_json",
     "shared_prefix_length",
     "simulate",
+    "with_cache_breakpoints",
 ]

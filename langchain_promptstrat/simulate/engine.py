@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage
+from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from langchain_promptstrat.cache_rules import CACHE_RULES, ToolSchemas, make_cache_rule
 from langchain_promptstrat.defaults import DEFAULT_CACHED_FRACTION, DEFAULT_MAX_TOKENS, DEFAULT_TOOL_CALLS
@@ -34,12 +35,13 @@ from langchain_promptstrat.simulate.figures import _PromptTokens, _shared_prefix
 from langchain_promptstrat.simulate.peers import _Apply, _peers
 from langchain_promptstrat.simulate.results import SimulationResult, StrategyRun
 from langchain_promptstrat.strategies import BUILTIN_STRATEGIES
+from langchain_promptstrat.strategies.cache_breakpoints import CacheBreakpoints
 from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.testing import iter_agent_run
 from langchain_promptstrat.testing.tools import AGENT_RUN_TOOLS
 from langchain_promptstrat.tokens import TokenCounter, as_token_counter, tool_schema_tokens
 
-__all__ = ["ProgressHook", "StrategyEntry", "build_strategy", "default_strategy_names", "simulate"]
+__all__ = ["ProgressHook", "StrategyEntry", "build_strategy", "default_strategy_names", "simulate", "with_cache_breakpoints"]
 
 ProgressHook = Callable[[str, int, int], None]
 """``hook(label, done, total)``: called after each prompt of each replay."""
@@ -73,6 +75,24 @@ def build_strategy(
         except (TypeError, ConfigError):
             continue
     return get_strategy(name, settings), {}
+
+
+def with_cache_breakpoints(entries: Sequence[Any], **build: Any) -> list[PromptStrategy]:
+    """Return each entry (a registry name, comma pipeline or strategy) wrapped in :class:`~langchain_promptstrat.strategies.cache_breakpoints.CacheBreakpoints`.
+
+    ``build`` (``max_tokens``, ``token_counter``) goes to
+    :func:`build_strategy` for names, as a replay builds them.
+    """
+    wrapped: list[PromptStrategy] = []
+    for entry in entries:
+        if isinstance(entry, str):
+            parts = [p.strip() for p in entry.split(",") if p.strip()]
+            inner: Any = [build_strategy(p, **build)[0] for p in parts]
+            label = f"{','.join(parts)}+breakpoints"
+        else:
+            inner, label = [entry], None
+        wrapped.append(CacheBreakpoints(inner, name=label))
+    return wrapped
 
 
 def default_strategy_names(*, settings: Settings | None = None, max_tokens: int = DEFAULT_MAX_TOKENS) -> list[str]:
@@ -232,8 +252,6 @@ def _tool_schemas(tools: Sequence[Any], counter: Any) -> ToolSchemas | None:
 
 
 def _schema_json(tool: Any) -> Any:
-    from langchain_core.utils.function_calling import convert_to_openai_tool
-
     try:
         return convert_to_openai_tool(tool)
     except Exception:  # noqa: BLE001 -- tool_schema_tokens counts it by its repr too

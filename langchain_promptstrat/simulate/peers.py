@@ -14,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage, trim_messages
+
+from langchain_promptstrat.testing import ScriptedChatModel
 
 __all__ = ["PEER_CLEAR_TOOL_USES", "PEER_TRIM_MESSAGES"]
 
@@ -26,8 +28,6 @@ _Apply = Callable[[list[BaseMessage]], list[BaseMessage]]
 
 
 def _trim_messages_peer(counter: Any, max_tokens: int) -> _Apply:
-    from langchain_core.messages import trim_messages
-
     def apply(prompt: list[BaseMessage]) -> list[BaseMessage]:
         return trim_messages(
             prompt,
@@ -44,10 +44,8 @@ def _trim_messages_peer(counter: Any, max_tokens: int) -> _Apply:
 
 
 def _clear_tool_uses_peer(counter: Any, max_tokens: int) -> _Apply:
+    # Imported here, not at the top: langchain is an optional extra, and without it the peer is left out with a note.
     from langchain.agents.middleware import ClearToolUsesEdit, ContextEditingMiddleware, ModelRequest, ModelResponse
-    from langchain_core.messages import AnyMessage
-
-    from langchain_promptstrat.testing import ScriptedChatModel
 
     middleware = ContextEditingMiddleware(edits=[ClearToolUsesEdit(trigger=max_tokens)], token_counter=counter)
     model = ScriptedChatModel()  # never called: the handler below answers in its place

@@ -56,6 +56,7 @@ from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.registry import resolve_strategies
 from langchain_promptstrat.report import Compacted, StrategyReport, make_report
 from langchain_promptstrat.settings import Settings, settings_with_options
+from langchain_promptstrat.strategies.ladder_machinery.vocabulary import PLACEHOLDER_KIND, kind_of
 
 __all__ = [
     "DEFAULT_CACHE_CONTROL",
@@ -66,7 +67,6 @@ __all__ = [
     "is_anthropic_model",
     "mark_breakpoints",
     "mark_cache_control",
-    "with_cache_breakpoints",
     "wrap_for_breakpoints",
 ]
 
@@ -103,8 +103,6 @@ def clearing_edge_ids(messages: Sequence[BaseMessage]) -> tuple[str | None, str 
     placeholder stays unchanged until it clears more, and the next clearing lands after
     it: a breakpoint there is read by the next call.
     """
-    from langchain_promptstrat.strategies.ladder import PLACEHOLDER_KIND, kind_of
-
     ids = [m.tool_call_id for m in messages if isinstance(m, ToolMessage) and kind_of(m) == PLACEHOLDER_KIND]
     return (ids[-2] if len(ids) > 1 else None), (ids[-1] if ids else None)
 
@@ -262,26 +260,6 @@ class CacheBreakpoints(PromptStrategy):
 
     def __repr__(self) -> str:
         return f"CacheBreakpoints({self.label!r})"
-
-
-def with_cache_breakpoints(entries: Sequence[Any], **build: Any) -> list[PromptStrategy]:
-    """Return each entry (a registry name, comma pipeline or strategy) wrapped in :class:`CacheBreakpoints`.
-
-    ``build`` (``max_tokens``, ``token_counter``) goes to
-    :func:`~langchain_promptstrat.simulate.build_strategy` for names, as a replay builds them.
-    """
-    from langchain_promptstrat.simulate import build_strategy
-
-    wrapped: list[PromptStrategy] = []
-    for entry in entries:
-        if isinstance(entry, str):
-            parts = [p.strip() for p in entry.split(",") if p.strip()]
-            inner: Any = [build_strategy(p, **build)[0] for p in parts]
-            label = f"{','.join(parts)}+breakpoints"
-        else:
-            inner, label = [entry], None
-        wrapped.append(CacheBreakpoints(inner, name=label))
-    return wrapped
 
 
 def wrap_for_breakpoints(

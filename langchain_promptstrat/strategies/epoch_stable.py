@@ -98,6 +98,8 @@ from langchain_promptstrat.strategies.epoch_machinery.token_costs import Costs
 from langchain_promptstrat.strategies.ladder_machinery.plan import run_plan
 from langchain_promptstrat.strategies.ladder_machinery.rung import LadderPass, ladder_pass
 from langchain_promptstrat.strategies.ladder_machinery.vocabulary import CountTokens
+from langchain_promptstrat.strategies.sliding_window import SlidingWindow
+from langchain_promptstrat.strategies.tool_results import ToolResults
 from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.tokens import as_token_counter, tool_schema_tokens
 
@@ -284,9 +286,6 @@ def _fallback(
     source: list[BaseMessage], prompt: list[BaseMessage], budget: int, costs: Costs, extra: int, ceiling: int, settings: Settings
 ) -> tuple[list[BaseMessage], str]:
     """Return ``prompt`` brought under ``budget`` by the ladder's rungs, then by shortening the largest outputs."""
-    from langchain_promptstrat.strategies.sliding_window import SlidingWindow
-    from langchain_promptstrat.strategies.tool_results import ToolResults
-
     system = leading_system_count(source)
     task = task_index(source)
     floor = costs(source[:system]) + (costs([source[task]]) if task is not None else 0)

@@ -16,6 +16,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from langchain_promptstrat.tokens.counter import TokenCounter, as_token_counter
 from langchain_promptstrat.tokens.message_parts import TOKENS_PER_MESSAGE, _call_ids_text, _json
@@ -73,8 +74,6 @@ def tool_schema_tokens(tools: Sequence[Any] | None, counter: Any = None) -> int:
     """
     if not tools:
         return 0
-    from langchain_core.utils.function_calling import convert_to_openai_tool
-
     counter = as_token_counter(counter)
     total = 0
     for tool in tools:

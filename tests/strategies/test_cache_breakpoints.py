@@ -16,12 +16,11 @@ from langchain_promptstrat.adapters.middleware import PromptStrategyMiddleware
 from langchain_promptstrat.cache_rules import has_cache_control
 from langchain_promptstrat.messages import check_tool_pairs
 from langchain_promptstrat.registry import get_strategy
-from langchain_promptstrat.simulate import canonical_message, simulate
+from langchain_promptstrat.simulate import canonical_message, simulate, with_cache_breakpoints
 from langchain_promptstrat.strategies.cache_breakpoints import (
     CacheBreakpoints,
     compaction_edge_ids,
     mark_breakpoints,
-    with_cache_breakpoints,
 )
 from langchain_promptstrat.testing import ScriptedChatModel, build_agent_run
 from langchain_promptstrat.tokens import TokenCounter, tool_schema_tokens

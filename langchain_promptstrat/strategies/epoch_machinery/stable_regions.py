@@ -165,34 +165,3 @@ def step_end(messages: Sequence[BaseMessage], outputs: Sequence[int], forward: i
     while j < len(messages) and isinstance(messages[j], ToolMessage):
         j += 1
     return j
-
-
-def _notice_key(decisions: Decisions, state: StableState | None, messages: Sequence[BaseMessage], outputs: Sequence[int]) -> tuple[int, int, int] | None:
-    """Return what the notice looks like and where it goes (counts, index in ``messages``), or None without one."""
-    if state is None or not (decisions.shortened or decisions.dropped):
-        return None
-    return decisions.shortened, decisions.dropped, step_end(messages, outputs, state.compaction_edge)
-
-
-def _prefix_change(
-    before_state: StableState | None,
-    before: Decisions,
-    before_notice: tuple[int, int, int] | None,
-    state: StableState,
-    now: Decisions,
-    notice: tuple[int, int, int] | None,
-) -> tuple[str | None, str | None]:
-    """Return the region whose bytes changed since the previous call and why: ``(None, None)`` when none did.
-
-    ``front`` (the first frozen messages may differ; everything after them is re-sent) when
-    compaction started or the drop edge moved; ``middle`` (the front and every call frozen
-    before are unchanged, the change starts at the step after the old boundary) when only
-    the compaction edge moved.
-    """
-    if before.fates == now.fates and before_notice == notice:
-        return None, None
-    if before_state is None or before_state.compaction_edge == 0:
-        return "front", "compaction_started"
-    if before_state.drop_edge != state.drop_edge:
-        return "front", "front_drop"
-    return "middle", "advance"
