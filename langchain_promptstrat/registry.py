@@ -26,7 +26,7 @@ from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
 from langchain_promptstrat.errors import ConfigError, UnknownStrategyError
 from langchain_promptstrat.messages import coerce_messages, keep_prompt_floor, mark_of, tool_results_as_tool_messages
 from langchain_promptstrat.report import Compacted, StrategyReport, make_report
-from langchain_promptstrat.settings import Settings, settings_with_options
+from langchain_promptstrat.settings import Settings, environment_variables, settings_with_options
 from langchain_promptstrat.strategies import BUILTIN_STRATEGIES
 from langchain_promptstrat.strategies.inbox import Inbox
 
@@ -161,6 +161,11 @@ def _split_names(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
+def _prompt_strategy_source() -> str:
+    """Return the name the ``prompt_strategy`` setting was read under: the environment variable that is set, else the key."""
+    return next((name for name in environment_variables("prompt_strategy") if name in os.environ), "the prompt_strategy setting")
+
+
 def resolve_strategies(
     strategies: StrategySpec | Sequence[StrategySpec] | None = None,
     *,
@@ -184,7 +189,7 @@ def resolve_strategies(
     if isinstance(strategies, str):
         items: list[Any] = _split_names(strategies)
         if not items:  # "" disabling everything, the inbox included, is never what was meant
-            source = "PROMPT_STRATEGY" if settings.prompt_strategy is strategies else "the strategy list"
+            source = _prompt_strategy_source() if settings.prompt_strategy is strategies else "the strategy list"
             raise ConfigError(f"{source} is empty ({strategies!r}); name strategies, or 'none' to apply none")
     elif isinstance(strategies, PromptStrategy) or (callable(strategies) and not isinstance(strategies, (list, tuple))):
         items = [strategies]

@@ -108,7 +108,16 @@ class TestConversationFiles:
         path = write(tmp_path, json.dumps([{"role": "user", "content": "hi"}]))
         code, out, err = run(capsys, "apply", path)
         assert (code, out) == (2, "")
-        assert "PROMPT_STRATEGY is empty" in one_error_line(err)
+        assert "PROMPT_STRATEGY is empty" in one_error_line(err) and "PROMPTSTRAT_" not in one_error_line(err)
+
+    def test_an_empty_prefixed_prompt_strategy_is_refused_under_its_own_name(self, capsys, tmp_path, monkeypatch):
+        """PROMPTSTRAT_PROMPT_STRATEGY="" is refused too, and the line names that variable, the one the user set."""
+        monkeypatch.delenv("PROMPT_STRATEGY", raising=False)
+        monkeypatch.setenv("PROMPTSTRAT_PROMPT_STRATEGY", "")
+        path = write(tmp_path, json.dumps([{"role": "user", "content": "hi"}]))
+        code, out, err = run(capsys, "apply", path)
+        assert (code, out) == (2, "")
+        assert "PROMPTSTRAT_PROMPT_STRATEGY is empty" in one_error_line(err)
 
 
 class TestInboxPost:
