@@ -126,3 +126,43 @@ def test_a_long_lived_bounded_default_keeps_no_finished_conversation_alive():
     gc.collect()
     alive = sum(1 for ref in refs if ref() is not None)
     assert alive == 0, f"{alive} messages of finished runs are kept alive by the strategy object"
+
+
+def test_a_long_lived_ladder_keeps_no_finished_conversation_alive():
+    """One watermark CompactionLadder, as a hook or middleware keeps for a server's life, holds no message of a finished run."""
+    from langchain_promptstrat.strategies.ladder import CompactionLadder
+
+    ladder = CompactionLadder(["tool_results", "sliding_window"], max_tokens=20_000)
+    refs: list[weakref.ref[BaseMessage]] = []
+    events = 0
+    for seed in range(4):
+        run = build_agent_run(150, seed=seed)
+        for end in range(100, len(run) + 1, 100):
+            events = max(events, ladder.compact(run[:end]).report.as_dict()["events"])
+        refs.extend(weakref.ref(m) for m in run)
+        del run
+    gc.collect()
+    alive = sum(1 for ref in refs if ref() is not None)
+    assert events > 0  # the remembered prompts held edited copies as well as the caller's messages
+    assert alive == 0, f"{alive} messages of finished runs are kept alive by the ladder"
+    ladder.compact(build_agent_run(20, seed=9))
+    assert len(ladder._memo) == 1  # the replays of the dropped runs, and their edited copies, are forgotten
+
+
+def test_the_ladder_memo_is_bounded_by_the_characters_of_its_edited_copies(monkeypatch):
+    """A ladder's remembered replays never hold more characters of edited copies than memo_chars, and the prompts do not change."""
+    from langchain_promptstrat.strategies.ladder import CompactionLadder
+
+    runs = [build_agent_run(150, seed=seed) for seed in range(6)]
+    ladder = CompactionLadder(["tool_results", "sliding_window"], max_tokens=20_000)
+    ladder.compact(runs[0])
+    one = ladder._memo[-1].chars
+    assert one > 0  # the rungs' edited copies are the ladder's own
+    bound = int(2.5 * one)  # room for about two replays of this size
+    monkeypatch.setattr(CompactionLadder, "memo_chars", bound)
+    for run in runs[1:]:
+        result = ladder.compact(run)
+        assert result.messages == CompactionLadder(["tool_results", "sliding_window"], max_tokens=20_000).compact(run).messages
+        held = sum(replay.chars for replay in ladder._memo)
+        assert 0 < held <= bound
+    assert len(ladder._memo) <= 3  # the character bound, not the count of 8, evicted

@@ -31,7 +31,9 @@ prompt above it is always compacted, unless it is already at the rungs' floor.
 The replay costs one pass over the history plus one ladder pass per past event, each on a
 prompt of about ``max_tokens``. A small per-ladder memo of recent replays (keyed by the
 identity of the message objects, which the package treats as immutable) lets a growing
-conversation resume where the previous call stopped; it never changes a result.
+conversation resume where the previous call stopped; it never changes a result, and it
+holds the caller's messages only weakly (a prompt is remembered as indices into the
+history plus the rungs' edited copies), so a finished conversation is not kept alive.
 
 This module holds the ladder: its options and the watermark's rule. What it shares with
 its rungs (the marks' kinds and token shares, the plan protocol, the :class:`Rung` base and
@@ -43,9 +45,10 @@ needs: that belongs there.
 
 from __future__ import annotations
 
-import operator
+import dataclasses
 import os
 import threading
+import weakref
 from collections.abc import Generator, Sequence
 from typing import Any, NoReturn
 
@@ -55,12 +58,12 @@ from langchain_core.runnables import RunnableConfig
 
 from langchain_promptstrat.strategy import PromptStrategy, emit_report
 from langchain_promptstrat.errors import ConfigError
-from langchain_promptstrat.messages import coerce_messages
+from langchain_promptstrat.messages import coerce_messages, message_chars
 from langchain_promptstrat.registry import get_strategy  # rungs may be given by registry key
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.strategies.ladder_machinery.plan import Plan, Rewrite, RungRequest, arun_plan, done, run_plan
-from langchain_promptstrat.strategies.ladder_machinery.replay import _Replay, call_points
+from langchain_promptstrat.strategies.ladder_machinery.replay import _Replay, alive, call_points, encode_prompt, same_history
 from langchain_promptstrat.strategies.ladder_machinery.rung import LadderPass, Rung, _counts, _pass_report, ladder_pass
 from langchain_promptstrat.strategies.ladder_machinery.vocabulary import (
     NOTE_KIND,
@@ -122,6 +125,8 @@ class CompactionLadder(PromptStrategy):
     strategy_name = "ladder"
     memo_size = 8
     """Replays remembered per ladder, to resume a growing conversation (never changes a result)."""
+    memo_chars = 8_000_000
+    """Characters of edited copies the remembered replays may hold together (they hold the caller's messages only weakly)."""
 
     def __init__(
         self,
@@ -192,14 +197,16 @@ class CompactionLadder(PromptStrategy):
         base = list_overhead(counter)
         start = self._recall(messages)
         if start is None:
-            start = _Replay((), (), base, base, 0, None, None)
-        prompt, tokens, history_tokens = list(start.prompt), start.tokens, start.history_tokens
+            start = _Replay((), (), (), 0, base, base, 0, None, None)
+        prompt, tokens, history_tokens = start.prompt(messages), start.tokens, start.history_tokens
+        picks, copies, chars = list(start.picks), start.copies, start.chars
         events, last_event, done_length, last_pass = start.events, start.last_event, len(start.history), start.last_pass
         for point in call_points(messages):
             if point <= done_length:
                 continue
             added = messages[done_length:point]
             prompt.extend(added)
+            picks.extend(range(done_length, point))
             grown = sum(count_one(m) for m in added)
             tokens += grown
             history_tokens += grown
@@ -207,9 +214,14 @@ class CompactionLadder(PromptStrategy):
             last_pass = None
             if tokens > self.max_tokens:
                 last_pass = yield from ladder_pass(prompt, self.rungs, target=self.low_tokens, counter=counter)
+                picks, new_copies = encode_prompt(prompt, picks, last_pass.messages)
+                copies, chars = tuple(new_copies), sum(map(message_chars, new_copies))
                 prompt, tokens = list(last_pass.messages), last_pass.tokens
                 events, last_event = events + 1, point
-        self._remember(_Replay(tuple(messages), tuple(prompt), tokens, history_tokens, events, last_event, last_pass))
+        # weakly, and without the pass's prompt: the memo must not keep a finished conversation alive
+        history = start.history + tuple(map(weakref.ref, messages[len(start.history):]))
+        kept_pass = dataclasses.replace(last_pass, messages=[]) if last_pass is not None else None
+        self._remember(_Replay(history, tuple(picks), copies, chars, tokens, history_tokens, events, last_event, kept_pass))
 
         if not isinstance(counter, _Tally):  # the replay added per-message shares; report the counter's own figures
             history_tokens, tokens = counter(messages), counter(prompt)
@@ -242,13 +254,21 @@ class CompactionLadder(PromptStrategy):
                 continue
             if points is None:
                 points = set(call_points(messages))
-            if length in points and all(map(operator.is_, replay.history, messages)):
+            if length in points and same_history(replay.history, messages):
                 best = replay
         return best
 
     def _remember(self, replay: _Replay) -> None:
+        """Remember ``replay``, forgetting the oldest replays beyond ``memo_size`` or ``memo_chars`` and those of dropped conversations."""
+        if replay.chars > self.memo_chars:
+            return
         with self._memo_lock:
-            self._memo = [*self._memo[-(self.memo_size - 1):], replay]
+            memo = [r for r in self._memo[-(self.memo_size - 1):] if alive(r)]
+            memo.append(replay)
+            total = sum(r.chars for r in memo)
+            while total > self.memo_chars:
+                total -= memo.pop(0).chars
+            self._memo = memo
 
     def forget(self) -> None:
         """Drop the remembered replays (results do not change; the next call replays from scratch)."""

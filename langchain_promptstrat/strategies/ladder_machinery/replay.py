@@ -10,6 +10,8 @@ Must not decide when to compact (the ladder does) nor run rungs (``rung``).
 
 from __future__ import annotations
 
+import operator
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -40,13 +42,62 @@ def call_points(messages: Sequence[BaseMessage]) -> list[int]:
 
 @dataclass(frozen=True)
 class _Replay:
-    """Where a replay stands after the call point ``len(history)``: the prompt built so far and its counts."""
+    """Where a replay stands after the call point ``len(history)``: the prompt built so far and its counts.
 
-    history: tuple[BaseMessage, ...]
-    prompt: tuple[BaseMessage, ...]
+    It holds no message of the caller, so a remembered replay never keeps a finished
+    conversation alive: the history is held weakly (compared by identity with the next
+    call's messages), and the prompt is encoded as :attr:`picks` into the history plus the
+    replay's own edited copies (:attr:`copies`, ``chars`` characters of them).
+    """
+
+    history: tuple[weakref.ref[BaseMessage], ...]
+    picks: tuple[int, ...]
+    """The prompt: ``history[pick]`` for a pick >= 0, ``copies[-pick - 1]`` for a negative one."""
+    copies: tuple[BaseMessage, ...]
+    chars: int
+    """Characters of :attr:`copies` (what remembering this replay costs)."""
     tokens: int
     history_tokens: int
     events: int
     last_event: int | None
     last_pass: LadderPass | None
-    """The pass of an event at the history's own length (None when that call did not compact)."""
+    """The pass of an event at the history's own length, without its messages (None when that call did not compact)."""
+
+    def prompt(self, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+        """Return the prompt for ``messages``, whose first ``len(history)`` messages are the history's (same objects)."""
+        pool = list(messages[: len(self.history)])
+        pool += reversed(self.copies)  # pool[-k - 1] is copies[k]: one C-level lookup per pick
+        return list(map(pool.__getitem__, self.picks))
+
+
+def encode_prompt(prompt: Sequence[BaseMessage], picks: Sequence[int], rewritten: Sequence[BaseMessage]) -> tuple[list[int], list[BaseMessage]]:
+    """Return the picks and copies of ``rewritten``, a rung pass's output for ``prompt`` (encoded by ``picks``).
+
+    A message of ``rewritten`` that is one of the history's messages in ``prompt`` keeps its
+    pick; anything else (an edited copy, a note, a summary) is the replay's own copy.
+    """
+    where = {id(m): p for m, p in zip(prompt, picks) if p >= 0}
+    out: list[int] = []
+    copies: list[BaseMessage] = []
+    for message in rewritten:
+        pick = where.get(id(message))
+        if pick is None:
+            copies.append(message)
+            pick = -len(copies)
+        out.append(pick)
+    return out, copies
+
+
+_DEREF = weakref.ref.__call__
+"""Dereference a weak reference, as a C function ``map`` can call without a Python frame."""
+
+
+def same_history(history: Sequence[weakref.ref[BaseMessage]], messages: Sequence[BaseMessage]) -> bool:
+    """Return whether the messages ``history`` refers to are the first ``len(history)`` of ``messages``, by identity."""
+    return len(history) <= len(messages) and all(map(operator.is_, map(_DEREF, history), messages))
+
+
+def alive(replay: _Replay) -> bool:
+    """Return whether the oldest and newest messages of ``replay``'s history still live (a dead one can never match again)."""
+    history = replay.history
+    return not history or (history[0]() is not None and history[-1]() is not None)

@@ -1,0 +1,122 @@
+"""Record, or check against a record, a digest of every prompt and report the watermark ladder sends.
+
+A change to how ``CompactionLadder`` remembers its replays must not change a single byte of
+what it sends. This script calls one ``CompactionLadder(["tool_results", "sliding_window"],
+max_tokens=...)`` per run before every model call, as an agent would (so each call resumes
+the previous call's replay from the memo), on the seeded normal and heavy runs and on the
+real transcripts in ``../shared/realruns/``, and writes a SHA-256 of each prompt (message
+types and every field, as JSON) and of each report. Every ``--again-every``-th call is also
+asked twice more from the same object, for the same history (a memo hit at its own length)
+and for an earlier call's history (a hit on an older replay, a branch); every
+``--fresh-every``-th call is also computed by a fresh ladder (no memo), which must give the
+same bytes.
+
+    python benchmarks/ladder_digests.py record /tmp/ladder.json     # on the code before the change
+    python benchmarks/ladder_digests.py check /tmp/ladder.json      # after: exit 1 on any difference
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from langchain_promptstrat.conversation_file import read_conversation
+from langchain_promptstrat.replay import find_transcripts, transcript_prompts
+from langchain_promptstrat.strategies.ladder import CompactionLadder
+from langchain_promptstrat.testing import iter_agent_run
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from prompt_digests import REALRUNS, RUNS, SEEDS, digest, report_digest  # noqa: E402
+
+TARGETS = (20_000, 60_000)
+REAL_TARGETS = (8_000, 16_000, 32_000)
+
+
+def ladder(max_tokens: int) -> CompactionLadder:
+    return CompactionLadder(["tool_results", "sliding_window"], max_tokens=max_tokens)
+
+
+def cases(calls: int) -> Iterator[tuple[str, list[list[BaseMessage]], int]]:
+    """Yield ``(name, prompts, max_tokens)`` for every run of the record."""
+    for run, options in RUNS.items():
+        for seed in SEEDS:
+            prompts = list(iter_agent_run(calls, seed=seed, **options))
+            for target in TARGETS:
+                yield f"{run}/seed{seed}/{target}", prompts, target
+    if REALRUNS.is_dir():
+        for path, _ in find_transcripts([REALRUNS]):
+            prompts = transcript_prompts(read_conversation(str(path)).messages)
+            for target in REAL_TARGETS:
+                yield f"real/{path.parent.name}/{path.name}/{target}", prompts, target
+
+
+def compute(calls: int, again_every: int, fresh_every: int) -> dict[str, list[list[str]]]:
+    """Return ``{case: [[prompt digest, report digest], ...]}``, checking the fresh-object calls on the way."""
+    out: dict[str, list[list[str]]] = {}
+    for name, prompts, target in cases(calls):
+        strategy = ladder(target)
+        rows: list[list[str]] = []
+
+        def ask(history: list[BaseMessage], strategy: Any = strategy, rows: list[list[str]] = rows) -> list[str]:
+            result = strategy.compact(list(history))
+            rows.append([digest(result.messages), report_digest(result.report)])
+            return rows[-1]
+
+        for n, prompt in enumerate(prompts):
+            row = ask(prompt)
+            if again_every and n % again_every == again_every - 1:
+                ask(prompt)  # the same history again: the replay remembered at its own length
+                ask(prompts[n // 2])  # an earlier history of the same conversation: an older replay, or none
+            if fresh_every and n % fresh_every == fresh_every - 1:
+                fresh = ladder(target).compact(list(prompt))
+                if [digest(fresh.messages), report_digest(fresh.report)] != row:
+                    raise SystemExit(f"{name} call {n}: a fresh ladder sends different bytes")
+        out[name] = rows
+        print(f"{name}: {len(rows)} prompts", file=sys.stderr)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("mode", choices=["record", "check"])
+    parser.add_argument("file")
+    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--again-every", type=int, default=7)
+    parser.add_argument("--fresh-every", type=int, default=40)
+    args = parser.parse_args(argv)
+    now = compute(args.calls, args.again_every, args.fresh_every)
+    total = sum(len(rows) for rows in now.values())
+    if args.mode == "record":
+        Path(args.file).write_text(json.dumps(now))
+        print(f"recorded {total} prompts in {len(now)} runs")
+        return 0
+    recorded = json.loads(Path(args.file).read_text())
+    bad = 0
+    for name, rows in recorded.items():
+        mine = now.get(name)
+        if mine is None:
+            print(f"{name}: missing")
+            bad += 1
+            continue
+        for n, (a, b) in enumerate(zip(rows, mine)):
+            if a[0] != b[0]:
+                print(f"{name} call {n}: prompt differs")
+                bad += 1
+            elif a[1] != b[1]:
+                print(f"{name} call {n}: report differs")
+                bad += 1
+        if len(rows) != len(mine):
+            print(f"{name}: {len(rows)} recorded, {len(mine)} now")
+            bad += 1
+    print(f"compared {total} prompts and reports in {len(now)} runs: {bad} differences")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
