@@ -18,7 +18,6 @@ same bytes.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,7 +31,7 @@ from langchain_promptstrat.strategies.ladder import CompactionLadder
 from langchain_promptstrat.testing import iter_agent_run
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from prompt_digests import REALRUNS, RUNS, SEEDS, digest, report_digest  # noqa: E402
+from prompt_digests import REALRUNS, RUNS, SEEDS, digest, record_or_check, report_digest  # noqa: E402
 
 TARGETS = (20_000, 60_000)
 REAL_TARGETS = (8_000, 16_000, 32_000)
@@ -91,32 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fresh-every", type=int, default=40)
     args = parser.parse_args(argv)
     now = compute(args.calls, args.again_every, args.fresh_every)
-    total = sum(len(rows) for rows in now.values())
-    if args.mode == "record":
-        Path(args.file).write_text(json.dumps(now))
-        print(f"recorded {total} prompts in {len(now)} runs")
-        return 0
-    recorded = json.loads(Path(args.file).read_text())
-    bad = 0
-    for name, rows in recorded.items():
-        mine = now.get(name)
-        if mine is None:
-            print(f"{name}: missing")
-            bad += 1
-            continue
-        for n, (a, b) in enumerate(zip(rows, mine)):
-            if a[0] != b[0]:
-                print(f"{name} call {n}: prompt differs")
-                bad += 1
-            elif a[1] != b[1]:
-                print(f"{name} call {n}: report differs")
-                bad += 1
-        if len(rows) != len(mine):
-            print(f"{name}: {len(rows)} recorded, {len(mine)} now")
-            bad += 1
-    print(f"compared {total} prompts and reports in {len(now)} runs: {bad} differences")
-    return 1 if bad else 0
-
+    return record_or_check(args.mode, args.file, now)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -86,20 +86,14 @@ def compute(calls: int, fresh_every: int) -> dict[str, list[list[str]]]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", choices=["record", "check"])
-    parser.add_argument("file")
-    parser.add_argument("--calls", type=int, default=400)
-    parser.add_argument("--fresh-every", type=int, default=40)
-    args = parser.parse_args(argv)
-    now = compute(args.calls, args.fresh_every)
+def record_or_check(mode: str, file: str, now: dict[str, list[list[str]]]) -> int:
+    """Write ``now`` to ``file`` (``record``), or compare it with the record there (``check``); return the exit status."""
     total = sum(len(rows) for rows in now.values())
-    if args.mode == "record":
-        Path(args.file).write_text(json.dumps(now))
+    if mode == "record":
+        Path(file).write_text(json.dumps(now))
         print(f"recorded {total} prompts in {len(now)} runs")
         return 0
-    recorded = json.loads(Path(args.file).read_text())
+    recorded = json.loads(Path(file).read_text())
     bad = 0
     for name, rows in recorded.items():
         mine = now.get(name)
@@ -120,6 +114,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"compared {total} prompts and reports in {len(now)} runs: {bad} differences")
     return 1 if bad else 0
 
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("mode", choices=["record", "check"])
+    parser.add_argument("file")
+    parser.add_argument("--calls", type=int, default=400)
+    parser.add_argument("--fresh-every", type=int, default=40)
+    args = parser.parse_args(argv)
+    now = compute(args.calls, args.fresh_every)
+    return record_or_check(args.mode, args.file, now)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -82,6 +82,7 @@ from langchain_promptstrat.inbox.files import (
     open_regular,
     read_all,
     scan_entries,
+    visible_entries,
     write_new_file,
 )
 from langchain_promptstrat.inbox.notices import (
@@ -191,34 +192,23 @@ class DirectoryInbox:
             return []
         names = []
         now = time.time()
-        try:
-            it = os.scandir(self.path)
-        except (FileNotFoundError, NotADirectoryError):
-            return []
-        with it:
-            for item in it:
-                if item.name.startswith("."):
-                    continue
-                try:
-                    st = item.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                if not stat.S_ISREG(st.st_mode):
-                    continue
-                if st.st_size == 0 and item.name != ABORT_FILE:
-                    continue
-                if st.st_mode & 0o222 and abs(now - st.st_mtime) < self.quiet_seconds:
-                    continue
-                if st.st_size > self.max_notice_bytes and item.name != ABORT_FILE:
-                    warn_once(
-                        ("too-large", str(self.path), item.name, str(st.st_size)),
-                        "inbox: %s/%s is %d bytes, over the %d-byte notice limit (INBOX_MAX_NOTICE_BYTES); "
-                        "it is left pending, not delivered",
-                        self.path, os.fsencode(item.name).decode("utf-8", "backslashreplace"), st.st_size,
-                        self.max_notice_bytes,
-                    )
-                    continue
-                names.append(item.name)
+        for item, st in visible_entries(self.path):
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            if st.st_size == 0 and item.name != ABORT_FILE:
+                continue
+            if st.st_mode & 0o222 and abs(now - st.st_mtime) < self.quiet_seconds:
+                continue
+            if st.st_size > self.max_notice_bytes and item.name != ABORT_FILE:
+                warn_once(
+                    ("too-large", str(self.path), item.name, str(st.st_size)),
+                    "inbox: %s/%s is %d bytes, over the %d-byte notice limit (INBOX_MAX_NOTICE_BYTES); "
+                    "it is left pending, not delivered",
+                    self.path, os.fsencode(item.name).decode("utf-8", "backslashreplace"), st.st_size,
+                    self.max_notice_bytes,
+                )
+                continue
+            names.append(item.name)
         names.sort()
         return names
 

@@ -16,7 +16,7 @@ import errno
 import os
 import secrets
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from langchain_promptstrat.inbox.contract import PREVIEW_BYTES, InboxEntry
@@ -31,6 +31,7 @@ __all__ = [
     "read_all",
     "read_head",
     "scan_entries",
+    "visible_entries",
     "write_new_file",
 ]
 
@@ -135,13 +136,16 @@ def read_all(fd: int) -> bytes:
         chunks.append(chunk)
 
 
-def scan_entries(directory: Path, with_head: bool = False) -> list[InboxEntry]:
-    """Return the regular, visible files of ``directory`` by name (``with_head``: with their first bytes); none when it is missing."""
+def visible_entries(directory: str | os.PathLike[str]) -> Iterator[tuple[os.DirEntry[str], os.stat_result]]:
+    """Yield each visible entry of ``directory`` with its own stat (links not followed); nothing when it is missing.
+
+    Dot names are the inbox's own (temporary files, the claims directory) and never a
+    notice; an entry that vanishes between the listing and its stat is passed over.
+    """
     try:
         it = os.scandir(directory)
     except (FileNotFoundError, NotADirectoryError):
-        return []
-    entries = []
+        return
     with it:
         for item in it:
             if item.name.startswith("."):
@@ -150,9 +154,16 @@ def scan_entries(directory: Path, with_head: bool = False) -> list[InboxEntry]:
                 st = item.stat(follow_symlinks=False)
             except OSError:
                 continue
-            if stat.S_ISREG(st.st_mode):
-                head = read_head(item.path) if with_head else None
-                entries.append(InboxEntry(item.name, st.st_mtime, st.st_size, head=head))
+            yield item, st
+
+
+def scan_entries(directory: Path, with_head: bool = False) -> list[InboxEntry]:
+    """Return the regular, visible files of ``directory`` by name (``with_head``: with their first bytes); none when it is missing."""
+    entries = []
+    for item, st in visible_entries(directory):
+        if stat.S_ISREG(st.st_mode):
+            head = read_head(item.path) if with_head else None
+            entries.append(InboxEntry(item.name, st.st_mtime, st.st_size, head=head))
     entries.sort(key=lambda e: e.name)
     return entries
 
@@ -160,19 +171,9 @@ def scan_entries(directory: Path, with_head: bool = False) -> list[InboxEntry]:
 def holds_inode(directory: Path, st: os.stat_result) -> bool:
     """Return whether a visible entry of ``directory`` is the file ``st`` describes (the same inode)."""
     try:
-        with os.scandir(directory) as it:
-            for item in it:
-                if item.name.startswith("."):
-                    continue
-                try:
-                    other = item.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
-                    return True
+        return any((other.st_dev, other.st_ino) == (st.st_dev, st.st_ino) for _, other in visible_entries(directory))
     except OSError:
-        pass
-    return False
+        return False
 
 
 def write_new_file(directory: Path, data: bytes, names: Iterable[str]) -> Path | None:

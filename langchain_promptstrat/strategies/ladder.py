@@ -52,19 +52,16 @@ import weakref
 from collections.abc import Generator, Sequence
 from typing import Any, NoReturn
 
-from langchain_core.callbacks import AsyncCallbackManagerForChainRun
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables import RunnableConfig
 
-from langchain_promptstrat.strategy import PromptStrategy, emit_report
 from langchain_promptstrat.errors import ConfigError
-from langchain_promptstrat.messages import coerce_messages, message_chars
+from langchain_promptstrat.messages import message_chars
 from langchain_promptstrat.registry import get_strategy  # rungs may be given by registry key
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.strategies.ladder_machinery.plan import Plan, Rewrite, RungRequest, arun_plan, done, run_plan
 from langchain_promptstrat.strategies.ladder_machinery.replay import _Replay, alive, call_points, encode_prompt, same_history
-from langchain_promptstrat.strategies.ladder_machinery.rung import LadderPass, Rung, _counts, _pass_report, ladder_pass
+from langchain_promptstrat.strategies.ladder_machinery.rung import LadderPass, PlannedStrategy, Rung, _counts, _pass_report, ladder_pass
 from langchain_promptstrat.strategies.ladder_machinery.vocabulary import (
     NOTE_KIND,
     PLACEHOLDER_KIND,
@@ -103,7 +100,7 @@ __all__ = [
 ]
 
 
-class CompactionLadder(PromptStrategy):
+class CompactionLadder(PlannedStrategy):
     """A token budget: rungs run cheapest first while over ``max_tokens``, with a low watermark.
 
     ``CompactionLadder([ToolResults(), SlidingWindow(), Summary(model)], max_tokens=120_000)``.
@@ -284,15 +281,6 @@ class CompactionLadder(PromptStrategy):
     async def acompact(self, messages: list[BaseMessage]) -> Compacted:
         """Return :meth:`compact` of ``messages``, awaiting any model call."""
         return await arun_plan(self._run(list(messages)))
-
-    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> list[BaseMessage]:
-        """Return the transformed messages, awaiting any model call (no thread hop)."""
-        return await self._acall_with_config(self._ainvoke, input, config, run_type="prompt")
-
-    async def _ainvoke(self, input: Any, run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig) -> list[BaseMessage]:
-        result = await self.acompact(coerce_messages(input))
-        emit_report(result, config)
-        return result.messages
 
 
 def _tokens_argument(name: str, value: Any) -> int:

@@ -29,10 +29,32 @@ from langchain_promptstrat.strategies.ladder_machinery.plan import Plan, RungReq
 from langchain_promptstrat.strategies.ladder_machinery.vocabulary import CountTokens, tally
 from langchain_promptstrat.tokens import as_token_counter
 
-__all__ = ["LadderPass", "Rung", "ladder_pass"]
+__all__ = ["LadderPass", "PlannedStrategy", "Rung", "ladder_pass"]
 
 
-class Rung(PromptStrategy):
+class PlannedStrategy(PromptStrategy):
+    """A strategy whose work is a plan that may call a chat model: async calls await it on the event loop.
+
+    Subclasses give :meth:`acompact`; ``ainvoke`` awaits it (no thread hop, so a summary's
+    model call is awaited), emits the report and returns the messages. The sync path is the
+    base's, through :meth:`compact`. Shared by :class:`Rung` and the ``CompactionLadder``.
+    """
+
+    @abstractmethod
+    async def acompact(self, messages: list[BaseMessage]) -> Compacted:
+        """Return :meth:`compact` of ``messages``, awaiting any model call."""
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> list[BaseMessage]:
+        """Return the transformed messages, awaiting any model call (no thread hop)."""
+        return await self._acall_with_config(self._ainvoke, input, config, run_type="prompt")
+
+    async def _ainvoke(self, input: Any, run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig) -> list[BaseMessage]:
+        result = await self.acompact(coerce_messages(input))
+        emit_report(result, config)
+        return result.messages
+
+
+class Rung(PlannedStrategy):
     """Base of the token-target rungs: a plan toward a target, usable alone or in a ladder.
 
     On its own, a rung aims at ``max_tokens`` (default: the ``ladder_max_tokens`` setting)
@@ -84,15 +106,6 @@ class Rung(PromptStrategy):
     def _single(self, messages: list[BaseMessage]) -> Generator[RungRequest, Any, Compacted]:
         done_pass = yield from ladder_pass(messages, [self], target=self.max_tokens, counter=tally(self.token_counter))
         return Compacted(done_pass.messages, _pass_report(self.strategy_name, messages, done_pass, self.max_tokens))
-
-    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> list[BaseMessage]:
-        """Return the transformed messages, awaiting any model call (no thread hop)."""
-        return await self._acall_with_config(self._ainvoke, input, config, run_type="prompt")
-
-    async def _ainvoke(self, input: Any, run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig) -> list[BaseMessage]:
-        result = await self.acompact(coerce_messages(input))
-        emit_report(result, config)
-        return result.messages
 
 
 @dataclass
