@@ -29,7 +29,7 @@ from langchain_promptstrat.conversation_file import read_conversation
 from langchain_promptstrat.errors import ConfigError, PromptStratError
 from langchain_promptstrat.simulate import DEFAULT_MAX_TOKENS, SimulationResult, StrategyEntry, default_strategy_names, simulate
 
-__all__ = ["TRANSCRIPT_SUFFIXES", "find_transcripts", "simulate_files", "transcript_prompts"]
+__all__ = ["TRANSCRIPT_SUFFIXES", "find_transcripts", "simulate_files", "transcript_answers", "transcript_prompts"]
 
 TRANSCRIPT_SUFFIXES = (".json", ".jsonl")
 """File endings a folder is searched for (``.traj.json`` ends in ``.json``)."""
@@ -40,6 +40,11 @@ _MAX_NOTES_PER_FILE = 3
 def transcript_prompts(messages: Sequence[BaseMessage]) -> list[list[BaseMessage]]:
     """Return the prompt of every model call in ``messages``: the history before each assistant message after the first message."""
     return [list(messages[:i]) for i, m in enumerate(messages) if i and isinstance(m, AIMessage)]
+
+
+def transcript_answers(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """Return the answer of every model call in ``messages``: each assistant message after the first message (one per :func:`transcript_prompts` prompt)."""
+    return [m for i, m in enumerate(messages) if i and isinstance(m, AIMessage)]
 
 
 def find_transcripts(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[Path, bool]]:
@@ -62,9 +67,10 @@ def _merge(results: list[SimulationResult], files: list[str], notes: list[str]) 
     runs = first.runs
     for other in results[1:]:
         for run, more in zip(runs, other.runs):
-            for name in ("tokens", "cached_tokens", "reuse", "seconds", "degenerate", "provider_cached_tokens", "provider_written_tokens"):
+            for name in ("tokens", "cached_tokens", "reuse", "seconds", "degenerate", "provider_cached_tokens", "provider_written_tokens", "recall"):
                 getattr(run, name).extend(getattr(more, name))
     first.model_calls = sum(r.model_calls for r in results)
+    first.recall_measured = all(r.recall_measured for r in results)
     first.tool_schemas = [pair for r in results for pair in r.tool_schemas]
     first.files = files
     first.notes = [*notes, *dict.fromkeys(n for r in results for n in r.notes)]
@@ -97,14 +103,16 @@ def simulate_files(
                 raise
             notes.append(f"skipped {path}: {exc}")
             continue
-        prompts = transcript_prompts([*conversation.messages, *conversation.pending])
+        recorded = [*conversation.messages, *conversation.pending]
+        prompts = transcript_prompts(recorded)
         shown = conversation.notes[:_MAX_NOTES_PER_FILE]
         more = len(conversation.notes) - len(shown)
         notes += [f"{path.name}: {n}" for n in shown] + ([f"{path.name}: {more} more notes"] if more > 0 else [])
         if not prompts:
             notes.append(f"{path.name}: no model call to replay (no assistant message after the first message)")
             continue
-        results.append(simulate(strategies, prompts=prompts, tools=conversation.tools if tools is None else tools, **options))
+        tools_here = conversation.tools if tools is None else tools
+        results.append(simulate(strategies, prompts=prompts, next_actions=transcript_answers(recorded), tools=tools_here, **options))
         files.append(str(path))
     if not results:
         raise ConfigError(f"no model call to replay in {', '.join(map(str, paths))}")

@@ -118,11 +118,14 @@ class TestSimulate:
         assert all(column in header for column in TABLE_COLUMNS)
         assert [row.split()[0] for row in table_rows(out)] == ["none", "shorten_tools,none"]
 
-    def test_compare_adds_the_two_peers(self, capsys):
-        """--compare replays trim_messages and ClearToolUsesEdit after the named strategies."""
+    def test_compare_adds_the_peers(self, capsys):
+        """--compare replays trim_messages, ClearToolUsesEdit and the two observation-masking rows after the named strategies."""
         code, out, _ = run(capsys, "simulate", "--calls", "40", "--compare", "none")
         assert code == 0
-        assert [row.split("  ")[0] for row in table_rows(out)] == ["none", "trim_messages (peer)", "ClearToolUsesEdit (peer)"]
+        assert [row.split("  ")[0] for row in table_rows(out)] == [
+            "none", "trim_messages (peer)", "ClearToolUsesEdit (peer)",
+            "LastNObservations(n=10) (peer)", "LastNObservations(n=10,polling=5) (peer)",
+        ]
 
     def test_every_option_reaches_the_engine(self, capsys, monkeypatch):
         """Each option is handed to simulate() under its engine name, the counter as a TokenCounter."""

@@ -297,10 +297,10 @@ class TestSimulate:
         assert result.exact_tokens is None and result.token_counter == "chars"
 
     def test_without_langchain_the_middleware_peer_is_left_out_with_a_note(self, monkeypatch):
-        """When langchain's agent middleware cannot be imported, trim_messages still runs and a note says why."""
+        """When langchain's agent middleware cannot be imported, the other peers still run and a note says why."""
         monkeypatch.setitem(sys.modules, "langchain.agents.middleware", None)
         result = simulate([], n_tool_calls=5, peers=True, progress=False)
-        assert [r.name for r in result.runs] == [PEER_TRIM_MESSAGES]
+        assert [r.name for r in result.runs] == [PEER_TRIM_MESSAGES, "LastNObservations(n=10)", "LastNObservations(n=10,polling=5)"]
         assert any("langchain-promptstrat[agents]" in note for note in result.notes)
         assert "note: ClearToolUsesEdit left out" in format_table(result)
 
@@ -404,7 +404,7 @@ class TestJson:
         data = result_to_json(compared)
         assert data["baseline"] == "none"
         assert [entry["name"] for entry in data["strategies"]] == [run.name for run in compared.runs]
-        assert len(data["strategies"]) == 4  # none, shorten_tools and the two peers
+        assert len(data["strategies"]) == 6  # none, shorten_tools and the four peer rows
         for entry in data["strategies"]:
             assert {"tokens_sent", "peak_tokens", "cache_reuse", "cost_units", "strategy_seconds", "degenerate_calls"} <= set(entry["summary"])
             assert all(len(v) == data["model_calls"] for v in entry["per_call"].values())

@@ -95,7 +95,8 @@ def add_simulate_commands(commands: argparse._SubParsersAction[Any], detailed: b
                      help=f"tool calls of the simulated run (default: {DEFAULT_TOOL_CALLS})")
     sim.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the simulated run (default: 0)")
     sim.add_argument("--compare", action="store_true",
-                     help="also replay the peers: trim_messages and ClearToolUsesEdit at --max-tokens")
+                     help="also replay the peers: trim_messages and ClearToolUsesEdit at --max-tokens, and SWE-agent's "
+                     "observation masking (LastNObservations n=10, with and without polling=5)")
     sim.add_argument("--max-tokens", type=positive_int, default=DEFAULT_MAX_TOKENS, metavar="N",
                      help=f"token target of the peers and of strategies that take one (default: {DEFAULT_MAX_TOKENS})")
     sim.add_argument("--cached-fraction", type=_fraction, default=DEFAULT_CACHED_FRACTION, metavar="F",
@@ -115,7 +116,8 @@ def add_simulate_commands(commands: argparse._SubParsersAction[Any], detailed: b
                      help="also record the tool calls as a provider integration does (OpenAI additional_kwargs, "
                      "Anthropic tool_use blocks, or a mix per step)")
     sim.add_argument("--plot", metavar="FILE.png",
-                     help="draw prompt tokens and cache reuse per call for each strategy (needs matplotlib)")
+                     help="draw prompt tokens and cache reuse per call for each strategy, and (replayed transcripts) cost "
+                     "against next-action recall, one point per strategy (needs matplotlib)")
     sim.add_argument("--json", action="store_true", help="print the figures as JSON, per-call figures included")
     sim.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                      help="a progress bar on standard error (default: only when it is a terminal)")

@@ -61,7 +61,17 @@ Degenerate prompts
     message (the model no longer sees what it is asked). ``trim_messages(start_on="human")`` produces
     these in a single-task agent run once the task scrolls out of its window.
 
-Peers (``peers=True``), both with the same counter and the same target ``max_tokens``
+Next-action recall
+    For replayed prompts (``prompts=``, transcripts), the share of the references the
+    agent's real next message used, from earlier tool outputs, that each prompt sent still
+    holds in original text: recall, old recall and outputs-only recall, with their
+    reference counts. Defined precisely in :mod:`~langchain_promptstrat.simulate.recall`.
+    ``none`` scores 1.0; a simulated run measures none (its next actions are scripted).
+
+Mean prompt
+    ``tokens sent / model calls``: what a strategy keeps of the history, on average.
+
+Peers (``peers=True``), with the same counter and, where they take one, the same target ``max_tokens``
     * ``langchain_core.messages.trim_messages(prompt, strategy="last", max_tokens=max_tokens,
       token_counter=counter, start_on="human", end_on=("human", "tool"),
       include_system=True, allow_partial=False)``: the settings of LangGraph's documented
@@ -72,13 +82,19 @@ Peers (``peers=True``), both with the same counter and the same target ``max_tok
       ``messages`` are the rest, as ``create_agent`` does; ``keep=3``,
       ``clear_at_least=0``, ``clear_tool_inputs=False`` are its defaults. Skipped with a
       note when ``langchain`` is not installed (the ``agents`` extra).
+    * Observation masking as SWE-agent's ``LastNObservations`` does it, ``n=10`` (the
+      setting of the paper "The Complexity Trap"), once with ``polling=1`` and once with
+      ``polling=5``: every tool output but the last ``n`` (to ``n + polling``) has its
+      content replaced by ``Old environment output: (L lines omitted)``; no token target
+      (:func:`~langchain_promptstrat.simulate.peers.observation_masking`).
 
 Our ladder strategies that aim at a token budget are built with the same ``max_tokens``
 when they accept it (see :func:`build_strategy`).
 
 The modules behind it: ``engine`` (building the strategies, the replay, :func:`simulate`),
 ``figures`` (canonical message, shared prefix, cache reuse, cost, degenerate prompts),
-``peers`` (``trim_messages`` and ``ClearToolUsesEdit`` as set up above), ``results``
+``recall`` (next-action recall), ``peers`` (``trim_messages``, ``ClearToolUsesEdit`` and
+observation masking as set up above), ``results``
 (:class:`StrategyRun`, :class:`SimulationResult`, JSON in and out) and ``output`` (the
 table and the plot). The simulated agent's tool schemas live with its tools, in
 :mod:`langchain_promptstrat.testing.tools`. Import from here; this module only re-exports.
@@ -90,6 +106,7 @@ from langchain_promptstrat.defaults import DEFAULT_CACHED_FRACTION, DEFAULT_MAX_
 from langchain_promptstrat.simulate.engine import (
     ProgressHook as ProgressHook,
     StrategyEntry as StrategyEntry,
+    answers_in_prompts,
     build_strategy,
     default_strategy_names,
     simulate,
@@ -103,7 +120,8 @@ from langchain_promptstrat.simulate.figures import (
     shared_prefix_length,
 )
 from langchain_promptstrat.simulate.output import format_table, plot
-from langchain_promptstrat.simulate.peers import PEER_CLEAR_TOOL_USES, PEER_TRIM_MESSAGES
+from langchain_promptstrat.simulate.peers import PEER_CLEAR_TOOL_USES, PEER_OBSERVATION_MASKING, PEER_TRIM_MESSAGES, observation_masking
+from langchain_promptstrat.simulate.recall import OLD_AFTER, CallTargets, RecallCounts, code_references, recall_counts, terms
 from langchain_promptstrat.simulate.results import SimulationResult, StrategyRun, result_from_json, result_to_json
 from langchain_promptstrat.testing.tools import AGENT_RUN_TOOLS
 
@@ -112,21 +130,30 @@ __all__ = [
     "DEFAULT_CACHED_FRACTION",
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_TOOL_CALLS",
+    "OLD_AFTER",
     "PEER_CLEAR_TOOL_USES",
+    "PEER_OBSERVATION_MASKING",
     "PEER_TRIM_MESSAGES",
+    "CallTargets",
+    "RecallCounts",
     "SimulationResult",
     "StrategyRun",
+    "answers_in_prompts",
     "build_strategy",
     "cache_reuse",
     "canonical_message",
+    "code_references",
     "default_strategy_names",
     "estimated_cost",
     "format_table",
     "is_degenerate",
+    "observation_masking",
     "plot",
+    "recall_counts",
     "result_from_json",
     "result_to_json",
     "shared_prefix_length",
     "simulate",
+    "terms",
     "with_cache_breakpoints",
 ]

@@ -22,7 +22,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from langchain_promptstrat.cache_rules import CACHE_RULES, ToolSchemas, make_cache_rule
@@ -33,6 +33,7 @@ from langchain_promptstrat.report import Compacted
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.simulate.figures import _PromptTokens, _shared_prefix, canonical_message, is_degenerate
 from langchain_promptstrat.simulate.peers import _Apply, _peers
+from langchain_promptstrat.simulate.recall import CallTargets, TermIndex, recall_counts
 from langchain_promptstrat.simulate.results import SimulationResult, StrategyRun
 from langchain_promptstrat.strategies import BUILTIN_STRATEGIES
 from langchain_promptstrat.strategies.cache_breakpoints import CacheBreakpoints
@@ -41,7 +42,15 @@ from langchain_promptstrat.testing import iter_agent_run
 from langchain_promptstrat.testing.tools import AGENT_RUN_TOOLS
 from langchain_promptstrat.tokens import TokenCounter, as_token_counter, tool_schema_tokens
 
-__all__ = ["ProgressHook", "StrategyEntry", "build_strategy", "default_strategy_names", "simulate", "with_cache_breakpoints"]
+__all__ = [
+    "ProgressHook",
+    "StrategyEntry",
+    "answers_in_prompts",
+    "build_strategy",
+    "default_strategy_names",
+    "simulate",
+    "with_cache_breakpoints",
+]
 
 ProgressHook = Callable[[str, int, int], None]
 """``hook(label, done, total)``: called after each prompt of each replay."""
@@ -208,6 +217,8 @@ def _replay(
     hook: ProgressHook | None,
     cache: str = "prefix",
     schemas: ToolSchemas | None = None,
+    targets: Sequence[CallTargets | None] | None = None,
+    terms: TermIndex | None = None,
 ) -> StrategyRun:
     run = StrategyRun(name=label, kind=kind, options=options)
     tokens = _PromptTokens(counter)
@@ -227,6 +238,9 @@ def _replay(
         run.cached_tokens.append(cached)
         run.reuse.append(cached / total if total else 0.0)
         run.degenerate.append(is_degenerate(prompt, sent))
+        if targets is not None and terms is not None:
+            target = targets[done - 1]
+            run.recall.append(recall_counts(target, prompt, sent, terms).as_list() if target is not None else [0] * 6)
         if rule is not None:
             read, written = rule.observe(sent, tokens.last_counts)
             run.provider_cached_tokens.append(read)
@@ -274,6 +288,7 @@ def simulate(
     prompts: Iterable[Sequence[BaseMessage]] | None = None,
     cache: str = "prefix",
     tools: Sequence[Any] | None = None,
+    next_actions: Sequence[BaseMessage | None] | None = None,
 ) -> SimulationResult:
     """Return every strategy's replay of one simulated agent run (see :mod:`langchain_promptstrat.simulate`).
 
@@ -293,7 +308,11 @@ def simulate(
     :mod:`~langchain_promptstrat.cache_rules`). ``tools`` are the tools bound to the model
     (LangChain tools, functions or schema dicts), whose schemas every prompt carries and
     every figure counts; None means :data:`AGENT_RUN_TOOLS` for the simulated run and no
-    tools for ``prompts``; ``[]`` none.
+    tools for ``prompts``; ``[]`` none. ``next_actions`` (one per prompt, None where
+    unknown) are the assistant messages that answered ``prompts``, from which next-action
+    recall is measured (:mod:`~langchain_promptstrat.simulate.recall`); None means each
+    prompt's answer as the next prompt holds it (the last prompt's is unknown). A simulated
+    run measures no recall: its next actions are scripted.
     """
     if cache not in CACHE_RULES:
         raise ConfigError(f"unknown cache rule {cache!r}; known: {', '.join(CACHE_RULES)}")
@@ -312,6 +331,8 @@ def simulate(
     else:
         replayed = [list(p) for p in prompts]
         calls_recorded = seed_recorded = None
+        if next_actions is not None and len(next_actions) != len(replayed):
+            raise ConfigError(f"next_actions holds {len(next_actions)} messages for {len(replayed)} prompts; give one per prompt (None where unknown)")
     bound = list(AGENT_RUN_TOOLS if tools is None and prompts is None else tools or [])
     schemas = _tool_schemas(bound, counter)
     if strategies is None:
@@ -329,9 +350,14 @@ def simulate(
         if seen[label] > 1:
             entries[i] = (f"{label}#{seen[label]}", *rest)  # type: ignore[assignment]
 
+    terms = TermIndex() if prompts is not None else None
+    targets = _call_targets(replayed, next_actions, terms) if terms is not None else None
     hook, close = _progress_hook(progress, len(replayed) * len(entries))
     try:
-        runs = [_replay(label, kind, apply, replayed, counter, options, hook, cache, schemas) for label, kind, apply, options in entries]
+        runs = [
+            _replay(label, kind, apply, replayed, counter, options, hook, cache, schemas, targets, terms)
+            for label, kind, apply, options in entries
+        ]
     finally:
         close()
     name, exact = _counter_description(counter)
@@ -350,4 +376,22 @@ def simulate(
         notes=notes,
         cache_rule=cache,
         tool_schemas=[(len(bound), schemas.tokens if schemas is not None else 0)],
+        recall_measured=targets is not None,
     )
+
+
+def answers_in_prompts(prompts: Sequence[Sequence[BaseMessage]]) -> list[BaseMessage | None]:
+    """Return each prompt's answer as the next prompt records it: the assistant message right after it, else None (always for the last)."""
+    found: list[BaseMessage | None] = []
+    for prompt, following in zip(prompts, prompts[1:]):
+        answer = following[len(prompt)] if len(following) > len(prompt) else None
+        found.append(answer if isinstance(answer, AIMessage) else None)
+    return [*found, None] if prompts else []
+
+
+def _call_targets(
+    prompts: Sequence[list[BaseMessage]], next_actions: Sequence[BaseMessage | None] | None, terms: TermIndex
+) -> list[CallTargets | None]:
+    """Return what each call's next action used (None where the answer is unknown), computed once for every strategy."""
+    answers = answers_in_prompts(prompts) if next_actions is None else list(next_actions)
+    return [None if answer is None else CallTargets.of(prompt, answer, terms) for prompt, answer in zip(prompts, answers)]

@@ -10,9 +10,12 @@ Must not compute a figure (it reads a :class:`~langchain_promptstrat.simulate.re
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from langchain_promptstrat.cache_rules import ANTHROPIC_WRITE_MULTIPLIER
 from langchain_promptstrat.errors import ConfigError
+from langchain_promptstrat.registry import DEFAULT_STRATEGIES
+from langchain_promptstrat.simulate.recall import OLD_AFTER
 from langchain_promptstrat.simulate.results import SimulationResult
 from langchain_promptstrat.text_table import fit_lines, render_table
 
@@ -21,6 +24,10 @@ __all__ = ["format_table", "plot"]
 
 def _ratio(value: float, base: float) -> str:
     return f"{value / base:.2f}x" if base else "-"
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 def _seconds(value: float) -> str:
@@ -46,6 +53,9 @@ def format_table(result: SimulationResult, width: int | None = None) -> str:
     rule = result.cache_rule if result.cache_rule != "prefix" else None
     if rule:
         columns += [f"{rule} reuse", f"{rule} cost"] + ([f"{rule} cost/none"] if base else [])
+    columns.append("mean prompt")
+    if result.recall_measured:
+        columns += ["recall", "old recall", "outputs-only"]
     columns += ["strategy time", "per call", "degenerate"]
     rows: list[list[str]] = []
     for run in result.runs:
@@ -64,6 +74,9 @@ def format_table(result: SimulationResult, width: int | None = None) -> str:
             row += [f"{100 * p['cache_reuse']:.1f}%", f"{p['cost_units']:,.0f}"]
             if base:
                 row.append(_ratio(p["cost_units"], base.provider_cost(result.cached_fraction, result.write_multiplier)))
+        row.append(f"{s['mean_tokens']:,.0f}")
+        if result.recall_measured:
+            row += [_share(s.get("recall")), _share(s.get("old_recall")), _share(s.get("outputs_only_recall"))]
         row += [_seconds(s["strategy_seconds"]), f"{s['strategy_ms_per_call']:.2f} ms", f"{s['degenerate_calls']:,}"]
         rows.append(row)
     if result.n_tool_calls is not None:
@@ -92,7 +105,19 @@ def format_table(result: SimulationResult, width: int | None = None) -> str:
         "  prompt's byte for byte (whole messages: an upper bound of a provider's block cache).",
         f"cost: input-token units, cached tokens at {result.cached_fraction:g}. strategy time: wall time inside the strategy.",
         "degenerate: prompts holding only system messages, or without the task (first user message) or the last user message.",
+        "mean prompt: tokens per prompt sent, on average (what the strategy keeps of the history).",
     ]
+    if result.recall_measured:
+        first = result.runs[0].recall_summary() if result.runs else None
+        counts = (f" ({first['references']:,} references, {first['old_references']:,} old, "
+                  f"{first['outputs_only_references']:,} outputs-only)") if first else ""
+        footnotes += [
+            "recall: share of the code-like words of each real next action, found in an earlier tool output, that the prompt",
+            f"  still holds in original text{counts}; old: last seen {OLD_AFTER}+ tool outputs earlier; outputs-only: old and in no",
+            "  other message. Defined in langchain_promptstrat.simulate.recall.",
+        ]
+    else:
+        footnotes.append("recall: not measured, a simulated run has no real next action (replay transcripts to measure it).")
     if rule == "openai":
         footnotes.append("openai reuse/cost: OpenAI's automatic prefix cache: the shared prefix from 1,024 tokens in 128-token steps.")
     elif rule == "anthropic":
@@ -116,12 +141,19 @@ def _schemas_text(result: SimulationResult) -> str:
     return f", and the tool schemas of the {len(with_tools)} of {len(result.tool_schemas)} files that saved them ({span} tokens) in every prompt"
 
 
-def plot(result: SimulationResult, path: str | os.PathLike[str]) -> None:
-    """Write a two-panel figure to ``path``: prompt tokens per call and cache reuse per call, one line per strategy.
+def _is_default(name: str) -> bool:
+    return name.split(",")[0].split("#")[0] == DEFAULT_STRATEGIES[0]
 
-    Needs matplotlib (the ``plot`` extra); it is imported here, not with the package. The
-    figure is drawn without pyplot, so no display or backend choice is involved; the file
-    format follows the suffix (``.png``, ``.svg``, ``.pdf``).
+
+def plot(result: SimulationResult, path: str | os.PathLike[str]) -> None:
+    """Write a figure to ``path``: prompt tokens and cache reuse per call, one line per strategy, and cost against recall.
+
+    The default strategy's line is drawn bold. When recall was measured (replayed
+    transcripts) and a ``none`` row exists, a third panel puts each strategy at its cost
+    (÷ none) and its outputs-only recall (filled) and old recall (hollow), one point per
+    strategy. Needs matplotlib (the ``plot`` extra); it is imported here, not with the
+    package. The figure is drawn without pyplot, so no display or backend choice is
+    involved; the file format follows the suffix (``.png``, ``.svg``, ``.pdf``).
     """
     try:
         from matplotlib.figure import Figure
@@ -130,10 +162,19 @@ def plot(result: SimulationResult, path: str | os.PathLike[str]) -> None:
         raise ConfigError(
             "plotting needs matplotlib, which is not installed: pip install 'langchain-promptstrat[plot]'"
         ) from None
-    fig = Figure(figsize=(11, 7.5), layout="constrained")
-    tokens_ax, reuse_ax = fig.subplots(2, 1, sharex=True)
+    frontier = result.recall_measured and result.baseline is not None and len(result.runs) > 1
+    fig = Figure(figsize=(16, 7.5) if frontier else (11, 7.5), layout="constrained")
+    if frontier:
+        grid = fig.add_gridspec(2, 2, width_ratios=(1.6, 1))
+        tokens_ax = fig.add_subplot(grid[0, 0])
+        reuse_ax = fig.add_subplot(grid[1, 0], sharex=tokens_ax)
+        _plot_frontier(result, fig.add_subplot(grid[:, 1]))
+    else:
+        tokens_ax, reuse_ax = fig.subplots(2, 1, sharex=True)
     for i, run in enumerate(result.runs):
-        style = {"color": f"C{i % 10}", "linewidth": 1.2, "alpha": 0.85, "linestyle": "--" if run.kind == "peer" else "-"}
+        bold = _is_default(run.name)
+        style: dict[str, Any] = {"color": f"C{i % 10}", "linewidth": 2.4 if bold else 1.0, "alpha": 1.0 if bold else 0.6,
+                 "linestyle": "--" if run.kind == "peer" else "-", "zorder": 3 if bold else 2}
         label = f"{run.name} (peer)" if run.kind == "peer" else run.name
         calls = range(1, run.calls + 1)
         tokens_ax.plot(calls, run.tokens, label=label, **style)
@@ -151,7 +192,7 @@ def plot(result: SimulationResult, path: str | os.PathLike[str]) -> None:
                         else f"cache reuse: prefix (solid), {result.cache_rule} (dotted)")
     reuse_ax.set_ylim(-0.02, 1.02)
     reuse_ax.yaxis.set_major_formatter(PercentFormatter(1.0))
-    reuse_ax.set_xlabel("model call")
+    reuse_ax.set_xlabel("model call (files one after another)" if len(result.files) > 1 else "model call")
     reuse_ax.grid(True, alpha=0.3)
     if result.n_tool_calls is not None:
         title = f"Simulated agent run: {result.n_tool_calls:,} tool calls, {result.model_calls:,} model calls, seed {result.seed}"
@@ -161,3 +202,35 @@ def plot(result: SimulationResult, path: str | os.PathLike[str]) -> None:
         title = f"Replayed prompts: {result.model_calls:,} model calls"
     fig.suptitle(title)
     fig.savefig(os.fspath(path), dpi=120)
+
+
+def _plot_frontier(result: SimulationResult, ax: Any) -> None:
+    """Draw one point per strategy: cost ÷ none across, outputs-only recall (filled) and old recall (hollow) up."""
+    from matplotlib.ticker import PercentFormatter
+
+    base = result.baseline
+    assert base is not None
+    base_cost = base.cost(result.cached_fraction) or 1.0
+    for i, run in enumerate(result.runs):
+        figures = run.recall_summary() or {}
+        cost = run.cost(result.cached_fraction) / base_cost
+        bold = _is_default(run.name)
+        color = f"C{i % 10}"
+        marker = "s" if run.kind == "peer" else "o"
+        size = 140 if bold else 60
+        only, old = figures.get("outputs_only_recall"), figures.get("old_recall")
+        if only is not None:
+            ax.scatter([cost], [only], s=size, color=color, marker=marker, zorder=3, edgecolors="black" if bold else "none")
+        if old is not None:
+            ax.scatter([cost], [old], s=size, facecolors="none", edgecolors=color, marker=marker, zorder=3)
+        label = f"{run.name} (peer)" if run.kind == "peer" else run.name
+        y = only if only is not None else old
+        if y is not None:
+            ax.annotate(label, (cost, y), textcoords="offset points", xytext=(6, 4), fontsize="x-small",
+                        fontweight="bold" if bold else "normal")
+    ax.set_xlabel("cost ÷ none (cached input at %g)" % result.cached_fraction)
+    ax.set_ylabel("next-action recall: outputs-only (filled), old (hollow)")
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+    ax.set_ylim(-0.02, 1.05)
+    ax.grid(True, alpha=0.3)
+    ax.set_title("cost against what the agent used (up and left is better)", fontsize="medium")

@@ -41,6 +41,9 @@ class StrategyRun:
     """Tokens read from the cache under the provider rule (``cache`` not ``prefix``; see :mod:`~langchain_promptstrat.cache_rules`)."""
     provider_written_tokens: list[int] = field(default_factory=list)
     """Tokens written to the cache under the provider rule (billed at the write multiplier)."""
+    recall: list[list[int]] = field(default_factory=list)
+    """Per call, the next-action references ``[counted, recalled, old, old recalled, outputs-only, outputs-only recalled]``
+    (see :mod:`~langchain_promptstrat.simulate.recall`); empty when the replay measured none."""
 
     @property
     def calls(self) -> int:
@@ -71,6 +74,32 @@ class StrategyRun:
     def degenerate_calls(self) -> int:
         """Return how many prompts sent were degenerate."""
         return sum(self.degenerate)
+
+    @property
+    def mean_tokens(self) -> float:
+        """Return the mean prompt sent, in tokens: what a strategy keeps of the history, on average."""
+        return self.total_tokens / self.calls if self.calls else 0.0
+
+    def recall_summary(self) -> dict[str, Any] | None:
+        """Return recall, old recall and outputs-only recall with their reference counts (None when not measured).
+
+        A recall whose count is 0 is None: nothing of that kind was used, so nothing could be lost.
+        """
+        if not self.recall:
+            return None
+        sums = [sum(call[i] for call in self.recall) for i in range(6)]
+
+        def share(kept: int, of: int) -> float | None:
+            return kept / of if of else None
+
+        return {
+            "references": sums[0],
+            "recall": share(sums[1], sums[0]),
+            "old_references": sums[2],
+            "old_recall": share(sums[3], sums[2]),
+            "outputs_only_references": sums[4],
+            "outputs_only_recall": share(sums[5], sums[4]),
+        }
 
     def cost(self, cached_fraction: float = DEFAULT_CACHED_FRACTION) -> float:
         """Return the run's input cost in input-token units."""
@@ -111,7 +140,11 @@ class StrategyRun:
             "strategy_seconds": self.strategy_seconds,
             "strategy_ms_per_call": 1000 * self.strategy_seconds / self.calls if self.calls else 0.0,
             "degenerate_calls": self.degenerate_calls,
+            "mean_tokens": self.mean_tokens,
         }
+        recall = self.recall_summary()
+        if recall is not None:
+            data.update(recall)
         if price_per_mtok is not None:
             data["cost_dollars"] = cost * price_per_mtok / 1_000_000
         return data
@@ -137,6 +170,8 @@ class SimulationResult:
     """The transcripts replayed, when the prompts came from files (:mod:`langchain_promptstrat.replay`)."""
     tool_schemas: list[tuple[int, int]] = field(default_factory=list)
     """``(tools, tokens)`` of the tool schemas counted in every prompt, one pair per replayed run (one per file)."""
+    recall_measured: bool = False
+    """Whether next-action recall was measured (replayed prompts: yes; a simulated run: no, its next actions are scripted)."""
 
     @property
     def write_multiplier(self) -> float:
@@ -171,6 +206,7 @@ def result_to_json(result: SimulationResult) -> dict[str, Any]:
         "cache_rule": result.cache_rule,
         "files": list(result.files),
         "tool_schemas": [{"tools": n, "tokens": t} for n, t in result.tool_schemas],
+        "recall_measured": result.recall_measured,
         "strategies": [
             {
                 "name": run.name,
@@ -185,6 +221,7 @@ def result_to_json(result: SimulationResult) -> dict[str, Any]:
                     "reuse": list(run.reuse),
                     "seconds": list(run.seconds),
                     "degenerate": list(run.degenerate),
+                    **({"recall": [list(c) for c in run.recall]} if result.recall_measured else {}),
                     **({"provider_cached_tokens": list(run.provider_cached_tokens),
                         "provider_written_tokens": list(run.provider_written_tokens)}
                        if result.cache_rule != "prefix" else {}),
@@ -217,6 +254,7 @@ def result_from_json(data: Mapping[str, Any]) -> SimulationResult:
             cache_rule=data.get("cache_rule", "prefix"),
             files=list(data.get("files") or []),
             tool_schemas=[(int(t["tools"]), int(t["tokens"])) for t in data.get("tool_schemas") or []],
+            recall_measured=bool(data.get("recall_measured", False)),
         )
     except (KeyError, TypeError) as exc:
         raise ConfigError(f"not a simulation result written by result_to_json: missing or malformed {exc}") from None

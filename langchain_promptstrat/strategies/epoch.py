@@ -40,10 +40,10 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar, NoReturn
 
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
 from langchain_promptstrat.strategy import PromptStrategy
-from langchain_promptstrat.messages import index_tool_calls
+from langchain_promptstrat.messages import Fate, ToolIndex, index_tool_calls, shorten_arguments, shorten_tool_output
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.strategies.epoch_machinery.boundary import (
@@ -130,6 +130,24 @@ def _decisions_before(
     return decide(calls[: bisect.bisect_right([c.forward for c in calls], before_total)], state)
 
 
+def _changed_by_shortening(source: Sequence[BaseMessage], index: ToolIndex, fates: Mapping[int, Fate]) -> int:
+    """Return how many calls given the shorten fate really changed: an output or an argument longer than the cut.
+
+    A call whose output and arguments are already short keeps every byte, so the notice
+    neither counts it nor appears for it alone.
+    """
+    changed = 0
+    for number, fate in fates.items():
+        if fate is not Fate.SHORTEN:
+            continue
+        record = index.calls[number]
+        output = source[record.output_index] if record.output_index is not None else None
+        output_changes = isinstance(output, ToolMessage) and shorten_tool_output(output) is not output
+        if output_changes or shorten_arguments(record.args) is not record.args:
+            changed += 1
+    return changed
+
+
 def _compact(messages: Sequence[BaseMessage], settings: Settings, schedule: Schedule, name: str) -> Compacted:
     """Return the compacted messages and the report, with epochs from ``schedule``.
 
@@ -156,14 +174,15 @@ def _compact(messages: Sequence[BaseMessage], settings: Settings, schedule: Sche
     before = _decisions_before(calls, now, repeats, before_total, schedule, settings)
 
     out = apply_frozen(source, index, now.fates)
-    notice = bool(now.shortened or now.dropped)
+    shortened = _changed_by_shortening(source, index, now.fates)
+    notice = bool(shortened or now.dropped)
     if notice:
-        out.insert(notice_index(out), compaction_notice(now.shortened, now.dropped, strategy=name))
+        out.insert(notice_index(out), compaction_notice(shortened, now.dropped, strategy=name))
 
     assert state is not None
     return Compacted(out, make_report(
         name, messages, out,
-        shortened=now.shortened,
+        shortened=shortened,
         dropped=now.dropped,
         protected=len(now.protected),
         epoch_index=state.epoch_index,

@@ -674,3 +674,32 @@ class TestStrategies:
         result = shorten_tools_epoch_increment(run_of(40, width=2), settings=SMALL)
         whole, short, dropped = by_region(result.messages, 40)
         assert (result.report.shortened, result.report.dropped) == (len(short), len(dropped))
+
+
+class TestNoticeOnlyWhenSomethingChanged:
+    """The compaction notice tells the model what changed, so it must not appear, nor count, when no byte changed."""
+
+    @staticmethod
+    def short_run(outputs: list[str]) -> list[BaseMessage]:
+        messages: list[BaseMessage] = [SystemMessage("s"), HumanMessage("task")]
+        for i, output in enumerate(outputs):
+            call = {"name": "t", "args": {"n": i}, "id": f"c{i}"}
+            messages += [AIMessage("", tool_calls=[call]), ToolMessage(output, tool_call_id=f"c{i}")]
+        return messages
+
+    @pytest.mark.parametrize("cls", [ShortenToolsEpoch, ShortenToolsEpochIncrement])
+    def test_calls_too_short_to_cut_give_no_notice(self, cls):
+        """Three calls whose outputs are ``ok``, one call kept whole: nothing is cut, so the prompt is the history."""
+        messages = self.short_run(["ok", "ok", "ok"])
+        result = cls(tool_call_threshold=1, full_tool_calls=1, epoch_size=1).compact(messages)
+        assert notices(result.messages) == []
+        assert result.messages == messages and result.report.shortened == 0
+
+    def test_the_notice_counts_only_the_calls_that_really_changed(self):
+        """Of two calls past the boundary, only the one with a long output is cut, and the notice says one."""
+        messages = self.short_run(["x" * 5_000, "ok", "ok"])
+        result = ShortenToolsEpoch(tool_call_threshold=1, full_tool_calls=1, epoch_size=1).compact(messages)
+        assert len(notices(result.messages)) == 1
+        assert result.report.shortened == 1
+        notice = result.messages[notices(result.messages)[0]]
+        assert "1 older tool call and its result was shortened" in notice.content
