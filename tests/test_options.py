@@ -25,7 +25,7 @@ import langchain_promptstrat
 from langchain_promptstrat import ConfigError, Settings, ShortenTools, ShortenToolsEpochStable, get_strategy
 from langchain_promptstrat.registry import CallableStrategy, register_strategy, resolve_strategies, unregister_strategy
 from langchain_promptstrat.settings import ENV_PREFIX, environment_variables, setting_keys, strategy_options
-from langchain_promptstrat.strategies import BUILTIN_STRATEGIES
+from langchain_promptstrat.strategy_names import BUILTIN_STRATEGIES
 from langchain_promptstrat.strategies.ladder import CompactionLadder
 from langchain_promptstrat.strategies.summary import Summary
 from langchain_promptstrat.testing import ScriptedChatModel
