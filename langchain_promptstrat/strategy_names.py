@@ -82,7 +82,7 @@ class CallableStrategy(PromptStrategy):
         Raises:
             ConfigError: A keyword that is not one of these options.
         """
-        super().__init__(settings_with_options(type(self), None, {}, unknown))
+        super().__init__(settings_with_options(type(self), None, unknown))
         self.func = func
         self.strategy_name = name or str(getattr(func, "__name__", "callable"))  # type: ignore[misc]
 

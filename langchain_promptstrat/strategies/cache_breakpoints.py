@@ -213,7 +213,7 @@ class CacheBreakpoints(PromptStrategy):
         Raises:
             ConfigError: A bad ``limit``, or a keyword that is not one of these options.
         """
-        super().__init__(settings_with_options(type(self), settings, {}, unknown))
+        super().__init__(settings_with_options(type(self), settings, unknown))
         if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= ANTHROPIC_MAX_BREAKPOINTS:
             raise ConfigError(f"limit must be an integer from 0 to {ANTHROPIC_MAX_BREAKPOINTS}, got {limit!r}")
         self.strategies = resolve_strategies(strategies, settings=settings)

@@ -155,7 +155,7 @@ class CompactionLadder(PlannedStrategy):
             ConfigError: A value is out of range, no rung, or a keyword that is not one of
                 these options.
         """
-        super().__init__(settings_with_options(type(self), settings, {}, unknown, reads=("ladder_low_ratio",)))
+        super().__init__(settings_with_options(type(self), settings, unknown, reads=("ladder_low_ratio",)))
         self.rungs: list[Rung] = _resolve_rungs(rungs, self.settings)
         self.max_tokens = _tokens_argument("max_tokens", max_tokens)
         ratio = self.settings.ladder_low_ratio
