@@ -443,3 +443,28 @@ def test_the_old_circle_through_the_runnable_module_would_be_caught():
     assert [m for m, found in imports.items() if not is_front_end(m) and any(is_front_end(i.target) for i in found)]
     assert find_cycle(graph_of(imports, module_level_only=False)) is not None
     assert find_cycle(graph_of(imports, module_level_only=True)) is None  # it hid behind a lazy import
+
+
+# --------------------------------------------------------------------------- the facade: each public name once
+
+
+def test_the_facade_lists_each_public_name_once_and_each_resolves_to_its_module():
+    """__init__'s TYPE_CHECKING block names each public name once, as ``name as name`` (exported for mypy and pyright);
+    ``__all__`` is exactly those names, and each is the object its module defines."""
+    import importlib
+
+    import langchain_promptstrat
+
+    block = next(
+        node for node in ast.parse((PACKAGE_DIR / "__init__.py").read_text(encoding="utf-8")).body
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+    )
+    imported = [(node.module, alias) for node in block.body if isinstance(node, ast.ImportFrom) for alias in node.names]
+    names = [alias.name for _, alias in imported]
+    assert len(names) == len(set(names)) and all(alias.asname == alias.name for _, alias in imported)
+    assert langchain_promptstrat.__all__ == sorted(names) and len(names) >= 49
+    for module, alias in imported:
+        assert getattr(langchain_promptstrat, alias.name) is getattr(importlib.import_module(str(module)), alias.name)
+    assert set(names) <= set(dir(langchain_promptstrat))
+    with pytest.raises(AttributeError, match="has no attribute 'ShortenToolz'"):
+        langchain_promptstrat.ShortenToolz  # noqa: B018
