@@ -315,14 +315,15 @@ def document_options(doc: str | None, keys: Mapping[str, str]) -> str | None:
     """Return ``doc`` (a constructor's docstring) with an ``Args:`` entry for each option in ``keys`` ending its Args section.
 
     Each entry is :func:`describe_setting` of the option's key, so the text ``help()`` shows
-    is written once, with the key, in :class:`Settings`.
+    is written once, with the key, in :class:`Settings`. A docstring without an ``Args:``
+    section is returned as it is.
     """
     if not doc or not keys:
         return doc
     lines = doc.splitlines()
     start = next((i for i, line in enumerate(lines) if line.strip() == "Args:"), None)
-    if start is None:
-        raise TypeError("a strategy constructor with options documents its other arguments in an Args: section")
+    if start is None:  # a third party's docstring in another style is left as written
+        return doc
     indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())] + "    "
     end = start + 1
     while end < len(lines) and lines[end].startswith(indent):

@@ -33,6 +33,7 @@ from langchain_promptstrat.settings import (
     environment_variables,
     option_keys,
     setting_keys,
+    settings_with_options,
     strategy_options,
 )
 from langchain_promptstrat.strategy_names import BUILTIN_STRATEGIES
@@ -383,3 +384,25 @@ class TestOptionsWrittenOnce:
         entries = dict(args_section(cls.__init__.__doc__))
         for option, key in option_keys(cls).items():
             assert entries[option] == describe_setting(key), f"{cls.__name__}.{option}"
+
+    def test_a_third_party_strategy_declares_its_options_the_same_way(self):
+        """A strategy outside the package gets typed options on settings keys, their refusal and precedence; a docstring without Args: stays as written."""
+        class MineOptions(typing.TypedDict, total=False):
+            window: typing.Annotated[int | None, SettingKey("keep_steps")]
+
+        class Mine(PromptStrategy):
+            strategy_name = "mine"
+            options = MineOptions
+
+            def __init__(self, settings: Settings | None = None, **options: typing.Any) -> None:
+                """Build it."""
+                super().__init__(settings_with_options(type(self), settings, options))
+
+            def compact(self, messages, *, save_file=None):
+                raise NotImplementedError
+
+        assert Mine.__init__.__doc__ == "Build it."
+        assert Mine(window=3).settings.keep_steps == 3 and Mine(Settings(keep_steps=4)).settings.keep_steps == 4
+        assert Mine(keep_steps=5).settings.keep_steps == 5
+        with pytest.raises(ConfigError, match=r"Mine \(mine\) has no option 'windows'; its options: settings, window"):
+            Mine(windows=3)
