@@ -3,167 +3,130 @@
 Applied just before each model call, they shorten and drop old tool calls (keeping the
 provider's prompt cache hitting), deliver consume-once inbox notices, and aim at token
 budgets, without ever changing the stored conversation.
+
+Every public name is listed once, in the ``if TYPE_CHECKING:`` block below (``name as
+name``, which marks it exported for mypy and pyright). At run time nothing is imported when
+the package is: the first use of a name reads that block (:func:`_public_names`) and imports
+the name from its module, so ``import langchain_promptstrat`` and ``promptstrat --help`` do
+not pay for LangGraph and LangChain; ``PromptStrategyMiddleware`` also needs the optional
+``langchain`` package. ``__all__`` and ``dir()`` come from the same block.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from langchain_promptstrat.adapters.langgraph import make_inbox_node, pre_model_hook
-    from langchain_promptstrat.strategy import PromptStrategy
-    from langchain_promptstrat.ceiling import DEFAULT_CEILING, Ceiling, resolve_ceiling
+if TYPE_CHECKING:  # the public names, each once: checkers read these imports; at run time __getattr__ reads them
+    from langchain_promptstrat.adapters.langgraph import (
+        make_inbox_node as make_inbox_node,
+        pre_model_hook as pre_model_hook,
+    )
+    from langchain_promptstrat.adapters.middleware import PromptStrategyMiddleware as PromptStrategyMiddleware
+    from langchain_promptstrat.ceiling import (
+        DEFAULT_CEILING as DEFAULT_CEILING,
+        Ceiling as Ceiling,
+        resolve_ceiling as resolve_ceiling,
+    )
     from langchain_promptstrat.errors import (
-        ConfigError,
-        ContextWindowError,
-        InboxAborted,
-        InboxError,
-        InvalidMessagesError,
-        PromptStratError,
-        UnknownStrategyError,
+        ConfigError as ConfigError,
+        ContextWindowError as ContextWindowError,
+        InboxAborted as InboxAborted,
+        InboxError as InboxError,
+        InvalidMessagesError as InvalidMessagesError,
+        PromptStratError as PromptStratError,
+        UnknownStrategyError as UnknownStrategyError,
     )
-    from langchain_promptstrat.inbox.contract import InboxBackend, InboxProvider
-    from langchain_promptstrat.inbox.directory import DirectoryInbox
-    from langchain_promptstrat.inbox.paths import inbox_dir, inbox_removed_dir
-    from langchain_promptstrat.inbox.postgres import PostgresInbox, PostgresInboxes
-    from langchain_promptstrat.inbox.posting import post_to_inbox, request_abort
-    from langchain_promptstrat.messages import check_tool_pairs
-    from langchain_promptstrat.registry import (
-        DEFAULT_STRATEGIES,
-        available_strategies,
-        get_strategy,
-        prepare_prompt,
-        register_strategy,
-        unregister_strategy,
+    from langchain_promptstrat.inbox.contract import (
+        InboxBackend as InboxBackend,
+        InboxProvider as InboxProvider,
     )
-    from langchain_promptstrat.report import Compacted, StrategyReport
-    from langchain_promptstrat.settings import Settings
-    from langchain_promptstrat.strategies.epoch import ShortenToolsEpoch, ShortenToolsEpochIncrement, is_compaction_notice
-    from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable
-    from langchain_promptstrat.strategies.inbox import Inbox
-    from langchain_promptstrat.strategies.ladder import CompactionLadder
-    from langchain_promptstrat.strategies.none import NoStrategy
-    from langchain_promptstrat.strategies.shorten_tools import ShortenTools
-    from langchain_promptstrat.strategies.sliding_window import SlidingWindow
-    from langchain_promptstrat.strategies.summary import Summary, SummaryFailedWarning
-    from langchain_promptstrat.strategies.tool_results import ToolResults
-    from langchain_promptstrat.tokens import TokenCounter, as_token_counter
-    from langchain_promptstrat.truncation import shorten_string, truncate_string
-    from langchain_promptstrat.adapters.middleware import PromptStrategyMiddleware
+    from langchain_promptstrat.inbox.directory import DirectoryInbox as DirectoryInbox
+    from langchain_promptstrat.inbox.paths import (
+        inbox_dir as inbox_dir,
+        inbox_removed_dir as inbox_removed_dir,
+    )
+    from langchain_promptstrat.inbox.postgres import (
+        PostgresInbox as PostgresInbox,
+        PostgresInboxes as PostgresInboxes,
+    )
+    from langchain_promptstrat.inbox.posting import (
+        post_to_inbox as post_to_inbox,
+        request_abort as request_abort,
+    )
+    from langchain_promptstrat.messages import check_tool_pairs as check_tool_pairs
+    from langchain_promptstrat.registry import prepare_prompt as prepare_prompt
+    from langchain_promptstrat.report import (
+        Compacted as Compacted,
+        StrategyReport as StrategyReport,
+    )
+    from langchain_promptstrat.settings import Settings as Settings
+    from langchain_promptstrat.strategies.epoch import (
+        ShortenToolsEpoch as ShortenToolsEpoch,
+        ShortenToolsEpochIncrement as ShortenToolsEpochIncrement,
+        is_compaction_notice as is_compaction_notice,
+    )
+    from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable as ShortenToolsEpochStable
+    from langchain_promptstrat.strategies.inbox import Inbox as Inbox
+    from langchain_promptstrat.strategies.ladder import CompactionLadder as CompactionLadder
+    from langchain_promptstrat.strategies.none import NoStrategy as NoStrategy
+    from langchain_promptstrat.strategies.shorten_tools import ShortenTools as ShortenTools
+    from langchain_promptstrat.strategies.sliding_window import SlidingWindow as SlidingWindow
+    from langchain_promptstrat.strategies.summary import (
+        Summary as Summary,
+        SummaryFailedWarning as SummaryFailedWarning,
+    )
+    from langchain_promptstrat.strategies.tool_results import ToolResults as ToolResults
+    from langchain_promptstrat.strategy import PromptStrategy as PromptStrategy
+    from langchain_promptstrat.strategy_names import (
+        DEFAULT_STRATEGIES as DEFAULT_STRATEGIES,
+        available_strategies as available_strategies,
+        get_strategy as get_strategy,
+        register_strategy as register_strategy,
+        unregister_strategy as unregister_strategy,
+    )
+    from langchain_promptstrat.tokens import (
+        TokenCounter as TokenCounter,
+        as_token_counter as as_token_counter,
+    )
+    from langchain_promptstrat.truncation import (
+        shorten_string as shorten_string,
+        truncate_string as truncate_string,
+    )
 
-__all__ = [
-    "Ceiling",
-    "Compacted",
-    "CompactionLadder",
-    "ConfigError",
-    "ContextWindowError",
-    "DEFAULT_CEILING",
-    "DEFAULT_STRATEGIES",
-    "DirectoryInbox",
-    "Inbox",
-    "InboxAborted",
-    "InboxBackend",
-    "InboxError",
-    "InboxProvider",
-    "InvalidMessagesError",
-    "NoStrategy",
-    "PostgresInbox",
-    "PostgresInboxes",
-    "PromptStratError",
-    "PromptStrategy",
-    "PromptStrategyMiddleware",
-    "Settings",
-    "ShortenTools",
-    "ShortenToolsEpoch",
-    "ShortenToolsEpochIncrement",
-    "ShortenToolsEpochStable",
-    "SlidingWindow",
-    "StrategyReport",
-    "Summary",
-    "SummaryFailedWarning",
-    "TokenCounter",
-    "ToolResults",
-    "UnknownStrategyError",
-    "as_token_counter",
-    "available_strategies",
-    "check_tool_pairs",
-    "get_strategy",
-    "inbox_dir",
-    "inbox_removed_dir",
-    "is_compaction_notice",
-    "make_inbox_node",
-    "post_to_inbox",
-    "pre_model_hook",
-    "prepare_prompt",
-    "register_strategy",
-    "request_abort",
-    "resolve_ceiling",
-    "shorten_string",
-    "truncate_string",
-    "unregister_strategy",
-]
 
-_EXPORTS: dict[str, str] = {
-    "Ceiling": "langchain_promptstrat.ceiling",
-    "ContextWindowError": "langchain_promptstrat.errors",
-    "DEFAULT_CEILING": "langchain_promptstrat.ceiling",
-    "resolve_ceiling": "langchain_promptstrat.ceiling",
-    "Compacted": "langchain_promptstrat.report",
-    "CompactionLadder": "langchain_promptstrat.strategies.ladder",
-    "ConfigError": "langchain_promptstrat.errors",
-    "DEFAULT_STRATEGIES": "langchain_promptstrat.registry",
-    "DirectoryInbox": "langchain_promptstrat.inbox.directory",
-    "Inbox": "langchain_promptstrat.strategies.inbox",
-    "InboxAborted": "langchain_promptstrat.errors",
-    "InboxBackend": "langchain_promptstrat.inbox.contract",
-    "InboxError": "langchain_promptstrat.errors",
-    "InboxProvider": "langchain_promptstrat.inbox.contract",
-    "InvalidMessagesError": "langchain_promptstrat.errors",
-    "NoStrategy": "langchain_promptstrat.strategies.none",
-    "PostgresInbox": "langchain_promptstrat.inbox.postgres",
-    "PostgresInboxes": "langchain_promptstrat.inbox.postgres",
-    "PromptStratError": "langchain_promptstrat.errors",
-    "PromptStrategy": "langchain_promptstrat.strategy",
-    "PromptStrategyMiddleware": "langchain_promptstrat.adapters.middleware",
-    "Settings": "langchain_promptstrat.settings",
-    "ShortenTools": "langchain_promptstrat.strategies.shorten_tools",
-    "ShortenToolsEpoch": "langchain_promptstrat.strategies.epoch",
-    "ShortenToolsEpochIncrement": "langchain_promptstrat.strategies.epoch",
-    "ShortenToolsEpochStable": "langchain_promptstrat.strategies.epoch_stable",
-    "SlidingWindow": "langchain_promptstrat.strategies.sliding_window",
-    "StrategyReport": "langchain_promptstrat.report",
-    "Summary": "langchain_promptstrat.strategies.summary",
-    "SummaryFailedWarning": "langchain_promptstrat.strategies.summary",
-    "TokenCounter": "langchain_promptstrat.tokens",
-    "ToolResults": "langchain_promptstrat.strategies.tool_results",
-    "UnknownStrategyError": "langchain_promptstrat.errors",
-    "as_token_counter": "langchain_promptstrat.tokens",
-    "available_strategies": "langchain_promptstrat.registry",
-    "check_tool_pairs": "langchain_promptstrat.messages",
-    "get_strategy": "langchain_promptstrat.registry",
-    "inbox_dir": "langchain_promptstrat.inbox.paths",
-    "inbox_removed_dir": "langchain_promptstrat.inbox.paths",
-    "is_compaction_notice": "langchain_promptstrat.strategies.epoch",
-    "make_inbox_node": "langchain_promptstrat.adapters.langgraph",
-    "post_to_inbox": "langchain_promptstrat.inbox.posting",
-    "pre_model_hook": "langchain_promptstrat.adapters.langgraph",
-    "prepare_prompt": "langchain_promptstrat.registry",
-    "register_strategy": "langchain_promptstrat.registry",
-    "request_abort": "langchain_promptstrat.inbox.posting",
-    "shorten_string": "langchain_promptstrat.truncation",
-    "truncate_string": "langchain_promptstrat.truncation",
-    "unregister_strategy": "langchain_promptstrat.registry",
-}
-"""The module each public name comes from. Imported on first use, so ``import
-langchain_promptstrat`` (and ``promptstrat --help``) does not pay for LangGraph and
-LangChain; ``PromptStrategyMiddleware`` also needs the optional ``langchain`` package."""
+_names: dict[str, str] | None = None
+
+
+def _public_names() -> dict[str, str]:
+    """Return each public name -> its module, read from this module's ``if TYPE_CHECKING:`` block."""
+    global _names
+    if _names is None:
+        import ast
+
+        get_source = getattr(__spec__.loader if __spec__ else None, "get_source", None)
+        source = get_source(__name__) if get_source is not None else None
+        if source is None:
+            raise ImportError("langchain_promptstrat's public names are read from its source, which is not installed")
+        block = next(
+            node for node in ast.parse(source).body
+            if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+        )
+        _names = {
+            alias.asname or alias.name: node.module
+            for node in block.body
+            if isinstance(node, ast.ImportFrom) and node.module is not None
+            for alias in node.names
+        }
+    return _names
 
 
 if not TYPE_CHECKING:  # checkers see the imports above, and no catch-all that would hide a misspelt name
 
     def __getattr__(name: str) -> Any:
-        """Import a public name from its module on first use, and keep it."""
-        module = _EXPORTS.get(name)
+        """Import a public name from its module on first use, and keep it; ``__all__`` is every public name."""
+        if name == "__all__":
+            return sorted(_public_names())
+        module = _public_names().get(name)
         if module is None:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         import importlib
@@ -173,4 +136,4 @@ if not TYPE_CHECKING:  # checkers see the imports above, and no catch-all that w
         return value
 
     def __dir__() -> list[str]:
-        return sorted([*globals(), *_EXPORTS])
+        return sorted({*globals(), *_public_names(), "__all__"})

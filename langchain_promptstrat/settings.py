@@ -10,24 +10,43 @@ environment, then the default. Values are read when :meth:`Settings.load` runs (
 when a strategy is built), never memoised for the life of the process: the reference froze
 them on first use, which a long-running server cannot live with.
 
-A strategy names its own options (``ShortenToolsEpochStable(epoch_size=40)``) and maps each
-to its key here; :func:`settings_with_options` applies them over a ``Settings`` and refuses
-an option the strategy does not take, so a key meant for another strategy is never silently
-ignored.
+A strategy names its own options (``ShortenToolsEpochStable(epoch_size=40)``) in one
+``TypedDict`` whose fields are ``Annotated[type, SettingKey(key)]``; everything else about an
+option (variable, default, validation, doc) is its key's, here. From that one class come the
+constructor's keywords as type checkers see them (``**options: Unpack[...]``),
+:func:`option_keys`, the ``Args:`` entries (:func:`document_options`) and the README's
+options table (:mod:`langchain_promptstrat.docs_tables`). :func:`settings_with_options`
+applies the options over a ``Settings`` and refuses an option the strategy does not take, so
+a key meant for another strategy is never silently ignored.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
+import functools
 import inspect
+import os
+import textwrap
+import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_promptstrat.errors import ConfigError
 
-__all__ = ["ENV_PREFIX", "Settings", "environment_variables", "setting_keys", "settings_with_options", "strategy_options"]
+__all__ = [
+    "ENV_PREFIX",
+    "SettingKey",
+    "Settings",
+    "describe_setting",
+    "document_options",
+    "documented_default",
+    "environment_variables",
+    "option_keys",
+    "setting_keys",
+    "settings_with_options",
+    "strategy_options",
+]
 
 ENV_PREFIX = "PROMPTSTRAT_"
 """Every setting's environment variable is also read with this prefix; the prefixed one wins."""
@@ -36,8 +55,9 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
 
-def _setting(default: Any, env: str, kind: type, *, minimum: float | None = 0, doc: str = "") -> Any:
-    return field(default=default, metadata={"env": env, "kind": kind, "minimum": minimum, "doc": doc})
+def _setting(default: Any, env: str, kind: type, *, doc: str, minimum: float | None = 0, shown: str | None = None) -> Any:
+    """Return the field of one setting: its default, variable, type, lower bound, doc and default as documented."""
+    return field(default=default, metadata={"env": env, "kind": kind, "minimum": minimum, "doc": doc, "shown": shown})
 
 
 @dataclass(frozen=True)
@@ -51,106 +71,113 @@ class Settings:
     """
 
     # shorten_tools (not in the default list)
-    full_tool_calls: int = _setting(0, "FULL_TOOL_CALLS", int, doc="recent tool calls kept whole")
-    full_tool_outputs: int = _setting(10, "FULL_TOOL_OUTPUTS", int, doc="recent tool outputs kept whole")
-    max_tool_calls: int = _setting(40, "MAX_TOOL_CALLS", int, doc="tool calls beyond this position are dropped")
+    full_tool_calls: int = _setting(0, "FULL_TOOL_CALLS", int, doc="The newest tool calls (by position) kept whole.")
+    full_tool_outputs: int = _setting(10, "FULL_TOOL_OUTPUTS", int, doc="The newest tool outputs kept whole.")
+    max_tool_calls: int = _setting(40, "MAX_TOOL_CALLS", int, doc="Tool calls older than this position are dropped.")
     max_tool_outputs: int | None = _setting(
-        None, "MAX_TOOL_OUTPUTS", int, doc="tool outputs beyond this position are dropped (default: max_tool_calls)"
+        None, "MAX_TOOL_OUTPUTS", int, doc="Tool outputs older than this position are dropped.", shown="``max_tool_calls``"
     )
-    max_tool_chars: int = _setting(100_000, "MAX_TOOL_CHARS", int, doc="tool content kept whole while under this budget")
+    max_tool_chars: int = _setting(
+        100_000, "MAX_TOOL_CHARS", int,
+        doc="Tool content stays whole while the content kept so far is under this many characters, "
+        "so a short conversation is never touched.",
+    )
     protect_current_turn: bool = _setting(
-        False, "PROTECT_CURRENT_TURN", bool, minimum=None, doc="keep every tool message of the newest user turn whole"
+        False, "PROTECT_CURRENT_TURN", bool, minimum=None,
+        doc="Keep every tool message of the newest user turn whole (see ``shorten_tools`` for why it is off).",
     )
     # shorten_tools_epoch and shorten_tools_epoch_increment
-    epoch_tool_call_threshold: int = _setting(50, "EPOCH_TOOL_CALL_THRESHOLD", int, doc="no compaction at or below this many tool calls")
-    epoch_full_tool_calls: int = _setting(20, "EPOCH_FULL_TOOL_CALLS", int, doc="most recent tool calls kept whole")
-    epoch_compacted_tool_calls: int = _setting(80, "EPOCH_COMPACTED_TOOL_CALLS", int, doc="tool calls shortened before the full ones")
-    epoch_size: int = _setting(20, "EPOCH_SIZE", int, doc="new tool calls before the boundary advances (initial size)")
+    epoch_tool_call_threshold: int = _setting(50, "EPOCH_TOOL_CALL_THRESHOLD", int, doc="No compaction at or below this many tool calls.")
+    epoch_full_tool_calls: int = _setting(20, "EPOCH_FULL_TOOL_CALLS", int, doc="The most recent tool calls kept whole.")
+    epoch_compacted_tool_calls: int = _setting(
+        80, "EPOCH_COMPACTED_TOOL_CALLS", int,
+        doc="Tool calls shortened before the whole ones (at the first epoch size, when the epoch grows); older ones are dropped.",
+    )
+    epoch_size: int = _setting(
+        20, "EPOCH_SIZE", int, doc="New tool calls before the boundary advances (the initial size, when the epoch grows)."
+    )
     epoch_increment_epochs_per_increase: int = _setting(
-        3, "EPOCH_INCREMENT_EPOCHS_PER_INCREASE", int, doc="completed epochs before the epoch grows"
+        3, "EPOCH_INCREMENT_EPOCHS_PER_INCREASE", int, doc="Completed epochs before the epoch grows (0: never)."
     )
-    epoch_increment_size_increase: int = _setting(10, "EPOCH_INCREMENT_SIZE_INCREASE", int, doc="periodic epoch-size increase")
+    epoch_increment_size_increase: int = _setting(
+        10, "EPOCH_INCREMENT_SIZE_INCREASE", int, doc="Calls added to the epoch at each periodic increase."
+    )
     epoch_increment_repeat_increase: int = _setting(
-        10, "EPOCH_INCREMENT_REPEAT_INCREASE", int, doc="epoch-size increase for epochs with repeated calls"
+        10, "EPOCH_INCREMENT_REPEAT_INCREASE", int, doc="Calls added to the epoch for each epoch that held a repeated call."
     )
-    epoch_increment_max_size: int = _setting(60, "EPOCH_INCREMENT_MAX_SIZE", int, doc="upper bound of epoch growth")
+    epoch_increment_max_size: int = _setting(60, "EPOCH_INCREMENT_MAX_SIZE", int, doc="Upper bound of the epoch's growth.")
     epoch_increment_compacted_growth_ratio: float = _setting(
-        2.0, "EPOCH_INCREMENT_COMPACTED_GROWTH_RATIO", float, doc="extra compacted calls per extra epoch call"
+        2.0, "EPOCH_INCREMENT_COMPACTED_GROWTH_RATIO", float, doc="Extra shortened calls kept per extra epoch call."
     )
     epoch_increment_max_compacted_tool_calls: int = _setting(
-        160, "EPOCH_INCREMENT_MAX_COMPACTED_TOOL_CALLS", int, doc="upper bound of the grown compacted window"
+        160, "EPOCH_INCREMENT_MAX_COMPACTED_TOOL_CALLS", int, doc="Upper bound of the grown shortened window."
     )
     # dispatcher
     prompt_strategy: str | None = _setting(
-        None, "PROMPT_STRATEGY", str, minimum=None, doc="comma-separated default strategy list"
+        None, "PROMPT_STRATEGY", str, minimum=None, doc="The comma-separated default strategy list.", shown="`DEFAULT_STRATEGIES`"
     )
     # token-target ladder: tool_results, sliding_window, summary, CompactionLadder
     tool_results_min_tokens: int = _setting(
-        200, "TOOL_RESULTS_MIN_TOKENS", int, doc="tool outputs larger than this many tokens may become placeholders"
+        200, "TOOL_RESULTS_MIN_TOKENS", int, doc="Only tool outputs larger than this many tokens become placeholders."
     )
-    keep_steps: int = _setting(1, "KEEP_STEPS", int, minimum=1, doc="newest steps no token-target rung ever touches")
+    keep_steps: int = _setting(1, "KEEP_STEPS", int, minimum=1, doc="The newest steps no token-target rung ever touches.")
     ladder_max_tokens: int = _setting(
-        100_000, "LADDER_MAX_TOKENS", int, doc="token target of a rung used on its own as a strategy"
+        100_000, "LADDER_MAX_TOKENS", int, doc="The token target of a rung used on its own (a ladder uses its own)."
     )
     ladder_low_ratio: float = _setting(
-        0.7, "LADDER_LOW_RATIO", float, doc="CompactionLadder compacts down to this share of max_tokens (low_tokens)"
+        0.7, "LADDER_LOW_RATIO", float, doc="A CompactionLadder compacts down to this share of max_tokens (low_tokens)."
     )
     # shorten_tools_epoch_stable
     stable_tool_call_threshold: int = _setting(
-        120, "STABLE_TOOL_CALL_THRESHOLD", int, doc="front-stable epochs: no compaction at or below this many tool calls"
+        120, "STABLE_TOOL_CALL_THRESHOLD", int, doc="No compaction at or below this many tool calls."
     )
-    stable_full_tool_calls: int = _setting(
-        20, "STABLE_FULL_TOOL_CALLS", int, doc="front-stable epochs: most recent tool calls kept whole"
-    )
+    stable_full_tool_calls: int = _setting(20, "STABLE_FULL_TOOL_CALLS", int, doc="The most recent tool calls kept whole.")
     stable_epoch_size: int = _setting(
-        80, "STABLE_EPOCH_SIZE", int, doc="front-stable epochs: new tool calls before whole calls graduate to shortened"
+        80, "STABLE_EPOCH_SIZE", int, doc="New tool calls before the whole ones graduate to shortened."
     )
     stable_max_compacted_tool_calls: int = _setting(
-        240, "STABLE_MAX_COMPACTED_TOOL_CALLS", int,
-        doc="front-stable epochs: the shortened region holds at most this many calls before a front drop",
+        240, "STABLE_MAX_COMPACTED_TOOL_CALLS", int, doc="The shortened region holds at most this many calls before a front drop."
     )
     # the context ceiling of the bounded default (shorten_tools_epoch_stable)
     max_context_tokens: int | None = _setting(
         None, "PROMPTSTRAT_MAX_TOKENS", int,
-        doc="context ceiling of the default strategy, in tokens (default: the model's window, else 111,616)",
+        doc="The context ceiling of the default strategy, in tokens.", shown="the model's window, else 111,616",
     )
     stable_token_margin: float = _setting(
-        0.02, "STABLE_TOKEN_MARGIN", float,
-        doc="share of the ceiling kept free for the token counter's error",
+        0.02, "STABLE_TOKEN_MARGIN", float, doc="Share of the ceiling kept free for the token counter's error."
     )
     stable_low_ratio: float = _setting(
-        0.9, "STABLE_LOW_RATIO", float,
-        doc="a ceiling-driven epoch advance aims at or below this share of the ceiling",
+        0.9, "STABLE_LOW_RATIO", float, doc="A ceiling-driven epoch advance aims at or below this share of the ceiling."
     )
     stable_front_ratio: float = _setting(
         0.6, "STABLE_FRONT_RATIO", float,
-        doc="a ceiling-driven front drop removes steps after the kept head down to this share of the ceiling",
+        doc="A ceiling-driven front drop removes steps after the kept head down to this share of the ceiling.",
     )
     stable_head_ratio: float = _setting(
         0.2, "STABLE_HEAD_RATIO", float,
-        doc="a ceiling-driven front drop keeps the oldest steps within this share of the ceiling (the cached head)",
+        doc="A ceiling-driven front drop keeps the oldest steps within this share of the ceiling (the cached head).",
     )
     stable_whole_ratio: float = _setting(
         0.0, "STABLE_WHOLE_RATIO", float,
-        doc="after a ceiling-driven advance the newest whole calls take at most this share of the ceiling",
+        doc="After a ceiling-driven advance the newest whole calls take at most this share of the ceiling "
+        "(the newest step always stays whole).",
     )
     stable_front_drop_chunk: int = _setting(
-        120, "STABLE_FRONT_DROP_CHUNK", int, minimum=1,
-        doc="front-stable epochs: the oldest calls are dropped in multiples of this many at once",
+        120, "STABLE_FRONT_DROP_CHUNK", int, minimum=1, doc="The oldest calls are dropped in multiples of this many at once."
     )
 
     # inbox
     inbox_quiet_seconds: float = _setting(
         1.0, "INBOX_QUIET_SECONDS", float,
-        doc="a writable inbox file is picked up only once unchanged this long (an editor may still be writing it)",
+        doc="A writable inbox file is picked up only once unchanged this long (an editor may still be writing it).",
     )
     inbox_lease_seconds: float = _setting(
         600.0, "INBOX_LEASE_SECONDS", float,
-        doc="a claimed, unacknowledged notice of a live reader on another host is recovered after this long",
+        doc="A claimed, unacknowledged notice of a live reader on another host is recovered after this long.",
     )
     inbox_max_notice_bytes: int = _setting(
         1_000_000, "INBOX_MAX_NOTICE_BYTES", int, minimum=1,
-        doc="larger inbox notices are left pending with a warning, never delivered",
+        doc="Larger inbox notices are left pending with a warning, never delivered.",
     )
 
     def __post_init__(self) -> None:
@@ -198,7 +225,12 @@ class Settings:
 
 def setting_keys() -> dict[str, str]:
     """Return ``{key: environment variable}`` for every setting (the reference's spelling)."""
-    return {f.name: f.metadata["env"] for f in dataclasses.fields(Settings)}
+    return {name: f.metadata["env"] for name, f in _fields().items()}
+
+
+@functools.cache
+def _fields() -> dict[str, dataclasses.Field[Any]]:
+    return {f.name: f for f in dataclasses.fields(Settings)}
 
 
 def environment_variables(key: str) -> tuple[str, ...]:
@@ -217,48 +249,131 @@ def _variables(env: str) -> tuple[str, ...]:
     return (env,) if env.startswith(ENV_PREFIX) else (ENV_PREFIX + env, env)
 
 
+@dataclass(frozen=True)
+class SettingKey:
+    """Marks a strategy option as setting ``key``: ``epoch_size: Annotated[int | None, SettingKey("stable_epoch_size")]``.
+
+    A strategy's ``options`` class (a ``TypedDict`` with ``total=False``) holds one such
+    field per option that is a setting; the constructor takes them as ``**options:
+    Unpack[...]``, so mypy and pyright check each keyword and flag one it does not take.
+    """
+
+    key: str
+
+
+@functools.cache
+def _keys_of(options: type) -> dict[str, str]:
+    hints = typing.get_type_hints(options, include_extras=True)
+    keys: dict[str, str] = {}
+    for name in options.__annotations__:
+        marks = [m for m in getattr(hints[name], "__metadata__", ()) if isinstance(m, SettingKey)]
+        if len(marks) != 1 or marks[0].key not in setting_keys():
+            raise TypeError(f"{options.__name__}.{name} must be Annotated[<type>, SettingKey(<a settings key>)]")
+        keys[name] = marks[0].key
+    return keys
+
+
+def option_keys(strategy: type) -> dict[str, str]:
+    """Return option name -> settings key for each option of ``strategy`` that is a setting, in declaration order.
+
+    They are the fields of the strategy's ``options`` class (none when it has none).
+    """
+    options = getattr(strategy, "options", None)
+    return {} if options is None else dict(_keys_of(options))
+
+
 def strategy_options(strategy: type) -> list[str]:
-    """Return the option names ``strategy``'s constructor takes, in signature order (``settings`` included)."""
+    """Return the option names ``strategy``'s constructor takes, in signature order (``settings`` included).
+
+    The options that are settings (its ``options`` class, taken as ``**options``) come last.
+    """
     parameters = inspect.signature(strategy).parameters.values()  # the constructor's, without self
     skipped = (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
-    return [p.name for p in parameters if p.name != "self" and p.kind not in skipped]
+    names = [p.name for p in parameters if p.name != "self" and p.kind not in skipped]
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        names += [name for name in option_keys(strategy) if name not in names]
+    return names
+
+
+def documented_default(key: str) -> str:
+    """Return setting ``key``'s default as the docs show it: ``100,000``, ``0.02``, ``False``, or what it follows."""
+    f = _fields()[key]
+    if f.metadata["shown"] is not None:
+        return str(f.metadata["shown"])
+    value = f.default
+    if isinstance(value, bool) or not isinstance(value, int):
+        return str(value)
+    return f"{value:,}"
+
+
+def describe_setting(key: str) -> str:
+    """Return the doc of setting ``key`` with its key and default: ``"... Setting ``epoch_size``, default 20."``."""
+    return f"{_fields()[key].metadata['doc']} Setting ``{key}``, default {documented_default(key)}."
+
+
+def document_options(doc: str | None, keys: Mapping[str, str]) -> str | None:
+    """Return ``doc`` (a constructor's docstring) with an ``Args:`` entry for each option in ``keys`` ending its Args section.
+
+    Each entry is :func:`describe_setting` of the option's key, so the text ``help()`` shows
+    is written once, with the key, in :class:`Settings`. A docstring without an ``Args:``
+    section is returned as it is.
+    """
+    if not doc or not keys:
+        return doc
+    lines = doc.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.strip() == "Args:"), None)
+    if start is None:  # a third party's docstring in another style is left as written
+        return doc
+    indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())] + "    "
+    end = start + 1
+    while end < len(lines) and lines[end].startswith(indent):
+        end += 1
+    entries: list[str] = []
+    for option, key in keys.items():
+        entries += textwrap.wrap(
+            f"{option}: {describe_setting(key)}", width=92, initial_indent=indent, subsequent_indent=indent + "    ",
+            break_on_hyphens=False,
+        )
+    return "\n".join([*lines[:end], *entries, *lines[end:]])
 
 
 def settings_with_options(
     strategy: type,
     settings: Settings | None,
-    keys: Mapping[str, str],
-    unknown: Mapping[str, Any],
+    given: Mapping[str, object],
     /,
     *,
     reads: Iterable[str] = (),
-    **options: Any,
 ) -> Settings:
     """Return the settings a strategy runs with: its explicit options over ``settings`` (or the environment).
 
-    ``options`` are the strategy's typed keyword arguments that are settings, each mapped by
-    ``keys`` (option name -> settings key); None means "not given", so the value comes from
-    ``settings`` when one is passed, else the environment, else the default. An explicit
-    option always wins, as a keyword argument wins over a default in any Python call.
+    ``given`` holds the constructor's keyword arguments outside its signature: the options of
+    its ``options`` class (:func:`option_keys`), each landing on its settings key, and
+    anything else. None means "not given", so the value comes from ``settings`` when one is
+    passed, else the environment, else the default. An explicit option always wins, as a
+    keyword argument wins over a default in any Python call.
 
-    ``unknown`` holds the keyword arguments outside the constructor's signature. The settings
-    key of one of the strategy's options (``stable_epoch_size`` for ``epoch_size``), or a key
-    in ``reads`` that it reads without an option of its own, is accepted in its place, so a
-    configuration written with settings keys (``get_strategy(name, **keys)``) keeps working.
-    Anything else raises :class:`ConfigError` naming the strategy and the options it takes:
-    a key another strategy uses belongs in a ``Settings`` shared by the strategies, which
-    is never checked against any one of them.
+    The settings key of one of the strategy's options (``stable_epoch_size`` for
+    ``epoch_size``), or a key in ``reads`` that it reads without an option of its own, is
+    accepted in its place, so a configuration written with settings keys
+    (``get_strategy(name, **keys)``) keeps working. Anything else raises
+    :class:`ConfigError` naming the strategy and the options it takes: a key another
+    strategy uses belongs in a ``Settings`` shared by the strategies, which is never checked
+    against any one of them.
     """
-    explicit = {keys[name]: value for name, value in options.items() if value is not None}
+    keys = option_keys(strategy)
+    explicit: dict[str, Any] = {keys[name]: value for name, value in given.items() if name in keys and value is not None}
     option_of_key = {key: name for name, key in keys.items()}
     accepted = set(option_of_key) | set(reads)
     refused: list[str] = []
-    for name, value in unknown.items():
+    for name, value in given.items():
+        if name in keys:
+            continue
         if name not in accepted:
             refused.append(name)
             continue
         option = option_of_key.get(name)
-        if option is not None and options.get(option) is not None and value is not None:
+        if option is not None and given.get(option) is not None and value is not None:
             raise ConfigError(f"{_strategy_label(strategy)}: {option} given twice, as {option}= and as its settings key {name}=")
         if value is not None:
             explicit[name] = value

@@ -26,7 +26,7 @@ from langchain_core.runnables.config import var_child_runnable_config
 
 from langchain_promptstrat.messages import coerce_messages
 from langchain_promptstrat.report import Compacted, logger
-from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.settings import Settings, document_options, option_keys
 
 __all__ = ["REPORT_EVENT", "PromptStrategy", "emit_report"]
 
@@ -61,11 +61,23 @@ class PromptStrategy(Runnable[Any, list[BaseMessage]], ABC):
     ``prompt | ShortenTools() | model``.
 
     Subclasses set ``strategy_name`` (the registry key) and implement :meth:`compact`.
-    Those that need the conversation's save file (the inbox) set ``uses_save_file``.
+    Those that need the conversation's save file (the inbox) set ``uses_save_file``. Those
+    with options that are settings declare them once, in ``options`` (see
+    :class:`~langchain_promptstrat.settings.SettingKey`), take them as ``**options:
+    Unpack[...]`` and pass them to ``settings_with_options``; their constructor's ``Args:``
+    section gets an entry for each, written from the setting's own doc.
     """
 
     strategy_name: ClassVar[str] = "strategy"
     uses_save_file: ClassVar[bool] = False
+    options: ClassVar[Any] = None
+    """The ``TypedDict`` of this strategy's options that are settings, or None."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is not None and cls.options is not None:
+            init.__doc__ = document_options(init.__doc__, option_keys(cls))
 
     def __init__(self, settings: Settings | None = None, **overrides: Any) -> None:
         self.settings = Settings.load(settings, **overrides)

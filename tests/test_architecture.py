@@ -1,4 +1,4 @@
-"""The package's layers point down: the core never imports a front end, and its imports form no cycle.
+"""The package's layers point down, in the order ARCHITECTURE.md draws them; the core never imports a front end; no cycle.
 
 What these tests count, precisely:
 
@@ -13,23 +13,27 @@ What these tests count, precisely:
   name on first use, like an entry point) is a plugin lookup, not an import.
 * An import is **module-level** when it does not stand inside a function body: it runs (or,
   under ``TYPE_CHECKING``, is followed by the type checkers) when the module is imported.
-* The **front ends** are the package's ``__init__`` (the public facade, which re-exports
-  every layer lazily), ``adapters`` and everything under it (the pre-model hook, the inbox
-  node, the ``create_agent`` middleware), and the command line: ``cli`` and every
-  ``cli_*`` module. Everything else is the **core**: the strategy base, the strategies,
-  the registry, messages, tokens, the inbox package, the simulation, and ``defaults``, the
-  leaf of constants the core reads and the CLI shows (it imports nothing, which is checked
-  here).
+* The **layers** are read from the fenced block under "## Layers" in ARCHITECTURE.md, top
+  to bottom: a line starting at the margin opens a layer (its name is the text before the
+  first run of two spaces), indented lines continue it, and the paths it names are the words
+  ending in ``.py`` or ``/`` (``strategies/<name>.py`` is any module directly in
+  ``strategies/``). A module is in the layer of the most specific path that matches it.
+* The **front ends** are the top layer: the package's ``__init__`` (the public facade, which
+  re-exports every layer lazily), ``adapters`` and the command line ``cli``. Everything
+  else is the **core**, down to ``defaults``, the leaf of constants the core reads and the
+  CLI shows (it imports nothing, which is checked here).
 
-The rules: no core module imports a front end (at any place, lazily or not); the
-module-level imports form no cycle; and even counting every lazy import there is no
-cycle, so no lazy import exists to dodge one (the ones left keep ``--help`` fast or an
+The rules: every module is in a layer and every path of the diagram names a module; no
+import, at any place, points to a layer above its module's; no core module imports a front
+end; the module-level imports form no cycle; and even counting every lazy import there is
+no cycle, so no lazy import exists to dodge one (the ones left keep ``--help`` fast or an
 optional dependency optional).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
@@ -38,6 +42,7 @@ import pytest
 
 PACKAGE = "langchain_promptstrat"
 PACKAGE_DIR = Path(__file__).resolve().parent.parent / PACKAGE
+ARCHITECTURE = PACKAGE_DIR.parent / "ARCHITECTURE.md"
 
 
 class Import(NamedTuple):
@@ -115,13 +120,85 @@ def all_imports(package_dir: Path = PACKAGE_DIR) -> dict[str, list[Import]]:
     return {name: imports_of(name, path.read_text(encoding="utf-8"), modules) for name, path in modules.items()}
 
 
+class Layer(NamedTuple):
+    """One layer of the diagram: its name and the paths it names (relative to the package)."""
+
+    name: str
+    paths: tuple[str, ...]
+
+
+_PATH = re.compile(r"(?<![\w/.<>])([\w<>]+(?:/[\w<>]+)*(?:\.py|/))(?![\w/])")
+
+
+def parse_layers(markdown: str) -> list[Layer]:
+    """Return the layers of the fenced block under ``## Layers`` in ``markdown``, top first."""
+    section = markdown.split("\n## Layers", 1)[1]
+    block = section.split("```", 2)[1].split("\n", 1)[1]
+    layers: list[Layer] = []
+    for line in block.splitlines():
+        if not line.strip() or set(line.strip()) <= {"│"}:
+            continue
+        rest = line
+        if not line[0].isspace():
+            name = re.split(r"\s{2,}", line, maxsplit=1)[0]
+            layers.append(Layer(name, ()))
+            rest = line[len(name):]
+        layers[-1] = Layer(layers[-1].name, layers[-1].paths + tuple(_PATH.findall(rest)))
+    return layers
+
+
+def _match_length(path: str, file: str) -> int:
+    """Return how specific diagram ``path`` is for package file ``file`` (a relative ``.py`` path), 0 if it does not match."""
+    if path.endswith("/"):
+        return len(path) if file.startswith(path) else 0
+    if "<name>" in path:
+        folder = path.rpartition("/")[0] + "/"
+        return len(folder) if file.startswith(folder) and "/" not in file[len(folder):] else 0
+    return len(path) + 1 if file == path else 0  # an exact file beats any folder holding it
+
+
+def layer_of_file(layers: list[Layer], file: str) -> int | None:
+    """Return the index (0 = top) of the layer whose most specific path matches ``file``, or None."""
+    best, best_length = None, 0
+    for index, layer in enumerate(layers):
+        for path in layer.paths:
+            length = _match_length(path, file)
+            if length > best_length:
+                best, best_length = index, length
+    return best
+
+
+LAYERS = parse_layers(ARCHITECTURE.read_text(encoding="utf-8"))
+
+
+MODULES = module_files()
+
+
+def layer_of_module(module: str, layers: list[Layer] = LAYERS) -> int | None:
+    """Return the layer index of package module ``module`` (dotted), or None when the diagram places it nowhere.
+
+    A module that does not exist (in the tests of the checks themselves) is placed by the
+    file it would be: ``P.adapters.runnable`` as ``adapters/runnable.py``.
+    """
+    path = MODULES.get(module)
+    relative = module[len(PACKAGE) + 1:].replace(".", "/") + ".py" if module != PACKAGE else "__init__.py"
+    return layer_of_file(layers, path.relative_to(PACKAGE_DIR).as_posix() if path else relative)
+
+
 def is_front_end(module: str) -> bool:
-    """Return whether ``module`` is a front end (facade, adapter, CLI); every other module is core."""
-    relative = module[len(PACKAGE) + 1:] if module != PACKAGE else ""
-    first = relative.split(".")[0]
-    if module == PACKAGE or first == "adapters":
-        return True
-    return first == "cli" or first.startswith("cli_")
+    """Return whether ``module`` is a front end (the top layer: facade, adapters, CLI); every other module is core."""
+    return layer_of_module(module) == 0
+
+
+def upward_imports(imports: dict[str, list[Import]], layer_of: dict[str, int | None]) -> list[str]:
+    """Return every import of ``imports`` that points to a layer above its module's, as ``module -> target (line)``."""
+    found = []
+    for module, targets in imports.items():
+        for i in targets:
+            here, there = layer_of.get(module), layer_of.get(i.target)
+            if here is not None and there is not None and there < here:
+                found.append(f"{module} -> {i.target} (line {i.line})")
+    return found
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -159,6 +236,23 @@ IMPORTS = all_imports()
 
 
 # --------------------------------------------------------------------------- the rules
+
+
+def test_every_module_is_in_one_layer_of_the_diagram():
+    """ARCHITECTURE.md's layer diagram places every module of the package: a new module must be drawn before it lands."""
+    assert [m for m in MODULES if layer_of_module(m) is None] == []
+
+
+def test_every_path_of_the_diagram_names_a_module_or_package():
+    """A path drawn in the layer diagram exists, so the diagram cannot drift from the tree unnoticed."""
+    files = [p.relative_to(PACKAGE_DIR).as_posix() for p in module_files().values()]
+    assert [path for layer in LAYERS for path in layer.paths if not any(_match_length(path, f) for f in files)] == []
+
+
+def test_no_import_points_to_a_layer_above():
+    """Every import, lazy and type-checking ones included, goes to the module's own layer or one below, as drawn."""
+    layer_of = {module: layer_of_module(module) for module in MODULES}
+    assert upward_imports(IMPORTS, layer_of) == []
 
 
 def test_no_core_module_imports_a_front_end():
@@ -253,7 +347,7 @@ def test_the_subpackages_of_strategies_define_no_strategy():
 
 def test_every_built_in_strategy_lives_directly_in_strategies():
     """The registry's built-in table points at modules directly in ``strategies/``, never into a machinery subpackage."""
-    from langchain_promptstrat.strategies import BUILTIN_STRATEGIES
+    from langchain_promptstrat.strategy_names import BUILTIN_STRATEGIES
 
     direct, _ = strategy_modules()
     assert [target for target in BUILTIN_STRATEGIES.values() if target.partition(":")[0] not in direct] == []
@@ -263,13 +357,43 @@ def test_every_built_in_strategy_lives_directly_in_strategies():
 
 
 def test_the_layers_are_the_documented_ones():
-    """The strategy base, the strategies, the registry and the inbox are core; the facade, adapters and CLI are front ends."""
-    core = ["strategy", "registry", "strategies.inbox", "strategies.ladder", "inbox.delivery", "inbox.directory", "simulate", "defaults"]
-    front = ["", "adapters", "adapters.langgraph", "adapters.middleware", "cli"]
-    modules = module_files()
-    assert all(f"{PACKAGE}.{name}" in modules for name in core)
-    assert not any(is_front_end(f"{PACKAGE}.{name}") for name in core)
-    assert all(is_front_end(f"{PACKAGE}.{name}".rstrip(".")) for name in front)
+    """The diagram reads as drawn: the facade, adapters and CLI on top, the registry above the strategies, the names below them."""
+    names = [layer.name for layer in LAYERS]
+    assert names == ["front ends", "measuring", "registry", "strategies", "base", "inbox", "foundations"]
+    expected = {
+        "": "front ends", "adapters.langgraph": "front ends", "cli.entry": "front ends",
+        "simulate.engine": "measuring", "registry": "registry",
+        "strategies": "strategies", "strategies.ladder": "strategies", "strategies.epoch_machinery.boundary": "strategies",
+        "strategy": "base", "strategy_names": "base", "inbox.delivery": "inbox",
+        "messages.pairs": "foundations", "defaults": "foundations", "testing.scripted_model": "foundations",
+    }
+    placed = {name: layer_of_module(f"{PACKAGE}.{name}".rstrip(".")) for name in expected}
+    assert {name: names[i] if i is not None else None for name, i in placed.items()} == expected
+
+
+def test_an_import_that_points_up_is_caught():
+    """A strategy importing the registry (what ladder.py and cache_breakpoints.py once did) is reported; one pointing down is not."""
+    layer_of = {f"{PACKAGE}.{m}": layer_of_module(f"{PACKAGE}.{m}") for m in ("strategies.ladder", "registry", "strategy_names")}
+    imports = {
+        f"{PACKAGE}.strategies.ladder": [Import(f"{PACKAGE}.registry", True, 59), Import(f"{PACKAGE}.strategy_names", True, 60)],
+    }
+    assert upward_imports(imports, layer_of) == [f"{PACKAGE}.strategies.ladder -> {PACKAGE}.registry (line 59)"]
+
+
+def test_the_diagram_reader_takes_paths_continuations_and_the_most_specific_match():
+    """parse_layers reads layer names, indented continuation lines and path words; the longest matching path wins."""
+    markdown = (
+        "# x\n\n## Layers\n\n```\ntop   cli/ (a note) · __init__.py\n         │\n"
+        "mid   strategies/<name>.py\n      strategies/machinery/ · not a path\nlow   messages/\n```\n"
+    )
+    layers = parse_layers(markdown)
+    assert layers == [
+        Layer("top", ("cli/", "__init__.py")),
+        Layer("mid", ("strategies/<name>.py", "strategies/machinery/")),
+        Layer("low", ("messages/",)),
+    ]
+    assert [layer_of_file(layers, f) for f in ("cli/entry.py", "strategies/a.py", "strategies/machinery/b.py", "x.py")] == [0, 1, 1, None]
+    assert layer_of_file(layers, "__init__.py") == 0 and layer_of_file(layers, "messages/__init__.py") == 2
 
 
 def test_the_import_reader_sees_lazy_type_checking_relative_and_dynamic_imports():
@@ -319,3 +443,28 @@ def test_the_old_circle_through_the_runnable_module_would_be_caught():
     assert [m for m, found in imports.items() if not is_front_end(m) and any(is_front_end(i.target) for i in found)]
     assert find_cycle(graph_of(imports, module_level_only=False)) is not None
     assert find_cycle(graph_of(imports, module_level_only=True)) is None  # it hid behind a lazy import
+
+
+# --------------------------------------------------------------------------- the facade: each public name once
+
+
+def test_the_facade_lists_each_public_name_once_and_each_resolves_to_its_module():
+    """__init__'s TYPE_CHECKING block names each public name once, as ``name as name`` (exported for mypy and pyright);
+    ``__all__`` is exactly those names, and each is the object its module defines."""
+    import importlib
+
+    import langchain_promptstrat
+
+    block = next(
+        node for node in ast.parse((PACKAGE_DIR / "__init__.py").read_text(encoding="utf-8")).body
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+    )
+    imported = [(node.module, alias) for node in block.body if isinstance(node, ast.ImportFrom) for alias in node.names]
+    names = [alias.name for _, alias in imported]
+    assert len(names) == len(set(names)) and all(alias.asname == alias.name for _, alias in imported)
+    assert langchain_promptstrat.__all__ == sorted(names) and len(names) >= 49
+    for module, alias in imported:
+        assert getattr(langchain_promptstrat, alias.name) is getattr(importlib.import_module(str(module)), alias.name)
+    assert set(names) <= set(dir(langchain_promptstrat))
+    with pytest.raises(AttributeError, match="has no attribute 'ShortenToolz'"):
+        langchain_promptstrat.ShortenToolz  # noqa: B018

@@ -15,6 +15,7 @@ import pkgutil
 import re
 import subprocess
 import sys
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +25,18 @@ from hypothesis import given, settings as hypothesis_settings, strategies as st
 import langchain_promptstrat
 from langchain_promptstrat import ConfigError, Settings, ShortenTools, ShortenToolsEpochStable, get_strategy
 from langchain_promptstrat.registry import CallableStrategy, register_strategy, resolve_strategies, unregister_strategy
-from langchain_promptstrat.settings import ENV_PREFIX, environment_variables, setting_keys, strategy_options
-from langchain_promptstrat.strategies import BUILTIN_STRATEGIES
+from langchain_promptstrat import docs_tables
+from langchain_promptstrat.settings import (
+    ENV_PREFIX,
+    SettingKey,
+    describe_setting,
+    environment_variables,
+    option_keys,
+    setting_keys,
+    settings_with_options,
+    strategy_options,
+)
+from langchain_promptstrat.strategy_names import BUILTIN_STRATEGIES
 from langchain_promptstrat.strategies.ladder import CompactionLadder
 from langchain_promptstrat.strategies.summary import Summary
 from langchain_promptstrat.testing import ScriptedChatModel
@@ -69,10 +80,6 @@ EXTRA_READS: dict[type, set[str]] = {
 def build(cls: type, **options: Any) -> Any:
     args, required = REQUIRED.get(cls, ((), {}))
     return cls(*args, **{**required, **options})
-
-
-def option_keys(cls: type) -> dict[str, str]:
-    return dict(getattr(cls, "option_keys", {}))
 
 
 def accepted_keys(cls: type) -> set[str]:
@@ -323,3 +330,79 @@ def test_the_readme_table_lists_every_setting_with_both_spellings():
         assert row is not None, f"no README row for {key}"
         for variable in environment_variables(key):
             assert f"`{variable}`" in row, f"{variable} missing from the README row of {key}"
+
+
+class TestOptionsWrittenOnce:
+    def test_the_readme_options_table_is_the_one_the_options_write(self):
+        """README.md's options table is exactly what the options classes and settings give: a new or renamed option fails until the table is rewritten."""
+        readme = (ROOT / "README.md").read_text(encoding="utf-8")
+        written = readme.split(docs_tables.BEGIN)[1].split(docs_tables.END)[0].strip()
+        assert written == docs_tables.options_table(), "stale: run python -m langchain_promptstrat.docs_tables"
+
+    @pytest.mark.parametrize("cls", [c for c in STRATEGIES if option_keys(c)], ids=lambda c: c.__name__)
+    def test_an_option_is_typed_as_its_settings_key(self, cls):
+        """Each option's type (what mypy and pyright check a keyword against) is its settings key's type, None meaning not given."""
+        settings_types = typing.get_type_hints(Settings)
+        option_types = typing.get_type_hints(cls.options)
+        for option, key in option_keys(cls).items():
+            assert option_types[option] == settings_types[key] | None, f"{cls.__name__}.{option} ({key})"
+
+    def test_an_options_field_without_a_known_settings_key_is_refused_when_read(self):
+        """A field that is not Annotated with the SettingKey of a real setting is a programming error, reported at once."""
+        class Typo(typing.TypedDict, total=False):
+            epoch_size: typing.Annotated[int | None, SettingKey("stable_epoch_sise")]
+
+        class Bare(typing.TypedDict, total=False):
+            epoch_size: int | None
+
+        for options in (Typo, Bare):
+            with pytest.raises(TypeError, match=r"must be Annotated\[<type>, SettingKey\(<a settings key>\)\]"):
+                option_keys(type("Probe", (), {"options": options}))
+
+    def test_the_docs_tables_command_checks_then_rewrites_a_stale_table(self, tmp_path, capsys):
+        """--check exits 1 on a stale table and writes nothing; without it the table is rewritten, after which --check passes."""
+        readme = tmp_path / "README.md"
+        stale = f"# x\n\n{docs_tables.BEGIN}\n| an old table |\n{docs_tables.END}\n\nafter\n"
+        readme.write_text(stale, encoding="utf-8")
+        assert docs_tables.main([str(readme), "--check"]) == 1 and readme.read_text(encoding="utf-8") == stale
+        assert docs_tables.main([str(readme)]) == 0
+        assert readme.read_text(encoding="utf-8") == f"# x\n\n{docs_tables.BEGIN}\n{docs_tables.options_table()}\n{docs_tables.END}\n\nafter\n"
+        assert docs_tables.main([str(readme), "--check"]) == 0
+        assert [p.name for p in tmp_path.iterdir()] == ["README.md"]
+
+    def test_the_docs_tables_command_refuses_a_readme_without_the_markers(self, tmp_path, capsys):
+        """A README without the table's markers is left as it is, with one line naming them and exit 2."""
+        readme = tmp_path / "README.md"
+        readme.write_text("# no table here\n", encoding="utf-8")
+        assert docs_tables.main([str(readme)]) == 2
+        assert readme.read_text(encoding="utf-8") == "# no table here\n"
+        assert capsys.readouterr().err.startswith("docs_tables: the README must hold the lines")
+
+    @pytest.mark.parametrize("cls", [c for c in STRATEGIES if option_keys(c)], ids=lambda c: c.__name__)
+    def test_help_shows_each_option_with_the_doc_of_its_settings_key(self, cls):
+        """The Args entry of an option is its settings key's doc, key and default, so help() and the README say the same."""
+        entries = dict(args_section(cls.__init__.__doc__))
+        for option, key in option_keys(cls).items():
+            assert entries[option] == describe_setting(key), f"{cls.__name__}.{option}"
+
+    def test_a_third_party_strategy_declares_its_options_the_same_way(self):
+        """A strategy outside the package gets typed options on settings keys, their refusal and precedence; a docstring without Args: stays as written."""
+        class MineOptions(typing.TypedDict, total=False):
+            window: typing.Annotated[int | None, SettingKey("keep_steps")]
+
+        class Mine(PromptStrategy):
+            strategy_name = "mine"
+            options = MineOptions
+
+            def __init__(self, settings: Settings | None = None, **options: typing.Any) -> None:
+                """Build it."""
+                super().__init__(settings_with_options(type(self), settings, options))
+
+            def compact(self, messages, *, save_file=None):
+                raise NotImplementedError
+
+        assert Mine.__init__.__doc__ == "Build it."
+        assert Mine(window=3).settings.keep_steps == 3 and Mine(Settings(keep_steps=4)).settings.keep_steps == 4
+        assert Mine(keep_steps=5).settings.keep_steps == 5
+        with pytest.raises(ConfigError, match=r"Mine \(mine\) has no option 'windows'; its options: settings, window"):
+            Mine(windows=3)

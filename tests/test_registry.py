@@ -21,9 +21,9 @@ from langchain_promptstrat import (
     register_strategy,
     unregister_strategy,
 )
-from langchain_promptstrat import registry
+from langchain_promptstrat import strategy_names
 from langchain_promptstrat.report import Compacted, make_report
-from langchain_promptstrat.strategies import BUILTIN_STRATEGIES
+from langchain_promptstrat.strategy_names import BUILTIN_STRATEGIES
 from langchain_promptstrat.testing import build_agent_run
 
 
@@ -173,15 +173,15 @@ class TestRegistry:
     def test_missing_default_entry_is_skipped_with_a_warning(self, conversation, monkeypatch):
         """An entry of the default list that is not installed never breaks prepare_prompt(messages)."""
         monkeypatch.delenv("PROMPT_STRATEGY", raising=False)
-        monkeypatch.setattr(registry, "DEFAULT_STRATEGIES", ("not_built_yet", "none"))
-        registry._warned_missing_defaults.discard("not_built_yet")
+        monkeypatch.setattr(strategy_names, "DEFAULT_STRATEGIES", ("not_built_yet", "none"))
+        strategy_names._warned_missing_defaults.discard("not_built_yet")
         with pytest.warns(RuntimeWarning, match="not_built_yet"):
             assert prepare_prompt(conversation) == conversation
 
     def test_entry_point_strategies_are_discovered(self, conversation, monkeypatch):
         """A third-party strategy in the entry-point group resolves by name."""
-        ep = EntryPoint(name="drop_system", value="plugin_strategies:drop_system", group=registry.ENTRY_POINT_GROUP)
-        monkeypatch.setattr(registry, "entry_points", lambda group: [ep] if group == registry.ENTRY_POINT_GROUP else [])
+        ep = EntryPoint(name="drop_system", value="plugin_strategies:drop_system", group=strategy_names.ENTRY_POINT_GROUP)
+        monkeypatch.setattr(strategy_names, "entry_points", lambda group: [ep] if group == strategy_names.ENTRY_POINT_GROUP else [])
         assert "drop_system" in available_strategies()
         assert prepare_prompt(conversation, "drop_system") == conversation[1:]
 

@@ -35,7 +35,7 @@ from langchain_promptstrat.simulate.figures import _PromptTokens, _shared_prefix
 from langchain_promptstrat.simulate.peers import _Apply, _peers
 from langchain_promptstrat.simulate.recall import CallTargets, TermIndex, recall_counts
 from langchain_promptstrat.simulate.results import SimulationResult, StrategyRun
-from langchain_promptstrat.strategies import BUILTIN_STRATEGIES
+from langchain_promptstrat.strategy_names import BUILTIN_STRATEGIES
 from langchain_promptstrat.strategies.cache_breakpoints import CacheBreakpoints
 from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.testing import iter_agent_run

@@ -18,20 +18,8 @@ would grow past what a reader can hold (~450 lines): then it goes in its family'
 subpackage, in modules named for it (``shorten_tools_epoch_stable``'s ``stable_regions``,
 ``bounded_replay``, ... in ``epoch_machinery/``). One that several strategies need goes
 in a subpackage, never in a module that looks like a strategy.
-``tests/test_architecture.py`` checks both rules.
+``tests/test_architecture.py`` checks both rules. Each built-in is listed by registry key in
+:data:`langchain_promptstrat.strategy_names.BUILTIN_STRATEGIES`, imported on first use.
 """
 
 from __future__ import annotations
-
-BUILTIN_STRATEGIES: dict[str, str] = {
-    "none": "langchain_promptstrat.strategies.none:NoStrategy",
-    "shorten_tools": "langchain_promptstrat.strategies.shorten_tools:ShortenTools",
-    "shorten_tools_epoch": "langchain_promptstrat.strategies.epoch:ShortenToolsEpoch",
-    "shorten_tools_epoch_increment": "langchain_promptstrat.strategies.epoch:ShortenToolsEpochIncrement",
-    "shorten_tools_epoch_stable": "langchain_promptstrat.strategies.epoch_stable:ShortenToolsEpochStable",
-    "inbox": "langchain_promptstrat.strategies.inbox:Inbox",
-    "tool_results": "langchain_promptstrat.strategies.tool_results:ToolResults",
-    "sliding_window": "langchain_promptstrat.strategies.sliding_window:SlidingWindow",
-    "summary": "langchain_promptstrat.strategies.summary:Summary",
-}
-"""Registry key -> ``module:attribute`` of each built-in strategy class, imported on first use."""

@@ -53,7 +53,7 @@ from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.cache_rules import ANTHROPIC_MAX_BREAKPOINTS
 from langchain_promptstrat.errors import ConfigError
-from langchain_promptstrat.registry import resolve_strategies
+from langchain_promptstrat.strategy_names import resolve_strategies
 from langchain_promptstrat.report import Compacted, StrategyReport, make_report
 from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.strategies.ladder_machinery.vocabulary import PLACEHOLDER_KIND, kind_of
@@ -213,7 +213,7 @@ class CacheBreakpoints(PromptStrategy):
         Raises:
             ConfigError: A bad ``limit``, or a keyword that is not one of these options.
         """
-        super().__init__(settings_with_options(type(self), settings, {}, unknown))
+        super().__init__(settings_with_options(type(self), settings, unknown))
         if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= ANTHROPIC_MAX_BREAKPOINTS:
             raise ConfigError(f"limit must be an integer from 0 to {ANTHROPIC_MAX_BREAKPOINTS}, got {limit!r}")
         self.strategies = resolve_strategies(strategies, settings=settings)

@@ -37,15 +37,17 @@ from __future__ import annotations
 
 import bisect
 import os
-from collections.abc import Callable, Mapping, Sequence
-from typing import ClassVar, NoReturn
+from collections.abc import Callable, Sequence
+from typing import Annotated, TypedDict
+
+from typing_extensions import Unpack
 
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
 from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.messages import Fate, ToolIndex, index_tool_calls, shorten_arguments, shorten_tool_output
 from langchain_promptstrat.report import Compacted, make_report
-from langchain_promptstrat.settings import Settings, settings_with_options
+from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.strategies.epoch_machinery.boundary import (
     EpochState,
     _inactive,
@@ -83,6 +85,8 @@ __all__ = [
     "EpochState",
     "ShortenToolsEpoch",
     "ShortenToolsEpochIncrement",
+    "ShortenToolsEpochIncrementOptions",
+    "ShortenToolsEpochOptions",
     "apply_frozen",
     "clear_caches",
     "compacted_window",
@@ -237,6 +241,26 @@ def shorten_tools_epoch_increment(messages: Sequence[BaseMessage], /, *, setting
     return _compact(messages, settings, increment_schedule, "shorten_tools_epoch_increment")
 
 
+class ShortenToolsEpochOptions(TypedDict, total=False):
+    """The options of :class:`ShortenToolsEpoch`, each the reference's ``epoch_*`` setting."""
+
+    tool_call_threshold: Annotated[int | None, SettingKey("epoch_tool_call_threshold")]
+    full_tool_calls: Annotated[int | None, SettingKey("epoch_full_tool_calls")]
+    compacted_tool_calls: Annotated[int | None, SettingKey("epoch_compacted_tool_calls")]
+    epoch_size: Annotated[int | None, SettingKey("epoch_size")]
+
+
+class ShortenToolsEpochIncrementOptions(ShortenToolsEpochOptions, total=False):
+    """The options of :class:`ShortenToolsEpochIncrement`: those of ``shorten_tools_epoch`` and the growth's."""
+
+    epochs_per_increase: Annotated[int | None, SettingKey("epoch_increment_epochs_per_increase")]
+    size_increase: Annotated[int | None, SettingKey("epoch_increment_size_increase")]
+    repeat_increase: Annotated[int | None, SettingKey("epoch_increment_repeat_increase")]
+    max_size: Annotated[int | None, SettingKey("epoch_increment_max_size")]
+    compacted_growth_ratio: Annotated[float | None, SettingKey("epoch_increment_compacted_growth_ratio")]
+    max_compacted_tool_calls: Annotated[int | None, SettingKey("epoch_increment_max_compacted_tool_calls")]
+
+
 class ShortenToolsEpoch(PromptStrategy):
     """``shorten_tools_epoch``: cache-friendly compaction with fixed epochs.
 
@@ -248,46 +272,19 @@ class ShortenToolsEpoch(PromptStrategy):
     """
 
     strategy_name = "shorten_tools_epoch"
-    option_keys: ClassVar[Mapping[str, str]] = {
-        "tool_call_threshold": "epoch_tool_call_threshold",
-        "full_tool_calls": "epoch_full_tool_calls",
-        "compacted_tool_calls": "epoch_compacted_tool_calls",
-        "epoch_size": "epoch_size",
-    }
-    """Option name -> settings key, for each option that is a setting."""
+    options = ShortenToolsEpochOptions
 
-    def __init__(
-        self,
-        settings: Settings | None = None,
-        *,
-        tool_call_threshold: int | None = None,
-        full_tool_calls: int | None = None,
-        compacted_tool_calls: int | None = None,
-        epoch_size: int | None = None,
-        **unknown: NoReturn,
-    ) -> None:
+    def __init__(self, settings: Settings | None = None, **options: Unpack[ShortenToolsEpochOptions]) -> None:
         """Build the strategy; an option left at None comes from ``settings``, else the environment, else its default.
 
         Args:
             settings: Thresholds shared with other strategies (default: read from the
                 environment now); the options below win over it.
-            tool_call_threshold: No compaction at or below this many tool calls. Setting
-                ``epoch_tool_call_threshold``, default 50.
-            full_tool_calls: The most recent tool calls kept whole. Setting
-                ``epoch_full_tool_calls``, default 20.
-            compacted_tool_calls: Tool calls shortened before the whole ones; older ones are
-                dropped. Setting ``epoch_compacted_tool_calls``, default 80.
-            epoch_size: New tool calls before the boundary advances. Setting ``epoch_size``,
-                default 20.
 
         Raises:
             ConfigError: A value is out of range, or a keyword is not one of these options.
         """
-        super().__init__(settings_with_options(
-            type(self), settings, self.option_keys, unknown,
-            tool_call_threshold=tool_call_threshold, full_tool_calls=full_tool_calls,
-            compacted_tool_calls=compacted_tool_calls, epoch_size=epoch_size,
-        ))
+        super().__init__(settings_with_options(type(self), settings, options))
 
     def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
         """Return :func:`shorten_tools_epoch` of ``messages`` with this strategy's settings."""
@@ -305,71 +302,19 @@ class ShortenToolsEpochIncrement(PromptStrategy):
     """
 
     strategy_name = "shorten_tools_epoch_increment"
-    option_keys: ClassVar[Mapping[str, str]] = {
-        **ShortenToolsEpoch.option_keys,
-        "epochs_per_increase": "epoch_increment_epochs_per_increase",
-        "size_increase": "epoch_increment_size_increase",
-        "repeat_increase": "epoch_increment_repeat_increase",
-        "max_size": "epoch_increment_max_size",
-        "compacted_growth_ratio": "epoch_increment_compacted_growth_ratio",
-        "max_compacted_tool_calls": "epoch_increment_max_compacted_tool_calls",
-    }
-    """Option name -> settings key, for each option that is a setting."""
+    options = ShortenToolsEpochIncrementOptions
 
-    def __init__(
-        self,
-        settings: Settings | None = None,
-        *,
-        tool_call_threshold: int | None = None,
-        full_tool_calls: int | None = None,
-        compacted_tool_calls: int | None = None,
-        epoch_size: int | None = None,
-        epochs_per_increase: int | None = None,
-        size_increase: int | None = None,
-        repeat_increase: int | None = None,
-        max_size: int | None = None,
-        compacted_growth_ratio: float | None = None,
-        max_compacted_tool_calls: int | None = None,
-        **unknown: NoReturn,
-    ) -> None:
+    def __init__(self, settings: Settings | None = None, **options: Unpack[ShortenToolsEpochIncrementOptions]) -> None:
         """Build the strategy; an option left at None comes from ``settings``, else the environment, else its default.
 
         Args:
             settings: Thresholds shared with other strategies (default: read from the
                 environment now); the options below win over it.
-            tool_call_threshold: No compaction at or below this many tool calls. Setting
-                ``epoch_tool_call_threshold``, default 50.
-            full_tool_calls: The most recent tool calls kept whole. Setting
-                ``epoch_full_tool_calls``, default 20.
-            compacted_tool_calls: Tool calls shortened before the whole ones at the first
-                epoch size (the window then grows). Setting ``epoch_compacted_tool_calls``,
-                default 80.
-            epoch_size: The initial number of new tool calls before the boundary advances.
-                Setting ``epoch_size``, default 20.
-            epochs_per_increase: Completed epochs before the epoch grows (0: never).
-                Setting ``epoch_increment_epochs_per_increase``, default 3.
-            size_increase: Calls added to the epoch at each periodic increase. Setting
-                ``epoch_increment_size_increase``, default 10.
-            repeat_increase: Calls added to the epoch for each epoch that held a repeated
-                call. Setting ``epoch_increment_repeat_increase``, default 10.
-            max_size: Upper bound of the epoch's growth. Setting
-                ``epoch_increment_max_size``, default 60.
-            compacted_growth_ratio: Extra shortened calls kept per extra epoch call.
-                Setting ``epoch_increment_compacted_growth_ratio``, default 2.0.
-            max_compacted_tool_calls: Upper bound of the grown shortened window. Setting
-                ``epoch_increment_max_compacted_tool_calls``, default 160.
 
         Raises:
             ConfigError: A value is out of range, or a keyword is not one of these options.
         """
-        super().__init__(settings_with_options(
-            type(self), settings, self.option_keys, unknown,
-            tool_call_threshold=tool_call_threshold, full_tool_calls=full_tool_calls,
-            compacted_tool_calls=compacted_tool_calls, epoch_size=epoch_size,
-            epochs_per_increase=epochs_per_increase, size_increase=size_increase, repeat_increase=repeat_increase,
-            max_size=max_size, compacted_growth_ratio=compacted_growth_ratio,
-            max_compacted_tool_calls=max_compacted_tool_calls,
-        ))
+        super().__init__(settings_with_options(type(self), settings, options))
 
     def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
         """Return :func:`shorten_tools_epoch_increment` of ``messages`` with this strategy's settings."""

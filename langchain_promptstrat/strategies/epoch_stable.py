@@ -66,8 +66,10 @@ replay), ``frozen_head``, ``debris`` and ``stable_prompt`` (the prompt an edge p
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, NoReturn
+from collections.abc import Sequence
+from typing import Annotated, Any, TypedDict
+
+from typing_extensions import Unpack
 
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
@@ -75,7 +77,7 @@ from langchain_promptstrat.ceiling import Ceiling, MaxTokens, check_max_tokens, 
 from langchain_promptstrat.errors import ContextWindowError
 from langchain_promptstrat.messages import grow_tool_index, leading_system_count, shorten_tool_output, task_index
 from langchain_promptstrat.report import Compacted, make_report
-from langchain_promptstrat.settings import Settings, settings_with_options
+from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.strategies.epoch_machinery.bounded_replay import (
     Bounded,
     BoundedMemo,
@@ -106,6 +108,7 @@ from langchain_promptstrat.tokens import as_token_counter, tool_schema_tokens
 __all__ = [
     "STRATEGY_NAME",
     "ShortenToolsEpochStable",
+    "ShortenToolsEpochStableOptions",
     "StableState",
     "front_drop_edge",
     "shorten_tools_epoch_stable",
@@ -300,6 +303,21 @@ def _fallback(
     return out, how
 
 
+class ShortenToolsEpochStableOptions(TypedDict, total=False):
+    """The options of :class:`ShortenToolsEpochStable` that are settings (``stable_*``)."""
+
+    tool_call_threshold: Annotated[int | None, SettingKey("stable_tool_call_threshold")]
+    full_tool_calls: Annotated[int | None, SettingKey("stable_full_tool_calls")]
+    epoch_size: Annotated[int | None, SettingKey("stable_epoch_size")]
+    max_compacted_tool_calls: Annotated[int | None, SettingKey("stable_max_compacted_tool_calls")]
+    front_drop_chunk: Annotated[int | None, SettingKey("stable_front_drop_chunk")]
+    token_margin: Annotated[float | None, SettingKey("stable_token_margin")]
+    low_ratio: Annotated[float | None, SettingKey("stable_low_ratio")]
+    front_ratio: Annotated[float | None, SettingKey("stable_front_ratio")]
+    head_ratio: Annotated[float | None, SettingKey("stable_head_ratio")]
+    whole_ratio: Annotated[float | None, SettingKey("stable_whole_ratio")]
+
+
 class ShortenToolsEpochStable(PromptStrategy):
     """``shorten_tools_epoch_stable``: cache-first epochs that keep the front of the prompt unchanged, under a context ceiling.
 
@@ -317,19 +335,7 @@ class ShortenToolsEpochStable(PromptStrategy):
     """
 
     strategy_name = STRATEGY_NAME
-    option_keys: ClassVar[Mapping[str, str]] = {
-        "tool_call_threshold": "stable_tool_call_threshold",
-        "full_tool_calls": "stable_full_tool_calls",
-        "epoch_size": "stable_epoch_size",
-        "max_compacted_tool_calls": "stable_max_compacted_tool_calls",
-        "front_drop_chunk": "stable_front_drop_chunk",
-        "token_margin": "stable_token_margin",
-        "low_ratio": "stable_low_ratio",
-        "front_ratio": "stable_front_ratio",
-        "head_ratio": "stable_head_ratio",
-        "whole_ratio": "stable_whole_ratio",
-    }
-    """Option name -> settings key, for each option that is a setting."""
+    options = ShortenToolsEpochStableOptions
 
     def __init__(
         self,
@@ -339,17 +345,7 @@ class ShortenToolsEpochStable(PromptStrategy):
         model: Any = None,
         tools: Sequence[Any] | None = None,
         token_counter: Any = None,
-        tool_call_threshold: int | None = None,
-        full_tool_calls: int | None = None,
-        epoch_size: int | None = None,
-        max_compacted_tool_calls: int | None = None,
-        front_drop_chunk: int | None = None,
-        token_margin: float | None = None,
-        low_ratio: float | None = None,
-        front_ratio: float | None = None,
-        head_ratio: float | None = None,
-        whole_ratio: float | None = None,
-        **unknown: NoReturn,
+        **options: Unpack[ShortenToolsEpochStableOptions],
     ) -> None:
         """Build the strategy; a settings option left at None comes from ``settings``, else the environment, else its default.
 
@@ -364,38 +360,11 @@ class ShortenToolsEpochStable(PromptStrategy):
             tools: The tools bound to the model; their schemas count against the ceiling.
             token_counter: None (cl100k_base), a ``TokenCounter``, a chat model or any
                 ``messages -> int`` callable.
-            tool_call_threshold: No compaction at or below this many tool calls. Setting
-                ``stable_tool_call_threshold``, default 120.
-            full_tool_calls: The most recent tool calls kept whole. Setting
-                ``stable_full_tool_calls``, default 20.
-            epoch_size: New tool calls before the whole ones graduate to shortened. Setting
-                ``stable_epoch_size``, default 80.
-            max_compacted_tool_calls: The shortened region holds at most this many calls
-                before a front drop. Setting ``stable_max_compacted_tool_calls``, default 240.
-            front_drop_chunk: The oldest calls are dropped in multiples of this many at
-                once. Setting ``stable_front_drop_chunk``, default 120.
-            token_margin: Share of the ceiling kept free for the token counter's error.
-                Setting ``stable_token_margin``, default 0.02.
-            low_ratio: A ceiling-driven epoch advance aims at or below this share of the
-                ceiling. Setting ``stable_low_ratio``, default 0.9.
-            front_ratio: A ceiling-driven front drop removes steps after the kept head down
-                to this share of the ceiling. Setting ``stable_front_ratio``, default 0.6.
-            head_ratio: A ceiling-driven front drop keeps the oldest steps within this share
-                of the ceiling (the cached head). Setting ``stable_head_ratio``, default 0.2.
-            whole_ratio: After a ceiling-driven advance the newest whole calls take at most
-                this share of the ceiling (the newest step always stays whole). Setting
-                ``stable_whole_ratio``, default 0.0.
 
         Raises:
             ConfigError: A value is out of range, or a keyword is not one of these options.
         """
-        super().__init__(settings_with_options(
-            type(self), settings, self.option_keys, unknown, reads=("max_context_tokens",),
-            tool_call_threshold=tool_call_threshold, full_tool_calls=full_tool_calls, epoch_size=epoch_size,
-            max_compacted_tool_calls=max_compacted_tool_calls, front_drop_chunk=front_drop_chunk,
-            token_margin=token_margin, low_ratio=low_ratio, front_ratio=front_ratio, head_ratio=head_ratio,
-            whole_ratio=whole_ratio,
-        ))
+        super().__init__(settings_with_options(type(self), settings, options, reads=("max_context_tokens",)))
         self.max_tokens = check_max_tokens(max_tokens)
         self.model = model
         self.tools = list(tools) if tools else []

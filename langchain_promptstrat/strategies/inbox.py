@@ -124,7 +124,7 @@ class Inbox(PromptStrategy):
         Raises:
             ConfigError: A bad ``backend``, or a keyword that is not one of these options.
         """
-        super().__init__(settings_with_options(type(self), settings, {}, unknown))
+        super().__init__(settings_with_options(type(self), settings, unknown))
         self.root = root
         self.backend = check_backend(backend, root)
         self.allow_save_file = allow_save_file

@@ -56,7 +56,7 @@ from langchain_core.messages import BaseMessage
 
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.messages import message_chars
-from langchain_promptstrat.registry import get_strategy  # rungs may be given by registry key
+from langchain_promptstrat.strategy_names import get_strategy  # rungs may be given by registry key
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.strategies.ladder_machinery.plan import Plan, Rewrite, RungRequest, arun_plan, done, run_plan
@@ -155,7 +155,7 @@ class CompactionLadder(PlannedStrategy):
             ConfigError: A value is out of range, no rung, or a keyword that is not one of
                 these options.
         """
-        super().__init__(settings_with_options(type(self), settings, {}, unknown, reads=("ladder_low_ratio",)))
+        super().__init__(settings_with_options(type(self), settings, unknown, reads=("ladder_low_ratio",)))
         self.rungs: list[Rung] = _resolve_rungs(rungs, self.settings)
         self.max_tokens = _tokens_argument("max_tokens", max_tokens)
         ratio = self.settings.ladder_low_ratio

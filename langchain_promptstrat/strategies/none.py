@@ -28,7 +28,7 @@ class NoStrategy(PromptStrategy):
         Raises:
             ConfigError: A keyword was given (this strategy has no option).
         """
-        super().__init__(settings_with_options(type(self), settings, {}, unknown))
+        super().__init__(settings_with_options(type(self), settings, unknown))
 
     def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
         """Return ``messages`` as they are."""

@@ -10,8 +10,10 @@ this strategy defeats prompt caching; the epoch strategies exist for that.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from typing import ClassVar, NoReturn
+from collections.abc import Sequence
+from typing import Annotated, TypedDict
+
+from typing_extensions import Unpack
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
@@ -26,10 +28,10 @@ from langchain_promptstrat.messages import (
     value_chars,
 )
 from langchain_promptstrat.report import Compacted, make_report
-from langchain_promptstrat.settings import Settings, settings_with_options
+from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.truncation import DEFAULT_OUTPUT_SIZE, shorten_string
 
-__all__ = ["ShortenTools", "shorten_tools"]
+__all__ = ["ShortenTools", "ShortenToolsOptions", "shorten_tools"]
 
 
 def _judge(position: int, size: int, shortened_size: int, *, full: int, maximum: int, budget: int, used: int, protected: bool) -> tuple[Fate, int]:
@@ -117,6 +119,17 @@ def shorten_tools(messages: Sequence[BaseMessage], /, *, settings: Settings) -> 
     return Compacted(out, make_report("shorten_tools", messages, out, shortened=shortened, dropped=dropped, protected=protected))
 
 
+class ShortenToolsOptions(TypedDict, total=False):
+    """The options of :class:`ShortenTools`; each is the setting of the same key."""
+
+    full_tool_calls: Annotated[int | None, SettingKey("full_tool_calls")]
+    full_tool_outputs: Annotated[int | None, SettingKey("full_tool_outputs")]
+    max_tool_calls: Annotated[int | None, SettingKey("max_tool_calls")]
+    max_tool_outputs: Annotated[int | None, SettingKey("max_tool_outputs")]
+    max_tool_chars: Annotated[int | None, SettingKey("max_tool_chars")]
+    protect_current_turn: Annotated[bool | None, SettingKey("protect_current_turn")]
+
+
 class ShortenTools(PromptStrategy):
     """``shorten_tools``: tiered shortening and dropping of old tool calls, newest kept whole.
 
@@ -127,56 +140,19 @@ class ShortenTools(PromptStrategy):
     """
 
     strategy_name = "shorten_tools"
-    option_keys: ClassVar[Mapping[str, str]] = {
-        "full_tool_calls": "full_tool_calls",
-        "full_tool_outputs": "full_tool_outputs",
-        "max_tool_calls": "max_tool_calls",
-        "max_tool_outputs": "max_tool_outputs",
-        "max_tool_chars": "max_tool_chars",
-        "protect_current_turn": "protect_current_turn",
-    }
-    """Option name -> settings key, for each option that is a setting."""
+    options = ShortenToolsOptions
 
-    def __init__(
-        self,
-        settings: Settings | None = None,
-        *,
-        full_tool_calls: int | None = None,
-        full_tool_outputs: int | None = None,
-        max_tool_calls: int | None = None,
-        max_tool_outputs: int | None = None,
-        max_tool_chars: int | None = None,
-        protect_current_turn: bool | None = None,
-        **unknown: NoReturn,
-    ) -> None:
+    def __init__(self, settings: Settings | None = None, **options: Unpack[ShortenToolsOptions]) -> None:
         """Build the strategy; an option left at None comes from ``settings``, else the environment, else its default.
 
         Args:
             settings: Thresholds shared with other strategies (default: read from the
                 environment now); the options below win over it.
-            full_tool_calls: The newest tool calls (by position) kept whole. Setting
-                ``full_tool_calls``, default 0.
-            full_tool_outputs: The newest tool outputs kept whole. Setting
-                ``full_tool_outputs``, default 10.
-            max_tool_calls: Tool calls older than this position are dropped. Setting
-                ``max_tool_calls``, default 40.
-            max_tool_outputs: Tool outputs older than this position are dropped. Setting
-                ``max_tool_outputs``, default ``max_tool_calls``.
-            max_tool_chars: Tool content stays whole while the content kept so far is under
-                this many characters, so a short conversation is never touched. Setting
-                ``max_tool_chars``, default 100,000.
-            protect_current_turn: Keep every tool message of the newest user turn whole (see
-                :func:`shorten_tools` for why it is off). Setting ``protect_current_turn``,
-                default False.
 
         Raises:
             ConfigError: A value is out of range, or a keyword is not one of these options.
         """
-        super().__init__(settings_with_options(
-            type(self), settings, self.option_keys, unknown,
-            full_tool_calls=full_tool_calls, full_tool_outputs=full_tool_outputs, max_tool_calls=max_tool_calls,
-            max_tool_outputs=max_tool_outputs, max_tool_chars=max_tool_chars, protect_current_turn=protect_current_turn,
-        ))
+        super().__init__(settings_with_options(type(self), settings, options))
 
     def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
         """Return :func:`shorten_tools` of ``messages`` with this strategy's settings."""

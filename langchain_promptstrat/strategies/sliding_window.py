@@ -13,17 +13,19 @@ call and its output always go together and the note never sits between them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any, ClassVar, NoReturn
+from typing import Any
+
+from typing_extensions import Unpack
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_promptstrat.messages import is_real_user_message, leading_system_count, mark, task_index
 from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.strategies.ladder_machinery.plan import Plan, Rewrite, done
-from langchain_promptstrat.strategies.ladder_machinery.rung import Rung
+from langchain_promptstrat.strategies.ladder_machinery.rung import Rung, RungOptions
 from langchain_promptstrat.strategies.ladder_machinery.vocabulary import NOTE_KIND, SUMMARY_KIND, CountTokens, kind_of, message_counter, represented
 
 __all__ = ["NOTE_TEXT", "Layout", "SlidingWindow", "layout", "note", "rewrite"]
@@ -167,34 +169,21 @@ class SlidingWindow(Rung):
     """
 
     strategy_name = "sliding_window"
-    option_keys: ClassVar[Mapping[str, str]] = {"max_tokens": "ladder_max_tokens", "keep_steps": "keep_steps"}
-    """Option name -> settings key, for each option that is a setting."""
+    options = RungOptions
 
-    def __init__(
-        self,
-        settings: Settings | None = None,
-        *,
-        max_tokens: int | None = None,
-        keep_steps: int | None = None,
-        token_counter: Any = None,
-        **unknown: NoReturn,
-    ) -> None:
+    def __init__(self, settings: Settings | None = None, *, token_counter: Any = None, **options: Unpack[RungOptions]) -> None:
         """Build the rung; an option left at None comes from ``settings``, else the environment, else its default.
 
         Args:
             settings: Thresholds shared with other strategies (default: read from the
                 environment now); the options below win over it.
-            max_tokens: The token target when used on its own (a ladder uses its own).
-                Setting ``ladder_max_tokens``, default 100,000.
-            keep_steps: The newest steps never dropped. Setting ``keep_steps``, default 1.
             token_counter: None (cl100k_base), a ``TokenCounter``, a chat model or any
                 ``messages -> int`` callable (a ladder uses its own).
 
         Raises:
             ConfigError: A value is out of range, or a keyword is not one of these options.
         """
-        resolved = settings_with_options(type(self), settings, self.option_keys, unknown, max_tokens=max_tokens, keep_steps=keep_steps)
-        super().__init__(resolved, token_counter=token_counter)
+        super().__init__(settings_with_options(type(self), settings, options), token_counter=token_counter)
 
     def plan(self, messages: Sequence[BaseMessage], *, target: int, counter: CountTokens) -> Plan:
         """Return the plan of :func:`rewrite` (it needs no model call)."""

@@ -25,9 +25,11 @@ import json
 import threading
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, NoReturn
+from typing import Any, Literal
+
+from typing_extensions import Unpack
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
@@ -35,7 +37,7 @@ from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.messages import content_text, index_tool_calls, is_real_user_message, mark
 from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.strategies.ladder_machinery.plan import Plan, Rewrite, RungRequest, arun_plan, run_plan
-from langchain_promptstrat.strategies.ladder_machinery.rung import Rung
+from langchain_promptstrat.strategies.ladder_machinery.rung import Rung, RungOptions
 from langchain_promptstrat.strategies.ladder_machinery.vocabulary import NOTE_KIND, SUMMARY_KIND, CountTokens, kind_of, message_counter, represented
 from langchain_promptstrat.strategies.sliding_window import layout
 
@@ -368,8 +370,7 @@ class Summary(Rung):
     """
 
     strategy_name = "summary"
-    option_keys: ClassVar[Mapping[str, str]] = {"max_tokens": "ladder_max_tokens", "keep_steps": "keep_steps"}
-    """Option name -> settings key, for each option that is a setting."""
+    options = RungOptions
 
     def __init__(
         self,
@@ -377,13 +378,11 @@ class Summary(Rung):
         /,
         settings: Settings | None = None,
         *,
-        max_tokens: int | None = None,
-        keep_steps: int | None = None,
         token_counter: Any = None,
         summary_tokens: int = DEFAULT_SUMMARY_TOKENS,
         cache_size: int = 256,
         on_error: Literal["warn", "raise"] = "warn",
-        **unknown: NoReturn,
+        **options: Unpack[RungOptions],
     ) -> None:
         """Build the rung; a settings option left at None comes from ``settings``, else the environment, else its default.
 
@@ -393,9 +392,6 @@ class Summary(Rung):
                 ``get_strategy``).
             settings: Thresholds shared with other strategies (default: read from the
                 environment now); the options below win over it.
-            max_tokens: The token target when used on its own (a ladder uses its own).
-                Setting ``ladder_max_tokens``, default 100,000.
-            keep_steps: The newest steps never summarised. Setting ``keep_steps``, default 1.
             token_counter: None (cl100k_base), a ``TokenCounter``, a chat model or any
                 ``messages -> int`` callable (a ladder uses its own).
             summary_tokens: The length asked of each summary, in tokens. Default 800.
@@ -407,7 +403,7 @@ class Summary(Rung):
             ConfigError: No model, a value out of range, or a keyword that is not one of
                 these options.
         """
-        extra: dict[str, Any] = dict(unknown)
+        extra: dict[str, Any] = dict(options)
         if isinstance(model, Settings):  # get_strategy("summary", settings, model=...) passes settings first
             if settings is not None:
                 raise ConfigError("settings given twice: as the first argument and as settings=")
@@ -417,7 +413,7 @@ class Summary(Rung):
             if model is not None and keyword is not None:
                 raise ConfigError("model given twice: positionally and as model=")
             model = model if keyword is None else keyword
-        resolved = settings_with_options(type(self), settings, self.option_keys, extra, max_tokens=max_tokens, keep_steps=keep_steps)
+        resolved = settings_with_options(type(self), settings, extra)
         if model is None:
             raise ConfigError(
                 "summary needs a chat model to write its summaries: Summary(model), "

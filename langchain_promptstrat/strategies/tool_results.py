@@ -9,18 +9,20 @@ placeholder is marked so no later pass replaces it again.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, NoReturn
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+from typing_extensions import Unpack
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from langchain_promptstrat.messages import index_tool_calls, mark, split_steps, tool_call_ids
-from langchain_promptstrat.settings import Settings, settings_with_options
+from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.strategies.ladder_machinery.plan import Plan, Rewrite, done
-from langchain_promptstrat.strategies.ladder_machinery.rung import Rung
+from langchain_promptstrat.strategies.ladder_machinery.rung import Rung, RungOptions
 from langchain_promptstrat.strategies.ladder_machinery.vocabulary import PLACEHOLDER_KIND, CountTokens, kind_of, message_counter
 
-__all__ = ["PLACEHOLDER_TEXT", "ToolResults", "placeholder", "rewrite"]
+__all__ = ["PLACEHOLDER_TEXT", "ToolResults", "ToolResultsOptions", "placeholder", "rewrite"]
 
 PLACEHOLDER_TEXT = (
     "[compacted:tool_results] This {name} result ({tokens} tokens) was cleared to free context. "
@@ -81,6 +83,12 @@ def rewrite(
     return Rewrite(out, {"replaced": replaced, "freed": freed})
 
 
+class ToolResultsOptions(RungOptions, total=False):
+    """The options of :class:`ToolResults`: every rung's and the size an output must pass to be cleared."""
+
+    min_tokens: Annotated[int | None, SettingKey("tool_results_min_tokens")]
+
+
 class ToolResults(Rung):
     """``tool_results``: replace the oldest large tool outputs by placeholders to fit a token target.
 
@@ -91,44 +99,21 @@ class ToolResults(Rung):
     """
 
     strategy_name = "tool_results"
-    option_keys: ClassVar[Mapping[str, str]] = {
-        "max_tokens": "ladder_max_tokens",
-        "min_tokens": "tool_results_min_tokens",
-        "keep_steps": "keep_steps",
-    }
-    """Option name -> settings key, for each option that is a setting."""
+    options = ToolResultsOptions
 
-    def __init__(
-        self,
-        settings: Settings | None = None,
-        *,
-        max_tokens: int | None = None,
-        min_tokens: int | None = None,
-        keep_steps: int | None = None,
-        token_counter: Any = None,
-        **unknown: NoReturn,
-    ) -> None:
+    def __init__(self, settings: Settings | None = None, *, token_counter: Any = None, **options: Unpack[ToolResultsOptions]) -> None:
         """Build the rung; an option left at None comes from ``settings``, else the environment, else its default.
 
         Args:
             settings: Thresholds shared with other strategies (default: read from the
                 environment now); the options below win over it.
-            max_tokens: The token target when used on its own (a ladder uses its own).
-                Setting ``ladder_max_tokens``, default 100,000.
-            min_tokens: Only tool outputs larger than this many tokens become placeholders.
-                Setting ``tool_results_min_tokens``, default 200.
-            keep_steps: The newest tool-calling steps never touched. Setting
-                ``keep_steps``, default 1.
             token_counter: None (cl100k_base), a ``TokenCounter``, a chat model or any
                 ``messages -> int`` callable (a ladder uses its own).
 
         Raises:
             ConfigError: A value is out of range, or a keyword is not one of these options.
         """
-        resolved = settings_with_options(
-            type(self), settings, self.option_keys, unknown, max_tokens=max_tokens, min_tokens=min_tokens, keep_steps=keep_steps,
-        )
-        super().__init__(resolved, token_counter=token_counter)
+        super().__init__(settings_with_options(type(self), settings, options), token_counter=token_counter)
 
     def plan(self, messages: Sequence[BaseMessage], *, target: int, counter: CountTokens) -> Plan:
         """Return the plan of :func:`rewrite` (it needs no model call)."""

@@ -15,7 +15,7 @@ import os
 from abc import abstractmethod
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun
 from langchain_core.messages import BaseMessage
@@ -24,12 +24,12 @@ from langchain_core.runnables import RunnableConfig
 from langchain_promptstrat.strategy import PromptStrategy, emit_report
 from langchain_promptstrat.messages import coerce_messages
 from langchain_promptstrat.report import Compacted, StrategyReport, make_report
-from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.settings import SettingKey, Settings
 from langchain_promptstrat.strategies.ladder_machinery.plan import Plan, RungRequest, arun_plan, run_plan
 from langchain_promptstrat.strategies.ladder_machinery.vocabulary import CountTokens, tally
 from langchain_promptstrat.tokens import as_token_counter
 
-__all__ = ["LadderPass", "PlannedStrategy", "Rung", "ladder_pass"]
+__all__ = ["LadderPass", "PlannedStrategy", "Rung", "RungOptions", "ladder_pass"]
 
 
 class PlannedStrategy(PromptStrategy):
@@ -52,6 +52,13 @@ class PlannedStrategy(PromptStrategy):
         result = await self.acompact(coerce_messages(input))
         emit_report(result, config)
         return result.messages
+
+
+class RungOptions(TypedDict, total=False):
+    """The options every built-in rung takes; each is a setting (a ladder's own target and counter win)."""
+
+    max_tokens: Annotated[int | None, SettingKey("ladder_max_tokens")]
+    keep_steps: Annotated[int | None, SettingKey("keep_steps")]
 
 
 class Rung(PlannedStrategy):

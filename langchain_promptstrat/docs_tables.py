@@ -1,0 +1,106 @@
+"""The README's options table, written from the strategies' options classes and the settings.
+
+Each row is an option of one or more built-in strategies (its ``options`` class: option
+name -> settings key) or a setting read without an option (:data:`OTHER_READERS`); the
+settings key's doc, environment variables and default come from
+:class:`~langchain_promptstrat.settings.Settings`. Nothing here is written twice: a new
+option appears in the table when it is added to a strategy's options class.
+
+``python -m langchain_promptstrat.docs_tables`` rewrites the table in ``README.md`` (the
+lines between :data:`BEGIN` and :data:`END`); ``--check`` only says whether it is stale
+(exit 1), as ``tests/test_options.py`` does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import os
+import sys
+from pathlib import Path
+
+from langchain_promptstrat.settings import Settings, documented_default, environment_variables, option_keys
+from langchain_promptstrat.strategy_names import BUILTIN_STRATEGIES
+
+__all__ = ["BEGIN", "END", "OTHER_READERS", "options_table", "with_options_table"]
+
+BEGIN = "<!-- options table: written by python -m langchain_promptstrat.docs_tables -->"
+END = "<!-- end of the options table -->"
+
+OTHER_READERS: dict[str, tuple[str, str]] = {
+    "max_context_tokens": ("`shorten_tools_epoch_stable`", "`max_tokens` (tokens, or a share of the model's window)"),
+    "ladder_low_ratio": ("`CompactionLadder`", "`low_tokens` (= ratio × `max_tokens`)"),
+    "prompt_strategy": ("`prepare_prompt`, hook, middleware", "`strategies`"),
+    "inbox_quiet_seconds": ("`inbox` (read at each pickup)", "—"),
+    "inbox_lease_seconds": ("`inbox` (read at each pickup)", "—"),
+    "inbox_max_notice_bytes": ("`inbox` (read at each pickup)", "—"),
+}
+"""Settings key -> (who reads it, the argument that sets it) for each setting that is no strategy's option."""
+
+
+def _rows() -> list[tuple[str, str, str]]:
+    """Return ``(strategies, option, key)`` for every option of the built-ins, strategies sharing one option in one row."""
+    shared: dict[tuple[str, str], list[str]] = {}
+    for name, target in BUILTIN_STRATEGIES.items():
+        module, attribute = target.split(":")
+        for option, key in option_keys(getattr(importlib.import_module(module), attribute)).items():
+            shared.setdefault((option, key), []).append(f"`{name}`")
+    rows = [(", ".join(names), f"`{option}`", key) for (option, key), names in shared.items()]
+    keys = {key for _, _, key in rows}
+    for f in dataclasses.fields(Settings):
+        if f.name not in keys:
+            if f.name not in OTHER_READERS:
+                raise LookupError(f"setting {f.name!r} is no built-in strategy's option and not in OTHER_READERS")
+            reader, argument = OTHER_READERS[f.name]
+            rows.append((reader, argument, f.name))
+    return rows
+
+
+def options_table() -> str:
+    """Return the Markdown table of every option and setting: who takes it, its key, variables, default and meaning."""
+    docs = {f.name: f.metadata["doc"] for f in dataclasses.fields(Settings)}
+    lines = [
+        "| strategy | option | settings key | environment variables | default | meaning |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for strategies, option, key in _rows():
+        variables = ", ".join(f"`{v}`" for v in environment_variables(key))
+        lines.append(f"| {strategies} | {option} | `{key}` | {variables} | {documented_default(key)} | {docs[key]} |")
+    return "\n".join(lines)
+
+
+def with_options_table(readme: str) -> str:
+    """Return ``readme`` with the lines between :data:`BEGIN` and :data:`END` replaced by :func:`options_table`."""
+    if readme.count(BEGIN) != 1 or readme.count(END) != 1 or readme.index(BEGIN) > readme.index(END):
+        raise ValueError(f"the README must hold the lines {BEGIN!r} and {END!r} once each, in that order")
+    head, rest = readme.split(BEGIN)
+    _, tail = rest.split(END)
+    return f"{head}{BEGIN}\n{options_table()}\n{END}{tail}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Rewrite the options table of a README (``--check``: exit 1 when it is stale, writing nothing)."""
+    parser = argparse.ArgumentParser(prog="python -m langchain_promptstrat.docs_tables", description=main.__doc__)
+    parser.add_argument("readme", nargs="?", default="README.md", type=Path, help="the README to update (default: README.md)")
+    parser.add_argument("--check", action="store_true", help="exit 1 when the table is stale; write nothing")
+    args = parser.parse_args(argv)
+    try:
+        text = args.readme.read_text(encoding="utf-8")
+        updated = with_options_table(text)
+    except (OSError, ValueError) as exc:
+        print(f"docs_tables: {exc}", file=sys.stderr)
+        return 2
+    if updated == text:
+        return 0
+    if args.check:
+        print(f"docs_tables: the options table in {args.readme} is stale; run python -m langchain_promptstrat.docs_tables", file=sys.stderr)
+        return 1
+    partial = args.readme.with_name(f".{args.readme.name}.docs_tables")
+    partial.write_text(updated, encoding="utf-8")
+    os.replace(partial, args.readme)  # never a half-written README
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

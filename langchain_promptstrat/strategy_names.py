@@ -1,0 +1,233 @@
+"""Strategy names -> strategies: the built-in table, ``register_strategy``, entry points, ``resolve_strategies``.
+
+A name resolves, in order, to a strategy registered with :func:`register_strategy`, a
+built-in (imported on first use), or an entry point of the group
+``langchain_promptstrat.strategies``. What a name resolves to may be a ``PromptStrategy``
+subclass (built with the settings), a ``PromptStrategy`` instance (used as is) or a plain
+callable ``messages -> messages`` (called with the messages only, as in the reference).
+
+This module sits below the strategies (a ladder's rungs and the breakpoint strategy's inner
+strategies may be given by name): it imports no strategy module, and finds a built-in by
+its ``"module:Class"`` string on first use, as an entry point is found. Applying
+strategies to a conversation is :mod:`langchain_promptstrat.registry`'s.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import threading
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from importlib.metadata import entry_points
+from typing import Any, NoReturn
+
+from langchain_core.messages import BaseMessage
+
+from langchain_promptstrat.errors import ConfigError, UnknownStrategyError
+from langchain_promptstrat.messages import coerce_messages
+from langchain_promptstrat.report import Compacted, make_report
+from langchain_promptstrat.settings import Settings, environment_variables, settings_with_options
+from langchain_promptstrat.strategy import PromptStrategy
+
+__all__ = [
+    "BUILTIN_STRATEGIES",
+    "DEFAULT_STRATEGIES",
+    "ENTRY_POINT_GROUP",
+    "CallableStrategy",
+    "StrategySpec",
+    "available_strategies",
+    "get_strategy",
+    "register_strategy",
+    "resolve_strategies",
+    "unregister_strategy",
+]
+
+BUILTIN_STRATEGIES: dict[str, str] = {
+    "none": "langchain_promptstrat.strategies.none:NoStrategy",
+    "shorten_tools": "langchain_promptstrat.strategies.shorten_tools:ShortenTools",
+    "shorten_tools_epoch": "langchain_promptstrat.strategies.epoch:ShortenToolsEpoch",
+    "shorten_tools_epoch_increment": "langchain_promptstrat.strategies.epoch:ShortenToolsEpochIncrement",
+    "shorten_tools_epoch_stable": "langchain_promptstrat.strategies.epoch_stable:ShortenToolsEpochStable",
+    "inbox": "langchain_promptstrat.strategies.inbox:Inbox",
+    "tool_results": "langchain_promptstrat.strategies.tool_results:ToolResults",
+    "sliding_window": "langchain_promptstrat.strategies.sliding_window:SlidingWindow",
+    "summary": "langchain_promptstrat.strategies.summary:Summary",
+}
+"""Registry key -> ``module:attribute`` of each built-in strategy class, imported on first use."""
+
+DEFAULT_STRATEGIES: tuple[str, ...] = ("shorten_tools_epoch_stable", "inbox")
+"""What ``prepare_prompt(messages)`` applies when neither the caller nor ``PROMPT_STRATEGY`` names a list."""
+
+ENTRY_POINT_GROUP = "langchain_promptstrat.strategies"
+
+StrategySpec = str | PromptStrategy | Callable[[list[BaseMessage]], Any]
+
+_registered: dict[str, Any] = {}
+_lock = threading.Lock()
+_warned_missing_defaults: set[str] = set()
+
+
+class CallableStrategy(PromptStrategy):
+    """Wraps a plain ``messages -> messages`` callable so it runs, reports and composes like a strategy."""
+
+    def __init__(self, func: Callable[[list[BaseMessage]], Any], name: str | None = None, **unknown: NoReturn) -> None:
+        """Wrap ``func``.
+
+        Args:
+            func: Called with a copy of the messages; its answer is read back as messages.
+            name: The strategy name in reports and traces (default: the callable's name).
+
+        Raises:
+            ConfigError: A keyword that is not one of these options.
+        """
+        super().__init__(settings_with_options(type(self), None, unknown))
+        self.func = func
+        self.strategy_name = name or str(getattr(func, "__name__", "callable"))  # type: ignore[misc]
+
+    def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
+        """Return the callable's answer read back as messages; a callable gets the messages only."""
+        out = coerce_messages(self.func(list(messages)))
+        return Compacted(out, make_report(self.strategy_name, messages, out))
+
+    def __repr__(self) -> str:
+        return f"CallableStrategy({self.strategy_name!r})"
+
+
+def register_strategy(name: str, factory: type[PromptStrategy] | PromptStrategy | Callable[..., Any]) -> None:
+    """Make ``name`` resolve to ``factory``: a strategy class, a strategy, or a ``messages -> messages`` callable.
+
+    A registration shadows a built-in or entry point of the same name until it is removed
+    with :func:`unregister_strategy`.
+    """
+    if not isinstance(name, str) or not name or "," in name or name.strip() != name:
+        raise ConfigError(f"strategy name must be a non-empty string without commas or spaces, got {name!r}")
+    if not callable(factory) and not isinstance(factory, PromptStrategy):
+        raise ConfigError(f"strategy {name!r}: expected a PromptStrategy or a callable, got {type(factory).__name__}")
+    with _lock:
+        _registered[name] = factory
+
+
+def unregister_strategy(name: str) -> None:
+    """Forget a strategy registered with :func:`register_strategy`; unknown names raise."""
+    with _lock:
+        if name not in _registered:
+            raise UnknownStrategyError(name, sorted(_registered))
+        del _registered[name]
+
+
+def _entry_points() -> dict[str, Any]:
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def _builtin_importable(name: str) -> bool:
+    module = BUILTIN_STRATEGIES[name].split(":")[0]
+    return importlib.util.find_spec(module) is not None
+
+
+def available_strategies() -> list[str]:
+    """Return every name :func:`get_strategy` can resolve, sorted."""
+    names = {n for n in BUILTIN_STRATEGIES if _builtin_importable(n)}
+    names |= set(_registered) | set(_entry_points())
+    return sorted(names)
+
+
+def _resolve_factory(name: str) -> Any:
+    with _lock:
+        if name in _registered:
+            return _registered[name]
+    if name in BUILTIN_STRATEGIES and _builtin_importable(name):
+        module, attr = BUILTIN_STRATEGIES[name].split(":")
+        return getattr(importlib.import_module(module), attr)
+    eps = _entry_points()
+    if name in eps:
+        return eps[name].load()
+    raise UnknownStrategyError(name, available_strategies())
+
+
+def get_strategy(name: str, /, settings: Settings | None = None, **options: Any) -> PromptStrategy:
+    """Return the strategy registered as ``name``, built with ``settings`` and ``options``.
+
+    ``options`` are the strategy class's keyword arguments (``get_strategy(
+    "shorten_tools_epoch_stable", epoch_size=40)``); a settings key of one of its options
+    (``stable_epoch_size``) works too. They win over ``settings``. A built-in strategy raises
+    :class:`ConfigError` naming its options for one it does not take; ``settings`` itself is
+    never checked, so one ``Settings`` may serve every strategy. A name registered as a
+    strategy object or a plain callable takes no options (:class:`ConfigError` if given).
+    Raises :class:`UnknownStrategyError` listing the known names when ``name`` resolves to
+    nothing.
+    """
+    factory = _resolve_factory(name)
+    if isinstance(factory, type) and issubclass(factory, PromptStrategy):
+        return factory(settings, **options)
+    if options:
+        built = "a ready-built strategy" if isinstance(factory, PromptStrategy) else "a plain callable"
+        raise ConfigError(f"strategy {name!r} is {built} and takes no options; got {', '.join(sorted(options))}")
+    if isinstance(factory, PromptStrategy):
+        return factory
+    return CallableStrategy(factory, name)
+
+
+def _split_names(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _prompt_strategy_source() -> str:
+    """Return the name the ``prompt_strategy`` setting was read under: the environment variable that is set, else the key."""
+    return next((name for name in environment_variables("prompt_strategy") if name in os.environ), "the prompt_strategy setting")
+
+
+def resolve_strategies(
+    strategies: StrategySpec | Sequence[StrategySpec] | None = None,
+    *,
+    settings: Settings | None = None,
+) -> list[PromptStrategy]:
+    """Return the strategies a spec names, in order, ready to apply.
+
+    ``None`` falls back to ``PROMPT_STRATEGY`` (the ``prompt_strategy`` setting), then to
+    :data:`DEFAULT_STRATEGIES`; a string is a comma-separated list of names; a list holds
+    names, ``PromptStrategy`` instances or callables; a single callable is used as is.
+    Unknown names raise, except entries of the built-in default list that are not installed,
+    which are skipped with a warning (so the default never breaks a call).
+    """
+    settings = Settings.load(settings)
+    lenient = False
+    if strategies is None:
+        if settings.prompt_strategy is not None:
+            strategies = settings.prompt_strategy
+        else:
+            strategies, lenient = list(DEFAULT_STRATEGIES), True
+    if isinstance(strategies, str):
+        items: list[Any] = _split_names(strategies)
+        if not items:  # "" disabling everything, the inbox included, is never what was meant
+            source = _prompt_strategy_source() if settings.prompt_strategy is strategies else "the strategy list"
+            raise ConfigError(f"{source} is empty ({strategies!r}); name strategies, or 'none' to apply none")
+    elif isinstance(strategies, PromptStrategy) or (callable(strategies) and not isinstance(strategies, (list, tuple))):
+        items = [strategies]
+    elif isinstance(strategies, Iterable) and not isinstance(strategies, (bytes, Mapping)):
+        items = list(strategies)
+    else:
+        raise ConfigError(
+            f"cannot use {strategies!r} as prompt strategies: expected a name, a comma-separated string, "
+            "a PromptStrategy, a callable or a list of them"
+        )
+    resolved: list[PromptStrategy] = []
+    for item in items:
+        if isinstance(item, PromptStrategy):
+            resolved.append(item)
+        elif isinstance(item, str):
+            for name in _split_names(item):
+                try:
+                    resolved.append(get_strategy(name, settings))
+                except UnknownStrategyError:
+                    if not lenient:
+                        raise
+                    if name not in _warned_missing_defaults:
+                        _warned_missing_defaults.add(name)
+                        warnings.warn(f"default strategy {name!r} is not available; skipping it", RuntimeWarning, stacklevel=3)
+        elif callable(item):
+            resolved.append(CallableStrategy(item))
+        else:
+            raise ConfigError(f"cannot use {item!r} as a prompt strategy: expected a name, a PromptStrategy or a callable")
+    return resolved
