@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import bisect
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, TypedDict
 
 from typing_extensions import Unpack
