@@ -44,6 +44,7 @@ import time
 from typing import Any
 
 from langchain_promptstrat.simulate import SimulationResult, StrategyRun, simulate
+from langchain_promptstrat.strategies.dedupe_outputs import DedupeOutputs
 from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable
 from langchain_promptstrat.strategies.ladder import CompactionLadder
 
@@ -52,6 +53,7 @@ RUNS: dict[str, dict[str, Any]] = {
     "heavy": {"output_bytes": (1_200, 60_000)},
 }
 DEFAULT = "shorten_tools_epoch_stable"
+DEFAULT_LIST = "dedupe_outputs,shorten_tools_epoch_stable"
 LADDER = "ladder"
 
 
@@ -86,8 +88,10 @@ def speed(calls: int, ceiling: int = 60_000) -> str:
     prompts = list(iter_agent_run(calls, seed=0))
     counter = TokenCounter()
     counter.encoding  # noqa: B018 -- load the tokenizer now, outside the timing (every counter shares it)
+    dedupe, bounded = DedupeOutputs(), ShortenToolsEpochStable(max_tokens=ceiling)
     rows = {
         DEFAULT: ShortenToolsEpochStable(max_tokens=ceiling).compact,
+        DEFAULT_LIST: lambda p: bounded.compact(dedupe.compact(p).messages),
         LADDER: CompactionLadder(["tool_results", "sliding_window"], max_tokens=ceiling).compact,
         "trim_messages": lambda p: trim_messages(p, max_tokens=ceiling, token_counter=counter, strategy="last",
                                                  start_on="human", end_on=("human", "tool"), include_system=True),

@@ -7,9 +7,10 @@ next-action recall, old recall and outputs-only recall (defined in
 ``langchain_promptstrat.simulate.recall``), plus whether the row is on the frontier (no other
 row costs less *and* recalls more outputs-only references at once).
 
-Rows: ``none``; the default list with no settings (its ceiling: the model profile, else
-111,616 tokens); the reference strategies (no ceiling); then at each ``--targets`` (32,000 and
-16,000): the default with ``max_tokens``, the ladder (``CompactionLadder`` with the rungs
+Rows: ``none``; the default list (``dedupe_outputs,shorten_tools_epoch_stable``; a replay has
+no inbox) with no settings (its ceiling: the model profile, else 111,616 tokens), and the
+bounded default alone; the reference strategies (no ceiling); then at each ``--targets``
+(32,000 and 16,000): the default list and the bounded default alone with ``max_tokens``, the ladder (``CompactionLadder`` with the rungs
 ``tool_results,sliding_window`` and its low watermark), and the
 peers ``trim_messages`` and ``ClearToolUsesEdit`` at that target; observation masking
 (SWE-agent's ``LastNObservations``, n=10, with and without ``polling=5``) takes no target and
@@ -31,12 +32,17 @@ from typing import Any
 
 from langchain_promptstrat.replay import simulate_files
 from langchain_promptstrat.simulate import SimulationResult, StrategyRun
+from langchain_core.messages import BaseMessage
+
+from langchain_promptstrat.registry import DEFAULT_STRATEGIES
+from langchain_promptstrat.strategies.dedupe_outputs import DedupeOutputs
 from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable
 from langchain_promptstrat.strategies.ladder import CompactionLadder
 from langchain_promptstrat.text_table import render_table
 
 REALRUNS = Path(os.environ.get("PROMPTSTRAT_REALRUNS") or Path(__file__).resolve().parents[1].parent / "shared" / "realruns")
-DEFAULT = "shorten_tools_epoch_stable"
+DEFAULT = ",".join(n for n in DEFAULT_STRATEGIES if n != "inbox")  # a replay has no inbox
+BOUNDED = "shorten_tools_epoch_stable"
 LADDER_RUNGS = "tool_results,sliding_window"
 UNBOUNDED = ["shorten_tools", "shorten_tools_epoch", "shorten_tools_epoch_increment"]
 
@@ -97,14 +103,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no transcripts at {REALRUNS / 'converted'}: name a folder or set PROMPTSTRAT_REALRUNS", file=sys.stderr)
         return 2
 
-    default_list = ShortenToolsEpochStable()  # no settings: the ceiling comes from the model profile, else 111,616
-    first = simulate_files(paths, ["none", default_list, *UNBOUNDED], progress=False)
-    rows = rows_of(first, "-", {"none", DEFAULT, *UNBOUNDED})
+    dedupe, bounded = DedupeOutputs(), ShortenToolsEpochStable()  # no settings: the ceiling is the model profile's, else 111,616
+
+    def default_list(messages: list[BaseMessage]) -> list[BaseMessage]:
+        return bounded.compact(dedupe.compact(messages).messages).messages
+
+    first = simulate_files(paths, ["none", default_list, ShortenToolsEpochStable(), *UNBOUNDED], progress=False)
+    rows = rows_of(first, "-")
     rows[1]["strategy"] = f"{DEFAULT} (default list, no settings)"
+    rows[2]["strategy"] = f"{BOUNDED} alone, no settings"
     masking_listed = False
     for target in args.targets:
         ladder = CompactionLadder(LADDER_RUNGS, max_tokens=target)
-        result = simulate_files(paths, ["none", DEFAULT, ladder], peers=True, max_tokens=target, progress=False)
+        result = simulate_files(paths, ["none", DEFAULT, BOUNDED, ladder], peers=True, max_tokens=target, progress=False)
         for r in rows_of(result, f"{target:,}"):
             if r["strategy"] == "none":
                 continue

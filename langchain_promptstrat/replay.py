@@ -27,7 +27,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_promptstrat.conversation_file import read_conversation
 from langchain_promptstrat.errors import ConfigError, PromptStratError
-from langchain_promptstrat.simulate import DEFAULT_MAX_TOKENS, SimulationResult, StrategyEntry, default_strategy_names, simulate
+from langchain_promptstrat.simulate import DEFAULT_MAX_TOKENS, SimulationResult, StrategyEntry, default_rows, simulate
 
 __all__ = ["TRANSCRIPT_SUFFIXES", "find_transcripts", "simulate_files", "transcript_answers", "transcript_prompts"]
 
@@ -90,7 +90,7 @@ def simulate_files(
     :class:`ConfigError` when no file gives a model call.
     """
     if strategies is None:
-        strategies = default_strategy_names(settings=options.get("settings"), max_tokens=options.get("max_tokens", DEFAULT_MAX_TOKENS))
+        strategies = default_rows(settings=options.get("settings"), max_tokens=options.get("max_tokens", DEFAULT_MAX_TOKENS))
     tools = options.pop("tools", None)
     results: list[SimulationResult] = []
     files: list[str] = []

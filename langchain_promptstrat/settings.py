@@ -127,6 +127,15 @@ class Settings:
     ladder_low_ratio: float = _setting(
         0.7, "LADDER_LOW_RATIO", float, doc="A CompactionLadder compacts down to this share of max_tokens (low_tokens)."
     )
+    # dedupe_outputs (first in the default list)
+    dedupe_tool_call_threshold: int = _setting(
+        5, "DEDUPE_TOOL_CALL_THRESHOLD", int,
+        doc="The first this many tool outputs stay as they are, so a short conversation is never touched; later ones point repeated lines back.",
+    )
+    dedupe_min_line_chars: int = _setting(
+        20, "DEDUPE_MIN_LINE_CHARS", int,
+        doc="Lines of at most this many characters are never pointed back (a brace or a blank line repeats without meaning anything).",
+    )
     # shorten_tools_epoch_stable
     stable_tool_call_threshold: int = _setting(
         120, "STABLE_TOOL_CALL_THRESHOLD", int, doc="No compaction at or below this many tool calls."

@@ -46,6 +46,7 @@ __all__ = [
 
 BUILTIN_STRATEGIES: dict[str, str] = {
     "none": "langchain_promptstrat.strategies.none:NoStrategy",
+    "dedupe_outputs": "langchain_promptstrat.strategies.dedupe_outputs:DedupeOutputs",
     "shorten_tools": "langchain_promptstrat.strategies.shorten_tools:ShortenTools",
     "shorten_tools_epoch": "langchain_promptstrat.strategies.epoch:ShortenToolsEpoch",
     "shorten_tools_epoch_increment": "langchain_promptstrat.strategies.epoch:ShortenToolsEpochIncrement",
@@ -57,7 +58,7 @@ BUILTIN_STRATEGIES: dict[str, str] = {
 }
 """Registry key -> ``module:attribute`` of each built-in strategy class, imported on first use."""
 
-DEFAULT_STRATEGIES: tuple[str, ...] = ("shorten_tools_epoch_stable", "inbox")
+DEFAULT_STRATEGIES: tuple[str, ...] = ("dedupe_outputs", "shorten_tools_epoch_stable", "inbox")
 """What ``prepare_prompt(messages)`` applies when neither the caller nor ``PROMPT_STRATEGY`` names a list."""
 
 ENTRY_POINT_GROUP = "langchain_promptstrat.strategies"

@@ -17,7 +17,7 @@ from langchain_promptstrat.cli import main
 from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.messages import check_tool_pairs
 from langchain_promptstrat.registry import DEFAULT_STRATEGIES, apply_strategies
-from langchain_promptstrat.simulate import default_strategy_names, result_from_json
+from langchain_promptstrat.simulate import default_rows, default_strategy_names, result_from_json
 from langchain_promptstrat.testing import build_agent_run
 from langchain_promptstrat.tokens import TokenCounter
 
@@ -105,7 +105,7 @@ class TestSimulate:
         code, out, err = run(capsys, "simulate", "--calls", "60", "--json")
         assert (code, err) == (0, "")
         result = result_from_json(json.loads(out))
-        assert [r.name for r in result.runs] == default_strategy_names()
+        assert [r.name for r in result.runs] == default_rows()
         assert (result.n_tool_calls, result.seed, result.cached_fraction, result.max_tokens) == (60, 0, 0.1, 60_000)
         assert all(r.calls == result.model_calls for r in result.runs)
 
@@ -442,7 +442,7 @@ class TestConsoleScript:
         result = subprocess.run([str(PROMPTSTRAT), "simulate", "--calls", "40"], capture_output=True, text=True, timeout=120)
         assert result.returncode == 0, result.stderr
         assert "Traceback" not in result.stderr
-        assert [row.split()[0] for row in table_rows(result.stdout)] == default_strategy_names()
+        assert [row.split()[0] for row in table_rows(result.stdout)] == default_rows()
 
     def test_bad_input_through_python_dash_m(self, tmp_path):
         """`python -m langchain_promptstrat.cli apply BAD` prints one line and exits 2, no traceback."""

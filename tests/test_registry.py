@@ -102,14 +102,14 @@ class TestInputForms:
         assert prepare_prompt(conversation)[-1].content == "marked"
 
     def test_none_spec_without_environment_uses_the_default_list(self, conversation, monkeypatch):
-        """Without a spec or PROMPT_STRATEGY, DEFAULT_STRATEGIES applies: a no-op for a short conversation, the stable epochs' compaction for a long one."""
+        """Without a spec or PROMPT_STRATEGY, DEFAULT_STRATEGIES applies: a no-op for a short conversation, repeats pointed back then the stable epochs' compaction for a long one."""
         monkeypatch.delenv("PROMPT_STRATEGY", raising=False)
-        assert DEFAULT_STRATEGIES == ("shorten_tools_epoch_stable", "inbox")
+        assert DEFAULT_STRATEGIES == ("dedupe_outputs", "shorten_tools_epoch_stable", "inbox")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             assert prepare_prompt(conversation) == conversation
             long_run = build_agent_run(200, user_turn_every=None)  # past the stable threshold of 120 calls
-            compacted = get_strategy("shorten_tools_epoch_stable").invoke(long_run)
+            compacted = get_strategy("shorten_tools_epoch_stable").invoke(get_strategy("dedupe_outputs").invoke(long_run))
             assert compacted != long_run and prepare_prompt(long_run) == compacted
 
     def test_input_is_never_mutated_by_the_dispatcher(self, conversation, registered):
@@ -141,8 +141,8 @@ class TestRegistry:
     def test_builtins_are_available(self):
         """Every built-in of the README's table is importable and listed."""
         assert set(BUILTIN_STRATEGIES) == {
-            "none", "shorten_tools", "shorten_tools_epoch", "shorten_tools_epoch_increment", "shorten_tools_epoch_stable",
-            "inbox", "tool_results", "sliding_window", "summary",
+            "none", "dedupe_outputs", "shorten_tools", "shorten_tools_epoch", "shorten_tools_epoch_increment",
+            "shorten_tools_epoch_stable", "inbox", "tool_results", "sliding_window", "summary",
         }
         assert set(BUILTIN_STRATEGIES) <= set(available_strategies())
 

@@ -29,6 +29,7 @@ from langchain_promptstrat.simulate import (
     build_strategy,
     cache_reuse,
     canonical_message,
+    default_rows,
     default_strategy_names,
     estimated_cost,
     format_table,
@@ -223,11 +224,12 @@ class TestBuildStrategy:
 
 class TestDefaultStrategyNames:
     def test_none_comes_first_and_every_name_is_available(self):
-        """The default list starts with none and names only installed strategies."""
+        """The default list starts with none and names only installed strategies; a replay adds the default list as one pipeline row."""
         names = default_strategy_names()
         assert names[0] == "none"
         assert "shorten_tools" in names
         assert set(names) <= set(available_strategies()) and len(set(names)) == len(names)
+        assert default_rows() == [*names, "dedupe_outputs,shorten_tools_epoch_stable"]
 
     def test_strategies_using_the_save_file_are_left_out(self):
         """The inbox would only repeat none in a replay without an inbox, so it is not a default."""

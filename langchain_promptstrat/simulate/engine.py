@@ -28,7 +28,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_promptstrat.cache_rules import CACHE_RULES, ToolSchemas, make_cache_rule
 from langchain_promptstrat.defaults import DEFAULT_CACHED_FRACTION, DEFAULT_MAX_TOKENS, DEFAULT_TOOL_CALLS
 from langchain_promptstrat.errors import ConfigError
-from langchain_promptstrat.registry import CallableStrategy, available_strategies, get_strategy
+from langchain_promptstrat.registry import DEFAULT_STRATEGIES, CallableStrategy, available_strategies, get_strategy
 from langchain_promptstrat.report import Compacted
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.simulate.figures import _PromptTokens, _shared_prefix, canonical_message, is_degenerate
@@ -47,6 +47,7 @@ __all__ = [
     "StrategyEntry",
     "answers_in_prompts",
     "build_strategy",
+    "default_rows",
     "default_strategy_names",
     "simulate",
     "with_cache_breakpoints",
@@ -127,6 +128,19 @@ def default_strategy_names(*, settings: Settings | None = None, max_tokens: int 
             continue
         if not strategy.uses_save_file:
             names.append(name)
+    return names
+
+
+def default_rows(*, settings: Settings | None = None, max_tokens: int = DEFAULT_MAX_TOKENS) -> list[str]:
+    """Return what a replay shows when no strategy is named: :func:`default_strategy_names`, then the default list as one pipeline row.
+
+    The default list is :data:`DEFAULT_STRATEGIES` without the inbox (a replay has none),
+    added when it holds more than one strategy.
+    """
+    names = default_strategy_names(settings=settings, max_tokens=max_tokens)
+    default_list = [n for n in DEFAULT_STRATEGIES if n != "inbox"]
+    if len(default_list) > 1 and all(n in names for n in default_list):
+        names.append(",".join(default_list))
     return names
 
 
@@ -336,7 +350,7 @@ def simulate(
     bound = list(AGENT_RUN_TOOLS if tools is None and prompts is None else tools or [])
     schemas = _tool_schemas(bound, counter)
     if strategies is None:
-        strategies = default_strategy_names(settings=settings, max_tokens=max_tokens)
+        strategies = default_rows(settings=settings, max_tokens=max_tokens)
     elif isinstance(strategies, (str, PromptStrategy)) or callable(strategies):
         strategies = [strategies]
 

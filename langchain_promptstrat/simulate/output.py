@@ -142,7 +142,8 @@ def _schemas_text(result: SimulationResult) -> str:
 
 
 def _is_default(name: str) -> bool:
-    return name.split(",")[0].split("#")[0] == DEFAULT_STRATEGIES[0]
+    """Return whether the row ``name`` is the default list (its inbox aside: a replay has none)."""
+    return name.split("#")[0].split(",") == [n for n in DEFAULT_STRATEGIES if n != "inbox"]
 
 
 def plot(result: SimulationResult, path: str | os.PathLike[str]) -> None:

@@ -381,11 +381,11 @@ class TestCaches:
 
 
 class TestStrategy:
-    def test_the_stable_strategy_heads_the_default_list(self):
-        """It met the cache goal on every measured seed, so DEFAULT_STRATEGIES starts with it, then inbox."""
+    def test_the_stable_strategy_bounds_the_default_list(self):
+        """It met the cache goal on every measured seed, so DEFAULT_STRATEGIES applies it after pointing repeats back, then inbox."""
         from langchain_promptstrat import DEFAULT_STRATEGIES
 
-        assert DEFAULT_STRATEGIES == ("shorten_tools_epoch_stable", "inbox")
+        assert DEFAULT_STRATEGIES == ("dedupe_outputs", "shorten_tools_epoch_stable", "inbox")
 
     def test_registry_builds_the_strategy_with_its_settings(self):
         """get_strategy resolves the name to the class, which applies the pure function with its settings."""
