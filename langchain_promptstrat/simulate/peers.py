@@ -16,6 +16,7 @@ from typing import Any, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage, trim_messages
 
+from langchain_promptstrat.extras import install_hint
 from langchain_promptstrat.testing import ScriptedChatModel
 
 __all__ = ["PEER_CLEAR_TOOL_USES", "PEER_TRIM_MESSAGES"]
@@ -82,7 +83,7 @@ def _peers(counter: Any, max_tokens: int, notes: list[str]) -> list[tuple[str, s
     except ImportError as exc:
         notes.append(
             f"{PEER_CLEAR_TOOL_USES} left out: langchain>=1.0 with agent middleware is not installed ({exc}); "
-            "pip install 'langchain-promptstrat[agents]'"
+            f"{install_hint('agents')}"
         )
     else:
         options: dict[str, object] = {"trigger": max_tokens, "keep": 3, "clear_at_least": 0, "clear_tool_inputs": False}
