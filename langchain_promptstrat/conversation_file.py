@@ -9,7 +9,8 @@ and names the position of the problem: ``message N`` counts from 0 as in the arr
 N`` from 1.
 
 Two things real harnesses save are reported and handled instead of refused: a message
-whose role no provider reads (mini-swe-agent's ``exit``) is left out with a note, and a
+whose role no provider reads (mini-swe-agent's ``exit``) is left out with a note (a file
+where no message has a chat role is refused: it is not a conversation), and a
 final model call whose tool calls have no output yet (the run stopped after it) is held
 out of ``messages`` as ``pending``: it is the model's answer to the conversation before it,
 which is what a strategy works on; ``apply`` writes it back after the result.
@@ -36,7 +37,7 @@ from langchain_core.messages import (
 from langchain_core.messages import AIMessage, ToolMessage
 
 from langchain_promptstrat.errors import InvalidMessagesError
-from langchain_promptstrat.messages import find_tool_pair_violations
+from langchain_promptstrat.messages import find_tool_pair_violations, tool_arguments_problem
 from langchain_promptstrat.transcripts import CHAT_ROLES, is_transcript_object, transcript_items, transcript_tools, unknown_role_note
 
 __all__ = ["ConversationFile", "dump_messages", "read_conversation"]
@@ -168,6 +169,9 @@ def _to_message(item: Any) -> tuple[BaseMessage, str]:
         raise ValueError(f"a message needs a 'role' (or 'type') key; got keys: {', '.join(map(str, item)) or 'none'}")
     if role not in _ROLES:
         raise _UnknownRole(role)
+    problem = tool_arguments_problem(item)
+    if problem is not None:
+        raise ValueError(f"{role} message: {problem}")
     try:
         return convert_to_messages([item])[0], "role"
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError, NotImplementedError) as exc:
@@ -193,21 +197,23 @@ def read_conversation(source: str) -> ConversationFile:
 
     Raises :class:`InvalidMessagesError` with one line naming the file, the position and
     the problem: not UTF-8, not JSON, not a message, two dict styles, or a broken tool
-    call/output pairing. A file that cannot be read raises the ``OSError``. A message
-    whose role no provider reads is left out and a final call without outputs is held out
-    as ``pending``, each with a line in ``notes``.
+    call/output pairing, or no message with a chat role. A file that cannot be read raises
+    the ``OSError``. A message whose role no provider reads is left out and a final call
+    without outputs is held out as ``pending``, each with a line in ``notes``.
     """
     notes: list[str] = []
     tools: list[dict[str, Any]] = []
     items, positions = _parse_items(source, _read_text(source), notes, tools)
     messages: list[BaseMessage] = []
     kept: list[str] = []
+    unknown_roles: list[Any] = []
     style: str | None = None
     for item, position in zip(items, positions):
         try:
             message, item_style = _to_message(item)
         except _UnknownRole as exc:
             notes.append(unknown_role_note(position, exc.role))
+            unknown_roles.append(exc.role)
             continue
         except ValueError as exc:
             raise _bad_input(source, f"{position}: {exc}") from None
@@ -219,6 +225,9 @@ def read_conversation(source: str) -> ConversationFile:
         style = item_style
         messages.append(message)
         kept.append(position)
+    if unknown_roles and not messages:  # nothing left to work on: a file of another format, not a conversation
+        found = ", ".join(dict.fromkeys(repr(role) for role in unknown_roles))
+        raise _bad_input(source, f"no message has a chat role (found {found}; understood: {', '.join(_ROLES)})")
     pending: list[BaseMessage] = []
     violations = find_tool_pair_violations(messages)
     tail = _unanswered_tail(messages, violations) if violations else None

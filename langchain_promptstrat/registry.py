@@ -29,6 +29,7 @@ from langchain_promptstrat.strategy_names import available_strategies as availab
 from langchain_promptstrat.strategy_names import get_strategy as get_strategy
 from langchain_promptstrat.strategy_names import register_strategy as register_strategy
 from langchain_promptstrat.strategy_names import resolve_strategies as resolve_strategies
+from langchain_promptstrat.strategy_names import split_strategy_names as split_strategy_names
 from langchain_promptstrat.strategy_names import unregister_strategy as unregister_strategy
 
 __all__ = ["apply_strategies", "prepare_prompt", "prompt_for_model"]

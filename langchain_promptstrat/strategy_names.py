@@ -41,6 +41,7 @@ __all__ = [
     "get_strategy",
     "register_strategy",
     "resolve_strategies",
+    "split_strategy_names",
     "unregister_strategy",
 ]
 
@@ -170,8 +171,29 @@ def get_strategy(name: str, /, settings: Settings | None = None, **options: Any)
     return CallableStrategy(factory, name)
 
 
-def _split_names(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
+def split_strategy_names(text: str, *, source: str = "the strategy list") -> list[str]:
+    """Return the names of a comma-separated strategy list, stripped of spaces, in order.
+
+    An empty name (``"shorten_tools,,inbox"``, a comma at either end) is a slip that would
+    silently leave out the strategy meant there, so it is refused. ``source`` says in the
+    error where the list came from (``PROMPT_STRATEGY``, a ladder's rungs...).
+
+    Raises:
+        ConfigError: The list is empty, or one of its names is.
+    """
+    parts = [part.strip() for part in text.split(",")]
+    if not any(parts):  # "" disabling everything, the inbox included, is never what was meant
+        raise ConfigError(f"{source} is empty ({text!r}); name strategies, or 'none' to apply none")
+    for k, part in enumerate(parts):
+        if not part:
+            before = next((p for p in reversed(parts[:k]) if p), None)
+            after = next((p for p in parts[k + 1:] if p), None)
+            where = (
+                f"between {before!r} and {after!r}" if before and after
+                else f"after {before!r}" if before else f"before {after!r}"
+            )
+            raise ConfigError(f"{source} {text!r} has an empty name {where}; separate the names with single commas")
+    return parts
 
 
 def _prompt_strategy_source() -> str:
@@ -200,10 +222,8 @@ def resolve_strategies(
         else:
             strategies, lenient = list(DEFAULT_STRATEGIES), True
     if isinstance(strategies, str):
-        items: list[Any] = _split_names(strategies)
-        if not items:  # "" disabling everything, the inbox included, is never what was meant
-            source = _prompt_strategy_source() if settings.prompt_strategy is strategies else "the strategy list"
-            raise ConfigError(f"{source} is empty ({strategies!r}); name strategies, or 'none' to apply none")
+        source = _prompt_strategy_source() if settings.prompt_strategy is strategies else "the strategy list"
+        items: list[Any] = split_strategy_names(strategies, source=source)
     elif isinstance(strategies, PromptStrategy) or (callable(strategies) and not isinstance(strategies, (list, tuple))):
         items = [strategies]
     elif isinstance(strategies, Iterable) and not isinstance(strategies, (bytes, Mapping)):
@@ -214,11 +234,11 @@ def resolve_strategies(
             "a PromptStrategy, a callable or a list of them"
         )
     resolved: list[PromptStrategy] = []
-    for item in items:
+    for position, item in enumerate(items):
         if isinstance(item, PromptStrategy):
             resolved.append(item)
         elif isinstance(item, str):
-            for name in _split_names(item):
+            for name in split_strategy_names(item, source=f"strategy {position} of the list"):
                 try:
                     resolved.append(get_strategy(name, settings))
                 except UnknownStrategyError:

@@ -14,6 +14,8 @@ import secrets
 
 import pytest
 
+from langchain_promptstrat.extras import install_hint
+
 TEST_DSN_ENV = "PROMPTSTRAT_TEST_DSN"
 REQUIRE_ENV = "PROMPTSTRAT_REQUIRE_POSTGRES"
 NO_SERVER = f"no PostgreSQL: set {TEST_DSN_ENV} or run .ci/run"
@@ -40,7 +42,7 @@ def postgres_dsn() -> str:
     try:
         import psycopg
     except ImportError:
-        unavailable("psycopg is not installed: pip install 'langchain-promptstrat[postgres]'")
+        unavailable(f"psycopg is not installed: {install_hint('postgres')}")
     try:
         psycopg.connect(dsn, connect_timeout=10).close()
     except psycopg.Error as exc:

@@ -119,6 +119,56 @@ class TestConversationFiles:
         assert (code, out) == (2, "")
         assert "PROMPTSTRAT_PROMPT_STRATEGY is empty" in one_error_line(err)
 
+    @pytest.mark.parametrize("spec", ["shorten_tools,,inbox", "inbox,", ",inbox"])
+    def test_an_empty_name_in_strategy_is_refused_and_consumes_nothing(self, capsys, tmp_path, spec):
+        """`--strategy "shorten_tools,,inbox"` is one line, exit 2, before the inbox strategy could consume a notice."""
+        path = write(tmp_path, json.dumps([{"role": "user", "content": "hi"}]))
+        inbox = DirectoryInbox.for_save_file(path)
+        inbox.post("use the staging database")
+        code, out, err = run(capsys, "apply", path, "--strategy", spec, "--save-file", path)
+        assert (code, out) == (2, "")
+        assert one_error_line(err).startswith(f"promptstrat: error: the strategy list {spec!r} has an empty name ")
+        assert len(inbox.pending_entries()) == 1 and inbox.delivered_entries() == []
+
+    def test_an_empty_name_in_prompt_strategy_is_refused_under_its_name(self, capsys, tmp_path, monkeypatch):
+        """PROMPT_STRATEGY="shorten_tools,,inbox" goes through the same parser: one line naming the variable."""
+        monkeypatch.setenv("PROMPT_STRATEGY", "shorten_tools,,inbox")
+        path = write(tmp_path, json.dumps([{"role": "user", "content": "hi"}]))
+        code, out, err = run(capsys, "apply", path)
+        assert (code, out) == (2, "")
+        assert one_error_line(err) == (
+            "promptstrat: error: PROMPT_STRATEGY 'shorten_tools,,inbox' has an empty name between 'shorten_tools' "
+            "and 'inbox'; separate the names with single commas"
+        )
+
+    def test_an_empty_name_in_a_simulated_pipeline_is_refused(self, capsys):
+        """`promptstrat simulate "shorten_tools,,none"` is refused in one line, not replayed as shorten_tools,none."""
+        code, out, err = run(capsys, "simulate", "--calls", "3", "shorten_tools,,none")
+        assert (code, out) == (2, "")
+        assert "the strategy pipeline 'shorten_tools,,none' has an empty name between" in one_error_line(err)
+
+    def test_some_unknown_roles_are_left_out_with_a_warning_each(self, capsys, tmp_path):
+        """A file with an unknown role among chat roles still applies: each unknown one is a warning line and left out."""
+        path = write(tmp_path, json.dumps([
+            {"role": "user", "content": "fix the bug"},
+            {"role": "assistant", "content": "done"},
+            {"role": "exit", "content": "Submitted"},
+        ]))
+        code, out, err = run(capsys, "apply", path, "--strategy", "none")
+        assert code == 0, err
+        assert [m["role"] for m in json.loads(out)] == ["user", "assistant"]
+        warnings = [line for line in err.splitlines() if line.startswith("promptstrat: warning: ")]
+        assert len(warnings) == 1 and "message 2: role 'exit' is not a chat role" in warnings[0]
+
+    def test_a_file_of_unknown_roles_is_refused_naming_the_roles(self, capsys, tmp_path):
+        """A file where no role is a chat role is not a conversation: one line naming what came and what is read, exit 2 (not `[]`, exit 0)."""
+        path = write(tmp_path, json.dumps([{"role": "bot", "content": "hi"}, {"role": "exit", "content": "done"}]))
+        code, out, err = run(capsys, "apply", path)
+        assert (code, out) == (2, "")
+        line = one_error_line(err)
+        assert "no message has a chat role (found 'bot', 'exit'; understood: " in line
+        assert all(role in line for role in ("assistant", "user", "tool", "system"))
+
 
 class TestInboxPost:
     def test_standard_input_that_is_not_utf8_is_one_line_and_posts_nothing(self, capsys, tmp_path, monkeypatch):
@@ -173,6 +223,23 @@ class TestLibrary:
             request_abort(save_file, reason)
         directory = inbox_dir(save_file)
         assert not directory.exists() or not any(directory.iterdir())
+
+    def test_arguments_that_are_not_json_name_the_message_the_field_and_what_came(self):
+        """prepare_prompt with OpenAI arguments `ls -la` names message 1, tool_calls[0].function.arguments and the text,
+        instead of json's bare `Expecting value: line 1 column 1 (char 0)`."""
+        call = {"id": "c1", "type": "function", "function": {"name": "sh", "arguments": "ls -la"}}
+        with pytest.raises(InvalidMessagesError) as err:
+            prepare_prompt([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "", "tool_calls": [call]}])
+        assert str(err.value) == (
+            "message 1: assistant message: tool_calls[0].function.arguments is not JSON (Expecting value at char 0): 'ls -la'"
+        )
+
+    def test_long_arguments_are_quoted_short(self):
+        """10,000 characters of shell output as arguments give an error line of a few hundred characters, saying how long they were."""
+        call = {"id": "c1", "type": "function", "function": {"name": "sh", "arguments": "x = 1; " * 1_430}}
+        with pytest.raises(InvalidMessagesError) as err:
+            prepare_prompt([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "", "tool_calls": [call]}])
+        assert len(str(err.value)) < 250 and "(10,010 characters)" in str(err.value)
 
     def test_tool_calls_that_are_not_a_list_are_invalid_messages(self):
         """prepare_prompt with `"tool_calls": "oops"` raises InvalidMessagesError naming the message, not AttributeError."""

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import convert_to_messages, convert_to_openai_messages, messages_from_dict, messages_to_dict
 
+from langchain_promptstrat.ceiling import DEFAULT_CEILING
 from langchain_promptstrat.cli import simulate_command
+from langchain_promptstrat.defaults import DEFAULT_MAX_TOKENS
 from langchain_promptstrat.cli import main
 from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.messages import check_tool_pairs
@@ -212,7 +214,7 @@ class TestSimulatePlot:
         monkeypatch.setattr(simulate_command, "simulate", lambda *a, **k: pytest.fail("the replay ran"))
         assert run(capsys, "simulate", "--plot", str(tmp_path / "x.png")) == (
             2, "", "promptstrat: error: plotting needs matplotlib, which is not installed: "
-            "pip install 'langchain-promptstrat[plot]'\n",
+            'pip install matplotlib (or the plot extra: pip install ".[plot]" in the project folder)\n',
         )
 
     def test_an_unusable_plot_target_is_refused_before_replaying(self, capsys, tmp_path, monkeypatch):
@@ -354,6 +356,19 @@ BAD_INPUTS = [
                  '[{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}, '
                  '{"role": "user", "content": "b"}, {"role": "assistant", "content": "done"}]',
                  "message 1 (ai): call 'c1' has no output", id="missing-output-before-the-end"),
+    pytest.param("c.jsonl", '{"role": "user", "content": "list the files"}\n\n{"role": "assistant", "content": "", '
+                 '"tool_calls": [{"id": "c1", "type": "function", "function": {"name": "sh", "arguments": "ls -la"}}]}\n',
+                 "line 3: assistant message: tool_calls[0].function.arguments is not JSON (Expecting value at char 0): "
+                 "'ls -la'", id="arguments-not-json"),
+    pytest.param("c.json", '[{"role": "user", "content": "a"}, {"role": "assistant", "content": "", "tool_calls": ['
+                 '{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}, '
+                 '{"id": "c2", "type": "function", "function": {"name": "f", "arguments": "[1, 2]"}}]}]',
+                 "message 1: assistant message: tool_calls[1].function.arguments is JSON but not an object of arguments: "
+                 "'[1, 2]'", id="arguments-not-an-object"),
+    pytest.param("c.json", '[{"role": "exit", "content": "Submitted"}, {"role": "bot", "content": "x"}, '
+                 '{"role": "exit", "content": "again"}]',
+                 "no message has a chat role (found 'exit', 'bot'; understood: ai, assistant, developer, function, human, "
+                 "system, tool, user)", id="every-role-unknown"),
 ]
 
 
@@ -434,6 +449,18 @@ class TestCeiling:
         data = json.loads(out)
         row = next(s for s in data["strategies"] if s["strategy"] == "shorten_tools_epoch_stable")
         assert data["max_tokens"] == 15_000 and row["tokens"] == applied <= 15_000
+
+    def test_the_simulate_table_says_which_ceiling_it_used_and_where_it_came_from(self, capsys):
+        """simulate's default ceiling is not apply's: the header's second line says so, with both figures from their modules."""
+        code, out, _ = run(capsys, "simulate", "--calls", "3")
+        ceiling = out.splitlines()[1]
+        assert code == 0 and ceiling.startswith(f"Ceiling {DEFAULT_MAX_TOKENS:,} tokens (simulate's default; apply and stats ")
+        assert f"else {DEFAULT_CEILING:,}" in ceiling and "shorten_tools_epoch_stable" in ceiling
+
+    def test_a_given_ceiling_is_named_as_given(self, capsys):
+        """With --max-tokens the header gives that figure and says it was given, not simulate's default."""
+        code, out, _ = run(capsys, "simulate", "--calls", "3", "--max-tokens", "9000")
+        assert code == 0 and out.splitlines()[1].startswith("Ceiling 9,000 tokens (from --max-tokens or max_tokens=) for: ")
 
 
 class TestConsoleScript:

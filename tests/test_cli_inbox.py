@@ -1,17 +1,19 @@
-"""Specification of `promptstrat inbox post|abort|ls`: exact output, one-line errors, exit codes."""
+"""Specification of `promptstrat inbox post|abort|ls|setup`: exact output, one-line errors, exit codes, the action list."""
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from langchain_promptstrat.cli import main
+from langchain_promptstrat.cli import build_parser, main
 from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV
 
@@ -109,6 +111,40 @@ class TestInboxLs:
         assert code == 0 and len(out) == 1 and out[0].startswith("pending ") and out[0].endswith("  n")
 
 
+def inbox_actions_the_parser_knows() -> list[str]:
+    """Return the actions the full parser accepts after `promptstrat inbox`, read from argparse itself."""
+
+    def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+        return next(a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+
+    return list(subcommands(subcommands(build_parser())["inbox"]))
+
+
+class TestActions:
+    def test_the_parser_knows_the_four_actions(self):
+        """The helper below reads argparse's own table, so a new action is seen by the tests that use it."""
+        assert inbox_actions_the_parser_knows() == ["post", "abort", "ls", "setup"]
+
+    def test_the_command_summary_names_every_inbox_action(self, capsys, monkeypatch):
+        """`promptstrat --help` names each action the parser knows (setup included), so none can be left out again."""
+        monkeypatch.setenv("COLUMNS", "1000")  # argparse wraps at the terminal's width: one line per command
+        code, out, _ = run(capsys, "--help")
+        summary = next(line for line in out if line.split()[:1] == ["inbox"])
+        missing = [a for a in inbox_actions_the_parser_knows() if not re.search(rf"\b{a}\b", summary)]
+        assert code == 0 and missing == [], summary
+
+    def test_inbox_without_an_action_lists_the_actions_and_exits_2(self, capsys):
+        """`promptstrat inbox` alone prints its usage, one line per action the parser knows and the error line, exit 2."""
+        code, out, err = run(capsys, "inbox")
+        assert (code, out) == (2, [])
+        assert err[0].startswith("usage: promptstrat inbox ")
+        listed = [line.split()[0] for line in err[1:-1] if line.startswith("  ")]
+        assert listed == inbox_actions_the_parser_knows()
+        assert all(len(line.split()) > 3 for line in err[1:-1] if line.startswith("  ")), "each action has its line of help"
+        assert err[-1] == "promptstrat: error: choose an action (see promptstrat inbox ACTION --help)"
+        assert not any(line.startswith("promptstrat: error:") for line in err[:-1])
+
+
 class TestErrors:
     @pytest.mark.parametrize(("argv", "message"), [
         (["inbox", "ls", "--thread", "t"],
@@ -119,7 +155,6 @@ class TestErrors:
          "argument --thread: not allowed with argument --save-file (see promptstrat inbox ls --help)"),
         (["inbox", "ls", "--save-file", "a.chat", "--root", "r"], "--root goes with --thread, not with --save-file"),
         (["inbox", "post", "--thread", "", "--root", "r", "x"], "thread_id is empty; an inbox needs a non-empty thread id"),
-        (["inbox"], "choose an action for promptstrat inbox"),
         ([], "choose a command (see promptstrat --help)"),
     ])
     def test_errors_are_one_line_with_exit_status_2(self, capsys, argv, message):

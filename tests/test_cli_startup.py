@@ -33,9 +33,9 @@ def test_top_level_help_and_version_import_no_heavy_dependency(argv):
     assert modules_loaded_by(*argv) & set(HEAVY) == set()
 
 
-@pytest.mark.parametrize("argv", [("inbox", "--help"), ("inbox", "post", "--help"), ("inbox", "abort", "--help")])
+@pytest.mark.parametrize("argv", [("inbox", "--help"), ("inbox", "post", "--help"), ("inbox", "abort", "--help"), ("inbox",)])
 def test_inbox_help_imports_no_heavy_dependency(argv):
-    """`promptstrat inbox ... --help` builds only the inbox's options: none of LangGraph, LangChain or tiktoken is loaded."""
+    """`promptstrat inbox ... --help` (and `inbox` alone, listing the actions) builds only the inbox's options: none of LangGraph, LangChain or tiktoken is loaded."""
     assert modules_loaded_by(*argv) & set(HEAVY) == set()
 
 

@@ -15,6 +15,7 @@ import json
 import multiprocessing
 import os
 import random
+import re
 import secrets
 import signal
 import sys
@@ -30,6 +31,7 @@ from conftest_postgres import postgres_dsn, postgres_schema  # noqa: F401  (fixt
 from langchain_core.messages import HumanMessage
 
 from langchain_promptstrat.errors import ConfigError, InboxAborted, InboxError
+from langchain_promptstrat.extras import install_hint
 from langchain_promptstrat.inbox.contract import PREVIEW_BYTES, InboxBackend, InboxProvider, is_inbox_backend
 from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.messages import mark_of
@@ -721,5 +723,5 @@ class TestBackendOption:
         from langchain_promptstrat.inbox.postgres import PostgresInboxes
 
         monkeypatch.setitem(sys.modules, "psycopg", None)
-        with pytest.raises(ConfigError, match=r"pip install 'langchain-promptstrat\[postgres\]'"):
+        with pytest.raises(ConfigError, match=re.escape(install_hint("postgres"))):
             PostgresInboxes("postgresql://localhost/x")

@@ -7,6 +7,8 @@ from importlib.metadata import EntryPoint
 
 import pytest
 from conversations import ai_step
+from hypothesis import given
+from hypothesis import strategies as st
 from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 
 from langchain_promptstrat import (
@@ -22,6 +24,8 @@ from langchain_promptstrat import (
     unregister_strategy,
 )
 from langchain_promptstrat import strategy_names
+from langchain_promptstrat.errors import ConfigError
+from langchain_promptstrat.strategies.ladder import CompactionLadder
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.strategy_names import BUILTIN_STRATEGIES
 from langchain_promptstrat.testing import build_agent_run
@@ -189,3 +193,52 @@ class TestRegistry:
         """A registered name wins over the built-in of the same name."""
         registered("shorten_tools", add_marker)
         assert prepare_prompt(conversation, "shorten_tools")[-1].content == "marked"
+
+
+NAMES = st.lists(st.from_regex(r"[a-z][a-z_]{0,15}", fullmatch=True), min_size=1, max_size=6)
+SPACES = st.sampled_from(["", " ", "  ", "\t"])
+
+
+class TestStrategyLists:
+    @given(names=NAMES, spaces=st.lists(SPACES, min_size=14, max_size=14))
+    def test_a_comma_list_gives_its_names_in_order_whatever_the_spaces(self, names, spaces):
+        """'a, b' and 'a,b' name the same strategies: spaces around a name are never part of it."""
+        text = ",".join(f"{spaces[2 * k]}{name}{spaces[2 * k + 1]}" for k, name in enumerate(names))
+        assert strategy_names.split_strategy_names(text) == names
+
+    @given(names=NAMES, data=st.data())
+    def test_an_empty_name_anywhere_in_a_list_is_refused(self, names, data):
+        """'shorten_tools,,inbox' (or a comma at either end) would silently leave a strategy out: it is a ConfigError."""
+        at = data.draw(st.integers(0, len(names)), label="where the empty name goes")
+        blank = data.draw(SPACES, label="the empty name")
+        text = ",".join([*names[:at], blank, *names[at:]])
+        with pytest.raises(ConfigError, match="has an empty name"):
+            strategy_names.split_strategy_names(text)
+
+    @pytest.mark.parametrize(("spec", "where"), [
+        ("shorten_tools,,inbox", "between 'shorten_tools' and 'inbox'"),
+        ("shorten_tools,", "after 'shorten_tools'"),
+        (",inbox", "before 'inbox'"),
+        ("none, ,none", "between 'none' and 'none'"),
+    ])
+    def test_prepare_prompt_names_where_the_empty_name_is(self, conversation, spec, where):
+        """The error quotes the list and says where the empty name stands, so the slip is found at a glance."""
+        with pytest.raises(ConfigError) as err:
+            prepare_prompt(conversation, spec)
+        assert str(err.value) == f"the strategy list {spec!r} has an empty name {where}; separate the names with single commas"
+
+    def test_an_empty_entry_of_a_list_is_refused(self, conversation):
+        """["none", ""] is refused like "none,": an empty entry is never a strategy."""
+        with pytest.raises(ConfigError, match="strategy 1 of the list is empty"):
+            prepare_prompt(conversation, ["none", ""])
+
+    def test_an_empty_name_in_prompt_strategy_is_refused_under_its_name(self, conversation, monkeypatch):
+        """PROMPT_STRATEGY goes through the same parser: the error names the variable the user set."""
+        monkeypatch.setenv("PROMPT_STRATEGY", "shorten_tools,,inbox")
+        with pytest.raises(ConfigError, match=r"^PROMPT_STRATEGY 'shorten_tools,,inbox' has an empty name between"):
+            prepare_prompt(conversation)
+
+    def test_a_ladder_refuses_an_empty_rung_name(self):
+        """CompactionLadder("tool_results,,sliding_window") is refused, not built with the rungs it could read."""
+        with pytest.raises(ConfigError, match="the ladder's rung list 'tool_results,,sliding_window' has an empty name"):
+            CompactionLadder("tool_results,,sliding_window", max_tokens=1_000)

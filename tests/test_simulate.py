@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from langchain_promptstrat import (
     register_strategy,
     unregister_strategy,
 )
+from langchain_promptstrat.extras import install_hint
 from langchain_promptstrat.messages import mark
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.simulate import (
@@ -303,7 +305,7 @@ class TestSimulate:
         monkeypatch.setitem(sys.modules, "langchain.agents.middleware", None)
         result = simulate([], n_tool_calls=5, peers=True, progress=False)
         assert [r.name for r in result.runs] == [PEER_TRIM_MESSAGES, "LastNObservations(n=10)", "LastNObservations(n=10,polling=5)"]
-        assert any("langchain-promptstrat[agents]" in note for note in result.notes)
+        assert any(install_hint("agents") in note for note in result.notes)
         assert "note: ClearToolUsesEdit left out" in format_table(result)
 
     def test_invalid_arguments_raise_config_errors(self):
@@ -424,7 +426,7 @@ class TestFormatTable:
         for line_start in ("none ", "shorten_tools ", "trim_messages (peer)", "ClearToolUsesEdit (peer)"):
             assert any(line.startswith(line_start) for line in table.splitlines())
         assert "tokens/none" in table and "1.00x" in table
-        assert "Token target 20,000" in table
+        assert "Ceiling 20,000 tokens (from --max-tokens or max_tokens=) for: " in table
 
     def test_a_price_adds_a_dollar_column(self):
         """With price_per_mtok the table shows the cost in dollars."""
@@ -444,7 +446,7 @@ class TestPlot:
     def test_missing_matplotlib_names_the_plot_extra(self, compared, tmp_path, monkeypatch):
         """Without matplotlib, plot raises a ConfigError telling how to install the plot extra."""
         monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
-        with pytest.raises(ConfigError, match=r"langchain-promptstrat\[plot\]"):
+        with pytest.raises(ConfigError, match=re.escape(install_hint("plot"))):
             plot(compared, tmp_path / "x.png")
 
 

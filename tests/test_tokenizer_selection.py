@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import tiktoken
 from langchain_core.messages import HumanMessage
 
+from langchain_promptstrat.extras import install_hint
 from langchain_promptstrat.tokens import TokenCounter
 from realruns import realruns_dir
 
@@ -71,5 +73,5 @@ def test_without_an_offline_o200k_the_warning_names_the_package_that_bundles_it(
     monkeypatch.setitem(sys.modules, "quicktok", None)  # not installed
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))  # an empty cache
     monkeypatch.setattr(encodings, "_LOADED", {})
-    with pytest.warns(tokens.TokenizerUnavailableWarning, match=r"langchain-promptstrat\[tokenizers\]"):
+    with pytest.warns(tokens.TokenizerUnavailableWarning, match=re.escape(install_hint("tokenizers"))):
         assert not TokenCounter(model="gpt-5-mini").exact

@@ -15,6 +15,8 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, Final, Literal, Optional, cast
 
+from langchain_promptstrat.extras import install_hint  # before the optional import: its error names the extra
+
 try:
     from langchain.agents.middleware.types import (
         AgentMiddleware,
@@ -27,7 +29,7 @@ try:
         hook_config,
     )
 except ImportError as exc:  # langchain is the optional "agents" extra
-    raise ImportError("PromptStrategyMiddleware needs langchain>=1.0: pip install 'langchain-promptstrat[agents]'") from exc
+    raise ImportError(f"PromptStrategyMiddleware needs langchain>=1.0: {install_hint('agents')}") from exc
 from langchain_core.messages import AnyMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import run_in_executor

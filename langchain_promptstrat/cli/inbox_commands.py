@@ -1,4 +1,4 @@
-"""``promptstrat inbox post|abort|ls|setup``: steer a running agent through its inbox, directory or PostgreSQL.
+"""``promptstrat inbox post|abort|ls|setup`` (:data:`INBOX_ACTIONS`): steer a running agent through its inbox, directory or PostgreSQL.
 
 Parses and prints only: posting, aborting, listing and the PostgreSQL tables belong to the
 inbox stores; this module picks the store from ``--save-file``/``--thread``/``--root``/``--dsn``
@@ -17,7 +17,7 @@ import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, cast
 
-from langchain_promptstrat.cli.common import Parser, UsageError
+from langchain_promptstrat.cli.common import EXIT_ERROR, PROG, Parser, UsageError
 from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV, resolve_save_file
 from langchain_promptstrat.inbox.postgres import PostgresInboxes
@@ -29,7 +29,18 @@ if TYPE_CHECKING:
 # Imports inside functions exist only to keep `promptstrat --help` light; the inbox modules
 # import no LangChain, so these commands load none of it either (tests/test_cli_startup.py).
 
-__all__ = ["CLAIM_STATES", "add_inbox_commands"]
+__all__ = ["CLAIM_STATES", "INBOX_ACTIONS", "add_inbox_commands"]
+
+INBOX_ACTIONS = {
+    "post": ("deliver a notice", "deliver a notice to the agent's next model call"),
+    "abort": ("ask it to stop", "ask the agent to stop at its next model call"),
+    "ls": ("list its notices", "list pending, in-flight (claimed, not yet recorded) and delivered notices with their times"),
+    "setup": ("create the PostgreSQL tables", "create the PostgreSQL inbox's tables (once per database)"),
+}
+"""Each ``inbox`` action: the few words ``promptstrat --help`` gives it, and its own line in ``promptstrat inbox``'s list.
+
+The one list both come from, so the summary never leaves an action out.
+"""
 
 
 def _add_target(parser: argparse.ArgumentParser) -> None:
@@ -47,27 +58,30 @@ def _add_dsn(parser: argparse.ArgumentParser) -> None:
 
 
 def add_inbox_commands(commands: argparse._SubParsersAction[Any], detailed: bool = True) -> None:
-    """Add ``inbox post``, ``inbox abort`` and ``inbox ls`` to ``commands`` (its actions only when ``detailed``)."""
-    inbox = commands.add_parser("inbox", help="post notices to a running agent, ask it to stop, list its inbox")
+    """Add ``inbox`` and its actions (:data:`INBOX_ACTIONS`) to ``commands`` (the actions only when ``detailed``)."""
+    summary = ", ".join(f"{name} ({words})" for name, (words, _) in INBOX_ACTIONS.items())
+    inbox = commands.add_parser("inbox", help=f"steer a running agent through its inbox: {summary}")
     if not detailed:
         return
     actions = inbox.add_subparsers(dest="inbox_command", metavar="ACTION", parser_class=Parser)
+    inbox.set_defaults(func=lambda args: _list_actions(inbox))  # no action named: an action's own default replaces it
 
-    post = actions.add_parser("post", help="deliver a notice to the agent's next model call")
+    def action(name: str, help_suffix: str = "") -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = actions.add_parser(name, help=INBOX_ACTIONS[name][1] + help_suffix)
+        return parser
+
+    post = action("post")
     _add_target(post)
     post.add_argument("content", nargs="?", help="the notice text (default: read standard input; '-' too)")
     post.add_argument("--name", help="file name of the notice (default: UTC time and a random suffix, in arrival order)")
     post.set_defaults(func=_inbox_post)
 
-    abort = actions.add_parser("abort", help="ask the agent to stop at its next model call")
+    abort = action("abort")
     _add_target(abort)
     abort.add_argument("--reason", default="", help="why; shown to whoever runs the agent")
     abort.set_defaults(func=_inbox_abort)
 
-    ls = actions.add_parser(
-        "ls", help="list pending, in-flight (claimed, not yet recorded) and delivered notices with their times "
-        "(--json: with a preview)",
-    )
+    ls = action("ls", " (--json: with a preview)")
     _add_target(ls)
     ls.add_argument("--json", action="store_true",
                     help="print a JSON array: state (pending, in-flight, delivered), name, posted and delivered "
@@ -75,9 +89,19 @@ def add_inbox_commands(commands: argparse._SubParsersAction[Any], detailed: bool
                     "and claim (held, dead, expired)")
     ls.set_defaults(func=_inbox_ls)
 
-    setup = actions.add_parser("setup", help="create the PostgreSQL inbox's tables (once per database)")
+    setup = action("setup")
     _add_dsn(setup)
     setup.set_defaults(func=_inbox_setup)
+
+
+def _list_actions(inbox: argparse.ArgumentParser) -> int:
+    """Print ``promptstrat inbox``'s usage and one line per action on standard error; return the usage error's status."""
+    width = max(map(len, INBOX_ACTIONS))
+    lines = [inbox.format_usage().strip(), "actions:"]
+    lines += [f"  {name:<{width}}  {line}" for name, (_, line) in INBOX_ACTIONS.items()]
+    lines.append(f"{PROG}: error: choose an action (see {inbox.prog} ACTION --help)")
+    print("\n".join(lines), file=sys.stderr)
+    return EXIT_ERROR
 
 
 def _dsn(args: argparse.Namespace) -> str:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_promptstrat.cli.common import UsageError, add_counter_options, positive_int, token_counter
+from langchain_promptstrat.extras import install_hint
 from langchain_promptstrat.text_table import terminal_width
 
 if TYPE_CHECKING:
@@ -80,6 +81,7 @@ def add_simulate_commands(commands: argparse._SubParsersAction[Any], detailed: b
     )
     if not detailed:
         return
+    from langchain_promptstrat.ceiling import DEFAULT_CEILING
     from langchain_promptstrat.defaults import CACHE_RULES
     from langchain_promptstrat.defaults import DEFAULT_CACHED_FRACTION, DEFAULT_MAX_TOKENS, DEFAULT_TOOL_CALLS
 
@@ -98,7 +100,8 @@ def add_simulate_commands(commands: argparse._SubParsersAction[Any], detailed: b
                      help="also replay the peers: trim_messages and ClearToolUsesEdit at --max-tokens, and SWE-agent's "
                      "observation masking (LastNObservations n=10, with and without polling=5)")
     sim.add_argument("--max-tokens", type=positive_int, default=DEFAULT_MAX_TOKENS, metavar="N",
-                     help=f"token target of the peers and of strategies that take one (default: {DEFAULT_MAX_TOKENS})")
+                     help=f"token target of the peers and of strategies that take one (default: {DEFAULT_MAX_TOKENS:,}, "
+                     f"simulate's own; apply and stats use $PROMPTSTRAT_MAX_TOKENS, else {DEFAULT_CEILING:,})")
     sim.add_argument("--cached-fraction", type=_fraction, default=DEFAULT_CACHED_FRACTION, metavar="F",
                      help=f"share of the input price billed for cached input tokens (default: {DEFAULT_CACHED_FRACTION})")
     sim.add_argument("--price-per-mtok", type=_price, metavar="USD",
@@ -124,7 +127,7 @@ def add_simulate_commands(commands: argparse._SubParsersAction[Any], detailed: b
     sim.set_defaults(func=_simulate)
 
 
-_PLOT_EXTRA = "plotting needs matplotlib, which is not installed: pip install 'langchain-promptstrat[plot]'"
+_PLOT_EXTRA = f"plotting needs matplotlib, which is not installed: {install_hint('plot')}"
 
 
 def _plot_target(name: str) -> Path:

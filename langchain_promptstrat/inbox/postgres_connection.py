@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from langchain_promptstrat.errors import ConfigError, InboxError
+from langchain_promptstrat.extras import install_hint
 from langchain_promptstrat.inbox.postgres_sql import DELIVERED_TABLE, MIGRATIONS, PENDING_TABLE, VERSION_TABLE
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ __all__ = ["CONNECT_TIMEOUT", "DSN_ENV", "INSTALL_HINT", "Database"]
 DSN_ENV = "PROMPTSTRAT_INBOX_DSN"
 """Environment variable the CLI reads for the inbox database's connection string."""
 
-INSTALL_HINT = "pip install 'langchain-promptstrat[postgres]'"
+INSTALL_HINT = install_hint("postgres")
 
 _SETUP_LOCK = 0x7073_696E_6278_0001
 """Advisory lock key serialising concurrent ``setup()`` calls (racing CREATE TABLE IF NOT EXISTS can fail)."""

@@ -30,7 +30,7 @@ from here; this module only re-exports, and knows no strategy.
 
 from __future__ import annotations
 
-from langchain_promptstrat.messages.coercion import coerce_messages, tool_results_as_tool_messages
+from langchain_promptstrat.messages.coercion import coerce_messages, tool_arguments_problem, tool_results_as_tool_messages
 from langchain_promptstrat.messages.edits import (
     Fate,
     apply_fates,
@@ -85,6 +85,7 @@ __all__ = [
     "find_tool_pair_violations",
     "grow_tool_index",
     "index_tool_calls",
+    "tool_arguments_problem",
     "tool_results_as_tool_messages",
     "is_real_user_message",
     "keep_prompt_floor",

@@ -4,7 +4,9 @@ A strategy accepts whatever LangChain accepts as a prompt (a ``PromptValue``, me
 dicts, tuples) and works on ``BaseMessage`` objects; a raw Anthropic transcript answers a
 call with ``tool_result`` blocks in a user message, which become the ``ToolMessage``s
 LangChain uses for them (:func:`tool_results_as_tool_messages`), so every strategy sees
-the pair. :func:`is_tool_result_block` is shared with the pair checks.
+the pair. :func:`is_tool_result_block` is shared with the pair checks;
+:func:`tool_arguments_problem` with the conversation-file reader, so both name a role
+dict's unreadable tool-call arguments the same way.
 
 Must not edit a message's calls (``edits`` does) nor know any strategy.
 """
@@ -20,7 +22,10 @@ from langchain_core.prompt_values import PromptValue
 
 from langchain_promptstrat.errors import InvalidMessagesError
 
-__all__ = ["coerce_messages", "is_tool_result_block", "tool_results_as_tool_messages"]
+__all__ = ["coerce_messages", "is_tool_result_block", "tool_arguments_problem", "tool_results_as_tool_messages"]
+
+_QUOTED_CHARS = 60
+"""Longest stretch of unreadable arguments quoted in an error (they can be a whole file)."""
 
 
 def coerce_messages(value: Any) -> list[BaseMessage]:
@@ -47,11 +52,46 @@ def coerce_messages(value: Any) -> list[BaseMessage]:
         if isinstance(item, BaseMessage):
             out.append(item)
             continue
+        problem = tool_arguments_problem(item)
+        if problem is not None:
+            role = item.get("role", item.get("type"))
+            raise InvalidMessagesError(f"message {i}: {f'{role} message: ' if isinstance(role, str) else ''}{problem}")
         try:  # AttributeError: a malformed field such as "tool_calls": "oops"
             out.extend(convert_to_messages([item]))
         except (ValueError, TypeError, KeyError, AttributeError, NotImplementedError) as exc:
             raise InvalidMessagesError(f"message {i}: cannot read as a chat message: {exc}") from None
     return tool_results_as_tool_messages(out)
+
+
+def tool_arguments_problem(message: Any) -> str | None:
+    """Return what is wrong with a role dict's tool-call arguments, naming the field and quoting what arrived; None when nothing is (or it is no dict).
+
+    OpenAI records a call's arguments as a JSON string (``tool_calls[i].function.arguments``)
+    that must hold an object. ``convert_to_messages`` parses it, and its own error
+    (``Expecting value: line 1 column 1 (char 0)``) names neither the call nor the field.
+    """
+    calls = message.get("tool_calls") if isinstance(message, Mapping) else None
+    if not isinstance(calls, list):
+        return None  # not OpenAI's form: convert_to_messages says what it makes of it
+    for i, call in enumerate(calls):
+        function = call.get("function") if isinstance(call, Mapping) else None
+        arguments = function.get("arguments") if isinstance(function, Mapping) else None
+        if not isinstance(arguments, str):
+            continue
+        field = f"tool_calls[{i}].function.arguments"
+        try:
+            parsed = json.loads(arguments, strict=False)  # as convert_to_messages reads them
+        except json.JSONDecodeError as exc:
+            return f"{field} is not JSON ({exc.msg} at char {exc.pos}): {_quoted(arguments)}"
+        except RecursionError:
+            return f"{field} is JSON nested too deeply to read: {_quoted(arguments)}"
+        if not isinstance(parsed, dict):
+            return f"{field} is JSON but not an object of arguments: {_quoted(arguments)}"
+    return None
+
+
+def _quoted(text: str) -> str:
+    return repr(text) if len(text) <= _QUOTED_CHARS else repr(text[:_QUOTED_CHARS]) + f"... ({len(text):,} characters)"
 
 
 def is_tool_result_block(block: Any) -> bool:

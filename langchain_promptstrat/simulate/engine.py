@@ -28,7 +28,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_promptstrat.cache_rules import CACHE_RULES, ToolSchemas, make_cache_rule
 from langchain_promptstrat.defaults import DEFAULT_CACHED_FRACTION, DEFAULT_MAX_TOKENS, DEFAULT_TOOL_CALLS
 from langchain_promptstrat.errors import ConfigError
-from langchain_promptstrat.registry import DEFAULT_STRATEGIES, CallableStrategy, available_strategies, get_strategy
+from langchain_promptstrat.registry import DEFAULT_STRATEGIES, CallableStrategy, available_strategies, get_strategy, split_strategy_names
 from langchain_promptstrat.report import Compacted
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.simulate.figures import _PromptTokens, _shared_prefix, canonical_message, is_degenerate
@@ -96,7 +96,7 @@ def with_cache_breakpoints(entries: Sequence[Any], **build: Any) -> list[PromptS
     wrapped: list[PromptStrategy] = []
     for entry in entries:
         if isinstance(entry, str):
-            parts = [p.strip() for p in entry.split(",") if p.strip()]
+            parts = split_strategy_names(entry)
             inner: Any = [build_strategy(p, **build)[0] for p in parts]
             label = f"{','.join(parts)}+breakpoints"
         else:
@@ -165,9 +165,7 @@ def _resolve_entry(
 ) -> tuple[str, str, _Apply, dict[str, Any]]:
     """Return (label, kind, apply, options) for one entry of ``strategies``."""
     if isinstance(entry, str):
-        parts = [p.strip() for p in entry.split(",") if p.strip()]
-        if not parts:
-            raise ConfigError(f"empty strategy name {entry!r}; known: {', '.join(available_strategies())}")
+        parts = split_strategy_names(entry, source="the strategy pipeline")
         built = [build_strategy(p, settings=settings, max_tokens=max_tokens, token_counter=counter) for p in parts]
         options = {k: v for _, extra in built for k, v in extra.items()}
         return ",".join(parts), "ours", _pipeline([s for s, _ in built], tools), options

@@ -13,7 +13,10 @@ import os
 from typing import Any
 
 from langchain_promptstrat.cache_rules import ANTHROPIC_WRITE_MULTIPLIER
+from langchain_promptstrat.ceiling import DEFAULT_CEILING
+from langchain_promptstrat.defaults import DEFAULT_MAX_TOKENS
 from langchain_promptstrat.errors import ConfigError
+from langchain_promptstrat.extras import install_hint
 from langchain_promptstrat.registry import DEFAULT_STRATEGIES
 from langchain_promptstrat.simulate.recall import OLD_AFTER
 from langchain_promptstrat.simulate.results import SimulationResult
@@ -32,6 +35,25 @@ def _share(value: float | None) -> str:
 
 def _seconds(value: float) -> str:
     return f"{value:.2f} s" if value >= 0.1 else f"{1000 * value:.1f} ms"
+
+
+def _ceiling_line(result: SimulationResult) -> list[str]:
+    """Return the header line saying which ceiling the runs that take one were given and where it came from (none if no run takes one).
+
+    simulate's default differs from the one ``apply``, ``stats`` and the agents use, so a
+    reader comparing them must see which one a table was made with.
+    """
+    targeted = [r.name for r in result.runs if r.options.get("max_tokens") or r.options.get("trigger")]
+    if not targeted:
+        return []
+    source = (
+        f"simulate's default; apply and stats use PROMPTSTRAT_MAX_TOKENS, else {DEFAULT_CEILING:,}; an agent also "
+        "its model's profile" if result.max_tokens == DEFAULT_MAX_TOKENS else "from --max-tokens or max_tokens="
+    )
+    return [
+        f"Ceiling {result.max_tokens:,} tokens ({source}) for: {', '.join(targeted)} (trim_messages' max_tokens, "
+        "ClearToolUsesEdit's trigger, the max_tokens of strategies that take one)."
+    ]
 
 
 def format_table(result: SimulationResult, width: int | None = None) -> str:
@@ -88,17 +110,9 @@ def format_table(result: SimulationResult, width: int | None = None) -> str:
     exact = {True: "exact", False: "approximate", None: "as counted"}[result.exact_tokens]
     price = f"; ${result.price_per_mtok:g} per million input tokens" if result.price_per_mtok is not None else ""
     ids = ", call ids included" if result.exact_tokens is not None and "call_ids=False" not in result.token_counter else ""
-    header = [
-        source,
-        f"Tokens: {result.token_counter} ({exact}), the same counter for every row{ids}{_schemas_text(result)}. "
+    header = [source, *_ceiling_line(result), f"Tokens: {result.token_counter} ({exact}), the same counter for every row{ids}{_schemas_text(result)}. "
         f"Cached input billed at {result.cached_fraction:g} of the input price{price}.",
     ]
-    targeted = [r.name for r in result.runs if r.options.get("max_tokens") or r.options.get("trigger")]
-    if targeted:
-        header.append(
-            f"Token target {result.max_tokens:,} (trim_messages max_tokens, ClearToolUsesEdit trigger, the max_tokens "
-            f"of strategies that take one) given to: {', '.join(targeted)}."
-        )
     out = [*fit_lines(header, width), "", *render_table(columns, rows, width), ""]
     footnotes = [
         "cache reuse: mean over calls of the share of each prompt whose leading messages repeat the previous",
@@ -160,9 +174,7 @@ def plot(result: SimulationResult, path: str | os.PathLike[str]) -> None:
         from matplotlib.figure import Figure
         from matplotlib.ticker import FuncFormatter, PercentFormatter
     except ImportError:
-        raise ConfigError(
-            "plotting needs matplotlib, which is not installed: pip install 'langchain-promptstrat[plot]'"
-        ) from None
+        raise ConfigError(f"plotting needs matplotlib, which is not installed: {install_hint('plot')}") from None
     frontier = result.recall_measured and result.baseline is not None and len(result.runs) > 1
     fig = Figure(figsize=(16, 7.5) if frontier else (11, 7.5), layout="constrained")
     if frontier:

@@ -22,6 +22,7 @@ from typing import Any, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage, ToolMessage, trim_messages
 
+from langchain_promptstrat.extras import install_hint
 from langchain_promptstrat.messages import content_text, task_index
 from langchain_promptstrat.testing import ScriptedChatModel
 
@@ -113,7 +114,7 @@ def _peers(counter: Any, max_tokens: int, notes: list[str]) -> list[tuple[str, s
     except ImportError as exc:
         notes.append(
             f"{PEER_CLEAR_TOOL_USES} left out: langchain>=1.0 with agent middleware is not installed ({exc}); "
-            "pip install 'langchain-promptstrat[agents]'"
+            f"{install_hint('agents')}"
         )
     else:
         options: dict[str, object] = {"trigger": max_tokens, "keep": 3, "clear_at_least": 0, "clear_tool_inputs": False}

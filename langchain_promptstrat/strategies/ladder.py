@@ -56,7 +56,7 @@ from langchain_core.messages import BaseMessage
 
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.messages import message_chars
-from langchain_promptstrat.strategy_names import get_strategy  # rungs may be given by registry key
+from langchain_promptstrat.strategy_names import get_strategy, split_strategy_names  # rungs may be given by registry key
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.strategies.ladder_machinery.plan import Plan, Rewrite, RungRequest, arun_plan, done, run_plan
@@ -103,7 +103,8 @@ __all__ = [
 class CompactionLadder(PlannedStrategy):
     """A token budget: rungs run cheapest first while over ``max_tokens``, with a low watermark.
 
-    ``CompactionLadder([ToolResults(), SlidingWindow(), Summary(model)], max_tokens=120_000)``.
+    ``CompactionLadder([ToolResults(), Summary(model), SlidingWindow()], max_tokens=120_000)``
+    (the summary before the window, which would otherwise drop what it summarises).
     Rungs may also be given by registry name (``["tool_results", "sliding_window"]`` or
     ``"tool_results,sliding_window"``). ``low_tokens`` (default ``ladder_low_ratio`` x
     ``max_tokens``) is what an over-target prompt is compacted down to; ``low_tokens ==
@@ -290,7 +291,11 @@ def _tokens_argument(name: str, value: Any) -> int:
 
 
 def _resolve_rungs(rungs: Sequence[Rung | str] | str, settings: Settings) -> list[Rung]:
-    items: list[Any] = [p.strip() for p in rungs.split(",") if p.strip()] if isinstance(rungs, str) else list(rungs)
+    items: list[Any]
+    if isinstance(rungs, str):  # a blank string is left to the "needs at least one rung" error below
+        items = split_strategy_names(rungs, source="the ladder's rung list") if rungs.strip() else []
+    else:
+        items = list(rungs)
     resolved: list[Rung] = []
     for item in items:
         rung = get_strategy(item, settings) if isinstance(item, str) else item

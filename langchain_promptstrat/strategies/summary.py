@@ -1,6 +1,8 @@
 """summary: the oldest stretch of the conversation is replaced by a summary a chat model writes.
 
-It costs a model call, so in a ladder it comes last. Rounds run while over target, each
+In a ladder it goes after ``ToolResults`` (free: only old outputs shorten) and before
+``SlidingWindow``, which would otherwise drop the turns it is meant to summarise:
+``[ToolResults(), Summary(model), SlidingWindow()]``. Rounds run while over target, each
 taking the first tier that has work:
 
 1. the oldest earlier turns (as few as should get the prompt under target);
@@ -34,6 +36,7 @@ from typing_extensions import Unpack
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_promptstrat.errors import ConfigError
+from langchain_promptstrat.extras import install_hint
 from langchain_promptstrat.messages import content_text, index_tool_calls, is_real_user_message, mark
 from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.strategies.ladder_machinery.plan import Plan, Rewrite, RungRequest, arun_plan, run_plan
@@ -343,7 +346,7 @@ class _LazyChatModel:
                     from langchain.chat_models import init_chat_model
                 except ImportError:
                     raise ConfigError(
-                        f"the model string {self.spec!r} needs the langchain package: pip install 'langchain-promptstrat[agents]'"
+                        f"the model string {self.spec!r} needs the langchain package: {install_hint('agents')}"
                     ) from None
                 self._model = init_chat_model(self.spec)
             return self._model
@@ -418,7 +421,7 @@ class Summary(Rung):
             raise ConfigError(
                 "summary needs a chat model to write its summaries: Summary(model), "
                 "get_strategy('summary', model=model), or "
-                "CompactionLadder([ToolResults(), SlidingWindow(), Summary(model)], max_tokens=...)"
+                "CompactionLadder([ToolResults(), Summary(model), SlidingWindow()], max_tokens=...)"
             )
         if isinstance(model, str):
             if not model.strip():

