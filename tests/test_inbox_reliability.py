@@ -21,7 +21,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from conftest_postgres import postgres_dsn, postgres_schema  # noqa: F401
 from langchain_promptstrat.adapters.langgraph import pre_model_hook
-from langchain_promptstrat.inbox.delivery import notice_id, pick_up
+from langchain_promptstrat.inbox.delivery import notice_id, pick_up, wait_settled
 from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.inbox.paths import inbox_dir, inbox_removed_dir
 from langchain_promptstrat.inbox.posting import post_to_inbox
@@ -226,6 +226,7 @@ class TestFailingModelCalls:
         app.invoke({"messages": [HumanMessage("task")]}, CONFIG)
         store = DirectoryInbox.for_thread(THREAD, tmp_path)
         assert contents(model.calls[0])[-1] == "shown" and "hidden" not in contents(model.calls[0])
+        assert wait_settled()  # "shown" is acknowledged once the answer's checkpoint is stored
         (lease,) = store.in_flight()
         assert lease.name == "a.txt" and [e.name for e in store.delivered_entries()] == ["b.txt"]
         assert notice_id(lease.token) not in (app.get_state(CONFIG).values.get(ANSWERED_KEY) or [])
