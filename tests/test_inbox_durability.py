@@ -162,3 +162,42 @@ def test_a_notice_taken_with_an_abort_is_not_delivered_again_by_a_second_reader_
     inboxes = PostgresInboxes(postgres_dsn, schema=postgres_schema)
     thread = f"t-{secrets.token_hex(3)}"
     _two_readers(inboxes, None, inboxes.for_thread(thread), thread)
+
+
+# --------------------------------------------------------------------------- dead readers
+
+
+def test_a_killed_reader_not_yet_reaped_is_dead_and_its_claim_is_recovered_at_once(tmp_path):
+    """A reader SIGKILLed whose parent has not reaped it yet (a zombie, /proc state Z) will never acknowledge: its
+    claim is taken over by the next pickup, not left waiting for the 600 s lease."""
+    import os
+    import signal
+    import time
+
+    from langchain_promptstrat.inbox.delivery import pick_up
+    from langchain_promptstrat.inbox.owners import owner_state
+
+    store = DirectoryInbox.for_thread("zombie", tmp_path)
+    store.post("steer left", name="a.txt")
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the reader: claim, report its owner name, wait to be killed
+        try:
+            store.lease("a.txt")
+            os.write(write_fd, store.in_flight()[0].owner.encode())
+            time.sleep(60)
+        finally:
+            os._exit(0)
+    try:
+        os.close(write_fd)
+        owner = os.read(read_fd, 200).decode()
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0] != b"Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        assert owner_state(owner) == "dead"
+        assert [m.content for m in pick_up(store).delivered] == ["steer left"]
+        assert store.in_flight() == []
+    finally:
+        os.waitpid(pid, 0)

@@ -324,6 +324,20 @@ class TestEditors:
         os.utime(inbox / "fresh.txt", (time.time() - 7200, time.time() - 7200))
         assert contents(pick_up(store).delivered) == ["still typing"]
 
+    @pytest.mark.parametrize(("written", "reason"), [("stop, wrong table\n", "stop, wrong table"), ("", "empty abort file")])
+    def test_a_hand_written_abort_stops_the_very_next_model_call(self, written, reason, tmp_path, monkeypatch):
+        """`echo stop > abort` leaves a writable file changed a moment ago; it must stop the agent before its next model
+        call (maybe the destructive one), not wait out the quiet time like a notice. Its text, complete or not (empty
+        here), is the reason; an empty one gets the default."""
+        monkeypatch.setenv("INBOX_QUIET_SECONDS", "3600")
+        inbox = inbox_dir(tmp_path / f"{THREAD}.chat")
+        inbox.mkdir()
+        (inbox / "abort").write_text(written)  # writable, modified just now
+        model = ScriptedChatModel(["must not be called"])
+        app = react_agent(model, pre_model_hook(inbox_root=tmp_path))
+        out = app.invoke({"messages": [HumanMessage("task")]}, CONFIG)
+        assert model.calls == [] and reason in out["__interrupt__"][0].value["reason"]
+
 
 # --------------------------------------------------------------------------- hostile directories
 

@@ -183,10 +183,12 @@ class DirectoryInbox:
         """Return the pending names a pickup may take now, in delivery order.
 
         Left for a later pickup: an empty file other than ``abort`` (an editor may be about to
-        fill it), a writable file changed within the last :attr:`quiet_seconds` (an editor
-        may still be writing it), and a file over :attr:`max_notice_bytes` (one warning;
-        it stays pending until someone removes or shortens it). Read-only files, which is
-        how :meth:`post` writes, are complete and ready at once.
+        fill it), a writable file other than ``abort`` changed within the last
+        :attr:`quiet_seconds` (an editor may still be writing it), and a file over
+        :attr:`max_notice_bytes` (one warning; it stays pending until someone removes or
+        shortens it). Read-only files, which is how :meth:`post` writes, are complete and
+        ready at once. ``abort`` is ready as soon as it exists, whatever its write state:
+        stopping needs no complete reason (its text is read as it is, a default when empty).
         """
         if not self._safe():
             return []
@@ -197,7 +199,7 @@ class DirectoryInbox:
                 continue
             if st.st_size == 0 and item.name != ABORT_FILE:
                 continue
-            if st.st_mode & 0o222 and abs(now - st.st_mtime) < self.quiet_seconds:
+            if st.st_mode & 0o222 and item.name != ABORT_FILE and abs(now - st.st_mtime) < self.quiet_seconds:
                 continue
             if st.st_size > self.max_notice_bytes and item.name != ABORT_FILE:
                 warn_once(
