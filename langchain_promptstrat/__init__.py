@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from langchain_promptstrat.inbox.postgres import PostgresInbox, PostgresInboxes
     from langchain_promptstrat.inbox.posting import post_to_inbox, request_abort
     from langchain_promptstrat.messages import check_tool_pairs
+    from langchain_promptstrat.pickup import InboxPickup, inbox_pickup
     from langchain_promptstrat.registry import (
         DEFAULT_STRATEGIES,
         available_strategies,
@@ -64,6 +65,7 @@ __all__ = [
     "InboxAborted",
     "InboxBackend",
     "InboxError",
+    "InboxPickup",
     "InboxProvider",
     "InvalidMessagesError",
     "NoStrategy",
@@ -89,6 +91,7 @@ __all__ = [
     "check_tool_pairs",
     "get_strategy",
     "inbox_dir",
+    "inbox_pickup",
     "inbox_removed_dir",
     "is_compaction_notice",
     "make_inbox_node",
@@ -117,6 +120,7 @@ _EXPORTS: dict[str, str] = {
     "InboxAborted": "langchain_promptstrat.errors",
     "InboxBackend": "langchain_promptstrat.inbox.contract",
     "InboxError": "langchain_promptstrat.errors",
+    "InboxPickup": "langchain_promptstrat.pickup",
     "InboxProvider": "langchain_promptstrat.inbox.contract",
     "InvalidMessagesError": "langchain_promptstrat.errors",
     "NoStrategy": "langchain_promptstrat.strategies.none",
@@ -142,6 +146,7 @@ _EXPORTS: dict[str, str] = {
     "check_tool_pairs": "langchain_promptstrat.messages",
     "get_strategy": "langchain_promptstrat.registry",
     "inbox_dir": "langchain_promptstrat.inbox.paths",
+    "inbox_pickup": "langchain_promptstrat.pickup",
     "inbox_removed_dir": "langchain_promptstrat.inbox.paths",
     "is_compaction_notice": "langchain_promptstrat.strategies.epoch",
     "make_inbox_node": "langchain_promptstrat.adapters.langgraph",

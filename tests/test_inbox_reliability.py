@@ -65,6 +65,8 @@ def _check(figures: Any, mode: str) -> None:
     assert figures.duplicated == 0
     if mode == "handover":  # at most once: what a kill or a failed model call took is counted, never sent twice
         assert figures.delivered + figures.lost == figures.posted + figures.aborts_posted - figures.aborts_honoured
+    elif mode == "two-phase":  # inbox_pickup: notices exactly once; an abort is consumed when raised (at most once)
+        assert figures.delivered == figures.posted and figures.lost == figures.aborts_posted - figures.aborts_honoured
     else:
         assert figures.lost == 0 and figures.delivered == figures.posted
         assert figures.aborts_honoured == figures.aborts_posted
@@ -73,7 +75,7 @@ def _check(figures: Any, mode: str) -> None:
 @pytest.mark.parametrize("mode", inbox_kills.MODES)
 def test_killed_readers_on_the_directory_lose_nothing(mode, tmp_path, capsys):
     """400 readers SIGKILLed at random points (and failing model calls): every notice and abort delivered exactly
-    once, persisted or one-call; the handover mode sends none twice and its losses are the counted window."""
+    once, persisted, one-call or two-phase (inbox_pickup; its aborts at most once); the handover mode sends none twice and its losses are the counted window."""
     figures = inbox_kills.run_kills(
         inbox_kills.directory_factory(tmp_path), backend="directory", mode=mode, kills=KILLS, workdir=tmp_path
     )
@@ -83,7 +85,7 @@ def test_killed_readers_on_the_directory_lose_nothing(mode, tmp_path, capsys):
 
 @pytest.mark.parametrize("mode", inbox_kills.MODES)
 def test_killed_readers_on_postgresql_lose_nothing(mode, postgres_dsn, postgres_schema, tmp_path, capsys):  # noqa: F811
-    """The same 400 kills on PostgreSQL: exactly once persisted or one-call, at most once in the handover mode."""
+    """The same 400 kills on PostgreSQL: exactly once persisted, one-call or two-phase, at most once in the handover mode."""
     figures = inbox_kills.run_kills(
         inbox_kills.postgres_factory(postgres_dsn, postgres_schema), backend="postgresql", mode=mode,
         kills=KILLS, max_delay=0.03, workdir=tmp_path,
