@@ -367,6 +367,8 @@ def pick_up(
     taken: list[Claimed] = []
     for lease in leases:
         nid = notice_id(lease.token)
+        if _is_settling(lease.token):  # this process's watcher records it once stored: one acknowledgement, not two racing
+            continue
         if nid in seen:
             if _acknowledge(store, lease.token, lease.name):  # type: ignore[arg-type]
                 result.acknowledged.append(printable(lease.name))

@@ -366,14 +366,17 @@ class DirectoryInbox:
             drop_claim_dir(claim_dir)
             return None
         staged = claim_dir / inside[0]
-        st = os.lstat(staged)
-        if st.st_nlink > 1 and holds_inode(self.removed_path, st):
-            final = None
-            os.unlink(staged)
-        else:
-            final = move_to_first_free(staged, self.removed_path, history_names(inside[0]))
-            if st.st_mtime_ns != os.lstat(final).st_mtime_ns:
-                os.utime(final, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
+        try:
+            st = os.lstat(staged)
+            if st.st_nlink > 1 and holds_inode(self.removed_path, st):
+                final = None
+                os.unlink(staged)
+            else:
+                final = move_to_first_free(staged, self.removed_path, history_names(inside[0]))
+                if st.st_mtime_ns != os.lstat(final).st_mtime_ns:
+                    os.utime(final, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
+        except FileNotFoundError:  # recorded or taken over by another reader at the same moment: not in flight here
+            return None
         drop_claim_dir(claim_dir)
         return final
 
