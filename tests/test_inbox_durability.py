@@ -8,8 +8,11 @@ the inbox and the checkpointer back, never the run's memory.
 
 from __future__ import annotations
 
+import os
 import secrets
+import signal
 import sqlite3
+import time
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -109,6 +112,51 @@ def test_a_runs_last_notice_is_acknowledged_once_the_sqlite_checkpoint_holding_i
         app.invoke({"messages": [HumanMessage("task")]}, {"configurable": {"thread_id": thread}}, durability=durability)
         assert wait_settled(5.0)
     assert store.in_flight() == [] and [e.name for e in store.delivered_entries()] == ["a.txt"]
+    assert stored_notices(db, thread) == ["steer left"]
+
+
+class SlowDisk(SqliteSaver):
+    """A SQLite checkpointer on a slow disk: each checkpoint takes 150 ms to write (in the background, with "async")."""
+
+    def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions) -> RunnableConfig:
+        time.sleep(0.15)
+        return super().put(config, checkpoint, metadata, new_versions)
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS)
+def test_a_reader_killed_the_instant_it_acknowledges_leaves_the_notice_in_the_stored_conversation(front_end, tmp_path):
+    """The issue's deterministic loss: with the default durability the checkpoint holding a notice is written behind
+    the run, so a reader killed the instant it moves the notice to the history must already have it on disk; the
+    resumed thread's stored conversation then holds it exactly once."""
+    thread = f"t-{secrets.token_hex(3)}"
+    store = DirectoryInbox.for_thread(thread, tmp_path)
+    store.post("steer left", name="a.txt")
+    db = tmp_path / "checkpoints.sqlite"
+    with sqlite3.connect(db) as conn:
+        SqliteSaver(conn).setup()
+    pid = os.fork()
+    if pid == 0:  # the reader: SIGKILLed by its own acknowledgement, right after the notice moved
+        try:
+            acknowledge = DirectoryInbox.acknowledge
+
+            def acknowledge_then_die(self: DirectoryInbox, token: str, name: str | None = None) -> Any:
+                where = acknowledge(self, token, name)
+                os.kill(os.getpid(), signal.SIGKILL)
+                return where
+
+            DirectoryInbox.acknowledge = acknowledge_then_die  # type: ignore[method-assign]
+            conn = sqlite3.connect(db, check_same_thread=False)
+            app = agent(front_end, tmp_path, SlowDisk(conn), [{"tool_calls": [{"name": "fetch", "args": {}}]}, "answer"])
+            app.invoke({"messages": [HumanMessage("task")]}, {"configurable": {"thread_id": thread}})
+            time.sleep(5)  # the watcher acknowledges (and dies) once the checkpoint is written
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    assert [e.name for e in store.delivered_entries()] == ["a.txt"]  # it did acknowledge before dying
+    with sqlite3.connect(db, check_same_thread=False) as conn:
+        app = agent(front_end, tmp_path, SqliteSaver(conn), ["resumed"])
+        app.invoke({"messages": [HumanMessage("go on")]}, {"configurable": {"thread_id": thread}})
     assert stored_notices(db, thread) == ["steer left"]
 
 
