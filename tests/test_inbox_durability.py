@@ -48,15 +48,17 @@ class LostWrites(InMemorySaver):
 
 
 def agent(front_end: str, root: Path, checkpointer: Any, script: list[Any]) -> Any:
-    """Return the real graph front end over the inbox under ``root``: create_agent + middleware, or create_react_agent + hook."""
+    """Return the real graph front end over the inbox under ``root``: create_agent + middleware (``middleware-one-call``:
+    with ``persist_inbox=False``), or create_react_agent + hook."""
     model = ScriptedChatModel(script)
     tools = [make_sized_tool("fetch", sizes=200)]
-    if front_end == "middleware":
+    if front_end.startswith("middleware"):
         from langchain.agents import create_agent
 
         from langchain_promptstrat.adapters.middleware import PromptStrategyMiddleware
 
-        return create_agent(model, tools, middleware=[PromptStrategyMiddleware(inbox_root=root)], checkpointer=checkpointer)
+        middleware = PromptStrategyMiddleware(inbox_root=root, persist_inbox=front_end == "middleware")
+        return create_agent(model, tools, middleware=[middleware], checkpointer=checkpointer)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from langgraph.prebuilt import create_react_agent
@@ -83,7 +85,7 @@ def stored_notices(db: Path, thread: str) -> list[str]:
 
 
 @pytest.mark.parametrize("durability", DURABILITY)
-@pytest.mark.parametrize("front_end", FRONT_ENDS)
+@pytest.mark.parametrize("front_end", [*FRONT_ENDS, "middleware-one-call"])
 def test_no_front_end_acknowledges_a_notice_no_stored_checkpoint_holds(front_end, durability, tmp_path, short_lease):
     """The run sees the notice, but its checkpoints never reach storage (the process died first): the notice must stay
     in flight for the next reader, whatever the durability mode, instead of being moved to the history and lost."""
@@ -92,9 +94,11 @@ def test_no_front_end_acknowledges_a_notice_no_stored_checkpoint_holds(front_end
     store.post("steer left", name="a.txt")
     app = agent(front_end, tmp_path, LostWrites(), [{"tool_calls": [{"name": "fetch", "args": {}}]}, "answer"])
     out = app.invoke({"messages": [HumanMessage("task")]}, {"configurable": {"thread_id": thread}}, durability=durability)
-    assert "steer left" in [m.content for m in out["messages"]]  # delivered to the run, in its memory
+    if front_end != "middleware-one-call":  # one-call notices reach the model call, never the messages
+        assert "steer left" in [m.content for m in out["messages"]]  # delivered to the run, in its memory
     settled = wait_settled(0.2)
-    assert [lease.name for lease in store.in_flight()] == ["a.txt"] and store.delivered_entries() == []
+    # claimed (taken out of the pending set, so the run had it), and not moved to the history
+    assert store.pending() == [] and [lease.name for lease in store.in_flight()] == ["a.txt"] and store.delivered_entries() == []
     assert not settled  # still waiting for a checkpoint that holds it
 
 
@@ -113,6 +117,28 @@ def test_a_runs_last_notice_is_acknowledged_once_the_sqlite_checkpoint_holding_i
         assert wait_settled(5.0)
     assert store.in_flight() == [] and [e.name for e in store.delivered_entries()] == ["a.txt"]
     assert stored_notices(db, thread) == ["steer left"]
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS)
+def test_an_async_graph_over_an_async_sqlite_checkpointer_settles_its_last_notice(front_end, tmp_path):
+    """ainvoke over AsyncSqliteSaver: the watcher reads the async checkpointer from its own thread and settles the
+    notice once its checkpoint is written."""
+    import asyncio
+
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    thread = f"t-{secrets.token_hex(3)}"
+    store = DirectoryInbox.for_thread(thread, tmp_path)
+    store.post("steer left", name="a.txt")
+
+    async def run() -> bool:
+        async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "checkpoints.sqlite")) as saver:
+            app = agent(front_end, tmp_path, saver, ["answer"])
+            await app.ainvoke({"messages": [HumanMessage("task")]}, {"configurable": {"thread_id": thread}})
+            return await asyncio.to_thread(wait_settled, 5.0)  # the saver's loop stays free to answer the watcher
+
+    assert asyncio.run(run())
+    assert store.in_flight() == [] and [e.name for e in store.delivered_entries()] == ["a.txt"]
 
 
 class SlowDisk(SqliteSaver):
