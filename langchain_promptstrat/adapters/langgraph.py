@@ -50,12 +50,13 @@ __all__ = [
     "StoredNoticeIds",
     "deliver_inbox",
     "has_checkpointer",
-    "stored_notice_ids",
     "keep_prompt_floor",
     "make_inbox_node",
     "pre_model_hook",
     "prompt_for_model",
     "state_messages",
+    "stored_notice_ids",
+    "stored_reader",
 ]
 
 INBOX_ABORT = "inbox_abort"
