@@ -15,6 +15,11 @@ a kill costs milliseconds. Every reader plays an agent step:
   (one ``write``: ``before_model``'s checkpoint); call the model on the waiting notices;
   acknowledge them; record the answer, which clears them from the waiting list and adds
   their ids to the answered ones (one ``write``: the model step's checkpoint).
+* ``two-phase`` (:func:`~langchain_promptstrat.inbox_pickup`, a custom loop storing its own
+  conversation): take the notices with ``seen`` = the ids the stored conversation holds,
+  call the model, store the notices with the answer (one ``write``), acknowledge. An abort
+  is consumed when ``inbox_pickup`` raises it: at most once, as a stop request (a kill stops
+  the reader too).
 * ``handover`` (``pre_model_hook(persist_inbox=False)``, a graph without a checkpointer,
   ``prepare_prompt``, the Runnable): pick up acknowledging at once (``settle=True``), call
   the model, record its answer. A kill or a failed model call after the pickup loses the
@@ -45,13 +50,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import message_to_dict, messages_from_dict
+from langchain_core.messages import HumanMessage, message_to_dict, messages_from_dict
+
+from langchain_promptstrat.errors import InboxAborted
 
 from langchain_promptstrat.inbox.delivery import acknowledge_notices, notice_id, pick_up
 from langchain_promptstrat.inbox.directory import DirectoryInbox
+from langchain_promptstrat.pickup import inbox_pickup
 
-MODES = ("persisted", "one-call", "handover")
-"""The delivery modes a run can play; ``handover`` is at most once by design (see above)."""
+MODES = ("persisted", "one-call", "two-phase", "handover")
+"""The delivery modes a run can play; ``handover`` is at most once by design, and so are ``two-phase`` aborts (see above)."""
 
 
 @dataclass
@@ -127,8 +135,33 @@ def _waiting(log: Path, answered: frozenset[str]) -> list[Any]:
     return messages_from_dict(list(found.values()))
 
 
+class _ModelRaised(Exception):
+    """The model call of a two-phase step failed."""
+
+
+def _two_phase_step(store: Any, log: Path, rng: random.Random, raise_rate: float) -> bool:
+    """Run one step of a custom loop on :func:`inbox_pickup`: take, call the model, store, acknowledge."""
+    history = [HumanMessage(text, id=nid) for nid, text in _read_log(log)]  # the stored conversation
+    try:
+        with inbox_pickup(history, ["inbox"], backend=store) as pickup:
+            if not pickup.notices:
+                return False
+            if rng.random() < raise_rate:  # the model call raised: nothing stored, nothing acknowledged
+                _append(log.with_suffix(".raised"), [])
+                raise _ModelRaised
+            _append(log, [[m.id, m.content] for m in pickup.notices])  # the answer stored with its notices
+            pickup.acknowledge()
+    except _ModelRaised:
+        pass
+    except InboxAborted as exc:
+        _append(log, [[f"abort-{secrets.token_hex(4)}", f"abort {exc.reason}"]])
+    return True
+
+
 def _step(store: Any, log: Path, mode: str, rng: random.Random, raise_rate: float) -> bool:
     """Run one agent step: pickup, model call, record; return whether it took anything."""
+    if mode == "two-phase":
+        return _two_phase_step(store, log, rng, raise_rate)
     answered = frozenset(nid for nid, _ in _read_log(log))
     waiting = _waiting(log, answered) if mode == "one-call" else []
     result = pick_up(
@@ -185,6 +218,9 @@ def run_kills(
     rng = random.Random(seed)
     log = Path(workdir) / f"conversation-{backend}-{mode}.log"
     store = make()
+    if mode == "two-phase":  # its first call imports what the strategies need: in the parent, once, not in each reader
+        with inbox_pickup([HumanMessage("warm up")], ["inbox"], backend=store):
+            pass
     posted: list[str] = []
     aborts: list[str] = []
     started = time.monotonic()

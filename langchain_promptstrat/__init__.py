@@ -54,6 +54,8 @@ if TYPE_CHECKING:  # the public names, each once: checkers read these imports; a
         request_abort as request_abort,
     )
     from langchain_promptstrat.messages import check_tool_pairs as check_tool_pairs
+    from langchain_promptstrat.pickup import InboxPickup as InboxPickup
+    from langchain_promptstrat.pickup import inbox_pickup as inbox_pickup
     from langchain_promptstrat.registry import prepare_prompt as prepare_prompt
     from langchain_promptstrat.report import (
         Compacted as Compacted,

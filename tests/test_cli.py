@@ -323,6 +323,24 @@ class TestApply:
             3, "", "promptstrat: aborted: the inbox holds an abort request: wrong repository\n"
         )
 
+    def test_notices_consumed_before_an_abort_are_printed_not_swallowed(self, capsys, openai_file, tmp_path):
+        """apply consumes the notices sorting before 'abort' (they are in the history now): it prints them at the end
+        of the conversation and says so, exit 3 still; one sorting after the abort stays pending."""
+        save_file = tmp_path / "agent.chat"
+        store = DirectoryInbox.for_save_file(save_file)
+        store.post("use the staging database", name="a1.txt")
+        store.request_abort("wrong repository")
+        store.post("later", name="z1.txt")
+        code, out, err = run(capsys, "apply", str(openai_file), "--strategy", "inbox", "--save-file", str(save_file))
+        assert code == 3 and err.splitlines() == [
+            "promptstrat: aborted: the inbox holds an abort request: wrong repository",
+            "promptstrat: the 1 notice consumed before the abort is at the end of the conversation printed",
+        ]
+        written = json.loads(out)
+        assert written[:-1] == json.loads(openai_file.read_text())
+        assert written[-1]["role"] == "user" and "use the staging database" in written[-1]["content"]
+        assert store.pending() == ["z1.txt"]
+
 
 BAD_INPUTS = [
     pytest.param("c.json", '[{"role": "user", "content": "hi"},\n  {oops}\n]',

@@ -21,7 +21,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from conftest_postgres import postgres_dsn, postgres_schema  # noqa: F401
 from langchain_promptstrat.adapters.langgraph import pre_model_hook
-from langchain_promptstrat.inbox.delivery import notice_id, pick_up
+from langchain_promptstrat.inbox.delivery import notice_id, pick_up, wait_settled
 from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.inbox.paths import inbox_dir, inbox_removed_dir
 from langchain_promptstrat.inbox.posting import post_to_inbox
@@ -65,6 +65,8 @@ def _check(figures: Any, mode: str) -> None:
     assert figures.duplicated == 0
     if mode == "handover":  # at most once: what a kill or a failed model call took is counted, never sent twice
         assert figures.delivered + figures.lost == figures.posted + figures.aborts_posted - figures.aborts_honoured
+    elif mode == "two-phase":  # inbox_pickup: notices exactly once; an abort is consumed when raised (at most once)
+        assert figures.delivered == figures.posted and figures.lost == figures.aborts_posted - figures.aborts_honoured
     else:
         assert figures.lost == 0 and figures.delivered == figures.posted
         assert figures.aborts_honoured == figures.aborts_posted
@@ -73,7 +75,7 @@ def _check(figures: Any, mode: str) -> None:
 @pytest.mark.parametrize("mode", inbox_kills.MODES)
 def test_killed_readers_on_the_directory_lose_nothing(mode, tmp_path, capsys):
     """400 readers SIGKILLed at random points (and failing model calls): every notice and abort delivered exactly
-    once, persisted or one-call; the handover mode sends none twice and its losses are the counted window."""
+    once, persisted, one-call or two-phase (inbox_pickup; its aborts at most once); the handover mode sends none twice and its losses are the counted window."""
     figures = inbox_kills.run_kills(
         inbox_kills.directory_factory(tmp_path), backend="directory", mode=mode, kills=KILLS, workdir=tmp_path
     )
@@ -83,7 +85,7 @@ def test_killed_readers_on_the_directory_lose_nothing(mode, tmp_path, capsys):
 
 @pytest.mark.parametrize("mode", inbox_kills.MODES)
 def test_killed_readers_on_postgresql_lose_nothing(mode, postgres_dsn, postgres_schema, tmp_path, capsys):  # noqa: F811
-    """The same 400 kills on PostgreSQL: exactly once persisted or one-call, at most once in the handover mode."""
+    """The same 400 kills on PostgreSQL: exactly once persisted, one-call or two-phase, at most once in the handover mode."""
     figures = inbox_kills.run_kills(
         inbox_kills.postgres_factory(postgres_dsn, postgres_schema), backend="postgresql", mode=mode,
         kills=KILLS, max_delay=0.03, workdir=tmp_path,
@@ -226,6 +228,7 @@ class TestFailingModelCalls:
         app.invoke({"messages": [HumanMessage("task")]}, CONFIG)
         store = DirectoryInbox.for_thread(THREAD, tmp_path)
         assert contents(model.calls[0])[-1] == "shown" and "hidden" not in contents(model.calls[0])
+        assert wait_settled()  # "shown" is acknowledged once the answer's checkpoint is stored
         (lease,) = store.in_flight()
         assert lease.name == "a.txt" and [e.name for e in store.delivered_entries()] == ["b.txt"]
         assert notice_id(lease.token) not in (app.get_state(CONFIG).values.get(ANSWERED_KEY) or [])
@@ -322,6 +325,20 @@ class TestEditors:
         assert store.quiet_seconds == 3600 and pick_up(store).delivered == [] and store.pending() == ["fresh.txt"]
         os.utime(inbox / "fresh.txt", (time.time() - 7200, time.time() - 7200))
         assert contents(pick_up(store).delivered) == ["still typing"]
+
+    @pytest.mark.parametrize(("written", "reason"), [("stop, wrong table\n", "stop, wrong table"), ("", "empty abort file")])
+    def test_a_hand_written_abort_stops_the_very_next_model_call(self, written, reason, tmp_path, monkeypatch):
+        """`echo stop > abort` leaves a writable file changed a moment ago; it must stop the agent before its next model
+        call (maybe the destructive one), not wait out the quiet time like a notice. Its text, complete or not (empty
+        here), is the reason; an empty one gets the default."""
+        monkeypatch.setenv("INBOX_QUIET_SECONDS", "3600")
+        inbox = inbox_dir(tmp_path / f"{THREAD}.chat")
+        inbox.mkdir()
+        (inbox / "abort").write_text(written)  # writable, modified just now
+        model = ScriptedChatModel(["must not be called"])
+        app = react_agent(model, pre_model_hook(inbox_root=tmp_path))
+        out = app.invoke({"messages": [HumanMessage("task")]}, CONFIG)
+        assert model.calls == [] and reason in out["__interrupt__"][0].value["reason"]
 
 
 # --------------------------------------------------------------------------- hostile directories

@@ -302,3 +302,35 @@ class TestGrowingToolIndex:
         assert answered.calls[-1].output_index == 6 and answered.total_outputs == 3
         assert short.calls[-1].output_index is None and short.total_outputs == 2 and short.length == 6
         assert short.tool_index() == index_tool_calls(pending)
+
+
+class TestFloorNamesTheCause:
+    """The prompt floor's warning says who broke a tool pair: the conversation itself, or the strategies."""
+
+    KILLED_MID_CALL = [
+        HumanMessage("task", id="h1"),
+        AIMessage("", id="a1", tool_calls=[{"name": "fetch", "args": {}, "id": "call_1", "type": "tool_call"}]),
+        HumanMessage("go on", id="h2"),  # the run was killed before the tool's output was stored
+    ]
+
+    def test_a_conversation_resumed_after_a_kill_mid_tool_call_is_not_blamed_on_the_strategies(self, caplog):
+        """Resuming a thread killed mid-tool-call is the input's state, not a strategy bug: the log must not send the
+        operator hunting for one."""
+        from langchain_promptstrat.messages import keep_prompt_floor
+
+        with caplog.at_level("WARNING"):
+            out = keep_prompt_floor(self.KILLED_MID_CALL, list(self.KILLED_MID_CALL))
+        assert [m.id for m in out] == ["h1", "h2"]  # the call without an output is left out of the prompt
+        text = " ".join(r.getMessage() for r in caplog.records)
+        assert "the conversation itself holds" in text and "strategies broke it" not in text
+
+    def test_a_pair_the_strategies_broke_is_still_named_as_theirs(self, caplog):
+        """The same repair of an intact conversation whose prompt lost a tool output is the strategies' doing."""
+        from langchain_promptstrat.messages import keep_prompt_floor
+
+        source = [*self.KILLED_MID_CALL[:2], ToolMessage("out", tool_call_id="call_1", id="t1"), HumanMessage("go on", id="h2")]
+        with caplog.at_level("WARNING"):
+            keep_prompt_floor(source, [source[0], source[1], source[3]])
+        text = " ".join(r.getMessage() for r in caplog.records)
+        assert "restored tool call/output pairs after the strategies broke it" in text
+        assert "the conversation itself holds" not in text

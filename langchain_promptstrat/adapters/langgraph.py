@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 from concurrent.futures import Future
 from typing import Any, Literal, NamedTuple, Protocol
@@ -31,7 +31,7 @@ from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
 from langchain_promptstrat.errors import InboxAborted, InvalidMessagesError
 from langchain_promptstrat.inbox.contract import ABORT_FILE, InboxBackend
-from langchain_promptstrat.inbox.delivery import notice_ids, pick_up, printable
+from langchain_promptstrat.inbox.delivery import notice_ids, pick_up, printable, settle_when_stored
 from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.inbox.locate import InboxBackendSpec, check_backend, inbox_for_config, save_file_for_config
 from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV, inbox_root
@@ -47,6 +47,7 @@ __all__ = [
     "GraphHook",
     "InboxDelivery",
     "InboxSource",
+    "StoredNoticeIds",
     "deliver_inbox",
     "has_checkpointer",
     "keep_prompt_floor",
@@ -54,6 +55,8 @@ __all__ = [
     "pre_model_hook",
     "prompt_for_model",
     "state_messages",
+    "stored_notice_ids",
+    "stored_reader",
 ]
 
 INBOX_ABORT = "inbox_abort"
@@ -118,6 +121,69 @@ def has_checkpointer(config: RunnableConfig | None) -> bool:
     return (config or {}).get("configurable", {}).get(CONFIG_KEY_CHECKPOINTER) is not None
 
 
+def stored_notice_ids(config: RunnableConfig | None, keys: Sequence[str] = ()) -> frozenset[str] | None:
+    """Return the inbox notice ids the run's checkpointer has *stored* for its thread, or None when it cannot tell.
+
+    Read back from the checkpointer (``get_tuple`` of the thread's latest checkpoint in the
+    graph's namespace), not from the run's memory: with ``durability="async"`` (LangGraph's
+    default) a step's checkpoint is written in the background, behind the run, and with
+    ``"exit"`` only when the run ends. The ids are those of the notices in ``messages``
+    plus the ids listed under each state key of ``keys``. None without a checkpointer or a
+    thread id.
+    """
+    configurable = (config or {}).get("configurable", {})
+    saver, thread = configurable.get(CONFIG_KEY_CHECKPOINTER), configurable.get("thread_id")
+    if saver is None or thread is None:
+        return None
+    # a node's namespace is its graph's plus "|<node>:<task id>" (the task's own segment, "|"-separated)
+    task_ns = str(configurable.get("checkpoint_ns") or "")  # langgraph's CONFIG_KEY_CHECKPOINT_NS, private since 1.0
+    graph_ns = task_ns.rpartition("|")[0] if "|" in task_ns else ("" if ":" in task_ns else task_ns)
+    stored = saver.get_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": graph_ns}})
+    if stored is None:
+        return frozenset()
+    values = stored.checkpoint.get("channel_values") or {}
+    ids = set(notice_ids(values.get("messages") or []))
+    for key in keys:
+        ids.update(str(nid) for nid in values.get(key) or [])
+    return frozenset(ids)
+
+
+def stored_reader(config: RunnableConfig, keys: Sequence[str] = ()) -> Callable[[], frozenset[str] | None]:
+    """Return a reader of :func:`stored_notice_ids` for this run, for a watcher thread to poll."""
+    return lambda: stored_notice_ids(config, keys)
+
+
+class StoredNoticeIds(Collection[str]):
+    """The ids among ``candidates`` (those in the run's state) that the checkpointer has stored, read on first use.
+
+    A pickup acknowledges the in-flight claims whose ids it finds here; the checkpointer is
+    read only when a claim's id is among the candidates, not at every model call.
+    """
+
+    def __init__(self, config: RunnableConfig, candidates: Collection[str], keys: Sequence[str] = ()) -> None:
+        self.candidates = frozenset(candidates)
+        self._read = stored_reader(config, keys)
+        self._stored: frozenset[str] | None = None
+
+    def _ids(self) -> frozenset[str]:
+        if self._stored is None:
+            try:
+                self._stored = (self._read() or frozenset()) & self.candidates
+            except Exception as exc:  # unreadable now: nothing counts as stored, the claims stay in flight
+                logger.debug("inbox: could not read the stored conversation: %s", exc)
+                self._stored = frozenset()
+        return self._stored
+
+    def __contains__(self, nid: object) -> bool:
+        return nid in self.candidates and nid in self._ids()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids())
+
+    def __len__(self) -> int:
+        return len(self._ids())
+
+
 def _add_note(error: BaseException, note: str) -> None:
     if sys.version_info >= (3, 11):
         error.add_note(note)
@@ -151,12 +217,16 @@ def deliver_inbox(
     seen: Collection[str] = frozenset(),
     held: Collection[str] = frozenset(),
     settle: bool = True,
+    stored: Callable[[], Collection[str] | None] | None = None,
 ) -> InboxDelivery:
     """Return the notices of ``inbox`` (a save file, or any inbox backend), handling ``abort`` as ``on_abort`` says.
 
     ``seen``, ``held`` and ``settle`` are :func:`~langchain_promptstrat.inbox.delivery.pick_up`'s:
-    the ids of the notices the conversation already holds (acknowledged, not sent again),
-    those handed over and awaiting their model call, and whether to acknowledge at once.
+    the ids of the notices the stored conversation already holds (acknowledged, not sent
+    again), those handed over and awaiting their model call or their checkpoint, and
+    whether to acknowledge at once. With ``stored`` (a reader of the ids the checkpointer
+    has stored) the notices returned are acknowledged once it lists them
+    (:func:`~langchain_promptstrat.inbox.delivery.settle_when_stored`).
 
     ``interrupt`` calls ``interrupt({"type": "inbox_abort", "reason", "path", "delivered",
     "save_file"})`` and, once resumed, picks up again (a non-empty string resume value
@@ -174,9 +244,11 @@ def deliver_inbox(
     notices: list[BaseMessage] = []
     while True:
         taken = held if not notices else frozenset(held) | notice_ids(notices)
-        picked = _with_run_config(config, _checkpointed_pick_up, store, frozenset(seen), frozenset(taken), settle)
+        picked = _with_run_config(config, _checkpointed_pick_up, store, seen, frozenset(taken), settle)
         notices += picked["delivered"]
         if picked["abort"] is None:
+            if stored is not None and not settle:
+                settle_when_stored(store, notices, stored)
             return InboxDelivery(notices)
         # The pickup task's result, abort included, is in the checkpoint (or, without a checkpointer, acted on
         # now): the abort is spent. A replayed task acknowledges again, which finds nothing left to do.
@@ -188,6 +260,8 @@ def deliver_inbox(
             payload["reason"] = payload["reason"].replace(picked["abort"]["path"], payload["path"])
         can_resume = has_checkpointer(config)
         if on_abort == "return":
+            if stored is not None and not settle:
+                settle_when_stored(store, notices, stored)
             return InboxDelivery(notices, {**payload, "delivered": notices})
         if on_abort == "raise" or not can_resume:
             error = InboxAborted(payload["reason"], path=payload["path"], delivered=notices)
@@ -251,13 +325,14 @@ class InboxSource:
         seen: Collection[str] = frozenset(),
         held: Collection[str] = frozenset(),
         settle: bool = True,
+        stored: Callable[[], Collection[str] | None] | None = None,
     ) -> tuple[Path | None, InboxDelivery]:
         """Return the save file and what the inbox delivered (nothing without an inbox strategy or a save file)."""
         save_file = self.save_file(config)
         store = self.store(config)
         if store is None:
             return save_file, InboxDelivery([])
-        return save_file, deliver_inbox(store, config, on_abort=on_abort, seen=seen, held=held, settle=settle)
+        return save_file, deliver_inbox(store, config, on_abort=on_abort, seen=seen, held=held, settle=settle, stored=stored)
 
 
 # --------------------------------------------------------------------------- the state
@@ -324,9 +399,12 @@ def pre_model_hook(
     ``<inbox_root>/<thread_id>.chat`` (default root ``$PROMPTSTRAT_INBOX_ROOT``). Its
     notices are added to ``messages`` (``persist_inbox=True``, the default), so later
     prompts and the stored transcript keep them; each carries a message id derived from
-    its claim, and is acknowledged by the next pickup that finds it in the checkpointed
-    state (a crash or a failed model call in between redelivers it under the same id,
-    which ``add_messages`` replaces rather than duplicates). ``persist_inbox=False``
+    its claim, and is acknowledged once the checkpointer has *stored* a checkpoint holding
+    it, read back from the checkpointer in every durability mode (``"async"``, the default,
+    writes it behind the run; ``"exit"`` when the run ends), by a background watcher or by
+    a later pickup; a run's last notice is settled too, without waiting for the next run.
+    A crash before that redelivers it under the same id, which ``add_messages`` replaces
+    rather than duplicates. ``persist_inbox=False``
     shows a notice to one model call only and acknowledges it when handed over, as does
     a graph without a checkpointer: a model call that then fails does not get it again.
     An ``abort`` file interrupts the graph (``__interrupt__`` carries the
@@ -356,7 +434,11 @@ def pre_model_hook(
     def promptstrat_pre_model_hook(state: Any, config: RunnableConfig) -> dict[str, Any]:
         messages = state_messages(state, "pre_model_hook")
         durable = persist_inbox and has_checkpointer(config)
-        save_file, delivery = inbox.deliver(config, seen=notice_ids(messages) if durable else (), settle=not durable)
+        held = notice_ids(messages) if durable else frozenset()
+        save_file, delivery = inbox.deliver(
+            config, seen=StoredNoticeIds(config, held), held=held, settle=not durable,
+            stored=stored_reader(config) if durable else None,
+        )
         prompt = prompt_for_model(resolved, messages, delivery.notices, save_file=save_file, config=config, request=request)
         if persist_inbox and delivery.notices:
             return {"messages": delivery.notices, "llm_input_messages": prompt}
@@ -398,8 +480,9 @@ def make_inbox_node(
     :class:`InboxAborted` (reason, path, ``delivered``) out of ``invoke`` instead of
     interrupting.
 
-    With ``persist`` and a checkpointer a notice is acknowledged once a later pickup
-    finds its id in the state; otherwise when handed over (see :func:`pre_model_hook`).
+    With ``persist`` and a checkpointer a notice is acknowledged once a stored checkpoint
+    holds it (notices returned on resume too); otherwise when handed over (see
+    :func:`pre_model_hook`).
     A ``root`` given here wins over a run config's ``save_file`` unless ``allow_save_file``.
 
     ``backend=PostgresInboxes(dsn)`` reads the thread's inbox from PostgreSQL, with the
@@ -410,8 +493,11 @@ def make_inbox_node(
     def inbox_node(state: Any, config: RunnableConfig) -> dict[str, Any]:
         store = inbox_for_config(config, backend=backend, root=root, allow_save_file=allow_save_file)
         durable = persist and has_checkpointer(config)
-        seen = notice_ids(state_messages(state, "inbox node")) if durable else frozenset()
-        notices = deliver_inbox(store, config, seen=seen, settle=not durable).notices if store is not None else []
+        held = notice_ids(state_messages(state, "inbox node")) if durable else frozenset()
+        notices = deliver_inbox(
+            store, config, seen=StoredNoticeIds(config, held), held=held, settle=not durable,
+            stored=stored_reader(config) if durable else None,
+        ).notices if store is not None else []
         if persist:
             return {"messages": notices} if notices else {}
         return {"llm_input_messages": [*state_messages(state, "inbox node"), *notices]}

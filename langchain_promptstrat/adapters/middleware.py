@@ -39,11 +39,17 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 from typing_extensions import NotRequired
 
-from langchain_promptstrat.adapters.langgraph import InboxSource, prompt_for_model
+from langchain_promptstrat.adapters.langgraph import (
+    InboxSource,
+    StoredNoticeIds,
+    has_checkpointer,
+    prompt_for_model,
+    stored_reader,
+)
 from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
 from langchain_promptstrat.errors import ConfigError, InboxError
 from langchain_promptstrat.inbox.contract import LeasingInbox
-from langchain_promptstrat.inbox.delivery import acknowledge_notices, notice_id, notice_ids
+from langchain_promptstrat.inbox.delivery import acknowledge_notices, notice_id, notice_ids, settle_when_stored
 from langchain_promptstrat.inbox.locate import InboxBackendSpec
 from langchain_promptstrat.registry import StrategySpec, resolve_strategies
 from langchain_promptstrat.settings import Settings
@@ -99,13 +105,16 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
     ``"raise"`` (:class:`InboxAborted`). Inbox notices join ``messages``
     (``persist_inbox=True``, the default) or reach exactly one model request
     (``persist_inbox=False``); those consumed before an ``"end"`` abort are listed in its
-    record and wait for the next run's first model request. A notice is acknowledged once
-    the model call that received it has returned (or, persisted, when a later pickup finds
-    it in the checkpointed state); a crash or a failed model call before that delivers it
-    again, under the same message id. One-call notices wait in private state until a model
-    call answers them, and their ids go into private state (:data:`ANSWERED_KEY`) in the
-    same step as the answer, so with a checkpointer a crash before the acknowledgement is
-    settled by the next pickup, not by a second model call: exactly once either way. The
+    record and wait for the next run's first model request. With a checkpointer a notice
+    is acknowledged only once the checkpointer has *stored* a checkpoint holding it (read
+    back, in every durability mode: ``"async"``, the default, writes behind the run), the
+    persisted notice in ``messages``, the one-call notice's id among the answered ones; a
+    crash before that delivers it again, under the same message id. One-call notices wait
+    in private state until a model call answers them, and their ids go into private state
+    (:data:`ANSWERED_KEY`) in the same step as the answer, so a crash before the
+    acknowledgement is settled by the next pickup, not by a second model call. Without a
+    checkpointer a notice is acknowledged once the model call that received it has
+    returned. The
     default strategy keeps each request under a
     context ceiling: ``max_tokens`` (tokens, or ``("fraction", 0.8)`` of the model's input
     window), else ``PROMPTSTRAT_MAX_TOKENS``, else ``request.model``'s window from its
@@ -182,16 +191,20 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
         waiting: Any = state.get(PENDING_KEY) or []
         stored: Any = state.get("messages") or []
         answered = list(state.get(ANSWERED_KEY) or [])
+        known = (notice_ids(stored) if self.persist_inbox else frozenset()) | frozenset(answered)
+        durable = has_checkpointer(config)  # acknowledged once stored; without, after the model call
         _, delivery = self._inbox.deliver(
             config,
             on_abort="return" if self.on_abort == "end" else self.on_abort,
-            seen=(notice_ids(stored) if self.persist_inbox else frozenset()) | frozenset(answered),
-            held=notice_ids(waiting),
+            seen=StoredNoticeIds(config, known, (ANSWERED_KEY,)) if durable else known,
+            held=notice_ids(waiting) | (known if durable else frozenset()),
             settle=False,
+            stored=stored_reader(config) if durable and self.persist_inbox else None,
         )
-        if answered:  # the pickup acknowledged them; keep only those it could not (an outage), for the next one
+        if answered:  # the pickup acknowledged those stored; keep the others, for the next one
             update[ANSWERED_KEY] = self._still_in_flight(config, answered) or None
-        self._unacknowledged.update(m.id for m in delivery.notices if m.id)
+        if not durable:
+            self._unacknowledged.update(m.id for m in delivery.notices if m.id)
         if delivery.notices and self.persist_inbox:
             update["messages"] = delivery.notices
         elif delivery.notices:  # keep what a run that ended before its model call left pending
@@ -268,9 +281,12 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
         received = [m for m in request.messages if m.id in self._unacknowledged] if self._unacknowledged else []
         ids = {m.id for m in received}
         received += [m for m in pending if m.id not in ids]
-        if received:
-            acknowledge_notices(self._inbox.store(_run_config()), received)
-            self._unacknowledged.difference_update(m.id for m in received)
+        config = _run_config()
+        if received and has_checkpointer(config) and config is not None:  # once the answer's checkpoint is stored
+            settle_when_stored(self._inbox.store(config), received, stored_reader(config, (ANSWERED_KEY,)))
+        elif received:
+            acknowledge_notices(self._inbox.store(config), received)
+        self._unacknowledged.difference_update(m.id for m in received)
         if not cast(PromptStratState, request.state).get(PENDING_KEY):
             return None
         earlier = cast(PromptStratState, request.state).get(ANSWERED_KEY) or []

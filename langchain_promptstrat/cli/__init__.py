@@ -5,7 +5,8 @@ sends and costs; ``apply`` and ``stats`` read a conversation file; ``inbox`` ste
 agent. Every error the package raises on purpose (and any ``OSError``) is printed as one
 line, ``promptstrat: error: ...``, with exit status 2 and no traceback; a warning is one
 line too, ``promptstrat: warning: ...``. ``apply`` that meets an abort request in the inbox
-exits with status 3 (``promptstrat: aborted: ...``): the agent was asked to stop.
+exits with status 3 (``promptstrat: aborted: ...``): the agent was asked to stop; the notices
+it consumed before the abort are printed at the end of the conversation, never swallowed.
 
 The modules: ``entry`` (the parser and :func:`main`, the console script's target),
 ``simulate_command``, ``conversation_commands`` (``apply``, ``stats``),

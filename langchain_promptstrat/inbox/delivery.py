@@ -5,8 +5,10 @@ Delivery is claim, deliver, acknowledge (:func:`pick_up`): a notice is first *le
 user message whose id is derived from the claim (``promptstrat-inbox-<token>``), and
 *acknowledged* (moved into the history) only once it is safe: right away for one-call
 delivery (``settle=True``: the Runnable, :func:`~langchain_promptstrat.strategies.inbox.inbox`,
-``prepare_prompt``), or, where the notice persists in a checkpointed conversation, when a
-later pickup finds its id in the state (``seen``). A claim whose reader died, or whose
+``prepare_prompt``), or, where the notice persists in a checkpointed conversation, once the
+*stored* conversation holds it: :func:`settle_when_stored` watches the store the caller
+names (a checkpointer, read back) from a background thread, and a later pickup acknowledges
+what it finds there (``seen``). A claim whose reader died, or whose
 lease ran out, is taken over by the next pickup and delivered again under the same id, so
 LangGraph's ``add_messages`` replaces rather than duplicates it.
 
@@ -17,8 +19,10 @@ inbox a run uses (:mod:`~langchain_promptstrat.inbox.locate`) and never imports 
 
 from __future__ import annotations
 
+import atexit
 import threading
-from collections.abc import Collection, Sequence
+import time
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -39,6 +43,8 @@ __all__ = [
     "notice_ids",
     "pick_up",
     "printable",
+    "settle_when_stored",
+    "wait_settled",
 ]
 
 DELIVERY_KIND = "inbox_delivery"
@@ -173,6 +179,128 @@ def acknowledge_notices(store: InboxBackend | None, notices: Sequence[BaseMessag
     return done
 
 
+SETTLE_WAIT_SECONDS = 600.0
+"""How long a watcher waits for the stored conversation to hold its notices when the backend names
+no lease (a backend's own ``lease_seconds`` wins) before it leaves them to a later pickup."""
+
+_settling: set[str] = set()
+"""Tokens of the claims this process handed over and is waiting to see stored: no pickup of this
+process takes them over meanwhile (another reader of the same inbox would deliver them twice)."""
+_watchers: set[_Watcher] = set()
+_settling_lock = threading.Lock()
+
+
+class _Watcher:
+    """Acknowledges a batch of leased notices once ``stored()`` lists their ids; polled from its own thread."""
+
+    def __init__(self, store: LeasingInbox, claims: dict[str, tuple[str, str]], stored: Callable[[], Collection[str] | None]) -> None:
+        self.store, self.claims, self.stored = store, claims, stored
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+
+    def check(self) -> bool:
+        """Acknowledge the claims whose ids are stored now; return whether none is left."""
+        with self.lock:
+            if not self.claims:
+                return True
+            try:
+                ids = self.stored()
+            except Exception as exc:  # a checkpointer read that failed: stored or not, we cannot tell yet
+                logger.debug("inbox: could not read the stored conversation of %s: %s", self.store.location, exc)
+                return False
+            for nid in [nid for nid in self.claims if ids is not None and nid in ids]:
+                token, name = self.claims.pop(nid)
+                _acknowledge(self.store, token, name)
+                with _settling_lock:
+                    _settling.discard(token)
+            return not self.claims
+
+    def finish(self) -> None:
+        """Release the claims still waiting (a later pickup settles them) and forget this watcher."""
+        with self.lock, _settling_lock:
+            for token, _ in self.claims.values():
+                _settling.discard(token)
+            _watchers.discard(self)
+        self.done.set()
+
+    def run(self, wait: float) -> None:
+        deadline, delay = time.monotonic() + wait, 0.002
+        try:
+            while not self.check() and time.monotonic() < deadline:
+                time.sleep(delay)
+                delay = min(delay * 2, 0.25)
+        finally:
+            self.finish()
+
+
+def settle_when_stored(
+    store: InboxBackend | None,
+    notices: Sequence[BaseMessage],
+    stored: Callable[[], Collection[str] | None],
+    *,
+    wait: float | None = None,
+) -> bool:
+    """Acknowledge each leased notice among ``notices`` once ``stored()`` lists its message id; return whether any waits.
+
+    ``stored`` reads the ids the *durable* conversation holds (LangGraph: the checkpointer's
+    stored state, which ``durability="async"`` writes behind the run and ``"exit"`` only when
+    it ends), or None while it cannot tell. It is polled from a background thread, a few
+    milliseconds apart at first, for up to ``wait`` seconds, by default as long as the claims'
+    lease (``inbox_lease_seconds``; then the claims stay in flight for a later pickup, which
+    acknowledges them through ``seen``); the process's exit checks
+    once more. Meanwhile no pickup of this process takes these claims over. A crash before
+    the acknowledgement leaves the claim to the next reader, which delivers it again under
+    the same id or, finding it stored, acknowledges it: never lost, never twice.
+    """
+    if store is None or not isinstance(store, LeasingInbox):
+        return False
+    claims: dict[str, tuple[str, str]] = {}
+    for message in notices:
+        info = mark_of(message) or {}
+        if info.get("kind") == DELIVERY_KIND and info.get("token") and isinstance(message.id, str):
+            claims[message.id] = (str(info["token"]), str(info.get("file", "")))
+    if not claims:
+        return False
+    watcher = _Watcher(store, claims, stored)
+    with _settling_lock:
+        _settling.update(token for token, _ in claims.values())
+        _watchers.add(watcher)
+    if wait is None:
+        wait = float(getattr(store, "lease_seconds", SETTLE_WAIT_SECONDS))
+    threading.Thread(target=watcher.run, args=(wait,), name="promptstrat-inbox-settle", daemon=True).start()
+    return True
+
+
+def wait_settled(timeout: float = 5.0) -> bool:
+    """Return whether every notice this process waits to see stored was acknowledged (or released) within ``timeout`` s.
+
+    For tests and for scripts that want ``inbox ls`` settled before they exit; the exit
+    itself checks each waiting notice once.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        with _settling_lock:
+            watchers = list(_watchers)
+        if not watchers:
+            return True
+        for watcher in watchers:
+            if watcher.check():
+                watcher.finish()
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        time.sleep(min(0.01, left))
+
+
+@atexit.register
+def _settle_at_exit() -> None:
+    """Check each waiting notice once more: a script's run has ended, its checkpoints are written."""
+    with _settling_lock:
+        watchers = list(_watchers)
+    for watcher in watchers:
+        watcher.check()
+
+
 def _abort(store: InboxBackend, claimed: Claimed, result: Pickup, settle: bool) -> None:
     """Return the abort request ``claimed`` in ``result``, recorded as consumed at once with ``settle``.
 
@@ -196,6 +324,11 @@ def _abort(store: InboxBackend, claimed: Claimed, result: Pickup, settle: bool) 
     result.abort_path = printable(str(where))
 
 
+def _is_settling(token: str) -> bool:
+    with _settling_lock:
+        return token in _settling
+
+
 def pick_up(
     store: InboxBackend,
     *,
@@ -207,7 +340,8 @@ def pick_up(
 
     First the claims already in flight: one whose message id is in ``seen`` (the
     conversation holds it, checkpointed) is acknowledged, not delivered again; one in
-    ``held`` (handed over and awaiting its model call) is left alone; one of this process,
+    ``held`` (handed over and awaiting its model call), or waiting for this process to see
+    it stored (:func:`settle_when_stored`), is left alone; one of this process,
     of a dead reader or out of lease is taken over and delivered again under its id. Then
     the ``ready()`` pending notices, in name order, each leased. With ``settle`` every
     notice delivered is acknowledged before returning (one-call delivery: a crash before
@@ -233,11 +367,13 @@ def pick_up(
     taken: list[Claimed] = []
     for lease in leases:
         nid = notice_id(lease.token)
+        if _is_settling(lease.token):  # this process's watcher records it once stored: one acknowledgement, not two racing
+            continue
         if nid in seen:
             if _acknowledge(store, lease.token, lease.name):  # type: ignore[arg-type]
                 result.acknowledged.append(printable(lease.name))
             continue
-        if nid in held or not lease.recoverable:
+        if nid in held or not lease.recoverable or _is_settling(lease.token):
             continue
         try:
             claimed = store.take_over(lease, need_content=lease.name != ABORT_FILE)  # type: ignore[attr-defined]

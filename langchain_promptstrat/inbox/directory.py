@@ -183,10 +183,12 @@ class DirectoryInbox:
         """Return the pending names a pickup may take now, in delivery order.
 
         Left for a later pickup: an empty file other than ``abort`` (an editor may be about to
-        fill it), a writable file changed within the last :attr:`quiet_seconds` (an editor
-        may still be writing it), and a file over :attr:`max_notice_bytes` (one warning;
-        it stays pending until someone removes or shortens it). Read-only files, which is
-        how :meth:`post` writes, are complete and ready at once.
+        fill it), a writable file other than ``abort`` changed within the last
+        :attr:`quiet_seconds` (an editor may still be writing it), and a file over
+        :attr:`max_notice_bytes` (one warning; it stays pending until someone removes or
+        shortens it). Read-only files, which is how :meth:`post` writes, are complete and
+        ready at once. ``abort`` is ready as soon as it exists, whatever its write state:
+        stopping needs no complete reason (its text is read as it is, a default when empty).
         """
         if not self._safe():
             return []
@@ -197,7 +199,7 @@ class DirectoryInbox:
                 continue
             if st.st_size == 0 and item.name != ABORT_FILE:
                 continue
-            if st.st_mode & 0o222 and abs(now - st.st_mtime) < self.quiet_seconds:
+            if st.st_mode & 0o222 and item.name != ABORT_FILE and abs(now - st.st_mtime) < self.quiet_seconds:
                 continue
             if st.st_size > self.max_notice_bytes and item.name != ABORT_FILE:
                 warn_once(
@@ -364,14 +366,17 @@ class DirectoryInbox:
             drop_claim_dir(claim_dir)
             return None
         staged = claim_dir / inside[0]
-        st = os.lstat(staged)
-        if st.st_nlink > 1 and holds_inode(self.removed_path, st):
-            final = None
-            os.unlink(staged)
-        else:
-            final = move_to_first_free(staged, self.removed_path, history_names(inside[0]))
-            if st.st_mtime_ns != os.lstat(final).st_mtime_ns:
-                os.utime(final, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
+        try:
+            st = os.lstat(staged)
+            if st.st_nlink > 1 and holds_inode(self.removed_path, st):
+                final = None
+                os.unlink(staged)
+            else:
+                final = move_to_first_free(staged, self.removed_path, history_names(inside[0]))
+                if st.st_mtime_ns != os.lstat(final).st_mtime_ns:
+                    os.utime(final, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
+        except FileNotFoundError:  # recorded or taken over by another reader at the same moment: not in flight here
+            return None
         drop_claim_dir(claim_dir)
         return final
 

@@ -3,7 +3,7 @@
 A lease (see :mod:`~langchain_promptstrat.inbox.contract`) records its owner as
 ``<host id>-<pid>-<process start time>``; a reader recovering claims asks
 :func:`owner_state` whether that owner is this process, alive, dead (same host, process
-gone or restarted under the same pid) or unknown (another host: only the lease's expiry
+gone, a zombie not yet reaped, or restarted under the same pid) or unknown (another host: only the lease's expiry
 tells). Both backends use these names.
 
 It reads ``/proc`` and signals nothing but ``kill(pid, 0)``; it knows nothing of notices,
@@ -32,10 +32,16 @@ def _host_id() -> str:
 
 
 def _start_time(pid: int) -> str | None:
-    """Return the start time of process ``pid`` (Linux: ticks since boot), "0" where unknown, None if it is gone."""
+    """Return the start time of process ``pid`` (Linux: ticks since boot), "0" where unknown, None if it is gone.
+
+    A zombie (state ``Z``: killed or exited, not yet reaped by its parent) or a dying
+    process (``X``) is gone: it will never acknowledge its claims.
+    """
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             fields = f.read().rsplit(b")", 1)[1].split()
+        if fields[0] in (b"Z", b"X"):
+            return None
         return fields[19].decode("ascii")
     except FileNotFoundError:
         return None

@@ -74,7 +74,9 @@ def keep_prompt_floor(source: Sequence[BaseMessage], prompt: Sequence[BaseMessag
     message of ``source`` is present, tool calls and outputs pair up, and the prompt is not
     empty. A prompt without them makes the provider reject the request or leaves the model
     with nothing to act on (the peers' trimming examples return ``[]`` or a lone system
-    message in single-task agent runs). Repairs are deterministic: the system block goes
+    message in single-task agent runs). When ``source`` itself holds an unpaired call or
+    output (a run killed mid-tool-call), the warning says so instead of blaming the
+    strategies. Repairs are deterministic: the system block goes
     back in front, unpaired calls and outputs are removed, the user message goes back at
     its place in the original order.
     """
@@ -84,9 +86,15 @@ def keep_prompt_floor(source: Sequence[BaseMessage], prompt: Sequence[BaseMessag
         keys = {_key(m) for m in system}
         out = [*system, *(m for m in out if _key(m) not in keys)]
         repaired.append("the system message")
-    if find_tool_pair_violations(out):
+    inherited = False
+    broken = find_tool_pair_violations(out)
+    if broken:
         out = _repair_pairs(out)
-        repaired.append("tool call/output pairs")
+        # a conversation resumed after a kill mid-tool-call holds the broken pair itself: not the strategies' doing
+        given = {(v.kind, v.call_id) for v in find_tool_pair_violations(source)}
+        inherited = all((v.kind, v.call_id) in given for v in broken)
+        if not inherited:
+            repaired.append("tool call/output pairs")
     anchor = next((m for m in reversed(source) if is_real_user_message(m)), None)
     if anchor is not None and not any(_is_copy(m, anchor) for m in out):
         out.insert(_anchor_position(source, anchor, out), anchor)
@@ -94,6 +102,11 @@ def keep_prompt_floor(source: Sequence[BaseMessage], prompt: Sequence[BaseMessag
     if not out and source:
         out = _repair_pairs(list(source)) or list(source)
         repaired.append("a non-empty prompt (the unchanged conversation)")
+    if inherited:
+        _logger.warning(
+            "prompt floor: left out tool calls without outputs (or outputs without calls) that the conversation "
+            "itself holds, as a run stopped mid-tool-call leaves them; the stored conversation keeps them"
+        )
     if repaired:
         _logger.warning("prompt floor: restored %s after the strategies broke it", ", ".join(repaired))
     return out

@@ -12,6 +12,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command
 
 from langchain_promptstrat.adapters.langgraph import make_inbox_node
+from langchain_promptstrat.inbox.delivery import wait_settled
 from langchain_promptstrat.errors import InboxAborted
 from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV
 from langchain_promptstrat.inbox.posting import post_to_inbox, request_abort
@@ -114,8 +115,9 @@ class TestAbortInterruptAndResume:
         out = app.invoke(Command(resume=True), CONFIG)
         assert "__interrupt__" not in out
         assert contents(out["messages"]) == ["task", "before", "after", "while paused", "answer 1"]
-        # in the checkpointed state, not yet acknowledged: the next pickup records them
-        assert sorted(os.listdir(root / "run.1.inbox_removed")) == [".claims", "abort"]
+        # acknowledged once the stored checkpoint holds them, without waiting for another pickup
+        assert wait_settled()
+        assert sorted(set(os.listdir(root / "run.1.inbox_removed")) - {".claims"}) == ["0-before", "abort", "b-after", "c-paused"]
 
         out = app.invoke({"messages": [HumanMessage("next")]}, CONFIG)
         assert contents(out["messages"]).count("before") == 1 and "__interrupt__" not in out

@@ -13,6 +13,7 @@ from langgraph.types import Command
 
 from langchain_promptstrat.adapters.langgraph import make_inbox_node, pre_model_hook
 from langchain_promptstrat.errors import ConfigError
+from langchain_promptstrat.inbox.delivery import wait_settled
 from langchain_promptstrat.strategies.inbox import Inbox
 
 
@@ -55,8 +56,9 @@ class TestNodeOverPostgres:
         assert payload["path"].startswith("pg:") and seen == []
         out = app.invoke(Command(resume="go on"), config)
         assert [m.content for m in out["messages"]] == ["task", "before", "go on", "after", "answer 1"]
-        # stored in the checkpointed state; the thread's next pickup acknowledges them
-        assert store.pending() == [] and sorted(lease.name for lease in store.in_flight()) == ["a", "b"]
+        # acknowledged once the stored checkpoint holds them, without waiting for the thread's next pickup
+        assert wait_settled()
+        assert store.in_flight() == [] and sorted(e.name for e in store.delivered_entries()) == ["a", "abort", "b"]
         app.invoke({"messages": [HumanMessage("next")]}, config)
         assert store.in_flight() == [] and sorted(e.name for e in store.delivered_entries()) == ["a", "abort", "b"]
 

@@ -1,0 +1,111 @@
+"""``inbox_pickup``: the two-phase pickup for a custom loop built on ``prepare_prompt``.
+
+``prepare_prompt`` acknowledges the notices it delivers at once, so a loop whose model call
+then fails (or whose process dies) has lost them: at most once. A loop that stores its own
+conversation takes the notices here, calls the model, stores the answer together with the
+notices, and only then acknowledges::
+
+    with inbox_pickup(history, save_file="agent.chat") as pickup:
+        reply = model.invoke(pickup.messages)
+        save(history + pickup.notices + [reply])  # your durable store
+        pickup.acknowledge()
+
+An exception inside the block acknowledges nothing; the notices come back at the next
+pickup under the same message ids, and one the stored conversation already holds (the
+process died between the save and the acknowledgement) is acknowledged, not delivered
+again: exactly once in the stored conversation, as with the graph front ends. It builds on
+the registry and :mod:`~langchain_promptstrat.inbox.delivery` and knows no adapter.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from langchain_core.messages import BaseMessage
+
+from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
+from langchain_promptstrat.inbox.contract import ABORT_FILE, InboxBackend
+from langchain_promptstrat.inbox.delivery import acknowledge_notices, notice_ids, pick_up
+from langchain_promptstrat.inbox.locate import InboxBackendSpec, inbox_for_save_file
+from langchain_promptstrat.messages import coerce_messages
+from langchain_promptstrat.registry import StrategySpec, prompt_for_model, resolve_strategies
+from langchain_promptstrat.report import logger
+from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.strategies.inbox import Inbox
+
+__all__ = ["InboxPickup", "inbox_pickup"]
+
+
+@dataclass
+class InboxPickup:
+    """What one two-phase pickup took: the prompt to send, the notices in it, and their acknowledgement."""
+
+    messages: list[BaseMessage]
+    """The prompt: the strategies applied to the history, the notices at the inbox strategy's place."""
+    notices: list[BaseMessage]
+    """The notices taken (user messages with stable ids), to store with the model's answer."""
+    store: InboxBackend | None = field(default=None, repr=False)
+    acknowledged: bool = False
+
+    def acknowledge(self) -> int:
+        """Record the notices as delivered (call it once the answer and the notices are stored); return how many."""
+        if self.acknowledged:
+            return 0
+        self.acknowledged = True
+        return acknowledge_notices(self.store, self.notices)
+
+
+@contextmanager
+def inbox_pickup(
+    messages: Sequence[BaseMessage] | object,
+    strategies: StrategySpec | Sequence[StrategySpec] | None = None,
+    *,
+    save_file: str | os.PathLike[str] | None = None,
+    backend: InboxBackendSpec = None,
+    settings: Settings | None = None,
+    max_tokens: MaxTokens = None,
+) -> Iterator[InboxPickup]:
+    """Yield the prompt for ``messages`` with the inbox's notices taken but not yet acknowledged.
+
+    Args:
+        messages: the stored conversation (notices it already holds are acknowledged, not
+            delivered again).
+        strategies: as :func:`~langchain_promptstrat.registry.prepare_prompt`; the notices
+            go where the ``inbox`` strategy stands (no ``inbox`` strategy: no pickup).
+        save_file: the conversation's save file, whose inbox is read.
+        backend: where inboxes live (a provider such as ``PostgresInboxes``, or a bound
+            backend); default the ``inbox`` strategy's, else the directory.
+        settings: as ``prepare_prompt``.
+        max_tokens: the context ceiling, as ``prepare_prompt``.
+
+    Returns:
+        A context manager yielding an :class:`InboxPickup`; nothing is acknowledged unless
+        its ``acknowledge()`` is called.
+
+    Raises:
+        InboxAborted: on an ``abort`` file (consumed); the notices taken before it stay
+            claimed and come back at the next pickup.
+    """
+    resolved = resolve_strategies(strategies, settings=settings)
+    history = coerce_messages(messages)
+    inbox = next((s for s in resolved if isinstance(s, Inbox)), None)
+    store = None
+    if inbox is not None:
+        store = inbox_for_save_file(save_file, backend if backend is not None else inbox.backend)
+    notices: list[BaseMessage] = []
+    if store is not None:
+        taken = pick_up(store, seen=notice_ids(history), settle=False)
+        if taken.aborted:
+            if taken.abort_token:
+                try:
+                    store.acknowledge(taken.abort_token, ABORT_FILE)  # type: ignore[attr-defined]
+                except OSError as exc:
+                    logger.warning("inbox: could not record the abort of %s as consumed: %s", store.location, exc)
+            raise taken.error()
+        notices = list(taken.delivered)
+    request = {"max_tokens": check_max_tokens(max_tokens)} if max_tokens is not None else None
+    prompt = prompt_for_model(resolved, history, notices, save_file=save_file, request=request)
+    yield InboxPickup(prompt, notices, store)
