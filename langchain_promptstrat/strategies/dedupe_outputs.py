@@ -138,10 +138,32 @@ class DedupeOutputsOptions(TypedDict, total=False):
     min_line_chars: Annotated[int | None, SettingKey("dedupe_min_line_chars")]
 
 
+def _content_key(message: BaseMessage) -> tuple[str, str | None, str | None, int]:
+    """Return what identifies a message's part in the reading: type, ids and a hash of its content.
+
+    Equal for a message loaded again from a checkpoint (a new object, the same content), so a
+    reloaded conversation resumes the reading instead of starting over.
+    """
+    content = message.content
+    text = content if isinstance(content, str) else repr(content)
+    calls = repr(message.tool_calls) if isinstance(message, AIMessage) else ""
+    return (message.type, message.id, getattr(message, "tool_call_id", None), hash((text, calls)))
+
+
 @dataclass
 class _Remembered:
     sources: list[weakref.ref[BaseMessage]]
+    keys: list[tuple[str, str | None, str | None, int]]
     progress: _Progress
+
+    def matches(self, messages: Sequence[BaseMessage], keys: list[tuple[str, str | None, str | None, int]] | None) -> bool:
+        """Return whether this reading covers a prefix of ``messages``: the same objects, or (``keys`` given) equal content."""
+        n = len(self.sources)
+        if n > len(messages):
+            return False
+        if all(ref() is m for ref, m in zip(self.sources, messages)):
+            return True
+        return keys is not None and keys[:n] == self.keys
 
 
 class DedupeOutputs(PromptStrategy):
@@ -149,9 +171,10 @@ class DedupeOutputs(PromptStrategy):
 
     ``DedupeOutputs(tool_call_threshold=5)``. Each option is also a setting of the same key
     (``DEDUPE_TOOL_CALL_THRESHOLD`` or ``PROMPTSTRAT_DEDUPE_TOOL_CALL_THRESHOLD``, ...).
-    It remembers how far it read the last few conversations (their messages held weakly),
-    so the next call of a growing conversation reads only what was added and returns the
-    same edited copies as before: the strategy after it sees the same objects every call.
+    It remembers how far it read the last few conversations (their messages held weakly,
+    with a key of each one's content), so the next call of a growing conversation, or the
+    same conversation loaded again from a checkpoint, reads only what was added and returns
+    the same edited copies as before: the strategy after it sees the same objects every call.
     """
 
     strategy_name = "dedupe_outputs"
@@ -173,22 +196,31 @@ class DedupeOutputs(PromptStrategy):
         self._memo: list[_Remembered] = []
         self._lock = threading.Lock()  # a hook's strategy object serves every thread of a server
 
-    def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
-        """Return :func:`dedupe_outputs` of ``messages``, resuming the remembered reading of an earlier call."""
+    def _take(self, messages: Sequence[BaseMessage], keys: list[tuple[str, str | None, str | None, int]] | None) -> _Remembered | None:
+        """Remove and return the longest remembered reading that covers a prefix of ``messages``, if any."""
         with self._lock:
-            best: _Remembered | None = None
-            for entry in self._memo:
-                n = len(entry.sources)
-                if n <= len(messages) and (best is None or n > len(best.sources)) and all(
-                    ref() is m for ref, m in zip(entry.sources, messages)
-                ):
-                    best = entry
+            found = [e for e in self._memo if e.matches(messages, keys)]
+            best = max(found, key=lambda e: len(e.sources), default=None)
             if best is not None:
                 self._memo.remove(best)  # taken out: its reading is extended in place, for the longer history
+            return best
+
+    def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
+        """Return :func:`dedupe_outputs` of ``messages``, resuming the remembered reading of an earlier call.
+
+        A reading is resumed when the remembered messages are the same objects, or equal in
+        content (a conversation loaded again from a checkpoint); then the edited copies are
+        the remembered ones, so the strategy after this one sees the objects it saw before.
+        """
+        best = self._take(messages, None)
+        if best is not None:  # the same objects: only the new messages need a key
+            keys = [*best.keys, *(_content_key(m) for m in messages[len(best.keys):])]
+        else:  # not the same objects: perhaps the same conversation loaded again
+            keys = [_content_key(m) for m in messages]
+            best = self._take(messages, keys)
         progress = best.progress if best is not None else _Progress()
         _read(messages, progress, len(best.sources) if best is not None else 0, self.settings)
-        remembered = _Remembered([weakref.ref(m) for m in messages], progress)
+        remembered = _Remembered([weakref.ref(m) for m in messages], keys, progress)
         with self._lock:
-            alive = [e for e in self._memo if not e.sources or e.sources[0]() is not None]
-            self._memo = [*alive[-(self.memo_size - 1):], remembered]
+            self._memo = [*self._memo[-(self.memo_size - 1):], remembered]
         return _compacted(messages, progress)

@@ -119,6 +119,19 @@ class TestTheObject:
         assert all(a is b for a, b in zip(first, second))
         assert second == dedupe_outputs(messages, settings=strategy.settings).messages
 
+    def test_a_conversation_loaded_again_resumes_with_the_same_copies(self):
+        """New objects with the same content (a checkpoint read back) get the remembered copies, so the next strategy's memo still hits."""
+        from langchain_core.messages import messages_from_dict, messages_to_dict
+
+        messages = run("\n".join(FILE), *filler(4), "\n".join(FILE), *filler(2))
+        strategy = DedupeOutputs()
+        first = strategy.compact(messages).messages
+        reloaded = messages_from_dict(messages_to_dict(messages))
+        again = strategy.compact(reloaded).messages
+        assert again == first and again[13] is first[13] and first[13] is not messages[13]
+        changed = [*reloaded[:-1], reloaded[-1].model_copy(update={"content": "\n".join(FILE)})]
+        assert strategy.compact(changed).messages == dedupe_outputs(changed, settings=strategy.settings).messages
+
     def test_it_keeps_no_finished_conversation_alive(self):
         """The memo holds the caller's messages weakly: a dropped conversation can be collected."""
         strategy = DedupeOutputs()
