@@ -13,19 +13,17 @@ nor keep a conversation alive (the history is held weakly).
 
 from __future__ import annotations
 
-import operator
-import threading
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_promptstrat.messages import GrowingToolIndex, leading_system_count, task_index
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.epoch_machinery.stable_prompt import Frozen
 from langchain_promptstrat.strategies.epoch_machinery.stable_rule import Edges, advance
 from langchain_promptstrat.strategies.epoch_machinery.token_costs import Costs, StepCosts
+from langchain_promptstrat.strategies.ladder_machinery.replay import HistoryKey, ReplayMemo, call_points, history_key
 from langchain_promptstrat.strategies.ladder_machinery.vocabulary import CountTokens
 
 __all__ = ["BoundedMemo", "Replay", "memo_costs", "previous_length", "replay_history"]
@@ -35,8 +33,8 @@ __all__ = ["BoundedMemo", "Replay", "memo_costs", "previous_length", "replay_his
 class Replay:
     """Where a replay of the ceiling stands after the call point ``len(history)``: the rule's edges and what feeds them."""
 
-    history: tuple[weakref.ref[BaseMessage], ...]
-    """The history replayed so far, held weakly (compared by identity with the next call's messages)."""
+    history: HistoryKey
+    """The history replayed so far, as the replay engine keys it (weakly, and by content)."""
     budget: int
     index: GrowingToolIndex
     """The tool-call index of ``history``: a replay that resumes extends it by the new messages (see :func:`replay_history`)."""
@@ -50,100 +48,45 @@ class Replay:
     """The compacted head of the last prompt built from this replay (see :class:`Frozen`); it never changes a result."""
 
 
-_DEREF = weakref.ref.__call__
-"""Dereference a weak reference, as a C function ``map`` can call without a Python frame."""
-
-
-class BoundedMemo:
-    """The recent replays of one strategy object (never changes a result; lets a growing conversation resume)."""
-
-    size = 8
+class BoundedMemo(ReplayMemo[Replay]):
+    """The recent replays of one strategy object (the replay engine's memo), and the token costs of its counter."""
 
     def __init__(self) -> None:
-        self._items: list[Replay] = []
-        self._lock = threading.Lock()
+        super().__init__(8)
         self.costs: Costs | None = None
         """Per-message token costs for the counter last used (a cache: never changes a result)."""
-
-    def recall(self, messages: Sequence[BaseMessage], budget: int) -> Replay | None:
-        """Return the longest replay of a call point of ``messages`` whose history is their first messages (by identity), else None.
-
-        The longest candidates are checked first, so the usual hit (the previous call of the
-        same conversation) costs one identity pass over the history, in C.
-        """
-        with self._lock:
-            items = list(self._items)
-        n = len(messages)
-        items.sort(key=_history_length, reverse=True)
-        for replay in items:
-            length = len(replay.history)
-            if replay.budget != budget or length > n or not _is_call_point(messages, length):
-                continue
-            if all(map(operator.is_, map(_DEREF, replay.history), messages)):
-                return replay
-        return None
-
-    def remember(self, replay: Replay) -> None:
-        with self._lock:
-            self._items = [*self._items[-(self.size - 1):], replay]
 
 
 def replay_history(source: list[BaseMessage], budget: int, settings: Settings, costs: Costs, memo: BoundedMemo | None) -> Replay:
     """Return the replay of ``source``'s call points under ``budget``: a pure function of the history.
 
-    A replay remembered for a call point of ``source`` whose history is the start of
-    ``source`` (same message objects) resumes: only the messages after it are indexed,
+    A replay remembered for a call point of ``source`` whose history equals the start of
+    ``source`` (the same objects, or equal ones loaded again) resumes: only the messages after it are indexed,
     counted and replayed. That is safe because every prefix of a history has the same call
     points up to its length and the replay of a call point reads nothing after it, so the
     resumed replay is the one a replay from the first message would reach.
     """
-    start = memo.recall(source, budget) if memo is not None else None
+    start = memo.recall(source, lambda replay: replay.budget == budget) if memo is not None else None
     if start is None:
-        replay = Replay((), budget, GrowingToolIndex(), StepCosts(), Edges())
+        replay = Replay(HistoryKey((), 0), budget, GrowingToolIndex(), StepCosts(), Edges())
     else:
         replay = Replay(start.history, budget, start.index, start.steps.copy(), start.edges, list(start.recent), start.previous_edges, start.frozen)
-    done = len(replay.history)
+    done = replay.history.length
     index = replay.index = replay.index.extend(source)
     task = task_index(source)
     system = leading_system_count(source)
     steps, edges = replay.steps, replay.edges
-    for point in _call_points_after(source, done):
+    for point in call_points(source, after=done):
         steps.add(source, done, point, index, costs, task, system)
         done = point
         edges = advance(edges, steps, budget, settings)
         replay.recent = [*replay.recent[-(_RECENT_POINTS - 1):], (point, edges.compaction_edge, edges.drop_edge)]
     replay.edges = edges
     replay.previous_edges = _edges_before(replay, previous_length(source))
-    # weakly: the memo must not keep a finished conversation alive; the resumed part's references are reused
-    history = start.history if start is not None else ()
-    replay.history = history + tuple(map(weakref.ref, source[len(history):]))
+    replay.history = history_key(source, start.history if start is not None else None)
     if memo is not None:
         memo.remember(replay)
     return replay
-
-
-def _is_call_point(messages: Sequence[BaseMessage], length: int) -> bool:
-    """Return whether ``length`` is one of :func:`~langchain_promptstrat.strategies.ladder.call_points` of ``messages``, in O(1)."""
-    n = len(messages)
-    if length == n:
-        return n > 0
-    return 0 < length < n and not isinstance(messages[length], ToolMessage) and not isinstance(messages[length - 1], AIMessage)
-
-
-def _call_points_after(messages: Sequence[BaseMessage], done: int) -> list[int]:
-    """Return the call points of ``messages`` after ``done``: ``[p for p in call_points(messages) if p > done]``, reading only the messages after ``done``."""
-    n = len(messages)
-    points = [
-        e for e in range(max(done + 1, 1), n)
-        if not isinstance(messages[e], ToolMessage) and not isinstance(messages[e - 1], AIMessage)
-    ]
-    if n > done:
-        points.append(n)
-    return points
-
-
-def _history_length(replay: Replay) -> int:
-    return len(replay.history)
 
 
 _RECENT_POINTS = 16
