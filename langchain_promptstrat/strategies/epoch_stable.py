@@ -36,9 +36,9 @@ protection on the repeat keys of calls no newer than the current epoch's pinned 
 **Under a context ceiling** (what :class:`ShortenToolsEpochStable` always applies, see
 :mod:`langchain_promptstrat.ceiling`) the call count is not enough: a few large outputs fill
 any window long before the threshold. The model calls of the history are replayed (the
-ladder's :func:`~langchain_promptstrat.strategies.ladder.call_points`, memoised per strategy
-object), and at each one the estimated prompt (prefix sums of each call's cost whole and
-shortened) is compared with the ceiling. Crossing it is an *event*: the compaction edge
+ladder's :func:`~langchain_promptstrat.strategies.ladder.call_points`, memoised per
+strategy object by the replay engine), and at each one the estimated prompt (prefix sums of
+each call's cost whole and shortened) is compared with the ceiling. Crossing it is an *event*: the compaction edge
 advances early to the end of the step before the newest one (only what follows the old edge
 is re-sent), and if the prompt is still above ``stable_low_ratio`` of the ceiling steps are
 dropped in one chunk down to ``stable_front_ratio``, so the front changes rarely.
@@ -57,10 +57,11 @@ was the most the price allowed). In forward positions, with a ceiling::
     compaction_edge+1 .. T            whole
 
 This module holds the strategy (:class:`ShortenToolsEpochStable`,
-:func:`shorten_tools_epoch_stable`) and the ladder fallback; its machinery lives in
-:mod:`~langchain_promptstrat.strategies.epoch_machinery`: ``stable_regions`` (the regions
-by call count, re-exported here), ``token_costs``, ``bounded_replay`` (the ceiling's
-replay), ``frozen_head``, ``debris`` and ``stable_prompt`` (the prompt an edge pair gives).
+:func:`shorten_tools_epoch_stable`) and the ladder fallback; its rule is one module,
+:mod:`~langchain_promptstrat.strategies.epoch_machinery.stable_rule` (the edges, how one
+model call moves them, how many recent calls stay whole, each call's fate), fed by
+``token_costs`` and ``bounded_replay`` (the history's model calls, resumed from the replay
+engine's memo) and applied by ``stable_prompt``.
 """
 
 from __future__ import annotations
