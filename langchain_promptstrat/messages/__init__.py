@@ -53,7 +53,7 @@ from langchain_promptstrat.messages.pairs import ToolPairViolation, check_tool_p
 from langchain_promptstrat.messages.recorded_calls import CALL_BLOCK_TYPES, call_block_id, repeat_key, tool_call_ids
 from langchain_promptstrat.messages.sizes import content_text, message_chars, value_chars
 from langchain_promptstrat.messages.tool_index import (
-    CompletedCallEntry,
+    CompletedCall,
     GrowingToolIndex,
     IndexedCall,
     ToolCallRecord,
@@ -68,7 +68,7 @@ __all__ = [
     "MARK_KEY",
     "task_index",
     "CALL_BLOCK_TYPES",
-    "CompletedCallEntry",
+    "CompletedCall",
     "Fate",
     "GrowingToolIndex",
     "IndexedCall",

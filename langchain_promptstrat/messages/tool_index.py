@@ -23,7 +23,7 @@ from langchain_promptstrat.messages.marks import is_real_user_message
 from langchain_promptstrat.messages.recorded_calls import keyed_calls, recorded_calls, repeat_key
 
 __all__ = [
-    "CompletedCallEntry",
+    "CompletedCall",
     "GrowingToolIndex",
     "IndexedCall",
     "ToolCallRecord",
@@ -113,11 +113,12 @@ class IndexedCall(NamedTuple):
     """The call's repeat key (see :func:`repeat_key`)."""
 
 
-class CompletedCallEntry(NamedTuple):
-    """A call that has its output, as the epoch strategies read it: number in ``calls``, forward position, repeat key."""
+class CompletedCall(NamedTuple):
+    """A call that has its output, as the epoch strategies read it: its number in the index's calls, forward position, repeat key."""
 
     number: int
     forward: int
+    """1-based from the oldest output; unlike the position it never changes as the list grows."""
     key: str
 
 
@@ -161,7 +162,7 @@ class GrowingToolIndex:
         """Assistant message index -> how many of its calls have their output."""
         self.calls_per_ai: dict[int, list[int]] = {}
         """Assistant message index -> the numbers of its calls."""
-        self.completed: list[CompletedCallEntry] = []
+        self.completed: list[CompletedCall] = []
         """The calls with an output, oldest output first."""
         self.repeats = 0
         """How many completed calls repeat the key of an older completed call."""
@@ -200,7 +201,7 @@ class GrowingToolIndex:
                         calls[number] = _new_tuple(IndexedCall, (call_id, name, args, ai_index, i, forward, key))
                         call_of_output[i] = number
                         completed_per_ai[ai_index] = completed_per_ai.get(ai_index, 0) + 1
-                        completed.append(_new_tuple(CompletedCallEntry, (number, forward, key)))
+                        completed.append(_new_tuple(CompletedCall, (number, forward, key)))
                         if key in keys:
                             repeats += 1
                         else:

@@ -15,7 +15,7 @@ The layout is the convention a reader relies on:
 
 A helper a single strategy needs stays in that strategy's module, unless that module
 would grow past what a reader can hold (~450 lines): then it goes in its family's
-subpackage, in modules named for it (``shorten_tools_epoch_stable``'s ``stable_regions``,
+subpackage, in modules named for it (``shorten_tools_epoch_stable``'s ``stable_rule``,
 ``bounded_replay``, ... in ``epoch_machinery/``). One that several strategies need goes
 in a subpackage, never in a module that looks like a strategy.
 ``tests/test_architecture.py`` checks both rules. Each built-in is listed by registry key in

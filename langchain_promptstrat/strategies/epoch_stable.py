@@ -36,9 +36,9 @@ protection on the repeat keys of calls no newer than the current epoch's pinned 
 **Under a context ceiling** (what :class:`ShortenToolsEpochStable` always applies, see
 :mod:`langchain_promptstrat.ceiling`) the call count is not enough: a few large outputs fill
 any window long before the threshold. The model calls of the history are replayed (the
-ladder's :func:`~langchain_promptstrat.strategies.ladder.call_points`, memoised per strategy
-object), and at each one the estimated prompt (prefix sums of each call's cost whole and
-shortened) is compared with the ceiling. Crossing it is an *event*: the compaction edge
+ladder's :func:`~langchain_promptstrat.strategies.ladder.call_points`, memoised per
+strategy object by the replay engine), and at each one the estimated prompt (prefix sums of
+each call's cost whole and shortened) is compared with the ceiling. Crossing it is an *event*: the compaction edge
 advances early to the end of the step before the newest one (only what follows the old edge
 is re-sent), and if the prompt is still above ``stable_low_ratio`` of the ceiling steps are
 dropped in one chunk down to ``stable_front_ratio``, so the front changes rarely.
@@ -57,10 +57,11 @@ was the most the price allowed). In forward positions, with a ceiling::
     compaction_edge+1 .. T            whole
 
 This module holds the strategy (:class:`ShortenToolsEpochStable`,
-:func:`shorten_tools_epoch_stable`) and the ladder fallback; its machinery lives in
-:mod:`~langchain_promptstrat.strategies.epoch_machinery`: ``stable_regions`` (the regions
-by call count, re-exported here), ``token_costs``, ``bounded_replay`` (the ceiling's
-replay), ``frozen_head``, ``debris`` and ``stable_prompt`` (the prompt an edge pair gives).
+:func:`shorten_tools_epoch_stable`) and the ladder fallback; its rule is one module,
+:mod:`~langchain_promptstrat.strategies.epoch_machinery.stable_rule` (the edges, how one
+model call moves them, how many recent calls stay whole, each call's fate), fed by
+``token_costs`` and ``bounded_replay`` (the history's model calls, resumed from the replay
+engine's memo) and applied by ``stable_prompt``.
 """
 
 from __future__ import annotations
@@ -78,24 +79,11 @@ from langchain_promptstrat.errors import ContextWindowError
 from langchain_promptstrat.messages import grow_tool_index, leading_system_count, shorten_tool_output, task_index
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
-from langchain_promptstrat.strategies.epoch_machinery.bounded_replay import (
-    Bounded,
-    BoundedMemo,
-    memo_costs,
-    previous_length,
-    replay_history,
-)
+from langchain_promptstrat.strategies.epoch_machinery.bounded_replay import BoundedMemo, memo_costs, previous_length, replay_history
 from langchain_promptstrat.strategies.epoch_machinery.decisions import previous_total
-from langchain_promptstrat.strategies.epoch_machinery.frozen_head import Frozen
 from langchain_promptstrat.strategies.epoch_machinery.notice import is_compaction_notice
-from langchain_promptstrat.strategies.epoch_machinery.stable_prompt import STRATEGY_NAME, frozen_prompt
-from langchain_promptstrat.strategies.epoch_machinery.stable_regions import (  # all but count_segments: public here
-    StableState,
-    count_segments,
-    front_drop_edge,
-    stable_boundary,
-    stable_decisions,
-)
+from langchain_promptstrat.strategies.epoch_machinery.stable_prompt import STRATEGY_NAME, Frozen, frozen_prompt
+from langchain_promptstrat.strategies.epoch_machinery.stable_rule import StableState, count_edges, front_drop_edge, stable_boundary
 from langchain_promptstrat.strategies.epoch_machinery.token_costs import Costs
 from langchain_promptstrat.strategies.ladder_machinery.plan import run_plan
 from langchain_promptstrat.strategies.ladder_machinery.rung import LadderPass, ladder_pass
@@ -113,7 +101,6 @@ __all__ = [
     "front_drop_edge",
     "shorten_tools_epoch_stable",
     "stable_boundary",
-    "stable_decisions",
 ]
 
 
@@ -205,33 +192,34 @@ def shorten_tools_epoch_stable(
     if max_tokens is not None and budget <= 0:
         raise _floor_error(source, costs, max(budget, 0), extra_tokens, max_tokens)
 
-    if max_tokens is None:
+    if max_tokens is None:  # by count alone
         index = grow_tool_index(source)
         total = index.total_outputs
-        replay = Bounded((), budget, index)
         state = stable_boundary(total, settings)
-        if state is not None:
-            replay.compaction_edge, replay.drop_edge, replay.front_total = state.compaction_edge, state.drop_edge, state.front_total
-            replay.segments = count_segments(state)
-            before_state = stable_boundary(previous_total(source, total), settings)
-            replay.previous_edges = (before_state.compaction_edge, before_state.drop_edge) if before_state else (0, 0)
-        replay.whole = [0] * (total + 1)
+        edges = count_edges(state)
+        before = stable_boundary(previous_total(source, total), settings) if state is not None else None
+        previous_edges = (before.compaction_edge, before.drop_edge) if before is not None else (0, 0)
+        replay = None
     else:
         replay = replay_history(source, budget, settings, costs, _memo)
+        index, edges, total, previous_edges = replay.index, replay.edges, replay.steps.total, replay.previous_edges
 
     ceiling_details: dict[str, Any] = {}
     details: dict[str, Any]
     frozen: Frozen | None = None
-    if replay.compaction_edge == 0 and replay.drop_edge == 0:
+    if edges.compaction_edge == 0 and edges.drop_edge == 0:
         out = list(source)
         details = _inactive_details()
     else:
-        out, details, frozen = frozen_prompt(source, replay, settings, remember=_memo is not None)
+        known = replay.frozen if replay is not None else None
+        out, details, frozen = frozen_prompt(source, index, edges, total, previous_edges, settings, known, remember=_memo is not None)
+        if replay is not None:
+            replay.frozen = frozen
         if _compare and (details["boundary_moved"] or details["front_moved"]):
             # edges that moved over calls whose fate stays the same change nothing: say so only when bytes changed
-            before = _previous_history(source)
+            before_history = _previous_history(source)
             previous = shorten_tools_epoch_stable(
-                before, settings=settings, max_tokens=max_tokens, extra_tokens=extra_tokens,
+                before_history, settings=settings, max_tokens=max_tokens, extra_tokens=extra_tokens,
                 token_counter=token_counter, ceiling_source=ceiling_source, _memo=_memo, _compare=False,
             ).messages
             if len(previous) <= len(out) and all(a is b or a == b for a, b in zip(previous, out)):
@@ -246,10 +234,10 @@ def shorten_tools_epoch_stable(
             out, fallback = _fallback(source, out, budget, costs, extra_tokens, max_tokens, settings)
             tokens = costs(out) + extra_tokens
         ceiling_details = dict(
-            previous_compaction_edge=replay.prior_edge,
+            previous_compaction_edge=edges.prior_edge,
             ceiling=max_tokens, ceiling_source=ceiling_source or "max_tokens argument", budget=budget + extra_tokens,
             extra_tokens=extra_tokens, tokens_after=tokens, met=tokens <= budget + extra_tokens,
-            ceiling_events=replay.events, ceiling_event=replay.event_here, fallback=fallback,
+            ceiling_events=edges.events, ceiling_event=edges.event_here, fallback=fallback,
         )
     return Compacted(out, make_report(STRATEGY_NAME, messages, out, **details, **ceiling_details))
 

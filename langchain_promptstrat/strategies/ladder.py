@@ -29,10 +29,11 @@ prompt starts with the previous one, message for message. After an event that re
 prompt above it is always compacted, unless it is already at the rungs' floor.
 
 The replay costs one pass over the history plus one ladder pass per past event, each on a
-prompt of about ``max_tokens``. A small per-ladder memo of recent replays (keyed by the
-identity of the message objects, which the package treats as immutable) lets a growing
-conversation resume where the previous call stopped; it never changes a result, and it
-holds the caller's messages only weakly (a prompt is remembered as indices into the
+prompt of about ``max_tokens``. A small per-ladder memo of recent replays (the replay
+engine's :class:`~langchain_promptstrat.strategies.ladder_machinery.replay.ReplayMemo`,
+keyed by what the history is, so a conversation loaded again from a checkpoint is found
+too) lets a growing conversation resume where the previous call stopped; it never changes
+a result, and it holds no caller's message (a prompt is remembered as indices into the
 history plus the rungs' edited copies), so a finished conversation is not kept alive.
 
 This module holds the ladder: its options and the watermark's rule. What it shares with
@@ -47,9 +48,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import threading
-import weakref
 from collections.abc import Generator, Sequence
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from langchain_core.messages import BaseMessage
@@ -60,7 +60,7 @@ from langchain_promptstrat.strategy_names import get_strategy, split_strategy_na
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.strategies.ladder_machinery.plan import Plan, Rewrite, RungRequest, arun_plan, done, run_plan
-from langchain_promptstrat.strategies.ladder_machinery.replay import _Replay, alive, call_points, encode_prompt, same_history
+from langchain_promptstrat.strategies.ladder_machinery.replay import HistoryKey, ReplayMemo, call_points, history_key
 from langchain_promptstrat.strategies.ladder_machinery.rung import LadderPass, PlannedStrategy, Rung, _counts, _pass_report, ladder_pass
 from langchain_promptstrat.strategies.ladder_machinery.vocabulary import (
     NOTE_KIND,
@@ -170,8 +170,7 @@ class CompactionLadder(PlannedStrategy):
             raise ConfigError(f"low_tokens={low} must be <= max_tokens={self.max_tokens}; equal turns the watermark off")
         self.low_tokens = low
         self.token_counter: CountTokens = as_token_counter(token_counter)
-        self._memo: list[_Replay] = []
-        self._memo_lock = threading.Lock()
+        self._memo: ReplayMemo[_Replay] = ReplayMemo(self.memo_size)
 
     @property
     def watermark(self) -> bool:
@@ -193,15 +192,13 @@ class CompactionLadder(PlannedStrategy):
 
         count_one = message_counter(counter)
         base = list_overhead(counter)
-        start = self._recall(messages)
+        start = self._memo.recall(messages)
         if start is None:
-            start = _Replay((), (), (), 0, base, base, 0, None, None)
+            start = _Replay(HistoryKey((), 0), (), (), 0, base, base, 0, None, None)
         prompt, tokens, history_tokens = start.prompt(messages), start.tokens, start.history_tokens
         picks, copies, chars = list(start.picks), start.copies, start.chars
-        events, last_event, done_length, last_pass = start.events, start.last_event, len(start.history), start.last_pass
-        for point in call_points(messages):
-            if point <= done_length:
-                continue
+        events, last_event, done_length, last_pass = start.events, start.last_event, start.history.length, start.last_pass
+        for point in call_points(messages, after=done_length):
             added = messages[done_length:point]
             prompt.extend(added)
             picks.extend(range(done_length, point))
@@ -212,14 +209,15 @@ class CompactionLadder(PlannedStrategy):
             last_pass = None
             if tokens > self.max_tokens:
                 last_pass = yield from ladder_pass(prompt, self.rungs, target=self.low_tokens, counter=counter)
-                picks, new_copies = encode_prompt(prompt, picks, last_pass.messages)
+                picks, new_copies = _encode_prompt(prompt, picks, last_pass.messages)
                 copies, chars = tuple(new_copies), sum(map(message_chars, new_copies))
                 prompt, tokens = list(last_pass.messages), last_pass.tokens
                 events, last_event = events + 1, point
-        # weakly, and without the pass's prompt: the memo must not keep a finished conversation alive
-        history = start.history + tuple(map(weakref.ref, messages[len(start.history):]))
+        # by key, and without the pass's prompt: the memo must not keep a finished conversation alive
+        history = history_key(messages, start.history)
         kept_pass = dataclasses.replace(last_pass, messages=[]) if last_pass is not None else None
-        self._remember(_Replay(history, tuple(picks), copies, chars, tokens, history_tokens, events, last_event, kept_pass))
+        replay = _Replay(history, tuple(picks), copies, chars, tokens, history_tokens, events, last_event, kept_pass)
+        self._memo.remember(replay, chars, max_chars=self.memo_chars)
 
         if not isinstance(counter, _Tally):  # the replay added per-message shares; report the counter's own figures
             history_tokens, tokens = counter(messages), counter(prompt)
@@ -240,38 +238,9 @@ class CompactionLadder(PlannedStrategy):
         )
         return Compacted(prompt, report)
 
-    def _recall(self, messages: Sequence[BaseMessage]) -> _Replay | None:
-        """Return the remembered replay of the longest prefix of ``messages`` that is one of its call points."""
-        points = None
-        with self._memo_lock:
-            memo = list(self._memo)
-        best: _Replay | None = None
-        for replay in memo:
-            length = len(replay.history)
-            if length > len(messages) or (best is not None and length <= len(best.history)):
-                continue
-            if points is None:
-                points = set(call_points(messages))
-            if length in points and same_history(replay.history, messages):
-                best = replay
-        return best
-
-    def _remember(self, replay: _Replay) -> None:
-        """Remember ``replay``, forgetting the oldest replays beyond ``memo_size`` or ``memo_chars`` and those of dropped conversations."""
-        if replay.chars > self.memo_chars:
-            return
-        with self._memo_lock:
-            memo = [r for r in self._memo[-(self.memo_size - 1):] if alive(r)]
-            memo.append(replay)
-            total = sum(r.chars for r in memo)
-            while total > self.memo_chars:
-                total -= memo.pop(0).chars
-            self._memo = memo
-
     def forget(self) -> None:
         """Drop the remembered replays (results do not change; the next call replays from scratch)."""
-        with self._memo_lock:
-            self._memo = []
+        self._memo.forget()
 
     # ---- PromptStrategy --------------------------------------------------------------
 
@@ -282,6 +251,54 @@ class CompactionLadder(PlannedStrategy):
     async def acompact(self, messages: list[BaseMessage]) -> Compacted:
         """Return :meth:`compact` of ``messages``, awaiting any model call."""
         return await arun_plan(self._run(list(messages)))
+
+
+@dataclass(frozen=True)
+class _Replay:
+    """Where a replay stands after the call point ``len(history)``: the prompt built so far and its counts.
+
+    It holds no message of the caller, so a remembered replay never keeps a finished
+    conversation alive: the history is its key (:class:`HistoryKey`: weak references and a
+    hash of the contents), and the prompt is encoded as :attr:`picks` into the history plus
+    the replay's own edited copies (:attr:`copies`, ``chars`` characters of them).
+    """
+
+    history: HistoryKey
+    picks: tuple[int, ...]
+    """The prompt: ``history[pick]`` for a pick >= 0, ``copies[-pick - 1]`` for a negative one."""
+    copies: tuple[BaseMessage, ...]
+    chars: int
+    """Characters of :attr:`copies` (what remembering this replay costs)."""
+    tokens: int
+    history_tokens: int
+    events: int
+    last_event: int | None
+    last_pass: LadderPass | None
+    """The pass of an event at the history's own length, without its messages (None when that call did not compact)."""
+
+    def prompt(self, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+        """Return the prompt for ``messages``, whose first ``history.length`` messages equal the history's."""
+        pool = list(messages[: self.history.length])
+        pool += reversed(self.copies)  # pool[-k - 1] is copies[k]: one C-level lookup per pick
+        return list(map(pool.__getitem__, self.picks))
+
+
+def _encode_prompt(prompt: Sequence[BaseMessage], picks: Sequence[int], rewritten: Sequence[BaseMessage]) -> tuple[list[int], list[BaseMessage]]:
+    """Return the picks and copies of ``rewritten``, a rung pass's output for ``prompt`` (encoded by ``picks``).
+
+    A message of ``rewritten`` that is one of the history's messages in ``prompt`` keeps its
+    pick; anything else (an edited copy, a note, a summary) is the replay's own copy.
+    """
+    where = {id(m): p for m, p in zip(prompt, picks) if p >= 0}
+    out: list[int] = []
+    copies: list[BaseMessage] = []
+    for message in rewritten:
+        pick = where.get(id(message))
+        if pick is None:
+            copies.append(message)
+            pick = -len(copies)
+        out.append(pick)
+    return out, copies
 
 
 def _tokens_argument(name: str, value: Any) -> int:

@@ -141,11 +141,11 @@ class TestPureFunctionOfTheHistory:
         remembering = bounded(12_000)
         prompts = list(iter_agent_run(150, seed=10))
         expected = [remembering.compact(p).messages for p in prompts]
-        assert any(r.frozen is not None for r in remembering._memo._items)
+        assert any(r.frozen is not None for r, _ in remembering._memo._items)
         monkeypatch.setattr(stable_prompt, "_FROZEN_CHARS", 0)
         forgetting = bounded(12_000)
         assert [forgetting.compact(p).messages for p in prompts] == expected
-        assert all(r.frozen is None for r in forgetting._memo._items)
+        assert all(r.frozen is None for r, _ in forgetting._memo._items)
 
     def test_between_events_each_prompt_starts_with_the_previous_one(self):
         """Unless a call reports a prefix change, the previous prompt is a prefix of the next: the cache keeps all of it."""

@@ -21,6 +21,7 @@ from langchain_promptstrat import Settings, check_tool_pairs, get_strategy
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.messages import index_tool_calls, is_real_user_message, mark_of, split_turns
 from langchain_promptstrat.strategies.epoch import clear_caches
+from langchain_promptstrat.strategies.epoch_machinery.stable_rule import count_edges
 from langchain_promptstrat.strategies.epoch_stable import (
     ShortenToolsEpochStable,
     front_drop_edge,
@@ -84,11 +85,15 @@ class TestStableBoundary:
         seen = {self.edges(t)[1:] for t in range(281, 441)}
         assert seen == {(260, 120, 280), (340, 120, 280)}
 
-    def test_frozen_at_and_decided_at(self):
-        """At T=400 (edge 340, front since 280) call 50 was frozen at 120, 101 at 200, 181 at 280, 261 at 360."""
-        state = stable_boundary(400, Settings())
-        assert [state.frozen_at(f) for f in (50, 100, 101, 181, 261, 340)] == [120, 120, 200, 280, 360, 360]
-        assert [state.decided_at(f) for f in (50, 181, 261)] == [280, 280, 360]
+    def test_each_epoch_froze_its_calls_and_protection_is_decided_at_the_later_of_that_and_the_front(self):
+        """At T=400 (edge 340, front since 280) calls up to 100 were frozen at 120, to 180 at 200, to 260 at 280, to 340 at 360.
+
+        A repeat's protection is decided then, or at the last front drop if later: that is
+        what keeps a newer occurrence from changing the front between drops.
+        """
+        edges = count_edges(stable_boundary(400, Settings()))
+        assert edges.segments == ((100, 120), (180, 200), (260, 280), (340, 360))
+        assert [edges.decided_at(f, 400) for f in (50, 100, 101, 181, 261, 340)] == [280, 280, 280, 280, 360, 360]
 
     @pytest.mark.parametrize("overrides", [
         {"stable_full_tool_calls": 0, "stable_max_compacted_tool_calls": 0},

@@ -12,18 +12,18 @@ boundary that moves once per epoch. What they share lives here, one module per c
 * ``notice``: the compaction notice, its text and its place;
 * ``caches``: the repeat-key and compacted-head caches, and :func:`apply_frozen`.
 
-The front-stable strategy's own machinery lives here too (its module would be four times
-the size a reader can hold otherwise), each module named for what it holds:
+The front-stable strategy's own machinery lives here too, read in this order:
 
-* ``stable_regions``: the dropped front, the shortened middle and the whole newest calls
-  for ``T`` outputs (:class:`StableState`, :func:`front_drop_edge`,
-  :func:`stable_boundary`, :func:`stable_decisions`);
-* ``token_costs``: each message's tokens whole and shortened, remembered (:class:`Costs`);
-* ``bounded_replay``: replaying the history's model calls under a ceiling, the events
-  that move the edges by tokens, and the strategy object's memo of replays;
-* ``frozen_head``: the remembered compacted head a replay reuses between events;
-* ``debris``: removing the narration and loose messages of dropped steps;
-* ``stable_prompt``: the prompt a replay's edges give, its notice and report details.
+* ``stable_rule``: the default's rule, top to bottom: the edges (:class:`Edges`), where they
+  sit by count (:func:`stable_boundary`), how one model call moves them under a ceiling
+  (:func:`advance`), how many recent calls stay whole (:func:`whole_from`), each frozen
+  call's fate (:func:`call_fates`);
+* ``token_costs``: each message's tokens whole and shortened (:class:`Costs`), and the calls'
+  prefix sums the rule's estimate reads (:class:`StepCosts`);
+* ``bounded_replay``: replaying the history's model calls through the rule, and the strategy
+  object's memo of replays;
+* ``stable_prompt``: the edges applied: each call's fate, the debris of dropped steps, the
+  notice, the report's details, and the one remembered compacted head.
 
 The public names are re-exported by :mod:`langchain_promptstrat.strategies.epoch` and
 :mod:`langchain_promptstrat.strategies.epoch_stable`, the modules users import; this

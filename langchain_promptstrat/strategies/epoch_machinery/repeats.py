@@ -13,21 +13,11 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from typing import NamedTuple
 
-from langchain_promptstrat.messages import ToolIndex
+from langchain_promptstrat.messages import CompletedCall, ToolIndex
 from langchain_promptstrat.strategies.epoch_machinery.caches import _repeat_key
 
 __all__ = ["CompletedCall", "completed_calls", "protected_calls", "repeat_positions"]
-
-
-class CompletedCall(NamedTuple):
-    """A call that has its output: its number in the index, forward position and repeat key."""
-
-    number: int
-    forward: int
-    """1-based from the oldest output; unlike the position it never changes as the list grows."""
-    key: str
 
 
 _FORWARD = operator.itemgetter(1)

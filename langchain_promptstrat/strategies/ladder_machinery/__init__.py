@@ -9,7 +9,8 @@ they share lives here, one module per concern:
 * ``plan``: the rung protocol (a plan yields model requests and ends with a
   :class:`Rewrite`), run sync or async;
 * ``rung``: the :class:`Rung` base and one pass of rungs (:func:`ladder_pass`);
-* ``replay``: the history's model calls (:func:`call_points`), which the watermark replays.
+* ``replay``: the replay engine: the history's model calls (:func:`call_points`) and
+  :class:`ReplayMemo`, the memo of earlier replays the watermark and the default resume from.
 
 The public names are re-exported by :mod:`langchain_promptstrat.strategies.ladder`; this
 package re-exports nothing, so each import says where a name lives.

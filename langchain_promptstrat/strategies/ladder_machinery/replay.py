@@ -1,103 +1,194 @@
-"""What the ladder's watermark replays: the history's model calls (:func:`call_points`) and where a replay stands.
+"""The replay engine: the history's model calls (:func:`call_points`) and one memo of earlier replays, keyed by what the history is.
 
-The prompt under a watermark is defined by replaying the history's own model calls (see
-:mod:`langchain_promptstrat.strategies.ladder`); ``shorten_tools_epoch_stable`` replays
-them too. Every prefix of a history has the same call points up to its length, which is
-what makes a replay a function of the history alone.
+A strategy whose prompt depends on the history's earlier calls (the ladder's watermark,
+``shorten_tools_epoch_stable`` under a ceiling) replays those calls: its state after the
+call at history length ``p`` is a function of ``messages[:p]`` alone, because every prefix
+of a history has the same call points up to its length. So a state remembered for a
+prefix that is a call point resumes the replay: only :func:`call_points` after it are run
+through the strategy's step.
 
-Must not decide when to compact (the ladder does) nor run rungs (``rung``).
+:class:`ReplayMemo` remembers such states. A state is found again for a history whose
+first messages are *equal* to those it was built on, not only the same objects: a
+conversation loaded from a checkpoint (every run of a LangGraph server thread, a new
+process) is the same conversation. The key (:class:`HistoryKey`) is a running hash of each
+message's type, id, content, tool calls and call ids (:func:`message_key`), plus weak
+references for the usual case, the same objects, checked first in C. It holds no message
+alive; what a state holds is the strategy's business (indices and its own edited copies,
+bounded by the characters given to :meth:`ReplayMemo.remember`).
+
+Must not decide anything: the strategies' steps do.
 """
 
 from __future__ import annotations
 
 import operator
+import threading
 import weakref
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from langchain_promptstrat.strategies.ladder_machinery.rung import LadderPass
-
-__all__ = ["call_points"]
+__all__ = ["HistoryKey", "ReplayMemo", "call_points", "history_key", "is_call_point", "message_key"]
 
 
-def call_points(messages: Sequence[BaseMessage]) -> list[int]:
-    """Return the history lengths at which an agent loop calls the model, oldest first.
+def call_points(messages: Sequence[BaseMessage], after: int = 0) -> list[int]:
+    """Return the history lengths at which an agent loop calls the model, oldest first (those after ``after`` only).
 
     A prompt never ends between a call and its outputs, nor with the assistant's own
     message; the full history is always a call point. Every prefix of a history has the
-    same call points up to its length, which is what makes the replay a function of the
-    history alone.
+    same call points up to its length, which is what makes a replay a function of the
+    history alone. Only the messages after ``after`` are read.
     """
     n = len(messages)
     points = [
-        e for e in range(1, n)
+        e for e in range(max(after + 1, 1), n)
         if not isinstance(messages[e], ToolMessage) and not isinstance(messages[e - 1], AIMessage)
     ]
-    if n:
+    if n > after:
         points.append(n)
     return points
 
 
-@dataclass(frozen=True)
-class _Replay:
-    """Where a replay stands after the call point ``len(history)``: the prompt built so far and its counts.
+def is_call_point(messages: Sequence[BaseMessage], length: int) -> bool:
+    """Return whether ``length`` is one of :func:`call_points` of ``messages``, in O(1)."""
+    n = len(messages)
+    if length == n:
+        return n > 0
+    return 0 < length < n and not isinstance(messages[length], ToolMessage) and not isinstance(messages[length - 1], AIMessage)
 
-    It holds no message of the caller, so a remembered replay never keeps a finished
-    conversation alive: the history is held weakly (compared by identity with the next
-    call's messages), and the prompt is encoded as :attr:`picks` into the history plus the
-    replay's own edited copies (:attr:`copies`, ``chars`` characters of them).
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _value(value: Any) -> Any:
+    return value if type(value) in _PLAIN else repr(value)
+
+
+def message_key(message: BaseMessage) -> int:
+    """Return a hash of what a replay reads of ``message``: type, id, content, name, call id, tool calls, extra fields.
+
+    Read from the fields directly (a pydantic attribute miss costs microseconds); string
+    values are hashed as they are (in C, and cached by the string), others by their repr.
     """
-
-    history: tuple[weakref.ref[BaseMessage], ...]
-    picks: tuple[int, ...]
-    """The prompt: ``history[pick]`` for a pick >= 0, ``copies[-pick - 1]`` for a negative one."""
-    copies: tuple[BaseMessage, ...]
-    chars: int
-    """Characters of :attr:`copies` (what remembering this replay costs)."""
-    tokens: int
-    history_tokens: int
-    events: int
-    last_event: int | None
-    last_pass: LadderPass | None
-    """The pass of an event at the history's own length, without its messages (None when that call did not compact)."""
-
-    def prompt(self, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-        """Return the prompt for ``messages``, whose first ``len(history)`` messages are the history's (same objects)."""
-        pool = list(messages[: len(self.history)])
-        pool += reversed(self.copies)  # pool[-k - 1] is copies[k]: one C-level lookup per pick
-        return list(map(pool.__getitem__, self.picks))
+    fields = message.__dict__
+    content = fields.get("content")
+    extra = fields.get("additional_kwargs")
+    key: tuple[Any, ...] = (
+        type(message), fields.get("id"), content if type(content) is str else repr(content),
+        fields.get("tool_call_id"), fields.get("name"), repr(extra) if extra else None,
+    )
+    calls = fields.get("tool_calls")
+    if calls:
+        key = (key, tuple([
+            (c.get("id"), c.get("name"), tuple([(k, _value(v)) for k, v in args.items()]) if type(args := c.get("args")) is dict else repr(args))
+            for c in calls
+        ]))
+    invalid = fields.get("invalid_tool_calls")
+    if invalid:
+        key = (key, repr(invalid))
+    return hash(key)
 
 
-def encode_prompt(prompt: Sequence[BaseMessage], picks: Sequence[int], rewritten: Sequence[BaseMessage]) -> tuple[list[int], list[BaseMessage]]:
-    """Return the picks and copies of ``rewritten``, a rung pass's output for ``prompt`` (encoded by ``picks``).
+class HistoryKey(NamedTuple):
+    """What a remembered state was built on: the messages, weakly, and a running hash of their :func:`message_key`."""
 
-    A message of ``rewritten`` that is one of the history's messages in ``prompt`` keeps its
-    pick; anything else (an edited copy, a note, a summary) is the replay's own copy.
-    """
-    where = {id(m): p for m, p in zip(prompt, picks) if p >= 0}
-    out: list[int] = []
-    copies: list[BaseMessage] = []
-    for message in rewritten:
-        pick = where.get(id(message))
-        if pick is None:
-            copies.append(message)
-            pick = -len(copies)
-        out.append(pick)
-    return out, copies
+    refs: tuple[weakref.ref[BaseMessage], ...]
+    digest: int
+
+    @property
+    def length(self) -> int:
+        return len(self.refs)
 
 
+_EMPTY = HistoryKey((), 0)
 _DEREF = weakref.ref.__call__
 """Dereference a weak reference, as a C function ``map`` can call without a Python frame."""
 
 
-def same_history(history: Sequence[weakref.ref[BaseMessage]], messages: Sequence[BaseMessage]) -> bool:
-    """Return whether the messages ``history`` refers to are the first ``len(history)`` of ``messages``, by identity."""
-    return len(history) <= len(messages) and all(map(operator.is_, map(_DEREF, history), messages))
+def _extend(digest: int, messages: Sequence[BaseMessage]) -> int:
+    for message in messages:
+        digest = hash((digest, message_key(message)))
+    return digest
 
 
-def alive(replay: _Replay) -> bool:
-    """Return whether the oldest and newest messages of ``replay``'s history still live (a dead one can never match again)."""
-    history = replay.history
-    return not history or (history[0]() is not None and history[-1]() is not None)
+def history_key(messages: Sequence[BaseMessage], start: HistoryKey | None = None) -> HistoryKey:
+    """Return the key of ``messages``, extending ``start`` (the key of a prefix equal to their first messages) when given."""
+    start = start or _EMPTY
+    length = start.length
+    digest = _extend(start.digest, messages[length:])
+    same = length == 0 or (start.refs[0]() is messages[0] and start.refs[-1]() is messages[length - 1])
+    refs = start.refs + tuple(map(weakref.ref, messages[length:])) if same else tuple(map(weakref.ref, messages))
+    return HistoryKey(refs, digest)
+
+
+class Remembered(Protocol):
+    @property
+    def history(self) -> HistoryKey: ...
+
+
+S = TypeVar("S", bound=Remembered)
+
+
+class ReplayMemo(Generic[S]):
+    """The states of recent replays of one strategy object, each for a call point of some history (never changes a result)."""
+
+    def __init__(self, size: int) -> None:
+        """Remember at most ``size`` states (the oldest goes first)."""
+        self.size = size
+        self._items: list[tuple[S, int]] = []
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def chars(self) -> int:
+        """Return the characters the remembered states declared (their own edited copies)."""
+        return sum(chars for _, chars in self._items)
+
+    def recall(self, messages: Sequence[BaseMessage], fits: Callable[[S], bool] = lambda state: True) -> S | None:
+        """Return the remembered state of the longest call point of ``messages`` whose history equals their first messages, else None.
+
+        ``fits`` says whether a state applies (the same budget). The same objects are
+        recognised by one identity pass in C; equal new objects (a reloaded conversation)
+        by the running hash, computed once per recall and only when identity fails.
+        """
+        with self._lock:
+            items = [state for state, _ in self._items]
+        n = len(messages)
+        items = [s for s in items if s.history.length <= n and is_call_point(messages, s.history.length) and fits(s)]
+        items.sort(key=_length, reverse=True)
+        for state in items:  # the usual hit: the previous call of the same conversation, the same objects
+            if all(map(operator.is_, map(_DEREF, state.history.refs), messages)):
+                return state
+        digests: list[int] = []
+        for state in items:  # a conversation loaded again: equal objects
+            history = state.history
+            digest = digests[-1] if digests else 0
+            for message in messages[len(digests):history.length]:
+                digest = hash((digest, message_key(message)))
+                digests.append(digest)
+            if digests[history.length - 1] == history.digest:
+                return state
+        return None
+
+    def remember(self, state: S, chars: int = 0, max_chars: int | None = None) -> None:
+        """Remember ``state`` (holding ``chars`` characters of its own), forgetting the oldest beyond the size or ``max_chars``."""
+        if max_chars is not None and chars > max_chars:
+            return
+        with self._lock:
+            items = [*self._items[-(self.size - 1):], (state, chars)] if self.size > 0 else []
+            if max_chars is not None:
+                total = sum(c for _, c in items)
+                while total > max_chars:
+                    total -= items.pop(0)[1]
+            self._items = items
+
+    def forget(self) -> None:
+        """Forget every state."""
+        with self._lock:
+            self._items = []
+
+
+def _length(state: Remembered) -> int:
+    return state.history.length
