@@ -23,6 +23,7 @@ from langchain_core.callbacks import CallbackManagerForChainRun, dispatch_custom
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
+from langgraph.config import get_stream_writer
 
 from langchain_promptstrat.messages import coerce_messages
 from langchain_promptstrat.report import Compacted, logger
@@ -50,6 +51,12 @@ def emit_report(result: Compacted, config: RunnableConfig | None = None) -> None
             dispatch_custom_event(REPORT_EVENT, data, config=config)
         except RuntimeError:  # no parent run to attach the event to: logging is enough
             pass
+    try:
+        writer = get_stream_writer()
+    except (RuntimeError, KeyError):  # not inside a LangGraph run: nothing streams
+        return
+    # stream_mode="custom": the figures only (numbers, names, flags), small enough for every model call
+    writer({REPORT_EVENT: {k: v for k, v in data.items() if v is None or isinstance(v, (bool, int, float)) or (isinstance(v, str) and len(v) <= 200)}})
 
 
 class PromptStrategy(Runnable[Any, list[BaseMessage]], ABC):
