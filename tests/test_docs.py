@@ -99,12 +99,12 @@ def test_the_docs_say_why_simulate_and_the_agents_use_different_ceilings():
     assert "simulate" in sentence and f"{DEFAULT_CEILING:,}" in sentence and "apply" in sentence
 
 
-HISTORY = re.compile(r"before this change|used to (quote|be)|main's code|other engineers|\bwe changed\b|no longer", re.I)
+HISTORY = re.compile(r"before this change|used to (quote|be)|main's code|other engineers|\bwe changed\b|no longer|\bthe reference\b", re.I)
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_no_page_speaks_of_the_projects_history(page):
-    """User-facing pages describe what is; change-log wording belongs in commit messages."""
+    """User-facing pages describe what is (change-log wording belongs in commit messages) and name Scout-AI, never an unexplained "the reference"."""
     found = [m.group(0) for m in HISTORY.finditer(page.read_text(encoding="utf-8"))]
     assert not found, f"{page.name}: {found}"
 
