@@ -16,7 +16,7 @@ rejects, so the default strategy always works under a ceiling. It is, first to l
    the same room for the reply.
 
 The strategy itself keeps a further ``stable_token_margin`` (2%) of the ceiling free for the
-token counter's error (measured 0.3-1.5% under cl100k_base on real transcripts; see the README).
+token counter's error (measured 0.3-1.5% under cl100k_base on real transcripts; see docs/default.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The README's options table, written from the strategies' options classes and the settings.
+"""The settings page's options table (``docs/settings.md``), written from the strategies' options classes and the settings.
 
 Each row is an option of one or more built-in strategies (its ``options`` class: option
 name -> settings key) or a setting read without an option (:data:`OTHER_READERS`); the
@@ -6,7 +6,7 @@ settings key's doc, environment variables and default come from
 :class:`~langchain_promptstrat.settings.Settings`. Nothing here is written twice: a new
 option appears in the table when it is added to a strategy's options class.
 
-``python -m langchain_promptstrat.docs_tables`` rewrites the table in ``README.md`` (the
+``python -m langchain_promptstrat.docs_tables`` rewrites the table in ``docs/settings.md`` (the
 lines between :data:`BEGIN` and :data:`END`); ``--check`` only says whether it is stale
 (exit 1), as ``tests/test_options.py`` does.
 """
@@ -23,10 +23,11 @@ from pathlib import Path
 from langchain_promptstrat.settings import Settings, documented_default, environment_variables, option_keys
 from langchain_promptstrat.strategy_names import BUILTIN_STRATEGIES
 
-__all__ = ["BEGIN", "END", "OTHER_READERS", "options_table", "with_options_table"]
+__all__ = ["BEGIN", "DEFAULT_PAGE", "END", "OTHER_READERS", "options_table", "with_options_table"]
 
 BEGIN = "<!-- options table: written by python -m langchain_promptstrat.docs_tables -->"
 END = "<!-- end of the options table -->"
+DEFAULT_PAGE = "docs/settings.md"
 
 OTHER_READERS: dict[str, tuple[str, str]] = {
     "max_context_tokens": ("`shorten_tools_epoch_stable`", "`max_tokens` (tokens, or a share of the model's window)"),
@@ -70,23 +71,23 @@ def options_table() -> str:
     return "\n".join(lines)
 
 
-def with_options_table(readme: str) -> str:
-    """Return ``readme`` with the lines between :data:`BEGIN` and :data:`END` replaced by :func:`options_table`."""
-    if readme.count(BEGIN) != 1 or readme.count(END) != 1 or readme.index(BEGIN) > readme.index(END):
-        raise ValueError(f"the README must hold the lines {BEGIN!r} and {END!r} once each, in that order")
-    head, rest = readme.split(BEGIN)
+def with_options_table(page: str) -> str:
+    """Return ``page`` with the lines between :data:`BEGIN` and :data:`END` replaced by :func:`options_table`."""
+    if page.count(BEGIN) != 1 or page.count(END) != 1 or page.index(BEGIN) > page.index(END):
+        raise ValueError(f"the page must hold the lines {BEGIN!r} and {END!r} once each, in that order")
+    head, rest = page.split(BEGIN)
     _, tail = rest.split(END)
     return f"{head}{BEGIN}\n{options_table()}\n{END}{tail}"
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Rewrite the options table of a README (``--check``: exit 1 when it is stale, writing nothing)."""
+    """Rewrite the options table of a documentation page (``--check``: exit 1 when it is stale, writing nothing)."""
     parser = argparse.ArgumentParser(prog="python -m langchain_promptstrat.docs_tables", description=main.__doc__)
-    parser.add_argument("readme", nargs="?", default="README.md", type=Path, help="the README to update (default: README.md)")
+    parser.add_argument("page", nargs="?", default=DEFAULT_PAGE, type=Path, help=f"the page to update (default: {DEFAULT_PAGE})")
     parser.add_argument("--check", action="store_true", help="exit 1 when the table is stale; write nothing")
     args = parser.parse_args(argv)
     try:
-        text = args.readme.read_text(encoding="utf-8")
+        text = args.page.read_text(encoding="utf-8")
         updated = with_options_table(text)
     except (OSError, ValueError) as exc:
         print(f"docs_tables: {exc}", file=sys.stderr)
@@ -94,11 +95,11 @@ def main(argv: list[str] | None = None) -> int:
     if updated == text:
         return 0
     if args.check:
-        print(f"docs_tables: the options table in {args.readme} is stale; run python -m langchain_promptstrat.docs_tables", file=sys.stderr)
+        print(f"docs_tables: the options table in {args.page} is stale; run python -m langchain_promptstrat.docs_tables", file=sys.stderr)
         return 1
-    partial = args.readme.with_name(f".{args.readme.name}.docs_tables")
+    partial = args.page.with_name(f".{args.page.name}.docs_tables")
     partial.write_text(updated, encoding="utf-8")
-    os.replace(partial, args.readme)  # never a half-written README
+    os.replace(partial, args.page)  # never a half-written page
     return 0
 
 

@@ -14,8 +14,8 @@ A strategy names its own options (``ShortenToolsEpochStable(epoch_size=40)``) in
 ``TypedDict`` whose fields are ``Annotated[type, SettingKey(key)]``; everything else about an
 option (variable, default, validation, doc) is its key's, here. From that one class come the
 constructor's keywords as type checkers see them (``**options: Unpack[...]``),
-:func:`option_keys`, the ``Args:`` entries (:func:`document_options`) and the README's
-options table (:mod:`langchain_promptstrat.docs_tables`). :func:`settings_with_options`
+:func:`option_keys`, the ``Args:`` entries (:func:`document_options`) and the settings
+page's options table (:mod:`langchain_promptstrat.docs_tables`). :func:`settings_with_options`
 applies the options over a ``Settings`` and refuses an option the strategy does not take, so
 a key meant for another strategy is never silently ignored.
 """

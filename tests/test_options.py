@@ -322,21 +322,21 @@ class TestEnvironmentSpellings:
         assert ShortenToolsEpochStable().settings.stable_epoch_size == 60
 
 
-def test_the_readme_table_lists_every_setting_with_both_spellings():
-    """The README's options table has a row for every settings key with every variable that reads it."""
-    rows = [line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("| ")]
+def test_the_settings_page_table_lists_every_setting_with_both_spellings():
+    """The settings page's options table has a row for every settings key with every variable that reads it."""
+    rows = [line for line in (ROOT / docs_tables.DEFAULT_PAGE).read_text().splitlines() if line.startswith("| ")]
     for key in setting_keys():
         row = next((r for r in rows if f"| `{key}` |" in r), None)
-        assert row is not None, f"no README row for {key}"
+        assert row is not None, f"no settings-page row for {key}"
         for variable in environment_variables(key):
-            assert f"`{variable}`" in row, f"{variable} missing from the README row of {key}"
+            assert f"`{variable}`" in row, f"{variable} missing from the settings-page row of {key}"
 
 
 class TestOptionsWrittenOnce:
-    def test_the_readme_options_table_is_the_one_the_options_write(self):
-        """README.md's options table is exactly what the options classes and settings give: a new or renamed option fails until the table is rewritten."""
-        readme = (ROOT / "README.md").read_text(encoding="utf-8")
-        written = readme.split(docs_tables.BEGIN)[1].split(docs_tables.END)[0].strip()
+    def test_the_settings_page_options_table_is_the_one_the_options_write(self):
+        """docs/settings.md's options table is exactly what the options classes and settings give: a new or renamed option fails until the table is rewritten."""
+        page = (ROOT / docs_tables.DEFAULT_PAGE).read_text(encoding="utf-8")
+        written = page.split(docs_tables.BEGIN)[1].split(docs_tables.END)[0].strip()
         assert written == docs_tables.options_table(), "stale: run python -m langchain_promptstrat.docs_tables"
 
     @pytest.mark.parametrize("cls", [c for c in STRATEGIES if option_keys(c)], ids=lambda c: c.__name__)
@@ -370,13 +370,13 @@ class TestOptionsWrittenOnce:
         assert docs_tables.main([str(readme), "--check"]) == 0
         assert [p.name for p in tmp_path.iterdir()] == ["README.md"]
 
-    def test_the_docs_tables_command_refuses_a_readme_without_the_markers(self, tmp_path, capsys):
-        """A README without the table's markers is left as it is, with one line naming them and exit 2."""
+    def test_the_docs_tables_command_refuses_a_page_without_the_markers(self, tmp_path, capsys):
+        """A page without the table's markers is left as it is, with one line naming them and exit 2."""
         readme = tmp_path / "README.md"
         readme.write_text("# no table here\n", encoding="utf-8")
         assert docs_tables.main([str(readme)]) == 2
         assert readme.read_text(encoding="utf-8") == "# no table here\n"
-        assert capsys.readouterr().err.startswith("docs_tables: the README must hold the lines")
+        assert capsys.readouterr().err.startswith("docs_tables: the page must hold the lines")
 
     @pytest.mark.parametrize("cls", [c for c in STRATEGIES if option_keys(c)], ids=lambda c: c.__name__)
     def test_help_shows_each_option_with_the_doc_of_its_settings_key(self, cls):

@@ -143,7 +143,7 @@ class TestSaveFile:
 
 class TestRegistry:
     def test_builtins_are_available(self):
-        """Every built-in of the README's table is importable and listed."""
+        """Every built-in of the strategies page's table (docs/strategies.md) is importable and listed."""
         assert set(BUILTIN_STRATEGIES) == {
             "none", "dedupe_outputs", "shorten_tools", "shorten_tools_epoch", "shorten_tools_epoch_increment",
             "shorten_tools_epoch_stable", "inbox", "tool_results", "sliding_window", "summary",

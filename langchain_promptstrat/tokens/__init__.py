@@ -26,7 +26,7 @@ Counting rules, per message (a list counts as the sum of its messages):
   ``tool_use`` block), joined by spaces, and a ``ToolMessage``'s ``tool_call_id``; an
   Anthropic ``tool_result`` block in a user message counts by its JSON, its
   ``tool_use_id`` included. Ids are part of every request body, and on a ceiling
-  counting them is the safe side: measured against gpt-5-mini's bills (see the README),
+  counting them is the safe side: measured against gpt-5-mini's bills (see docs/performance.md),
   OpenAI does not bill them (each step cost a constant 12 tokens more than its content
   whatever the ids' length), so ``TokenCounter(..., call_ids=False)`` leaves them out for
   the closest estimate of an OpenAI bill; Anthropic's tokenization of its blocks is not

@@ -49,7 +49,7 @@ checked when loaded), the same split pattern and special tokens, so the same tok
 _QUICKTOK_ENCODINGS = ("o200k_base", "o200k_harmony")
 """Encodings served offline by the optional ``quicktok-v1`` package when it is installed
 (its cl100k_base agrees token for token with tiktoken's on the real transcripts; see the
-README's tokenizer section): tiktoken itself must download them."""
+docs/performance.md, the token counter against a bill): tiktoken itself must download them."""
 
 
 class _QuicktokEncoding:
