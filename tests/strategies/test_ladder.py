@@ -159,9 +159,10 @@ class TestReferenceLadder:
             CompactionLadder(["summary"], max_tokens=10)
 
     def test_the_summary_error_suggests_the_rung_order_the_readme_advises(self):
-        """The README puts the summary before the window (which would otherwise drop what it summarises); the error's
-        example, the one a user copies, gives that order too."""
-        readme = (Path(__file__).parents[2] / "README.md").read_text()
+        """The README and the docs put the summary before the window (which would otherwise drop what it summarises);
+        the error's example, the one a user copies, gives that order too."""
+        root = Path(__file__).parents[2]
+        readme = "\n".join(p.read_text() for p in [root / "README.md", *sorted((root / "docs").glob("*.md"))])
 
         def orders(text: str) -> list[list[str]]:
             """Return the rung classes of each rung list in ``text`` that holds both a Summary and a SlidingWindow."""
