@@ -31,17 +31,16 @@ from pathlib import Path
 from typing import Any
 
 from langchain_promptstrat.replay import simulate_files
-from langchain_promptstrat.simulate import SimulationResult, StrategyRun
+from langchain_promptstrat.simulate import DEFAULT_LIST_ROW, SimulationResult, StrategyRun
 from langchain_core.messages import BaseMessage
 
-from langchain_promptstrat.registry import DEFAULT_STRATEGIES
 from langchain_promptstrat.strategies.dedupe_outputs import DedupeOutputs
 from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable
 from langchain_promptstrat.strategies.ladder import CompactionLadder
 from langchain_promptstrat.text_table import render_table
 
 REALRUNS = Path(os.environ.get("PROMPTSTRAT_REALRUNS") or Path(__file__).resolve().parents[1].parent / "shared" / "realruns")
-DEFAULT = ",".join(n for n in DEFAULT_STRATEGIES if n != "inbox")  # a replay has no inbox
+DEFAULT = DEFAULT_LIST_ROW  # the default list without the inbox (a replay has none)
 BOUNDED = "shorten_tools_epoch_stable"
 LADDER_RUNGS = "tool_results,sliding_window"
 UNBOUNDED = ["shorten_tools", "shorten_tools_epoch", "shorten_tools_epoch_increment"]

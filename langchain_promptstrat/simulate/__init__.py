@@ -104,6 +104,7 @@ from __future__ import annotations
 
 from langchain_promptstrat.defaults import DEFAULT_CACHED_FRACTION, DEFAULT_MAX_TOKENS, DEFAULT_TOOL_CALLS
 from langchain_promptstrat.simulate.engine import (
+    DEFAULT_LIST_ROW,
     ProgressHook as ProgressHook,
     StrategyEntry as StrategyEntry,
     answers_in_prompts,
@@ -129,6 +130,7 @@ from langchain_promptstrat.testing.tools import AGENT_RUN_TOOLS
 __all__ = [
     "AGENT_RUN_TOOLS",
     "DEFAULT_CACHED_FRACTION",
+    "DEFAULT_LIST_ROW",
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_TOOL_CALLS",
     "OLD_AFTER",

@@ -43,6 +43,7 @@ from langchain_promptstrat.testing.tools import AGENT_RUN_TOOLS
 from langchain_promptstrat.tokens import TokenCounter, as_token_counter, tool_schema_tokens
 
 __all__ = [
+    "DEFAULT_LIST_ROW",
     "ProgressHook",
     "StrategyEntry",
     "answers_in_prompts",
@@ -131,6 +132,10 @@ def default_strategy_names(*, settings: Settings | None = None, max_tokens: int 
     return names
 
 
+DEFAULT_LIST_ROW = ",".join(n for n in DEFAULT_STRATEGIES if n != "inbox")
+"""The default list as a replay's row: :data:`DEFAULT_STRATEGIES` without the inbox (a replay has none)."""
+
+
 def default_rows(*, settings: Settings | None = None, max_tokens: int = DEFAULT_MAX_TOKENS) -> list[str]:
     """Return what a replay shows when no strategy is named: :func:`default_strategy_names`, then the default list as one pipeline row.
 
@@ -138,9 +143,9 @@ def default_rows(*, settings: Settings | None = None, max_tokens: int = DEFAULT_
     added when it holds more than one strategy.
     """
     names = default_strategy_names(settings=settings, max_tokens=max_tokens)
-    default_list = [n for n in DEFAULT_STRATEGIES if n != "inbox"]
+    default_list = DEFAULT_LIST_ROW.split(",")
     if len(default_list) > 1 and all(n in names for n in default_list):
-        names.append(",".join(default_list))
+        names.append(DEFAULT_LIST_ROW)
     return names
 
 

@@ -17,7 +17,7 @@ from langchain_promptstrat.ceiling import DEFAULT_CEILING
 from langchain_promptstrat.defaults import DEFAULT_MAX_TOKENS
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.extras import install_hint
-from langchain_promptstrat.registry import DEFAULT_STRATEGIES
+from langchain_promptstrat.simulate.engine import DEFAULT_LIST_ROW
 from langchain_promptstrat.simulate.recall import OLD_AFTER
 from langchain_promptstrat.simulate.results import SimulationResult
 from langchain_promptstrat.text_table import fit_lines, render_table
@@ -157,7 +157,7 @@ def _schemas_text(result: SimulationResult) -> str:
 
 def _is_default(name: str) -> bool:
     """Return whether the row ``name`` is the default list (its inbox aside: a replay has none)."""
-    return name.split("#")[0].split(",") == [n for n in DEFAULT_STRATEGIES if n != "inbox"]
+    return name.split("#")[0] == DEFAULT_LIST_ROW
 
 
 def plot(result: SimulationResult, path: str | os.PathLike[str]) -> None:
