@@ -472,8 +472,8 @@ class TestCeiling:
         """simulate's default ceiling is not apply's: the header's second line says so, with both figures from their modules."""
         code, out, _ = run(capsys, "simulate", "--calls", "3")
         ceiling = out.splitlines()[1]
-        assert code == 0 and ceiling.startswith(f"Ceiling {DEFAULT_MAX_TOKENS:,} tokens (simulate's default; apply and stats ")
-        assert f"else {DEFAULT_CEILING:,}" in ceiling and "shorten_tools_epoch_stable" in ceiling
+        assert code == 0 and ceiling.startswith(f"Ceiling {DEFAULT_MAX_TOKENS:,} tokens (simulate's default, low enough that every strategy")
+        assert f"apply and stats use PROMPTSTRAT_MAX_TOKENS, else {DEFAULT_CEILING:,}" in ceiling and "shorten_tools_epoch_stable" in ceiling
 
     def test_a_given_ceiling_is_named_as_given(self, capsys):
         """With --max-tokens the header gives that figure and says it was given, not simulate's default."""

@@ -14,7 +14,7 @@ from typing import Any
 
 from langchain_promptstrat.cache_rules import ANTHROPIC_WRITE_MULTIPLIER
 from langchain_promptstrat.ceiling import DEFAULT_CEILING
-from langchain_promptstrat.defaults import DEFAULT_MAX_TOKENS
+from langchain_promptstrat.defaults import DEFAULT_MAX_TOKENS, DEFAULT_TOOL_CALLS
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.extras import install_hint
 from langchain_promptstrat.simulate.engine import DEFAULT_LIST_ROW
@@ -47,8 +47,9 @@ def _ceiling_line(result: SimulationResult) -> list[str]:
     if not targeted:
         return []
     source = (
-        f"simulate's default; apply and stats use PROMPTSTRAT_MAX_TOKENS, else {DEFAULT_CEILING:,}; an agent also "
-        "its model's profile" if result.max_tokens == DEFAULT_MAX_TOKENS else "from --max-tokens or max_tokens="
+        f"simulate's default, low enough that every strategy and peer acts on its {DEFAULT_TOOL_CALLS}-call run; apply and stats use "
+        f"PROMPTSTRAT_MAX_TOKENS, else {DEFAULT_CEILING:,}; an agent also its model's profile"
+        if result.max_tokens == DEFAULT_MAX_TOKENS else "from --max-tokens or max_tokens="
     )
     return [
         f"Ceiling {result.max_tokens:,} tokens ({source}) for: {', '.join(targeted)} (trim_messages' max_tokens, "
