@@ -7,6 +7,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -21,6 +22,7 @@ from langchain_promptstrat import (
 )
 from langchain_promptstrat.extras import install_hint
 from langchain_promptstrat.messages import mark
+from langchain_promptstrat.replay import simulate_files
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.simulate import (
     AGENT_RUN_TOOLS,
@@ -45,6 +47,10 @@ from langchain_promptstrat.simulate import (
 from langchain_promptstrat.strategy_names import BUILTIN_STRATEGIES
 from langchain_promptstrat.testing import iter_agent_run
 from langchain_promptstrat.tokens import TokenCounter, as_token_counter, tool_schema_tokens
+from realruns import realruns_dir
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 CALLS = 150
 """Tool calls of the engine tests' runs: long enough for shorten_tools to act, short enough to be quick."""
@@ -443,11 +449,51 @@ class TestPlot:
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert path.stat().st_size > 10_000
 
+    def test_the_frontier_labels_overlap_nothing_on_a_real_transcript(self, tmp_path: Path) -> None:
+        """On a real replay, where several strategies score alike, every point's number is readable: no label covers another label or a point, none leaves the panel."""
+        files = sorted(realruns_dir("converted").glob("*.jsonl"))
+        chosen = [f for f in files if "django-15252" in f.name] or files[:1]   # five strategies tie at 100% recall there
+        result = simulate_files(chosen, None, peers=True, progress=False)
+        assert_readable(plot(result, tmp_path / "real.png"), result)
+
+    def test_the_frontier_labels_overlap_nothing_on_the_seeded_run(self, tmp_path: Path) -> None:
+        """The seeded run's prompts, replayed so recall is measured, crowd a dozen points near cost 0.8: each number still finds a free place."""
+        result = simulate(None, prompts=list(iter_agent_run(CALLS, seed=0)), peers=True, progress=False)
+        assert_readable(plot(result, tmp_path / "seeded.svg"), result)
+
+    def test_the_key_of_a_simulated_run_sits_outside_the_panels(self, compared: SimulationResult, tmp_path: Path) -> None:
+        """Without recall there is no frontier; the key still sits under the panels, so no strategy name covers a line."""
+        fig = plot(compared, tmp_path / "sim.png")
+        key = fig.legends[0]
+        assert [t.get_text() for t in key.get_texts()][:len(compared.runs)] == [
+            f"{r.name} (peer)" if r.kind == "peer" else r.name for r in compared.runs]
+        assert not any(key.get_window_extent().overlaps(ax.get_window_extent()) for ax in fig.axes)
+
     def test_missing_matplotlib_names_the_plot_extra(self, compared, tmp_path, monkeypatch):
         """Without matplotlib, plot raises a ConfigError telling how to install the plot extra."""
         monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
         with pytest.raises(ConfigError, match=re.escape(install_hint("plot"))):
             plot(compared, tmp_path / "x.png")
+
+
+def assert_readable(fig: Figure, result: SimulationResult) -> None:
+    """Assert the frontier panel numbers every strategy once, with labels that overlap no label, no point and stay in the panel, and a key outside the panels."""
+    frontier = next(ax for ax in fig.axes if ax.get_xlabel().startswith("cost"))
+    panel = frontier.get_window_extent()
+    labels = [(t.get_text(), t.get_window_extent()) for t in frontier.texts]
+    numbers = sorted(int(n) for text, _ in labels for n in text.split(","))
+    assert numbers == list(range(1, len(result.runs) + 1))
+    for i, (text, box) in enumerate(labels):
+        assert panel.x0 <= box.x0 and box.x1 <= panel.x1 and panel.y0 <= box.y0 and box.y1 <= panel.y1, f"{text} leaves the panel"
+        for other, other_box in labels[i + 1:]:
+            assert not box.overlaps(other_box), f"labels {text} and {other} overlap"
+        for collection in frontier.collections:
+            for x, y in collection.get_offset_transform().transform(collection.get_offsets()):
+                assert not box.contains(x, y), f"label {text} covers a point's centre"
+    key = fig.legends[0]
+    assert [t.get_text() for t in key.get_texts()][:len(result.runs)] == [
+        f"{i}  {r.name} (peer)" if r.kind == "peer" else f"{i}  {r.name}" for i, r in enumerate(result.runs, 1)]
+    assert not any(key.get_window_extent().overlaps(ax.get_window_extent()) for ax in fig.axes)
 
 
 class TestCompareScript:
