@@ -44,14 +44,14 @@ def mkdocs_build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=120, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
 
 
-def test_the_site_builds_in_strict_mode(tmp_path):
+def test_the_site_builds_in_strict_mode(tmp_path: Path) -> None:
     """mkdocs build --strict succeeds: every link, anchor, snippet and navigation entry resolves."""
     result = mkdocs_build(ROOT / "mkdocs.yml", tmp_path / "site")
     assert result.returncode == 0, result.stderr[-3000:]
     assert (tmp_path / "site" / "settings" / "index.html").exists()
 
 
-def test_a_broken_link_fails_the_strict_build(tmp_path):
+def test_a_broken_link_fails_the_strict_build(tmp_path: Path) -> None:
     """The strict build is a real check: a link to a missing anchor makes it fail, naming the page."""
     copy = tmp_path / "project"
     shutil.copytree(ROOT / "docs", copy / "docs")
@@ -64,7 +64,7 @@ def test_a_broken_link_fails_the_strict_build(tmp_path):
     assert "cli.md" in result.stderr and "no-such-section" in result.stderr
 
 
-def test_every_page_is_in_the_navigation():
+def test_every_page_is_in_the_navigation() -> None:
     """Each file of docs/ is a page of mkdocs.yml's nav, so no page is only reachable by guessing its address."""
     nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     for page in (ROOT / "docs").glob("*.md"):
@@ -159,7 +159,7 @@ def run_plain(python: Path, code: str, cwd: Path) -> subprocess.CompletedProcess
     return subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=600, cwd=cwd, env=env)
 
 
-def test_every_extra_a_page_names_is_declared():
+def test_every_extra_a_page_names_is_declared() -> None:
     """An install line names an extra pyproject.toml declares, so copying it installs something (a typo would install nothing extra, silently)."""
     declared = declared_extras()
     for page in PAGES:
@@ -167,7 +167,7 @@ def test_every_extra_a_page_names_is_declared():
             assert set(group.split(",")) <= declared, f"{page.name} names {group!r}; pyproject.toml declares {sorted(declared)}"
 
 
-def test_a_plain_install_has_none_of_the_extras(plain_install, tmp_path):
+def test_a_plain_install_has_none_of_the_extras(plain_install: Callable[[frozenset[str]], Path], tmp_path: Path) -> None:
     """The environment of an example that names no extra lacks every extra's packages, so an example needing one it does not name fails."""
     code = (
         "import importlib.util, langchain_promptstrat, sys\n"
@@ -180,7 +180,8 @@ def test_a_plain_install_has_none_of_the_extras(plain_install, tmp_path):
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: e.label)
-def test_every_python_block_runs_after_the_install_its_page_names(example, plain_install, tmp_path):
+def test_every_python_block_runs_after_the_install_its_page_names(example: Example, plain_install: Callable[[frozenset[str]], Path],
+                                                                 tmp_path: Path) -> None:
     """Each python block runs as written in a fresh environment holding the package and only the extras its lead-in names."""
     code = example.code
     if code.startswith(NEEDS_POSTGRES):
@@ -193,7 +194,7 @@ def test_every_python_block_runs_after_the_install_its_page_names(example, plain
     assert "Traceback" not in result.stderr
 
 
-def test_the_docs_say_why_simulate_and_the_agents_use_different_ceilings():
+def test_the_docs_say_why_simulate_and_the_agents_use_different_ceilings() -> None:
     """One sentence gives both defaults, as the code has them, so a reader comparing simulate with apply is not misled."""
     text = (ROOT / "docs" / "default.md").read_text(encoding="utf-8")
     sentence = next((s for s in text.split(". ") if f"{DEFAULT_MAX_TOKENS:,}" in s), "")
@@ -204,13 +205,13 @@ HISTORY = re.compile(r"before this change|used to (quote|be)|main's code|other e
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
-def test_no_page_speaks_of_the_projects_history(page):
+def test_no_page_speaks_of_the_projects_history(page: Path) -> None:
     """User-facing pages describe what is (change-log wording belongs in commit messages) and name Scout-AI, never an unexplained "the reference"."""
     found = [m.group(0) for m in HISTORY.finditer(page.read_text(encoding="utf-8"))]
     assert not found, f"{page.name}: {found}"
 
 
-def test_the_docs_extra_and_the_test_extra_bring_the_site_builder():
+def test_the_docs_extra_and_the_test_extra_bring_the_site_builder() -> None:
     """pip install ".[docs]" builds the site, and the test extra (what CI installs) can run this file."""
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     docs = re.search(r"^docs = \[(.*?)\]$", pyproject, flags=re.M | re.S)

@@ -40,7 +40,7 @@ def run(command: list[str], **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900, env={**os.environ, **env})
 
 
-def test_mypy_strict_finds_no_error_in_the_package_or_the_documented_examples(documented_examples, tmp_path):
+def test_mypy_strict_finds_no_error_in_the_package_or_the_documented_examples(documented_examples: list[Path], tmp_path: Path) -> None:
     """``mypy --strict`` (settings from pyproject.toml) checks every module and documented example and reports nothing."""
     result = run([sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "cache"),
                   str(PACKAGE), *map(str, documented_examples)])
@@ -51,7 +51,7 @@ def test_mypy_strict_finds_no_error_in_the_package_or_the_documented_examples(do
     assert int(checked.group(1)) == len(package_modules()) + len(documented_examples), output
 
 
-def test_pyright_finds_no_error_in_the_package_or_the_documented_examples(documented_examples):
+def test_pyright_finds_no_error_in_the_package_or_the_documented_examples(documented_examples: list[Path]) -> None:
     """pyright (settings from pyproject.toml, this interpreter's packages) checks every module and documented example and reports nothing."""
     # PYRIGHT_PYTHON_IGNORE_WARNINGS: no look-up of the newest pyright on PyPI; the wheel bundles
     # pyright itself and the nodejs extra a node runtime, so nothing is downloaded
