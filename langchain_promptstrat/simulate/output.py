@@ -233,6 +233,8 @@ def plot(result: SimulationResult, path: str | os.PathLike[str]) -> Figure:
 
 
 _DPI = 120
+_SIZE, _DEFAULT_SIZE = 60, 140
+"""Area of a frontier point in points², the default's drawn larger."""
 
 
 def _color(i: int) -> str:
@@ -257,7 +259,7 @@ def _plot_frontier(result: SimulationResult, fig: Figure, ax: Axes) -> None:
         cost = run.cost(result.cached_fraction) / base_cost
         bold = _is_default(run.name)
         marker = "s" if run.kind == "peer" else "o"
-        size = 140 if bold else 60
+        size = _DEFAULT_SIZE if bold else _SIZE
         only, old = figures.get("outputs_only_recall"), figures.get("old_recall")
         if only is not None:
             ax.scatter([cost], [only], s=size, color=_color(i), marker=marker, zorder=3, edgecolors="black" if bold else "none")
@@ -309,7 +311,7 @@ def _place_labels(fig: Figure, ax: Axes, labels: list[tuple[float, float, int, b
     centres = [ax.transData.transform((x, y)) for x, y, _ in points]
     taken = [Bbox.from_extents(cx - r, cy - r, cx + r, cy + r)
              for (cx, cy), (_, _, size) in zip(centres, points) for r in [(size ** 0.5 / 2 + 1) * to_pixels]]
-    touching = 2 * (60 ** 0.5 / 2 + 1) * to_pixels   # two small markers side by side
+    touching = 2 * (_SIZE ** 0.5 / 2 + 1) * to_pixels   # two small markers side by side
     pixels = [ax.transData.transform((x, y)) for x, y, _, _ in labels]
     groups = [[i] for i in range(len(labels))]        # points whose markers touch, joined link by link
     merged = True
@@ -336,7 +338,7 @@ def _place_labels(fig: Figure, ax: Axes, labels: list[tuple[float, float, int, b
 
     for x, y, numbers, bold in places:
         own = ax.transData.transform((x, y))
-        edge = (140 if bold else 60) ** 0.5 / 2 + 2
+        edge = (_DEFAULT_SIZE if bold else _SIZE) ** 0.5 / 2 + 2   # the marker's radius and a gap, in points
         style: dict[str, Any] = {"fontsize": "small", "fontweight": "bold" if bold else "normal", "annotation_clip": False}
         text = ",".join(map(str, numbers))
         probe = ax.annotate(text, (x, y), xytext=(0, 0), textcoords="offset points", **style)
