@@ -17,8 +17,9 @@ from typing import Any, NamedTuple
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
-from langchain_promptstrat._memo import IdentityMemo
+from langchain_promptstrat._memo import SizedCache
 from langchain_promptstrat.messages import message_chars
+from langchain_promptstrat.messages.keys import message_key
 
 __all__ = ["Compacted", "StrategyReport", "logger", "make_report"]
 
@@ -92,24 +93,25 @@ def make_report(
 
 
 _CHARS_MEMO_SIZE = 100_000
-_chars_memo: IdentityMemo[int] = IdentityMemo(_CHARS_MEMO_SIZE)
+_chars_memo: SizedCache[int, int] = SizedCache(_CHARS_MEMO_SIZE)
+_remembered_chars = _chars_memo.lookup
 
 
 def _chars(message: BaseMessage) -> int:
-    """Return message_chars(message), remembered per live message object.
+    """Return message_chars(message), remembered by :func:`~langchain_promptstrat.messages.keys.message_key`.
 
     Strategies run before every model call on a conversation that only grows, so the same
-    message objects are measured again and again. The memo holds each message weakly (a
-    finished conversation is freed, not pinned) and checks the content and calls objects,
-    so a replaced field is a miss.
+    messages are measured again and again, and a conversation loaded from a checkpoint
+    holds equal messages as new objects: keyed by what the message is, neither is measured
+    twice (the key itself is remembered per live object, and the replaying strategies have
+    computed it already). Bounded by a count, holding no message.
     """
-    fields = message.__dict__  # a field read, not getattr: a missing attribute costs pydantic an exception
-    calls = fields.get("tool_calls")
-    content = message.content
-    n = _chars_memo.get(message, content, calls)
-    if n is None:
-        n = message_chars(message)
-        _chars_memo.put(message, n, content, calls)
+    key = message_key(message)
+    entry = _remembered_chars(key)
+    if entry is not None:
+        return entry[0]
+    n = message_chars(message)
+    _chars_memo.put(key, n, 1)
     return n
 
 

@@ -31,3 +31,22 @@ def test_a_replaced_field_of_a_remembered_message_is_measured_again():
     longer = [*messages, HumanMessage("next")]
     report = make_report("x", longer, longer[:2])
     assert report.chars_before == plain(longer) and report.chars_before > plain(messages[:2]) + 500
+
+
+def test_a_conversation_loaded_again_reports_the_same_figures():
+    """A history deserialized again (new, equal objects, as a checkpoint gives it back) reports exactly what the original did."""
+    from langchain_core.messages import messages_from_dict, messages_to_dict
+
+    prompt = list(iter_agent_run(60, seed=5))[-1]
+    first = make_report("x", prompt, prompt[2:])
+    again = messages_from_dict(messages_to_dict(prompt))
+    second = make_report("x", again, again[2:])
+    assert (second.chars_before, second.chars_after) == (first.chars_before, first.chars_after) == (plain(prompt), plain(prompt[2:]))
+
+
+def test_an_equal_looking_message_with_other_content_under_the_same_id_is_measured_anew():
+    """A message replaced by id (LangGraph's add_messages does that) with longer content is counted by what it holds now."""
+    old = [HumanMessage("task", id="h1"), AIMessage("short", id="a1")]
+    make_report("x", old, old)
+    new = [HumanMessage("task", id="h1"), AIMessage("a much longer answer than before", id="a1")]
+    assert make_report("x", new, new).chars_before == plain(new) > plain(old)

@@ -29,6 +29,8 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from langchain_promptstrat.messages.keys import message_key
+
 __all__ = ["HistoryKey", "ReplayMemo", "call_points", "history_key", "is_call_point", "message_key"]
 
 
@@ -56,38 +58,6 @@ def is_call_point(messages: Sequence[BaseMessage], length: int) -> bool:
     if length == n:
         return n > 0
     return 0 < length < n and not isinstance(messages[length], ToolMessage) and not isinstance(messages[length - 1], AIMessage)
-
-
-_PLAIN = (str, int, float, bool, type(None))
-
-
-def _value(value: Any) -> Any:
-    return value if type(value) in _PLAIN else repr(value)
-
-
-def message_key(message: BaseMessage) -> int:
-    """Return a hash of what a replay reads of ``message``: type, id, content, name, call id, tool calls, extra fields.
-
-    Read from the fields directly (a pydantic attribute miss costs microseconds); string
-    values are hashed as they are (in C, and cached by the string), others by their repr.
-    """
-    fields = message.__dict__
-    content = fields.get("content")
-    extra = fields.get("additional_kwargs")
-    key: tuple[Any, ...] = (
-        type(message), fields.get("id"), content if type(content) is str else repr(content),
-        fields.get("tool_call_id"), fields.get("name"), repr(extra) if extra else None,
-    )
-    calls = fields.get("tool_calls")
-    if calls:
-        key = (key, tuple([
-            (c.get("id"), c.get("name"), tuple([(k, _value(v)) for k, v in args.items()]) if type(args := c.get("args")) is dict else repr(args))
-            for c in calls
-        ]))
-    invalid = fields.get("invalid_tool_calls")
-    if invalid:
-        key = (key, repr(invalid))
-    return hash(key)
 
 
 class HistoryKey(NamedTuple):
