@@ -209,7 +209,7 @@ class TestInbox:
         request_abort(thread_id=THREAD, root=root, reason="enough")
         out = app.invoke(start(), CONFIG)
         assert "__interrupt__" not in out and model.calls == []
-        assert out[ABORT_KEY]["reason"] == "enough" and contents(out[ABORT_KEY]["delivered"]) == ["kept for later"]
+        assert out[ABORT_KEY]["reason"] == "enough" and out[ABORT_KEY]["notices"] == ["0-note"]
         post_to_inbox(thread_id=THREAD, root=root, content="posted since")
         out = app.invoke(start("go on"), CONFIG)
         assert out.get(ABORT_KEY) is None and contents(model.calls[0]) == ["sys", "task", "go on", "kept for later", "posted since"]
