@@ -5,7 +5,9 @@ a missing anchor or a page left out of the navigation fails here and in CI. Each
 blocks run in order in one plain subprocess (a block may use what an earlier block of the same
 page defined), offline, in a fresh directory, with no ``PROMPTSTRAT_`` variable set. A block
 that needs a PostgreSQL server says so in its first line (:data:`NEEDS_POSTGRES`); it runs
-against ``PROMPTSTRAT_TEST_DSN`` and is left out, visibly, without one.
+against ``PROMPTSTRAT_TEST_DSN`` and is left out, visibly, without one. A block that needs a
+LangGraph Server (:data:`NEEDS_LANGGRAPH`) runs against the suite's (``PROMPTSTRAT_LANGGRAPH_URL``,
+which ``.ci/run`` starts), the same way.
 """
 
 from __future__ import annotations
@@ -20,6 +22,10 @@ from pathlib import Path
 
 import pytest
 from conftest_postgres import TEST_DSN_ENV
+from langgraph_server import DEPLOYMENT
+from langgraph_server import REQUIRE_ENV as LANGGRAPH_REQUIRE_ENV
+from langgraph_server import URL_ENV as LANGGRAPH_URL_ENV
+from langgraph_server import required as langgraph_required
 
 from langchain_promptstrat.ceiling import DEFAULT_CEILING
 from langchain_promptstrat.defaults import DEFAULT_MAX_TOKENS
@@ -28,6 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 NEEDS_POSTGRES = "# needs a PostgreSQL server"
 EXAMPLE_DSN = "postgresql://user:pass@db/agents"
+NEEDS_LANGGRAPH = "# needs a LangGraph Server"
+EXAMPLE_URL = "http://127.0.0.1:2024"
 
 RUNNER = """
 import json, sys
@@ -77,6 +85,7 @@ def test_every_page_is_in_the_navigation():
 def test_every_python_block_of_a_page_runs_in_order(page, tmp_path):
     """A page's python blocks, run one after the other in one plain process, raise nothing."""
     dsn = os.environ.get(TEST_DSN_ENV, "").strip()
+    url = os.environ.get(LANGGRAPH_URL_ENV, "").strip().rstrip("/")
     blocks = []
     for number, code in enumerate(python_blocks(page)):
         if code.startswith(NEEDS_POSTGRES):
@@ -84,12 +93,27 @@ def test_every_python_block_of_a_page_runs_in_order(page, tmp_path):
                 print(f"{page.name} block {number}: left out, {TEST_DSN_ENV} is not set")
                 continue
             code = code.replace(EXAMPLE_DSN, dsn)
+        if code.startswith(NEEDS_LANGGRAPH):
+            if not url:
+                if langgraph_required():
+                    pytest.fail(f"{page.name} block {number} needs {LANGGRAPH_URL_ENV} ({LANGGRAPH_REQUIRE_ENV} is set)")
+                print(f"{page.name} block {number}: left out, {LANGGRAPH_URL_ENV} is not set")
+                continue
+            code = code.replace(EXAMPLE_URL, url)
         blocks.append((f"{page.name} block {number}", code))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PROMPTSTRAT_")}
     result = subprocess.run([sys.executable, "-c", RUNNER], input=json.dumps(blocks), capture_output=True,
                             text=True, timeout=300, cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stdout[-1500:] + result.stderr[-3000:]
     assert result.stdout.count("--- ") == len(blocks)
+
+
+def test_the_deploying_page_shows_the_langgraph_json_the_server_tests_serve():
+    """The page's langgraph.json is the test deployment's, so the example a deployer copies is the one CI runs."""
+    text = (ROOT / "docs" / "deploying.md").read_text(encoding="utf-8")
+    shown = [json.loads(block) for block in re.findall(r"```json\n(.*?)```", text, flags=re.S) if '"graphs"' in block]
+    assert shown == [json.loads((DEPLOYMENT / "langgraph.json").read_text(encoding="utf-8"))]
+    assert shown[0]["http"] == {"app": "langchain_promptstrat.server:app"}
 
 
 def test_the_docs_say_why_simulate_and_the_agents_use_different_ceilings():
