@@ -63,7 +63,7 @@ def langgraph_command() -> str:
     here = Path(sys.executable).parent / "langgraph"
     found = str(here) if here.exists() else shutil.which("langgraph")
     try:
-        import langgraph_runtime_inmem  # noqa: F401
+        import langgraph_runtime_inmem  # type: ignore[import-untyped]  # noqa: F401
         import langgraph_sdk  # noqa: F401
     except ImportError:
         found = None

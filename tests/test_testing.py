@@ -8,6 +8,7 @@ import math
 import statistics
 import warnings
 from collections import Counter
+from typing import Any
 
 import pytest
 from langchain_core.messages import (
@@ -253,7 +254,7 @@ class TestScriptedChatModel:
         model = ScriptedChatModel.long_run(4)
         agent = create_agent(model, [make_sized_tool()], checkpointer=InMemorySaver())
 
-        async def both() -> list[dict]:
+        async def both() -> list[dict[str, Any]]:
             runs = (agent.ainvoke({"messages": [HumanMessage("go")]}, {"configurable": {"thread_id": t}}) for t in "ab")
             return list(await asyncio.gather(*runs))
 
@@ -278,13 +279,15 @@ class TestScriptedChatModel:
         ids = [m.id for m in first + second]
         call_ids = [tc["id"] for m in first + second for tc in m.tool_calls]
         assert len(set(ids)) == len(ids) == 10 and len(set(call_ids)) == len(call_ids) == 8
-        assert len(add_messages(first, second)) == 10
+        stored: list[Any] = list(first)  # langgraph's Messages: a list of message-likes
+        merged = add_messages(stored, list[Any](second))
+        assert isinstance(merged, list) and len(merged) == 10
 
     def test_a_given_id_prefix_makes_ids_repeatable(self) -> None:
         """Digests of prompts need the same ids in every run: a given id_prefix gives them."""
         def ids(model: ScriptedChatModel) -> list[str]:
             out = [model.invoke("q") for _ in range(3)]
-            return [str(m.id) for m in out] + [tc["id"] for m in out for tc in m.tool_calls]
+            return [str(m.id) for m in out] + [str(tc["id"]) for m in out for tc in m.tool_calls]
 
         assert ids(ScriptedChatModel.long_run(2, id_prefix="bench")) == ids(ScriptedChatModel.long_run(2, id_prefix="bench"))
         assert ids(ScriptedChatModel.long_run(2, id_prefix="bench"))[0] == "ai_bench_0001"

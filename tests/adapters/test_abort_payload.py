@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,18 +23,18 @@ THREAD = "deploy-7"
 CONFIG: Any = {"configurable": {"thread_id": THREAD}, "recursion_limit": 50}
 
 
-def middleware_agent(root, include_paths: bool) -> Any:
-    strategies = ["shorten_tools", Inbox(root=root, include_paths=include_paths)]
+def middleware_agent(root: Path, include_paths: bool) -> Any:
+    strategies: list[Any] = ["shorten_tools", Inbox(root=root, include_paths=include_paths)]
     return create_agent(ScriptedChatModel.long_run(2), [make_sized_tool()],
                         middleware=[PromptStrategyMiddleware(strategies)], checkpointer=InMemorySaver())
 
 
-def hook_agent(root, include_paths: bool) -> Any:
+def hook_agent(root: Path, include_paths: bool) -> Any:
     hook = pre_model_hook(["shorten_tools", Inbox(root=root, include_paths=include_paths)])
     return create_react_agent(ScriptedChatModel.long_run(2), [make_sized_tool()], pre_model_hook=hook, checkpointer=InMemorySaver())
 
 
-def node_graph(root, include_paths: bool) -> Any:
+def node_graph(root: Path, include_paths: bool) -> Any:
     graph = StateGraph(MessagesState)
     graph.add_node("inbox", make_inbox_node(root=root, include_paths=include_paths))
     graph.add_node("model", lambda state: {"messages": [AIMessage("answer")]})
@@ -46,7 +47,7 @@ def node_graph(root, include_paths: bool) -> Any:
 FRONT_ENDS = {"middleware": middleware_agent, "hook": hook_agent, "node": node_graph}
 
 
-def interrupted_payload(front_end: str, root, *, include_paths: bool = False) -> dict[str, Any]:
+def interrupted_payload(front_end: str, root: Path, *, include_paths: bool = False) -> dict[str, Any]:
     post_to_inbox(thread_id=THREAD, root=root, content="use the staging database", name="0-staging")
     post_to_inbox(thread_id=THREAD, root=root, content="and be quick", name="1-quick")
     request_abort(thread_id=THREAD, root=root, reason="wait for review")
@@ -57,7 +58,7 @@ def interrupted_payload(front_end: str, root, *, include_paths: bool = False) ->
 
 
 @pytest.mark.parametrize("front_end", sorted(FRONT_ENDS))
-def test_the_payload_names_the_thread_the_reason_and_the_notices_and_no_server_path(front_end, tmp_path):
+def test_the_payload_names_the_thread_the_reason_and_the_notices_and_no_server_path(front_end: str, tmp_path: Path) -> None:
     """A server hands the interrupt to every API client: it says which thread stopped, why, and what was taken, by name only."""
     payload = interrupted_payload(front_end, tmp_path)
     assert payload == {"type": "inbox_abort", "thread_id": THREAD, "reason": "wait for review", "abort": "abort",
@@ -66,7 +67,7 @@ def test_the_payload_names_the_thread_the_reason_and_the_notices_and_no_server_p
 
 
 @pytest.mark.parametrize("front_end", sorted(FRONT_ENDS))
-def test_include_paths_adds_where_the_abort_lies_and_the_inbox(front_end, tmp_path):
+def test_include_paths_adds_where_the_abort_lies_and_the_inbox(front_end: str, tmp_path: Path) -> None:
     """A local operator who asks for them gets the consumed abort's path and the inbox's place, once each."""
     payload = interrupted_payload(front_end, tmp_path, include_paths=True)
     assert payload["path"] == str(tmp_path / f"{THREAD}.inbox_removed" / "abort")
@@ -74,7 +75,7 @@ def test_include_paths_adds_where_the_abort_lies_and_the_inbox(front_end, tmp_pa
     assert payload["notices"] == ["0-staging", "1-quick"] and payload["reason"] == "wait for review"
 
 
-def test_an_empty_abort_has_a_reason_without_a_path(tmp_path):
+def test_an_empty_abort_has_a_reason_without_a_path(tmp_path: Path) -> None:
     """A blank abort falls back to a sentence; that sentence reaches clients, so it names no server path."""
     request_abort(thread_id=THREAD, root=tmp_path)
     out = node_graph(tmp_path, False).invoke({"messages": [HumanMessage("task")]}, CONFIG)
@@ -82,7 +83,7 @@ def test_an_empty_abort_has_a_reason_without_a_path(tmp_path):
     assert payload["reason"] == "abort requested through the inbox (an empty abort file)" and payload["notices"] == []
 
 
-def test_a_second_abort_is_named_as_the_history_holds_it(tmp_path):
+def test_a_second_abort_is_named_as_the_history_holds_it(tmp_path: Path) -> None:
     """After an earlier abort the history keeps both; the payload names the new one as GET /threads/{id}/inbox lists it."""
     app = node_graph(tmp_path, False)
     request_abort(thread_id=THREAD, root=tmp_path, reason="first")

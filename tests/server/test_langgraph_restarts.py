@@ -115,7 +115,7 @@ def run_through_a_restart(server: LangGraphServer, how: signal.Signals, tally: T
         assert len(ids) == len(set(ids))
 
 
-def test_a_server_stopped_mid_run_and_restarted_neither_loses_nor_doubles_a_notice(tmp_path):
+def test_a_server_stopped_mid_run_and_restarted_neither_loses_nor_doubles_a_notice(tmp_path: Path) -> None:
     """Kill -9 (once the runtime has written its files) and a clean stop, each with both front ends mid-run."""
     tally = Tally()
     for server in own_server(tmp_path):
@@ -125,7 +125,9 @@ def test_a_server_stopped_mid_run_and_restarted_neither_loses_nor_doubles_a_noti
     assert (tally.posted, tally.delivered, tally.duplicated, tally.lost, tally.restarts) == (8, 8, 0, 0, 2)
 
 
-def test_two_servers_on_one_postgresql_inbox_deliver_each_notice_exactly_once(tmp_path, postgres_dsn, postgres_schema):  # noqa: F811
+def test_two_servers_on_one_postgresql_inbox_deliver_each_notice_exactly_once(
+    tmp_path: Path, postgres_dsn: str, postgres_schema: str  # noqa: F811
+) -> None:
     """Two replicas serve the same thread ids from one database: their runs race for each notice and one of them gets it."""
     sep = "&" if "?" in postgres_dsn else "?"
     dsn = f"{postgres_dsn}{sep}options=-csearch_path%3D{postgres_schema}"
@@ -134,7 +136,8 @@ def test_two_servers_on_one_postgresql_inbox_deliver_each_notice_exactly_once(tm
     shared = {"PROMPTSTRAT_INBOX_DSN": dsn, "PROMPTSTRAT_TEST_GATES": str(gates_folder)}
     tally = Tally()
     first_home, second_home = tmp_path / "replica-1", tmp_path / "replica-2"
-    first_home.mkdir(), second_home.mkdir()
+    first_home.mkdir()
+    second_home.mkdir()
     for first in own_server(first_home, **shared):
         for second in own_server(second_home, **shared):
             servers = [first, second]

@@ -10,6 +10,7 @@ suite's, under ``.ci/run``).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -21,7 +22,7 @@ TASK = {"messages": [{"role": "user", "content": "Pass the three gates."}]}
 
 
 @pytest.fixture(scope="module")
-def deployment(tmp_path_factory):
+def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
     yield from shared_deployment(tmp_path_factory)
 
 
@@ -59,7 +60,7 @@ def settled_listing(deployment: Deployment, thread_id: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("graph", GRAPHS)
-def test_a_run_passes_every_gate_and_the_state_keeps_each_output(deployment, client, graph):
+def test_a_run_passes_every_gate_and_the_state_keeps_each_output(deployment: Deployment, client: Any, graph: str) -> None:
     """A run started over the API finishes with the scripted answer, every tool call paired with its output."""
     thread = new_thread(client)
     final = client.runs.wait(thread, graph, input=TASK)
@@ -71,7 +72,9 @@ def test_a_run_passes_every_gate_and_the_state_keeps_each_output(deployment, cli
 
 
 @pytest.mark.parametrize("graph", GRAPHS)
-def test_a_notice_posted_over_http_mid_run_reaches_the_next_model_call_once_and_stays(deployment, client, graph):
+def test_a_notice_posted_over_http_mid_run_reaches_the_next_model_call_once_and_stays(
+    deployment: Deployment, client: Any, graph: str
+) -> None:
     """The run is held in its first tool call while the notice is posted: it must join the conversation right there, once."""
     thread = new_thread(client)
     gates = Gates(deployment.gates, thread).hold()
@@ -89,7 +92,7 @@ def test_a_notice_posted_over_http_mid_run_reaches_the_next_model_call_once_and_
 
 
 @pytest.mark.parametrize("graph", GRAPHS)
-def test_an_abort_over_http_interrupts_the_thread_and_a_resume_finishes_it(deployment, client, graph):
+def test_an_abort_over_http_interrupts_the_thread_and_a_resume_finishes_it(deployment: Deployment, client: Any, graph: str) -> None:
     """POST /abort stops the run before its next model call; the client sees why, without server paths, and resumes."""
     thread = new_thread(client)
     gates = Gates(deployment.gates, thread).hold()
@@ -111,7 +114,7 @@ def test_an_abort_over_http_interrupts_the_thread_and_a_resume_finishes_it(deplo
 
 
 @pytest.mark.parametrize("graph", GRAPHS)
-def test_reports_arrive_on_the_custom_stream_small_enough_for_every_call(deployment, client, graph):
+def test_reports_arrive_on_the_custom_stream_small_enough_for_every_call(deployment: Deployment, client: Any, graph: str) -> None:
     """stream_mode="custom" is the SDK's way to see the strategies' reports: each model call sends small ones there."""
     thread = new_thread(client)
     chunks = list(client.runs.stream(thread, graph, input=TASK, stream_mode="custom"))
@@ -122,7 +125,7 @@ def test_reports_arrive_on_the_custom_stream_small_enough_for_every_call(deploym
     assert max(len(json.dumps(r)) for r in reports) < 2000
 
 
-def test_two_threads_at_once_keep_their_own_notices_and_scripts(deployment, client):
+def test_two_threads_at_once_keep_their_own_notices_and_scripts(deployment: Deployment, client: Any) -> None:
     """Two runs in flight on one server, one per front end: each gets its own notice and its whole script, nothing of the other's."""
     threads = {graph: new_thread(client) for graph in GRAPHS}
     gates = {graph: Gates(deployment.gates, thread).hold() for graph, thread in threads.items()}
