@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -189,6 +190,7 @@ class Deployment:
         return get_sync_client(url=self.url)
 
 
+@contextmanager
 def own_server(home: Path, **env: str) -> Iterator[LangGraphServer]:
     """Yield a started server of the deployment with an absolute inbox root under ``home`` (or ``env``'s); always stopped."""
     env.setdefault("PROMPTSTRAT_INBOX_ROOT", str(home / "inboxes"))
@@ -211,7 +213,7 @@ def shared_deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Depl
     if required():
         unavailable(f"{URL_ENV} is not set: .ci/run starts the suite's LangGraph Server")
     langgraph_command()
-    for server in own_server(tmp_path_factory.mktemp("langgraph")):
+    with own_server(tmp_path_factory.mktemp("langgraph")) as server:
         yield Deployment(server.url, server.gates, server)
 
 

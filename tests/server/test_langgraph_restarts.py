@@ -118,7 +118,7 @@ def run_through_a_restart(server: LangGraphServer, how: signal.Signals, tally: T
 def test_a_server_stopped_mid_run_and_restarted_neither_loses_nor_doubles_a_notice(tmp_path: Path) -> None:
     """Kill -9 (once the runtime has written its files) and a clean stop, each with both front ends mid-run."""
     tally = Tally()
-    for server in own_server(tmp_path):
+    with own_server(tmp_path) as server:
         run_through_a_restart(server, signal.SIGKILL, tally)
         run_through_a_restart(server, signal.SIGTERM, tally)
     print(f"\nrestarts: {tally}")
@@ -138,32 +138,31 @@ def test_two_servers_on_one_postgresql_inbox_deliver_each_notice_exactly_once(
     first_home, second_home = tmp_path / "replica-1", tmp_path / "replica-2"
     first_home.mkdir()
     second_home.mkdir()
-    for first in own_server(first_home, **shared):
-        for second in own_server(second_home, **shared):
-            servers = [first, second]
-            clients = [Deployment(s.url, gates_folder, s).client() for s in servers]
-            threads = {graph: str(uuid.uuid4()) for graph in GRAPHS}  # the server takes UUIDs only
-            posted: dict[str, list[str]] = {graph: [] for graph in GRAPHS}
-            for graph, thread in threads.items():
-                gates = Gates(gates_folder, thread).hold()
-                for client in clients:
-                    client.threads.create(thread_id=thread)
-                    client.runs.create(thread, graph, input=TASK)
-                for step in (1, 2):
-                    gates.wait_entered(step, runs=2)
-                    for i in range(3):
-                        posted[graph].append(f"notice {step}.{i} for {graph}")
-                        post_notice(servers[i % 2].url, thread, posted[graph][-1])
-                    gates.open(step)  # both replicas' runs go on together and race for the notices
-                gates.release()
-            for graph, thread in threads.items():
-                for client in clients:
-                    wait_for(lambda c=client: c.threads.get(thread)["status"] == "idle", f"{thread} to finish", 60, 0.05)
-                conversations = [stored_texts(client, thread) for client in clients]
-                tally.count(posted[graph], conversations)
-                shares = [sum(texts.count(content) for content in posted[graph]) for texts in conversations]
-                print(f"\n{graph}: the replicas delivered {shares[0]} and {shares[1]} of {len(posted[graph])}", end="")
-                assert sorted(e["preview"] for e in settled(first.url, thread)["delivered"]) == sorted(posted[graph])
-                assert all(texts[-1] == "done" for texts in conversations)
+    with own_server(first_home, **shared) as first, own_server(second_home, **shared) as second:
+        servers = [first, second]
+        clients = [Deployment(s.url, gates_folder, s).client() for s in servers]
+        threads = {graph: str(uuid.uuid4()) for graph in GRAPHS}  # the server takes UUIDs only
+        posted: dict[str, list[str]] = {graph: [] for graph in GRAPHS}
+        for graph, thread in threads.items():
+            gates = Gates(gates_folder, thread).hold()
+            for client in clients:
+                client.threads.create(thread_id=thread)
+                client.runs.create(thread, graph, input=TASK)
+            for step in (1, 2):
+                gates.wait_entered(step, runs=2)
+                for i in range(3):
+                    posted[graph].append(f"notice {step}.{i} for {graph}")
+                    post_notice(servers[i % 2].url, thread, posted[graph][-1])
+                gates.open(step)  # both replicas' runs go on together and race for the notices
+            gates.release()
+        for graph, thread in threads.items():
+            for client in clients:
+                wait_for(lambda c=client: c.threads.get(thread)["status"] == "idle", f"{thread} to finish", 60, 0.05)
+            conversations = [stored_texts(client, thread) for client in clients]
+            tally.count(posted[graph], conversations)
+            shares = [sum(texts.count(content) for content in posted[graph]) for texts in conversations]
+            print(f"\n{graph}: the replicas delivered {shares[0]} and {shares[1]} of {len(posted[graph])}", end="")
+            assert sorted(e["preview"] for e in settled(first.url, thread)["delivered"]) == sorted(posted[graph])
+            assert all(texts[-1] == "done" for texts in conversations)
     print(f"\ntwo replicas: {tally}")
     assert (tally.posted, tally.delivered, tally.duplicated, tally.lost) == (12, 12, 0, 0)
