@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Iterator
+from typing import NoReturn
 
 import pytest
 
@@ -26,7 +28,7 @@ def postgres_required() -> bool:
     return os.environ.get(REQUIRE_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
-def unavailable(reason: str) -> None:
+def unavailable(reason: str) -> NoReturn:
     """Skip with ``reason``, or fail with it when the environment requires PostgreSQL."""
     if postgres_required():
         pytest.fail(f"{reason} ({REQUIRE_ENV} is set: the PostgreSQL tests must run here)", pytrace=False)
@@ -51,7 +53,7 @@ def postgres_dsn() -> str:
 
 
 @pytest.fixture(scope="session")
-def postgres_schema(postgres_dsn):
+def postgres_schema(postgres_dsn: str) -> Iterator[str]:
     """A fresh schema holding the inbox tables for this test session, dropped at its end."""
     import psycopg
     from psycopg import sql

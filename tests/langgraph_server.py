@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -52,7 +52,7 @@ def required() -> bool:
     return os.environ.get(REQUIRE_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
-def unavailable(reason: str) -> None:
+def unavailable(reason: str) -> NoReturn:
     """Skip with ``reason``, or fail with it when the environment requires a LangGraph Server."""
     if required():
         pytest.fail(f"{reason} ({REQUIRE_ENV} is set: the LangGraph Server tests must run here)", pytrace=False)
