@@ -44,9 +44,10 @@ class InboxError(PromptStratError, OSError):
 class InboxAborted(PromptStratError, RuntimeError):
     """A person asked the run to stop by dropping an ``abort`` file into the inbox.
 
-    ``reason`` is the file's stripped content (or a sentence naming the consumed file when
-    it was blank), ``path`` where the consumed file now lies, and ``delivered`` the notices
-    consumed before it in the same pickup, so a caller can still show them.
+    ``reason`` is the file's stripped content (or a sentence saying it was empty or
+    unreadable; never a path), ``path`` where the consumed file now lies (for a local
+    caller: a server's interrupt payload leaves it out unless asked), and ``delivered`` the
+    notices consumed before it in the same pickup, so a caller can still show them.
     """
 
     def __init__(self, reason: str, *, path: str | None = None, delivered: Sequence[BaseMessage] | None = None) -> None:

@@ -11,7 +11,9 @@ the block and the heading or code block before it, and the block itself: each
 runs on the core alone, which has none of the extras' packages, so an example that needs an
 extra its page does not name fails here. A block that needs a PostgreSQL server says so in its
 first line (:data:`NEEDS_POSTGRES`); it runs against ``PROMPTSTRAT_TEST_DSN``, and without one
-it is skipped (a failure where ``PROMPTSTRAT_REQUIRE_POSTGRES`` is set, as in CI).
+it is skipped (a failure where ``PROMPTSTRAT_REQUIRE_POSTGRES`` is set, as in CI). A block that
+needs a LangGraph Server (:data:`NEEDS_LANGGRAPH`) runs against the suite's
+(``PROMPTSTRAT_LANGGRAPH_URL``, which ``.ci/run`` starts) the same way.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ from pathlib import Path
 
 import pytest
 from conftest_postgres import TEST_DSN_ENV, unavailable
+from langgraph_server import DEPLOYMENT
+from langgraph_server import URL_ENV as LANGGRAPH_URL_ENV
+from langgraph_server import unavailable as langgraph_unavailable
 
 from langchain_promptstrat.ceiling import DEFAULT_CEILING
 from langchain_promptstrat.defaults import DEFAULT_MAX_TOKENS
@@ -36,6 +41,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 NEEDS_POSTGRES = "# needs a PostgreSQL server"
 EXAMPLE_DSN = "postgresql://user:pass@db/agents"
+NEEDS_LANGGRAPH = "# needs a LangGraph Server"
+EXAMPLE_URL = "http://127.0.0.1:2024"
 INSTALL_EXTRAS = re.compile(r'pip install "\.\[([\w,-]+)\]"')
 
 
@@ -189,6 +196,11 @@ def test_every_python_block_runs_after_the_install_its_page_names(example: Examp
         if not dsn:
             unavailable(f"{example.label} needs a PostgreSQL server: set {TEST_DSN_ENV} or run .ci/run")
         code = code.replace(EXAMPLE_DSN, dsn)
+    if code.startswith(NEEDS_LANGGRAPH):
+        url = os.environ.get(LANGGRAPH_URL_ENV, "").strip().rstrip("/")
+        if not url:
+            langgraph_unavailable(f"{example.label} needs a LangGraph Server: set {LANGGRAPH_URL_ENV} or run .ci/run")
+        code = code.replace(EXAMPLE_URL, url)
     result = run_plain(plain_install(example.extras), code, tmp_path)
     assert result.returncode == 0, f"{example.label} with extras {sorted(example.extras)}:\n{result.stderr[-3000:]}"
     assert "Traceback" not in result.stderr
@@ -219,3 +231,11 @@ def test_the_docs_extra_and_the_test_extra_bring_the_site_builder() -> None:
     assert docs and test
     for requirement in ("mkdocs", "mkdocs-material"):
         assert f'"{requirement}>=' in docs.group(1) and f'"{requirement}>=' in test.group(1)
+
+
+def test_the_deploying_page_shows_the_langgraph_json_the_server_tests_serve() -> None:
+    """The page's langgraph.json is the test deployment's, so the example a deployer copies is the one CI runs."""
+    text = (ROOT / "docs" / "deploying.md").read_text(encoding="utf-8")
+    shown = [json.loads(block) for block in re.findall(r"```json\n(.*?)```", text, flags=re.S) if '"graphs"' in block]
+    assert shown == [json.loads((DEPLOYMENT / "langgraph.json").read_text(encoding="utf-8"))]
+    assert shown[0]["http"] == {"app": "langchain_promptstrat.server:app"}

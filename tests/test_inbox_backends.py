@@ -261,13 +261,14 @@ class TestContract:
         assert sorted(inbox_backend.history(store)) == ["0-first", "Abort", "abort"]
         assert pick_up_through_the_strategy(inbox_backend) == ["abort.txt", "my-abort", "zz"]
 
-    def test_an_empty_abort_aborts_with_a_reason_naming_where_it_lies(self, inbox_backend):
-        """A blank reason falls back to a sentence carrying the consumed abort's place in the history."""
+    def test_an_empty_abort_aborts_with_a_default_reason_and_its_place_apart(self, inbox_backend):
+        """A blank reason falls back to a sentence; the consumed abort's place in the history is the error's path only."""
         store = inbox_backend.store
         store.request_abort("")
         with pytest.raises(InboxAborted) as caught:
             pick_up_through_the_strategy(inbox_backend)
-        assert caught.value.path in caught.value.reason and "empty abort" in caught.value.reason
+        assert caught.value.reason == "abort requested through the inbox (an empty abort file)"
+        assert caught.value.path is not None and caught.value.path.endswith("/abort")
 
     def test_the_history_keeps_every_delivery_with_its_posting_time(self, inbox_backend):
         """Each delivered notice stays in the history with the time it was posted, oldest first."""

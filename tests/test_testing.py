@@ -8,6 +8,7 @@ import math
 import statistics
 import warnings
 from collections import Counter
+from typing import Any
 
 import pytest
 from langchain_core.messages import (
@@ -95,14 +96,14 @@ class TestScriptedChatModel:
         assert model.invoke("3").content == "done"
         assert ScriptedChatModel(final_answer="over").invoke("q").content == "over"
 
-    def test_tool_call_and_message_ids_are_deterministic(self) -> None:
-        """Missing tool-call ids are numbered call_0001... by script position, answers ai_0001..."""
+    def test_plain_ids_are_numbered_by_script_position(self) -> None:
+        """With id_prefix="" missing tool-call ids are call_0001... by script position, answers ai_0001...: the same every run."""
         script = [
             {"tool_calls": [{"name": "a", "args": {}}, {"name": "b", "args": {}}]},
             AIMessage(content="", tool_calls=[{"name": "c", "args": {}, "id": None}]),
             {"tool_calls": [{"name": "d", "args": {}, "id": "mine"}]},
         ]
-        model = ScriptedChatModel(script)
+        model = ScriptedChatModel(script, id_prefix="")
         outs = [model.invoke("q") for _ in range(4)]
         assert [tc["id"] for o in outs[:3] for tc in o.tool_calls] == [
             "call_0001",
@@ -167,7 +168,7 @@ class TestScriptedChatModel:
             return first, chunks
 
         first, chunks = asyncio.run(go())
-        assert first.tool_calls[0]["id"] == "call_0001"
+        assert first.tool_calls[0]["id"] == f"call_{model.id_prefix}_0001"
         assert "".join(str(c.content) for c in chunks) == "final"
         assert len(model.calls) == 2
 
@@ -228,7 +229,68 @@ class TestScriptedChatModel:
         # the default repeat_rate 0.08 of 300 calls expects 24 repeats; the bounds only rule out "none" and "far too many"
         assert 5 <= sum(v - 1 for v in keys.values()) <= 50
         assert {tc["name"] for tc in a} == {"fetch", "search"}
-        assert a == calls(0) and a != calls(1)
+        assert [_call_key(tc) for tc in a] == [_call_key(tc) for tc in calls(0)]
+        assert [_call_key(tc) for tc in a] != [_call_key(tc) for tc in calls(1)]
+
+    def test_each_thread_plays_the_whole_script_from_its_start(self) -> None:
+        """A server shares one graph, so one model, between threads: each thread must get the script from step one."""
+        from langchain.agents import create_agent
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        model = ScriptedChatModel.long_run(3, final_answer="finished")
+        agent = create_agent(model, [make_sized_tool()], checkpointer=InMemorySaver())
+        for thread in ("first", "second"):
+            out = agent.invoke({"messages": [HumanMessage("go")]}, {"configurable": {"thread_id": thread}})
+            assert sum(isinstance(m, ToolMessage) for m in out["messages"]) == 3
+            assert out["messages"][-1].content == "finished"
+            assert model.position(thread) == 4
+        assert model.position() == 0 and model.cursor == 8 and model.exhausted
+
+    def test_threads_running_at_once_keep_their_own_positions(self) -> None:
+        """Two runs interleaved on one event loop do not take each other's steps."""
+        from langchain.agents import create_agent
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        model = ScriptedChatModel.long_run(4)
+        agent = create_agent(model, [make_sized_tool()], checkpointer=InMemorySaver())
+
+        async def both() -> list[dict[str, Any]]:
+            runs = (agent.ainvoke({"messages": [HumanMessage("go")]}, {"configurable": {"thread_id": t}}) for t in "ab")
+            return list(await asyncio.gather(*runs))
+
+        outs = asyncio.run(both())
+        assert [sum(isinstance(m, ToolMessage) for m in out["messages"]) for out in outs] == [4, 4]
+        assert [tc["args"] for tc in _tool_calls(outs[0]["messages"])] == [tc["args"] for tc in _tool_calls(outs[1]["messages"])]
+
+    def test_calls_outside_a_thread_share_one_position(self) -> None:
+        """Without a thread id (a plain invoke) the model steps through its script as one sequence."""
+        model = ScriptedChatModel(["a", "b"])
+        assert [model.invoke("q").content for _ in range(3)] == ["a", "b", "done"]
+        assert model.position() == 3 and model.position("other") == 0
+
+    def test_two_instances_never_hand_out_the_same_id(self) -> None:
+        """A model rebuilt after a server restart must not reuse an id, or add_messages replaces a stored answer."""
+        from langgraph.graph.message import add_messages
+
+        def answers(model: ScriptedChatModel) -> list[AIMessage]:
+            return [model.invoke("q") for _ in range(5)]
+
+        first, second = answers(ScriptedChatModel.long_run(4)), answers(ScriptedChatModel.long_run(4))
+        ids = [m.id for m in first + second]
+        call_ids = [tc["id"] for m in first + second for tc in m.tool_calls]
+        assert len(set(ids)) == len(ids) == 10 and len(set(call_ids)) == len(call_ids) == 8
+        stored: list[Any] = list(first)  # langgraph's Messages: a list of message-likes
+        merged = add_messages(stored, list[Any](second))
+        assert isinstance(merged, list) and len(merged) == 10
+
+    def test_a_given_id_prefix_makes_ids_repeatable(self) -> None:
+        """Digests of prompts need the same ids in every run: a given id_prefix gives them."""
+        def ids(model: ScriptedChatModel) -> list[str]:
+            out = [model.invoke("q") for _ in range(3)]
+            return [str(m.id) for m in out] + [str(tc["id"]) for m in out for tc in m.tool_calls]
+
+        assert ids(ScriptedChatModel.long_run(2, id_prefix="bench")) == ids(ScriptedChatModel.long_run(2, id_prefix="bench"))
+        assert ids(ScriptedChatModel.long_run(2, id_prefix="bench"))[0] == "ai_bench_0001"
 
 
 # --------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ The adapters only read their input and shape their output.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import warnings
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -35,7 +36,7 @@ from langchain_promptstrat.inbox.delivery import notice_ids, pick_up, printable,
 from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.inbox.locate import InboxBackendSpec, check_backend, inbox_for_config, save_file_for_config
 from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV, inbox_root
-from langchain_promptstrat.messages import keep_prompt_floor, mark  # keep_prompt_floor: re-exported
+from langchain_promptstrat.messages import keep_prompt_floor, mark, mark_of  # keep_prompt_floor: re-exported
 from langchain_promptstrat.report import logger
 from langchain_promptstrat.registry import StrategySpec, prompt_for_model, resolve_strategies  # prompt_for_model: also re-exported
 from langchain_promptstrat.settings import Settings
@@ -48,6 +49,7 @@ __all__ = [
     "InboxDelivery",
     "InboxSource",
     "StoredNoticeIds",
+    "abort_payload",
     "deliver_inbox",
     "has_checkpointer",
     "keep_prompt_floor",
@@ -202,6 +204,23 @@ def _acknowledge_abort(store: InboxBackend, token: str | None) -> Path | str | N
         return None
 
 
+def abort_payload(config: RunnableConfig | None, reason: str, path: str | None, notices: Sequence[BaseMessage]) -> dict[str, Any]:
+    """Return the interrupt payload of an inbox abort: ``type``, ``thread_id``, ``reason``, ``abort`` and ``notices``.
+
+    ``abort`` is the name the consumed abort bears in the inbox's history (``abort``, or
+    ``abort.1`` beside an earlier one) and ``notices`` the names of the notices consumed
+    before it, as ``GET /threads/{thread_id}/inbox`` and ``promptstrat inbox ls`` list them;
+    ``thread_id`` is the run's (None when its config names none). No server path: an API
+    client reads this payload.
+    """
+    thread = ((config or {}).get("configurable") or {}).get("thread_id")
+    marks = [mark_of(m) or {} for m in notices]
+    names = [str(m["file"]) for m in marks if m.get("file") is not None]
+    name = printable(re.split(r"[/\\]", path)[-1]) if path else ABORT_FILE
+    return {"type": INBOX_ABORT, "thread_id": None if thread is None else str(thread), "reason": reason,
+            "abort": name, "notices": names}
+
+
 class InboxDelivery(NamedTuple):
     """What one delivery took from the inbox: the notices, and the abort it stopped at (``on_abort="return"``)."""
 
@@ -218,6 +237,7 @@ def deliver_inbox(
     held: Collection[str] = frozenset(),
     settle: bool = True,
     stored: Callable[[], Collection[str] | None] | None = None,
+    include_paths: bool = False,
 ) -> InboxDelivery:
     """Return the notices of ``inbox`` (a save file, or any inbox backend), handling ``abort`` as ``on_abort`` says.
 
@@ -228,19 +248,18 @@ def deliver_inbox(
     has stored) the notices returned are acknowledged once it lists them
     (:func:`~langchain_promptstrat.inbox.delivery.settle_when_stored`).
 
-    ``interrupt`` calls ``interrupt({"type": "inbox_abort", "reason", "path", "delivered",
-    "save_file"})`` and, once resumed, picks up again (a non-empty string resume value
-    becomes a user message marked ``inbox_resume``); without a checkpointer nothing could
-    be resumed, so it raises :class:`InboxAborted` at once, with a note saying so. ``raise``
-    always raises. ``return`` stops and returns the abort (its payload) next to the notices
-    consumed before it. Each pickup is a LangGraph task, so a step re-executed on resume
+    ``interrupt`` calls ``interrupt(payload)`` with the :func:`abort_payload` (the thread,
+    the reason, the names of the abort and of the notices consumed before it; the server
+    paths ``path`` and ``inbox`` only with ``include_paths=True``, since every API client of
+    a server sees the payload) and, once resumed, picks up again (a non-empty string resume
+    value becomes a user message marked ``inbox_resume``); without a checkpointer nothing
+    could be resumed, so it raises :class:`InboxAborted` at once, with a note saying so.
+    ``raise`` always raises. ``return`` stops and returns the abort (its payload) next to
+    the notices consumed before it. Each pickup is a LangGraph task, so a step re-executed on resume
     replays it: the abort is not seen twice and no notice is lost or delivered twice.
     """
-    store: InboxBackend
-    if isinstance(inbox, (str, os.PathLike)):
-        where, store = os.fspath(inbox), DirectoryInbox.for_save_file(inbox)
-    else:
-        where, store = inbox.location, inbox
+    store = DirectoryInbox.for_save_file(inbox) if isinstance(inbox, (str, os.PathLike)) else inbox
+    where = store.location
     notices: list[BaseMessage] = []
     while True:
         taken = held if not notices else frozenset(held) | notice_ids(notices)
@@ -253,18 +272,17 @@ def deliver_inbox(
         # The pickup task's result, abort included, is in the checkpoint (or, without a checkpointer, acted on
         # now): the abort is spent. A replayed task acknowledges again, which finds nothing left to do.
         recorded = _acknowledge_abort(store, picked["abort"].get("token"))
-        payload = {"type": INBOX_ABORT, **{k: v for k, v in picked["abort"].items() if k != "token"},
-                   "delivered": picked["delivered"], "save_file": where}
-        if recorded is not None:
-            payload["path"] = printable(str(recorded))
-            payload["reason"] = payload["reason"].replace(picked["abort"]["path"], payload["path"])
+        path = printable(str(recorded)) if recorded is not None else picked["abort"]["path"]
+        payload = abort_payload(config, picked["abort"]["reason"], path, picked["delivered"])
+        if include_paths:
+            payload.update(path=path, inbox=printable(where))
         can_resume = has_checkpointer(config)
         if on_abort == "return":
             if stored is not None and not settle:
                 settle_when_stored(store, notices, stored)
-            return InboxDelivery(notices, {**payload, "delivered": notices})
+            return InboxDelivery(notices, payload)
         if on_abort == "raise" or not can_resume:
-            error = InboxAborted(payload["reason"], path=payload["path"], delivered=notices)
+            error = InboxAborted(payload["reason"], path=path, delivered=notices)
             if on_abort == "interrupt":
                 _add_note(error, NO_CHECKPOINTER_NOTE)
             raise error
@@ -286,6 +304,7 @@ class InboxSource:
         if root is None and backend is None and inboxes:  # the adapter's arguments win over the strategy's
             root, backend = inboxes[0].root, inboxes[0].backend
         self.allow_save_file = bool(inboxes) and inboxes[0].allow_save_file
+        self.include_paths = bool(inboxes) and inboxes[0].include_paths
         self.root = root
         self.backend = check_backend(backend, root)
         if root is not None:
@@ -332,7 +351,9 @@ class InboxSource:
         store = self.store(config)
         if store is None:
             return save_file, InboxDelivery([])
-        return save_file, deliver_inbox(store, config, on_abort=on_abort, seen=seen, held=held, settle=settle, stored=stored)
+        return save_file, deliver_inbox(
+            store, config, on_abort=on_abort, seen=seen, held=held, settle=settle, stored=stored, include_paths=self.include_paths
+        )
 
 
 # --------------------------------------------------------------------------- the state
@@ -453,6 +474,7 @@ def make_inbox_node(
     persist: bool = True,
     backend: InboxBackendSpec = None,
     allow_save_file: bool = False,
+    include_paths: bool = False,
 ) -> GraphHook:
     """Return a node ``(state, config) -> update`` that delivers the thread's inbox notices.
 
@@ -463,18 +485,20 @@ def make_inbox_node(
     notices}`` for use as a ``pre_model_hook``: the model sees them once, the state never
     does (the reference system's behaviour).
 
-    On an ``abort`` file the node calls ``interrupt({"type": "inbox_abort", "reason",
-    "path", "delivered", "save_file"})``; the caller sees it under ``__interrupt__``.
+    On an ``abort`` file the node calls ``interrupt(payload)`` with the
+    :func:`abort_payload` (``type``, ``thread_id``, ``reason``, ``abort``, ``notices``; the
+    server paths ``path`` and ``inbox`` too with ``include_paths=True``); the caller sees it
+    under ``__interrupt__``.
     ``Command(resume=value)`` re-executes the node from the top. The pickup runs as a
     LangGraph task, whose result the checkpointer saved, so the re-execution gets the
     same pickup back without touching the disk: the abort is not seen again, and the
-    notices consumed before it (``delivered``) are returned as this node's update, neither
+    notices consumed before it are returned as this node's update, neither
     lost nor delivered twice. The node then picks up again, so files posted while the run
     was paused (and those that sorted after ``abort``) are delivered right away; a second
     ``abort`` interrupts again. A non-empty string ``value`` is appended as a user message
     (marked ``inbox_resume``); any other value only resumes. A run started with new input
-    instead of ``Command(resume=...)`` abandons the interrupted step: its notices then live
-    only in the interrupt payload and in the ``.inbox_removed`` directory.
+    instead of ``Command(resume=...)`` abandons the interrupted step: its notices (named in
+    the interrupt payload) then live only in the inbox's history.
 
     Without a checkpointer nothing could be resumed, so the node raises
     :class:`InboxAborted` (reason, path, ``delivered``) out of ``invoke`` instead of
@@ -496,7 +520,7 @@ def make_inbox_node(
         held = notice_ids(state_messages(state, "inbox node")) if durable else frozenset()
         notices = deliver_inbox(
             store, config, seen=StoredNoticeIds(config, held), held=held, settle=not durable,
-            stored=stored_reader(config) if durable else None,
+            stored=stored_reader(config) if durable else None, include_paths=include_paths,
         ).notices if store is not None else []
         if persist:
             return {"messages": notices} if notices else {}

@@ -316,10 +316,10 @@ def _abort(store: InboxBackend, claimed: Claimed, result: Pickup, settle: bool) 
         except OSError as exc:
             logger.warning("inbox: could not record the abort of %s (%s); honouring it anyway", store.location, exc)
     if claimed.data is None:
-        reason = f"abort requested through the inbox (unreadable abort file, now at {where})"
+        reason = "abort requested through the inbox (an unreadable abort file)"
     else:
         text = claimed.data.decode("utf-8", errors="replace").strip()
-        reason = text or f"abort requested through the inbox (empty abort file, now at {where})"
+        reason = text or "abort requested through the inbox (an empty abort file)"
     result.abort_reason = reason
     result.abort_path = printable(str(where))
 

@@ -106,6 +106,7 @@ class Inbox(PromptStrategy):
         root: str | os.PathLike[str] | None = None,
         backend: InboxBackendSpec = None,
         allow_save_file: bool = False,
+        include_paths: bool = False,
         **unknown: NoReturn,
     ) -> None:
         """Build the strategy.
@@ -120,6 +121,9 @@ class Inbox(PromptStrategy):
                 to the save file), a provider such as ``PostgresInboxes(dsn)``, or one
                 conversation's inbox such as ``PostgresInbox(dsn, thread_id=...)``.
             allow_save_file: Let a run config's ``save_file`` win over ``root``.
+            include_paths: Put the server paths (``path``, where the consumed abort lies, and
+                ``inbox``) into the hook's and the middleware's abort interrupt payload,
+                which every API client of a server reads; off by default.
 
         Raises:
             ConfigError: A bad ``backend``, or a keyword that is not one of these options.
@@ -128,6 +132,7 @@ class Inbox(PromptStrategy):
         self.root = root
         self.backend = check_backend(backend, root)
         self.allow_save_file = allow_save_file
+        self.include_paths = include_paths
 
     def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
         """Return :func:`inbox` of ``messages`` for ``save_file``; raises InboxAborted on ``abort``."""

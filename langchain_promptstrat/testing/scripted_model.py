@@ -8,13 +8,15 @@ check what the model saw. :meth:`ScriptedChatModel.long_run` scripts hundreds of
 calls matching :func:`~langchain_promptstrat.testing.make_sized_tool`.
 
 Must not reach the network or look at its prompts to choose an answer: what it answers
-depends only on the script and the call number, so a run replays identically.
+depends only on the script and the thread's call number, so a run replays identically.
 """
 
 from __future__ import annotations
 
 import copy
 import random
+import threading
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -27,6 +29,7 @@ from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
+from langchain_core.runnables.config import ensure_config
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field, PrivateAttr
@@ -44,22 +47,44 @@ ScriptStep = Any  # AIMessage | str | dict[str, Any] | BaseException, see Script
 
 @dataclass
 class _ScriptState:
-    """Mutable replay state, shared by every binding and copy of one model."""
+    """Mutable replay state, shared by every binding and copy of one model (deep copies too)."""
 
-    cursor: int = 0
+    positions: dict[str | None, int] = field(default_factory=dict)
+    """The next script step of each thread id (None: calls made outside any thread)."""
     calls: list[list[BaseMessage]] = field(default_factory=list)
     call_kwargs: list[dict[str, Any]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    """A server answers several threads at once, from worker threads."""
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _ScriptState:
+        return self
 
 
-def _call_id(n: int) -> str:
-    return f"call_{n:04d}"
+def _run_thread_id(run_manager: CallbackManagerForLLMRun | AsyncCallbackManagerForLLMRun | None) -> str | None:
+    """Return the thread id of the run making this model call (``configurable.thread_id``), or None outside a thread.
+
+    Read from the run's config, else from the call's metadata, where LangGraph copies it
+    (the config is not in context in an async call on Python 3.10).
+    """
+    thread = (ensure_config().get("configurable") or {}).get("thread_id")
+    if thread is None and run_manager is not None:
+        thread = (run_manager.metadata or {}).get("thread_id")
+    return None if thread is None else str(thread)
 
 
-def _normalize_step(step: Any, counter: list[int]) -> AIMessage | BaseException:
+def _new_id_prefix() -> str:
+    return uuid.uuid4().hex[:10]
+
+
+def _numbered(kind: str, prefix: str, n: int) -> str:
+    return f"{kind}_{prefix}_{n:04d}" if prefix else f"{kind}_{n:04d}"
+
+
+def _normalize_step(step: Any, counter: list[int], prefix: str = "") -> AIMessage | BaseException:
     """Return the AIMessage (or exception) one script step stands for.
 
     Tool-call ids that are missing are numbered from ``counter`` so the ids depend only
-    on the position of the call in the script.
+    on ``prefix`` and the position of the call in the script.
     """
     if isinstance(step, BaseException):
         return step
@@ -72,7 +97,7 @@ def _normalize_step(step: Any, counter: list[int]) -> AIMessage | BaseException:
         calls = []
         for tc in step.tool_calls:
             counter[0] += 1
-            calls.append({**tc, "id": tc.get("id") or _call_id(counter[0])})
+            calls.append({**tc, "id": tc.get("id") or _numbered("call", prefix, counter[0])})
         return step.model_copy(update={"tool_calls": calls})
     if isinstance(step, dict):
         unknown = set(step) - {"tool_calls", "content", "id"}
@@ -93,7 +118,7 @@ def _normalize_step(step: Any, counter: list[int]) -> AIMessage | BaseException:
                 {
                     "name": spec["name"],
                     "args": dict(spec.get("args") or {}),
-                    "id": spec.get("id") or _call_id(counter[0]),
+                    "id": spec.get("id") or _numbered("call", prefix, counter[0]),
                     "type": "tool_call",
                 }
             )
@@ -110,25 +135,34 @@ class ScriptedChatModel(BaseChatModel):
     Each model call returns the next step of ``script``:
 
     * an ``AIMessage`` -- returned as is (a copy), with ``id`` and missing tool-call ids
-      filled in deterministically;
+      filled in;
     * a ``str`` -- a final text answer;
     * a dict ``{"tool_calls": [{"name": ..., "args": {...}, "id"?: ...}], "content"?: str}``
-      -- an answer with tool calls; ids are generated as ``call_0001``, ``call_0002``...
-      numbered by the position of the call in the script;
+      -- an answer with tool calls; ids are generated as ``call_<prefix>_0001``,
+      ``call_<prefix>_0002``... numbered by the position of the call in the script;
     * an exception instance -- raised by that call (to test retries and error paths).
 
     Once the script is exhausted every further call answers ``final_answer`` (default
-    ``"done"``), so an agent loop always terminates. Answer ids are ``ai_0001``,
-    ``ai_0002``... by call number.
+    ``"done"``), so an agent loop always terminates. Answer ids are ``ai_<prefix>_0001``,
+    ``ai_<prefix>_0002``... by the call's script position.
+
+    Each thread plays the script from its own position: a call made in a run whose config
+    names ``configurable.thread_id`` takes that thread's next step, so one model served to
+    many threads (as a LangGraph Server serves one graph) gives each its whole script;
+    calls outside any thread share one position. ``<prefix>`` is ``id_prefix``, by default
+    drawn at random for each instance, so two instances never hand out the same message
+    or tool-call id: a model rebuilt after a server restart adds to a stored conversation
+    instead of replacing its messages through ``add_messages``. ``id_prefix=""`` gives the
+    plain ``ai_0001`` / ``call_0001`` ids, the same in every run (for digests of prompts).
 
     ``calls`` holds a copy of each message list the model was sent (a new list holding
     the same message objects, in order) and ``call_kwargs`` the keyword arguments of
     that call (``tools``, ``tool_choice``... from :meth:`bind_tools`). Both, and the script
-    cursor, live in one private state object shared by ``bind_tools``/``bind`` bindings
+    positions, live in one private state object shared by ``bind_tools``/``bind`` bindings
     and ``model_copy`` copies, so whatever runnable an agent framework wraps around the
     model, tests read the record from the original instance. Use :meth:`reset` to
-    replay from the start. Not thread-safe; the cursor advances once per call in call
-    order.
+    replay from the start. Calls from several threads at once are safe; a thread's
+    position advances once per call in call order.
 
     ``with_structured_output`` works through the default implementation: script a tool
     call named after the schema (e.g. ``{"tool_calls": [{"name": "Answer", "args":
@@ -140,7 +174,9 @@ class ScriptedChatModel(BaseChatModel):
     final_answer: str = DEFAULT_FINAL_ANSWER
     """Text answered once the script is exhausted."""
     cache: Any = False
-    """Never cache: a cache hit would skip the script cursor."""
+    """Never cache: a cache hit would skip the script position."""
+    id_prefix: str = Field(default_factory=_new_id_prefix)
+    """What makes this instance's message and tool-call ids its own; random by default, ``""`` for plain ids."""
 
     _steps: list[AIMessage | BaseException] = PrivateAttr(default_factory=list)
     _state: _ScriptState = PrivateAttr(default_factory=_ScriptState)
@@ -153,7 +189,7 @@ class ScriptedChatModel(BaseChatModel):
             kwargs["script"] = list(script)
         super().__init__(**kwargs)
         counter = [0]
-        self._steps = [_normalize_step(step, counter) for step in self.script]
+        self._steps = [_normalize_step(step, counter, self.id_prefix) for step in self.script]
 
     # ---- record -----------------------------------------------------------------------
 
@@ -169,19 +205,25 @@ class ScriptedChatModel(BaseChatModel):
 
     @property
     def cursor(self) -> int:
-        """Return how many calls the model has answered so far."""
-        return self._state.cursor
+        """Return how many calls the model has answered so far, all threads together."""
+        return len(self._state.calls)
+
+    def position(self, thread_id: str | None = None) -> int:
+        """Return how many steps of the script ``thread_id`` has played (None: the calls made outside any thread)."""
+        return self._state.positions.get(thread_id, 0)
 
     @property
     def exhausted(self) -> bool:
-        """Return whether the next call falls past the script (answers ``final_answer``)."""
-        return self._state.cursor >= len(self._steps)
+        """Return whether every position in use (the shared one before any call) is past the script."""
+        positions = list(self._state.positions.values()) or [0]
+        return all(p >= len(self._steps) for p in positions)
 
     def reset(self) -> None:
-        """Rewind the script to its first step and forget the recorded calls."""
-        self._state.cursor = 0
-        self._state.calls.clear()
-        self._state.call_kwargs.clear()
+        """Rewind the script to its first step in every thread and forget the recorded calls."""
+        with self._state.lock:
+            self._state.positions.clear()
+            self._state.calls.clear()
+            self._state.call_kwargs.clear()
 
     # ---- BaseChatModel ----------------------------------------------------------------
 
@@ -212,12 +254,13 @@ class ScriptedChatModel(BaseChatModel):
             kwargs["tool_choice"] = tool_choice
         return self.bind(tools=formatted, **kwargs)
 
-    def _next_message(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> AIMessage:
+    def _next_message(self, messages: list[BaseMessage], kwargs: dict[str, Any], thread: str | None) -> AIMessage:
         state = self._state
-        state.calls.append(list(messages))
-        state.call_kwargs.append(dict(kwargs))
-        index = state.cursor
-        state.cursor += 1
+        with state.lock:
+            state.calls.append(list(messages))
+            state.call_kwargs.append(dict(kwargs))
+            index = state.positions.get(thread, 0)
+            state.positions[thread] = index + 1
         step = self._steps[index] if index < len(self._steps) else None
         if isinstance(step, BaseException):
             raise step
@@ -227,7 +270,7 @@ class ScriptedChatModel(BaseChatModel):
             # copy: agent frameworks set .name and the like on what we return
             message = step.model_copy(deep=True)
         if message.id is None:
-            message.id = f"ai_{index + 1:04d}"
+            message.id = _numbered("ai", self.id_prefix, index + 1)
         return message
 
     def _generate(
@@ -237,7 +280,7 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        message = self._next_message(messages, kwargs)
+        message = self._next_message(messages, kwargs, _run_thread_id(run_manager))
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     async def _agenerate(
@@ -247,8 +290,8 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        # no executor hop: keeps the cursor order identical to the await order
-        message = self._next_message(messages, kwargs)
+        # no executor hop: keeps the positions' order identical to the await order
+        message = self._next_message(messages, kwargs, _run_thread_id(run_manager))
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     # ---- long runs --------------------------------------------------------------------
@@ -263,6 +306,7 @@ class ScriptedChatModel(BaseChatModel):
         seed: int = 0,
         repeat_rate: float = 0.08,
         final_answer: str = DEFAULT_FINAL_ANSWER,
+        id_prefix: str | None = None,
     ) -> ScriptedChatModel:
         """Return a model scripted to make ``n_tool_calls`` tool calls, then answer ``final_answer``.
 
@@ -271,7 +315,7 @@ class ScriptedChatModel(BaseChatModel):
         args ``{"query": str, "page": int}`` -- the signature of :func:`make_sized_tool`
         -- varied from ``seed``; about ``repeat_rate`` of the calls repeat an earlier
         call's name and args exactly (with a new id). With several ``tool_name`` values
-        each call picks one from the seed.
+        each call picks one from the seed. ``id_prefix`` as in the class (None: random).
 
         For langgraph versions older than 1.x, whose default recursion limit is 25,
         pass ``config={"recursion_limit": 2 * model_calls + 5}``.
@@ -306,4 +350,6 @@ class ScriptedChatModel(BaseChatModel):
             history.extend((c["name"], c["args"]) for c in step_calls)
             script.append({"tool_calls": step_calls})
             made += k
-        return cls(script, final_answer=final_answer)
+        if id_prefix is None:
+            return cls(script, final_answer=final_answer)
+        return cls(script, final_answer=final_answer, id_prefix=id_prefix)

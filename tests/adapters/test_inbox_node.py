@@ -106,9 +106,8 @@ class TestAbortInterruptAndResume:
         out = app.invoke({"messages": [HumanMessage("task")]}, CONFIG)
         (interrupt,) = out["__interrupt__"]
         payload = interrupt.value
-        assert payload["type"] == "inbox_abort" and payload["reason"] == "wrong direction"
-        assert payload["path"] == str(root / "run.1.inbox_removed" / "abort")
-        assert contents(payload["delivered"]) == ["before"]
+        assert payload == {"type": "inbox_abort", "thread_id": THREAD, "reason": "wrong direction", "abort": "abort",
+                           "notices": ["0-before"]}
         assert model_inputs == [] and contents(app.get_state(CONFIG).values["messages"]) == ["task"]
 
         post_to_inbox(thread_id=THREAD, root=root, content="while paused", name="c-paused")
@@ -152,7 +151,7 @@ class TestAbortInterruptAndResume:
         payload = app.invoke({"messages": [HumanMessage("task")]}, CONFIG)["__interrupt__"][0].value
         out = app.invoke({"messages": [HumanMessage("new input")]}, CONFIG)
         assert contents(out["messages"]) == ["task", "new input", "before", "answer 1"]
-        assert contents(payload["delivered"]) == ["before"] and payload["delivered"][0].id == out["messages"][2].id
+        assert payload["notices"] == ["a"] and mark_of(out["messages"][2])["file"] == "a"
         app.invoke({"messages": [HumanMessage("later")]}, CONFIG)
         assert (root / "run.1.inbox_removed" / "a").read_text() == "before"
 

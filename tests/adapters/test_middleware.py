@@ -90,7 +90,8 @@ class TestRequestRewrite:
 
     def test_async_agent_gives_the_same_model_inputs(self):
         """ainvoke goes through awrap_model_call and abefore_model with the same result as invoke."""
-        sync_model, async_model = ScriptedChatModel.long_run(12), ScriptedChatModel.long_run(12)
+        # one id prefix: the two runs' prompts name the same tool-call ids, so they can be compared
+        sync_model, async_model = ScriptedChatModel.long_run(12, id_prefix="same"), ScriptedChatModel.long_run(12, id_prefix="same")
         agent(sync_model, PromptStrategyMiddleware(settings=SMALL_EPOCHS)).invoke(start(), CONFIG)
         asyncio.run(agent(async_model, PromptStrategyMiddleware(settings=SMALL_EPOCHS)).ainvoke(start(), CONFIG))
         assert [contents(c) for c in async_model.calls] == [contents(c) for c in sync_model.calls]
@@ -145,7 +146,8 @@ class TestBeforeModelNode:
 
     def test_without_an_inbox_the_async_agent_gives_the_same_model_inputs(self):
         """ainvoke without a before_model node still compacts through awrap_model_call, as invoke does."""
-        sync_model, async_model = ScriptedChatModel.long_run(12), ScriptedChatModel.long_run(12)
+        # one id prefix: the two runs' prompts name the same tool-call ids, so they can be compared
+        sync_model, async_model = ScriptedChatModel.long_run(12, id_prefix="same"), ScriptedChatModel.long_run(12, id_prefix="same")
         agent(sync_model, PromptStrategyMiddleware("shorten_tools_epoch_stable", settings=SMALL_EPOCHS)).invoke(start(), CONFIG)
         middleware = PromptStrategyMiddleware("shorten_tools_epoch_stable", settings=SMALL_EPOCHS)
         asyncio.run(agent(async_model, middleware).ainvoke(start(), CONFIG))
@@ -209,7 +211,7 @@ class TestInbox:
         request_abort(thread_id=THREAD, root=root, reason="enough")
         out = app.invoke(start(), CONFIG)
         assert "__interrupt__" not in out and model.calls == []
-        assert out[ABORT_KEY]["reason"] == "enough" and contents(out[ABORT_KEY]["delivered"]) == ["kept for later"]
+        assert out[ABORT_KEY]["reason"] == "enough" and out[ABORT_KEY]["notices"] == ["0-note"]
         post_to_inbox(thread_id=THREAD, root=root, content="posted since")
         out = app.invoke(start("go on"), CONFIG)
         assert out.get(ABORT_KEY) is None and contents(model.calls[0]) == ["sys", "task", "go on", "kept for later", "posted since"]

@@ -120,7 +120,8 @@ class TestHookInAgents:
 
     def test_async_react_agent_runs_the_same_hook(self):
         """ainvoke drives the same hook and gives the same model inputs as invoke."""
-        sync_model, async_model = ScriptedChatModel.long_run(12), ScriptedChatModel.long_run(12)
+        # one id prefix: the two runs' prompts name the same tool-call ids, so they can be compared
+        sync_model, async_model = ScriptedChatModel.long_run(12, id_prefix="same"), ScriptedChatModel.long_run(12, id_prefix="same")
         react_agent(sync_model, pre_model_hook(settings=SMALL_EPOCHS)).invoke({"messages": [HumanMessage("task")]}, CONFIG)
         agent = react_agent(async_model, pre_model_hook(settings=SMALL_EPOCHS))
         asyncio.run(agent.ainvoke({"messages": [HumanMessage("task")]}, CONFIG))

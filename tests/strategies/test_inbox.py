@@ -265,12 +265,13 @@ class TestAbort:
         assert contents(caught.value.delivered) == ["one", "two"]
         assert sorted(os.listdir(removed_path)) == ["0-first", "1-second", "abort"]
 
-    def test_empty_abort_still_aborts_with_a_reason_naming_the_file(self, save_file, inbox_path, removed_path):
-        """A blank abort file aborts with a reason that names where the consumed file lies."""
+    def test_empty_abort_still_aborts_with_a_reason_saying_so_and_its_path_apart(self, save_file, inbox_path, removed_path):
+        """A blank abort file aborts with a sentence for a reason; where it lies is the error's path, never its text."""
         write(inbox_path, "abort", " \n ")
         with pytest.raises(InboxAborted) as caught:
             Inbox().compact([], save_file=save_file)
-        assert str(removed_path / "abort") in caught.value.reason
+        assert caught.value.reason == "abort requested through the inbox (an empty abort file)"
+        assert caught.value.path == str(removed_path / "abort")
 
     def test_an_unreadable_abort_file_still_aborts(self, save_file, inbox_path, removed_path, monkeypatch):
         """An abort file that cannot be opened is consumed anyway, with a reason saying it was unreadable."""
@@ -285,7 +286,8 @@ class TestAbort:
         monkeypatch.setattr(os, "open", refuse_abort)
         with pytest.raises(InboxAborted) as caught:
             Inbox().compact([], save_file=save_file)
-        assert caught.value.reason == f"abort requested through the inbox (unreadable abort file, now at {removed_path / 'abort'})"
+        assert caught.value.reason == "abort requested through the inbox (an unreadable abort file)"
+        assert caught.value.path == str(removed_path / "abort")
         assert os.listdir(inbox_path) == []
 
     def test_files_around_abort_behave_as_without_it(self, save_file, inbox_path):
