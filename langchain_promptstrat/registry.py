@@ -52,20 +52,46 @@ def apply_strategies(
     config: RunnableConfig | None = None,
     max_tokens: MaxTokens = None,
 ) -> tuple[list[BaseMessage], list[StrategyReport]]:
-    """Return the messages after every strategy in sequence, and each strategy's report.
+    """Return the messages after every strategy in sequence, kept above the prompt floor, and each strategy's report.
 
     ``max_tokens`` (tokens, or ``("fraction", share)``) is the context ceiling of the
-    strategies that take one (the default ``shorten_tools_epoch_stable``).
+    strategies that take one (the default ``shorten_tools_epoch_stable``). The ``inbox``
+    strategy picks up its notices where it stands in the list and acknowledges them at once.
     """
-    current = coerce_messages(messages)
-    reports: list[StrategyReport] = []
     request = {"max_tokens": check_max_tokens(max_tokens)} if max_tokens is not None else None
-    for strategy in resolve_strategies(strategies, settings=settings):
-        result = _compact_one(strategy, current, save_file, request)
+    resolved = resolve_strategies(strategies, settings=settings)
+    return _apply(resolved, coerce_messages(messages), None, save_file, config, request)
+
+
+def _apply(
+    strategies: Sequence[PromptStrategy],
+    source: list[BaseMessage],
+    notices: Sequence[BaseMessage] | None,
+    save_file: str | os.PathLike[str] | None,
+    config: RunnableConfig | None,
+    request: dict[str, Any] | None,
+) -> tuple[list[BaseMessage], list[StrategyReport]]:
+    """The one path of every front end: each strategy in order, the notices at the inbox's place, the reports, the floor.
+
+    ``notices`` None: the inbox strategy picks up itself; else they are the notices the
+    caller took. Whatever a strategy returned, the result keeps the prompt floor
+    (:func:`~langchain_promptstrat.messages.keep_prompt_floor`): never a prompt without the
+    task, never a broken tool call/output pair.
+    """
+    current = list(source)
+    delivered: list[BaseMessage] = []
+    reports: list[StrategyReport] = []
+    for strategy in strategies:
+        if isinstance(strategy, Inbox) and notices is not None:
+            result = _with_notices(current, list(notices))
+        else:
+            result = _compact_one(strategy, current, save_file, request)
+        if isinstance(strategy, Inbox):
+            delivered += result.messages[len(current):]
         emit_report(result, config)
         current = result.messages
         reports.append(result.report)
-    return current, reports
+    return keep_prompt_floor([*source, *delivered], current), reports
 
 
 def prepare_prompt(
@@ -85,8 +111,8 @@ def prepare_prompt(
     ``strategies`` takes the reference's four forms: a callable (called with the messages),
     ``None`` (``PROMPT_STRATEGY``, then :data:`DEFAULT_STRATEGIES`), a comma-separated string,
     or a list of names, ``PromptStrategy`` instances and callables. ``"none"`` is a no-op.
-    ``save_file`` reaches only the strategies that use it (the inbox). The input is never
-    mutated.
+    ``save_file`` reaches only the strategies that use it (the inbox). The result keeps the
+    prompt floor, as every front end's does. The input is never mutated.
     """
     return apply_strategies(messages, strategies, save_file=save_file, settings=settings, max_tokens=max_tokens)[0]
 
@@ -106,22 +132,10 @@ def prompt_for_model(
     config: RunnableConfig | None = None,
     request: dict[str, Any] | None = None,
 ) -> list[BaseMessage]:
-    """Return what the model should see: each strategy in order, then the prompt floor.
+    """Return what the model should see when the caller has picked up the notices: :func:`apply_strategies` with ``notices``.
 
-    ``request`` (``model``, ``tools``, ``system``, ``max_tokens``) tells the strategies
-    bounded by a context ceiling what else the provider receives and which model answers.
-
-    The inbox strategy does not pick up here (the caller did, as a task): it appends
-    ``notices`` at its place in the list, so with the default order they come after the
-    compaction. Each report is emitted as the ``promptstrat`` event of the run ``config``.
+    The graph front ends and :func:`~langchain_promptstrat.pickup.inbox_pickup` take the
+    notices themselves (to acknowledge them only once they are stored or answered); the
+    ``inbox`` strategy then only places them, after the compaction with the default order.
     """
-    messages = tool_results_as_tool_messages(list(messages))
-    current = list(messages)
-    for strategy in strategies:
-        if isinstance(strategy, Inbox):
-            result = _with_notices(current, list(notices))
-        else:
-            result = _compact_one(strategy, current, save_file, request)
-        emit_report(result, config)
-        current = result.messages
-    return keep_prompt_floor([*messages, *notices], current)
+    return _apply(strategies, tool_results_as_tool_messages(list(messages)), notices, save_file, config, request)[0]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from langchain_core.messages import HumanMessage
 
-def drop_system(messages):
-    """Return the messages without system messages (a plugin strategy receiving messages only)."""
-    return [m for m in messages if m.type != "system"]
+
+def append_note(messages):
+    """Return the messages with one note appended (a plugin strategy receiving messages only)."""
+    return [*messages, HumanMessage("a note from the plugin")]

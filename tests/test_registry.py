@@ -9,7 +9,7 @@ import pytest
 from conversations import ai_step
 from hypothesis import given
 from hypothesis import strategies as st
-from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_promptstrat import (
     DEFAULT_STRATEGIES,
@@ -184,10 +184,10 @@ class TestRegistry:
 
     def test_entry_point_strategies_are_discovered(self, conversation, monkeypatch):
         """A third-party strategy in the entry-point group resolves by name."""
-        ep = EntryPoint(name="drop_system", value="plugin_strategies:drop_system", group=strategy_names.ENTRY_POINT_GROUP)
+        ep = EntryPoint(name="append_note", value="plugin_strategies:append_note", group=strategy_names.ENTRY_POINT_GROUP)
         monkeypatch.setattr(strategy_names, "entry_points", lambda group: [ep] if group == strategy_names.ENTRY_POINT_GROUP else [])
-        assert "drop_system" in available_strategies()
-        assert prepare_prompt(conversation, "drop_system") == conversation[1:]
+        assert "append_note" in available_strategies()
+        assert prepare_prompt(conversation, "append_note") == [*conversation, HumanMessage("a note from the plugin")]
 
     def test_registration_shadows_a_builtin(self, conversation, registered):
         """A registered name wins over the built-in of the same name."""
@@ -242,3 +242,28 @@ class TestStrategyLists:
         """CompactionLadder("tool_results,,sliding_window") is refused, not built with the rungs it could read."""
         with pytest.raises(ConfigError, match="the ladder's rung list 'tool_results,,sliding_window' has an empty name"):
             CompactionLadder("tool_results,,sliding_window", max_tokens=1_000)
+
+
+class TestOneApplyPath:
+    """prepare_prompt, the CLI and the graph front ends share one apply path, so they agree on what the model gets."""
+
+    def test_prepare_prompt_keeps_the_prompt_floor_as_the_hook_does(self):
+        """A strategy answering [] leaves prepare_prompt with the system message and the task, exactly what the hook sends."""
+        from langchain_promptstrat.adapters.langgraph import pre_model_hook
+
+        history = [SystemMessage("sys"), HumanMessage("task")]
+        hook = pre_model_hook(lambda messages: [])({"messages": history}, {})
+        assert prepare_prompt(history, lambda messages: []) == hook["llm_input_messages"] == history
+
+    def test_prepare_prompt_restores_a_tool_output_a_strategy_orphaned(self):
+        """A strategy that drops a call but keeps its output gets the pair back: no provider rejects prepare_prompt's result."""
+        from langchain_promptstrat import check_tool_pairs
+
+        call = AIMessage("", tool_calls=[{"id": "c1", "name": "read", "args": {"path": "a.py"}, "type": "tool_call"}])
+        history = [SystemMessage("sys"), HumanMessage("task"), call, ToolMessage("out", tool_call_id="c1"), HumanMessage("next")]
+
+        def drop_calls(messages):
+            return [m for m in messages if not getattr(m, "tool_calls", None)]
+
+        assert check_tool_pairs(drop_calls(history)) != []
+        assert check_tool_pairs(prepare_prompt(history, drop_calls)) == []
