@@ -108,7 +108,8 @@ class TestFailingModelCalls:
         out = agent.invoke({"messages": [HumanMessage("again")]}, CONFIG)
         assert contents(model.calls[-1]).count("use the staging database") == 1
         assert contents(out["messages"]).count("use the staging database") == 1
-        agent.invoke({"messages": [HumanMessage("more")]}, CONFIG)  # the next pickup finds it stored: recorded
+        agent.invoke({"messages": [HumanMessage("more")]}, CONFIG)
+        assert wait_settled()  # this process's watcher records it once a stored checkpoint holds it, not on a timer the test races
         assert os.listdir(inbox_removed_dir(tmp_path / "run.1.chat")) != [] and DirectoryInbox.for_thread(THREAD, tmp_path).in_flight() == []
 
     def test_hook_without_persisting_hands_a_notice_over_at_most_once(self, tmp_path):
