@@ -119,7 +119,12 @@ def _escapable(text: str) -> bool:
     return True
 
 
-def _notice(name: str, path: Path | str, mtime: float, data: bytes, token: str | None = None) -> tuple[HumanMessage, bool]:
+def _notice(name: str, mtime: float, data: bytes, token: str | None = None) -> tuple[HumanMessage, bool]:
+    """Return the user message a notice becomes, and whether its bytes needed replacing.
+
+    Its mark names the notice (``file``, ``mtime``), never a path: the message is stored in
+    the conversation, which every API client of a server can read.
+    """
     try:
         text, replaced = data.decode("utf-8"), False
     except UnicodeDecodeError:
@@ -127,7 +132,7 @@ def _notice(name: str, path: Path | str, mtime: float, data: bytes, token: str |
     extra = {"token": token} if token else {}
     message = mark(
         HumanMessage(text, id=notice_id(token) if token else None), DELIVERY_KIND, notice=False,
-        file=printable(name), mtime=_iso(mtime), removed_path=printable(str(path)), replaced_characters=replaced, **extra,
+        file=printable(name), mtime=_iso(mtime), replaced_characters=replaced, **extra,
     )
     return message, replaced
 
@@ -404,7 +409,7 @@ def pick_up(
             break
         taken.append(claimed)
     for claimed in taken:
-        message, replaced = _notice(claimed.name, claimed.path, claimed.mtime, claimed.data or b"", claimed.token)
+        message, replaced = _notice(claimed.name, claimed.mtime, claimed.data or b"", claimed.token)
         if not str(message.content).strip():
             result.empty.append(printable(claimed.name))  # consumed (recorded in the history) but never sent
             if claimed.token:
@@ -419,7 +424,6 @@ def pick_up(
                 continue
             if final is None:  # no longer this reader's claim (another reader recovered it): not ours to send
                 continue
-            message, replaced = _notice(claimed.name, final, claimed.mtime, claimed.data or b"", claimed.token)
         result.delivered.append(message)
         if replaced:
             result.replaced_characters.append(printable(claimed.name))

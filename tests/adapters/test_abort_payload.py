@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,8 @@ from langgraph.types import Command
 
 from langchain_promptstrat import PromptStrategyMiddleware, pre_model_hook
 from langchain_promptstrat.adapters.langgraph import make_inbox_node
+from langchain_promptstrat.inbox.delivery import pick_up
+from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.inbox.posting import post_to_inbox, request_abort
 from langchain_promptstrat.strategies.inbox import Inbox
 from langchain_promptstrat.testing import ScriptedChatModel, make_sized_tool
@@ -92,3 +95,11 @@ def test_a_second_abort_is_named_as_the_history_holds_it(tmp_path: Path) -> None
     payload = app.invoke(Command(resume=True), CONFIG)["__interrupt__"][0].value
     assert payload["reason"] == "second" and payload["abort"] != "abort" and payload["abort"].startswith("abort")
     assert (tmp_path / f"{THREAD}.inbox_removed" / payload["abort"]).read_text().strip() == "second"
+
+
+def test_a_delivered_notice_in_the_stored_conversation_names_no_server_path(tmp_path: Path) -> None:
+    """The notice's mark is stored in the thread state, which every API client reads: its file's name, never a path."""
+    post_to_inbox(thread_id="t1", root=tmp_path, content="use the staging database")
+    (notice,) = pick_up(DirectoryInbox.for_thread("t1", tmp_path)).delivered
+    assert str(tmp_path) not in json.dumps(notice.additional_kwargs)
+    assert notice.additional_kwargs["promptstrat"]["file"].endswith(".txt")
