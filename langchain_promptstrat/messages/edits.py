@@ -236,6 +236,7 @@ def apply_fates(
     output_size: int = DEFAULT_OUTPUT_SIZE,
     argument_size: int = DEFAULT_ARGUMENT_SIZE,
     shorten_output: Callable[[ToolMessage, ToolCallRecord], ToolMessage] | None = None,
+    shorten_narration: Callable[[AIMessage], AIMessage] | None = None,
 ) -> list[BaseMessage]:
     """Return a new list with each completed call's ``(call fate, output fate)`` applied.
 
@@ -243,7 +244,9 @@ def apply_fates(
     calls not in it are kept. A pair is dropped whole or not at all: if either side is
     dropped, both are. Messages that do not change are reused, not copied. A shortened
     output is ``shorten_output(output, its call's record)`` when given, else
-    :func:`shorten_tool_output` to ``output_size``.
+    :func:`shorten_tool_output` to ``output_size``. An assistant message with a shortened
+    call and no call left whole (none pending) becomes ``shorten_narration(message)`` too,
+    when given.
     """
     ai_edits: dict[int, tuple[set[str], set[str]]] = {}
     output_fate: dict[int, Fate] = {}
@@ -261,12 +264,18 @@ def apply_fates(
             shorten.add(record.id)
         output_fate[record.output_index] = out_fate
         output_call[record.output_index] = record
+    calls_of: dict[int, int] = {}
+    if shorten_narration is not None:
+        for record in index.calls:
+            calls_of[record.ai_index] = calls_of.get(record.ai_index, 0) + 1
     out: list[BaseMessage] = []
     for i, message in enumerate(messages):
         edit = ai_edits.get(i)
         if edit is not None:
             edited = edit_ai_message(message, shorten=edit[0], drop=edit[1], argument_size=argument_size)  # type: ignore[arg-type]
             if edited is not None:
+                if shorten_narration is not None and edit[0] and len(edit[0]) + len(edit[1]) == calls_of.get(i, 0):
+                    edited = shorten_narration(edited)
                 out.append(edited)
             continue
         fate = output_fate.get(i)

