@@ -144,6 +144,16 @@ class Settings:
     stable_epoch_size: int = _setting(
         80, "STABLE_EPOCH_SIZE", int, doc="New tool calls before the whole ones graduate to shortened."
     )
+    stable_read_output_chars: int = _setting(
+        1_200, "STABLE_READ_OUTPUT_CHARS", int,
+        doc="A shortened call that reads a file (a read/view/open tool, or cat, nl, head, tail, sed -n...) keeps whole lines "
+        "of its head and tail within this many characters; 0 shortens it like any other output (400 characters).",
+    )
+    stable_narration_chars: int = _setting(
+        400, "STABLE_NARRATION_CHARS", int,
+        doc="An assistant message whose tool calls are all shortened keeps this many characters of its text "
+        "(hash-stamped head and tail, as a shortened output); 0 keeps its text whole.",
+    )
     stable_max_compacted_tool_calls: int = _setting(
         240, "STABLE_MAX_COMPACTED_TOOL_CALLS", int, doc="The shortened region holds at most this many calls before a front drop."
     )

@@ -56,6 +56,13 @@ was the most the price allowed). In forward positions, with a ceiling::
     drop_edge+1 .. compaction_edge    shortened
     compaction_edge+1 .. T            whole
 
+A shortened call keeps a form fitted to its kind
+(:mod:`~langchain_promptstrat.strategies.epoch_machinery.shortened_form`): a call that read a
+file (``cat``, ``nl``, ``sed -n``, a ``read_file`` tool) keeps whole lines of its head and tail
+within ``stable_read_output_chars``, since that is where an agent's later edits and calls come
+from; any other output keeps the 400-character head and tail, and the narration of an
+assistant message whose calls are all shortened keeps ``stable_narration_chars`` (400).
+
 This module holds the strategy (:class:`ShortenToolsEpochStable`,
 :func:`shorten_tools_epoch_stable`) and the ladder fallback; its rule is one module,
 :mod:`~langchain_promptstrat.strategies.epoch_machinery.stable_rule` (the edges, how one
@@ -298,6 +305,8 @@ class ShortenToolsEpochStableOptions(TypedDict, total=False):
     full_tool_calls: Annotated[int | None, SettingKey("stable_full_tool_calls")]
     epoch_size: Annotated[int | None, SettingKey("stable_epoch_size")]
     max_compacted_tool_calls: Annotated[int | None, SettingKey("stable_max_compacted_tool_calls")]
+    read_output_chars: Annotated[int | None, SettingKey("stable_read_output_chars")]
+    narration_chars: Annotated[int | None, SettingKey("stable_narration_chars")]
     front_drop_chunk: Annotated[int | None, SettingKey("stable_front_drop_chunk")]
     token_margin: Annotated[float | None, SettingKey("stable_token_margin")]
     low_ratio: Annotated[float | None, SettingKey("stable_low_ratio")]

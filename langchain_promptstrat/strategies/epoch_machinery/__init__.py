@@ -18,6 +18,8 @@ The front-stable strategy's own machinery lives here too, read in this order:
   sit by count (:func:`stable_boundary`), how one model call moves them under a ceiling
   (:func:`advance`), how many recent calls stay whole (:func:`whole_from`), each frozen
   call's fate (:func:`call_fates`);
+* ``shortened_form``: what a frozen call looks like (:class:`ShortenedForm`): its output by the
+  kind of call (a file read keeps whole lines of its head and tail), its message's narration;
 * ``token_costs``: each message's tokens whole and shortened (:class:`Costs`), and the calls'
   prefix sums the rule's estimate reads (:class:`StepCosts`);
 * ``bounded_replay``: replaying the history's model calls through the rule, and the strategy

@@ -20,6 +20,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_promptstrat.messages import GrowingToolIndex, leading_system_count, task_index
 from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.strategies.epoch_machinery.shortened_form import ShortenedForm
 from langchain_promptstrat.strategies.epoch_machinery.stable_prompt import Frozen
 from langchain_promptstrat.strategies.epoch_machinery.stable_rule import Edges, advance
 from langchain_promptstrat.strategies.epoch_machinery.token_costs import Costs, StepCosts
@@ -76,8 +77,9 @@ def replay_history(source: list[BaseMessage], budget: int, settings: Settings, c
     task = task_index(source)
     system = leading_system_count(source)
     steps, edges = replay.steps, replay.edges
+    form = ShortenedForm(settings.stable_read_output_chars, settings.stable_narration_chars)
     for point in call_points(source, after=done):
-        steps.add(source, done, point, index, costs, task, system)
+        steps.add(source, done, point, index, costs, task, system, form)
         done = point
         edges = advance(edges, steps, budget, settings)
         replay.recent = [*replay.recent[-(_RECENT_POINTS - 1):], (point, edges.compaction_edge, edges.drop_edge)]

@@ -28,6 +28,8 @@ from langchain_core.messages import BaseMessage
 from langchain_promptstrat._memo import SizedCache
 from langchain_promptstrat.messages import Fate, ToolCallRecord, ToolIndex, apply_fates, message_chars
 
+from langchain_promptstrat.strategies.epoch_machinery.shortened_form import ShortenedForm
+
 __all__ = ["apply_frozen", "clear_caches"]
 
 _KEY_CACHE_CHARS = 2_000_000
@@ -55,6 +57,8 @@ def _repeat_key(record: ToolCallRecord) -> str:
 class _Head(NamedTuple):
     sources: list[weakref.ref[BaseMessage]]
     fates: dict[int, Fate]
+    form: Any
+    """What shortened the outputs (None: the usual stub), compared on a hit like the fates."""
     output: list[BaseMessage | int]
     """The compacted head: edited copies, and the input index of each message passed through."""
     chars: int
@@ -75,12 +79,16 @@ def _copies_chars(encoded: Sequence[BaseMessage | int]) -> int:
     return sum(message_chars(m) for m in encoded if not isinstance(m, int))
 
 
-def apply_frozen(messages: list[BaseMessage], index: ToolIndex, fates: Mapping[int, Fate]) -> list[BaseMessage]:
+def apply_frozen(
+    messages: list[BaseMessage], index: ToolIndex, fates: Mapping[int, Fate], form: ShortenedForm | None = None
+) -> list[BaseMessage]:
     """Return ``messages`` with ``fates`` applied, reusing the compacted head of an earlier call.
 
     Only the head of the list, up to the last shortened or dropped output, changes; within
     an epoch it gets the same fates every call, so it is compacted once and then reused
-    while its input messages are the same objects.
+    while its input messages are the same objects. ``form`` (the stable strategy's) shortens
+    the outputs and narrations instead of the usual stubs (see
+    :func:`~langchain_promptstrat.messages.apply_fates`); a hit needs an equal one.
     """
     if not fates:
         return list(messages)
@@ -91,9 +99,12 @@ def apply_frozen(messages: list[BaseMessage], index: ToolIndex, fates: Mapping[i
         head = _head_cache.get(key)
         if head is not None:
             _head_cache.move_to_end(key)
-    if head is not None and head.fates == fates and all(ref() is m for ref, m in zip(head.sources, head_in)):
+    if head is not None and head.fates == fates and head.form == form and all(ref() is m for ref, m in zip(head.sources, head_in)):
         return [head_in[x] if isinstance(x, int) else x for x in head.output] + messages[end:]
-    head_out = apply_fates(head_in, index, {number: (fate, fate) for number, fate in fates.items()})
+    head_out = apply_fates(
+        head_in, index, {number: (fate, fate) for number, fate in fates.items()},
+        shorten_output=form, shorten_narration=form.narration if form is not None and form.narration_chars > 0 else None,
+    )
     position = {id(m): i for i, m in enumerate(head_in)}
     encoded: list[BaseMessage | int] = [position.get(id(m), m) for m in head_out]
     chars = _copies_chars(encoded)
@@ -103,7 +114,7 @@ def apply_frozen(messages: list[BaseMessage], index: ToolIndex, fates: Mapping[i
             replaced = _head_cache.pop(key, None)
             if replaced is not None:
                 _head_cache_chars -= replaced.chars
-            _head_cache[key] = _Head([weakref.ref(m) for m in head_in], dict(fates), encoded, chars)
+            _head_cache[key] = _Head([weakref.ref(m) for m in head_in], dict(fates), form, encoded, chars)
             _head_cache_chars += chars
             while len(_head_cache) > _HEAD_CACHE_SIZE or _head_cache_chars > _HEAD_CACHE_CHARS:
                 _head_cache_chars -= _head_cache.popitem(last=False)[1].chars

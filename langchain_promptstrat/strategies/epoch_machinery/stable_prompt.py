@@ -34,6 +34,7 @@ from langchain_promptstrat.messages import (
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.epoch_machinery.caches import apply_frozen
 from langchain_promptstrat.strategies.epoch_machinery.notice import compaction_notice
+from langchain_promptstrat.strategies.epoch_machinery.shortened_form import ShortenedForm, reads_a_file
 from langchain_promptstrat.strategies.epoch_machinery.stable_rule import Edges, call_fates, stable_boundary
 from langchain_promptstrat.strategies.epoch_machinery.token_costs import Costs
 from langchain_promptstrat.truncation import DEFAULT_OUTPUT_SIZE, shorten_string
@@ -187,23 +188,38 @@ def _without_debris(
 
 
 
-def _really_shortened(source: Sequence[BaseMessage], index: ToolIndex, fates: dict[int, Fate]) -> int:
-    """Return how many calls marked SHORTEN change when shortened (output or arguments): the notice counts only those."""
+def _really_shortened(source: Sequence[BaseMessage], index: ToolIndex, fates: dict[int, Fate], form: ShortenedForm) -> int:
+    """Return how many calls marked SHORTEN change when shortened (output, arguments or narration): the notice counts only those."""
     changed = 0
+    narration_of: dict[int, bool] = {}  # assistant message index -> whether its narration is shortened and changes
+    if form.narration_chars:
+        calls_of: dict[int, int] = {}
+        frozen_of: dict[int, int] = {}
+        for number, record in enumerate(index.calls):
+            calls_of[record.ai_index] = calls_of.get(record.ai_index, 0) + 1
+            if number in fates:
+                frozen_of[record.ai_index] = frozen_of.get(record.ai_index, 0) + 1
+        for ai, n in frozen_of.items():
+            message = source[ai]
+            narration_of[ai] = n == calls_of[ai] and isinstance(message, AIMessage) and form.narration(message) is not message
     for number, fate in fates.items():
         if fate is not Fate.SHORTEN:
             continue
         record = index.calls[number]
         output = source[record.output_index]  # type: ignore[index]
         content = output.content
-        if isinstance(content, str):  # the common case, without building the shortened copy
+        if form.read_chars and isinstance(output, ToolMessage) and reads_a_file(record.name, record.args):
+            if form(output, record) is not output:
+                changed += 1
+                continue
+        elif isinstance(content, str):  # the common case, without building the shortened copy
             if shorten_string(content, DEFAULT_OUTPUT_SIZE) is not content:
                 changed += 1
                 continue
         elif shorten_tool_output(output) is not output:  # type: ignore[arg-type]
             changed += 1
             continue
-        if shorten_arguments(record.args) is not record.args:
+        if shorten_arguments(record.args) is not record.args or narration_of.get(record.ai_index, False):
             changed += 1
     return changed
 
@@ -226,12 +242,12 @@ def _frozen_key(edges: Edges) -> tuple[Any, ...] | None:
     return (edges.compaction_edge, edges.drop_edge, edges.token_drop_edge, edges.head, edges.front_total, segments)
 
 
-def _freeze(source: list[BaseMessage], index: GrowingToolIndex, edges: Edges, total: int, at: int) -> Head:
+def _freeze(source: list[BaseMessage], index: GrowingToolIndex, edges: Edges, total: int, at: int, form: ShortenedForm) -> Head:
     """Return the compacted head of ``source`` under ``edges``: decide each frozen call, drop the debris, apply the fates."""
     fates, rescued = call_fates(index.completed, edges, total)
     view = index.tool_index()
     dropped = sum(1 for f in fates.values() if f is Fate.DROP)
-    shortened = _really_shortened(source, view, fates)
+    shortened = _really_shortened(source, view, fates, form)
     # loose messages (user turns, harness messages, plain assistant text) go only with a ceiling-driven front drop;
     # the task and the newest user message of the dropped span stay (a function of the drop edge, so stable between drops)
     outputs = index.outputs
@@ -240,7 +256,7 @@ def _freeze(source: list[BaseMessage], index: GrowingToolIndex, edges: Edges, to
     task, anchor = task_index(source), _newest_user(source[:drop_end])
     keep = {i for i in (task, anchor) if i is not None}
     reduced, reduced_index, reduced_fates = _without_debris(source, index, view, fates, drop_end, keep, head_end)
-    out = apply_frozen(reduced, reduced_index, reduced_fates)
+    out = apply_frozen(reduced, reduced_index, reduced_fates, form)
     removed = len(source) - len(out)  # everything removed sits before ``at``
     notice = compaction_notice(shortened, dropped, strategy=STRATEGY_NAME) if shortened > 0 or dropped > 0 else None
     return Head(out[: at - removed], notice, shortened, dropped, len(rescued))
@@ -272,7 +288,7 @@ def frozen_prompt(
         counts = frozen.shortened, frozen.dropped, frozen.protected
         notice = frozen.notice is not None
     else:
-        head = _freeze(source, index, edges, total, at)
+        head = _freeze(source, index, edges, total, at, ShortenedForm(settings.stable_read_output_chars, settings.stable_narration_chars))
         out = head.messages + [head.notice] + source[at:] if head.notice is not None else head.messages + source[at:]
         counts = head.shortened, head.dropped, head.protected
         notice = head.notice is not None

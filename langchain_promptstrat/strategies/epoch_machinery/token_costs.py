@@ -18,6 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langchain_promptstrat._memo import IdentityMemo
 from langchain_promptstrat.messages import GrowingToolIndex, edit_ai_message, index_tool_calls, shorten_tool_output
+from langchain_promptstrat.strategies.epoch_machinery.shortened_form import Call, ShortenedForm
 from langchain_promptstrat.strategies.ladder_machinery.vocabulary import CountTokens, message_counter
 from langchain_promptstrat.tokens import missing_call_id_tokens
 
@@ -52,15 +53,22 @@ class Costs:
             self._seen.put(message, tokens)
         return tokens
 
-    def shortened(self, message: BaseMessage) -> int:
-        """Return the tokens of ``message`` once shortened: a tool output, or an assistant message with every call shortened."""
+    def shortened(self, message: BaseMessage, form: ShortenedForm | None = None, record: Call | None = None) -> int:
+        """Return the tokens of ``message`` once shortened: a tool output, or an assistant message with every call shortened.
+
+        A tool output is shortened by ``form`` given its call's ``record`` (the form of one
+        strategy's settings, the same for every call of a message), else to the usual stub;
+        an assistant message's narration by ``form`` too, when given.
+        """
         tokens = self._short.get(message)
         if tokens is not None:
             return tokens
         if isinstance(message, ToolMessage):
-            short: BaseMessage | None = shorten_tool_output(message)
+            short: BaseMessage | None = form(message, record) if form is not None and record is not None else shorten_tool_output(message)
         else:
             short = edit_ai_message(message, shorten=[c.id for c in index_tool_calls([message]).calls])  # type: ignore[arg-type]
+            if short is not None and form is not None:
+                short = form.narration(short)
         tokens = self.whole(short) if short is not None else 0
         self._short.put(message, tokens)
         return tokens
@@ -118,8 +126,11 @@ class StepCosts:
         t = self.total
         return self.ends + [t] if t and (not self.ends or self.ends[-1] != t) else list(self.ends)
 
-    def add(self, messages: Sequence[BaseMessage], start: int, stop: int, index: GrowingToolIndex, costs: Costs, task: int | None, system: int) -> None:
-        """Add the costs of ``messages[start:stop]`` (``index`` is their tool-call index)."""
+    def add(
+        self, messages: Sequence[BaseMessage], start: int, stop: int, index: GrowingToolIndex, costs: Costs, task: int | None, system: int,
+        form: ShortenedForm | None = None,
+    ) -> None:
+        """Add the costs of ``messages[start:stop]`` (``index`` is their tool-call index; ``form`` shortens an output)."""
         completed_per_ai, call_of_output = index.completed_per_ai, index.call_of_output
         for i in range(start, stop):
             message = messages[i]
@@ -135,7 +146,7 @@ class StepCosts:
             record = index.calls[number]
             ai = messages[record.ai_index]
             n = completed_per_ai.get(record.ai_index, 0)
-            ai_whole, ai_short = costs.whole(ai), costs.shortened(ai)
+            ai_whole, ai_short = costs.whole(ai), costs.shortened(ai, form)
             first = record.ai_index != self.last_ai
             share_whole = ai_whole // n + (ai_whole % n if first else 0)
             share_short = ai_short // n + (ai_short % n if first else 0)
@@ -148,7 +159,7 @@ class StepCosts:
             whole = costs.whole(message) + share_whole
             key = record.key
             # a repeated call may stay whole in the shortened region (the newest occurrence is protected): count it whole
-            short = whole if key in self.keys else costs.shortened(message) + share_short
+            short = whole if key in self.keys else costs.shortened(message, form, record) + share_short
             self.keys.add(key)
             self.whole.append(self.whole[t] + whole)
             self.short.append(self.short[t] + short)

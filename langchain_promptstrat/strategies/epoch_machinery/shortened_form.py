@@ -1,0 +1,174 @@
+"""How the stable strategy shortens a frozen call: its output by the kind of call that produced it, and its narration.
+
+An agent works from the files it read: it edits the lines it saw, calls the functions they
+define, quotes their line numbers. In real runs the outputs of calls that print a file hold
+most of what an agent's later commands use that no other message holds, while the logs of
+programs it ran (test runs, scripts, installs) hold little of it beyond their last lines. So
+a frozen call that *reads a file* (:func:`reads_a_file`) keeps whole lines from its head and
+its tail within ``stable_read_output_chars`` (:func:`shorten_by_lines`): whole lines, because
+a line cut in the middle is neither code the model can edit from nor one it can quote. Any
+other output keeps the usual 400-character hash-stamped head and tail.
+
+The narration of an assistant message whose calls are all frozen (the agent's reasoning before
+calls it made long ago) keeps the hash-stamped head and tail of ``stable_narration_chars``
+(:meth:`ShortenedForm.narration`), as old outputs do: under a ceiling that narration is what
+fills the prompt next (about a third of it on real runs), and the room a stub leaves keeps
+more steps, with their outputs, from being dropped.
+
+The form depends on the output's text and its call's name and arguments alone, so the same
+call always gets the same bytes: the cached prefix stays the same between boundaries.
+
+Must not decide a fate (``stable_rule`` does): it only says what a shortened call looks like.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from langchain_core.messages import AIMessage, ToolMessage
+
+from langchain_promptstrat.messages import shorten_tool_output
+from langchain_promptstrat.truncation import shorten_string
+
+__all__ = ["READ_COMMANDS", "READ_TOOL_WORDS", "Call", "ShortenedForm", "reads_a_file", "shorten_by_lines", "shortened_output"]
+
+READ_COMMANDS = frozenset({"cat", "nl", "head", "tail", "less", "more", "sed"})
+"""Shell commands that print a file (``sed`` only without ``-i``, which edits in place instead)."""
+READ_TOOL_WORDS = ("read", "view", "open", "cat", "show")
+"""A tool whose name holds one of these words (``read_file``, ``view``, ``open_file``) reads a file."""
+
+class Call(Protocol):
+    """What the form reads of a call: its tool's name and its arguments (a ``ToolCallRecord`` or an ``IndexedCall``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def args(self) -> Any: ...
+
+
+_LEADING_NOISE = re.compile(r"^(?:\s*#[^\n]*\n)+")
+_CD_PREFIX = re.compile(r"^\s*cd\s+[^;&|]+(?:&&|;)\s*")
+
+
+def _command_text(args: Any) -> str | None:
+    """Return the shell command of a call's arguments: the ``command``/``cmd`` string, or a lone string value."""
+    if isinstance(args, str):
+        return args
+    if not isinstance(args, dict):
+        return None
+    for key in ("command", "cmd"):
+        if isinstance(args.get(key), str):
+            return args[key]  # type: ignore[no-any-return]
+    return None
+
+
+def reads_a_file(name: str, args: Any) -> bool:
+    """Return whether the call ``name(args)`` prints a file: a reading tool, or a shell command that starts by reading one.
+
+    A tool whose name holds a reading word (:data:`READ_TOOL_WORDS`) reads. A shell call reads
+    when its command, after leading comments and a ``cd DIR &&``, starts with one of
+    :data:`READ_COMMANDS` (``sed`` only without ``-i``): ``nl -ba app.py | sed -n '40,80p'``
+    reads, ``python -m pytest`` and ``sed -i 's/a/b/' app.py`` do not.
+    """
+    return _reads(name, _command_text(args))
+
+
+@functools.lru_cache(maxsize=4096)
+def _reads(name: str, command: str | None) -> bool:
+    lowered = name.lower()
+    if any(word in lowered for word in READ_TOOL_WORDS):
+        return True
+    if command is None:
+        return False
+    command = _CD_PREFIX.sub("", _LEADING_NOISE.sub("", command), count=1).lstrip()
+    first_stage = command.split("|", 1)[0]
+    try:
+        words = shlex.split(first_stage, comments=False)
+    except ValueError:  # an unbalanced quote: read the words plainly
+        words = first_stage.split()
+    if not words or words[0] not in READ_COMMANDS:
+        return False
+    return not (words[0] == "sed" and any(w == "-i" or w.startswith(("-i", "--in-place")) for w in words[1:]))
+
+
+def shorten_by_lines(text: str, size: int) -> str:
+    """Return ``text`` when it fits in ``size`` characters, else whole lines of its head and tail around one marker.
+
+    The head and the tail each take the most whole lines that fit in half of ``size``; the
+    marker between them reads ``<...N lines of LENGTH chars - MD5PREFIX...>`` (the md5 stamp
+    matches the full text in the stored conversation, as :func:`~langchain_promptstrat.truncation.truncate_string`'s does).
+    ``text`` itself comes back when no line would be left out; when no whole line fits in
+    either half (one giant line), the hash-stamped head and tail of ``size`` characters
+    (:func:`~langchain_promptstrat.truncation.shorten_string`).
+    """
+    if len(text) <= size:
+        return text
+    lines = text.split("\n")
+    half = size // 2
+    head_end, used = 0, 0
+    while head_end < len(lines) and used + len(lines[head_end]) + 1 <= half:
+        used += len(lines[head_end]) + 1
+        head_end += 1
+    tail_start, used = len(lines), 0
+    while tail_start > head_end and used + len(lines[tail_start - 1]) + 1 <= half:
+        used += len(lines[tail_start - 1]) + 1
+        tail_start -= 1
+    gone = tail_start - head_end
+    if gone <= 0:
+        return text
+    if gone == len(lines):
+        return shorten_string(text, size)
+    digest = hashlib.md5(text.encode("utf-8", "surrogatepass")).hexdigest()[:5]
+    marker = f"<...{gone} line{'s' if gone != 1 else ''} of {len(text)} chars - {digest}...>"
+    return "\n".join([*lines[:head_end], marker, *lines[tail_start:]])
+
+
+def shortened_output(message: ToolMessage, reads: bool, read_chars: int) -> ToolMessage:
+    """Return ``message`` as a frozen call shortens it: by lines within ``read_chars`` when its call ``reads`` (and it is text), else the usual stub."""
+    content = message.content
+    if reads and read_chars > 0 and isinstance(content, str):
+        short = shorten_by_lines(content, read_chars)
+        return message if short is content else message.model_copy(update={"content": short})
+    return shorten_tool_output(message)
+
+
+@dataclass(frozen=True)
+class ShortenedForm:
+    """How the stable strategy shortens a frozen call: its output, and its message's narration (equal forms shorten alike: a cache compares them)."""
+
+    read_chars: int
+    """What a call that reads a file keeps, in characters of whole lines (``stable_read_output_chars``; 0: the usual stub)."""
+    narration_chars: int = 0
+    """What the text of an assistant message whose calls are all frozen keeps (``stable_narration_chars``; 0: all of it)."""
+
+    def narration(self, message: AIMessage) -> AIMessage:
+        """Return ``message`` with its text (a string, or each text block) shortened to ``narration_chars``, hash-stamped."""
+        if self.narration_chars <= 0:
+            return message
+        content = message.content
+        if isinstance(content, str):
+            short = shorten_string(content, self.narration_chars)
+            return message if short is content else message.model_copy(update={"content": short})
+        changed = False
+        blocks: list[Any] = []
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+                text = shorten_string(block["text"], self.narration_chars)
+                if text is not block["text"]:
+                    changed = True
+                    block = {**block, "text": text}
+            elif isinstance(block, str):
+                text = shorten_string(block, self.narration_chars)
+                changed = changed or text is not block
+                block = text
+            blocks.append(block)
+        return message.model_copy(update={"content": blocks}) if changed else message
+
+    def __call__(self, message: ToolMessage, record: Call) -> ToolMessage:
+        """Return ``message``, the output of ``record``, shortened."""
+        return shortened_output(message, self.read_chars > 0 and reads_a_file(record.name, record.args), self.read_chars)
