@@ -10,6 +10,7 @@ lookup, not a second pass over its content.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -28,7 +29,7 @@ def _value(value: Any) -> Any:
     return value if type(value) in _PLAIN else repr(value)
 
 
-def _compute(message: BaseMessage, fields: dict[str, Any]) -> int:
+def _compute(message: BaseMessage, fields: Mapping[str, Any]) -> int:
     content = fields.get("content")
     extra = fields.get("additional_kwargs")
     key: tuple[Any, ...] = (
