@@ -91,6 +91,32 @@ def wait_for(condition: Any, what: str, timeout: float = 60.0, interval: float =
         time.sleep(interval)
 
 
+def stored_texts(client: Any, thread_id: str) -> list[str]:
+    """Return the contents of the thread's stored messages, as the server's state holds them."""
+    return [str(m["content"]) for m in client.threads.get_state(thread_id)["values"]["messages"]]
+
+
+def post_notice(url: str, thread_id: str, content: str) -> str:
+    """Post a notice to the thread through the package's HTTP route; return its name in the inbox."""
+    import httpx
+
+    answer = httpx.post(f"{url}/threads/{thread_id}/inbox", json={"content": content}, timeout=30)
+    assert answer.status_code == 201, answer.text
+    return str(answer.json()["name"])
+
+
+def settled_listing(url: str, thread_id: str) -> dict[str, Any]:
+    """Return the thread's inbox listing once nothing is pending or in flight (the last acknowledgement follows the checkpoint)."""
+    import httpx
+
+    def listing() -> dict[str, Any] | None:
+        answer = httpx.get(f"{url}/threads/{thread_id}/inbox", timeout=30).json()
+        return None if answer["pending"] or answer["in_flight"] else answer
+
+    found: dict[str, Any] = wait_for(listing, f"the inbox of {thread_id} to settle", 30, 0.05)
+    return found
+
+
 @dataclass
 class LangGraphServer:
     """One ``langgraph dev`` process serving the deployment from ``home`` on ``port``; restartable on the same data."""

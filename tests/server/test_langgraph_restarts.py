@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from conftest_postgres import postgres_dsn, postgres_schema  # noqa: F401  (fixtures)
-from langgraph_server import Deployment, Gates, LangGraphServer, own_server, wait_for
+from langgraph_server import Deployment, Gates, LangGraphServer, own_server, post_notice, settled_listing, stored_texts, wait_for
 
 GRAPHS = ["agent", "hook"]
 TASK = {"messages": [{"role": "user", "content": "Pass the three gates."}]}
@@ -45,24 +44,6 @@ class Tally:
     def __str__(self) -> str:
         return (f"{self.posted} notices posted over HTTP, {self.delivered} delivered, {self.duplicated} duplicated, "
                 f"{self.lost} lost; {self.restarts} server restarts")
-
-
-def post_notice(url: str, thread_id: str, content: str) -> None:
-    answer = httpx.post(f"{url}/threads/{thread_id}/inbox", json={"content": content}, timeout=30)
-    assert answer.status_code == 201, answer.text
-
-
-def stored_texts(client: Any, thread_id: str) -> list[str]:
-    return [str(m["content"]) for m in client.threads.get_state(thread_id)["values"]["messages"]]
-
-
-def settled(url: str, thread_id: str) -> dict[str, Any]:
-    def listing() -> dict[str, Any] | None:
-        answer = httpx.get(f"{url}/threads/{thread_id}/inbox", timeout=30).json()
-        return None if answer["pending"] or answer["in_flight"] else answer
-
-    found: dict[str, Any] = wait_for(listing, f"the inbox of {thread_id} to settle", 30, 0.05)
-    return found
 
 
 def wait_until_written(server: LangGraphServer, since: float) -> None:
@@ -110,7 +91,7 @@ def run_through_a_restart(server: LangGraphServer, how: signal.Signals, tally: T
         texts = stored_texts(client, thread)
         tally.count(posted[graph], [texts])
         assert texts[-1] == "done", texts
-        assert sorted(e["preview"] for e in settled(server.url, thread)["delivered"]) == sorted(posted[graph])
+        assert sorted(e["preview"] for e in settled_listing(server.url, thread)["delivered"]) == sorted(posted[graph])
         ids = [m["id"] for m in client.threads.get_state(thread)["values"]["messages"]]
         assert len(ids) == len(set(ids))
 
@@ -162,7 +143,7 @@ def test_two_servers_on_one_postgresql_inbox_deliver_each_notice_exactly_once(
             tally.count(posted[graph], conversations)
             shares = [sum(texts.count(content) for content in posted[graph]) for texts in conversations]
             print(f"\n{graph}: the replicas delivered {shares[0]} and {shares[1]} of {len(posted[graph])}", end="")
-            assert sorted(e["preview"] for e in settled(first.url, thread)["delivered"]) == sorted(posted[graph])
+            assert sorted(e["preview"] for e in settled_listing(first.url, thread)["delivered"]) == sorted(posted[graph])
             assert all(texts[-1] == "done" for texts in conversations)
     print(f"\ntwo replicas: {tally}")
     assert (tally.posted, tally.delivered, tally.duplicated, tally.lost) == (12, 12, 0, 0)

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from langgraph_server import Deployment, Gates, shared_deployment, wait_for
+from langgraph_server import Deployment, Gates, post_notice, settled_listing, shared_deployment, stored_texts, wait_for
 
 GRAPHS = ["agent", "hook"]
 TASK = {"messages": [{"role": "user", "content": "Pass the three gates."}]}
@@ -38,36 +38,12 @@ def new_thread(client: Any) -> str:
     return str(client.threads.create()["thread_id"])
 
 
-def messages(client: Any, thread_id: str) -> list[dict[str, Any]]:
-    return list(client.threads.get_state(thread_id)["values"]["messages"])
-
-
-def texts(client: Any, thread_id: str) -> list[str]:
-    return [str(m["content"]) for m in messages(client, thread_id)]
-
-
-def post_notice(deployment: Deployment, thread_id: str, content: str) -> str:
-    answer = httpx.post(f"{deployment.url}/threads/{thread_id}/inbox", json={"content": content}, timeout=30)
-    assert answer.status_code == 201, answer.text
-    return str(answer.json()["name"])
-
-
-def settled_listing(deployment: Deployment, thread_id: str) -> dict[str, Any]:
-    """Return the thread's inbox listing once nothing is pending or in flight (the last acknowledgement follows the checkpoint)."""
-    def listing() -> dict[str, Any] | None:
-        answer = httpx.get(f"{deployment.url}/threads/{thread_id}/inbox", timeout=30).json()
-        return None if answer["pending"] or answer["in_flight"] else answer
-
-    found: dict[str, Any] = wait_for(listing, f"the inbox of {thread_id} to settle", 30, 0.05)
-    return found
-
-
 @pytest.mark.parametrize("graph", GRAPHS)
 def test_a_run_passes_every_gate_and_the_state_keeps_each_output(deployment: Deployment, client: Any, graph: str) -> None:
     """A run started over the API finishes with the scripted answer, every tool call paired with its output."""
     thread = new_thread(client)
     final = client.runs.wait(thread, graph, input=TASK)
-    stored = messages(client, thread)
+    stored = client.threads.get_state(thread)["values"]["messages"]
     assert final["messages"][-1]["content"] == "done"
     assert [m["content"] for m in stored if m["type"] == "tool"] == ["gate 1 passed", "gate 2 passed", "gate 3 passed"]
     calls = [c["id"] for m in stored if m["type"] == "ai" for c in m.get("tool_calls") or []]
@@ -83,14 +59,14 @@ def test_a_notice_posted_over_http_mid_run_reaches_the_next_model_call_once_and_
     gates = Gates(deployment.gates, thread).hold()
     run = client.runs.create(thread, graph, input=TASK)
     gates.wait_entered(1)
-    name = post_notice(deployment, thread, "Use the staging database.")
+    name = post_notice(deployment.url, thread, "Use the staging database.")
     gates.open(1)
     gates.release()
     client.runs.join(thread, run["run_id"])
-    stored = texts(client, thread)
+    stored = stored_texts(client, thread)
     assert stored.count("Use the staging database.") == 1
     assert stored.index("Use the staging database.") == stored.index("gate 1 passed") + 1
-    listing = settled_listing(deployment, thread)
+    listing = settled_listing(deployment.url, thread)
     assert [entry["name"] for entry in listing["delivered"]] == [name]
 
 
@@ -110,10 +86,10 @@ def test_an_abort_over_http_interrupts_the_thread_and_a_resume_finishes_it(deplo
     (interrupt,) = client.threads.get_state(thread)["interrupts"]
     assert interrupt["value"] == {"type": "inbox_abort", "thread_id": thread, "reason": "wait for review",
                                   "abort": "abort", "notices": []}
-    assert texts(client, thread)[-1] == "gate 1 passed"
+    assert stored_texts(client, thread)[-1] == "gate 1 passed"
     final = client.runs.wait(thread, graph, command={"resume": True})
     assert final["messages"][-1]["content"] == "done" and client.threads.get(thread)["status"] == "idle"
-    assert texts(client, thread).count("gate 2 passed") == 1
+    assert stored_texts(client, thread).count("gate 2 passed") == 1
 
 
 @pytest.mark.parametrize("graph", GRAPHS)
@@ -135,14 +111,14 @@ def test_two_threads_at_once_keep_their_own_notices_and_scripts(deployment: Depl
     runs = {graph: client.runs.create(thread, graph, input=TASK) for graph, thread in threads.items()}
     for graph in GRAPHS:
         gates[graph].wait_entered(1)
-        post_notice(deployment, threads[graph], f"note for {graph}")
+        post_notice(deployment.url, threads[graph], f"note for {graph}")
     for graph in GRAPHS:
         gates[graph].open(1)
         gates[graph].release()
     for graph in GRAPHS:  # both run on the server at once; the client only waits for each in turn
         client.runs.join(threads[graph], runs[graph]["run_id"])
     for graph, other in zip(GRAPHS, reversed(GRAPHS)):
-        stored = texts(client, threads[graph])
+        stored = stored_texts(client, threads[graph])
         assert stored.count(f"note for {graph}") == 1 and f"note for {other}" not in stored
         assert [s for s in stored if s.startswith("gate")] == ["gate 1 passed", "gate 2 passed", "gate 3 passed"]
         assert stored[-1] == "done"
