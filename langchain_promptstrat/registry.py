@@ -1,9 +1,11 @@
-"""Applying strategies to a conversation: ``prepare_prompt``, ``apply_strategies``, ``prompt_for_model`` (the floor).
+"""Applying strategies to a conversation: ``prepare_prompt``, ``apply_strategies``, ``prompt_for_model``.
 
-Names resolve to strategies in :mod:`langchain_promptstrat.strategy_names`, below the
-strategies; its public names are re-exported here (``from langchain_promptstrat.registry
-import get_strategy`` keeps working). This module is above the strategies: it applies them
-and knows the inbox strategy's place in a list; no strategy imports it.
+Each resolves its strategies and hands them to the one apply path,
+:func:`~langchain_promptstrat.strategy.apply_in_order` (the notices at the inbox's place,
+the reports, the prompt floor). Names resolve to strategies in
+:mod:`langchain_promptstrat.strategy_names`, below the strategies; its public names are
+re-exported here (``from langchain_promptstrat.registry import get_strategy`` keeps
+working). This module is above the strategies; no strategy imports it.
 """
 
 from __future__ import annotations
@@ -16,11 +18,10 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
-from langchain_promptstrat.messages import coerce_messages, keep_prompt_floor, mark_of, tool_results_as_tool_messages
-from langchain_promptstrat.report import Compacted, StrategyReport, make_report
+from langchain_promptstrat.messages import coerce_messages, tool_results_as_tool_messages
+from langchain_promptstrat.report import StrategyReport
 from langchain_promptstrat.settings import Settings
-from langchain_promptstrat.strategies.inbox import Inbox
-from langchain_promptstrat.strategy import PromptStrategy, emit_report
+from langchain_promptstrat.strategy import PromptStrategy, apply_in_order
 from langchain_promptstrat.strategy_names import DEFAULT_STRATEGIES as DEFAULT_STRATEGIES
 from langchain_promptstrat.strategy_names import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
 from langchain_promptstrat.strategy_names import CallableStrategy as CallableStrategy
@@ -33,14 +34,6 @@ from langchain_promptstrat.strategy_names import split_strategy_names as split_s
 from langchain_promptstrat.strategy_names import unregister_strategy as unregister_strategy
 
 __all__ = ["apply_strategies", "prepare_prompt", "prompt_for_model"]
-
-
-def _compact_one(strategy: PromptStrategy, messages: list[BaseMessage], save_file: Any, request: dict[str, Any] | None) -> Compacted:
-    """Return ``strategy``'s result; a strategy bounded by a ceiling also gets the request's model, tools, system prompt and ``max_tokens``."""
-    bounded = getattr(strategy, "compact_for_request", None)
-    if request and callable(bounded):
-        return bounded(messages, **request)  # type: ignore[no-any-return]
-    return strategy.compact(messages, save_file=save_file if strategy.uses_save_file else None)
 
 
 def apply_strategies(
@@ -60,38 +53,7 @@ def apply_strategies(
     """
     request = {"max_tokens": check_max_tokens(max_tokens)} if max_tokens is not None else None
     resolved = resolve_strategies(strategies, settings=settings)
-    return _apply(resolved, coerce_messages(messages), None, save_file, config, request)
-
-
-def _apply(
-    strategies: Sequence[PromptStrategy],
-    source: list[BaseMessage],
-    notices: Sequence[BaseMessage] | None,
-    save_file: str | os.PathLike[str] | None,
-    config: RunnableConfig | None,
-    request: dict[str, Any] | None,
-) -> tuple[list[BaseMessage], list[StrategyReport]]:
-    """The one path of every front end: each strategy in order, the notices at the inbox's place, the reports, the floor.
-
-    ``notices`` None: the inbox strategy picks up itself; else they are the notices the
-    caller took. Whatever a strategy returned, the result keeps the prompt floor
-    (:func:`~langchain_promptstrat.messages.keep_prompt_floor`): never a prompt without the
-    task, never a broken tool call/output pair.
-    """
-    current = list(source)
-    delivered: list[BaseMessage] = []
-    reports: list[StrategyReport] = []
-    for strategy in strategies:
-        if isinstance(strategy, Inbox) and notices is not None:
-            result = _with_notices(current, list(notices))
-        else:
-            result = _compact_one(strategy, current, save_file, request)
-        if isinstance(strategy, Inbox):
-            delivered += result.messages[len(current):]
-        emit_report(result, config)
-        current = result.messages
-        reports.append(result.report)
-    return keep_prompt_floor([*source, *delivered], current), reports
+    return apply_in_order(resolved, coerce_messages(messages), save_file=save_file, config=config, request=request)
 
 
 def prepare_prompt(
@@ -117,12 +79,6 @@ def prepare_prompt(
     return apply_strategies(messages, strategies, save_file=save_file, settings=settings, max_tokens=max_tokens)[0]
 
 
-def _with_notices(messages: list[BaseMessage], notices: list[BaseMessage]) -> Compacted:
-    out = [*messages, *notices]
-    files = [(mark_of(m) or {}).get("file") for m in notices]
-    return Compacted(out, make_report("inbox", messages, out, delivered=len(notices), files=files))
-
-
 def prompt_for_model(
     strategies: Sequence[PromptStrategy],
     messages: Sequence[BaseMessage],
@@ -138,4 +94,5 @@ def prompt_for_model(
     notices themselves (to acknowledge them only once they are stored or answered); the
     ``inbox`` strategy then only places them, after the compaction with the default order.
     """
-    return _apply(strategies, tool_results_as_tool_messages(list(messages)), notices, save_file, config, request)[0]
+    source = tool_results_as_tool_messages(list(messages))
+    return apply_in_order(strategies, source, notices=notices, save_file=save_file, config=config, request=request)[0]

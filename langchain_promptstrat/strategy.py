@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -25,11 +26,11 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.config import get_stream_writer
 
-from langchain_promptstrat.messages import coerce_messages
-from langchain_promptstrat.report import Compacted, logger
+from langchain_promptstrat.messages import coerce_messages, keep_prompt_floor, mark_of
+from langchain_promptstrat.report import Compacted, StrategyReport, logger, make_report
 from langchain_promptstrat.settings import Settings, document_options, option_keys
 
-__all__ = ["REPORT_EVENT", "PromptStrategy", "emit_report"]
+__all__ = ["REPORT_EVENT", "PromptStrategy", "apply_in_order", "emit_report"]
 
 REPORT_EVENT = "promptstrat"
 """Name of the custom callback event that carries each strategy call's report."""
@@ -77,6 +78,8 @@ class PromptStrategy(Runnable[Any, list[BaseMessage]], ABC):
 
     strategy_name: ClassVar[str] = "strategy"
     uses_save_file: ClassVar[bool] = False
+    places_notices: ClassVar[bool] = False
+    """True for the inbox: where it stands in a list is where notices a caller picked up go (:func:`apply_in_order`)."""
     options: ClassVar[Any] = None
     """The ``TypedDict`` of this strategy's options that are settings, or None."""
 
@@ -93,18 +96,6 @@ class PromptStrategy(Runnable[Any, list[BaseMessage]], ABC):
     def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
         """Return the messages the model should see and a report; never mutate ``messages``."""
 
-    def apply(
-        self,
-        messages: Any,
-        *,
-        save_file: str | os.PathLike[str] | None = None,
-        config: RunnableConfig | None = None,
-    ) -> Compacted:
-        """Return :meth:`compact` of ``messages`` read in any accepted input form, and emit its report."""
-        result = self.compact(coerce_messages(messages), save_file=save_file if self.uses_save_file else None)
-        emit_report(result, config)
-        return result
-
     def save_file_from_config(self, config: RunnableConfig | None) -> Path | None:
         """Return the conversation's save file named in ``config["configurable"]["save_file"]``."""
         value = ((config or {}).get("configurable") or {}).get("save_file")
@@ -116,7 +107,7 @@ class PromptStrategy(Runnable[Any, list[BaseMessage]], ABC):
 
     def _invoke(self, input: Any, run_manager: CallbackManagerForChainRun, config: RunnableConfig) -> list[BaseMessage]:
         save_file = self.save_file_from_config(config) if self.uses_save_file else None
-        return self.apply(input, save_file=save_file, config=config).messages
+        return apply_in_order([self], coerce_messages(input), save_file=save_file, config=config)[0]
 
     def get_name(self, suffix: str | None = None, *, name: str | None = None) -> str:
         """Return the registry key as the run name, so traces show which strategy ran."""
@@ -124,3 +115,54 @@ class PromptStrategy(Runnable[Any, list[BaseMessage]], ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+
+def _compact_one(strategy: PromptStrategy, messages: list[BaseMessage], save_file: Any, request: dict[str, Any] | None) -> Compacted:
+    """Return ``strategy``'s result; a strategy bounded by a ceiling also gets the request's model, tools, system prompt and ``max_tokens``."""
+    bounded = getattr(strategy, "compact_for_request", None)
+    if request and callable(bounded):
+        return bounded(messages, **request)  # type: ignore[no-any-return]
+    return strategy.compact(messages, save_file=save_file if strategy.uses_save_file else None)
+
+
+def _with_notices(messages: list[BaseMessage], notices: list[BaseMessage]) -> Compacted:
+    out = [*messages, *notices]
+    files = [(mark_of(m) or {}).get("file") for m in notices]
+    return Compacted(out, make_report("inbox", messages, out, delivered=len(notices), files=files))
+
+
+def apply_in_order(
+    strategies: Sequence[PromptStrategy],
+    source: list[BaseMessage],
+    *,
+    notices: Sequence[BaseMessage] | None = None,
+    save_file: str | os.PathLike[str] | None = None,
+    config: RunnableConfig | None = None,
+    request: dict[str, Any] | None = None,
+) -> tuple[list[BaseMessage], list[StrategyReport]]:
+    """Return what the model should see and each strategy's report: the one path of every front end.
+
+    ``prepare_prompt``, the CLI, the hook, the inbox node, the middleware, ``inbox_pickup`` and
+    each strategy's ``invoke`` all come here. The strategies run in order on ``source``;
+    where the inbox stands (``places_notices``) the notices go: ``notices`` when the caller
+    picked them up (the graph front ends do, as a checkpointed task), else the inbox picks
+    them up there itself. Each report is emitted as the ``promptstrat`` event of the run
+    ``config``. Whatever a strategy returned, the result keeps the prompt floor
+    (:func:`~langchain_promptstrat.messages.keep_prompt_floor`): never a prompt without the
+    task, never a broken tool call/output pair. ``request`` (``model``, ``tools``,
+    ``system``, ``max_tokens``) reaches the strategies bounded by a context ceiling.
+    """
+    current = list(source)
+    delivered: list[BaseMessage] = []
+    reports: list[StrategyReport] = []
+    for strategy in strategies:
+        if strategy.places_notices and notices is not None:
+            result = _with_notices(current, list(notices))
+        else:
+            result = _compact_one(strategy, current, save_file, request)
+        if strategy.places_notices:
+            delivered += result.messages[len(current):]
+        emit_report(result, config)
+        current = result.messages
+        reports.append(result.report)
+    return keep_prompt_floor([*source, *delivered], current), reports

@@ -350,6 +350,25 @@ def _writer(save_file: str, number: int) -> None:
 
 
 class TestConcurrency:
+
+    def test_a_reader_that_loses_the_race_for_a_notice_leaves_no_claims_directory(self, tmp_path, monkeypatch):
+        """Another reader took the file between this reader's open and its claim: nothing of the failed claim is left behind."""
+        import langchain_promptstrat.inbox.directory as directory
+
+        save = tmp_path / "agent.chat"
+        post_to_inbox(save, "once", name="n.txt")
+        store = DirectoryInbox.for_save_file(save)
+        real_rename = os.rename
+
+        def taken_first(src, dst):
+            if str(src).endswith("n.txt"):
+                os.remove(src)  # the other reader's claim, at the worst moment
+            real_rename(src, dst)
+
+        monkeypatch.setattr(directory.os, "rename", taken_first)
+        assert store.lease("n.txt") is None
+        monkeypatch.setattr(directory.os, "rename", real_rename)
+        assert [n for n in os.listdir(inbox_removed_dir(save)) if n.startswith(".")] == []
     def test_readers_and_writers_race_without_duplicates_overwrites_or_loss(self, tmp_path):
         """4 readers and 2 writers in separate processes: each file delivered once, none lost, none overwritten."""
         ctx = multiprocessing.get_context("fork")

@@ -309,8 +309,8 @@ class DirectoryInbox:
         claim_dir = new_claim_dir(self.claims_path, token)
         try:
             os.rename(src, claim_dir / name)
-        except FileNotFoundError:
-            os.rmdir(claim_dir)
+        except FileNotFoundError:  # another reader took it first: leave no empty claims directory behind
+            drop_claim_dir(claim_dir)
             return None
         staged = os.lstat(claim_dir / name)
         if not stat.S_ISREG(staged.st_mode):

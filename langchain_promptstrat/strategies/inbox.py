@@ -98,6 +98,7 @@ class Inbox(PromptStrategy):
 
     strategy_name = "inbox"
     uses_save_file = True
+    places_notices = True
 
     def __init__(
         self,

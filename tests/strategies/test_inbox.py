@@ -102,14 +102,14 @@ class TestDelivery:
         assert (removed_path / "a.txt").stat().st_mtime == 1_000_000
         assert (removed_path / "b.txt").stat().st_mtime == 2_000_000
 
-    def test_delivered_messages_are_marked_real_user_messages(self, save_file, inbox_path, removed_path):
-        """Each notice is a HumanMessage marked inbox_delivery with its file, mtime and removed path."""
+    def test_delivered_messages_are_marked_real_user_messages(self, save_file, inbox_path):
+        """Each notice is a HumanMessage marked inbox_delivery with its file and mtime (no path: the mark is stored with the conversation)."""
         write(inbox_path, "note.md", "hi", mtime=86400)
         (message,) = Inbox().compact([], save_file=save_file).messages
         assert isinstance(message, HumanMessage) and is_real_user_message(message)
         assert mark_of(message) == {
             "kind": "inbox_delivery", "notice": False, "file": "note.md", "mtime": "1970-01-02T00:00:00+00:00",
-            "removed_path": str(removed_path / "note.md"), "replaced_characters": False,
+            "replaced_characters": False,
             "token": message.id.removeprefix("promptstrat-inbox-"),
         }
 
