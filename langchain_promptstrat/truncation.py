@@ -16,6 +16,7 @@ __all__ = [
     "DEFAULT_ARGUMENT_SIZE",
     "DEFAULT_OUTPUT_SIZE",
     "DEFAULT_TRUNCATE_SIZE",
+    "shorten_by_lines",
     "shorten_string",
     "truncate_string",
 ]
@@ -28,9 +29,12 @@ DEFAULT_ARGUMENT_SIZE = 200
 """Size each shortened string-valued tool argument is truncated to."""
 
 
+def _md5_prefix(s: str) -> str:
+    return hashlib.md5(s.encode("utf-8", "surrogatepass")).hexdigest()[:5]
+
+
 def _marker(s: str) -> str:
-    digest = hashlib.md5(s.encode("utf-8", "surrogatepass")).hexdigest()[:5]
-    return f"<...{len(s)} - {digest}...>"
+    return f"<...{len(s)} - {_md5_prefix(s)}...>"
 
 
 _TRUNCATED_CHARS = 4_000_000
@@ -87,3 +91,34 @@ def shorten_string(s: str, size: int = DEFAULT_OUTPUT_SIZE, warning: str = "Trun
     if len(t) < len(s):
         return f"{warning} ({len(s)}): {t}"
     return s
+
+
+def shorten_by_lines(text: str, size: int) -> str:
+    """Return ``text`` when it fits in ``size`` characters, else whole lines of its head and tail around one marker.
+
+    The head and the tail each take the most whole lines that fit in half of ``size``; the
+    marker between them reads ``<...N lines of LENGTH chars - MD5PREFIX...>`` (the md5 stamp
+    matches the full text in the stored conversation, as :func:`truncate_string`'s does).
+    ``text`` itself comes back when no line would be left out; when no whole line fits in
+    either half (one giant line), the hash-stamped head and tail of ``size`` characters
+    (:func:`shorten_string`).
+    """
+    if len(text) <= size:
+        return text
+    lines = text.split("\n")
+    half = size // 2
+    head_end, used = 0, 0
+    while head_end < len(lines) and used + len(lines[head_end]) + 1 <= half:
+        used += len(lines[head_end]) + 1
+        head_end += 1
+    tail_start, used = len(lines), 0
+    while tail_start > head_end and used + len(lines[tail_start - 1]) + 1 <= half:
+        used += len(lines[tail_start - 1]) + 1
+        tail_start -= 1
+    gone = tail_start - head_end
+    if gone <= 0:
+        return text
+    if gone == len(lines):
+        return shorten_string(text, size)
+    marker = f"<...{gone} line{'s' if gone != 1 else ''} of {len(text)} chars - {_md5_prefix(text)}...>"
+    return "\n".join([*lines[:head_end], marker, *lines[tail_start:]])

@@ -37,6 +37,7 @@ from langchain_promptstrat.messages.edits import (
     drop_tool_call,
     edit_ai_message,
     shorten_arguments,
+    shorten_text,
     shorten_tool_call,
     shorten_tool_output,
 )
@@ -96,6 +97,7 @@ __all__ = [
     "repeat_key",
     "shorten_arguments",
     "shorten_tool_call",
+    "shorten_text",
     "shorten_tool_output",
     "split_steps",
     "split_turns",

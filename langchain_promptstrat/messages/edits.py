@@ -16,13 +16,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import IntEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langchain_promptstrat.messages.recorded_calls import CALL_BLOCK_TYPES, call_block_id, call_blocks, openai_calls
 from langchain_promptstrat.messages.tool_index import ToolCallRecord, ToolIndex
 from langchain_promptstrat.truncation import DEFAULT_ARGUMENT_SIZE, DEFAULT_OUTPUT_SIZE, shorten_string
+
+M = TypeVar("M", bound=BaseMessage)
 
 __all__ = [
     "Fate",
@@ -31,6 +33,7 @@ __all__ = [
     "edit_ai_message",
     "shorten_arguments",
     "shorten_tool_call",
+    "shorten_text",
     "shorten_tool_output",
 ]
 
@@ -198,11 +201,11 @@ def drop_tool_call(message: AIMessage, call_id: str) -> AIMessage | None:
     return edit_ai_message(message, drop=[call_id])
 
 
-def shorten_tool_output(message: ToolMessage, size: int = DEFAULT_OUTPUT_SIZE) -> ToolMessage:
-    """Return a copy of ``message`` with its content shortened to ``size`` (hash-stamped).
+def shorten_text(message: M, size: int) -> M:
+    """Return a copy of ``message`` with its text shortened to ``size`` (hash-stamped), or ``message`` when nothing changes.
 
     List content keeps its shape: each text block is shortened on its own and other blocks
-    stay, so the same content always gives the same bytes.
+    (a ``tool_use``, an image) stay, so the same content always gives the same bytes.
     """
     content = message.content
     if isinstance(content, str):
@@ -226,6 +229,11 @@ def shorten_tool_output(message: ToolMessage, size: int = DEFAULT_OUTPUT_SIZE) -
                 new.append(block)
         return message.model_copy(update={"content": new}) if changed else message
     return message
+
+
+def shorten_tool_output(message: ToolMessage, size: int = DEFAULT_OUTPUT_SIZE) -> ToolMessage:
+    """Return a copy of ``message`` with its content shortened to ``size`` (hash-stamped): :func:`shorten_text` of an output."""
+    return shorten_text(message, size)
 
 
 def apply_fates(

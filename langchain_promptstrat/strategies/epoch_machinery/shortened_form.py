@@ -5,7 +5,7 @@ define, quotes their line numbers. In real runs the outputs of calls that print 
 most of what an agent's later commands use that no other message holds, while the logs of
 programs it ran (test runs, scripts, installs) hold little of it beyond their last lines. So
 a frozen call that *reads a file* (:func:`reads_a_file`) keeps whole lines from its head and
-its tail within ``stable_read_output_chars`` (:func:`shorten_by_lines`): whole lines, because
+its tail within ``stable_read_output_chars`` (:func:`~langchain_promptstrat.truncation.shorten_by_lines`): whole lines, because
 a line cut in the middle is neither code the model can edit from nor one it can quote. Any
 other output keeps the usual 400-character hash-stamped head and tail.
 
@@ -24,7 +24,6 @@ Must not decide a fate (``stable_rule`` does): it only says what a shortened cal
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
 import shlex
 from dataclasses import dataclass
@@ -32,10 +31,10 @@ from typing import Any, Protocol
 
 from langchain_core.messages import AIMessage, ToolMessage
 
-from langchain_promptstrat.messages import shorten_tool_output
-from langchain_promptstrat.truncation import shorten_string
+from langchain_promptstrat.messages import shorten_text, shorten_tool_output
+from langchain_promptstrat.truncation import shorten_by_lines
 
-__all__ = ["READ_COMMANDS", "READ_TOOL_WORDS", "Call", "ShortenedForm", "reads_a_file", "shorten_by_lines", "shortened_output"]
+__all__ = ["READ_COMMANDS", "READ_TOOL_WORDS", "Call", "ShortenedForm", "reads_a_file", "shortened_output"]
 
 READ_COMMANDS = frozenset({"cat", "nl", "head", "tail", "less", "more", "sed"})
 """Shell commands that print a file (``sed`` only without ``-i``, which edits in place instead)."""
@@ -96,38 +95,6 @@ def _reads(name: str, command: str | None) -> bool:
     return not (words[0] == "sed" and any(w == "-i" or w.startswith(("-i", "--in-place")) for w in words[1:]))
 
 
-def shorten_by_lines(text: str, size: int) -> str:
-    """Return ``text`` when it fits in ``size`` characters, else whole lines of its head and tail around one marker.
-
-    The head and the tail each take the most whole lines that fit in half of ``size``; the
-    marker between them reads ``<...N lines of LENGTH chars - MD5PREFIX...>`` (the md5 stamp
-    matches the full text in the stored conversation, as :func:`~langchain_promptstrat.truncation.truncate_string`'s does).
-    ``text`` itself comes back when no line would be left out; when no whole line fits in
-    either half (one giant line), the hash-stamped head and tail of ``size`` characters
-    (:func:`~langchain_promptstrat.truncation.shorten_string`).
-    """
-    if len(text) <= size:
-        return text
-    lines = text.split("\n")
-    half = size // 2
-    head_end, used = 0, 0
-    while head_end < len(lines) and used + len(lines[head_end]) + 1 <= half:
-        used += len(lines[head_end]) + 1
-        head_end += 1
-    tail_start, used = len(lines), 0
-    while tail_start > head_end and used + len(lines[tail_start - 1]) + 1 <= half:
-        used += len(lines[tail_start - 1]) + 1
-        tail_start -= 1
-    gone = tail_start - head_end
-    if gone <= 0:
-        return text
-    if gone == len(lines):
-        return shorten_string(text, size)
-    digest = hashlib.md5(text.encode("utf-8", "surrogatepass")).hexdigest()[:5]
-    marker = f"<...{gone} line{'s' if gone != 1 else ''} of {len(text)} chars - {digest}...>"
-    return "\n".join([*lines[:head_end], marker, *lines[tail_start:]])
-
-
 def shortened_output(message: ToolMessage, reads: bool, read_chars: int) -> ToolMessage:
     """Return ``message`` as a frozen call shortens it: by lines within ``read_chars`` when its call ``reads`` (and it is text), else the usual stub."""
     content = message.content
@@ -148,26 +115,7 @@ class ShortenedForm:
 
     def narration(self, message: AIMessage) -> AIMessage:
         """Return ``message`` with its text (a string, or each text block) shortened to ``narration_chars``, hash-stamped."""
-        if self.narration_chars <= 0:
-            return message
-        content = message.content
-        if isinstance(content, str):
-            short = shorten_string(content, self.narration_chars)
-            return message if short is content else message.model_copy(update={"content": short})
-        changed = False
-        blocks: list[Any] = []
-        for block in content:
-            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
-                text = shorten_string(block["text"], self.narration_chars)
-                if text is not block["text"]:
-                    changed = True
-                    block = {**block, "text": text}
-            elif isinstance(block, str):
-                text = shorten_string(block, self.narration_chars)
-                changed = changed or text is not block
-                block = text
-            blocks.append(block)
-        return message.model_copy(update={"content": blocks}) if changed else message
+        return shorten_text(message, self.narration_chars) if self.narration_chars > 0 else message
 
     def __call__(self, message: ToolMessage, record: Call) -> ToolMessage:
         """Return ``message``, the output of ``record``, shortened."""
