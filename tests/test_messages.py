@@ -13,11 +13,10 @@ from langchain_core.prompt_values import ChatPromptValue
 
 from langchain_promptstrat import InvalidMessagesError, check_tool_pairs
 from langchain_promptstrat.messages import (
-    GrowingToolIndex,
+    ToolIndex,
     coerce_messages,
     drop_tool_call,
     edit_ai_message,
-    grow_tool_index,
     index_tool_calls,
     is_real_user_message,
     mark,
@@ -27,7 +26,6 @@ from langchain_promptstrat.messages import (
     split_turns,
     tool_call_ids,
 )
-from langchain_promptstrat.strategies.epoch import completed_calls, repeat_positions
 from langchain_promptstrat.truncation import shorten_string
 
 LONG = "L" * 1000
@@ -83,7 +81,7 @@ class TestPositionsStepsTurns:
     def test_positions_count_from_the_newest_output_and_calls_share_them(self, parallel_run):
         """Positions are 1-based from the newest ToolMessage; a call has its output's position."""
         index = index_tool_calls(parallel_run)
-        assert {c.id: c.position for c in index.calls} == {"call_0": 3, "call_1": 2, "call_2": 1}
+        assert {c.id: index.position(c) for c in index.calls} == {"call_0": 3, "call_1": 2, "call_2": 1}
         assert index.total_outputs == 3
 
     def test_parallel_calls_are_separate_calls_of_one_message(self, parallel_run):
@@ -279,29 +277,51 @@ def irregular_histories(draw: st.DrawFn) -> list:
     return messages
 
 
-class TestGrowingToolIndex:
+def plainly_indexed(messages: list) -> list[tuple[str, int, int | None, int]]:
+    """Return ``(id, ai_index, output_index, forward)`` of every call by the rule written plainly: the first output of its step answers it."""
+    outputs = [i for i, m in enumerate(messages) if isinstance(m, ToolMessage)]
+    found: list[tuple[str, int, int | None, int]] = []
+    for i, message in enumerate(messages):
+        if not isinstance(message, AIMessage):
+            continue
+        for call_id in tool_call_ids(message):
+            j, answer = i + 1, None
+            while j < len(messages) and isinstance(messages[j], ToolMessage):
+                if messages[j].tool_call_id == call_id:
+                    answer = j
+                    break
+                j += 1
+            found.append((call_id, i, answer, outputs.index(answer) + 1 if answer is not None else 0))
+    return found
+
+
+class TestToolIndex:
     @settings(max_examples=200, deadline=None)
     @given(irregular_histories(), st.lists(st.integers(0, 30), max_size=6))
-    def test_extending_piece_by_piece_gives_the_index_of_the_whole_list(self, messages, cuts):
-        """An index extended at any cut points equals index_tool_calls of every prefix, completed calls and repeats included."""
-        index: GrowingToolIndex | None = None
+    def test_extending_piece_by_piece_indexes_every_call_as_the_rule_says(self, messages, cuts):
+        """An index extended at any cut points matches each call to the first output of its step, as indexing the prefix at once does; completed calls come oldest output first and repeats count later occurrences of a key."""
+        index = ToolIndex()
         for end in [*sorted(c for c in cuts if c <= len(messages)), len(messages)]:
-            index = grow_tool_index(messages[:end], index)
-            reference = index_tool_calls(messages[:end])
-            assert index.tool_index() == reference
-            assert index.outputs == [i for i, m in enumerate(messages[:end]) if isinstance(m, ToolMessage)]
-            assert [tuple(c) for c in index.completed] == [tuple(c) for c in completed_calls(reference)]
-            assert index.repeats == len(repeat_positions(completed_calls(reference)))
+            prefix = messages[:end]
+            index = index.extend(prefix)
+            fields = [(c.id, c.ai_index, c.output_index, c.forward) for c in index.calls]
+            assert fields == plainly_indexed(prefix)
+            assert fields == [(c.id, c.ai_index, c.output_index, c.forward) for c in index_tool_calls(prefix).calls]
+            assert [c.number for c in index.calls] == list(range(len(index.calls)))
+            assert index.outputs == [i for i, m in enumerate(prefix) if isinstance(m, ToolMessage)]
+            assert index.completed == sorted((c for c in index.calls if c.output_index is not None), key=lambda c: c.forward)
+            keys = [c.key for c in index.completed]
+            assert index.repeats == sum(1 for k, key in enumerate(keys) if key in keys[:k])
 
     def test_an_index_is_not_changed_by_extending_it(self, parallel_run):
         """Extending returns a new index: the one remembered for the shorter list still describes it (another thread may use it)."""
         pending = [*parallel_run[:5], AIMessage("", tool_calls=[{"name": "f", "args": {}, "id": "late", "type": "tool_call"}])]
-        short = grow_tool_index(pending)
-        answered = grow_tool_index([*pending, ToolMessage("answer", tool_call_id="late")], short)
-        grow_tool_index([*pending, HumanMessage("never mind")], short)
+        short = index_tool_calls(pending)
+        answered = short.extend([*pending, ToolMessage("answer", tool_call_id="late")])
+        short.extend([*pending, HumanMessage("never mind")])
         assert answered.calls[-1].output_index == 6 and answered.total_outputs == 3
         assert short.calls[-1].output_index is None and short.total_outputs == 2 and short.length == 6
-        assert short.tool_index() == index_tool_calls(pending)
+        assert short.calls == index_tool_calls(pending).calls and short.position(short.calls[-1]) is None
 
 
 class TestFloorNamesTheCause:

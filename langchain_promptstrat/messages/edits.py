@@ -14,7 +14,7 @@ Must not decide what to shorten or drop (the strategies do) nor repair a broken 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from enum import IntEnum
 from typing import Any, TypeVar
 
@@ -245,6 +245,7 @@ def apply_fates(
     argument_size: int = DEFAULT_ARGUMENT_SIZE,
     shorten_output: Callable[[ToolMessage, ToolCallRecord], ToolMessage] | None = None,
     shorten_narration: Callable[[AIMessage], AIMessage] | None = None,
+    leave_out: Collection[int] = (),
 ) -> list[BaseMessage]:
     """Return a new list with each completed call's ``(call fate, output fate)`` applied.
 
@@ -254,7 +255,7 @@ def apply_fates(
     output is ``shorten_output(output, its call's record)`` when given, else
     :func:`shorten_tool_output` to ``output_size``. An assistant message with a shortened
     call and no call left whole (none pending) becomes ``shorten_narration(message)`` too,
-    when given.
+    when given. The messages at ``leave_out`` (indices) are not in the result.
     """
     ai_edits: dict[int, tuple[set[str], set[str]]] = {}
     output_fate: dict[int, Fate] = {}
@@ -278,6 +279,8 @@ def apply_fates(
             calls_of[record.ai_index] = calls_of.get(record.ai_index, 0) + 1
     out: list[BaseMessage] = []
     for i, message in enumerate(messages):
+        if i in leave_out:
+            continue
         edit = ai_edits.get(i)
         if edit is not None:
             edited = edit_ai_message(message, shorten=edit[0], drop=edit[1], argument_size=argument_size)  # type: ignore[arg-type]

@@ -135,17 +135,19 @@ class TestPureFunctionOfTheHistory:
                     assert seen == bounded(12_000).compact(step).messages and not check_tool_pairs(seen)
 
     def test_a_head_too_large_to_remember_is_rebuilt_with_the_same_bytes(self, monkeypatch):
-        """With no room to remember compacted heads, every prompt is rebuilt, byte for byte what the remembering object sends."""
-        from langchain_promptstrat.strategies.epoch_machinery import stable_prompt
+        """With no room to remember compacted heads, every prompt is rebuilt, byte for byte what the remembering run sends."""
+        from langchain_promptstrat.strategies.epoch_machinery import caches
 
-        remembering = bounded(12_000)
+        caches.clear_caches()
         prompts = list(iter_agent_run(150, seed=10))
+        remembering = bounded(12_000)
         expected = [remembering.compact(p).messages for p in prompts]
-        assert any(r.frozen is not None for r, _ in remembering._memo._items)
-        monkeypatch.setattr(stable_prompt, "_FROZEN_CHARS", 0)
+        assert caches._heads
+        caches.clear_caches()
+        monkeypatch.setattr(caches, "_CHARS", -1)
         forgetting = bounded(12_000)
         assert [forgetting.compact(p).messages for p in prompts] == expected
-        assert all(r.frozen is None for r, _ in forgetting._memo._items)
+        assert not caches._heads
 
     def test_between_events_each_prompt_starts_with_the_previous_one(self):
         """Unless a call reports a prefix change, the previous prompt is a prefix of the next: the cache keeps all of it."""

@@ -25,7 +25,6 @@ from langchain_promptstrat.strategies.epoch import (
     ShortenToolsEpochIncrement,
     clear_caches,
     compacted_window,
-    completed_calls,
     epoch_boundary,
     increment_schedule,
     is_compaction_notice,
@@ -244,17 +243,17 @@ class TestRepeats:
         msgs = [HumanMessage("task"),
                 ai_step([("grep", {"a": 1, "b": {"x": 1, "y": 2}})], 0, mirror="plain"), ToolMessage("r", tool_call_id="call_0"),
                 ai_step([("grep", {"b": {"y": 2, "x": 1}, "a": 1})], 1, mirror="plain"), ToolMessage("r", tool_call_id="call_1")]
-        assert repeat_positions(completed_calls(index_tool_calls(msgs))) == [2]
+        assert repeat_positions(index_tool_calls(msgs).completed) == [2]
 
     def test_repeat_positions_are_forward_positions_of_every_later_occurrence(self):
         """Call 3 and call 6 repeat call 1: their forward positions 4 and 7 are the repeat positions."""
-        calls = completed_calls(index_tool_calls(run_of(8, repeat_of={3: 1, 6: 1})))
+        calls = index_tool_calls(run_of(8, repeat_of={3: 1, 6: 1})).completed
         assert repeat_positions(calls) == [4, 7]
 
     def test_only_the_newest_occurrence_is_protected(self):
         """Of calls 1, 3 and 6 (one key), only call 6 is protected; a key seen once protects nothing."""
         index = index_tool_calls(run_of(8, repeat_of={3: 1, 6: 1}))
-        assert protected_calls(completed_calls(index)) == {6}
+        assert protected_calls(index.completed) == {6}
 
 
 class TestProtection:

@@ -289,8 +289,7 @@ def stable_settings(draw: st.DrawFn, *, roomy: bool = False) -> Settings:
 
 def forward_of(prompt: list[BaseMessage]) -> dict[str, int]:
     """Return ``{call id: forward position}`` of the completed calls of ``prompt``."""
-    index = index_tool_calls(prompt)
-    return {r.id: index.total_outputs - r.position + 1 for r in index.calls if r.position is not None}
+    return {r.id: r.forward for r in index_tool_calls(prompt).completed}
 
 
 def front_length(output: list[BaseMessage], forward: dict[str, int], edge: int) -> int:

@@ -31,7 +31,7 @@ def fates(messages) -> dict[int, tuple[str, str]]:
     index = index_tool_calls(messages)
     out = {}
     for rec in index.calls:
-        out[rec.position] = (
+        out[index.position(rec)] = (
             "whole" if rec.args["q"] == ARG else "short",
             "whole" if messages[rec.output_index].content == OUTPUT else "short",
         )
@@ -40,7 +40,8 @@ def fates(messages) -> dict[int, tuple[str, str]]:
 
 def positions_kept(original, result) -> list[int]:
     kept = {c.id for c in index_tool_calls(result).calls}
-    return sorted(c.position for c in index_tool_calls(original).calls if c.id in kept)
+    index = index_tool_calls(original)
+    return sorted(index.position(c) or 0 for c in index.calls if c.id in kept)
 
 
 class TestTiers:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langchain_promptstrat._memo import IdentityMemo
-from langchain_promptstrat.messages import GrowingToolIndex, edit_ai_message, index_tool_calls, shorten_tool_output
+from langchain_promptstrat.messages import ToolIndex, edit_ai_message, recorded_calls, shorten_tool_output
 from langchain_promptstrat.strategies.epoch_machinery.shortened_form import Call, ShortenedForm
 from langchain_promptstrat.strategies.ladder_machinery.vocabulary import CountTokens, message_counter
 from langchain_promptstrat.tokens import missing_call_id_tokens
@@ -66,7 +66,7 @@ class Costs:
         if isinstance(message, ToolMessage):
             short: BaseMessage | None = form(message, record) if form is not None and record is not None else shorten_tool_output(message)
         else:
-            short = edit_ai_message(message, shorten=[c.id for c in index_tool_calls([message]).calls])  # type: ignore[arg-type]
+            short = edit_ai_message(message, shorten=[call_id for call_id, _, _ in recorded_calls(message)])  # type: ignore[arg-type]
             if short is not None and form is not None:
                 short = form.narration(short)
         tokens = self.whole(short) if short is not None else 0
@@ -127,7 +127,7 @@ class StepCosts:
         return self.ends + [t] if t and (not self.ends or self.ends[-1] != t) else list(self.ends)
 
     def add(
-        self, messages: Sequence[BaseMessage], start: int, stop: int, index: GrowingToolIndex, costs: Costs, task: int | None, system: int,
+        self, messages: Sequence[BaseMessage], start: int, stop: int, index: ToolIndex, costs: Costs, task: int | None, system: int,
         form: ShortenedForm | None = None,
     ) -> None:
         """Add the costs of ``messages[start:stop]`` (``index`` is their tool-call index; ``form`` shortens an output)."""
