@@ -241,8 +241,6 @@ def apply_fates(
     index: ToolIndex,
     fates: Mapping[int, tuple[Fate, Fate]],
     *,
-    output_size: int = DEFAULT_OUTPUT_SIZE,
-    argument_size: int = DEFAULT_ARGUMENT_SIZE,
     shorten_output: Callable[[ToolMessage, ToolCallRecord], ToolMessage] | None = None,
     shorten_narration: Callable[[AIMessage], AIMessage] | None = None,
     leave_out: Collection[int] = (),
@@ -253,7 +251,7 @@ def apply_fates(
     calls not in it are kept. A pair is dropped whole or not at all: if either side is
     dropped, both are. Messages that do not change are reused, not copied. A shortened
     output is ``shorten_output(output, its call's record)`` when given, else
-    :func:`shorten_tool_output` to ``output_size``. An assistant message with a shortened
+    :func:`shorten_tool_output`. An assistant message with a shortened
     call and no call left whole (none pending) becomes ``shorten_narration(message)`` too,
     when given. The messages at ``leave_out`` (indices) are not in the result.
     """
@@ -283,7 +281,7 @@ def apply_fates(
             continue
         edit = ai_edits.get(i)
         if edit is not None:
-            edited = edit_ai_message(message, shorten=edit[0], drop=edit[1], argument_size=argument_size)  # type: ignore[arg-type]
+            edited = edit_ai_message(message, shorten=edit[0], drop=edit[1])  # type: ignore[arg-type]
             if edited is not None:
                 if shorten_narration is not None and edit[0] and len(edit[0]) + len(edit[1]) == calls_of.get(i, 0):
                     edited = shorten_narration(edited)
@@ -296,7 +294,7 @@ def apply_fates(
             if shorten_output is not None:
                 out.append(shorten_output(message, output_call[i]))  # type: ignore[arg-type]
             else:
-                out.append(shorten_tool_output(message, output_size))  # type: ignore[arg-type]
+                out.append(shorten_tool_output(message))  # type: ignore[arg-type]
         else:
             out.append(message)
     return out

@@ -213,12 +213,12 @@ def shorten_tools_epoch_stable(
 
     ceiling_details: dict[str, Any] = {}
     details: dict[str, Any]
-    frozen: Head | None = None
+    head: Head | None = None
     if edges.compaction_edge == 0 and edges.drop_edge == 0:
         out = list(source)
         details = _inactive_details()
     else:
-        out, details, frozen = frozen_prompt(source, index, edges, total, previous_edges, settings)
+        out, details, head = frozen_prompt(source, index, edges, total, previous_edges, settings)
         if _compare and (details["boundary_moved"] or details["front_moved"]):
             # edges that moved over calls whose fate stays the same change nothing: say so only when bytes changed
             before_history = _previous_history(source)
@@ -229,8 +229,8 @@ def shorten_tools_epoch_stable(
             if len(previous) <= len(out) and all(a is b or a == b for a, b in zip(previous, out)):
                 details["prefix_change"] = details["prefix_change_reason"] = None
     if max_tokens is not None:
-        if frozen is not None:  # the head's tokens are remembered with it: count only the messages after it
-            tokens = frozen.tokens(costs, source) + sum(map(costs.whole, source[frozen.at:])) + extra_tokens
+        if head is not None:  # the head's tokens are remembered with it: count only the messages after it
+            tokens = head.tokens(costs, source) + sum(map(costs.whole, source[head.at:])) + extra_tokens
         else:
             tokens = costs(out) + extra_tokens
         fallback = None

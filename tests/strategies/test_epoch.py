@@ -16,7 +16,7 @@ import pytest
 from conversations import agent_conversations, ai_step, snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage, message_to_dict
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage, message_to_dict, messages_from_dict, messages_to_dict
 
 from langchain_promptstrat import Settings, ShortenTools, check_tool_pairs, get_strategy
 from langchain_promptstrat.messages import index_tool_calls, is_real_user_message, mark_of, split_turns
@@ -629,6 +629,27 @@ class TestCaches:
         clear_caches()
         assert [serialise(m) for m in rb] == [serialise(m) for m in shorten_tools_epoch(b, settings=SMALL).messages]
         assert [serialise(m) for m in ra] == [serialise(m) for m in shorten_tools_epoch(a, settings=SMALL).messages]
+
+    def test_conversations_differing_only_inside_the_head_do_not_share_it(self):
+        """A conversation with the same first and last messages as another but one other output in between gets its own head, not the other's."""
+        a = run_of(12)
+        changed = next(i for i, m in enumerate(a) if isinstance(m, ToolMessage) and m.tool_call_id == "call_6")
+        b = [*a[:changed], ToolMessage("another output " * 60, tool_call_id="call_6"), *a[changed + 1:]]
+        ra = shorten_tools_epoch(a, settings=SMALL).messages
+        rb = shorten_tools_epoch(b, settings=SMALL).messages
+        assert [serialise(m) for m in rb] != [serialise(m) for m in ra]
+        clear_caches()
+        assert [serialise(m) for m in rb] == [serialise(m) for m in shorten_tools_epoch(b, settings=SMALL).messages]
+
+    def test_a_conversation_loaded_again_reuses_the_compacted_head(self):
+        """The same conversation deserialized again (a checkpoint read by a new process) is the same conversation: its head is not compacted again."""
+        conversation = run_of(13)
+        first = shorten_tools_epoch(conversation, settings=SMALL).messages
+        reloaded = messages_from_dict(messages_to_dict(conversation))
+        second = shorten_tools_epoch(reloaded, settings=SMALL).messages
+        shortened = [m for m in first if isinstance(m, ToolMessage) and m.content != output_of(int(m.tool_call_id[5:]))]
+        assert [serialise(m) for m in second] == [serialise(m) for m in first]
+        assert shortened and all(any(m is n for n in second) for m in shortened)
 
     def test_concurrent_conversations_get_the_results_they_get_alone(self):
         """Four threads replaying four growing conversations at once produce exactly the sequential outputs."""

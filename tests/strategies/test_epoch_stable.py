@@ -381,6 +381,19 @@ class TestCaches:
         assert warm == cold
 
 
+    def test_a_repeat_after_the_boundary_is_part_of_what_the_remembered_head_was_built_from(self):
+        """Two histories equal up to the boundary but not in a newer call the protection reads get their own heads.
+
+        At T=12 calls up to forward 8 are frozen and their protection decided at T=10: call 6
+        (forward 7) repeats call 1 and is shortened when call 9 repeats it again, else kept
+        whole. A head remembered for the first history must not serve the second.
+        """
+        again, once = run_of(12, repeat_of={6: 1, 9: 1}), run_of(12, repeat_of={6: 1})
+        clear_caches()
+        assert fates(stable(again).messages)[6] == "short"
+        assert fates(stable(once).messages)[6] == "whole"
+
+
 # --------------------------------------------------------------------------- the strategy
 
 

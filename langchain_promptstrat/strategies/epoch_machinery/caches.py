@@ -35,10 +35,9 @@ from langchain_core.messages import BaseMessage
 
 from langchain_promptstrat.messages import Fate, ToolIndex, apply_fates, message_chars
 from langchain_promptstrat.messages.keys import message_key
-from langchain_promptstrat.strategies.epoch_machinery.shortened_form import ShortenedForm
 from langchain_promptstrat.strategies.ladder_machinery.replay import HistoryKey, history_key
 
-__all__ = ["Head", "apply_frozen", "clear_caches", "recall_head", "remember_head"]
+__all__ = ["Head", "apply_frozen", "clear_caches", "encode_head", "recall_head", "remember_head"]
 
 
 @dataclass
@@ -150,27 +149,21 @@ def remember_head(messages: Sequence[BaseMessage], length: int, key: Hashable, h
             _heads_chars -= _heads.popitem(last=False)[1].head.chars
 
 
-def apply_frozen(
-    messages: list[BaseMessage], index: ToolIndex, fates: Mapping[int, Fate], form: ShortenedForm | None = None
-) -> list[BaseMessage]:
-    """Return ``messages`` with ``fates`` applied, reusing the compacted head of an earlier call.
+def apply_frozen(messages: list[BaseMessage], index: ToolIndex, fates: Mapping[int, Fate]) -> list[BaseMessage]:
+    """Return ``messages`` with ``fates`` applied (a call and its output share one), reusing the compacted head of an earlier call.
 
     Only the head of the list, up to the last shortened or dropped output, changes; within
     an epoch it gets the same fates every call, so it is compacted once and then reused
-    while its input messages are the same. ``form`` shortens the outputs and narrations
-    instead of the usual stubs (see :func:`~langchain_promptstrat.messages.apply_fates`).
+    while its input messages are the same.
     """
     if not fates:
         return list(messages)
     end = max(index.calls[number].output_index or 0 for number in fates) + 1  # fates name answered calls only
-    key = ("apply_frozen", form)
+    key = "apply_frozen"
     head = recall_head(messages, end, key, fates)
     if head is None:
         head_in = messages[:end]
-        head_out = apply_fates(
-            head_in, index, {number: (fate, fate) for number, fate in fates.items()},
-            shorten_output=form, shorten_narration=form.narration if form is not None and form.narration_chars > 0 else None,
-        )
+        head_out = apply_fates(head_in, index, {number: (fate, fate) for number, fate in fates.items()})
         remember_head(messages, end, key, encode_head(head_in, end, head_out), dict(fates))
         return head_out + messages[end:]
     return head.messages(messages) + messages[end:]
