@@ -87,9 +87,9 @@ from langchain_promptstrat.messages import index_tool_calls, leading_system_coun
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.strategies.epoch_machinery.bounded_replay import BoundedMemo, memo_costs, previous_length, replay_history
+from langchain_promptstrat.strategies.epoch_machinery.caches import Head
 from langchain_promptstrat.strategies.epoch_machinery.decisions import previous_total
 from langchain_promptstrat.strategies.epoch_machinery.notice import is_compaction_notice
-from langchain_promptstrat.strategies.epoch_machinery.caches import Head
 from langchain_promptstrat.strategies.epoch_machinery.stable_prompt import STRATEGY_NAME, frozen_prompt
 from langchain_promptstrat.strategies.epoch_machinery.stable_rule import StableState, count_edges, front_drop_edge, stable_boundary
 from langchain_promptstrat.strategies.epoch_machinery.token_costs import Costs

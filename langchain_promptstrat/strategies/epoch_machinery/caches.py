@@ -42,7 +42,11 @@ __all__ = ["Head", "apply_frozen", "clear_caches", "encode_head", "recall_head",
 
 @dataclass
 class Head:
-    """A compacted head: ``(source[:at] + copies)[pick]`` for each pick, with the notice that follows it and its counts."""
+    """A compacted head: ``(source[:at] + copies)[pick]`` for each pick, with the notice that follows it and its counts.
+
+    A hit hands back the same copies and notice objects, which also lets the report measure
+    only the new messages of a prompt that extends the previous one.
+    """
 
     at: int
     """How many input messages the picks index (the copies come after them)."""
