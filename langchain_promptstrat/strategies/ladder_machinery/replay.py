@@ -142,6 +142,14 @@ class ReplayMemo(Generic[S]):
                 return state
         return None
 
+    def take(self, messages: Sequence[BaseMessage]) -> S | None:
+        """Return and forget the state :meth:`recall` would return: for a strategy that extends its state in place."""
+        state = self.recall(messages)
+        if state is not None:
+            with self._lock:
+                self._items = [item for item in self._items if item[0] is not state]
+        return state
+
     def remember(self, state: S, chars: int = 0, max_chars: int | None = None) -> None:
         """Remember ``state`` (holding ``chars`` characters of its own), forgetting the oldest beyond the size or ``max_chars``."""
         if max_chars is not None and chars > max_chars:
