@@ -27,28 +27,19 @@ import functools
 import re
 import shlex
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
 
-from langchain_promptstrat.messages import shorten_text, shorten_tool_output
+from langchain_promptstrat.messages import ToolCallRecord, shorten_text, shorten_tool_output
 from langchain_promptstrat.truncation import shorten_by_lines
 
-__all__ = ["READ_COMMANDS", "READ_TOOL_WORDS", "Call", "ShortenedForm", "reads_a_file", "shortened_output"]
+__all__ = ["READ_COMMANDS", "READ_TOOL_WORDS", "ShortenedForm", "reads_a_file", "shortened_output"]
 
 READ_COMMANDS = frozenset({"cat", "nl", "head", "tail", "less", "more", "sed"})
 """Shell commands that print a file (``sed`` only without ``-i``, which edits in place instead)."""
 READ_TOOL_WORDS = ("read", "view", "open", "cat", "show")
 """A tool whose name holds one of these words (``read_file``, ``view``, ``open_file``) reads a file."""
-
-class Call(Protocol):
-    """What the form reads of a call: its tool's name and its arguments (a ``ToolCallRecord``)."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def args(self) -> Any: ...
-
 
 _LEADING_NOISE = re.compile(r"^(?:\s*#[^\n]*\n)+")
 _CD_PREFIX = re.compile(r"^\s*cd\s+[^;&|]+(?:&&|;)\s*")
@@ -117,6 +108,6 @@ class ShortenedForm:
         """Return ``message`` with its text (a string, or each text block) shortened to ``narration_chars``, hash-stamped."""
         return shorten_text(message, self.narration_chars) if self.narration_chars > 0 else message
 
-    def __call__(self, message: ToolMessage, record: Call) -> ToolMessage:
+    def __call__(self, message: ToolMessage, record: ToolCallRecord) -> ToolMessage:
         """Return ``message``, the output of ``record``, shortened."""
         return shortened_output(message, self.read_chars > 0 and reads_a_file(record.name, record.args), self.read_chars)

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langchain_promptstrat._memo import IdentityMemo
-from langchain_promptstrat.messages import ToolIndex, edit_ai_message, recorded_calls, shorten_tool_output
-from langchain_promptstrat.strategies.epoch_machinery.shortened_form import Call, ShortenedForm
+from langchain_promptstrat.messages import ToolCallRecord, ToolIndex, edit_ai_message, recorded_calls, shorten_tool_output
+from langchain_promptstrat.strategies.epoch_machinery.shortened_form import ShortenedForm
 from langchain_promptstrat.strategies.ladder_machinery.vocabulary import CountTokens, message_counter
 from langchain_promptstrat.tokens import missing_call_id_tokens
 
@@ -51,7 +51,7 @@ class Costs:
             self._seen.put(message, tokens)
         return tokens
 
-    def shortened(self, message: BaseMessage, form: ShortenedForm, record: Call | None = None) -> int:
+    def shortened(self, message: BaseMessage, form: ShortenedForm, record: ToolCallRecord | None = None) -> int:
         """Return the tokens of ``message`` once shortened by ``form``: a tool output (``record`` is its call), or an assistant message with every call shortened.
 
         ``form`` is one strategy's, the same for every call of a message, so the tokens are
