@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage, messages_from_dict, messages_to_dict
@@ -69,3 +72,14 @@ def test_the_keys_of_any_list_are_those_computed_one_message_at_a_time(lists: li
             else:
                 messages.append(POOL[i].model_copy(update={"content": f"edited {len(messages)}"}))
         assert message_keys(messages) == [message_key(m) for m in messages]
+
+
+def test_keying_a_conversation_keeps_none_of_its_messages_alive() -> None:
+    """A server keys thousands of conversations: once one is dropped, nothing the keys remembered may hold its messages."""
+    messages: list[BaseMessage] = reloaded(list(iter_agent_run(20, seed=2))[-1])
+    message_keys(messages)
+    message_keys([*messages, HumanMessage("next")])
+    watched = [weakref.ref(m) for m in messages]
+    del messages
+    gc.collect()
+    assert [r for r in watched if r() is not None] == []

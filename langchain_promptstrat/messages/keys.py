@@ -12,7 +12,7 @@ before (the next call of the same conversation) costs a few passes in C over it 
 new messages; a prompt built from a history (its messages in other places, among edited
 copies) finds their keys in the newest lists. A remembered list holds its messages weakly
 (one weak reference each, no callback) and the field objects it keyed strongly, until its
-first message is collected or newer lists push it out. A miss computes the key a hit
+last message is collected or newer lists push it out. A miss computes the key a hit
 would have returned: nothing here changes a result.
 """
 
@@ -98,7 +98,8 @@ class _Keyed:
     keys: list[int]
     where: dict[int, int]
     """The position of each message in the list, by ``id`` (checked against :attr:`refs` before use)."""
-    first: weakref.ref[BaseMessage] | None = None
+    watch: weakref.ref[BaseMessage] | None = None
+    """A weak reference to the newest message (its own conversation's, unlike a shared system message) that forgets the list."""
 
     def extended_by(self, messages: Sequence[BaseMessage], fields: Sequence[Mapping[str, Any]]) -> bool:
         """Return whether ``messages`` starts with this list's objects, holding the same field objects."""
@@ -178,7 +179,7 @@ class _RecentLists:
         return found
 
     def _remember(self, entry: _Keyed) -> None:
-        """Remember ``entry`` (the oldest beyond the size goes), until its first message is collected."""
+        """Remember ``entry`` (the oldest beyond the size goes), until its last message is collected."""
         items, held = self.items, weakref.ref(entry)
 
         def forget(_: object) -> None:  # no lock: it may run in a garbage collection inside a locked region
@@ -189,7 +190,7 @@ class _RecentLists:
             except ValueError:  # pushed out already
                 pass
 
-        entry.first = weakref.ref(entry.refs[0](), forget)  # type: ignore[arg-type]  # alive: the caller holds it
+        entry.watch = weakref.ref(entry.refs[-1](), forget)  # type: ignore[arg-type]  # alive: the caller holds it
         with self.lock:
             items.append(entry)
             del items[: max(0, len(items) - self.size)]

@@ -22,11 +22,12 @@ Must not decide anything: the strategies' steps do.
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, NamedTuple, Protocol, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
@@ -88,6 +89,8 @@ def history_key(messages: Sequence[BaseMessage], start: HistoryKey | None = None
 
 
 class Remembered(Protocol):
+    """A state of a replay: a dataclass whose ``history`` field says what it was built on."""
+
     @property
     def history(self) -> HistoryKey: ...
 
@@ -117,7 +120,8 @@ class ReplayMemo(Generic[S]):
         ``fits`` says whether a state applies (the same budget). The same objects are
         recognised by one identity pass in C; equal new objects (a reloaded conversation)
         by their keys (:func:`message_keys`, computed once per recall and only when identity
-        fails), compared as lists in C.
+        fails), compared as lists in C. A state found by its keys comes back (a copy)
+        holding the new objects, so :func:`history_key` extends it as it does the same objects.
         """
         with self._lock:
             items = [state for state, _ in self._items]
@@ -133,7 +137,8 @@ class ReplayMemo(Generic[S]):
         for state in items:  # a conversation loaded again: equal objects
             history = state.history
             if keys[:history.length] == history.keys:
-                return state
+                found = HistoryKey(tuple(map(weakref.ref, messages[:history.length])), history.keys)
+                return cast(S, dataclasses.replace(cast(Any, state), history=found))
         return None
 
     def remember(self, state: S, chars: int = 0, max_chars: int | None = None) -> None:
