@@ -22,7 +22,7 @@ import marshal
 import operator
 import threading
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any, cast
@@ -52,20 +52,32 @@ def _calls_key(calls: Any) -> Any:
         return hash(repr(calls))
 
 
-def _compute(messages: Sequence[BaseMessage], fields: Sequence[Mapping[str, Any]]) -> list[int]:
-    """Return the key of each message (``fields`` are their ``vars``), in passes over the list (most of them in C)."""
-    contents: list[Any] = list(map(_get, fields, repeat("content")))
+def _compute(
+    messages: Sequence[BaseMessage], fields: Sequence[Mapping[str, Any]], read: tuple[list[Any], list[Any], list[Any]] | None = None,
+) -> list[int]:
+    """Return the key of each message (``fields`` are their ``vars``), in passes over the list (most of them in C).
+
+    ``read`` is their ``content``, ``tool_calls`` and ``additional_kwargs`` when the caller has them already.
+    """
+    contents, calls, extras = read if read is not None else (_column(fields, "content"), _column(fields, "tool_calls"), _column(fields, "additional_kwargs"))
     if not set(map(type, contents)) <= {str}:
         contents = [c if type(c) is str else repr(c) for c in contents]
-    extras = [repr(x) if x else None for x in map(_get, fields, repeat("additional_kwargs"))]
-    calls = [_calls_key(x) if x else None for x in map(_get, fields, repeat("tool_calls"))]
-    invalid = [_calls_key(x) if x else None for x in map(_get, fields, repeat("invalid_tool_calls"))]
-    ids, call_ids, names = ([*map(_get, fields, repeat(name))] for name in ("id", "tool_call_id", "name"))
+    columns = (_keyed(extras, repr), _keyed(calls, _calls_key), _keyed(_column(fields, "invalid_tool_calls"), _calls_key))
+    ids, call_ids, names = (_column(fields, name) for name in ("id", "tool_call_id", "name"))
     try:
-        return list(map(hash, zip(map(type, messages), ids, contents, call_ids, names, extras, calls, invalid)))
+        return list(map(hash, zip(map(type, messages), ids, contents, call_ids, names, *columns)))
     except TypeError:  # an unhashable id or name: by its repr
         ids, call_ids, names = ([v if type(v) in _PLAIN else repr(v) for v in values] for values in (ids, call_ids, names))
-        return list(map(hash, zip(map(type, messages), ids, contents, call_ids, names, extras, calls, invalid)))
+        return list(map(hash, zip(map(type, messages), ids, contents, call_ids, names, *columns)))
+
+
+def _column(fields: Sequence[Mapping[str, Any]], name: str) -> list[Any]:
+    return list(map(_get, fields, repeat(name)))
+
+
+def _keyed(values: list[Any], how: Callable[[Any], Any]) -> Iterable[Any]:
+    """Return ``how(value)`` for each value that is not empty, else None (most messages have none of these fields)."""
+    return [how(v) if v else None for v in values] if any(values) else repeat(None)
 
 
 _PLAIN = (str, type(None))
@@ -135,13 +147,11 @@ class _RecentLists:
         if best is not None and done == len(messages):  # the same list again (another memo of this call)
             return list(best.keys)
         tail, new = fields[done:], messages[done:]
-        contents = list(map(_get, tail, repeat("content")))
-        calls = list(map(_get, tail, repeat("tool_calls")))
-        extras = list(map(_get, tail, repeat("additional_kwargs")))
+        contents, calls, extras = _column(tail, "content"), _column(tail, "tool_calls"), _column(tail, "additional_kwargs")
         found = self._found(new, contents, calls, extras, items[: -_SEARCHED - 1 : -1]) if tail else []
         missing = [i for i, k in enumerate(found) if k is None]
         if len(missing) == len(found):
-            computed = _compute(new, tail)
+            computed = _compute(new, tail, (contents, calls, extras))
         else:
             fill = iter(_compute([new[i] for i in missing], [tail[i] for i in missing]))
             computed = [next(fill) if k is None else k for k in found]
