@@ -23,7 +23,7 @@ import operator
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, cast
 
@@ -149,13 +149,13 @@ class _RecentLists:
         tail, new = fields[done:], messages[done:]
         contents, calls, extras = _column(tail, "content"), _column(tail, "tool_calls"), _column(tail, "additional_kwargs")
         found = self._found(new, contents, calls, extras, items[: -_SEARCHED - 1 : -1]) if tail else []
-        missing = [i for i, k in enumerate(found) if k is None]
-        if len(missing) == len(found):
+        if found.count(None) == len(found):  # none known (a conversation loaded again, or only new messages)
             computed = _compute(new, tail, (contents, calls, extras))
         else:
+            missing = [i for i, k in enumerate(found) if k is None]
             fill = iter(_compute([new[i] for i in missing], [tail[i] for i in missing]))
             computed = [next(fill) if k is None else k for k in found]
-        self.computed += len(missing)  # a diagnostic: an update lost between threads is harmless
+        self.computed += found.count(None)  # a diagnostic: an update lost between threads is harmless
         keys = best.keys + computed if best is not None else computed
         try:
             refs = list(map(weakref.ref, new))
