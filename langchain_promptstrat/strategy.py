@@ -101,12 +101,23 @@ class PromptStrategy(Runnable[Any, list[BaseMessage]], ABC):
         value = ((config or {}).get("configurable") or {}).get("save_file")
         return Path(value) if value else None
 
+    def pick_up_notices(
+        self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None, config: RunnableConfig | None = None
+    ) -> Compacted:
+        """Return ``messages`` with the notices this strategy places (``places_notices``) appended: where :func:`apply_in_order` picks them up.
+
+        Only the inbox places notices; it finds the run's inbox from ``save_file``, else from
+        ``config`` (``configurable.save_file`` or ``thread_id``). Any other strategy just compacts.
+        """
+        return self.compact(messages, save_file=save_file)
+
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> list[BaseMessage]:
         """Return the transformed messages; the report goes to the log and the run's callbacks."""
         return self._call_with_config(self._invoke, input, config, run_type="prompt")
 
     def _invoke(self, input: Any, run_manager: CallbackManagerForChainRun, config: RunnableConfig) -> list[BaseMessage]:
-        save_file = self.save_file_from_config(config) if self.uses_save_file else None
+        # the inbox finds its own store from the run config (a provider serves a thread id, not a path)
+        save_file = self.save_file_from_config(config) if self.uses_save_file and not self.places_notices else None
         return apply_in_order([self], coerce_messages(input), save_file=save_file, config=config)[0]
 
     def get_name(self, suffix: str | None = None, *, name: str | None = None) -> str:
@@ -158,6 +169,8 @@ def apply_in_order(
     for strategy in strategies:
         if strategy.places_notices and notices is not None:
             result = _with_notices(current, list(notices))
+        elif strategy.places_notices:
+            result = strategy.pick_up_notices(current, save_file=save_file, config=config)
         else:
             result = _compact_one(strategy, current, save_file, request)
         if strategy.places_notices:

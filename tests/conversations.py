@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any
+from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -91,3 +91,29 @@ def agent_conversations(draw: st.DrawFn, *, min_calls: int = 0, max_calls: int =
 def snapshot(messages: list[BaseMessage]) -> list[dict[str, Any]]:
     """Return a deep, comparable copy of every field of every message (to prove nothing was mutated)."""
     return [copy.deepcopy(m.model_dump()) for m in messages]
+
+
+def as_ai(message: BaseMessage | None) -> AIMessage:
+    """Return ``message``, which a test expects to be an assistant message (fails the test if not)."""
+    assert isinstance(message, AIMessage), message
+    return message
+
+
+def as_tool(message: BaseMessage | None) -> ToolMessage:
+    """Return ``message``, which a test expects to be a tool output (fails the test if not)."""
+    assert isinstance(message, ToolMessage), message
+    return message
+
+
+def blocks(message: BaseMessage) -> list[dict[str, Any]]:
+    """Return the dict content blocks of ``message`` (none when its content is a string)."""
+    return [b for b in message.content if isinstance(b, dict)] if isinstance(message.content, list) else []
+
+
+T = TypeVar("T")
+
+
+def known(value: T | None) -> T:
+    """Return ``value``, which the test expects to be there (fails the test if it is None)."""
+    assert value is not None
+    return value

@@ -6,6 +6,8 @@ import gc
 import tracemalloc
 import weakref
 
+import pytest
+
 from langchain_core.messages import BaseMessage
 
 from langchain_promptstrat import prepare_prompt
@@ -26,7 +28,7 @@ def _run_and_discard(seed: int, refs: list[weakref.ref[BaseMessage]]) -> int:
     return sum(len(m.content) for m in run if isinstance(m.content, str))
 
 
-def test_ten_discarded_long_runs_leave_no_message_alive_and_little_memory():
+def test_ten_discarded_long_runs_leave_no_message_alive_and_little_memory() -> None:
     """After ten 300-call runs are dropped, none of their messages lives and the caches hold a few MB, not the runs."""
     refs: list[weakref.ref[BaseMessage]] = []
     _run_and_discard(0, refs)  # loads the encoding and warms the import-time state
@@ -49,7 +51,7 @@ class _Obj:
     """A weakly referenceable stand-in for a message."""
 
 
-def test_identity_memo_forgets_an_entry_when_its_object_dies():
+def test_identity_memo_forgets_an_entry_when_its_object_dies() -> None:
     """An entry lives only as long as its object: the memo never keeps it alive."""
     memo: IdentityMemo[int] = IdentityMemo(10)
     obj = _Obj()
@@ -60,7 +62,7 @@ def test_identity_memo_forgets_an_entry_when_its_object_dies():
     assert len(memo) == 0
 
 
-def test_identity_memo_misses_when_a_checked_field_was_replaced():
+def test_identity_memo_misses_when_a_checked_field_was_replaced() -> None:
     """A check value replaced by a different one (a replaced content) is a miss."""
     memo: IdentityMemo[int] = IdentityMemo(10)
     obj, first, second = _Obj(), ["a"], ["b"]
@@ -69,7 +71,7 @@ def test_identity_memo_misses_when_a_checked_field_was_replaced():
     assert memo.get(obj, second) is None
 
 
-def test_identity_memo_is_bounded_by_its_entry_count():
+def test_identity_memo_is_bounded_by_its_entry_count() -> None:
     """Past max_entries the oldest entries go."""
     memo: IdentityMemo[int] = IdentityMemo(3)
     objs = [_Obj() for _ in range(5)]
@@ -79,7 +81,7 @@ def test_identity_memo_is_bounded_by_its_entry_count():
     assert memo.get(objs[0]) is None and memo.get(objs[4]) == 4
 
 
-def test_sized_cache_is_bounded_by_the_total_size_of_its_entries():
+def test_sized_cache_is_bounded_by_the_total_size_of_its_entries() -> None:
     """Entries are evicted oldest first until their sizes fit; one larger than the bound is not kept."""
     cache: SizedCache[str, int] = SizedCache(100)
     for i in range(10):
@@ -90,28 +92,28 @@ def test_sized_cache_is_bounded_by_the_total_size_of_its_entries():
     assert cache.get("huge") is None
 
 
-def test_the_epoch_head_cache_is_bounded_by_the_characters_it_holds(monkeypatch):
+def test_the_epoch_head_cache_is_bounded_by_the_characters_it_holds(monkeypatch: pytest.MonkeyPatch) -> None:
     """Compacted heads of many conversations never hold more characters than the bound, however few heads that is."""
     from langchain_promptstrat.strategies.epoch_machinery import caches
 
     caches.clear_caches()
     runs = [build_agent_run(200, seed=seed) for seed in range(6)]
     prepare_prompt(runs[0], "shorten_tools_epoch")
-    one_head = caches._head_cache_chars
+    one_head = caches._heads_chars
     assert one_head > 0
     bound = int(2.5 * one_head)  # room for about two heads of this size
-    monkeypatch.setattr(caches, "_HEAD_CACHE_CHARS", bound)
+    monkeypatch.setattr(caches, "_CHARS", bound)
     for run in runs[1:]:
         prepare_prompt(run, "shorten_tools_epoch")
-        held = sum(head.chars for head in caches._head_cache.values())
-        assert caches._head_cache_chars == held
+        held = sum(head.chars for head in (entry.head for entry in caches._heads.values()))
+        assert caches._heads_chars == held
         assert 0 < held <= bound
-    assert len(caches._head_cache) <= 3  # the character bound, not the count of 64, evicted
+    assert len(caches._heads) <= 3  # the character bound, not the count of 64, evicted
     caches.clear_caches()
-    assert caches._head_cache_chars == 0
+    assert caches._heads_chars == 0
 
 
-def test_a_long_lived_bounded_default_keeps_no_finished_conversation_alive():
+def test_a_long_lived_bounded_default_keeps_no_finished_conversation_alive() -> None:
     """One ShortenToolsEpochStable object, as a hook or middleware keeps for a server's life, holds no message of a finished run."""
     from langchain_promptstrat import ShortenToolsEpochStable
 
@@ -128,7 +130,7 @@ def test_a_long_lived_bounded_default_keeps_no_finished_conversation_alive():
     assert alive == 0, f"{alive} messages of finished runs are kept alive by the strategy object"
 
 
-def test_a_long_lived_ladder_keeps_no_finished_conversation_alive():
+def test_a_long_lived_ladder_keeps_no_finished_conversation_alive() -> None:
     """One watermark CompactionLadder, as a hook or middleware keeps for a server's life, holds no message of a finished run."""
     from langchain_promptstrat.strategies.ladder import CompactionLadder
 
@@ -149,7 +151,7 @@ def test_a_long_lived_ladder_keeps_no_finished_conversation_alive():
     assert len(ladder._memo) <= CompactionLadder.memo_size
 
 
-def test_the_ladder_memo_is_bounded_by_the_characters_of_its_edited_copies(monkeypatch):
+def test_the_ladder_memo_is_bounded_by_the_characters_of_its_edited_copies(monkeypatch: pytest.MonkeyPatch) -> None:
     """A ladder's remembered replays never hold more characters of edited copies than memo_chars, and the prompts do not change."""
     from langchain_promptstrat.strategies.ladder import CompactionLadder
 

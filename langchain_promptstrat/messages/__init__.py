@@ -22,8 +22,8 @@ what a strategy broke before the list reaches a model.
 The modules behind it: ``coercion`` (input as messages, ``tool_result`` blocks as
 ``ToolMessage``s), ``marks`` (this package's marks, real user messages, the task, the
 system block), ``recorded_calls`` (reading a message's calls from every place they are
-recorded), ``tool_index`` (calls, outputs, positions, steps and turns; the growing
-index), ``sizes`` (cheap sizes for reports), ``edits`` (shortening and dropping calls and
+recorded), ``tool_index`` (the one tool-call index: calls, outputs, positions, extended as a
+conversation grows; steps and turns), ``sizes`` (cheap sizes for reports), ``edits`` (shortening and dropping calls and
 outputs, applying fates), ``pairs`` (pair checks) and ``floor`` (the prompt floor). Import
 from here; this module only re-exports, and knows no strategy.
 """
@@ -51,28 +51,15 @@ from langchain_promptstrat.messages.marks import (
     task_index,
 )
 from langchain_promptstrat.messages.pairs import ToolPairViolation, check_tool_pairs, find_tool_pair_violations
-from langchain_promptstrat.messages.recorded_calls import CALL_BLOCK_TYPES, call_block_id, repeat_key, tool_call_ids
+from langchain_promptstrat.messages.recorded_calls import CALL_BLOCK_TYPES, call_block_id, recorded_calls, repeat_key, tool_call_ids
 from langchain_promptstrat.messages.sizes import content_text, message_chars, value_chars
-from langchain_promptstrat.messages.tool_index import (
-    CompletedCall,
-    GrowingToolIndex,
-    IndexedCall,
-    ToolCallRecord,
-    ToolIndex,
-    grow_tool_index,
-    index_tool_calls,
-    split_steps,
-    split_turns,
-)
+from langchain_promptstrat.messages.tool_index import ToolCallRecord, ToolIndex, index_tool_calls, split_steps, split_turns
 
 __all__ = [
     "MARK_KEY",
     "task_index",
     "CALL_BLOCK_TYPES",
-    "CompletedCall",
     "Fate",
-    "GrowingToolIndex",
-    "IndexedCall",
     "ToolCallRecord",
     "ToolIndex",
     "ToolPairViolation",
@@ -84,7 +71,6 @@ __all__ = [
     "drop_tool_call",
     "edit_ai_message",
     "find_tool_pair_violations",
-    "grow_tool_index",
     "index_tool_calls",
     "tool_arguments_problem",
     "tool_results_as_tool_messages",
@@ -94,6 +80,7 @@ __all__ = [
     "mark",
     "mark_of",
     "message_chars",
+    "recorded_calls",
     "repeat_key",
     "shorten_arguments",
     "shorten_tool_call",

@@ -14,7 +14,7 @@ Must not decide what to shorten or drop (the strategies do) nor repair a broken 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from enum import IntEnum
 from typing import Any, TypeVar
 
@@ -241,10 +241,9 @@ def apply_fates(
     index: ToolIndex,
     fates: Mapping[int, tuple[Fate, Fate]],
     *,
-    output_size: int = DEFAULT_OUTPUT_SIZE,
-    argument_size: int = DEFAULT_ARGUMENT_SIZE,
     shorten_output: Callable[[ToolMessage, ToolCallRecord], ToolMessage] | None = None,
     shorten_narration: Callable[[AIMessage], AIMessage] | None = None,
+    leave_out: Collection[int] = (),
 ) -> list[BaseMessage]:
     """Return a new list with each completed call's ``(call fate, output fate)`` applied.
 
@@ -252,9 +251,9 @@ def apply_fates(
     calls not in it are kept. A pair is dropped whole or not at all: if either side is
     dropped, both are. Messages that do not change are reused, not copied. A shortened
     output is ``shorten_output(output, its call's record)`` when given, else
-    :func:`shorten_tool_output` to ``output_size``. An assistant message with a shortened
+    :func:`shorten_tool_output`. An assistant message with a shortened
     call and no call left whole (none pending) becomes ``shorten_narration(message)`` too,
-    when given.
+    when given. The messages at ``leave_out`` (indices) are not in the result.
     """
     ai_edits: dict[int, tuple[set[str], set[str]]] = {}
     output_fate: dict[int, Fate] = {}
@@ -278,9 +277,11 @@ def apply_fates(
             calls_of[record.ai_index] = calls_of.get(record.ai_index, 0) + 1
     out: list[BaseMessage] = []
     for i, message in enumerate(messages):
+        if i in leave_out:
+            continue
         edit = ai_edits.get(i)
         if edit is not None:
-            edited = edit_ai_message(message, shorten=edit[0], drop=edit[1], argument_size=argument_size)  # type: ignore[arg-type]
+            edited = edit_ai_message(message, shorten=edit[0], drop=edit[1])  # type: ignore[arg-type]
             if edited is not None:
                 if shorten_narration is not None and edit[0] and len(edit[0]) + len(edit[1]) == calls_of.get(i, 0):
                     edited = shorten_narration(edited)
@@ -293,7 +294,7 @@ def apply_fates(
             if shorten_output is not None:
                 out.append(shorten_output(message, output_call[i]))  # type: ignore[arg-type]
             else:
-                out.append(shorten_tool_output(message, output_size))  # type: ignore[arg-type]
+                out.append(shorten_tool_output(message))  # type: ignore[arg-type]
         else:
             out.append(message)
     return out

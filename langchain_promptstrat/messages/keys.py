@@ -113,12 +113,10 @@ class _Keyed:
     watch: weakref.ref[BaseMessage] | None = None
     """A weak reference to the newest message (its own conversation's, unlike a shared system message) that forgets the list."""
 
-    def extended_by(self, messages: Sequence[BaseMessage], fields: Sequence[Mapping[str, Any]]) -> bool:
-        """Return whether ``messages`` starts with this list's objects, holding the same field objects."""
-        n = len(self.refs)
+    def shares_start(self, messages: Sequence[BaseMessage], fields: Sequence[Mapping[str, Any]]) -> bool:
+        """Return whether ``messages`` and this list start with the same objects, holding the same field objects, up to the shorter's end."""
         return (
-            n <= len(messages)
-            and self.refs[0]() is messages[0]
+            self.refs[0]() is messages[0]
             and all(map(_is, map(_deref, self.refs), messages))
             and all(map(_is, self.contents, map(_get, fields, repeat("content"))))
             and all(map(_is, self.calls, map(_get, fields, repeat("tool_calls"))))
@@ -142,10 +140,10 @@ class _RecentLists:
         fields = list(map(vars, messages))
         with self.lock:
             items = list(self.items)
-        best = next((item for item in sorted(items, key=_length, reverse=True) if item.extended_by(messages, fields)), None)
-        done = len(best.refs) if best is not None else 0
-        if best is not None and done == len(messages):  # the same list again (another memo of this call)
-            return list(best.keys)
+        best = next((item for item in sorted(items, key=_length, reverse=True) if item.shares_start(messages, fields)), None)
+        done = min(len(best.refs), len(messages)) if best is not None else 0
+        if best is not None and done == len(messages):  # the same list again (another memo of this call), or a start of it
+            return best.keys[:done]
         tail, new = fields[done:], messages[done:]
         contents, calls, extras = _column(tail, "content"), _column(tail, "tool_calls"), _column(tail, "additional_kwargs")
         found = self._found(new, contents, calls, extras, items[: -_SEARCHED - 1 : -1]) if tail else []

@@ -6,8 +6,9 @@ Anthropic's ``tool_use``, LangChain v1 ``tool_call``, OpenAI Responses ``functio
 a call whose arguments did not parse lives in ``invalid_tool_calls``. :func:`tool_call_ids`
 and :func:`recorded_calls` read a message's calls from all of them, each call once, and
 :func:`repeat_key` says when two calls make the same request. :func:`openai_calls`,
-:func:`call_blocks`, :func:`recorded_calls` and :func:`keyed_calls` serve the sibling
-modules (the index and the edits); they are remembered per live message.
+:func:`call_blocks` and :func:`keyed_calls` serve the sibling modules (the index and the
+edits); :func:`recorded_calls` also serves a reader of one message's calls (the token
+count, a transcript). Calls are remembered per live message.
 
 Must not change a message (``edits`` does) nor know any strategy.
 """

@@ -24,8 +24,6 @@ strategy then counts and cuts the deduplicated history.
 from __future__ import annotations
 
 import os
-import threading
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, TypedDict
@@ -36,6 +34,7 @@ from typing_extensions import Unpack
 from langchain_promptstrat.messages.recorded_calls import recorded_calls
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
+from langchain_promptstrat.strategies.ladder_machinery.replay import HistoryKey, ReplayMemo, history_key
 from langchain_promptstrat.strategy import PromptStrategy
 
 __all__ = ["DedupeOutputs", "DedupeOutputsOptions", "dedupe_outputs", "pointer_text"]
@@ -138,32 +137,12 @@ class DedupeOutputsOptions(TypedDict, total=False):
     min_line_chars: Annotated[int | None, SettingKey("dedupe_min_line_chars")]
 
 
-def _content_key(message: BaseMessage) -> tuple[str, str | None, str | None, int]:
-    """Return what identifies a message's part in the reading: type, ids and a hash of its content.
-
-    Equal for a message loaded again from a checkpoint (a new object, the same content), so a
-    reloaded conversation resumes the reading instead of starting over.
-    """
-    content = message.content
-    text = content if isinstance(content, str) else repr(content)
-    calls = repr(message.tool_calls) if isinstance(message, AIMessage) else ""
-    return (message.type, message.id, getattr(message, "tool_call_id", None), hash((text, calls)))
-
-
 @dataclass
-class _Remembered:
-    sources: list[weakref.ref[BaseMessage]]
-    keys: list[tuple[str, str | None, str | None, int]]
-    progress: _Progress
+class _Reading:
+    """A reading remembered in the replay engine's memo: the history it covers and how far it got."""
 
-    def matches(self, messages: Sequence[BaseMessage], keys: list[tuple[str, str | None, str | None, int]] | None) -> bool:
-        """Return whether this reading covers a prefix of ``messages``: the same objects, or (``keys`` given) equal content."""
-        n = len(self.sources)
-        if n > len(messages):
-            return False
-        if all(ref() is m for ref, m in zip(self.sources, messages)):
-            return True
-        return keys is not None and keys[:n] == self.keys
+    history: HistoryKey
+    progress: _Progress
 
 
 class DedupeOutputs(PromptStrategy):
@@ -171,8 +150,9 @@ class DedupeOutputs(PromptStrategy):
 
     ``DedupeOutputs(tool_call_threshold=5)``. Each option is also a setting of the same key
     (``DEDUPE_TOOL_CALL_THRESHOLD`` or ``PROMPTSTRAT_DEDUPE_TOOL_CALL_THRESHOLD``, ...).
-    It remembers how far it read the last few conversations (their messages held weakly,
-    with a key of each one's content), so the next call of a growing conversation, or the
+    It remembers how far it read the last few conversations in the replay engine's memo
+    (:class:`~langchain_promptstrat.strategies.ladder_machinery.replay.ReplayMemo`: messages
+    held weakly, found by what they are), so the next call of a growing conversation, or the
     same conversation loaded again from a checkpoint, reads only what was added and returns
     the same edited copies as before: the strategy after it sees the same objects every call.
     """
@@ -193,17 +173,7 @@ class DedupeOutputs(PromptStrategy):
             ConfigError: A value is out of range, or a keyword is not one of these options.
         """
         super().__init__(settings_with_options(type(self), settings, options))
-        self._memo: list[_Remembered] = []
-        self._lock = threading.Lock()  # a hook's strategy object serves every thread of a server
-
-    def _take(self, messages: Sequence[BaseMessage], keys: list[tuple[str, str | None, str | None, int]] | None) -> _Remembered | None:
-        """Remove and return the longest remembered reading that covers a prefix of ``messages``, if any."""
-        with self._lock:
-            found = [e for e in self._memo if e.matches(messages, keys)]
-            best = max(found, key=lambda e: len(e.sources), default=None)
-            if best is not None:
-                self._memo.remove(best)  # taken out: its reading is extended in place, for the longer history
-            return best
+        self._memo: ReplayMemo[_Reading] = ReplayMemo(self.memo_size)
 
     def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
         """Return :func:`dedupe_outputs` of ``messages``, resuming the remembered reading of an earlier call.
@@ -212,15 +182,8 @@ class DedupeOutputs(PromptStrategy):
         content (a conversation loaded again from a checkpoint); then the edited copies are
         the remembered ones, so the strategy after this one sees the objects it saw before.
         """
-        best = self._take(messages, None)
-        if best is not None:  # the same objects: only the new messages need a key
-            keys = [*best.keys, *(_content_key(m) for m in messages[len(best.keys):])]
-        else:  # not the same objects: perhaps the same conversation loaded again
-            keys = [_content_key(m) for m in messages]
-            best = self._take(messages, keys)
+        best = self._memo.take(messages)  # taken out: its reading is extended in place, for the longer history
         progress = best.progress if best is not None else _Progress()
-        _read(messages, progress, len(best.sources) if best is not None else 0, self.settings)
-        remembered = _Remembered([weakref.ref(m) for m in messages], keys, progress)
-        with self._lock:
-            self._memo = [*self._memo[-(self.memo_size - 1):], remembered]
+        _read(messages, progress, best.history.length if best is not None else 0, self.settings)
+        self._memo.remember(_Reading(history_key(messages, best.history if best is not None else None), progress))
         return _compacted(messages, progress)

@@ -45,7 +45,7 @@ from typing_extensions import Unpack
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
 from langchain_promptstrat.strategy import PromptStrategy
-from langchain_promptstrat.messages import Fate, ToolIndex, index_tool_calls, shorten_arguments, shorten_tool_output
+from langchain_promptstrat.messages import Fate, ToolCallRecord, ToolIndex, index_tool_calls, shorten_arguments, shorten_tool_output
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.strategies.epoch_machinery.boundary import (
@@ -71,16 +71,10 @@ from langchain_promptstrat.strategies.epoch_machinery.notice import (
     is_compaction_notice,
     notice_index,
 )
-from langchain_promptstrat.strategies.epoch_machinery.repeats import (
-    CompletedCall,
-    completed_calls,
-    protected_calls,
-    repeat_positions,
-)
+from langchain_promptstrat.strategies.epoch_machinery.repeats import protected_calls, repeat_positions
 
 __all__ = [
     "NOTICE_KIND",
-    "CompletedCall",
     "Decisions",
     "EpochState",
     "ShortenToolsEpoch",
@@ -92,7 +86,6 @@ __all__ = [
     "compacted_window",
     "compaction_notice",
     "compaction_notice_text",
-    "completed_calls",
     "decide",
     "epoch_boundary",
     "increment_schedule",
@@ -112,7 +105,7 @@ Schedule = Callable[[int, Sequence[int], Settings], "EpochState | None"]
 
 
 def _decisions_before(
-    calls: Sequence[CompletedCall],
+    calls: Sequence[ToolCallRecord],
     now: Decisions,
     repeats: Sequence[int],
     before_total: int,
@@ -169,7 +162,7 @@ def _compact(messages: Sequence[BaseMessage], settings: Settings, schedule: Sche
             boundary_moved=False, prefix_change=None, notice=False,
         ))
 
-    calls = completed_calls(index)
+    calls = index.completed
     repeats = repeat_positions(calls)
     state = schedule(total, repeats, settings)
     now = decide(calls, state)

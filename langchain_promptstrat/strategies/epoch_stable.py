@@ -83,13 +83,14 @@ from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
 from langchain_promptstrat.ceiling import Ceiling, MaxTokens, check_max_tokens, resolve_ceiling
 from langchain_promptstrat.errors import ContextWindowError
-from langchain_promptstrat.messages import grow_tool_index, leading_system_count, shorten_tool_output, task_index
+from langchain_promptstrat.messages import index_tool_calls, leading_system_count, shorten_tool_output, task_index
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.strategies.epoch_machinery.bounded_replay import BoundedMemo, memo_costs, previous_length, replay_history
+from langchain_promptstrat.strategies.epoch_machinery.caches import Head
 from langchain_promptstrat.strategies.epoch_machinery.decisions import previous_total
 from langchain_promptstrat.strategies.epoch_machinery.notice import is_compaction_notice
-from langchain_promptstrat.strategies.epoch_machinery.stable_prompt import STRATEGY_NAME, Frozen, frozen_prompt
+from langchain_promptstrat.strategies.epoch_machinery.stable_prompt import STRATEGY_NAME, frozen_prompt
 from langchain_promptstrat.strategies.epoch_machinery.stable_rule import StableState, count_edges, front_drop_edge, stable_boundary
 from langchain_promptstrat.strategies.epoch_machinery.token_costs import Costs
 from langchain_promptstrat.strategies.ladder_machinery.plan import run_plan
@@ -200,28 +201,24 @@ def shorten_tools_epoch_stable(
         raise _floor_error(source, costs, max(budget, 0), extra_tokens, max_tokens)
 
     if max_tokens is None:  # by count alone
-        index = grow_tool_index(source)
+        index = index_tool_calls(source)
         total = index.total_outputs
         state = stable_boundary(total, settings)
         edges = count_edges(state)
         before = stable_boundary(previous_total(source, total), settings) if state is not None else None
         previous_edges = (before.compaction_edge, before.drop_edge) if before is not None else (0, 0)
-        replay = None
     else:
         replay = replay_history(source, budget, settings, costs, _memo)
         index, edges, total, previous_edges = replay.index, replay.edges, replay.steps.total, replay.previous_edges
 
     ceiling_details: dict[str, Any] = {}
     details: dict[str, Any]
-    frozen: Frozen | None = None
+    head: Head | None = None
     if edges.compaction_edge == 0 and edges.drop_edge == 0:
         out = list(source)
         details = _inactive_details()
     else:
-        known = replay.frozen if replay is not None else None
-        out, details, frozen = frozen_prompt(source, index, edges, total, previous_edges, settings, known, remember=_memo is not None)
-        if replay is not None:
-            replay.frozen = frozen
+        out, details, head = frozen_prompt(source, index, edges, total, previous_edges, settings)
         if _compare and (details["boundary_moved"] or details["front_moved"]):
             # edges that moved over calls whose fate stays the same change nothing: say so only when bytes changed
             before_history = _previous_history(source)
@@ -232,8 +229,8 @@ def shorten_tools_epoch_stable(
             if len(previous) <= len(out) and all(a is b or a == b for a, b in zip(previous, out)):
                 details["prefix_change"] = details["prefix_change_reason"] = None
     if max_tokens is not None:
-        if frozen is not None:  # the head's tokens are remembered with it: count only the messages after it
-            tokens = frozen.tokens(costs, source) + sum(map(costs.whole, source[frozen.at:])) + extra_tokens
+        if head is not None:  # the head's tokens are remembered with it: count only the messages after it
+            tokens = head.tokens(costs, source) + sum(map(costs.whole, source[head.at:])) + extra_tokens
         else:
             tokens = costs(out) + extra_tokens
         fallback = None

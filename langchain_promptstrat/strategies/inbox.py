@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from langchain_core.callbacks import CallbackManagerForChainRun
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
@@ -32,10 +31,10 @@ from langchain_promptstrat.inbox.locate import (
     inbox_for_save_file,
     save_file_for_config,
 )
-from langchain_promptstrat.messages import coerce_messages, mark_of
+from langchain_promptstrat.messages import mark_of
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import Settings, settings_with_options
-from langchain_promptstrat.strategy import PromptStrategy, emit_report
+from langchain_promptstrat.strategy import PromptStrategy
 
 __all__ = ["Inbox", "inbox"]
 
@@ -147,7 +146,10 @@ class Inbox(PromptStrategy):
         """Return the run's inbox from this strategy's backend, or None (see :mod:`~langchain_promptstrat.inbox.locate`)."""
         return inbox_for_config(config, backend=self.backend, root=self.root, allow_save_file=self.allow_save_file)
 
-    def _invoke(self, input: Any, run_manager: CallbackManagerForChainRun, config: RunnableConfig) -> list[BaseMessage]:
-        result = _deliver(coerce_messages(input), self.inbox_for_config(config))
-        emit_report(result, config)
-        return result.messages
+    def pick_up_notices(
+        self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None, config: RunnableConfig | None = None
+    ) -> Compacted:
+        """Return ``messages`` with the run's pending notices: the inbox of ``save_file``, else the one ``config`` names; raises InboxAborted on ``abort``."""
+        if save_file is not None:
+            return inbox(messages, save_file=save_file, backend=self.backend)
+        return _deliver(messages, self.inbox_for_config(config))

@@ -60,7 +60,7 @@ def shorten_tools(messages: Sequence[BaseMessage], /, *, settings: Settings) -> 
       the other, both take the milder fate, since a provider rejects half a pair.
     """
     index = index_tool_calls(messages)
-    number_of_output = {rec.output_index: k for k, rec in enumerate(index.calls) if rec.output_index is not None}
+    number_of_output = index.call_of_output
     calls_of_message: dict[int, list[int]] = {}
     for k, rec in enumerate(index.calls):
         if rec.output_index is not None:
@@ -94,7 +94,7 @@ def shorten_tools(messages: Sequence[BaseMessage], /, *, settings: Settings) -> 
                 size = value_chars(rec.args)
                 short = value_chars(shorten_arguments(rec.args))
                 fate, added = _judge(
-                    rec.position or 0, size, short,
+                    index.position(rec) or 0, size, short,
                     full=settings.full_tool_calls, maximum=settings.max_tool_calls,
                     budget=budget, used=used, protected=user_messages == 0,
                 )

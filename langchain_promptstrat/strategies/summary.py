@@ -37,7 +37,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.extras import install_hint
-from langchain_promptstrat.messages import content_text, index_tool_calls, is_real_user_message, mark
+from langchain_promptstrat.messages import content_text, index_tool_calls, is_real_user_message, mark, recorded_calls
 from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.strategies.ladder_machinery.plan import Plan, Rewrite, RungRequest, arun_plan, run_plan
 from langchain_promptstrat.strategies.ladder_machinery.rung import Rung, RungOptions
@@ -86,7 +86,7 @@ def summary_message(summary: str, *, messages: int, tier: str) -> HumanMessage:
 
 def render(stretch: Sequence[BaseMessage]) -> str:
     """Return ``stretch`` as a plain-text transcript: who said what, which tools ran and what they returned."""
-    names = {i: record.name for i, record in index_tool_calls(stretch).by_output_index.items()}
+    index = index_tool_calls(stretch)
     parts: list[str] = []
     for i, message in enumerate(stretch):
         text = content_text(message.content).strip()
@@ -99,12 +99,13 @@ def render(stretch: Sequence[BaseMessage]) -> str:
             parts.append(f"User: {text}")
         elif isinstance(message, AIMessage):
             lines = [f"Assistant: {text}"] if text else []
-            for call in index_tool_calls([message]).calls:
-                args = json.dumps(call.args, ensure_ascii=False, sort_keys=True, default=str)
-                lines.append(f"Assistant called {call.name}({args})")
+            for _, name, call_args in recorded_calls(message):
+                args = json.dumps(call_args, ensure_ascii=False, sort_keys=True, default=str)
+                lines.append(f"Assistant called {name}({args})")
             parts.append("\n".join(lines) or "Assistant: (no text)")
         elif isinstance(message, ToolMessage):
-            parts.append(f"Result of {message.name or names.get(i) or 'a tool'}: {text}")
+            call = index.call_answered_by(i)
+            parts.append(f"Result of {message.name or (call.name if call else '') or 'a tool'}: {text}")
         else:
             parts.append(f"{message.type}: {text}")
     return "\n\n".join(parts)

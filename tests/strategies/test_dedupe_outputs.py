@@ -132,6 +132,34 @@ class TestTheObject:
         changed = [*reloaded[:-1], reloaded[-1].model_copy(update={"content": "\n".join(FILE)})]
         assert strategy.compact(changed).messages == dedupe_outputs(changed, settings=strategy.settings).messages
 
+    def test_two_conversations_forking_from_one_prefix_each_get_their_own_reading(self):
+        """A reading is extended in place, so it is taken out of the memo: a branch never sees the lines of another branch from the same prefix."""
+        prefix = run(*filler(6))
+        text = "\n".join(f"a line only the branches print, number {i}" for i in range(5))
+
+        def branch(*call_ids: str) -> list[BaseMessage]:
+            messages = list(prefix)
+            for call_id in call_ids:
+                call = {"name": "bash", "args": {"command": call_id}, "id": call_id, "type": "tool_call"}
+                messages += [AIMessage("", tool_calls=[call]), ToolMessage(text, tool_call_id=call_id)]
+            return messages
+
+        strategy = DedupeOutputs()
+        strategy.compact(prefix)
+        for messages in (branch("call_a"), branch("call_b", "call_c"), branch("call_a")):
+            out = strategy.compact(messages).messages
+            assert out == dedupe_outputs(messages, settings=strategy.settings).messages
+            assert out[len(prefix) + 1].content == text  # the first showing in its own history: whole, no pointer to the other branch
+
+    def test_its_reading_lives_in_the_replay_engines_memo(self):
+        """One memo of earlier calls for every strategy that resumes from them: dedupe_outputs, the bounded default and the ladder."""
+        from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable
+        from langchain_promptstrat.strategies.ladder import CompactionLadder
+        from langchain_promptstrat.strategies.ladder_machinery.replay import ReplayMemo
+
+        for strategy in (DedupeOutputs(), ShortenToolsEpochStable(), CompactionLadder(["tool_results"], max_tokens=10_000)):
+            assert isinstance(strategy._memo, ReplayMemo), type(strategy).__name__
+
     def test_it_keeps_no_finished_conversation_alive(self):
         """The memo holds the caller's messages weakly: a dropped conversation can be collected."""
         strategy = DedupeOutputs()

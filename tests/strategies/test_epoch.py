@@ -9,23 +9,24 @@ whole, forward ``> pinned - full - window`` is shortened, the rest is dropped.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from conversations import agent_conversations, ai_step, snapshot
+from conversations import agent_conversations, ai_step, as_tool, known, snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage, message_to_dict
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage, message_to_dict, messages_from_dict, messages_to_dict
 
 from langchain_promptstrat import Settings, ShortenTools, check_tool_pairs, get_strategy
 from langchain_promptstrat.messages import index_tool_calls, is_real_user_message, mark_of, split_turns
+from langchain_promptstrat.report import Compacted
 from langchain_promptstrat.strategies.epoch import (
     ShortenToolsEpoch,
     ShortenToolsEpochIncrement,
     clear_caches,
     compacted_window,
-    completed_calls,
     epoch_boundary,
     increment_schedule,
     is_compaction_notice,
@@ -36,6 +37,7 @@ from langchain_promptstrat.strategies.epoch import (
     shorten_tools_epoch_increment,
 )
 from langchain_promptstrat.strategies.sliding_window import layout
+from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.testing import iter_agent_run
 from langchain_promptstrat.truncation import shorten_string
 
@@ -82,7 +84,7 @@ def fates(result: list[BaseMessage]) -> dict[int, str]:
     for rec in index.calls:
         k = int(rec.id.split("_")[1])
         call = "whole" if ARG in rec.args["query"] else "short"
-        output = "whole" if result[rec.output_index].content == output_of(k) else "short"
+        output = "whole" if result[rec.output_index or 0].content == output_of(k) else "short"
         assert call == output, f"call {k}: call {call}, output {output}"
         out[k] = call
     return out
@@ -129,39 +131,39 @@ class Serialiser:
 
 
 class TestEpochBoundary:
-    def test_reference_worked_example(self):
+    def test_reference_worked_example(self) -> None:
         """Threshold 100, epoch 10: T=100 is untouched, 101..110 pin 100, 111 pins 110."""
         assert epoch_boundary(100, WORKED) is None
         # pinned = 100 + ((T - 100 - 1) // 10) * 10; new_calls = T - pinned
         expected = {101: (100, 1), 105: (100, 5), 110: (100, 10), 111: (110, 1)}
         for total, (pinned, new) in expected.items():
-            state = epoch_boundary(total, WORKED)
+            state = known(epoch_boundary(total, WORKED))
             assert (state.pinned_total, state.new_calls) == (pinned, new), total
 
-    def test_regions_follow_the_reference_formula(self):
+    def test_regions_follow_the_reference_formula(self) -> None:
         """keep_full = new_calls + full and truncate_to = keep_full + compacted (T=105: 15 and 55)."""
-        state = epoch_boundary(105, WORKED)
+        state = known(epoch_boundary(105, WORKED))
         assert (state.keep_full, state.truncate_to) == (5 + 10, 5 + 10 + 40)
         assert (state.frozen_edge, state.drop_edge) == (100 - 10, 100 - 10 - 40)
 
-    def test_boundary_stays_put_until_the_epoch_is_full(self):
+    def test_boundary_stays_put_until_the_epoch_is_full(self) -> None:
         """Calls 101..110 share pinned_total 100 and the same frozen edges, so the compacted prefix never changes."""
-        states = [epoch_boundary(t, WORKED) for t in range(101, 111)]
+        states = [known(epoch_boundary(t, WORKED)) for t in range(101, 111)]
         assert {(s.pinned_total, s.frozen_edge, s.drop_edge, s.epoch_index) for s in states} == {(100, 90, 50, 0)}
 
-    def test_defaults_are_the_references(self):
+    def test_defaults_are_the_references(self) -> None:
         """Defaults threshold 50, full 20, compacted 80, epoch 20: T=51..70 pin 50, T=71 pins 70."""
         s = Settings()
         assert epoch_boundary(50, s) is None
-        assert epoch_boundary(51, s).pinned_total == epoch_boundary(70, s).pinned_total == 50
-        assert epoch_boundary(71, s).pinned_total == 70
-        assert (epoch_boundary(51, s).full, epoch_boundary(51, s).compacted_window) == (20, 80)
+        assert known(epoch_boundary(51, s)).pinned_total == known(epoch_boundary(70, s)).pinned_total == 50
+        assert known(epoch_boundary(71, s)).pinned_total == 70
+        assert (known(epoch_boundary(51, s)).full, known(epoch_boundary(51, s)).compacted_window) == (20, 80)
 
     @pytest.mark.parametrize("overrides", [
         {"epoch_full_tool_calls": 0, "epoch_compacted_tool_calls": 0},
         {"epoch_size": 0},
     ])
-    def test_nothing_changes_when_disabled(self, overrides):
+    def test_nothing_changes_when_disabled(self, overrides: dict[str, Any]) -> None:
         """Both windows at 0, or an epoch size of 0, switch compaction off at any length."""
         assert epoch_boundary(10_000, Settings(**overrides)) is None
         assert increment_schedule(10_000, [], Settings(**overrides)) is None
@@ -172,38 +174,38 @@ class TestIncrementSchedule:
         """Return (pinned_total, epoch_size, compacted_window) of each epoch met while T grows to ``until``."""
         seen: dict[int, tuple[int, int, int]] = {}
         for total in range(settings.epoch_tool_call_threshold + 1, until):
-            s = increment_schedule(total, repeats, settings)
+            s = known(increment_schedule(total, repeats, settings))
             seen[s.epoch_index] = (s.pinned_total, s.epoch_size, s.compacted_window)
         return [seen[i] for i in sorted(seen)]
 
-    def test_epoch_sizes_grow_every_three_epochs_up_to_sixty(self):
+    def test_epoch_sizes_grow_every_three_epochs_up_to_sixty(self) -> None:
         """Sizes are min(20 + (i // 3) * 10, 60): 20, 20, 20, 30, 30, 30, 40, ... 60, and stay at 60."""
         epochs = self.epochs([])
         sizes = [size for _, size, _ in epochs]
         assert sizes[:16] == [20, 20, 20, 30, 30, 30, 40, 40, 40, 50, 50, 50, 60, 60, 60, 60]
         assert set(sizes[12:-1]) == {60}
 
-    def test_compacted_window_grows_from_80_to_160(self):
+    def test_compacted_window_grows_from_80_to_160(self) -> None:
         """The window is 80 + 2 * (size - 20), capped at 160: 80, 100, 120, 140, 160."""
         epochs = self.epochs([])
         assert [window for _, _, window in epochs[:15:3]] == [80, 100, 120, 140, 160]
         assert max(window for _, _, window in epochs) == 160
 
-    def test_each_epoch_starts_where_the_previous_ended(self):
+    def test_each_epoch_starts_where_the_previous_ended(self) -> None:
         """pinned_total advances by each epoch's size, from the threshold: 50, 70, 90, 110, 140, ..."""
         epochs = self.epochs([])
         assert [p for p, _, _ in epochs[:6]] == [50, 70, 90, 110, 140, 170]
         assert all(p + size == nxt for (p, size, _), (nxt, _, _) in zip(epochs, epochs[1:]))
 
-    def test_compacted_window_formula(self):
+    def test_compacted_window_formula(self) -> None:
         """compacted_window(size) = min(80 + round(2.0 * (size - 20)), 160) with the defaults."""
         assert [compacted_window(size, Settings()) for size in (20, 30, 40, 50, 60, 70)] == [80, 100, 120, 140, 160, 160]
 
-    def test_rounding_is_half_away_from_zero(self):
+    def test_rounding_is_half_away_from_zero(self) -> None:
         """With ratio 0.5 an epoch 5 longer grows the window by round(2.5) = 3, as the reference rounds."""
         assert compacted_window(25, Settings(epoch_increment_compacted_growth_ratio=0.5)) == 80 + 3
 
-    def test_repeat_extends_the_current_epoch_once_and_carries_into_the_next(self):
+    def test_repeat_extends_the_current_epoch_once_and_carries_into_the_next(self) -> None:
         """Repeats at 55 and 60 make epoch 0 30 long (once, not twice); every later epoch is 10 longer."""
         plain = self.epochs([])
         repeated = self.epochs([55, 60])
@@ -213,24 +215,24 @@ class TestIncrementSchedule:
         assert [size for _, size, _ in plain[1:7]] == [20, 20, 30, 30, 30, 40]
         assert [p for p, _, _ in repeated[:4]] == [50, 80, 110, 140]
 
-    def test_a_repeat_counts_once_it_has_happened(self):
+    def test_a_repeat_counts_once_it_has_happened(self) -> None:
         """At T=64 a repeat at 65 is in the future: epoch 0 is 20 long; at T=65 it is 30 long, window 100."""
-        assert (increment_schedule(64, [65], Settings()).epoch_size, increment_schedule(64, [65], Settings()).compacted_window) == (20, 80)
-        assert (increment_schedule(65, [65], Settings()).epoch_size, increment_schedule(65, [65], Settings()).compacted_window) == (30, 100)
+        assert (known(increment_schedule(64, [65], Settings())).epoch_size, known(increment_schedule(64, [65], Settings())).compacted_window) == (20, 80)
+        assert (known(increment_schedule(65, [65], Settings())).epoch_size, known(increment_schedule(65, [65], Settings())).compacted_window) == (30, 100)
 
-    def test_a_repeat_past_the_nominal_end_never_moves_a_boundary_already_seen(self):
+    def test_a_repeat_past_the_nominal_end_never_moves_a_boundary_already_seen(self) -> None:
         """A repeat at 75 belongs to epoch 1 (70, 90]: epoch 0 still ends at 70, epoch 1 grows to 30."""
         epochs = self.epochs([75])
         assert epochs[0] == (50, 20, 80)
         assert epochs[1] == (70, 30, 100)
 
-    def test_no_extension_beyond_max_size(self):
+    def test_no_extension_beyond_max_size(self) -> None:
         """With max_size equal to the initial size, a repeat changes neither the size nor the window."""
         capped = Settings(epoch_increment_max_size=20)
         assert self.epochs([55], capped, until=200) == self.epochs([], capped, until=200)
         assert {size for _, size, _ in self.epochs([55], capped, until=200)} == {20}
 
-    def test_periodic_growth_off_when_epochs_per_increase_is_zero(self):
+    def test_periodic_growth_off_when_epochs_per_increase_is_zero(self) -> None:
         """epochs_per_increase 0 keeps every epoch at the initial size when nothing repeats."""
         assert {size for _, size, _ in self.epochs([], Settings(epoch_increment_epochs_per_increase=0), until=400)} == {20}
 
@@ -239,39 +241,39 @@ class TestIncrementSchedule:
 
 
 class TestRepeats:
-    def test_key_ignores_the_call_id_and_the_order_of_argument_keys(self):
+    def test_key_ignores_the_call_id_and_the_order_of_argument_keys(self) -> None:
         """Same tool and arguments in another key order, under a new id, is a repeat of the first call."""
         msgs = [HumanMessage("task"),
                 ai_step([("grep", {"a": 1, "b": {"x": 1, "y": 2}})], 0, mirror="plain"), ToolMessage("r", tool_call_id="call_0"),
                 ai_step([("grep", {"b": {"y": 2, "x": 1}, "a": 1})], 1, mirror="plain"), ToolMessage("r", tool_call_id="call_1")]
-        assert repeat_positions(completed_calls(index_tool_calls(msgs))) == [2]
+        assert repeat_positions(index_tool_calls(msgs).completed) == [2]
 
-    def test_repeat_positions_are_forward_positions_of_every_later_occurrence(self):
+    def test_repeat_positions_are_forward_positions_of_every_later_occurrence(self) -> None:
         """Call 3 and call 6 repeat call 1: their forward positions 4 and 7 are the repeat positions."""
-        calls = completed_calls(index_tool_calls(run_of(8, repeat_of={3: 1, 6: 1})))
+        calls = index_tool_calls(run_of(8, repeat_of={3: 1, 6: 1})).completed
         assert repeat_positions(calls) == [4, 7]
 
-    def test_only_the_newest_occurrence_is_protected(self):
+    def test_only_the_newest_occurrence_is_protected(self) -> None:
         """Of calls 1, 3 and 6 (one key), only call 6 is protected; a key seen once protects nothing."""
         index = index_tool_calls(run_of(8, repeat_of={3: 1, 6: 1}))
-        assert protected_calls(completed_calls(index)) == {6}
+        assert protected_calls(index.completed) == {6}
 
 
 class TestProtection:
-    def test_protected_call_in_the_shortened_region_stays_whole(self):
+    def test_protected_call_in_the_shortened_region_stays_whole(self) -> None:
         """Call 6 (forward 7, shortened region 5..8) repeats call 0, so it stays whole; call 0 is dropped."""
         result = shorten_tools_epoch(run_of(12, repeat_of={6: 0}), settings=SMALL).messages
         whole, short, dropped = by_region(result, 12)
         assert 7 in whole and 7 not in short
         assert short == [5, 6, 8] and dropped == [1, 2, 3, 4]
 
-    def test_protected_call_in_the_dropped_region_comes_back_whole(self):
+    def test_protected_call_in_the_dropped_region_comes_back_whole(self) -> None:
         """Call 2 (forward 3, dropped region 1..4) repeats call 1, so it is kept whole while call 1 is dropped."""
         result = shorten_tools_epoch(run_of(12, repeat_of={2: 1}), settings=SMALL).messages
         whole, _, dropped = by_region(result, 12)
         assert 3 in whole and dropped == [1, 2, 4]
 
-    def test_third_occurrence_moves_protection_off_the_second(self):
+    def test_third_occurrence_moves_protection_off_the_second(self) -> None:
         """When call 13 repeats calls 0 and 6, call 6 (forward 7) goes back to its region: shortened."""
         before = shorten_tools_epoch(run_of(13, repeat_of={6: 0}), settings=SMALL)
         after = shorten_tools_epoch(run_of(14, repeat_of={6: 0, 13: 0}), settings=SMALL)
@@ -286,29 +288,29 @@ class TestProtection:
 
 class TestRegions:
     @pytest.mark.parametrize("total, pinned", [(105, 100), (110, 100), (111, 110)])
-    def test_worked_example_regions_by_forward_position(self, total, pinned):
+    def test_worked_example_regions_by_forward_position(self, total: int, pinned: int) -> None:
         """Forward > pinned - 10 whole, pinned - 50 < forward <= pinned - 10 shortened, older dropped."""
         whole, short, dropped = by_region(shorten_tools_epoch(run_of(total), settings=WORKED).messages, total)
         assert whole == list(range(pinned - 10 + 1, total + 1))
         assert short == list(range(pinned - 50 + 1, pinned - 10 + 1))
         assert dropped == list(range(1, pinned - 50 + 1))
 
-    def test_at_the_threshold_nothing_changes(self):
+    def test_at_the_threshold_nothing_changes(self) -> None:
         """T = threshold returns the same messages and no notice."""
         msgs = run_of(100)
         result = shorten_tools_epoch(msgs, settings=WORKED)
         assert result.messages == msgs and all(a is b for a, b in zip(result.messages, msgs))
         assert result.report.details["pinned_total"] is None and not result.report.changed
 
-    def test_shortened_pair_uses_sizes_200_and_400(self):
+    def test_shortened_pair_uses_sizes_200_and_400(self) -> None:
         """A shortened call carries shorten_string(arg, 200) and its output shorten_string(output, 400)."""
         result = shorten_tools_epoch(run_of(12), settings=SMALL).messages
         index = index_tool_calls(result)
         rec = next(r for r in index.calls if r.id == "call_5")
         assert rec.args["query"] == shorten_string(f"q5 {ARG}", 200) and rec.args["page"] == 5
-        assert result[rec.output_index].content == shorten_string(output_of(5), 400)
+        assert result[rec.output_index or 0].content == shorten_string(output_of(5), 400)
 
-    def test_parallel_calls_have_their_own_positions_and_fates(self):
+    def test_parallel_calls_have_their_own_positions_and_fates(self) -> None:
         """Steps of 3 calls straddle the edges: call 3 is dropped while 4 and 5 of its step are shortened."""
         result = shorten_tools_epoch(run_of(12, width=3), settings=SMALL).messages
         whole, short, dropped = by_region(result, 12)
@@ -318,13 +320,13 @@ class TestRegions:
         assert not check_tool_pairs(result)
 
     @pytest.mark.parametrize("mirror", ["openai", "anthropic", "both"])
-    def test_every_place_a_call_is_recorded_is_edited(self, mirror):
+    def test_every_place_a_call_is_recorded_is_edited(self, mirror: str) -> None:
         """Dropped calls vanish from tool_calls, OpenAI kwargs and tool_use blocks alike; pairs stay valid."""
         result = shorten_tools_epoch(run_of(12, width=3, mirror=mirror), settings=SMALL).messages
         assert not check_tool_pairs(result)
         assert by_region(result, 12)[2] == [1, 2, 3, 4]
 
-    def test_pending_calls_at_the_end_are_left_alone(self):
+    def test_pending_calls_at_the_end_are_left_alone(self) -> None:
         """A last AIMessage whose calls have no output yet is kept as it is and changes no decision."""
         pending = ai_step([spec(99)], 99, mirror="plain")
         done = shorten_tools_epoch(run_of(12), settings=SMALL)
@@ -333,12 +335,12 @@ class TestRegions:
         assert fates(result.messages[:-1]) == fates(done.messages)
         assert result.report.details["prefix_change"] is None
 
-    def test_an_assistant_message_left_empty_disappears(self):
+    def test_an_assistant_message_left_empty_disappears(self) -> None:
         """A step whose calls are all dropped and that has no text leaves no AIMessage behind."""
         result = shorten_tools_epoch(run_of(12), settings=SMALL).messages
         assert sum(isinstance(m, AIMessage) for m in result) == 12 - 4
 
-    def test_an_assistant_message_with_text_keeps_its_text(self):
+    def test_an_assistant_message_with_text_keeps_its_text(self) -> None:
         """A dropped step that also said something keeps its text, without calls."""
         result = shorten_tools_epoch(run_of(12, text="Looking."), settings=SMALL).messages
         ais = [m for m in result if isinstance(m, AIMessage)]
@@ -349,16 +351,16 @@ class TestRegions:
 
 
 class TestNotice:
-    def test_notice_is_marked_and_never_a_real_user_message(self):
+    def test_notice_is_marked_and_never_a_real_user_message(self) -> None:
         """The notice is recognisable, is no real user message and starts no turn."""
         result = shorten_tools_epoch(run_of(12), settings=SMALL).messages
         (i,) = notices(result)
         notice = result[i]
-        assert isinstance(notice, HumanMessage) and mark_of(notice)["kind"] == "compaction_notice"
+        assert isinstance(notice, HumanMessage) and (mark_of(notice) or {}).get("kind") == "compaction_notice"
         assert not is_real_user_message(notice)
         assert [t.start for t in split_turns(result)] == [1]
 
-    def test_notice_says_what_was_shortened_and_removed_and_what_not_to_do(self):
+    def test_notice_says_what_was_shortened_and_removed_and_what_not_to_do(self) -> None:
         """With 4 shortened and 4 dropped, the notice gives both counts, says tools did run, and not to repeat."""
         result = shorten_tools_epoch(run_of(12), settings=SMALL)
         text = result.messages[notices(result.messages)[0]].content
@@ -367,21 +369,21 @@ class TestNotice:
         assert "4 older tool calls and their results were removed" in text
         assert "does not mean the tool never ran" in text and "Do not repeat a call" in text
 
-    def test_notice_follows_the_first_kept_step(self):
+    def test_notice_follows_the_first_kept_step(self) -> None:
         """Calls 0..3 are dropped, so the notice comes right after step 4's output, before step 5."""
         result = shorten_tools_epoch(run_of(12), settings=SMALL).messages
         i = notices(result)[0]
-        assert isinstance(result[i - 1], ToolMessage) and result[i - 1].tool_call_id == "call_4"
+        assert as_tool(result[i - 1]).tool_call_id == "call_4"
         assert isinstance(result[i + 1], AIMessage)
 
-    def test_notice_never_separates_a_call_from_its_outputs(self):
+    def test_notice_never_separates_a_call_from_its_outputs(self) -> None:
         """With parallel steps, the notice comes after the last output of the first kept step."""
         result = shorten_tools_epoch(run_of(15, width=3), settings=SMALL).messages
         i = notices(result)[0]
-        assert [m.tool_call_id for m in result[i - 2:i]] == ["call_4", "call_5"]
+        assert [as_tool(m).tool_call_id for m in result[i - 2:i]] == ["call_4", "call_5"]
         assert not check_tool_pairs(result)
 
-    def test_notice_comes_before_a_user_message_that_follows_the_step(self):
+    def test_notice_comes_before_a_user_message_that_follows_the_step(self) -> None:
         """A real user message after the first kept step stays after the notice."""
         msgs = run_of(12)
         j = next(i for i, m in enumerate(msgs) if isinstance(m, ToolMessage) and m.tool_call_id == "call_4")
@@ -390,18 +392,18 @@ class TestNotice:
         i = notices(result)[0]
         assert result[i + 1].content == "and also" and not check_tool_pairs(result)
 
-    def test_fallback_placement_without_a_tool_step(self):
+    def test_fallback_placement_without_a_tool_step(self) -> None:
         """With no step that calls a tool, the place is after the system block and the first user message."""
         assert notice_index([SystemMessage("s"), SystemMessage("t"), HumanMessage("u"), AIMessage("a")]) == 3
         assert notice_index([AIMessage("a")]) == 0
 
-    def test_no_notice_when_nothing_is_shortened_or_dropped(self):
+    def test_no_notice_when_nothing_is_shortened_or_dropped(self) -> None:
         """Past the threshold, with full 10 at T=11 no call is old enough to freeze (edge 10 - 10 = 0): no notice."""
         s = Settings(epoch_tool_call_threshold=10, epoch_full_tool_calls=10, epoch_compacted_tool_calls=5)
         result = shorten_tools_epoch(run_of(11), settings=s)
         assert not notices(result.messages) and result.report.details["notice"] is False
 
-    def test_notice_text_is_identical_for_every_call_of_an_epoch(self):
+    def test_notice_text_is_identical_for_every_call_of_an_epoch(self) -> None:
         """T = 11..15 share one notice text; T = 16 (the next epoch) has another."""
         texts = {}
         for total in range(11, 17):
@@ -409,18 +411,18 @@ class TestNotice:
             texts[total] = serialise(result[notices(result)[0]])
         assert len({texts[t] for t in range(11, 16)}) == 1 and texts[16] != texts[15]
 
-    def test_a_stale_notice_in_the_input_is_replaced(self):
+    def test_a_stale_notice_in_the_input_is_replaced(self) -> None:
         """Compacting an output again keeps exactly one notice: the old one is not carried over."""
         once = shorten_tools_epoch(run_of(12), settings=SMALL).messages  # 8 outputs left
         again = shorten_tools_epoch(once + run_of(17)[-10:], settings=SMALL)  # + calls 12..16: T = 13
         assert again.report.details["pinned_total"] == 10 and len(notices(again.messages)) == 1
 
-    def test_sliding_window_does_not_anchor_on_the_notice(self):
+    def test_sliding_window_does_not_anchor_on_the_notice(self) -> None:
         """The sliding window's anchor stays the task message, though the notice is a newer user-role message."""
         result = shorten_tools_epoch(run_of(12), settings=SMALL).messages
         assert notices(result)[0] > 1 and layout(result, keep_steps=1).anchor == 1
 
-    def test_shorten_tools_does_not_count_the_notice_as_a_user_turn(self):
+    def test_shorten_tools_does_not_count_the_notice_as_a_user_turn(self) -> None:
         """shorten_tools protecting the current turn treats the output the same with or without the notice."""
         result = shorten_tools_epoch(run_of(14), settings=SMALL).messages
         strategy = ShortenTools(protect_current_turn=True, full_tool_outputs=1, max_tool_calls=6, max_tool_chars=0)
@@ -433,7 +435,7 @@ class TestNotice:
 
 
 class TestReport:
-    def test_report_carries_the_epoch_figures(self):
+    def test_report_carries_the_epoch_figures(self) -> None:
         """At T=105 of the worked example: epoch 0, pinned 100, 5 new calls, size 10, window 40."""
         d = shorten_tools_epoch(run_of(105), settings=WORKED).report.as_dict()
         expected = {
@@ -444,24 +446,24 @@ class TestReport:
         # shortened: forward 100-10-40+1 .. 100-10 = 51..90; dropped: forward 1..50
         assert (d["shortened"], d["dropped"], d["repeats"], d["protected"]) == (40, 50, 0, 0)
 
-    def test_boundary_moved_compares_with_the_previous_model_call(self):
+    def test_boundary_moved_compares_with_the_previous_model_call(self) -> None:
         """At T=110 the boundary holds (previous call T=109); at T=111 it moved (previous call T=110)."""
         assert shorten_tools_epoch(run_of(110), settings=WORKED).report.details["boundary_moved"] is False
         moved = shorten_tools_epoch(run_of(111), settings=WORKED).report.details
         assert moved["boundary_moved"] is True and moved["prefix_change"] == "boundary"
 
-    def test_first_compaction_is_a_boundary_move(self):
+    def test_first_compaction_is_a_boundary_move(self) -> None:
         """Going from T=100 (nothing compacted) to T=101 moves the boundary from none to 100."""
         d = shorten_tools_epoch(run_of(101), settings=WORKED).report.details
         assert d["boundary_moved"] is True and d["prefix_change"] == "boundary"
 
-    def test_a_user_message_after_the_answer_changes_nothing(self):
+    def test_a_user_message_after_the_answer_changes_nothing(self) -> None:
         """A final answer and a new user message add no output: the previous call saw the same T."""
         msgs = run_of(111) + [AIMessage("Done."), HumanMessage("thanks, now this")]
         d = shorten_tools_epoch(msgs, settings=WORKED).report.details
         assert d["boundary_moved"] is False and d["prefix_change"] is None
 
-    def test_repeat_that_widens_the_window_is_reported_as_a_repeat(self):
+    def test_repeat_that_widens_the_window_is_reported_as_a_repeat(self) -> None:
         """Call 12 repeating call 0 widens epoch 0's window, so dropped calls come back shortened."""
         s = Settings(epoch_tool_call_threshold=10, epoch_full_tool_calls=2, epoch_compacted_tool_calls=3, epoch_size=5,
                      epoch_increment_repeat_increase=5, epoch_increment_compacted_growth_ratio=1.0,
@@ -474,7 +476,7 @@ class TestReport:
         d = after.report.details
         assert (d["epoch_size"], d["compacted_window"], d["prefix_change"], d["boundary_moved"]) == (10, 8, "repeat", False)
 
-    def test_the_strategy_keeps_no_memory_between_conversations(self):
+    def test_the_strategy_keeps_no_memory_between_conversations(self) -> None:
         """Interleaving two conversations gives each the reports it gets alone."""
         strategy = ShortenToolsEpochIncrement(SMALL)
         a = [run_of(n) for n in range(9, 25)]
@@ -534,7 +536,7 @@ def growing_conversation(draw: st.DrawFn, *, repeats: bool) -> list[list[BaseMes
     return prompts
 
 
-def replay(strategy, prompts: list[list[BaseMessage]], settings: Settings) -> list[tuple[bool, dict[str, Any], list[BaseMessage]]]:
+def replay(strategy: Callable[..., Compacted], prompts: list[list[BaseMessage]], settings: Settings) -> list[tuple[bool, dict[str, Any], list[BaseMessage]]]:
     """Run the strategy on each prompt; return (output starts with the previous output, report details, output)."""
     ser = Serialiser()
     out, previous = [], None
@@ -554,7 +556,7 @@ PROPERTY = settings(max_examples=75, deadline=None, suppress_health_check=[Healt
 class TestCacheStability:
     @PROPERTY
     @given(prompts=growing_conversation(repeats=True), s=epoch_settings())
-    def test_every_prefix_break_is_announced_and_every_announcement_is_a_break(self, name, prompts, s):
+    def test_every_prefix_break_is_announced_and_every_announcement_is_a_break(self, name: str, prompts: list[list[BaseMessage]], s: Settings) -> None:
         """Each output starts with the previous one, byte for byte, exactly when the report names no prefix change."""
         final = snapshot(prompts[-1])
         runs = replay(STRATEGIES[name], prompts, s)
@@ -569,7 +571,7 @@ class TestCacheStability:
 
     @PROPERTY
     @given(prompts=growing_conversation(repeats=False), s=epoch_settings(full_below_threshold=True))
-    def test_without_repeats_the_prefix_breaks_once_per_boundary_advance(self, name, prompts, s):
+    def test_without_repeats_the_prefix_breaks_once_per_boundary_advance(self, name: str, prompts: list[list[BaseMessage]], s: Settings) -> None:
         """With no repeated call, the prefix breaks exactly at the calls whose boundary moved, and nowhere else."""
         runs = replay(STRATEGIES[name], prompts, s)
         breaks = [i for i, (kept, _, _) in enumerate(runs) if not kept]
@@ -577,7 +579,7 @@ class TestCacheStability:
         assert breaks == advances
         assert {d["prefix_change"] for _, d, _ in runs} <= {None, "boundary"}
 
-    def test_a_realistic_run_breaks_its_prefix_only_where_announced(self, name):
+    def test_a_realistic_run_breaks_its_prefix_only_where_announced(self, name: str) -> None:
         """On a 300-call generated agent run (mixed provider formats), every break is announced and pairs stay intact."""
         prompts = list(iter_agent_run(300, seed=7, mirror="mixed"))
         runs = replay(STRATEGIES[name], prompts, Settings())
@@ -588,7 +590,7 @@ class TestCacheStability:
 
     @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(conversation=agent_conversations(max_calls=30), s=epoch_settings())
-    def test_pure_and_pairs_intact_on_any_conversation(self, name, conversation, s):
+    def test_pure_and_pairs_intact_on_any_conversation(self, name: str, conversation: list[BaseMessage], s: Settings) -> None:
         """Input untouched, the same output twice, no pairing violation, at most one notice."""
         before = snapshot(conversation)
         first = STRATEGIES[name](conversation, settings=s).messages
@@ -602,7 +604,7 @@ class TestCacheStability:
 
 
 class TestCaches:
-    def test_results_do_not_depend_on_the_caches(self):
+    def test_results_do_not_depend_on_the_caches(self) -> None:
         """Every prompt of a growing run compacts to the same bytes with warm caches and after clearing them."""
         prompts = list(iter_agent_run(120, seed=3))
         s = Settings(epoch_tool_call_threshold=20, epoch_full_tool_calls=5, epoch_compacted_tool_calls=15, epoch_size=6)
@@ -613,7 +615,7 @@ class TestCaches:
             cold.append([serialise(m) for m in shorten_tools_epoch_increment(p, settings=s).messages])
         assert warm == cold
 
-    def test_a_call_within_an_epoch_reuses_the_compacted_head(self):
+    def test_a_call_within_an_epoch_reuses_the_compacted_head(self) -> None:
         """The next call of the same epoch hands back the very same shortened messages instead of new copies."""
         conversation = run_of(13)  # the agent loop's two prompts share their message objects
         first = shorten_tools_epoch(conversation[:-2], settings=SMALL).messages
@@ -621,7 +623,7 @@ class TestCaches:
         shortened = [m for m in first if isinstance(m, ToolMessage) and m.content != output_of(int(m.tool_call_id[5:]))]
         assert shortened and all(any(m is n for n in second) for m in shortened)
 
-    def test_conversations_sharing_objects_do_not_share_results(self):
+    def test_conversations_sharing_objects_do_not_share_results(self) -> None:
         """Two conversations with the same system message object and shape but other outputs each get their own result."""
         a = run_of(12)
         b = [a[0]] + run_of(12, text="other")[1:]
@@ -631,12 +633,33 @@ class TestCaches:
         assert [serialise(m) for m in rb] == [serialise(m) for m in shorten_tools_epoch(b, settings=SMALL).messages]
         assert [serialise(m) for m in ra] == [serialise(m) for m in shorten_tools_epoch(a, settings=SMALL).messages]
 
-    def test_concurrent_conversations_get_the_results_they_get_alone(self):
+    def test_conversations_differing_only_inside_the_head_do_not_share_it(self) -> None:
+        """A conversation with the same first and last messages as another but one other output in between gets its own head, not the other's."""
+        a = run_of(12)
+        changed = next(i for i, m in enumerate(a) if isinstance(m, ToolMessage) and m.tool_call_id == "call_6")
+        b = [*a[:changed], ToolMessage("another output " * 60, tool_call_id="call_6"), *a[changed + 1:]]
+        ra = shorten_tools_epoch(a, settings=SMALL).messages
+        rb = shorten_tools_epoch(b, settings=SMALL).messages
+        assert [serialise(m) for m in rb] != [serialise(m) for m in ra]
+        clear_caches()
+        assert [serialise(m) for m in rb] == [serialise(m) for m in shorten_tools_epoch(b, settings=SMALL).messages]
+
+    def test_a_conversation_loaded_again_reuses_the_compacted_head(self) -> None:
+        """The same conversation deserialized again (a checkpoint read by a new process) is the same conversation: its head is not compacted again."""
+        conversation = run_of(13)
+        first = shorten_tools_epoch(conversation, settings=SMALL).messages
+        reloaded = messages_from_dict(messages_to_dict(conversation))
+        second = shorten_tools_epoch(reloaded, settings=SMALL).messages
+        shortened = [m for m in first if isinstance(m, ToolMessage) and m.content != output_of(int(m.tool_call_id[5:]))]
+        assert [serialise(m) for m in second] == [serialise(m) for m in first]
+        assert shortened and all(any(m is n for n in second) for m in shortened)
+
+    def test_concurrent_conversations_get_the_results_they_get_alone(self) -> None:
         """Four threads replaying four growing conversations at once produce exactly the sequential outputs."""
         runs = [list(iter_agent_run(90, seed=seed, parallel_max=2))[::2] for seed in range(4)]
         s = Settings(epoch_tool_call_threshold=15, epoch_full_tool_calls=4, epoch_compacted_tool_calls=10, epoch_size=4)
 
-        def replay_all(prompts):
+        def replay_all(prompts: list[list[BaseMessage]]) -> list[list[str]]:
             return [[serialise(m) for m in shorten_tools_epoch_increment(p, settings=s).messages] for p in prompts]
 
         alone = [replay_all(r) for r in runs]
@@ -654,14 +677,14 @@ class TestStrategies:
         ("shorten_tools_epoch", ShortenToolsEpoch),
         ("shorten_tools_epoch_increment", ShortenToolsEpochIncrement),
     ])
-    def test_registry_builds_each_strategy_with_its_settings(self, name, cls):
+    def test_registry_builds_each_strategy_with_its_settings(self, name: str, cls: type[PromptStrategy]) -> None:
         """get_strategy resolves both names to their classes, which apply the pure function with their settings."""
         strategy = get_strategy(name, SMALL)
         assert isinstance(strategy, cls) and strategy.strategy_name == name
         msgs = run_of(14)
         assert strategy.invoke(msgs) == STRATEGIES[name](msgs, settings=SMALL).messages
 
-    def test_settings_come_from_the_environment(self, monkeypatch):
+    def test_settings_come_from_the_environment(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """EPOCH_TOOL_CALL_THRESHOLD and EPOCH_SIZE set in the environment reach the strategy."""
         monkeypatch.setenv("EPOCH_TOOL_CALL_THRESHOLD", "10")
         monkeypatch.setenv("EPOCH_FULL_TOOL_CALLS", "2")
@@ -669,7 +692,7 @@ class TestStrategies:
         monkeypatch.setenv("EPOCH_SIZE", "5")
         assert ShortenToolsEpoch().compact(run_of(12)).report.details["pinned_total"] == 10
 
-    def test_fate_helpers_agree_with_the_report(self):
+    def test_fate_helpers_agree_with_the_report(self) -> None:
         """The report's shortened and dropped counts match what the output shows."""
         result = shorten_tools_epoch_increment(run_of(40, width=2), settings=SMALL)
         whole, short, dropped = by_region(result.messages, 40)
@@ -688,14 +711,14 @@ class TestNoticeOnlyWhenSomethingChanged:
         return messages
 
     @pytest.mark.parametrize("cls", [ShortenToolsEpoch, ShortenToolsEpochIncrement])
-    def test_calls_too_short_to_cut_give_no_notice(self, cls):
+    def test_calls_too_short_to_cut_give_no_notice(self, cls: type[PromptStrategy]) -> None:
         """Three calls whose outputs are ``ok``, one call kept whole: nothing is cut, so the prompt is the history."""
         messages = self.short_run(["ok", "ok", "ok"])
         result = cls(tool_call_threshold=1, full_tool_calls=1, epoch_size=1).compact(messages)
         assert notices(result.messages) == []
         assert result.messages == messages and result.report.shortened == 0
 
-    def test_the_notice_counts_only_the_calls_that_really_changed(self):
+    def test_the_notice_counts_only_the_calls_that_really_changed(self) -> None:
         """Of two calls past the boundary, only the one with a long output is cut, and the notice says one."""
         messages = self.short_run(["x" * 5_000, "ok", "ok"])
         result = ShortenToolsEpoch(tool_call_threshold=1, full_tool_calls=1, epoch_size=1).compact(messages)

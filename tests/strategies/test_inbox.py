@@ -12,6 +12,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_promptstrat import Settings, check_tool_pairs, prepare_prompt
+from langchain_promptstrat.registry import apply_strategies
 from langchain_promptstrat.errors import InboxAborted
 from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV, inbox_dir, inbox_removed_dir
@@ -341,6 +342,30 @@ class TestRunnableForm:
         decoy = write(tmp_path / "t.inbox", "a", "must stay")  # where a root defaulting to '.' would look
         assert Inbox().invoke(conversation, {"configurable": {"thread_id": "t"}}) == conversation
         assert decoy.exists()
+
+    def test_a_thread_config_names_the_same_inbox_for_apply_strategies_as_for_invoke(self, conversation, tmp_path):
+        """apply_strategies(config=) and the Runnable take one apply path: a thread id under a root finds the same inbox for both."""
+        strategy = Inbox(root=tmp_path)
+        config = {"configurable": {"thread_id": "t"}}
+        write(tmp_path / "t.inbox", "a", "first")
+        assert contents(apply_strategies(conversation, [strategy], config=config)[0])[-1] == "first"
+        write(tmp_path / "t.inbox", "b", "second")
+        assert contents(strategy.invoke(conversation, config))[-1] == "second"
+        assert os.listdir(tmp_path / "t.inbox") == []
+
+    def test_invoke_emits_the_inbox_report_to_the_run_callbacks(self, conversation, tmp_path):
+        """The Runnable's report reaches the run's callbacks as the promptstrat event, as on every other path."""
+        from langchain_core.callbacks import BaseCallbackHandler
+
+        seen: list[dict] = []
+
+        class Events(BaseCallbackHandler):
+            def on_custom_event(self, name, data, **kwargs):  # noqa: ANN001
+                seen.append({"name": name, **data})
+
+        write(tmp_path / "t.inbox", "a", "notice")
+        Inbox(root=tmp_path).invoke(conversation, {"configurable": {"thread_id": "t"}, "callbacks": [Events()]})
+        assert [(e["name"], e["strategy"], e["delivered"]) for e in seen] == [("promptstrat", "inbox", 1)]
 
     def test_invoke_raises_inbox_aborted(self, conversation, save_file, inbox_path):
         """The Runnable form raises InboxAborted on an abort file."""

@@ -9,6 +9,7 @@ import pytest
 from langchain_core.messages import BaseMessage, ToolMessage, messages_from_dict, messages_to_dict
 
 from langchain_promptstrat.messages.keys import keys_computed
+from langchain_promptstrat.strategies.dedupe_outputs import DedupeOutputs
 from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable
 from langchain_promptstrat.strategies.ladder import CompactionLadder
 from langchain_promptstrat.testing import iter_agent_run
@@ -17,7 +18,10 @@ from langchain_promptstrat.tokens import TokenCounter
 STRATEGIES: dict[str, Callable[..., Any]] = {
     "shorten_tools_epoch_stable": lambda counter=None: ShortenToolsEpochStable(max_tokens=12_000, token_counter=counter),
     "ladder": lambda counter=None: CompactionLadder(["tool_results", "sliding_window"], max_tokens=12_000, token_counter=counter),
+    "dedupe_outputs": lambda counter=None: DedupeOutputs(),
 }
+COUNTING = ["shorten_tools_epoch_stable", "ladder"]
+"""The strategies that count tokens (a replay from the first call counts every message)."""
 
 
 class CountingCounter(TokenCounter):
@@ -64,7 +68,7 @@ def test_an_old_message_changed_under_the_same_id_is_not_taken_for_the_remembere
     assert digest_of(warm.compact(changed)) == digest_of(STRATEGIES[name]().compact(list(changed)))
 
 
-@pytest.mark.parametrize("name", list(STRATEGIES))
+@pytest.mark.parametrize("name", COUNTING)
 def test_a_reloaded_conversation_resumes_from_the_remembered_replay_instead_of_counting_its_history_again(name: str) -> None:
     """The replay memo finds equal new objects by their keys: the warm object counts almost nothing, a fresh one every message."""
     prompts = list(iter_agent_run(150, seed=3))
@@ -95,3 +99,14 @@ def test_each_message_of_a_reloaded_conversation_is_keyed_once_for_every_memo_of
     before = keys_computed()
     warm.compact(list(history))
     assert keys_computed() == before
+
+
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_extending_a_reloaded_conversation_leaves_what_was_remembered_for_its_earlier_call(name: str) -> None:
+    """A retry from an earlier call (the original objects again) must get that call's prompt, not one extended by the reload."""
+    prompts = list(iter_agent_run(150, seed=5))
+    warm = STRATEGIES[name]()
+    for prompt in prompts[:-1]:
+        warm.compact(list(prompt))
+    warm.compact(reloaded(prompts[-1]))
+    assert digest_of(warm.compact(list(prompts[-2]))) == digest_of(STRATEGIES[name]().compact(list(prompts[-2])))

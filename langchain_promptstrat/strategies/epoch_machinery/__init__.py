@@ -7,10 +7,14 @@ boundary that moves once per epoch. What they share lives here, one module per c
 
 * ``boundary``: where the boundary is for ``T`` tool outputs (:class:`EpochState`, the
   fixed and the growing schedule);
-* ``repeats``: the completed calls, which repeat, which stay whole;
+* ``repeats``: which completed calls repeat, which stay whole;
 * ``decisions``: each call's fate, and why the prefix changed since the previous call;
 * ``notice``: the compaction notice, its text and its place;
-* ``caches``: the repeat-key and compacted-head caches, and :func:`apply_frozen`.
+* ``caches``: the one head cache (a compacted head, found by what its messages are), and
+  :func:`apply_frozen`.
+
+Every one of them reads calls from the one tool-call index,
+:class:`~langchain_promptstrat.messages.ToolIndex`.
 
 The front-stable strategy's own machinery lives here too, read in this order:
 
@@ -24,8 +28,8 @@ The front-stable strategy's own machinery lives here too, read in this order:
   prefix sums the rule's estimate reads (:class:`StepCosts`);
 * ``bounded_replay``: replaying the history's model calls through the rule, and the strategy
   object's memo of replays;
-* ``stable_prompt``: the edges applied: each call's fate, the debris of dropped steps, the
-  notice, the report's details, and the one remembered compacted head.
+* ``stable_prompt``: the edges applied: each call's fate, the debris of dropped steps left
+  out, the notice, the report's details; its compacted head goes in the head cache.
 
 The public names are re-exported by :mod:`langchain_promptstrat.strategies.epoch` and
 :mod:`langchain_promptstrat.strategies.epoch_stable`, the modules users import; this

@@ -18,10 +18,9 @@ from dataclasses import dataclass, field
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from langchain_promptstrat.messages import GrowingToolIndex, leading_system_count, task_index
+from langchain_promptstrat.messages import ToolIndex, leading_system_count, task_index
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.epoch_machinery.shortened_form import ShortenedForm
-from langchain_promptstrat.strategies.epoch_machinery.stable_prompt import Frozen
 from langchain_promptstrat.strategies.epoch_machinery.stable_rule import Edges, advance
 from langchain_promptstrat.strategies.epoch_machinery.token_costs import Costs, StepCosts
 from langchain_promptstrat.strategies.ladder_machinery.replay import EMPTY_HISTORY, HistoryKey, ReplayMemo, call_points, history_key
@@ -37,7 +36,7 @@ class Replay:
     history: HistoryKey
     """The history replayed so far, as the replay engine keys it (weakly, and by content)."""
     budget: int
-    index: GrowingToolIndex
+    index: ToolIndex
     """The tool-call index of ``history``: a replay that resumes extends it by the new messages (see :func:`replay_history`)."""
     steps: StepCosts
     edges: Edges
@@ -45,8 +44,6 @@ class Replay:
     """``(call point, compaction edge, drop edge)`` after each of the last call points replayed."""
     previous_edges: tuple[int, int] = (0, 0)
     """The edges of the previous model call's prompt (see :func:`_edges_before`)."""
-    frozen: Frozen | None = None
-    """The compacted head of the last prompt built from this replay (see :class:`Frozen`); it never changes a result."""
 
 
 class BoundedMemo(ReplayMemo[Replay]):
@@ -69,9 +66,9 @@ def replay_history(source: list[BaseMessage], budget: int, settings: Settings, c
     """
     start = memo.recall(source, lambda replay: replay.budget == budget) if memo is not None else None
     if start is None:
-        replay = Replay(EMPTY_HISTORY, budget, GrowingToolIndex(), StepCosts(), Edges())
+        replay = Replay(EMPTY_HISTORY, budget, ToolIndex(), StepCosts(), Edges())
     else:
-        replay = Replay(start.history, budget, start.index, start.steps.copy(), start.edges, list(start.recent), start.previous_edges, start.frozen)
+        replay = Replay(start.history, budget, start.index, start.steps.copy(), start.edges, list(start.recent), start.previous_edges)
     done = replay.history.length
     index = replay.index = replay.index.extend(source)
     task = task_index(source)

@@ -1,130 +1,181 @@
-"""The epoch strategies' caches: the repeat key of each arguments object, and the compacted head of each conversation.
+"""The one head cache: the compacted head of a conversation, remembered by what its messages are.
 
-Every call of an epoch takes the same decisions about the same old messages, so that
-work is remembered. Both caches are keyed by object identity and check it on a hit; they
-rely on messages not being edited in place, which this package assumes throughout
-(LangChain and LangGraph replace messages, they do not mutate them). Both are bounded
-(the key cache by the size of what it holds) and thread-safe, the head cache holds the
-input messages only weakly (a finished conversation is not kept alive), and neither
-changes a result: a miss recomputes exactly what a hit returns. The shortened strings
-themselves are cached by content in ``truncate_string``, so even a miss (new message
-objects with the same content, as after reloading a checkpoint) does not hash or cut the
-same text twice.
+Only the head of a prompt, up to its last shortened or dropped call, is compacted, and
+between two moves of an epoch strategy's boundary every model call compacts the same head
+the same way. So a compacted head (:class:`Head`) is remembered and reused, by the epoch
+strategies (:func:`apply_frozen`: the fates applied to the messages before the last frozen
+output) and by the stable strategy (``stable_prompt``: the head with its notice and counts
+for one position of the edges).
 
-Must not decide anything: what a hit returns is exactly what :func:`apply_frozen`
-computes on a miss (:func:`clear_caches` forgets everything, for measurements).
+An entry is found by what its head was built from: a key (the decisions: the fates, or the
+edges, and the shortened form) and the messages it read, recognised when they are the same
+objects (weak references, checked in C) or equal ones (the keys of
+:func:`~langchain_promptstrat.messages.keys.message_keys` the replay engine keys a history
+by): a conversation loaded again from a checkpoint is the same conversation. An entry holds
+no message of the caller (the messages passed through are indices into the input; the
+edited copies are its own, like every edited copy sharing its unchanged fields with the
+original), the cache is bounded by entries and by the characters of the copies, and it is
+thread-safe. A miss recomputes exactly what a hit returns: :func:`clear_caches` forgets
+everything, for measurements.
+
+Must not decide anything: the strategies' rules do.
 """
 
 from __future__ import annotations
 
+import operator
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple, cast
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from langchain_promptstrat._memo import SizedCache
-from langchain_promptstrat.messages import Fate, ToolCallRecord, ToolIndex, apply_fates, message_chars
+from langchain_promptstrat.messages import Fate, ToolIndex, apply_fates, message_chars
+from langchain_promptstrat.messages.keys import message_key
+from langchain_promptstrat.strategies.ladder_machinery.replay import HistoryKey, history_key
 
-from langchain_promptstrat.strategies.epoch_machinery.shortened_form import ShortenedForm
-
-__all__ = ["apply_frozen", "clear_caches"]
-
-_KEY_CACHE_CHARS = 2_000_000
-_key_cache: SizedCache[int, tuple[Any, str, str]] = SizedCache(_KEY_CACHE_CHARS)
+__all__ = ["Head", "apply_frozen", "clear_caches", "encode_head", "recall_head", "remember_head"]
 
 
-def _repeat_key(record: ToolCallRecord) -> str:
-    """Return ``record.key``, serialising each arguments object once instead of on every call.
+@dataclass
+class Head:
+    """A compacted head: ``(source[:at] + copies)[pick]`` for each pick, with the notice that follows it and its counts.
 
-    The entry holds the arguments object (so its id cannot be reused while it is cached);
-    the cache is bounded by the characters of the keys, which measure those arguments, so
-    it cannot pin more than a few megabytes of a finished conversation.
+    A hit hands back the same copies and notice objects, which also lets the report measure
+    only the new messages of a prompt that extends the previous one.
     """
-    args = record.args
-    if not isinstance(args, (dict, list)):
-        return record.key
-    hit = _key_cache.get(id(args))
-    if hit is not None and hit[0] is args and hit[1] == record.name:
-        return hit[2]  # type: ignore[no-any-return]
-    key = record.key
-    _key_cache.put(id(args), (args, record.name, key), len(key) + 64)
-    return key
+
+    at: int
+    """How many input messages the picks index (the copies come after them)."""
+    picks: list[int]
+    copies: list[BaseMessage]
+    notice: BaseMessage | None = None
+    shortened: int = 0
+    dropped: int = 0
+    protected: int = 0
+    chars: int = 0
+    """Characters of the copies and the notice (what remembering this head costs)."""
+    _tokens: tuple[weakref.ref[Any], int] | None = None
+
+    def messages(self, source: Sequence[BaseMessage]) -> list[BaseMessage]:
+        """Return the compacted head for ``source`` (whose first ``at`` messages are those it was built from)."""
+        pool = list(source[: self.at])
+        pool += self.copies
+        return list(map(pool.__getitem__, self.picks))
+
+    def tokens(self, count: Callable[[list[BaseMessage]], int], source: Sequence[BaseMessage]) -> int:
+        """Return ``count`` of the head and its notice (remembered for the last counter asked)."""
+        known = self._tokens
+        if known is not None and known[0]() is count:
+            return known[1]
+        head = self.messages(source)
+        tokens = count(head + [self.notice] if self.notice is not None else head)
+        self._tokens = (weakref.ref(count), tokens)
+        return tokens
 
 
-class _Head(NamedTuple):
-    sources: list[weakref.ref[BaseMessage]]
-    fates: dict[int, Fate]
-    form: Any
-    """What shortened the outputs (None: the usual stub), compared on a hit like the fates."""
-    output: list[BaseMessage | int]
-    """The compacted head: edited copies, and the input index of each message passed through."""
-    chars: int
-    """Characters of the edited copies the entry holds (what it costs to keep)."""
+def encode_head(
+    source: Sequence[BaseMessage], at: int, messages: Sequence[BaseMessage], notice: BaseMessage | None = None,
+    shortened: int = 0, dropped: int = 0, protected: int = 0,
+) -> Head:
+    """Return ``messages`` (a compacted ``source[:at]``) as a :class:`Head`: the messages passed through as indices, the others copies."""
+    position = {id(m): i for i, m in enumerate(source[:at])}
+    picks: list[int] = []
+    copies: list[BaseMessage] = []
+    for m in messages:
+        i = position.get(id(m))
+        if i is None:
+            i = at + len(copies)
+            copies.append(m)
+        picks.append(i)
+    chars = sum(map(message_chars, copies)) + (message_chars(notice) if notice is not None else 0)
+    return Head(at, picks, copies, notice, shortened, dropped, protected, chars)
 
 
-_HEAD_CACHE_SIZE = 64
-_HEAD_CACHE_CHARS = 16_000_000
+@dataclass
+class _Entry:
+    check: Any
+    history: HistoryKey
+    head: Head
+
+
+_SIZE = 64
+_CHARS = 16_000_000
 """At most this many characters of edited copies are kept, whatever the number of heads: a
 server holding many long conversations keeps a bounded amount of memory."""
-_head_cache: OrderedDict[tuple[int, int], _Head] = OrderedDict()
-_head_cache_chars = 0
-_head_lock = threading.Lock()
+_heads: OrderedDict[Hashable, _Entry] = OrderedDict()
+_heads_chars = 0
+_lock = threading.Lock()
+_DEREF = weakref.ref.__call__
 
 
-def _copies_chars(encoded: Sequence[BaseMessage | int]) -> int:
-    """Return the characters of the edited copies in an encoded head (messages passed through cost nothing)."""
-    return sum(message_chars(m) for m in encoded if not isinstance(m, int))
+def _slot(messages: Sequence[BaseMessage], length: int, key: Hashable) -> Hashable:
+    return (key, length, message_key(messages[0]), message_key(messages[length - 1]))
 
 
-def apply_frozen(
-    messages: list[BaseMessage], index: ToolIndex, fates: Mapping[int, Fate], form: ShortenedForm | None = None
-) -> list[BaseMessage]:
-    """Return ``messages`` with ``fates`` applied, reusing the compacted head of an earlier call.
+def recall_head(messages: Sequence[BaseMessage], length: int, key: Hashable, check: Any = None) -> Head | None:
+    """Return the head remembered under ``key`` (and an equal ``check``) for a history starting with ``messages[:length]``, else None."""
+    if length == 0:
+        return None
+    slot = _slot(messages, length, key)
+    with _lock:
+        entry = _heads.get(slot)
+        if entry is not None:
+            _heads.move_to_end(slot)
+    if entry is None or entry.check != check:
+        return None
+    if all(map(operator.is_, map(_DEREF, entry.history.refs), messages[:length])):
+        return entry.head
+    history = history_key(messages[:length])
+    if history.keys != entry.history.keys:
+        return None
+    entry.history = history  # equal objects: found by identity next time
+    return entry.head
+
+
+def remember_head(messages: Sequence[BaseMessage], length: int, key: Hashable, head: Head, check: Any = None) -> None:
+    """Remember ``head``, built from ``messages[:length]``, under ``key`` and ``check``, unless it holds too many characters."""
+    global _heads_chars
+    if length == 0 or head.chars > _CHARS:
+        return
+    slot = _slot(messages, length, key)
+    entry = _Entry(check, history_key(messages[:length]), head)
+    with _lock:
+        replaced = _heads.pop(slot, None)
+        if replaced is not None:
+            _heads_chars -= replaced.head.chars
+        _heads[slot] = entry
+        _heads_chars += head.chars
+        while len(_heads) > _SIZE or _heads_chars > _CHARS:
+            _heads_chars -= _heads.popitem(last=False)[1].head.chars
+
+
+def apply_frozen(messages: list[BaseMessage], index: ToolIndex, fates: Mapping[int, Fate]) -> list[BaseMessage]:
+    """Return ``messages`` with ``fates`` applied (a call and its output share one), reusing the compacted head of an earlier call.
 
     Only the head of the list, up to the last shortened or dropped output, changes; within
     an epoch it gets the same fates every call, so it is compacted once and then reused
-    while its input messages are the same objects. ``form`` (the stable strategy's) shortens
-    the outputs and narrations instead of the usual stubs (see
-    :func:`~langchain_promptstrat.messages.apply_fates`); a hit needs an equal one.
+    while its input messages are the same.
     """
     if not fates:
         return list(messages)
-    end = max(cast(int, index.calls[number].output_index) for number in fates) + 1  # fates name answered calls only
-    head_in = messages[:end]
-    key = (id(messages[0]), end)
-    with _head_lock:
-        head = _head_cache.get(key)
-        if head is not None:
-            _head_cache.move_to_end(key)
-    if head is not None and head.fates == fates and head.form == form and all(ref() is m for ref, m in zip(head.sources, head_in)):
-        return [head_in[x] if isinstance(x, int) else x for x in head.output] + messages[end:]
-    head_out = apply_fates(
-        head_in, index, {number: (fate, fate) for number, fate in fates.items()},
-        shorten_output=form, shorten_narration=form.narration if form is not None and form.narration_chars > 0 else None,
-    )
-    position = {id(m): i for i, m in enumerate(head_in)}
-    encoded: list[BaseMessage | int] = [position.get(id(m), m) for m in head_out]
-    chars = _copies_chars(encoded)
-    if chars <= _HEAD_CACHE_CHARS:
-        global _head_cache_chars
-        with _head_lock:
-            replaced = _head_cache.pop(key, None)
-            if replaced is not None:
-                _head_cache_chars -= replaced.chars
-            _head_cache[key] = _Head([weakref.ref(m) for m in head_in], dict(fates), form, encoded, chars)
-            _head_cache_chars += chars
-            while len(_head_cache) > _HEAD_CACHE_SIZE or _head_cache_chars > _HEAD_CACHE_CHARS:
-                _head_cache_chars -= _head_cache.popitem(last=False)[1].chars
-    return head_out + messages[end:]
+    end = max(index.calls[number].output_index or 0 for number in fates) + 1  # fates name answered calls only
+    key = "apply_frozen"
+    head = recall_head(messages, end, key, fates)
+    if head is None:
+        head_in = messages[:end]
+        head_out = apply_fates(head_in, index, {number: (fate, fate) for number, fate in fates.items()})
+        remember_head(messages, end, key, encode_head(head_in, end, head_out), dict(fates))
+        return head_out + messages[end:]
+    return head.messages(messages) + messages[end:]
 
 
 def clear_caches() -> None:
-    """Forget every remembered key and compacted head (for measurements; results never depend on them)."""
-    global _head_cache_chars
-    _key_cache.clear()
-    with _head_lock:
-        _head_cache.clear()
-        _head_cache_chars = 0
+    """Forget every remembered head (for measurements; results never depend on them)."""
+    global _heads_chars
+    with _lock:
+        _heads.clear()
+        _heads_chars = 0

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from langchain_promptstrat.messages import Fate
+from langchain_promptstrat.messages import Fate, ToolCallRecord
 from langchain_promptstrat.strategies.epoch_machinery.boundary import EpochState, _pinned
-from langchain_promptstrat.strategies.epoch_machinery.repeats import CompletedCall, protected_calls
+from langchain_promptstrat.strategies.epoch_machinery.repeats import protected_calls
 
 __all__ = ["Decisions", "decide", "prefix_change", "previous_total", "region_fate"]
 
@@ -47,7 +47,7 @@ class Decisions:
     dropped: int
 
 
-def decide(calls: Sequence[CompletedCall], state: EpochState | None) -> Decisions:
+def decide(calls: Sequence[ToolCallRecord], state: EpochState | None) -> Decisions:
     """Return the fate of each of ``calls`` (oldest output first) under ``state``."""
     if state is None:
         return Decisions(None, {}, frozenset(), 0, 0)
@@ -56,7 +56,8 @@ def decide(calls: Sequence[CompletedCall], state: EpochState | None) -> Decision
     fates: dict[int, Fate] = {}
     rescued: set[int] = set()
     shortened = dropped = 0
-    for number, forward, _ in calls:
+    for call in calls:
+        number, forward = call.number, call.forward
         if forward > frozen_edge:
             break  # oldest first: everything after is whole
         if number in protect:
@@ -71,7 +72,7 @@ def decide(calls: Sequence[CompletedCall], state: EpochState | None) -> Decision
 
 
 def prefix_change(
-    calls: Sequence[CompletedCall], before: Decisions, after: Decisions, *, before_total: int
+    calls: Sequence[ToolCallRecord], before: Decisions, after: Decisions, *, before_total: int
 ) -> str | None:
     """Return why the compacted prefix changed between two calls: None, ``boundary``, ``repeat`` or both.
 

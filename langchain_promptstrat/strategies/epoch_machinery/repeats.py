@@ -1,41 +1,25 @@
-"""Repeated calls: the completed calls with their forward positions and repeat keys, which of them repeat, which stay whole.
+"""Repeated calls: which of the completed calls repeat an older one, which stay whole.
 
 An agent that calls the same tool with the same arguments again is telling us it needs
 that result: the growing schedule widens an epoch that holds a repeat
 (:func:`~langchain_promptstrat.strategies.epoch_machinery.boundary.increment_schedule`),
-and the newest occurrence of a repeated call stays whole (:func:`protected_calls`).
+and the newest occurrence of a repeated call stays whole (:func:`protected_calls`). The
+completed calls, oldest output first, with their forward positions and repeat keys, are
+the tool-call index's (:attr:`~langchain_promptstrat.messages.ToolIndex.completed`).
 
-Must not decide fates (``decisions`` does) nor keep a cache of its own (the repeat key of
-each arguments object is remembered in ``caches``).
+Must not decide fates (``decisions`` does).
 """
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 
-from langchain_promptstrat.messages import CompletedCall, ToolIndex
-from langchain_promptstrat.strategies.epoch_machinery.caches import _repeat_key
+from langchain_promptstrat.messages import ToolCallRecord
 
-__all__ = ["CompletedCall", "completed_calls", "protected_calls", "repeat_positions"]
-
-
-_FORWARD = operator.itemgetter(1)
+__all__ = ["protected_calls", "repeat_positions"]
 
 
-def completed_calls(index: ToolIndex) -> list[CompletedCall]:
-    """Return the completed calls of ``index``, oldest output first."""
-    total = index.total_outputs
-    out = [
-        CompletedCall(number, total - record.position + 1, _repeat_key(record))
-        for number, record in enumerate(index.calls)
-        if record.position is not None
-    ]
-    out.sort(key=_FORWARD)  # outputs may answer a step's calls in any order
-    return out
-
-
-def repeat_positions(calls: Sequence[CompletedCall]) -> list[int]:
+def repeat_positions(calls: Sequence[ToolCallRecord]) -> list[int]:
     """Return the forward position of every occurrence of a key after its first, ascending."""
     seen: set[str] = set()
     positions: list[int] = []
@@ -47,7 +31,7 @@ def repeat_positions(calls: Sequence[CompletedCall]) -> list[int]:
     return positions
 
 
-def protected_calls(calls: Sequence[CompletedCall]) -> frozenset[int]:
+def protected_calls(calls: Sequence[ToolCallRecord]) -> frozenset[int]:
     """Return the numbers of the calls that stay whole: the newest occurrence of each repeated key.
 
     An agent that calls the same tool with the same arguments again is telling us it needs

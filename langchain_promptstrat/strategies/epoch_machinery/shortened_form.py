@@ -42,7 +42,7 @@ READ_TOOL_WORDS = ("read", "view", "open", "cat", "show")
 """A tool whose name holds one of these words (``read_file``, ``view``, ``open_file``) reads a file."""
 
 class Call(Protocol):
-    """What the form reads of a call: its tool's name and its arguments (a ``ToolCallRecord`` or an ``IndexedCall``)."""
+    """What the form reads of a call: its tool's name and its arguments (a ``ToolCallRecord``)."""
 
     @property
     def name(self) -> str: ...

@@ -39,7 +39,7 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from langchain_promptstrat.messages import CompletedCall, Fate
+from langchain_promptstrat.messages import Fate, ToolCallRecord
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.epoch_machinery.boundary import EpochState, epoch_boundary
 from langchain_promptstrat.strategies.epoch_machinery.token_costs import StepCosts
@@ -230,7 +230,7 @@ def advance(edges: Edges, steps: StepCosts, budget: int, settings: Settings) -> 
 # ---- each frozen call's fate -----------------------------------------------------------------
 
 
-def call_fates(calls: Sequence[CompletedCall], edges: Edges, total: int) -> tuple[dict[int, Fate], frozenset[int]]:
+def call_fates(calls: Sequence[ToolCallRecord], edges: Edges, total: int) -> tuple[dict[int, Fate], frozenset[int]]:
     """Return the fate of each frozen call (by call number; absent: whole) and the calls kept whole as a repeat's newest occurrence.
 
     ``calls`` are the completed calls, oldest output first; no call after the edges'
@@ -245,7 +245,8 @@ def call_fates(calls: Sequence[CompletedCall], edges: Edges, total: int) -> tupl
         occurrences.setdefault(call.key, []).append(call.forward)
     fates: dict[int, Fate] = {}
     rescued: set[int] = set()
-    for number, forward, key in calls:
+    for call in calls:
+        number, forward, key = call.number, call.forward, call.key
         if forward > edge:
             break
         seen = occurrences.get(key)

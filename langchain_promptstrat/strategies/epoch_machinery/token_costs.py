@@ -10,14 +10,13 @@ Must not decide anything: it only counts (the rule is ``stable_rule``).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langchain_promptstrat._memo import IdentityMemo
-from langchain_promptstrat.messages import GrowingToolIndex, edit_ai_message, index_tool_calls, shorten_tool_output
+from langchain_promptstrat.messages import ToolIndex, edit_ai_message, recorded_calls, shorten_tool_output
 from langchain_promptstrat.strategies.epoch_machinery.shortened_form import Call, ShortenedForm
 from langchain_promptstrat.strategies.ladder_machinery.vocabulary import CountTokens, message_counter
 from langchain_promptstrat.tokens import missing_call_id_tokens
@@ -44,7 +43,6 @@ class Costs:
         self.count_one = message_counter(counter)
         self._seen: IdentityMemo[int] = IdentityMemo(self.limit)
         self._short: IdentityMemo[int] = IdentityMemo(self.limit)
-        self.lock = threading.Lock()
 
     def whole(self, message: BaseMessage) -> int:
         tokens = self._seen.get(message)
@@ -53,21 +51,21 @@ class Costs:
             self._seen.put(message, tokens)
         return tokens
 
-    def shortened(self, message: BaseMessage, form: ShortenedForm | None = None, record: Call | None = None) -> int:
-        """Return the tokens of ``message`` once shortened: a tool output, or an assistant message with every call shortened.
+    def shortened(self, message: BaseMessage, form: ShortenedForm, record: Call | None = None) -> int:
+        """Return the tokens of ``message`` once shortened by ``form``: a tool output (``record`` is its call), or an assistant message with every call shortened.
 
-        A tool output is shortened by ``form`` given its call's ``record`` (the form of one
-        strategy's settings, the same for every call of a message), else to the usual stub;
-        an assistant message's narration by ``form`` too, when given.
+        ``form`` is one strategy's, the same for every call of a message, so the tokens are
+        remembered per message.
         """
         tokens = self._short.get(message)
         if tokens is not None:
             return tokens
+        short: BaseMessage | None
         if isinstance(message, ToolMessage):
-            short: BaseMessage | None = form(message, record) if form is not None and record is not None else shorten_tool_output(message)
+            short = form(message, record) if record is not None else shorten_tool_output(message)
         else:
-            short = edit_ai_message(message, shorten=[c.id for c in index_tool_calls([message]).calls])  # type: ignore[arg-type]
-            if short is not None and form is not None:
+            short = edit_ai_message(message, shorten=[call_id for call_id, _, _ in recorded_calls(message)])  # type: ignore[arg-type]
+            if short is not None:
                 short = form.narration(short)
         tokens = self.whole(short) if short is not None else 0
         self._short.put(message, tokens)
@@ -127,10 +125,10 @@ class StepCosts:
         return self.ends + [t] if t and (not self.ends or self.ends[-1] != t) else list(self.ends)
 
     def add(
-        self, messages: Sequence[BaseMessage], start: int, stop: int, index: GrowingToolIndex, costs: Costs, task: int | None, system: int,
-        form: ShortenedForm | None = None,
+        self, messages: Sequence[BaseMessage], start: int, stop: int, index: ToolIndex, costs: Costs, task: int | None, system: int,
+        form: ShortenedForm,
     ) -> None:
-        """Add the costs of ``messages[start:stop]`` (``index`` is their tool-call index; ``form`` shortens an output)."""
+        """Add the costs of ``messages[start:stop]`` (``index`` is their tool-call index; ``form`` shortens a call)."""
         completed_per_ai, call_of_output = index.completed_per_ai, index.call_of_output
         for i in range(start, stop):
             message = messages[i]

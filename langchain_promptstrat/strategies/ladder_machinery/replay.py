@@ -123,6 +123,20 @@ class ReplayMemo(Generic[S]):
         fails), compared as lists in C. A state found by its keys comes back (a copy)
         holding the new objects, so :func:`history_key` extends it as it does the same objects.
         """
+        found = self._find(messages, fits)
+        return found[1] if found is not None else None
+
+    def take(self, messages: Sequence[BaseMessage]) -> S | None:
+        """Return and forget the state :meth:`recall` would return: for a strategy that extends its state in place."""
+        found = self._find(messages, lambda state: True)
+        if found is None:
+            return None
+        with self._lock:
+            self._items = [item for item in self._items if item[0] is not found[0]]
+        return found[1]
+
+    def _find(self, messages: Sequence[BaseMessage], fits: Callable[[S], bool]) -> tuple[S, S] | None:
+        """Return the state :meth:`recall` finds, as remembered and as returned (the same, or a copy holding ``messages``)."""
         with self._lock:
             items = [state for state, _ in self._items]
         n = len(messages)
@@ -130,15 +144,15 @@ class ReplayMemo(Generic[S]):
         items.sort(key=_length, reverse=True)
         for state in items:  # the usual hit: the previous call of the same conversation, the same objects
             if all(map(operator.is_, map(_DEREF, state.history.refs), messages)):
-                return state
+                return state, state
         if not items:
             return None
         keys = message_keys(messages)
         for state in items:  # a conversation loaded again: equal objects
             history = state.history
             if keys[:history.length] == history.keys:
-                found = HistoryKey(tuple(map(weakref.ref, messages[:history.length])), history.keys)
-                return cast(S, dataclasses.replace(cast(Any, state), history=found))
+                rekeyed = HistoryKey(tuple(map(weakref.ref, messages[:history.length])), history.keys)
+                return state, cast(S, dataclasses.replace(cast(Any, state), history=rekeyed))
         return None
 
     def remember(self, state: S, chars: int = 0, max_chars: int | None = None) -> None:
