@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import operator
 import threading
-import weakref
 from collections.abc import Sequence
 from itertools import repeat
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from langchain_core.messages import BaseMessage, ToolMessage
 
 from langchain_promptstrat._memo import SizedCache
 from langchain_promptstrat.messages import message_chars
-from langchain_promptstrat.messages.keys import message_key
+from langchain_promptstrat.messages.keys import message_keys
 
 __all__ = ["Compacted", "StrategyReport", "logger", "make_report"]
 
@@ -97,16 +96,14 @@ _chars_memo: SizedCache[int, int] = SizedCache(_CHARS_MEMO_SIZE)
 _remembered_chars = _chars_memo.lookup
 
 
-def _chars(message: BaseMessage) -> int:
-    """Return message_chars(message), remembered by :func:`~langchain_promptstrat.messages.keys.message_key`.
+def _chars(message: BaseMessage, key: int) -> int:
+    """Return message_chars(message), remembered by its :func:`~langchain_promptstrat.messages.keys.message_key` ``key``.
 
     Strategies run before every model call on a conversation that only grows, so the same
     messages are measured again and again, and a conversation loaded from a checkpoint
     holds equal messages as new objects: keyed by what the message is, neither is measured
-    twice (the key itself is remembered per live object, and the replaying strategies have
-    computed it already). Bounded by a count, holding no message.
+    twice. Bounded by a count, holding no message.
     """
-    key = message_key(message)
     entry = _remembered_chars(key)
     if entry is not None:
         return entry[0]
@@ -116,73 +113,46 @@ def _chars(message: BaseMessage) -> int:
 
 
 def _same(a: Sequence[BaseMessage], b: Sequence[BaseMessage]) -> bool:
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
-
-
-_content = operator.attrgetter("content")
-_deref = weakref.ref.__call__  # operator.call is Python 3.11+
+    return len(a) == len(b) and all(map(operator.is_, a, b))
 
 
 class _RunningChars:
-    """The character counts of the last lists measured, reused for a list that starts with the same message objects.
+    """The character totals of the last lists measured, reused for a list whose messages start with the same keys.
 
     A strategy runs before every model call on a conversation that only grows, and a
-    cache-friendly prompt starts with the previous prompt: checking that a list extends
-    one measured before takes a few passes in C, where measuring each message again costs
-    a memo lookup in Python. Messages are held weakly, so no conversation is kept alive;
-    each one's ``content`` and ``tool_calls`` objects are compared by id (a field replaced
-    by another object is a miss, as for the per-message memo).
+    cache-friendly prompt starts with the previous prompt: a list that extends one measured
+    before (the same objects, or equal ones loaded again) is measured only after it. The
+    keys come from :func:`~langchain_promptstrat.messages.keys.message_keys`, which the
+    replaying strategies have asked for the same list already; comparing them is a pass in C.
+    Holds keys and totals, no message.
     """
 
     size = 8
 
     def __init__(self) -> None:
-        self._items: list[tuple[list[weakref.ref[BaseMessage]], list[int], list[int], int]] = []
+        self._items: list[tuple[list[int], int]] = []
         self._lock = threading.Lock()
 
-    @staticmethod
-    def _ids(messages: Sequence[BaseMessage]) -> tuple[list[int], list[int]]:
-        fields = list(map(vars, messages))
-        return list(map(id, map(_content, messages))), list(map(id, map(dict.get, fields, repeat("tool_calls"))))
-
     def total(self, messages: Sequence[BaseMessage]) -> int:
-        """Return ``sum(map(_chars, messages))``, measuring only what follows the longest list measured before that it extends."""
+        """Return ``sum(map(message_chars, messages))``, measuring only what follows the longest list measured before that it extends."""
         if not messages:
             return 0
         try:
-            return self._total(messages)
-        except (TypeError, AttributeError):  # not a pydantic message, or not weakly referenceable: measured, not remembered
-            return sum(map(_chars, messages))
-
-    def _total(self, messages: Sequence[BaseMessage]) -> int:
+            keys = message_keys(messages)
+        except (TypeError, AttributeError):  # not a pydantic message: measured, not remembered
+            return sum(map(message_chars, messages))
         with self._lock:
-            items = list(self._items)
-        contents, calls = self._ids(messages)
-        best: tuple[list[weakref.ref[BaseMessage]], list[int], list[int], int] | None = None
-        items.sort(key=_measured_length, reverse=True)  # the longest list it extends is the first that matches
-        for item in items:
-            refs = item[0]
-            n = len(refs)
-            if n > len(messages):
-                continue
-            if (
-                all(map(operator.is_, map(_deref, refs), messages[:n]))
-                and item[1] == contents[:n]
-                and item[2] == calls[:n]
-            ):
-                best = item
-                break
-        if best is None:
-            refs, total = list(map(weakref.ref, messages)), sum(map(_chars, messages))
-        else:
-            n = len(best[0])
-            refs, total = best[0] + list(map(weakref.ref, messages[n:])), best[3] + sum(map(_chars, messages[n:]))
+            items = sorted(self._items, key=_measured_length, reverse=True)  # the longest list it extends is the first that matches
+        n = len(keys)
+        best = next((item for item in items if len(item[0]) <= n and item[0] == keys[: len(item[0])]), None)
+        done = len(best[0]) if best is not None else 0
+        total = (best[1] if best is not None else 0) + sum(map(_chars, messages[done:], keys[done:]))
         with self._lock:
-            self._items = [*self._items[-(self.size - 1):], (refs, contents, calls, total)]
+            self._items = [*self._items[-(self.size - 1):], (keys, total)]
         return total
 
 
-def _measured_length(item: tuple[list[weakref.ref[BaseMessage]], list[int], list[int], int]) -> int:
+def _measured_length(item: tuple[list[int], int]) -> int:
     return len(item[0])
 
 

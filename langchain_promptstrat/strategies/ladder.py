@@ -60,7 +60,7 @@ from langchain_promptstrat.strategy_names import get_strategy, split_strategy_na
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.strategies.ladder_machinery.plan import Plan, Rewrite, RungRequest, arun_plan, done, run_plan
-from langchain_promptstrat.strategies.ladder_machinery.replay import HistoryKey, ReplayMemo, call_points, history_key
+from langchain_promptstrat.strategies.ladder_machinery.replay import EMPTY_HISTORY, HistoryKey, ReplayMemo, call_points, history_key
 from langchain_promptstrat.strategies.ladder_machinery.rung import LadderPass, PlannedStrategy, Rung, _counts, _pass_report, ladder_pass
 from langchain_promptstrat.strategies.ladder_machinery.vocabulary import (
     NOTE_KIND,
@@ -194,7 +194,7 @@ class CompactionLadder(PlannedStrategy):
         base = list_overhead(counter)
         start = self._memo.recall(messages)
         if start is None:
-            start = _Replay(HistoryKey((), 0), (), (), 0, base, base, 0, None, None)
+            start = _Replay(EMPTY_HISTORY, (), (), 0, base, base, 0, None, None)
         prompt, tokens, history_tokens = start.prompt(messages), start.tokens, start.history_tokens
         picks, copies, chars = list(start.picks), start.copies, start.chars
         events, last_event, done_length, last_pass = start.events, start.last_event, start.history.length, start.last_pass
@@ -258,8 +258,8 @@ class _Replay:
     """Where a replay stands after the call point ``len(history)``: the prompt built so far and its counts.
 
     It holds no message of the caller, so a remembered replay never keeps a finished
-    conversation alive: the history is its key (:class:`HistoryKey`: weak references and a
-    hash of the contents), and the prompt is encoded as :attr:`picks` into the history plus
+    conversation alive: the history is its key (:class:`HistoryKey`: weak references and each
+    message's key), and the prompt is encoded as :attr:`picks` into the history plus
     the replay's own edited copies (:attr:`copies`, ``chars`` characters of them).
     """
 

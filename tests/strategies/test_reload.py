@@ -2,19 +2,36 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from langchain_core.messages import BaseMessage, ToolMessage, messages_from_dict, messages_to_dict
 
+from langchain_promptstrat.messages.keys import keys_computed
+from langchain_promptstrat.strategies.dedupe_outputs import DedupeOutputs
 from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable
 from langchain_promptstrat.strategies.ladder import CompactionLadder
 from langchain_promptstrat.testing import iter_agent_run
+from langchain_promptstrat.tokens import TokenCounter
 
-STRATEGIES = {
-    "shorten_tools_epoch_stable": lambda: ShortenToolsEpochStable(max_tokens=12_000),
-    "ladder": lambda: CompactionLadder(["tool_results", "sliding_window"], max_tokens=12_000),
+STRATEGIES: dict[str, Callable[..., Any]] = {
+    "shorten_tools_epoch_stable": lambda counter=None: ShortenToolsEpochStable(max_tokens=12_000, token_counter=counter),
+    "ladder": lambda counter=None: CompactionLadder(["tool_results", "sliding_window"], max_tokens=12_000, token_counter=counter),
+    "dedupe_outputs": lambda counter=None: DedupeOutputs(),
 }
+COUNTING = ["shorten_tools_epoch_stable", "ladder"]
+"""The strategies that count tokens (a replay from the first call counts every message)."""
+
+
+class CountingCounter(TokenCounter):
+    """The default counter, counting the messages it is asked about."""
+
+    asked = 0
+
+    def count_message(self, message: BaseMessage) -> int:
+        self.asked += 1
+        return super().count_message(message)
 
 
 def reloaded(messages: list[BaseMessage]) -> list[BaseMessage]:
@@ -26,7 +43,7 @@ def digest_of(result: Any) -> tuple[list[Any], dict[str, Any]]:
 
 
 @pytest.mark.parametrize("name", list(STRATEGIES))
-def test_a_reloaded_conversation_gets_the_prompt_and_report_of_the_warm_one(name):
+def test_a_reloaded_conversation_gets_the_prompt_and_report_of_the_warm_one(name: str) -> None:
     """A checkpoint hands the strategy equal new objects: the warm object must answer exactly as for the objects it saw."""
     prompts = list(iter_agent_run(150, seed=3))
     warm = STRATEGIES[name]()
@@ -39,7 +56,7 @@ def test_a_reloaded_conversation_gets_the_prompt_and_report_of_the_warm_one(name
 
 
 @pytest.mark.parametrize("name", list(STRATEGIES))
-def test_an_old_message_changed_under_the_same_id_is_not_taken_for_the_remembered_one(name):
+def test_an_old_message_changed_under_the_same_id_is_not_taken_for_the_remembered_one(name: str) -> None:
     """LangGraph replaces a message by id: a reloaded history with an old output rewritten must be replayed, not recalled."""
     prompts = list(iter_agent_run(150, seed=4))
     warm = STRATEGIES[name]()
@@ -49,3 +66,47 @@ def test_an_old_message_changed_under_the_same_id_is_not_taken_for_the_remembere
     k = next(i for i, m in enumerate(changed) if isinstance(m, ToolMessage))
     changed[k] = changed[k].model_copy(update={"content": "rewritten " * 2_000})
     assert digest_of(warm.compact(changed)) == digest_of(STRATEGIES[name]().compact(list(changed)))
+
+
+@pytest.mark.parametrize("name", COUNTING)
+def test_a_reloaded_conversation_resumes_from_the_remembered_replay_instead_of_counting_its_history_again(name: str) -> None:
+    """The replay memo finds equal new objects by their keys: the warm object counts almost nothing, a fresh one every message."""
+    prompts = list(iter_agent_run(150, seed=3))
+    counter = CountingCounter()
+    warm = STRATEGIES[name](counter)
+    for prompt in prompts:
+        warm.compact(list(prompt))
+    history = reloaded(prompts[-1])
+    counter.asked = 0
+    warm.compact(history)
+    fresh_counter = CountingCounter()
+    STRATEGIES[name](fresh_counter).compact(reloaded(prompts[-1]))
+    assert fresh_counter.asked >= len(history)
+    assert counter.asked <= len(history) // 10
+
+
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_each_message_of_a_reloaded_conversation_is_keyed_once_for_every_memo_of_the_call(name: str) -> None:
+    """The replay memo and the report's counts key the same history: computing its keys once is what keeps a reload cheap."""
+    prompts = list(iter_agent_run(150, seed=3))
+    warm = STRATEGIES[name]()
+    for prompt in prompts:
+        warm.compact(list(prompt))
+    history = reloaded(prompts[-1])
+    before = keys_computed()
+    warm.compact(history)
+    assert keys_computed() - before == len(history)
+    before = keys_computed()
+    warm.compact(list(history))
+    assert keys_computed() == before
+
+
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_extending_a_reloaded_conversation_leaves_what_was_remembered_for_its_earlier_call(name: str) -> None:
+    """A retry from an earlier call (the original objects again) must get that call's prompt, not one extended by the reload."""
+    prompts = list(iter_agent_run(150, seed=5))
+    warm = STRATEGIES[name]()
+    for prompt in prompts[:-1]:
+        warm.compact(list(prompt))
+    warm.compact(reloaded(prompts[-1]))
+    assert digest_of(warm.compact(list(prompts[-2]))) == digest_of(STRATEGIES[name]().compact(list(prompts[-2])))

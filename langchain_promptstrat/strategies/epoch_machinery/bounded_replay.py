@@ -23,7 +23,7 @@ from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.epoch_machinery.shortened_form import ShortenedForm
 from langchain_promptstrat.strategies.epoch_machinery.stable_rule import Edges, advance
 from langchain_promptstrat.strategies.epoch_machinery.token_costs import Costs, StepCosts
-from langchain_promptstrat.strategies.ladder_machinery.replay import HistoryKey, ReplayMemo, call_points, history_key
+from langchain_promptstrat.strategies.ladder_machinery.replay import EMPTY_HISTORY, HistoryKey, ReplayMemo, call_points, history_key
 from langchain_promptstrat.strategies.ladder_machinery.vocabulary import CountTokens
 
 __all__ = ["BoundedMemo", "Replay", "memo_costs", "previous_length", "replay_history"]
@@ -66,7 +66,7 @@ def replay_history(source: list[BaseMessage], budget: int, settings: Settings, c
     """
     start = memo.recall(source, lambda replay: replay.budget == budget) if memo is not None else None
     if start is None:
-        replay = Replay(HistoryKey((), 0), budget, ToolIndex(), StepCosts(), Edges())
+        replay = Replay(EMPTY_HISTORY, budget, ToolIndex(), StepCosts(), Edges())
     else:
         replay = Replay(start.history, budget, start.index, start.steps.copy(), start.edges, list(start.recent), start.previous_edges)
     done = replay.history.length

@@ -9,8 +9,8 @@ for one position of the edges).
 
 An entry is found by what its head was built from: a key (the decisions: the fates, or the
 edges, and the shortened form) and the messages it read, recognised when they are the same
-objects (weak references, checked in C) or equal ones (the running hash of
-:func:`~langchain_promptstrat.messages.keys.message_key` the replay engine keys a history
+objects (weak references, checked in C) or equal ones (the keys of
+:func:`~langchain_promptstrat.messages.keys.message_keys` the replay engine keys a history
 by): a conversation loaded again from a checkpoint is the same conversation. An entry holds
 no message of the caller (the messages passed through are indices into the input; the
 edited copies are its own, like every edited copy sharing its unchanged fields with the
@@ -130,7 +130,7 @@ def recall_head(messages: Sequence[BaseMessage], length: int, key: Hashable, che
     if all(map(operator.is_, map(_DEREF, entry.history.refs), messages[:length])):
         return entry.head
     history = history_key(messages[:length])
-    if history.digest != entry.history.digest:
+    if history.keys != entry.history.keys:
         return None
     entry.history = history  # equal objects: found by identity next time
     return entry.head

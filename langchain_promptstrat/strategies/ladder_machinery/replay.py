@@ -10,28 +10,30 @@ through the strategy's step.
 :class:`ReplayMemo` remembers such states. A state is found again for a history whose
 first messages are *equal* to those it was built on, not only the same objects: a
 conversation loaded from a checkpoint (every run of a LangGraph server thread, a new
-process) is the same conversation. The key (:class:`HistoryKey`) is a running hash of each
-message's type, id, content, tool calls and call ids (:func:`message_key`), plus weak
-references for the usual case, the same objects, checked first in C. It holds no message
-alive; what a state holds is the strategy's business (indices and its own edited copies,
-bounded by the characters given to :meth:`ReplayMemo.remember`).
+process) is the same conversation. The key (:class:`HistoryKey`) is each message's key
+(type, id, content, tool calls and call ids: :func:`message_keys`, computed once per
+history and shared with the report), plus weak references for the usual case, the same
+objects, checked first in C. It holds no message alive; what a state holds is the
+strategy's business (indices and its own edited copies, bounded by the characters given
+to :meth:`ReplayMemo.remember`).
 
 Must not decide anything: the strategies' steps do.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, NamedTuple, Protocol, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from langchain_promptstrat.messages.keys import message_key
+from langchain_promptstrat.messages.keys import compute_keys, message_key, message_keys
 
-__all__ = ["HistoryKey", "ReplayMemo", "call_points", "history_key", "is_call_point", "message_key"]
+__all__ = ["EMPTY_HISTORY", "HistoryKey", "ReplayMemo", "call_points", "history_key", "is_call_point", "message_key", "message_keys"]
 
 
 def call_points(messages: Sequence[BaseMessage], after: int = 0) -> list[int]:
@@ -61,38 +63,34 @@ def is_call_point(messages: Sequence[BaseMessage], length: int) -> bool:
 
 
 class HistoryKey(NamedTuple):
-    """What a remembered state was built on: the messages, weakly, and a running hash of their :func:`message_key`."""
+    """What a remembered state was built on: the messages, weakly, and their :func:`message_key`, in order."""
 
     refs: tuple[weakref.ref[BaseMessage], ...]
-    digest: int
+    keys: list[int]
 
     @property
     def length(self) -> int:
         return len(self.refs)
 
 
-_EMPTY = HistoryKey((), 0)
+EMPTY_HISTORY = HistoryKey((), [])
+"""The key of the empty history, where every replay starts."""
 _DEREF = weakref.ref.__call__
 """Dereference a weak reference, as a C function ``map`` can call without a Python frame."""
 
 
-def _extend(digest: int, messages: Sequence[BaseMessage]) -> int:
-    for message in messages:
-        digest = hash((digest, message_key(message)))
-    return digest
-
-
 def history_key(messages: Sequence[BaseMessage], start: HistoryKey | None = None) -> HistoryKey:
     """Return the key of ``messages``, extending ``start`` (the key of a prefix equal to their first messages) when given."""
-    start = start or _EMPTY
+    start = start or EMPTY_HISTORY
     length = start.length
-    digest = _extend(start.digest, messages[length:])
-    same = length == 0 or (start.refs[0]() is messages[0] and start.refs[-1]() is messages[length - 1])
-    refs = start.refs + tuple(map(weakref.ref, messages[length:])) if same else tuple(map(weakref.ref, messages))
-    return HistoryKey(refs, digest)
+    if length and start.refs[0]() is messages[0] and start.refs[-1]() is messages[length - 1]:  # the same objects: key the new ones
+        return HistoryKey(start.refs + tuple(map(weakref.ref, messages[length:])), start.keys + compute_keys(messages[length:]))
+    return HistoryKey(tuple(map(weakref.ref, messages)), message_keys(messages))
 
 
 class Remembered(Protocol):
+    """A state of a replay: a dataclass whose ``history`` field says what it was built on."""
+
     @property
     def history(self) -> HistoryKey: ...
 
@@ -121,8 +119,24 @@ class ReplayMemo(Generic[S]):
 
         ``fits`` says whether a state applies (the same budget). The same objects are
         recognised by one identity pass in C; equal new objects (a reloaded conversation)
-        by the running hash, computed once per recall and only when identity fails.
+        by their keys (:func:`message_keys`, computed once per recall and only when identity
+        fails), compared as lists in C. A state found by its keys comes back (a copy)
+        holding the new objects, so :func:`history_key` extends it as it does the same objects.
         """
+        found = self._find(messages, fits)
+        return found[1] if found is not None else None
+
+    def take(self, messages: Sequence[BaseMessage]) -> S | None:
+        """Return and forget the state :meth:`recall` would return: for a strategy that extends its state in place."""
+        found = self._find(messages, lambda state: True)
+        if found is None:
+            return None
+        with self._lock:
+            self._items = [item for item in self._items if item[0] is not found[0]]
+        return found[1]
+
+    def _find(self, messages: Sequence[BaseMessage], fits: Callable[[S], bool]) -> tuple[S, S] | None:
+        """Return the state :meth:`recall` finds, as remembered and as returned (the same, or a copy holding ``messages``)."""
         with self._lock:
             items = [state for state, _ in self._items]
         n = len(messages)
@@ -130,25 +144,16 @@ class ReplayMemo(Generic[S]):
         items.sort(key=_length, reverse=True)
         for state in items:  # the usual hit: the previous call of the same conversation, the same objects
             if all(map(operator.is_, map(_DEREF, state.history.refs), messages)):
-                return state
-        digests: list[int] = []
+                return state, state
+        if not items:
+            return None
+        keys = message_keys(messages)
         for state in items:  # a conversation loaded again: equal objects
             history = state.history
-            digest = digests[-1] if digests else 0
-            for message in messages[len(digests):history.length]:
-                digest = hash((digest, message_key(message)))
-                digests.append(digest)
-            if digests[history.length - 1] == history.digest:
-                return state
+            if keys[:history.length] == history.keys:
+                rekeyed = HistoryKey(tuple(map(weakref.ref, messages[:history.length])), history.keys)
+                return state, cast(S, dataclasses.replace(cast(Any, state), history=rekeyed))
         return None
-
-    def take(self, messages: Sequence[BaseMessage]) -> S | None:
-        """Return and forget the state :meth:`recall` would return: for a strategy that extends its state in place."""
-        state = self.recall(messages)
-        if state is not None:
-            with self._lock:
-                self._items = [item for item in self._items if item[0] is not state]
-        return state
 
     def remember(self, state: S, chars: int = 0, max_chars: int | None = None) -> None:
         """Remember ``state`` (holding ``chars`` characters of its own), forgetting the oldest beyond the size or ``max_chars``."""
