@@ -9,6 +9,7 @@ recall instead of a number.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import string
 
 import pytest
@@ -32,7 +33,7 @@ from langchain_promptstrat.simulate import (
     simulate,
     terms,
 )
-from langchain_promptstrat.simulate.recall import TermIndex
+from langchain_promptstrat.simulate.recall import TermIndex, lost_references
 
 
 def step(i: int, command: str, output: str) -> list[BaseMessage]:
@@ -166,6 +167,42 @@ def test_recall_counts_exactly_the_references_an_unmasked_message_still_holds(ou
     assert list(targets.references) == counted
     assert (counts.counted, counts.recalled) == (len(counted), len(kept))
     assert check_tool_pairs(sent) == []
+
+
+class TestLostReferences:
+    def test_each_lost_outputs_only_reference_says_whether_its_holders_were_dropped_or_shortened(self):
+        """What a strategy lost is told apart by what became of the outputs that held it: gone, still there without it, or some of each."""
+        outputs = ["alpha_one", "beta_two", "gamma_three beta_two", *(f"filler {i}" for i in range(10))]
+        history = conversation(*outputs)
+        gone = {"call_0", "call_1"}  # alpha_one's only holder and one of beta_two's two
+        cut = {"call_2"}  # beta_two's other holder and gamma_three's only one
+        sent = [
+            m.model_copy(update={"content": "[shortened]"}) if isinstance(m, ToolMessage) and m.tool_call_id in cut else m
+            for m in history if not (isinstance(m, ToolMessage) and m.tool_call_id in gone)
+        ]
+        sent = [m for m in sent if not (isinstance(m, AIMessage) and any(c["id"] in gone for c in m.tool_calls))]
+        index = TermIndex()
+        targets = CallTargets.of(history, answer("use alpha_one, beta_two and gamma_three"), index)
+        assert targets.outputs_only == {"alpha_one", "beta_two", "gamma_three"}
+        lost = {r.reference: (r.cause, r.dropped, r.shortened, r.age) for r in lost_references(targets, history, sent, index)}
+        assert lost == {"alpha_one": ("dropped", 1, 0, 12), "beta_two": ("both", 1, 1, 10), "gamma_three": ("shortened", 0, 1, 10)}
+        assert lost_references(targets, history, list(history), index) == []
+
+    def test_the_losses_script_counts_what_the_recall_benchmark_counts(self):
+        """benchmarks/recall_losses.py replays the real transcripts as simulate does: the same outputs-only references, the same recalled."""
+        import importlib.util
+
+        folder = realruns_dir("converted")
+        file = sorted(folder.iterdir())[0]
+        spec = importlib.util.spec_from_file_location("recall_losses", Path(__file__).resolve().parents[1] / "benchmarks" / "recall_losses.py")
+        assert spec is not None and spec.loader is not None
+        script = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(script)
+        causes, ages, files, counted, recalled = script.losses([str(file)], ["dedupe_outputs", "shorten_tools_epoch_stable"], 16_000)
+        figures = simulate_files([file], ["dedupe_outputs,shorten_tools_epoch_stable"], max_tokens=16_000, progress=False).runs[0].recall_summary()
+        assert figures is not None and files == 1
+        assert counted == figures["outputs_only_references"] and recalled == round(figures["outputs_only_recall"] * counted)
+        assert sum(causes.values()) == sum(ages.values()) == counted - recalled
 
 
 class TestInTheSimulation:

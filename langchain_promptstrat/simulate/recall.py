@@ -58,7 +58,10 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 from langchain_promptstrat.messages import content_text, task_index
 from langchain_promptstrat.messages.recorded_calls import recorded_calls
 
-__all__ = ["OLD_AFTER", "CallTargets", "RecallCounts", "TermIndex", "code_references", "message_text", "recall_counts", "terms"]
+__all__ = [
+    "OLD_AFTER", "CallTargets", "LostReference", "RecallCounts", "TermIndex", "code_references", "lost_references", "message_text",
+    "recall_counts", "recalled_references", "terms",
+]
 
 OLD_AFTER = 10
 """A reference is old when at least this many tool outputs came after the newest one that holds it."""
@@ -273,10 +276,10 @@ def _original_terms(message: BaseMessage, originals: _Originals, index: TermInde
     return index.copy_terms(original, text)
 
 
-def recall_counts(targets: CallTargets, history: Sequence[BaseMessage], sent: Sequence[BaseMessage], index: TermIndex) -> RecallCounts:
-    """Return how many of ``targets``' references the prompt ``sent`` (a strategy's answer to ``history``) recalls."""
+def recalled_references(targets: CallTargets, history: Sequence[BaseMessage], sent: Sequence[BaseMessage], index: TermIndex) -> list[str]:
+    """Return the counted references of ``targets`` that the prompt ``sent`` (a strategy's answer to ``history``) recalls, in their order."""
     if not targets.references:
-        return RecallCounts()
+        return []
     originals = targets.originals(history, index)
     missing = list(targets.references)
     for message in sent:
@@ -284,7 +287,14 @@ def recall_counts(targets: CallTargets, history: Sequence[BaseMessage], sent: Se
             break
         held = _original_terms(message, originals, index)
         missing = [r for r in missing if r not in held]
-    recalled = [r for r in targets.references if r not in missing]
+    return [r for r in targets.references if r not in missing]
+
+
+def recall_counts(targets: CallTargets, history: Sequence[BaseMessage], sent: Sequence[BaseMessage], index: TermIndex) -> RecallCounts:
+    """Return how many of ``targets``' references the prompt ``sent`` (a strategy's answer to ``history``) recalls."""
+    if not targets.references:
+        return RecallCounts()
+    recalled = recalled_references(targets, history, sent, index)
     return RecallCounts(
         counted=len(targets.references),
         recalled=len(recalled),
@@ -293,3 +303,36 @@ def recall_counts(targets: CallTargets, history: Sequence[BaseMessage], sent: Se
         outputs_only=len(targets.outputs_only),
         outputs_only_recalled=sum(1 for r in recalled if r in targets.outputs_only),
     )
+
+
+@dataclass(frozen=True)
+class LostReference:
+    """An outputs-only reference a prompt lost, and what became of the tool outputs of the history that held it."""
+
+    reference: str
+    age: int
+    """Tool outputs of the history after the newest one that holds it."""
+    dropped: int
+    """Holders the prompt no longer has at all (no output of the same ``tool_call_id``)."""
+    shortened: int
+    """Holders the prompt still has, as a copy that no longer holds the reference."""
+
+    @property
+    def cause(self) -> str:
+        """``"dropped"``, ``"shortened"`` (every holder) or ``"both"``."""
+        return "both" if self.dropped and self.shortened else "dropped" if self.dropped else "shortened"
+
+
+def lost_references(targets: CallTargets, history: Sequence[BaseMessage], sent: Sequence[BaseMessage], index: TermIndex) -> list[LostReference]:
+    """Return each outputs-only reference of ``targets`` that ``sent`` does not recall, with what became of its holders."""
+    lost = sorted(targets.outputs_only - set(recalled_references(targets, history, sent, index)))
+    if not lost:
+        return []
+    outputs = [m for m in history if isinstance(m, ToolMessage)]
+    kept = {m.tool_call_id for m in sent if isinstance(m, ToolMessage)}
+    found = []
+    for ref in lost:
+        holders = [i for i, m in enumerate(outputs) if ref in index.terms(m)]
+        dropped = sum(1 for i in holders if outputs[i].tool_call_id not in kept)
+        found.append(LostReference(ref, len(outputs) - 1 - holders[-1], dropped, len(holders) - dropped))
+    return found

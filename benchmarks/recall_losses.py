@@ -1,0 +1,99 @@
+"""Where a strategy's lost references went: for each outputs-only reference a prompt lost, what became of the outputs that held it.
+
+``benchmarks/recall.py`` says how many of the references the agent's next message made to
+old tool outputs a strategy keeps; this script says why the others were lost, which is
+what a change to the strategy's rule has to act on. It replays the shared real transcripts
+(or the folders given) call by call through one strategy list, exactly as the recall
+benchmark does, and for every lost *outputs-only* reference (defined in
+``langchain_promptstrat.simulate.recall``) looks at the tool outputs of the history that held
+it: gone from the prompt (**dropped**), still there as a copy without it (**shortened**), or
+some of each (**both**). It prints the counts by cause and by age (tool outputs since the
+newest holder).
+
+    python benchmarks/recall_losses.py --target 16000              # the default list at 16k
+    python benchmarks/recall_losses.py --target 32000 --strategies shorten_tools_epoch_stable
+    python benchmarks/recall_losses.py my/transcripts/              # no --target: no settings
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+
+from langchain_core.messages import BaseMessage
+
+from langchain_promptstrat.conversation_file import read_conversation
+from langchain_promptstrat.replay import find_transcripts, transcript_answers, transcript_prompts
+from langchain_promptstrat.simulate import DEFAULT_LIST_ROW
+from langchain_promptstrat.simulate.engine import build_strategy
+from langchain_promptstrat.simulate.recall import CallTargets, TermIndex, lost_references, recall_counts
+from langchain_promptstrat.strategy import PromptStrategy
+from langchain_promptstrat.strategy_names import get_strategy, split_strategy_names
+
+REALRUNS = Path(os.environ.get("PROMPTSTRAT_REALRUNS") or Path(__file__).resolve().parents[1].parent / "shared" / "realruns")
+AGE_BUCKET = 10
+"""Ages are shown in buckets of this many tool outputs."""
+
+
+def build(names: list[str], target: int | None) -> list[PromptStrategy]:
+    """Return the strategies of ``names``, those that take one at ``target`` tokens (no target: each with its own ceiling)."""
+    if target is None:
+        return [get_strategy(name) for name in names]
+    return [build_strategy(name, max_tokens=target)[0] for name in names]
+
+
+def losses(paths: list[str], names: list[str], target: int | None) -> tuple[Counter[str], Counter[int], int, int, int]:
+    """Return the lost outputs-only references by cause and by age bucket, the files, the counted and the recalled ones."""
+    causes: Counter[str] = Counter()
+    ages: Counter[int] = Counter()
+    files = counted = recalled = 0
+    for path, _ in find_transcripts(paths):
+        conversation = read_conversation(str(path))
+        recorded = [*conversation.messages, *conversation.pending]
+        strategies = build(names, target)  # fresh per file, as a replay does
+        index = TermIndex()
+        files += 1
+        for prompt, answer in zip(transcript_prompts(recorded), transcript_answers(recorded)):
+            sent: list[BaseMessage] = list(prompt)
+            for strategy in strategies:
+                sent = strategy.compact(sent).messages
+            targets = CallTargets.of(prompt, answer, index)
+            if not targets.outputs_only:
+                continue
+            counts = recall_counts(targets, prompt, sent, index)
+            counted += counts.outputs_only
+            recalled += counts.outputs_only_recalled
+            for lost in lost_references(targets, prompt, sent, index):
+                causes[lost.cause] += 1
+                ages[lost.age // AGE_BUCKET * AGE_BUCKET] += 1
+    return causes, ages, files, counted, recalled
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("paths", nargs="*", help="transcript files or folders (default: ../shared/realruns/converted)")
+    parser.add_argument("--target", type=int, help="the token target of the strategies that take one (default: none, each its own ceiling)")
+    parser.add_argument("--strategies", default=DEFAULT_LIST_ROW, help=f"a comma list (default: {DEFAULT_LIST_ROW})")
+    args = parser.parse_args(argv)
+    paths = args.paths or [str(REALRUNS / "converted")]
+    if not args.paths and not (REALRUNS / "converted").is_dir():
+        print(f"no transcripts at {REALRUNS / 'converted'}: name a folder or set PROMPTSTRAT_REALRUNS", file=sys.stderr)
+        return 2
+    names = split_strategy_names(args.strategies, source="--strategies")
+    causes, ages, files, counted, recalled = losses(paths, names, args.target)
+    at = f"{args.target:,} tokens" if args.target else "no settings"
+    print(f"{','.join(names)} at {at}, {files} transcripts: {counted:,} outputs-only references, "
+          f"{recalled:,} recalled, {counted - recalled:,} lost")
+    print("lost, by what became of the outputs that held them: "
+          f"every holder dropped {causes['dropped']:,}, every holder shortened {causes['shortened']:,}, "
+          f"some of each {causes['both']:,}")
+    print("lost, by tool outputs since the newest holder: "
+          + ", ".join(f"{age}-{age + AGE_BUCKET - 1}: {n:,}" for age, n in sorted(ages.items())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
