@@ -116,8 +116,7 @@ class PromptStrategy(Runnable[Any, list[BaseMessage]], ABC):
         return self._call_with_config(self._invoke, input, config, run_type="prompt")
 
     def _invoke(self, input: Any, run_manager: CallbackManagerForChainRun, config: RunnableConfig) -> list[BaseMessage]:
-        # the inbox finds its own store from the run config (a provider serves a thread id, not a path)
-        save_file = self.save_file_from_config(config) if self.uses_save_file and not self.places_notices else None
+        save_file = self.save_file_from_config(config) if self.uses_save_file else None
         return apply_in_order([self], coerce_messages(input), save_file=save_file, config=config)[0]
 
     def get_name(self, suffix: str | None = None, *, name: str | None = None) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
@@ -29,7 +29,6 @@ from langchain_promptstrat.inbox.locate import (
     check_backend,
     inbox_for_config,
     inbox_for_save_file,
-    save_file_for_config,
 )
 from langchain_promptstrat.messages import mark_of
 from langchain_promptstrat.report import Compacted, make_report
@@ -139,8 +138,8 @@ class Inbox(PromptStrategy):
         return inbox(messages, save_file=save_file, backend=self.backend)
 
     def save_file_from_config(self, config: RunnableConfig | None) -> Path | None:
-        """Return ``configurable.save_file``, else ``<root>/<thread_id>.chat`` when a root is set, else None."""
-        return save_file_for_config(config, self.root, allow_save_file=self.allow_save_file)
+        """Return None: as a Runnable the inbox finds its store from the whole run config (:meth:`pick_up_notices`), since a provider serves a thread id, not a path."""
+        return None
 
     def inbox_for_config(self, config: RunnableConfig | None) -> InboxBackend | None:
         """Return the run's inbox from this strategy's backend, or None (see :mod:`~langchain_promptstrat.inbox.locate`)."""
@@ -151,5 +150,5 @@ class Inbox(PromptStrategy):
     ) -> Compacted:
         """Return ``messages`` with the run's pending notices: the inbox of ``save_file``, else the one ``config`` names; raises InboxAborted on ``abort``."""
         if save_file is not None:
-            return inbox(messages, save_file=save_file, backend=self.backend)
+            return self.compact(messages, save_file=save_file)
         return _deliver(messages, self.inbox_for_config(config))

@@ -38,6 +38,15 @@ def reloaded(messages: list[BaseMessage]) -> list[BaseMessage]:
     return messages_from_dict(messages_to_dict(messages))
 
 
+def warmed(name: str, seed: int, calls: int | None = None, counter: TokenCounter | None = None) -> tuple[Any, list[list[BaseMessage]]]:
+    """Return a strategy object that has seen the seeded 150-call run call by call (its first ``calls`` prompts, else all), and the prompts."""
+    prompts = list(iter_agent_run(150, seed=seed))
+    warm = STRATEGIES[name](counter) if counter is not None else STRATEGIES[name]()
+    for prompt in prompts[:calls]:
+        warm.compact(list(prompt))
+    return warm, prompts
+
+
 def digest_of(result: Any) -> tuple[list[Any], dict[str, Any]]:
     return [m.model_dump() for m in result.messages], result.report.as_dict()
 
@@ -45,10 +54,7 @@ def digest_of(result: Any) -> tuple[list[Any], dict[str, Any]]:
 @pytest.mark.parametrize("name", list(STRATEGIES))
 def test_a_reloaded_conversation_gets_the_prompt_and_report_of_the_warm_one(name: str) -> None:
     """A checkpoint hands the strategy equal new objects: the warm object must answer exactly as for the objects it saw."""
-    prompts = list(iter_agent_run(150, seed=3))
-    warm = STRATEGIES[name]()
-    for prompt in prompts[:-1]:
-        warm.compact(list(prompt))
+    warm, prompts = warmed(name, seed=3, calls=-1)
     expected = STRATEGIES[name]().compact(list(prompts[-1]))
     again = warm.compact(reloaded(prompts[-1]))
     assert digest_of(again) == digest_of(expected)
@@ -58,10 +64,7 @@ def test_a_reloaded_conversation_gets_the_prompt_and_report_of_the_warm_one(name
 @pytest.mark.parametrize("name", list(STRATEGIES))
 def test_an_old_message_changed_under_the_same_id_is_not_taken_for_the_remembered_one(name: str) -> None:
     """LangGraph replaces a message by id: a reloaded history with an old output rewritten must be replayed, not recalled."""
-    prompts = list(iter_agent_run(150, seed=4))
-    warm = STRATEGIES[name]()
-    for prompt in prompts:
-        warm.compact(list(prompt))
+    warm, prompts = warmed(name, seed=4)
     changed = reloaded(prompts[-1])
     k = next(i for i, m in enumerate(changed) if isinstance(m, ToolMessage))
     changed[k] = changed[k].model_copy(update={"content": "rewritten " * 2_000})
@@ -71,11 +74,8 @@ def test_an_old_message_changed_under_the_same_id_is_not_taken_for_the_remembere
 @pytest.mark.parametrize("name", COUNTING)
 def test_a_reloaded_conversation_resumes_from_the_remembered_replay_instead_of_counting_its_history_again(name: str) -> None:
     """The replay memo finds equal new objects by their keys: the warm object counts almost nothing, a fresh one every message."""
-    prompts = list(iter_agent_run(150, seed=3))
     counter = CountingCounter()
-    warm = STRATEGIES[name](counter)
-    for prompt in prompts:
-        warm.compact(list(prompt))
+    warm, prompts = warmed(name, seed=3, counter=counter)
     history = reloaded(prompts[-1])
     counter.asked = 0
     warm.compact(history)
@@ -88,10 +88,7 @@ def test_a_reloaded_conversation_resumes_from_the_remembered_replay_instead_of_c
 @pytest.mark.parametrize("name", list(STRATEGIES))
 def test_each_message_of_a_reloaded_conversation_is_keyed_once_for_every_memo_of_the_call(name: str) -> None:
     """The replay memo and the report's counts key the same history: computing its keys once is what keeps a reload cheap."""
-    prompts = list(iter_agent_run(150, seed=3))
-    warm = STRATEGIES[name]()
-    for prompt in prompts:
-        warm.compact(list(prompt))
+    warm, prompts = warmed(name, seed=3)
     history = reloaded(prompts[-1])
     before = keys_computed()
     warm.compact(history)
@@ -104,9 +101,6 @@ def test_each_message_of_a_reloaded_conversation_is_keyed_once_for_every_memo_of
 @pytest.mark.parametrize("name", list(STRATEGIES))
 def test_extending_a_reloaded_conversation_leaves_what_was_remembered_for_its_earlier_call(name: str) -> None:
     """A retry from an earlier call (the original objects again) must get that call's prompt, not one extended by the reload."""
-    prompts = list(iter_agent_run(150, seed=5))
-    warm = STRATEGIES[name]()
-    for prompt in prompts[:-1]:
-        warm.compact(list(prompt))
+    warm, prompts = warmed(name, seed=5, calls=-1)
     warm.compact(reloaded(prompts[-1]))
     assert digest_of(warm.compact(list(prompts[-2]))) == digest_of(STRATEGIES[name]().compact(list(prompts[-2])))
