@@ -14,14 +14,14 @@ Must not decide what to shorten or drop (the strategies do) nor repair a broken 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from enum import IntEnum
 from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langchain_promptstrat.messages.recorded_calls import CALL_BLOCK_TYPES, call_block_id, call_blocks, openai_calls
-from langchain_promptstrat.messages.tool_index import ToolCallRecord, ToolIndex
+from langchain_promptstrat.messages.tool_index import ToolIndex
 from langchain_promptstrat.truncation import DEFAULT_ARGUMENT_SIZE, DEFAULT_OUTPUT_SIZE, shorten_string
 
 M = TypeVar("M", bound=BaseMessage)
@@ -241,8 +241,8 @@ def apply_fates(
     index: ToolIndex,
     fates: Mapping[int, tuple[Fate, Fate]],
     *,
-    shorten_output: Callable[[ToolMessage, ToolCallRecord], ToolMessage] | None = None,
-    shorten_narration: Callable[[AIMessage], AIMessage] | None = None,
+    shortened_outputs: Mapping[int, BaseMessage] | None = None,
+    narration_chars: int = 0,
     leave_out: Collection[int] = (),
 ) -> list[BaseMessage]:
     """Return a new list with each completed call's ``(call fate, output fate)`` applied.
@@ -250,14 +250,13 @@ def apply_fates(
     ``fates`` maps a position in ``index.calls`` to the fates of its call and its output;
     calls not in it are kept. A pair is dropped whole or not at all: if either side is
     dropped, both are. Messages that do not change are reused, not copied. A shortened
-    output is ``shorten_output(output, its call's record)`` when given, else
-    :func:`shorten_tool_output`. An assistant message with a shortened
-    call and no call left whole (none pending) becomes ``shorten_narration(message)`` too,
-    when given. The messages at ``leave_out`` (indices) are not in the result.
+    output is its entry in ``shortened_outputs`` (by message index) when it has one, else
+    :func:`shorten_tool_output`. With ``narration_chars``, an assistant message with a shortened
+    call and no call left whole (none pending) has its text shortened to that size too
+    (:func:`shorten_text`). The messages at ``leave_out`` (indices) are not in the result.
     """
     ai_edits: dict[int, tuple[set[str], set[str]]] = {}
     output_fate: dict[int, Fate] = {}
-    output_call: dict[int, ToolCallRecord] = {}
     for number, (call_fate, out_fate) in fates.items():
         record = index.calls[number]
         if record.output_index is None:
@@ -270,9 +269,8 @@ def apply_fates(
         elif call_fate is Fate.SHORTEN:
             shorten.add(record.id)
         output_fate[record.output_index] = out_fate
-        output_call[record.output_index] = record
     calls_of: dict[int, int] = {}
-    if shorten_narration is not None:
+    if narration_chars > 0:
         for record in index.calls:
             calls_of[record.ai_index] = calls_of.get(record.ai_index, 0) + 1
     out: list[BaseMessage] = []
@@ -283,18 +281,16 @@ def apply_fates(
         if edit is not None:
             edited = edit_ai_message(message, shorten=edit[0], drop=edit[1])  # type: ignore[arg-type]
             if edited is not None:
-                if shorten_narration is not None and edit[0] and len(edit[0]) + len(edit[1]) == calls_of.get(i, 0):
-                    edited = shorten_narration(edited)
+                if narration_chars > 0 and edit[0] and len(edit[0]) + len(edit[1]) == calls_of.get(i, 0):
+                    edited = shorten_text(edited, narration_chars)
                 out.append(edited)
             continue
         fate = output_fate.get(i)
         if fate is Fate.DROP:
             continue
         if fate is Fate.SHORTEN:
-            if shorten_output is not None:
-                out.append(shorten_output(message, output_call[i]))  # type: ignore[arg-type]
-            else:
-                out.append(shorten_tool_output(message))  # type: ignore[arg-type]
+            short = shortened_outputs.get(i) if shortened_outputs is not None else None
+            out.append(short if short is not None else shorten_tool_output(message))  # type: ignore[arg-type]
         else:
             out.append(message)
     return out

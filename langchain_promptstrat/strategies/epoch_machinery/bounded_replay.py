@@ -64,7 +64,7 @@ def replay_history(source: list[BaseMessage], budget: int, settings: Settings, c
     points up to its length and the replay of a call point reads nothing after it, so the
     resumed replay is the one a replay from the first message would reach.
     """
-    start = memo.recall(source, lambda replay: replay.budget == budget) if memo is not None else None
+    start = memo.recall(source, budget) if memo is not None else None
     if start is None:
         replay = Replay(EMPTY_HISTORY, budget, ToolIndex(), StepCosts(), Edges())
     else:
@@ -84,7 +84,7 @@ def replay_history(source: list[BaseMessage], budget: int, settings: Settings, c
     replay.previous_edges = _edges_before(replay, previous_length(source))
     replay.history = history_key(source, start.history if start is not None else None)
     if memo is not None:
-        memo.remember(replay)
+        memo.remember(replay, budget=budget)
     return replay
 
 

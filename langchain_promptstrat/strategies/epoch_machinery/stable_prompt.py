@@ -135,9 +135,15 @@ def _freeze(source: list[BaseMessage], index: ToolIndex, edges: Edges, total: in
     head_end = step_end(source, outputs, edges.head) if edges.head and drop_end else 0
     task, anchor = task_index(source), _newest_user(source[:drop_end])
     keep = {i for i in (task, anchor) if i is not None}
+    calls = index.calls
+    short_outputs = {
+        i: form(source[i], record)  # type: ignore[arg-type]
+        for number, fate in fates.items()
+        if fate is Fate.SHORTEN and (i := (record := calls[number]).output_index) is not None and i < at
+    }
     head = apply_fates(
         source[:at], index, {number: (fate, fate) for number, fate in fates.items()},
-        shorten_output=form, shorten_narration=form.narration if form.narration_chars > 0 else None,
+        shortened_outputs=short_outputs, narration_chars=form.narration_chars,
         leave_out=_debris(source, index, fates, drop_end, keep, head_end),
     )
     notice = compaction_notice(shortened, dropped, strategy=STRATEGY_NAME) if shortened > 0 or dropped > 0 else None

@@ -26,7 +26,7 @@ import dataclasses
 import operator
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -104,7 +104,7 @@ class ReplayMemo(Generic[S]):
     def __init__(self, size: int) -> None:
         """Remember at most ``size`` states (the oldest goes first)."""
         self.size = size
-        self._items: list[tuple[S, int]] = []
+        self._items: list[tuple[S, int, int | None]] = []
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -112,35 +112,35 @@ class ReplayMemo(Generic[S]):
 
     def chars(self) -> int:
         """Return the characters the remembered states declared (their own edited copies)."""
-        return sum(chars for _, chars in self._items)
+        return sum(chars for _, chars, _ in self._items)
 
-    def recall(self, messages: Sequence[BaseMessage], fits: Callable[[S], bool] = lambda state: True) -> S | None:
+    def recall(self, messages: Sequence[BaseMessage], budget: int | None = None) -> S | None:
         """Return the remembered state of the longest call point of ``messages`` whose history equals their first messages, else None.
 
-        ``fits`` says whether a state applies (the same budget). The same objects are
+        Only a state remembered with the same ``budget`` applies. The same objects are
         recognised by one identity pass in C; equal new objects (a reloaded conversation)
         by their keys (:func:`message_keys`, computed once per recall and only when identity
         fails), compared as lists in C. A state found by its keys comes back (a copy)
         holding the new objects, so :func:`history_key` extends it as it does the same objects.
         """
-        found = self._find(messages, fits)
+        found = self._find(messages, budget)
         return found[1] if found is not None else None
 
     def take(self, messages: Sequence[BaseMessage]) -> S | None:
         """Return and forget the state :meth:`recall` would return: for a strategy that extends its state in place."""
-        found = self._find(messages, lambda state: True)
+        found = self._find(messages, None)
         if found is None:
             return None
         with self._lock:
             self._items = [item for item in self._items if item[0] is not found[0]]
         return found[1]
 
-    def _find(self, messages: Sequence[BaseMessage], fits: Callable[[S], bool]) -> tuple[S, S] | None:
+    def _find(self, messages: Sequence[BaseMessage], budget: int | None) -> tuple[S, S] | None:
         """Return the state :meth:`recall` finds, as remembered and as returned (the same, or a copy holding ``messages``)."""
         with self._lock:
-            items = [state for state, _ in self._items]
+            items = [state for state, _, made_for in self._items if made_for == budget]
         n = len(messages)
-        items = [s for s in items if s.history.length <= n and is_call_point(messages, s.history.length) and fits(s)]
+        items = [s for s in items if s.history.length <= n and is_call_point(messages, s.history.length)]
         items.sort(key=_length, reverse=True)
         for state in items:  # the usual hit: the previous call of the same conversation, the same objects
             if all(map(operator.is_, map(_DEREF, state.history.refs), messages)):
@@ -155,14 +155,14 @@ class ReplayMemo(Generic[S]):
                 return state, cast(S, dataclasses.replace(cast(Any, state), history=rekeyed))
         return None
 
-    def remember(self, state: S, chars: int = 0, max_chars: int | None = None) -> None:
-        """Remember ``state`` (holding ``chars`` characters of its own), forgetting the oldest beyond the size or ``max_chars``."""
+    def remember(self, state: S, chars: int = 0, max_chars: int | None = None, budget: int | None = None) -> None:
+        """Remember ``state`` (holding ``chars`` characters of its own; made for ``budget``), forgetting the oldest beyond the size or ``max_chars``."""
         if max_chars is not None and chars > max_chars:
             return
         with self._lock:
-            items = [*self._items[-(self.size - 1):], (state, chars)] if self.size > 0 else []
+            items = [*self._items[-(self.size - 1):], (state, chars, budget)] if self.size > 0 else []
             if max_chars is not None:
-                total = sum(c for _, c in items)
+                total = sum(c for _, c, _ in items)
                 while total > max_chars:
                     total -= items.pop(0)[1]
             self._items = items
