@@ -25,7 +25,10 @@ system block), ``recorded_calls`` (reading a message's calls from every place th
 recorded), ``tool_index`` (the one tool-call index: calls, outputs, positions, extended as a
 conversation grows; steps and turns), ``sizes`` (cheap sizes for reports), ``edits`` (shortening and dropping calls and
 outputs, applying fates), ``pairs`` (pair checks) and ``floor`` (the prompt floor). Import
-from here; this module only re-exports, and knows no strategy.
+from here; this module only re-exports, and knows no strategy. Two modules are imported by
+their own names, for the strategies that resume from earlier calls: ``keys`` (what a message
+is, as one number) and ``history_memo`` (a history's model calls and the one memo of
+earlier replays, keyed by those numbers).
 """
 
 from __future__ import annotations

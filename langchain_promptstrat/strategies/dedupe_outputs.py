@@ -34,7 +34,7 @@ from typing_extensions import Unpack
 from langchain_promptstrat.messages.recorded_calls import recorded_calls
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
-from langchain_promptstrat.strategies.ladder_machinery.replay import HistoryKey, ReplayMemo, history_key
+from langchain_promptstrat.messages.history_memo import HistoryKey, ReplayMemo, history_key
 from langchain_promptstrat.strategy import PromptStrategy
 
 __all__ = ["DedupeOutputs", "DedupeOutputsOptions", "dedupe_outputs", "pointer_text"]
@@ -151,7 +151,7 @@ class DedupeOutputs(PromptStrategy):
     ``DedupeOutputs(tool_call_threshold=5)``. Each option is also a setting of the same key
     (``DEDUPE_TOOL_CALL_THRESHOLD`` or ``PROMPTSTRAT_DEDUPE_TOOL_CALL_THRESHOLD``, ...).
     It remembers how far it read the last few conversations in the replay engine's memo
-    (:class:`~langchain_promptstrat.strategies.ladder_machinery.replay.ReplayMemo`: messages
+    (:class:`~langchain_promptstrat.messages.history_memo.ReplayMemo`: messages
     held weakly, found by what they are), so the next call of a growing conversation, or the
     same conversation loaded again from a checkpoint, reads only what was added and returns
     the same edited copies as before: the strategy after it sees the same objects every call.

@@ -30,7 +30,7 @@ prompt above it is always compacted, unless it is already at the rungs' floor.
 
 The replay costs one pass over the history plus one ladder pass per past event, each on a
 prompt of about ``max_tokens``. A small per-ladder memo of recent replays (the replay
-engine's :class:`~langchain_promptstrat.strategies.ladder_machinery.replay.ReplayMemo`,
+engine's :class:`~langchain_promptstrat.messages.history_memo.ReplayMemo`,
 keyed by what the history is, so a conversation loaded again from a checkpoint is found
 too) lets a growing conversation resume where the previous call stopped; it never changes
 a result, and it holds no caller's message (a prompt is remembered as indices into the
@@ -60,7 +60,7 @@ from langchain_promptstrat.strategy_names import get_strategy, split_strategy_na
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.strategies.ladder_machinery.plan import Plan, Rewrite, RungRequest, arun_plan, done, run_plan
-from langchain_promptstrat.strategies.ladder_machinery.replay import EMPTY_HISTORY, HistoryKey, ReplayMemo, call_points, history_key
+from langchain_promptstrat.messages.history_memo import EMPTY_HISTORY, HistoryKey, ReplayMemo, call_points, history_key
 from langchain_promptstrat.strategies.ladder_machinery.rung import LadderPass, PlannedStrategy, Rung, _counts, _pass_report, ladder_pass
 from langchain_promptstrat.strategies.ladder_machinery.vocabulary import (
     NOTE_KIND,

@@ -155,7 +155,7 @@ class TestTheObject:
         """One memo of earlier calls for every strategy that resumes from them: dedupe_outputs, the bounded default and the ladder."""
         from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable
         from langchain_promptstrat.strategies.ladder import CompactionLadder
-        from langchain_promptstrat.strategies.ladder_machinery.replay import ReplayMemo
+        from langchain_promptstrat.messages.history_memo import ReplayMemo
 
         for strategy in (DedupeOutputs(), ShortenToolsEpochStable(), CompactionLadder(["tool_results"], max_tokens=10_000)):
             assert isinstance(strategy._memo, ReplayMemo), type(strategy).__name__

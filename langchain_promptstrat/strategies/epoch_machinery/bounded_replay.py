@@ -1,6 +1,6 @@
 """The stable strategy's replay: the history's model calls, each run through the rule, resumed from a memo of earlier calls.
 
-At each call point of the history (the ladder's call points) the calls added since are
+At each call point of the history (:func:`~langchain_promptstrat.messages.history_memo.call_points`) the calls added since are
 priced (:class:`~langchain_promptstrat.strategies.epoch_machinery.token_costs.StepCosts`)
 and the rule's :func:`~langchain_promptstrat.strategies.epoch_machinery.stable_rule.advance`
 moves the edges. :class:`Replay` is where a replay stands; :func:`replay_history` replays a
@@ -23,7 +23,7 @@ from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.epoch_machinery.shortened_form import ShortenedForm
 from langchain_promptstrat.strategies.epoch_machinery.stable_rule import Edges, advance
 from langchain_promptstrat.strategies.epoch_machinery.token_costs import Costs, StepCosts
-from langchain_promptstrat.strategies.ladder_machinery.replay import EMPTY_HISTORY, HistoryKey, ReplayMemo, call_points, history_key
+from langchain_promptstrat.messages.history_memo import EMPTY_HISTORY, HistoryKey, ReplayMemo, call_points, history_key
 from langchain_promptstrat.strategies.ladder_machinery.vocabulary import CountTokens
 
 __all__ = ["BoundedMemo", "Replay", "memo_costs", "previous_length", "replay_history"]

@@ -35,7 +35,7 @@ from langchain_core.messages import BaseMessage
 
 from langchain_promptstrat.messages import Fate, ToolIndex, apply_fates, message_chars
 from langchain_promptstrat.messages.keys import message_key
-from langchain_promptstrat.strategies.ladder_machinery.replay import HistoryKey, history_key
+from langchain_promptstrat.messages.history_memo import HistoryKey, history_key
 
 __all__ = ["Head", "apply_frozen", "clear_caches", "encode_head", "recall_head", "remember_head"]
 
