@@ -12,6 +12,7 @@ import os
 import secrets
 import signal
 import sqlite3
+import threading
 import time
 import warnings
 from collections.abc import Iterator, Sequence
@@ -38,7 +39,18 @@ FRONT_ENDS = ("middleware", "hook")
 
 
 class LostWrites(InMemorySaver):
-    """A checkpointer whose writes never arrive: a run whose process died before its checkpoints reached the disk."""
+    """A checkpointer whose writes never arrive: a run whose process died before its checkpoints reached the disk.
+
+    It counts the reads made by the inbox's settle watchers (their own thread), which ask it
+    whether a stored checkpoint holds the notices they wait for.
+    """
+
+    watcher_reads = 0
+
+    def get_tuple(self, config: RunnableConfig) -> Any:
+        if threading.current_thread().name == "promptstrat-inbox-settle":
+            self.watcher_reads += 1
+        return super().get_tuple(config)
 
     def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions) -> RunnableConfig:
         return {"configurable": {**config["configurable"], "checkpoint_id": checkpoint["id"]}}
@@ -92,13 +104,15 @@ def test_no_front_end_acknowledges_a_notice_no_stored_checkpoint_holds(front_end
     thread = f"t-{secrets.token_hex(3)}"
     store = DirectoryInbox.for_thread(thread, tmp_path)
     store.post("steer left", name="a.txt")
-    app = agent(front_end, tmp_path, LostWrites(), [{"tool_calls": [{"name": "fetch", "args": {}}]}, "answer"])
+    saver = LostWrites()
+    app = agent(front_end, tmp_path, saver, [{"tool_calls": [{"name": "fetch", "args": {}}]}, "answer"])
     out = app.invoke({"messages": [HumanMessage("task")]}, {"configurable": {"thread_id": thread}}, durability=durability)
     if front_end != "middleware-one-call":  # one-call notices reach the model call, never the messages
         assert "steer left" in [m.content for m in out["messages"]]  # delivered to the run, in its memory
     # Let the watcher wait out its lease (no checkpoint ever holds the notice): the claim is then left, not acknowledged.
-    # Waiting for it, rather than asserting it is still waiting, keeps the test independent of how fast the run was.
+    # Waiting for it, rather than asserting it is still waiting a moment later, keeps the test independent of how fast the run was.
     assert wait_settled(5.0)
+    assert saver.watcher_reads > 0  # it waited for a checkpoint that holds the notice, asking the checkpointer, and found none
     # claimed (taken out of the pending set, so the run had it), and not moved to the history
     assert store.pending() == [] and [lease.name for lease in store.in_flight()] == ["a.txt"] and store.delivered_entries() == []
 

@@ -31,9 +31,9 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from langchain_promptstrat.messages.keys import compute_keys, message_key, message_keys
+from langchain_promptstrat.messages.keys import compute_keys, message_keys
 
-__all__ = ["EMPTY_HISTORY", "HistoryKey", "ReplayMemo", "call_points", "history_key", "is_call_point", "message_key", "message_keys"]
+__all__ = ["EMPTY_HISTORY", "HistoryKey", "ReplayMemo", "call_points", "history_key", "is_call_point"]
 
 
 def call_points(messages: Sequence[BaseMessage], after: int = 0) -> list[int]:
@@ -63,7 +63,7 @@ def is_call_point(messages: Sequence[BaseMessage], length: int) -> bool:
 
 
 class HistoryKey(NamedTuple):
-    """What a remembered state was built on: the messages, weakly, and their :func:`message_key`, in order."""
+    """What a remembered state was built on: the messages, weakly, and their :func:`~langchain_promptstrat.messages.keys.message_key`, in order."""
 
     refs: tuple[weakref.ref[BaseMessage], ...]
     keys: list[int]

@@ -14,7 +14,7 @@ Must not move an edge (``stable_rule`` does).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
@@ -25,15 +25,13 @@ from langchain_promptstrat.messages import (
     apply_fates,
     is_real_user_message,
     shorten_arguments,
-    shorten_tool_output,
     task_index,
 )
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.epoch_machinery.caches import Head, encode_head, recall_head, remember_head
 from langchain_promptstrat.strategies.epoch_machinery.notice import compaction_notice
-from langchain_promptstrat.strategies.epoch_machinery.shortened_form import ShortenedForm, reads_a_file
+from langchain_promptstrat.strategies.epoch_machinery.shortened_form import ShortenedForm
 from langchain_promptstrat.strategies.epoch_machinery.stable_rule import Edges, call_fates, stable_boundary
-from langchain_promptstrat.truncation import DEFAULT_OUTPUT_SIZE, shorten_string
 
 __all__ = ["STRATEGY_NAME", "frozen_prompt", "step_end"]
 
@@ -74,8 +72,13 @@ def _debris(source: list[BaseMessage], index: ToolIndex, fates: dict[int, Fate],
     return remove
 
 
-def _really_shortened(source: Sequence[BaseMessage], index: ToolIndex, fates: dict[int, Fate], form: ShortenedForm) -> int:
-    """Return how many calls marked SHORTEN change when shortened (output, arguments or narration): the notice counts only those."""
+def _really_shortened(
+    source: Sequence[BaseMessage], index: ToolIndex, fates: dict[int, Fate], form: ShortenedForm, short_outputs: Mapping[int, BaseMessage],
+) -> int:
+    """Return how many calls marked SHORTEN change when shortened (output, arguments or narration): the notice counts only those.
+
+    ``short_outputs`` holds each such call's output as shortened, by message index.
+    """
     changed = 0
     narration_of: dict[int, bool] = {}  # assistant message index -> whether its narration is shortened and changes
     if form.narration_chars:
@@ -92,20 +95,12 @@ def _really_shortened(source: Sequence[BaseMessage], index: ToolIndex, fates: di
         if fate is not Fate.SHORTEN:
             continue
         record = index.calls[number]
-        output = source[record.output_index]  # type: ignore[index]
-        content = output.content
-        if form.read_chars and isinstance(output, ToolMessage) and reads_a_file(record.name, record.args):
-            if form(output, record) is not output:
-                changed += 1
-                continue
-        elif isinstance(content, str):  # the common case, without building the shortened copy
-            if shorten_string(content, DEFAULT_OUTPUT_SIZE) is not content:
-                changed += 1
-                continue
-        elif shorten_tool_output(output) is not output:  # type: ignore[arg-type]
-            changed += 1
-            continue
-        if shorten_arguments(record.args) is not record.args or narration_of.get(record.ai_index, False):
+        output_index = record.output_index
+        if (
+            short_outputs[output_index] is not source[output_index]  # type: ignore[index]
+            or shorten_arguments(record.args) is not record.args
+            or narration_of.get(record.ai_index, False)
+        ):
             changed += 1
     return changed
 
@@ -127,7 +122,13 @@ def _freeze(source: list[BaseMessage], index: ToolIndex, edges: Edges, total: in
     """Return the compacted head of ``source`` under ``edges``: decide each frozen call, leave out the debris, apply the fates."""
     fates, rescued = call_fates(index.completed, edges, total)
     dropped = sum(1 for f in fates.values() if f is Fate.DROP)
-    shortened = _really_shortened(source, index, fates, form)
+    calls = index.calls
+    short_outputs = {  # each shortened output once: for the notice's count and for the head
+        i: form(source[i], record)  # type: ignore[arg-type]
+        for number, fate in fates.items()
+        if fate is Fate.SHORTEN and (i := (record := calls[number]).output_index) is not None
+    }
+    shortened = _really_shortened(source, index, fates, form, short_outputs)
     # loose messages (user turns, harness messages, plain assistant text) go only with a ceiling-driven front drop;
     # the task and the newest user message of the dropped span stay (a function of the drop edge, so stable between drops)
     outputs = index.outputs
@@ -135,12 +136,6 @@ def _freeze(source: list[BaseMessage], index: ToolIndex, edges: Edges, total: in
     head_end = step_end(source, outputs, edges.head) if edges.head and drop_end else 0
     task, anchor = task_index(source), _newest_user(source[:drop_end])
     keep = {i for i in (task, anchor) if i is not None}
-    calls = index.calls
-    short_outputs = {
-        i: form(source[i], record)  # type: ignore[arg-type]
-        for number, fate in fates.items()
-        if fate is Fate.SHORTEN and (i := (record := calls[number]).output_index) is not None and i < at
-    }
     head = apply_fates(
         source[:at], index, {number: (fate, fate) for number, fate in fates.items()},
         shortened_outputs=short_outputs, narration_chars=form.narration_chars,
