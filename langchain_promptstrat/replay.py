@@ -33,6 +33,8 @@ __all__ = ["TRANSCRIPT_SUFFIXES", "find_transcripts", "simulate_files", "transcr
 
 TRANSCRIPT_SUFFIXES = (".json", ".jsonl")
 """File endings a folder is searched for (``.traj.json`` ends in ``.json``)."""
+USAGE_SUFFIX = ".usage.json"
+"""A usage sidecar beside a transcript (the provider's billed tokens per answer), not a transcript itself."""
 
 _MAX_NOTES_PER_FILE = 3
 
@@ -53,7 +55,10 @@ def find_transcripts(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[Path
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            inside = sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith(TRANSCRIPT_SUFFIXES))
+            inside = sorted(
+                p for p in path.rglob("*")
+                if p.is_file() and p.name.endswith(TRANSCRIPT_SUFFIXES) and not p.name.endswith(USAGE_SUFFIX)
+            )
             if not inside:
                 raise ConfigError(f"{path}: no transcript files ({', '.join('*' + s for s in TRANSCRIPT_SUFFIXES)}) in this folder")
             found += [(p, False) for p in inside]
