@@ -24,7 +24,7 @@ from langchain_promptstrat.adapters.langgraph import pre_model_hook
 from langchain_promptstrat.inbox.delivery import notice_id, pick_up, wait_settled
 from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.inbox.paths import inbox_dir, inbox_removed_dir
-from langchain_promptstrat.inbox.posting import post_to_inbox
+from langchain_promptstrat.inbox.posting import post_to_inbox, request_abort
 from langchain_promptstrat.strategies.inbox import Inbox
 from langchain_promptstrat.testing import ScriptedChatModel, make_sized_tool
 
@@ -385,6 +385,34 @@ class TestHostileDirectories:
             assert Inbox(root=root).invoke([HumanMessage("t")], config)[-1].content == "from the root"
         assert "save_file is ignored" in caplog.text
         assert Inbox(root=root, allow_save_file=True).invoke([HumanMessage("t")], config)[-1].content == "from anywhere"
+
+    def test_a_run_config_cannot_name_another_threads_inbox_under_the_environments_root(self, tmp_path, monkeypatch):
+        """A root set by the deployer's environment binds a run to its thread's own inbox: configurable.save_file
+        pointing at thread A's inbox neither reads A's notices nor takes A's abort (a request chose the config)."""
+        root = tmp_path / "root"
+        monkeypatch.setenv("PROMPTSTRAT_INBOX_ROOT", str(root))
+        post_to_inbox(thread_id="A", content="A's secret")
+        request_abort(thread_id="A", reason="A's abort")
+        post_to_inbox(thread_id="B", content="for B")
+        config = {"configurable": {"thread_id": "B", "save_file": str(root / "A.chat")}}
+        assert [m.content for m in Inbox().invoke([HumanMessage("t")], config)] == ["t", "for B"]
+        left = DirectoryInbox.for_thread("A").pending()
+        assert len(left) == 2 and "abort" in left
+
+    def test_a_run_config_cannot_name_another_threads_inbox_in_postgresql(self, postgres_dsn, postgres_schema):  # noqa: F811
+        """The PostgreSQL provider serves a run its own thread's inbox whatever configurable.save_file says;
+        a save file chooses the inbox only when the code passes allow_save_file=True."""
+        from langchain_promptstrat.inbox.postgres import PostgresInboxes
+
+        inboxes = PostgresInboxes(postgres_dsn, schema=postgres_schema)
+        victim = inboxes.for_save_file("/srv/victim.chat")
+        victim.post("the victim's notice", name="v.txt")
+        victim.request_abort("the victim's abort")
+        config = {"configurable": {"thread_id": f"own-{os.getpid()}", "save_file": "/srv/victim.chat"}}
+        assert [m.content for m in Inbox(backend=inboxes).invoke([HumanMessage("t")], config)] == ["t"]
+        assert sorted(victim.pending()) == ["abort", "v.txt"]
+        with pytest.raises(Exception, match="the victim's abort"):
+            Inbox(backend=inboxes, allow_save_file=True).invoke([HumanMessage("t")], config)
 
     def test_a_notice_over_the_size_cap_stays_in_place_with_one_warning(self, tmp_path, caplog):
         """A file larger than INBOX_MAX_NOTICE_BYTES is neither delivered nor moved; the others are delivered."""
