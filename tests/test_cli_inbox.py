@@ -64,7 +64,7 @@ class TestInboxPost:
         run(capsys, "inbox", "post", "--save-file", str(save_file), "--name", "n", "first")
         code, out, err = run(capsys, "inbox", "post", "--save-file", str(save_file), "--name", "n", "second")
         assert (code, out) == (2, [])
-        assert err == [f"promptstrat: error: a notice named 'n' is already pending in {tmp_path / 'agent.inbox'}; "
+        assert err == ["promptstrat: error: a notice named 'n' is already pending in this inbox; "
                        "wait for it to be delivered or pick another name"]
 
     def test_post_abort_by_name_is_refused(self, capsys, save_file):

@@ -700,7 +700,8 @@ class TestBackendOption:
             Inbox(backend=other, root=tmp_path)
 
     def test_a_provider_serves_each_run_the_inbox_of_its_thread(self, tmp_path):
-        """With a provider, configurable.thread_id picks the inbox; configurable.save_file wins over it."""
+        """With a provider, configurable.thread_id picks the inbox; configurable.save_file (a request may set it)
+        picks one only when the code allows it (allow_save_file=True)."""
         calls = []
 
         class Provider:
@@ -715,9 +716,12 @@ class TestBackendOption:
         DirectoryInbox.for_thread("7", tmp_path).post("for thread 7", name="n")
         strategy = Inbox(backend=Provider())
         assert contents(strategy.invoke([], {"configurable": {"thread_id": 7}})) == ["for thread 7"]
-        assert strategy.invoke([], {"configurable": {"save_file": str(tmp_path / "x.chat"), "thread_id": "7"}}) == []
+        DirectoryInbox.for_thread("7", tmp_path).post("for thread 7 again", name="m")
+        both = {"configurable": {"save_file": str(tmp_path / "x.chat"), "thread_id": "7"}}
+        assert contents(strategy.invoke([], both)) == ["for thread 7 again"]
+        assert Inbox(backend=Provider(), allow_save_file=True).invoke([], both) == []
         assert strategy.invoke([], {}) == []
-        assert calls == [("thread", "7"), ("save_file", str(tmp_path / "x.chat"))]
+        assert calls == [("thread", "7"), ("thread", "7"), ("save_file", str(tmp_path / "x.chat"))]
 
     def test_without_psycopg_the_error_names_the_extra(self, monkeypatch):
         """Building a PostgreSQL inbox without psycopg raises ConfigError naming the postgres extra."""
