@@ -420,6 +420,47 @@ class TestHostileWriters:
         assert sorted(contents(pick_up(inbox_backend.make(thread)).delivered)) == [f"notice {i}" for i in range(5)]
 
 
+class TestPickupBudget:
+    """One pickup admits notices up to a share of the ceiling; the rest wait, in order, none lost (issue 29)."""
+
+    def test_a_flood_is_delivered_in_order_a_budget_per_pickup_with_nothing_lost(self, inbox_backend, monkeypatch):
+        """200 notices of 1 KB under a 10,000-token ceiling and a 0.25 share: each pickup admits 2,500 bytes at most
+        (so 2 notices), says so, and after enough pickups every notice arrived once, in posting order."""
+        monkeypatch.setenv("PROMPTSTRAT_MAX_TOKENS", "10000")
+        monkeypatch.setenv("PROMPTSTRAT_INBOX_PICKUP_SHARE", "0.25")
+        store = inbox_backend.store
+        for i in range(200):
+            store.post(f"{i:04d} " + "x" * 995, name=f"n{i:04d}")
+        got: list[str] = []
+        pickups = 0
+        while len(got) < 200 and pickups < 150:
+            result = pick_up(store)
+            pickups += 1
+            assert result.budget_bytes == 2500 and sum(len(str(m.content).encode()) for m in result.delivered) <= 2500
+            assert result.waiting == 200 - len(got) - len(result.delivered)
+            got += [str(m.content)[:4] for m in result.delivered]
+        assert got == [f"{i:04d}" for i in range(200)] and pickups == 100
+        assert store.pending() == [] and store.in_flight() == []
+
+    def test_an_abort_behind_a_spent_budget_is_still_honoured_now(self, inbox_backend):
+        """A flood of notices must not delay a stop: the abort is taken while the notices past the budget wait."""
+        store = inbox_backend.store
+        for i in range(5):
+            store.post("x" * 100, name=f"a{i}")
+        store.request_abort("stop now")
+        result = pick_up(store, budget_bytes=250)
+        assert result.aborted and result.abort_reason == "stop now" and len(result.delivered) == 2 and result.waiting == 3
+        assert [m.content for m in pick_up(store).delivered] == ["x" * 100] * 3
+
+    def test_the_first_notice_is_admitted_even_over_the_budget(self, inbox_backend):
+        """A notice larger than the budget (but under the cap) is delivered alone rather than waiting forever."""
+        store = inbox_backend.store
+        store.post("y" * 1000, name="big")
+        store.post("z", name="small")
+        assert [m.content for m in pick_up(store, budget_bytes=10).delivered] == ["y" * 1000]
+        assert [m.content for m in pick_up(store, budget_bytes=10).delivered] == ["z"]
+
+
 def _load_reader(kit: BackendKit, done, out: str) -> None:
     store = kit.make(kit.thread_id)
     got = []

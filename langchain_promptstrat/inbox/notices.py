@@ -17,6 +17,7 @@ import threading
 from collections.abc import Iterator
 from datetime import datetime, timezone
 
+from langchain_promptstrat.ceiling import DEFAULT_CEILING
 from langchain_promptstrat.errors import InboxError
 from langchain_promptstrat.inbox.paths import name_stem
 from langchain_promptstrat.settings import Settings
@@ -30,6 +31,7 @@ __all__ = [
     "history_names",
     "notice_bytes",
     "notice_limits",
+    "pickup_budget",
     "printable_name",
     "split_ext",
     "warn_once",
@@ -59,6 +61,17 @@ def notice_limits() -> tuple[float, float, int]:
     """Return the settings every backend starts from: quiet seconds, lease seconds, the largest notice in bytes."""
     loaded = Settings.load()
     return loaded.inbox_quiet_seconds, loaded.inbox_lease_seconds, loaded.inbox_max_notice_bytes
+
+
+def pickup_budget() -> int:
+    """Return how many bytes of notices one pickup admits: ``inbox_pickup_share`` of the context ceiling.
+
+    The ceiling is ``PROMPTSTRAT_MAX_TOKENS``, else the default 111,616 tokens; a byte is
+    counted as a token, an upper bound (a token covers at least one byte), so the notices
+    of one pickup never take more than that share of the prompt.
+    """
+    loaded = Settings.load()
+    return int(loaded.inbox_pickup_share * (loaded.max_context_tokens or DEFAULT_CEILING))
 
 
 def split_ext(name: str) -> tuple[str, str]:
