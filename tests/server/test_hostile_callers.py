@@ -73,6 +73,14 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         server.stop(signal.SIGKILL)
 
 
+def test_the_deploying_page_shows_the_auth_file_this_suite_serves() -> None:
+    """docs/deploying.md shows who may post and abort with this file: the one a deployer copies is the one tested here."""
+    root = Path(__file__).resolve().parents[2]
+    page = (root / "docs" / "deploying.md").read_text(encoding="utf-8")
+    assert (root / "tests" / "server" / "deployment" / "auth.py").read_text(encoding="utf-8") in page
+    assert '"disable_studio_auth": true' in page
+
+
 def test_an_owner_posts_reads_and_aborts_on_her_own_thread_over_http_and_the_sdk(served: Served) -> None:
     """The routes still work for the one who may write: 201 over httpx and through the SDK's HTTP client, listed after."""
     thread = served.thread["alice"]
