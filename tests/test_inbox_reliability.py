@@ -21,6 +21,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from conftest_postgres import postgres_dsn, postgres_schema  # noqa: F401
 from langchain_promptstrat.adapters.langgraph import pre_model_hook
+from langchain_promptstrat.errors import InboxError
 from langchain_promptstrat.inbox.delivery import notice_id, pick_up, wait_settled
 from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.inbox.paths import inbox_dir, inbox_removed_dir
@@ -425,9 +426,14 @@ class TestHostileDirectories:
         assert store.pending() == ["big.txt"] and len(caplog.records) == 1 and "notice limit" in caplog.text
 
     def test_the_size_cap_is_a_setting(self, tmp_path, monkeypatch):
-        """INBOX_MAX_NOTICE_BYTES sets the cap of both backends."""
+        """INBOX_MAX_NOTICE_BYTES sets the cap of the writers and of the readers: a file larger than it, put there
+        by other means, stays pending."""
         monkeypatch.setenv("INBOX_MAX_NOTICE_BYTES", "10")
+        with pytest.raises(InboxError, match="at most 10"):
+            post_to_inbox(tmp_path / "agent.chat", "more than ten bytes")
+        monkeypatch.setenv("INBOX_MAX_NOTICE_BYTES", "100")
         post_to_inbox(tmp_path / "agent.chat", "more than ten bytes")
+        monkeypatch.setenv("INBOX_MAX_NOTICE_BYTES", "10")
         assert pick_up(DirectoryInbox.for_save_file(tmp_path / "agent.chat")).delivered == []
 
     def test_a_file_name_that_is_not_utf8_never_reaches_metadata_as_a_lone_surrogate(self, tmp_path):
