@@ -214,3 +214,18 @@ def test_a_database_that_is_down_is_a_503_naming_no_dsn(monkeypatch):
         answers = [c.post("/threads/t/inbox", json={"content": "x"}), c.get("/threads/t/inbox")]
     assert [a.status_code for a in answers] == [503, 503]
     assert not any("secretdb" in a.text or "127.0.0.1" in a.text for a in answers)
+
+
+def test_a_name_taken_by_a_directory_is_409_and_a_symlinked_inbox_503_naming_no_path(tmp_path, monkeypatch):
+    """A directory already named like the notice is a taken name (409); an inbox that is a symbolic link is refused
+    by the store (503): neither answer says where the server keeps its inboxes."""
+    monkeypatch.delenv("PROMPTSTRAT_INBOX_DSN", raising=False)
+    monkeypatch.setenv("PROMPTSTRAT_INBOX_ROOT", str(tmp_path / "root"))
+    (tmp_path / "root" / "t.inbox" / "same").mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "root" / "u.inbox").symlink_to(tmp_path / "elsewhere")
+    with TestClient(app) as c:
+        taken = c.post("/threads/t/inbox", json={"content": "x", "name": "same"})
+        linked = c.post("/threads/u/inbox", json={"content": "x"})
+    assert (taken.status_code, linked.status_code) == (409, 503)
+    assert str(tmp_path) not in taken.text + linked.text and os.listdir(tmp_path / "elsewhere") == []
