@@ -151,9 +151,10 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
         inbox to pick up. The strategies are resolved here, once, and kept for ``__init__``.
         """
         resolved = resolve_strategies(strategies, settings=settings)
+        chosen: type[PromptStrategyMiddleware] = cls
         if cls is PromptStrategyMiddleware and not any(isinstance(s, Inbox) for s in resolved):
-            cls = _PromptStrategyCompactionMiddleware
-        middleware = super().__new__(cls)
+            chosen = _PromptStrategyCompactionMiddleware
+        middleware = object.__new__(chosen)
         middleware.strategies = resolved
         return middleware
 
