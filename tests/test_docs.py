@@ -239,3 +239,12 @@ def test_the_deploying_page_shows_the_langgraph_json_the_server_tests_serve() ->
     shown = [json.loads(block) for block in re.findall(r"```json\n(.*?)```", text, flags=re.S) if '"graphs"' in block]
     assert shown == [json.loads((DEPLOYMENT / "langgraph.json").read_text(encoding="utf-8"))]
     assert shown[0]["http"] == {"app": "langchain_promptstrat.server:app"}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_a_page_cites_outside_the_clone_only_what_get_realruns_downloads(page: Path) -> None:
+    """A reader of a clone has no ../shared: a page names ../shared/realruns only with the script that fills it, and nothing else there."""
+    text = page.read_text(encoding="utf-8")
+    cited = set(re.findall(r"\.\./shared/\w*", text))
+    assert cited <= {"../shared/realruns"}, f"{page.name} cites {sorted(cited)}"
+    assert not cited or "python benchmarks/get_realruns.py" in text, f"{page.name} cites ../shared/realruns without its download command"
