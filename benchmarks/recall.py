@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     paths = args.paths or [str(REALRUNS / "converted")]
     if not args.paths and not (REALRUNS / "converted").is_dir():
-        print(f"no transcripts at {REALRUNS / 'converted'}: name a folder or set PROMPTSTRAT_REALRUNS", file=sys.stderr)
+        print(f"no transcripts at {REALRUNS / 'converted'}: download them (python benchmarks/get_realruns.py), name a folder or set PROMPTSTRAT_REALRUNS", file=sys.stderr)
         return 2
 
     dedupe, bounded = DedupeOutputs(), ShortenToolsEpochStable()  # no settings: the ceiling is the model profile's, else 111,616

@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     paths = args.paths or [str(REALRUNS / "converted")]
     if not args.paths and not (REALRUNS / "converted").is_dir():
-        print(f"no transcripts at {REALRUNS / 'converted'}: name a folder or set PROMPTSTRAT_REALRUNS", file=sys.stderr)
+        print(f"no transcripts at {REALRUNS / 'converted'}: download them (python benchmarks/get_realruns.py), name a folder or set PROMPTSTRAT_REALRUNS", file=sys.stderr)
         return 2
     names = split_strategy_names(args.strategies, source="--strategies")
     causes, ages, files, counted, recalled = losses(paths, names, args.target)

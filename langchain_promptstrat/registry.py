@@ -11,6 +11,8 @@ working). This module is above the strategies; no strategy imports it.
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,6 +30,7 @@ from langchain_promptstrat.strategy_names import CallableStrategy as CallableStr
 from langchain_promptstrat.strategy_names import StrategySpec as StrategySpec
 from langchain_promptstrat.strategy_names import available_strategies as available_strategies
 from langchain_promptstrat.strategy_names import get_strategy as get_strategy
+from langchain_promptstrat.strategy_names import registrations
 from langchain_promptstrat.strategy_names import register_strategy as register_strategy
 from langchain_promptstrat.strategy_names import resolve_strategies as resolve_strategies
 from langchain_promptstrat.strategy_names import split_strategy_names as split_strategy_names
@@ -52,8 +55,39 @@ def apply_strategies(
     strategy picks up its notices where it stands in the list and acknowledges them at once.
     """
     request = {"max_tokens": check_max_tokens(max_tokens)} if max_tokens is not None else None
-    resolved = resolve_strategies(strategies, settings=settings)
+    resolved = _strategies_for_call(strategies, settings)
     return apply_in_order(resolved, coerce_messages(messages), save_file=save_file, config=config, request=request)
+
+
+_SHARED_SPECS = 16
+_shared: OrderedDict[tuple[Any, ...], list[PromptStrategy]] = OrderedDict()
+_shared_lock = threading.Lock()
+
+
+def _strategies_for_call(strategies: StrategySpec | Sequence[StrategySpec] | None, settings: Settings | None) -> list[PromptStrategy]:
+    """Return the strategies of a spec of names: the same objects while the names, settings and registrations are.
+
+    A replaying strategy remembers the histories it replayed last (the default's memo), so
+    a loop calling ``prepare_prompt`` before every model call resumes from its previous call
+    instead of replaying the whole history again. A strategy's prompt is a pure function of
+    the history, so sharing its object changes no prompt. A spec holding strategy objects
+    or callables is resolved as given.
+    """
+    names = (strategies,) if strategies is None or isinstance(strategies, str) else strategies
+    if not isinstance(names, (tuple, list)) or not all(name is None or isinstance(name, str) for name in names):
+        return resolve_strategies(strategies, settings=settings)
+    key = (tuple(names), Settings.load(settings), registrations())
+    with _shared_lock:
+        found = _shared.get(key)
+        if found is not None:
+            _shared.move_to_end(key)
+            return found
+    resolved = resolve_strategies(strategies, settings=key[1])
+    with _shared_lock:
+        _shared[key] = resolved
+        while len(_shared) > _SHARED_SPECS:
+            _shared.popitem(last=False)
+    return resolved
 
 
 def prepare_prompt(

@@ -67,6 +67,8 @@ ENTRY_POINT_GROUP = "langchain_promptstrat.strategies"
 StrategySpec = str | PromptStrategy | Callable[[list[BaseMessage]], Any]
 
 _registered: dict[str, Any] = {}
+_registrations = 0
+"""How many times a name was registered or removed: a list of names resolved before means something else after."""
 _lock = threading.Lock()
 _warned_missing_defaults: set[str] = set()
 
@@ -107,16 +109,20 @@ def register_strategy(name: str, factory: type[PromptStrategy] | PromptStrategy 
         raise ConfigError(f"strategy name must be a non-empty string without commas or spaces, got {name!r}")
     if not callable(factory) and not isinstance(factory, PromptStrategy):
         raise ConfigError(f"strategy {name!r}: expected a PromptStrategy or a callable, got {type(factory).__name__}")
+    global _registrations
     with _lock:
         _registered[name] = factory
+        _registrations += 1
 
 
 def unregister_strategy(name: str) -> None:
     """Forget a strategy registered with :func:`register_strategy`; unknown names raise."""
+    global _registrations
     with _lock:
         if name not in _registered:
             raise UnknownStrategyError(name, sorted(_registered))
         del _registered[name]
+        _registrations += 1
 
 
 def _entry_points() -> dict[str, Any]:
@@ -199,6 +205,11 @@ def split_strategy_names(text: str, *, source: str = "the strategy list") -> lis
 def _prompt_strategy_source() -> str:
     """Return the name the ``prompt_strategy`` setting was read under: the environment variable that is set, else the key."""
     return next((name for name in environment_variables("prompt_strategy") if name in os.environ), "the prompt_strategy setting")
+
+
+def registrations() -> int:
+    """Return how many times a strategy name was registered or removed in this process."""
+    return _registrations
 
 
 def resolve_strategies(

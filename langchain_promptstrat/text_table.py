@@ -21,14 +21,18 @@ GAP = 2
 """Spaces between two columns."""
 
 
-def terminal_width() -> int | None:
-    """Return the width output should fit: ``$COLUMNS``, else the terminal's, else None (a pipe: no limit)."""
+PIPE_WIDTH = 100
+"""The width output to a pipe or a file fits (a log, an issue, a review read it)."""
+
+
+def terminal_width() -> int:
+    """Return the width output should fit: ``$COLUMNS``, else the terminal's, else :data:`PIPE_WIDTH`."""
     columns = os.environ.get("COLUMNS", "")
     if columns.isdigit() and int(columns) > 0:
         return int(columns)
     if sys.stdout is not None and sys.stdout.isatty():
         return shutil.get_terminal_size().columns
-    return None
+    return PIPE_WIDTH
 
 
 def fit_lines(lines: Sequence[str], width: int | None) -> list[str]:

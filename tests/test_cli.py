@@ -21,13 +21,14 @@ from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.messages import check_tool_pairs
 from langchain_promptstrat.registry import DEFAULT_STRATEGIES, apply_strategies
 from langchain_promptstrat.report import StrategyReport
-from langchain_promptstrat.simulate import default_rows, default_strategy_names, result_from_json
+from langchain_promptstrat.simulate import DEFAULT_LIST_ROW, default_rows, result_from_json
+from langchain_promptstrat.simulate.output import DEFAULT_MARK
 from langchain_promptstrat.testing import build_agent_run
 from langchain_promptstrat.tokens import TokenCounter
 
 PROMPTSTRAT = Path(sys.executable).parent / "promptstrat"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-TABLE_COLUMNS = ("strategy", "calls", "tokens sent", "peak tokens", "cache reuse", "cost (units)", "strategy time")
+TABLE_COLUMNS = ("strategy", "peak tokens", "cache reuse", "cost/none", "mean prompt", "ms per call")
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -42,6 +43,11 @@ def table_rows(out: str) -> list[str]:
     start = next(i for i, line in enumerate(lines) if line.startswith("---")) + 1
     end = lines.index("", start)
     return lines[start:end]
+
+
+def shown_rows(names: list[str]) -> list[str]:
+    """Return the labels a table shows for the rows ``names``: the default list first, marked."""
+    return sorted((DEFAULT_MARK if name == DEFAULT_LIST_ROW else name for name in names), key=lambda label: label != DEFAULT_MARK)
 
 
 def report_line(report: StrategyReport) -> str:
@@ -122,6 +128,25 @@ class TestSimulate:
         assert all(column in header for column in TABLE_COLUMNS)
         assert [row.split()[0] for row in table_rows(out)] == ["none", "shorten_tools,none"]
 
+    @pytest.mark.parametrize("source", ["built-in run", "file", "folder"])
+    def test_the_header_says_what_was_replayed_and_the_default_list_comes_first_marked(
+            self, capsys: pytest.CaptureFixture[str], openai_file: Path, tmp_path: Path, source: str) -> None:
+        """The header is true for what ran (no peer it did not replay, no 400-call run for a file) and every line fits 100 columns."""
+        folder = tmp_path / "runs"
+        folder.mkdir()
+        for name in ("a.json", "b.json"):
+            (folder / name).write_bytes(openai_file.read_bytes())
+        given = {"built-in run": ["--calls", "40"], "file": [str(openai_file)], "folder": [str(folder)]}[source]
+        code, out, err = run(capsys, "simulate", *given)
+        head = out.split("\n\n")[0].replace("\n  ", " ").splitlines()
+        assert (code, err) == (0, "") and max(map(len, out.splitlines())) <= 100
+        assert head[0] == {"built-in run": "Simulated agent run: 40 tool calls, 27 model calls, seed 0.",
+                           "file": f"Replayed {openai_file}: 47 model calls.",
+                           "folder": f"Replayed 2 transcripts in {folder}: 94 model calls."}[source]
+        assert len(head) == 4 and head[3].startswith(f"{DEFAULT_MARK}: {DEFAULT_LIST_ROW}, ")
+        assert not any(word in line for line in head for word in ("400", "trim_messages", "ClearToolUsesEdit", "peer"))
+        assert [row.split("  ")[0] for row in table_rows(out)] == shown_rows(default_rows())
+
     def test_compare_adds_the_peers(self, capsys: pytest.CaptureFixture[str]) -> None:
         """--compare replays trim_messages, ClearToolUsesEdit and the two observation-masking rows after the named strategies."""
         code, out, _ = run(capsys, "simulate", "--calls", "40", "--compare", "none")
@@ -141,6 +166,7 @@ class TestSimulate:
             return real(strategies, **{**kwargs, "n_tool_calls": 3})
 
         monkeypatch.setattr(simulate_command, "simulate", spy)
+        monkeypatch.setenv("COLUMNS", "1000")  # every title on one line
         code, out, _ = run(
             capsys, "simulate", "none", "--calls", "7", "--seed", "3", "--compare", "--max-tokens", "1000",
             "--cached-fraction", "0.5", "--price-per-mtok", "3", "--encoding", "cl100k_base", "--mirror", "anthropic",
@@ -423,10 +449,11 @@ class TestBadInput:
 
     @pytest.mark.parametrize("command", ["apply", "stats"])
     def test_unreadable_files(self, capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str) -> None:
-        """A missing file or a directory is one line with the OS's reason and the path."""
+        """A missing file, a directory to apply or a folder with no transcripts to count is one line with the reason and the path."""
         missing = tmp_path / "missing.json"
         assert run(capsys, command, str(missing)) == (2, "", f"promptstrat: error: No such file or directory: {missing}\n")
-        assert run(capsys, command, str(tmp_path)) == (2, "", f"promptstrat: error: Is a directory: {tmp_path}\n")
+        problem = f"{tmp_path}: no transcript files (*.json, *.jsonl) in this folder" if command == "stats" else f"Is a directory: {tmp_path}"
+        assert run(capsys, command, str(tmp_path)) == (2, "", f"promptstrat: error: {problem}\n")
 
     def test_bad_input_on_standard_input_is_named_dash(self, capsys: pytest.CaptureFixture[str],
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
@@ -439,8 +466,9 @@ class TestBadInput:
 class TestStats:
     def test_the_table_counts_the_conversation_and_has_a_row_per_strategy(self, capsys: pytest.CaptureFixture[str],
                                                                           langchain_file: Path,
-                                                                          agent_run: list[BaseMessage]) -> None:
-        """The header counts messages by type, tool calls and tokens; each buildable built-in has a row."""
+                                                                          agent_run: list[BaseMessage], monkeypatch: pytest.MonkeyPatch) -> None:
+        """The header counts messages by type, tool calls and tokens and names the default list; it and each buildable built-in have a row."""
+        monkeypatch.setenv("COLUMNS", "1000")  # the header's lines unwrapped
         code, out, err = run(capsys, "stats", str(langchain_file))
         assert (code, err) == (0, "")
         lines = out.splitlines()
@@ -449,8 +477,9 @@ class TestStats:
         header = next(line for line in lines if line.startswith("strategy "))
         assert header.split() == ["strategy", "messages", "tokens", "of", "input", "shortened", "dropped"]
         rows = table_rows(out + "\n")
-        assert [row.split()[0] for row in rows] == default_strategy_names()
-        assert rows[0].split()[1:] == ["129", f"{TokenCounter()(agent_run):,}", "100.0%", "0", "0"]
+        assert lines[2].startswith(f"{DEFAULT_MARK}: {DEFAULT_LIST_ROW}, ")
+        assert [row.split("  ")[0] for row in rows] == shown_rows(default_rows())
+        assert rows[1].split()[1:] == ["129", f"{TokenCounter()(agent_run):,}", "100.0%", "0", "0"]  # none
 
     def test_json_gives_the_same_figures(self, capsys: pytest.CaptureFixture[str], openai_file: Path,
                                          agent_run: list[BaseMessage]) -> None:
@@ -461,11 +490,25 @@ class TestStats:
         assert code == 0
         assert (data["messages"], data["tool_calls"], data["tokens"], data["max_tokens"]) == (129, 80, tokens, 20_000)
         assert data["by_type"] == {"system": 1, "human": 1, "ai": 47, "tool": 80}
-        assert [s["strategy"] for s in data["strategies"]] == default_strategy_names(max_tokens=20_000)
+        assert [s["strategy"] for s in data["strategies"]] == [DEFAULT_LIST_ROW, *default_rows(max_tokens=20_000)[:-1]]
         epoch = next(s for s in data["strategies"] if s["strategy"] == "shorten_tools_epoch")
         assert epoch["tokens"] < tokens and epoch["shortened"] > 0
         window = next(s for s in data["strategies"] if s["strategy"] == "sliding_window")
         assert tokens > 20_000 >= window["tokens"]  # the window had to act, and met the target
+
+
+    def test_a_folder_is_counted_over_its_transcripts(self, capsys: pytest.CaptureFixture[str], openai_file: Path,
+                                                      tmp_path: Path, agent_run: list[BaseMessage]) -> None:
+        """stats FOLDER sums every transcript in it, as simulate FOLDER replays them all, and says how many it read."""
+        folder = tmp_path / "runs"
+        folder.mkdir()
+        for name in ("a.json", "b.jsonl"):
+            (folder / name).write_bytes(openai_file.read_bytes())
+        code, out, err = run(capsys, "stats", str(folder), "--json")
+        data = json.loads(out)
+        assert (code, err, data["files"], data["messages"], data["tokens"]) == (0, "", 2, 2 * 129, 2 * TokenCounter()(agent_run))
+        code, out, _ = run(capsys, "stats", str(folder))
+        assert out.startswith(f"{folder}: 2 transcripts, 258 messages")
 
 
 class TestCeiling:
@@ -491,14 +534,14 @@ class TestCeiling:
                                                                                   capsys: pytest.CaptureFixture[str]) -> None:
         """simulate's default ceiling is not apply's: the header's second line says so, with both figures from their modules."""
         code, out, _ = run(capsys, "simulate", "--calls", "3")
-        ceiling = out.splitlines()[1]
-        assert code == 0 and ceiling.startswith(f"Ceiling {DEFAULT_MAX_TOKENS:,} tokens (simulate's default, low enough that every strategy")
-        assert f"apply and stats use PROMPTSTRAT_MAX_TOKENS, else {DEFAULT_CEILING:,}" in ceiling and "shorten_tools_epoch_stable" in ceiling
+        assert code == 0 and out.splitlines()[1] + " " + out.splitlines()[2].strip() == (
+            f"Ceiling {DEFAULT_MAX_TOKENS:,} tokens (simulate's default; apply and stats use {DEFAULT_CEILING:,}) "
+            "for the strategies that take one.")
 
     def test_a_given_ceiling_is_named_as_given(self, capsys: pytest.CaptureFixture[str]) -> None:
         """With --max-tokens the header gives that figure and says it was given, not simulate's default."""
         code, out, _ = run(capsys, "simulate", "--calls", "3", "--max-tokens", "9000")
-        assert code == 0 and out.splitlines()[1].startswith("Ceiling 9,000 tokens (from --max-tokens or max_tokens=) for: ")
+        assert code == 0 and out.splitlines()[1] == "Ceiling 9,000 tokens (--max-tokens) for the strategies that take one."
 
 
 class TestConsoleScript:
@@ -507,7 +550,7 @@ class TestConsoleScript:
         result = subprocess.run([str(PROMPTSTRAT), "simulate", "--calls", "40"], capture_output=True, text=True, timeout=120)
         assert result.returncode == 0, result.stderr
         assert "Traceback" not in result.stderr
-        assert [row.split()[0] for row in table_rows(result.stdout)] == default_rows()
+        assert [row.split("  ")[0] for row in table_rows(result.stdout)] == shown_rows(default_rows())
 
     def test_bad_input_through_python_dash_m(self, tmp_path: Path) -> None:
         """`python -m langchain_promptstrat.cli apply BAD` prints one line and exits 2, no traceback."""

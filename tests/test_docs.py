@@ -18,7 +18,6 @@ needs a LangGraph Server (:data:`NEEDS_LANGGRAPH`) runs against the suite's
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -30,7 +29,6 @@ from pathlib import Path
 
 import pytest
 from conftest_postgres import TEST_DSN_ENV, unavailable
-from langgraph_server import DEPLOYMENT
 from langgraph_server import URL_ENV as LANGGRAPH_URL_ENV
 from langgraph_server import unavailable as langgraph_unavailable
 
@@ -233,9 +231,11 @@ def test_the_docs_extra_and_the_test_extra_bring_the_site_builder() -> None:
         assert f'"{requirement}>=' in docs.group(1) and f'"{requirement}>=' in test.group(1)
 
 
-def test_the_deploying_page_shows_the_langgraph_json_the_server_tests_serve() -> None:
-    """The page's langgraph.json is the test deployment's, so the example a deployer copies is the one CI runs."""
-    text = (ROOT / "docs" / "deploying.md").read_text(encoding="utf-8")
-    shown = [json.loads(block) for block in re.findall(r"```json\n(.*?)```", text, flags=re.S) if '"graphs"' in block]
-    assert shown == [json.loads((DEPLOYMENT / "langgraph.json").read_text(encoding="utf-8"))]
-    assert shown[0]["http"] == {"app": "langchain_promptstrat.server:app"}
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_a_page_cites_outside_the_clone_only_what_get_realruns_downloads(page: Path) -> None:
+    """A reader of a clone has no ../shared: a page names ../shared/realruns only with the script that fills it, and nothing else there."""
+    text = page.read_text(encoding="utf-8")
+    cited = set(re.findall(r"\.\./shared/\w*", text))
+    assert cited <= {"../shared/realruns"}, f"{page.name} cites {sorted(cited)}"
+    assert not cited or "python benchmarks/get_realruns.py" in text, f"{page.name} cites ../shared/realruns without its download command"

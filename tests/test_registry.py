@@ -28,7 +28,7 @@ from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.strategies.ladder import CompactionLadder
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.strategy_names import BUILTIN_STRATEGIES
-from langchain_promptstrat.testing import build_agent_run
+from langchain_promptstrat.testing import build_agent_run, iter_agent_run
 
 
 class RecordingSaveFile(PromptStrategy):
@@ -267,3 +267,49 @@ class TestOneApplyPath:
 
         assert check_tool_pairs(drop_calls(history)) != []
         assert check_tool_pairs(prepare_prompt(history, drop_calls)) == []
+
+
+class TestStrategiesOfALoop:
+    """prepare_prompt before every model call resumes from its previous call: the strategy objects a list of
+    names resolves to are kept while the names, the settings and the registrations stay the same."""
+
+    @pytest.fixture
+    def built(self, registered):
+        """The strategy objects built under the name ``counted``, in order."""
+        made: list[PromptStrategy] = []
+
+        class Counted(ShortenTools):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+                made.append(self)
+
+        registered("counted", Counted)
+        return made
+
+    def test_the_same_names_reuse_the_objects_built_for_them(self, conversation, built):
+        """A loop of prepare_prompt builds the named strategy once, so its memo of the last call is there to resume from."""
+        for _ in range(3):
+            prepare_prompt(conversation, "counted")
+        prepare_prompt(conversation, ["counted"])
+        assert len(built) == 1
+
+    def test_a_changed_environment_builds_them_again_with_its_settings(self, conversation, built, monkeypatch):
+        """Settings are read at every call: a variable set between two calls reaches the next one."""
+        prepare_prompt(conversation, "counted")
+        monkeypatch.setenv("PROMPTSTRAT_FULL_TOOL_OUTPUTS", "3")
+        prepare_prompt(conversation, "counted")
+        assert len(built) == 2 and built[1].settings.full_tool_outputs == 3 != built[0].settings.full_tool_outputs
+
+    def test_registering_a_name_again_takes_effect_at_the_next_call(self, conversation, built, registered):
+        """A name registered anew resolves to its new factory, never to an object kept from before."""
+        prepare_prompt(conversation, "counted")
+        registered("counted", add_marker)
+        assert prepare_prompt(conversation, "counted")[-1].content == "marked" and len(built) == 1
+
+    def test_reused_objects_send_what_fresh_ones_send(self):
+        """Reusing the default list's objects along a growing run changes no prompt: each call equals a fresh list's."""
+        prompts = list(iter_agent_run(150, seed=3))
+        for prompt in prompts[::7]:
+            reused = prepare_prompt(prompt, max_tokens=20_000)
+            fresh = prepare_prompt(prompt, [get_strategy(n) for n in DEFAULT_STRATEGIES], max_tokens=20_000)
+            assert reused == fresh

@@ -70,7 +70,7 @@ class TestCli:
         (tmp_path / "README.md").write_text("not a transcript")
         assert main(["simulate", str(tmp_path), "none", "--cache", "openai", "--no-progress"]) == 0
         out, err = capsys.readouterr()
-        assert "Replayed transcripts: 1 file, 2 model calls." in out and "openai reuse" in out
+        assert f"Replayed {tmp_path / 'run.json'}: 2 model calls." in out.replace("\n  ", " ") and "openai reuse" in out
         assert f"note: skipped {tmp_path / 'broken.json'}" in out and err == ""
 
     def test_a_usage_sidecar_in_a_folder_is_not_replayed_as_a_transcript(self, tmp_path, capsys):

