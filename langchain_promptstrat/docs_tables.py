@@ -36,6 +36,7 @@ OTHER_READERS: dict[str, tuple[str, str]] = {
     "inbox_quiet_seconds": ("`inbox` (read at each pickup)", "—"),
     "inbox_lease_seconds": ("`inbox` (read at each pickup)", "—"),
     "inbox_max_notice_bytes": ("`inbox` (read at each pickup)", "—"),
+    "inbox_pickup_share": ("`inbox` (read at each pickup)", "—"),
 }
 """Settings key -> (who reads it, the argument that sets it) for each setting that is no strategy's option."""
 

@@ -1,19 +1,29 @@
 """HTTP routes that steer a deployed agent: a Starlette app for LangGraph Server's ``http.app``.
 
 ``langgraph.json``: ``"http": {"app": "langchain_promptstrat.server:app"}``. Routes (JSON
-in, JSON out; an error is ``{"detail": sentence}`` with a 4xx status):
+in, JSON out; an error is ``{"detail": sentence}`` with a 4xx status, or 503 when the inbox
+store cannot be used):
 
 * ``POST /threads/{thread_id}/inbox`` with ``{"content": "...", "name"?: "..."}``: post a notice (201);
 * ``POST /threads/{thread_id}/abort`` with ``{"reason"?: "..."}``: ask the run to stop (201);
-* ``GET /threads/{thread_id}/inbox``: the notices pending, in flight and delivered.
+* ``GET /threads/{thread_id}/inbox?offset=0&limit=100``: the notices pending, in flight and
+  delivered, a page of each (``limit`` at most 1000) with their totals.
+
+A POST takes ``application/json`` only (415 otherwise): a browser sends ``text/plain``
+across origins without asking first. A taken name is a 409.
 
 The inbox is found the way the front ends find it (:func:`~langchain_promptstrat.inbox.locate.inbox_for_config`):
 PostgreSQL when ``PROMPTSTRAT_INBOX_DSN`` is set, else the directory under
 ``PROMPTSTRAT_INBOX_ROOT``, which must be absolute (a relative root would follow the
-server's working directory). Both are read on every request. Answers never name a server
-path. Inside LangGraph Server a request is first checked against the server's own
-``GET /threads/{thread_id}`` with the caller's headers, so a route is exactly as open as
-the server's thread routes (its custom auth included) and an unknown thread is a 404.
+server's working directory). Both are read on every request. A UUID thread id names one
+inbox however it is spelled. Answers never name a server path or a database.
+
+Inside LangGraph Server a request is first put to the server's own thread routes with the
+caller's headers, so the server's auth (its custom auth included) decides: ``GET`` needs
+what ``GET /threads/{thread_id}`` needs (read); a POST needs what ``PATCH
+/threads/{thread_id}`` needs (update), sent with empty metadata, which changes nothing but
+the thread's ``updated_at``. An unknown thread is a 404. Outside LangGraph Server there is
+no such check: whoever reaches the app may post.
 
 A front end: it parses and answers; every inbox rule lives in :mod:`~langchain_promptstrat.inbox`.
 """
@@ -21,11 +31,13 @@ A front end: it parses and answers; every inbox rule lives in :mod:`~langchain_p
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 from starlette.applications import Starlette
@@ -35,11 +47,19 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from langchain_promptstrat.errors import InboxError
-from langchain_promptstrat.inbox.contract import InboxBackend, InboxEntry, LeasingInbox
+from langchain_promptstrat.inbox.contract import ABORT_FILE, InboxBackend, InboxEntry, LeasingInbox
 from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.inbox.locate import inbox_for_config
-from langchain_promptstrat.inbox.notices import check_notice_name, notice_limits
-from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV
+from langchain_promptstrat.inbox.notices import (
+    NoticeNameTaken,
+    abort_reason_bytes,
+    check_notice_name,
+    check_notice_size,
+    notice_bytes,
+    notice_limits,
+    printable_name,
+)
+from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV, canonical_thread_id
 from langchain_promptstrat.inbox.postgres import PostgresInboxes
 from langchain_promptstrat.inbox.postgres_connection import DSN_ENV
 
@@ -47,6 +67,10 @@ __all__ = ["app", "thread_inbox"]
 
 MAX_THREAD_ID_CHARS = 256
 """Longest thread id a route accepts."""
+MAX_PAGE = 1000
+"""Most entries of each kind one ``GET`` answers (``limit``)."""
+
+_log = logging.getLogger("langchain_promptstrat")
 
 
 class _Refused(Exception):
@@ -55,6 +79,10 @@ class _Refused(Exception):
     def __init__(self, status: int, detail: str) -> None:
         super().__init__(detail)
         self.status, self.detail = status, detail
+
+
+class _NoInbox(InboxError):
+    """The server's environment names no usable inbox: the sentence says which settings to give (no path in it)."""
 
 
 def thread_inbox(thread_id: str) -> InboxBackend:
@@ -70,9 +98,7 @@ def thread_inbox(thread_id: str) -> InboxBackend:
     else:
         root = os.environ.get(INBOX_ROOT_ENV, "").strip()
         if not root or not Path(root).expanduser().is_absolute():
-            raise InboxError(
-                f"the server has no inbox: set {DSN_ENV} or {INBOX_ROOT_ENV} to an absolute directory (got {root!r})"
-            )
+            raise _NoInbox(f"the server has no inbox: set {DSN_ENV} or {INBOX_ROOT_ENV} to an absolute directory")
         store = inbox_for_config(config, backend=DirectoryInbox, root=root)
     if store is None:  # pragma: no cover - a thread id and a backend always name an inbox
         raise InboxError(f"no inbox for thread {thread_id!r}")
@@ -81,19 +107,26 @@ def thread_inbox(thread_id: str) -> InboxBackend:
 
 def _thread_id(request: Request) -> str:
     thread_id = str(request.path_params["thread_id"])
-    if len(thread_id) > MAX_THREAD_ID_CHARS or any(ord(c) < 32 or ord(c) == 127 for c in thread_id):
-        raise _Refused(422, f"thread id {thread_id[:40]!r} is not a thread id: at most {MAX_THREAD_ID_CHARS} printable characters")
-    return thread_id
+    if len(thread_id) > MAX_THREAD_ID_CHARS or not thread_id.isprintable() or thread_id in (".", ".."):
+        raise _Refused(
+            422, f"thread id {printable_name(thread_id[:40])!r} is not a thread id: at most {MAX_THREAD_ID_CHARS} "
+            "printable characters, not '.' or '..'",
+        )
+    return canonical_thread_id(thread_id)
 
 
-async def _check_thread_access(request: Request, thread_id: str) -> None:
-    """Inside LangGraph Server, ask its own thread route with the caller's headers; refuse what it refuses."""
+async def _check_thread_access(request: Request, thread_id: str, write: bool) -> None:
+    """Inside LangGraph Server, put the caller's headers to its own thread route (read, or update for ``write``); refuse what it refuses."""
     if "langgraph_api.server" not in sys.modules:
         return
     headers = {k: v for k, v in request.headers.items() if k.lower() not in ("host", "content-length", "content-type")}
+    url = f"/threads/{quote(thread_id, safe='')}"
     transport = httpx.ASGITransport(app=request.app)
     async with httpx.AsyncClient(transport=transport, base_url="http://langgraph-server") as client:
-        answer = await client.get(f"/threads/{thread_id}", headers=headers)
+        if write:  # empty metadata: the server's update check and filters run, nothing but updated_at changes
+            answer = await client.patch(url, json={"metadata": {}}, headers={**headers, "Prefer": "return=minimal"})
+        else:
+            answer = await client.get(url, headers=headers)
     if answer.status_code >= 400:
         try:
             detail = str(answer.json().get("detail") or answer.reason_phrase)
@@ -103,6 +136,9 @@ async def _check_thread_access(request: Request, thread_id: str) -> None:
 
 
 async def _body(request: Request) -> dict[str, Any]:
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type != "application/json":
+        raise _Refused(415, f"send the body as application/json, not {printable_name(media_type[:60]) or 'no content type'}")
     _, _, cap = notice_limits()
     limit = 6 * cap + 4096  # JSON may spell each byte as \\uXXXX
     data = b""
@@ -114,6 +150,8 @@ async def _body(request: Request) -> dict[str, Any]:
         body = json.loads(data or b"{}")
     except (ValueError, UnicodeDecodeError) as exc:
         raise _Refused(400, f"the request body is not JSON ({exc}); send an object such as {{\"content\": \"...\"}}") from None
+    except RecursionError:
+        raise _Refused(400, "the request body nests too deeply; send an object such as {\"content\": \"...\"}") from None
     if not isinstance(body, dict):
         raise _Refused(400, f"the request body must be a JSON object, got {type(body).__name__}")
     return body
@@ -130,11 +168,16 @@ def _text_field(body: dict[str, Any], key: str, *, required: bool) -> str | None
     return value
 
 
-def _check_size(text: str, what: str) -> None:
-    _, _, cap = notice_limits()
-    size = len(text.encode("utf-8", "surrogatepass"))
-    if size > cap:
-        raise _Refused(413, f"the {what} is {size} bytes; this inbox takes at most {cap} (INBOX_MAX_NOTICE_BYTES)")
+def _checked_text(to_bytes: Any, text: str, what: str) -> None:
+    """Refuse ``text`` as every writer would: 422 when it is not text, 413 over the cap."""
+    try:
+        data = to_bytes(text)
+    except InboxError as exc:
+        raise _Refused(422, str(exc)) from None
+    try:
+        check_notice_size(data, notice_limits()[2], what)
+    except InboxError as exc:
+        raise _Refused(413, str(exc)) from None
 
 
 def _stored_name(where: Path | str) -> str:
@@ -142,69 +185,82 @@ def _stored_name(where: Path | str) -> str:
 
 
 def _entry(entry: InboxEntry) -> dict[str, Any]:
-    return {"name": entry.name, "posted": entry.mtime, "delivered": entry.delivered_at, "size": entry.size, "preview": entry.preview}
+    return {"name": printable_name(entry.name), "posted": entry.mtime, "delivered": entry.delivered_at, "size": entry.size,
+            "preview": entry.preview}
 
 
 def _post(thread_id: str, content: str, name: str | None) -> dict[str, Any]:
-    store = thread_inbox(thread_id)
-    if name is not None and name in store.pending():
-        raise _Refused(409, f"a notice named {name!r} is already pending; wait for it to be delivered or pick another name")
-    where = store.post(content, name=name)
+    where = thread_inbox(thread_id).post(content, name=name)
     return {"thread_id": thread_id, "name": _stored_name(where), "state": "pending"}
 
 
 def _abort(thread_id: str, reason: str) -> dict[str, Any]:
-    store = thread_inbox(thread_id)
-    if "abort" in store.pending():
-        raise _Refused(409, f"an abort is already pending for thread {thread_id!r}")
-    store.request_abort(reason)
-    return {"thread_id": thread_id, "name": "abort", "state": "pending", "reason": reason}
+    thread_inbox(thread_id).request_abort(reason)
+    return {"thread_id": thread_id, "name": ABORT_FILE, "state": "pending", "reason": reason}
 
 
-def _listing(thread_id: str) -> dict[str, Any]:
+def _page(request: Request) -> slice:
+    try:
+        offset, limit = (int(request.query_params.get(key, default)) for key, default in (("offset", 0), ("limit", 100)))
+    except ValueError:
+        raise _Refused(422, "offset and limit must be whole numbers") from None
+    if offset < 0 or not 1 <= limit <= MAX_PAGE:
+        raise _Refused(422, f"offset must be 0 or more and limit between 1 and {MAX_PAGE}")
+    return slice(offset, offset + limit)
+
+
+def _listing(thread_id: str, page: slice) -> dict[str, Any]:
     store = thread_inbox(thread_id)
     claims = store.in_flight(with_head=True) if isinstance(store, LeasingInbox) else []
+    pending, delivered = store.pending_entries(), store.delivered_entries()
     now = time.time()
     return {
         "thread_id": thread_id,
-        "pending": [_entry(e) for e in store.pending_entries()],
+        "totals": {"pending": len(pending), "in_flight": len(claims), "delivered": len(delivered)},
+        "pending": [_entry(e) for e in pending[page]],
         "in_flight": [
             {**_entry(InboxEntry(c.name, c.mtime, c.size, head=c.head)), "claimed": c.leased_at,
              "age_seconds": round(max(0.0, now - c.leased_at), 1), "claim": "held" if c.state == "mine" else c.state}
-            for c in claims
+            for c in claims[page]
         ],
-        "delivered": [_entry(e) for e in store.delivered_entries()],
+        "delivered": [_entry(e) for e in delivered[page]],
     }
 
 
 async def _answer(request: Request, action: str) -> JSONResponse:
     try:
         thread_id = _thread_id(request)
-        await _check_thread_access(request, thread_id)
+        await _check_thread_access(request, thread_id, write=action != "list")
         if action == "list":
-            return JSONResponse(await run_in_threadpool(_listing, thread_id))
+            return JSONResponse(await run_in_threadpool(_listing, thread_id, _page(request)))
         body = await _body(request)
         if action == "post":
             content = _text_field(body, "content", required=True) or ""
             if not content.strip():
                 raise _Refused(422, "the notice is empty; give it some text")
-            _check_size(content, "notice")
+            _checked_text(notice_bytes, content, "notice")
             name = _text_field(body, "name", required=False)
             if name is not None:
                 try:
                     check_notice_name(name)
                 except InboxError as exc:
                     raise _Refused(422, str(exc)) from None
-                if name == "abort":
+                if name == ABORT_FILE:
                     raise _Refused(422, "'abort' is reserved; POST /threads/{thread_id}/abort asks the run to stop")
             return JSONResponse(await run_in_threadpool(_post, thread_id, content, name), status_code=201)
         reason = _text_field(body, "reason", required=False) or ""
-        _check_size(reason, "reason")
+        _checked_text(abort_reason_bytes, reason, "abort reason")
         return JSONResponse(await run_in_threadpool(_abort, thread_id, reason), status_code=201)
     except _Refused as refused:
         return JSONResponse({"detail": refused.detail}, status_code=refused.status)
-    except InboxError as exc:  # no inbox configured, or the database unreachable: the server's side, not the caller's
+    except NoticeNameTaken as exc:
+        return JSONResponse({"detail": str(exc)}, status_code=409)
+    except _NoInbox as exc:
         return JSONResponse({"detail": str(exc)}, status_code=503)
+    except Exception:  # the store's side (no inbox configured, the database or disk failing), not the caller's
+        _log.exception("inbox route %s %s failed", request.method, request.url.path)
+        detail = "the inbox store cannot be used right now; the server's log says why"
+        return JSONResponse({"detail": detail}, status_code=503)
 
 
 async def _post_notice(request: Request) -> JSONResponse:

@@ -198,6 +198,11 @@ class Settings:
         1_000_000, "INBOX_MAX_NOTICE_BYTES", int, minimum=1,
         doc="Larger inbox notices are left pending with a warning, never delivered.",
     )
+    inbox_pickup_share: float = _setting(
+        0.25, "INBOX_PICKUP_SHARE", float,
+        doc="One pickup admits notices, in order, up to this share of the context ceiling (a byte counted as a token); "
+        "the rest wait for the next model call.",
+    )
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

@@ -64,8 +64,19 @@ class TestInboxPost:
         run(capsys, "inbox", "post", "--save-file", str(save_file), "--name", "n", "first")
         code, out, err = run(capsys, "inbox", "post", "--save-file", str(save_file), "--name", "n", "second")
         assert (code, out) == (2, [])
-        assert err == [f"promptstrat: error: a notice named 'n' is already pending in {tmp_path / 'agent.inbox'}; "
+        assert err == ["promptstrat: error: a notice named 'n' is already pending in this inbox; "
                        "wait for it to be delivered or pick another name"]
+
+    def test_an_over_cap_notice_on_standard_input_is_refused_in_one_line_and_never_written(self, capsys, save_file, monkeypatch):
+        """`head -c 5000000 | promptstrat inbox post` used to print success for a notice no pickup would ever deliver:
+        the CLI reads at most one byte over the cap and the store refuses it with the sentence every writer gives."""
+        monkeypatch.setenv("PROMPTSTRAT_INBOX_MAX_NOTICE_BYTES", "1000")
+        stdin = io.BytesIO(b"x" * 5_000_000)
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(stdin))
+        code, out, err = run(capsys, "inbox", "post", "--save-file", str(save_file))
+        assert (code, out) == (2, []) and stdin.tell() < 100_000
+        assert err == ["promptstrat: error: the notice is 1001 bytes; this inbox takes at most 1000 (INBOX_MAX_NOTICE_BYTES)"]
+        assert not (save_file.parent / "agent.inbox").exists() or DirectoryInbox.for_save_file(save_file).pending() == []
 
     def test_post_abort_by_name_is_refused(self, capsys, save_file):
         """The reserved name is refused with a pointer to the abort command."""
@@ -84,6 +95,18 @@ class TestInboxAbort:
 
 
 class TestInboxLs:
+    def test_ls_escapes_names_that_would_drive_the_terminal_or_forge_a_line(self, capsys, save_file):
+        """A file name under the inbox is chosen by whoever wrote it: ESC (\\x1b[2J clears the operator's screen), a
+        newline (a forged listing line) and undecodable bytes are printed escaped, one line per notice."""
+        inbox = save_file.parent / "agent.inbox"
+        inbox.mkdir()
+        for raw in (b"clear\x1b[2J", b"a\npending    2099-01-01T00:00:00Z  forged", b"n\x80"):
+            (inbox / os.fsdecode(raw)).write_text("planted")
+        code, out, err = run(capsys, "inbox", "ls", "--save-file", str(save_file))
+        assert (code, err) == (0, []) and len(out) == 3 and not any("\x1b" in line for line in out)
+        assert sorted(line[33:] for line in out) == [
+            "a\\npending    2099-01-01T00:00:00Z  forged", "clear\\x1b[2J", "n\\udc80"]
+
     def test_ls_lists_pending_then_delivered_with_times(self, capsys, save_file):
         """ls prints one line per file: state, UTC mtime, name; pending in delivery order."""
         store = DirectoryInbox.for_save_file(save_file)

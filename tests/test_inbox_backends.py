@@ -37,6 +37,7 @@ from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.messages import mark_of
 from langchain_promptstrat.inbox.delivery import pick_up
 from langchain_promptstrat.inbox.locate import inbox_for_config
+from langchain_promptstrat.inbox.notices import NoticeNameTaken
 from langchain_promptstrat.strategies.inbox import Inbox
 
 BACKENDS = ["directory", "postgres"]
@@ -360,6 +361,104 @@ class TestContract:
 
 
 READERS, WRITERS, PER_WRITER = 4, 2, 250
+
+
+class TestHostileWriters:
+    """What a caller who chooses names, sizes and thread ids cannot do, on every backend (issue 29)."""
+
+    def test_a_taken_name_is_notice_name_taken_naming_no_path(self, inbox_backend):
+        """A second notice or abort under a pending name raises NoticeNameTaken (a FileExistsError: the HTTP route's
+        409), whose sentence says what to do and names neither a directory nor a table."""
+        store = inbox_backend.store
+        store.post("first", name="same")
+        store.request_abort("first")
+        for attempt in (lambda: store.post("second", name="same"), lambda: store.request_abort("second")):
+            with pytest.raises(NoticeNameTaken) as caught:
+                attempt()
+            assert isinstance(caught.value, FileExistsError) and "already pending in this inbox" in str(caught.value)
+            assert "/" not in str(caught.value) and "pg:" not in str(caught.value)
+
+    def test_every_writer_refuses_an_over_cap_notice_or_abort_reason_with_one_sentence(self, inbox_backend, monkeypatch):
+        """The cap holds for Python writers as over HTTP: an over-cap notice would otherwise stay pending forever,
+        and an over-cap abort reason become a huge interrupt payload. Nothing is written."""
+        monkeypatch.setenv("PROMPTSTRAT_INBOX_MAX_NOTICE_BYTES", "100")
+        store = inbox_backend.make(inbox_backend.thread_id)
+        with pytest.raises(InboxError, match=r"^the notice is 101 bytes; this inbox takes at most 100 \(INBOX_MAX_NOTICE_BYTES\)$"):
+            store.post("x" * 101)
+        with pytest.raises(InboxError, match=r"^the abort reason is 102 bytes; this inbox takes at most 100"):
+            store.request_abort("é" * 51)
+        assert store.pending() == []
+        store.post("x" * 100)
+        store.request_abort("é" * 50)
+        assert len(store.pending()) == 2
+
+    @pytest.mark.parametrize("name", ["a\x1b[2Jb", "a\nb", "n\ud800", "n\udc80", "tab\there", "rtl\u202eexe.txt"])
+    def test_a_name_with_control_invisible_or_undecodable_characters_is_refused(self, inbox_backend, name):
+        """A name is printed to operators (inbox ls, listings): an escape sequence would drive their terminal, a newline
+        forge a line, a lone surrogate fail at the filesystem or the database. Refused before anything is written."""
+        with pytest.raises(InboxError, match="control, invisible or undecodable"):
+            inbox_backend.store.post("x", name=name)
+        assert inbox_backend.store.pending() == []
+
+    @pytest.mark.parametrize("text", ["n\ud800", "\udc80"])
+    def test_a_lone_surrogate_in_a_notice_or_reason_is_refused(self, inbox_backend, text):
+        """Neither a file nor a text column can hold half a character: refused with InboxError naming it."""
+        with pytest.raises(InboxError, match="lone surrogate"):
+            inbox_backend.store.post(text)
+        with pytest.raises(InboxError, match="lone surrogate"):
+            inbox_backend.store.request_abort(text)
+
+    def test_every_spelling_of_a_uuid_thread_reaches_one_inbox(self, inbox_backend):
+        """LangGraph Server takes a UUID thread id uppercase, without hyphens, in braces or as urn:uuid: and means one
+        thread: notices posted under each spelling are all delivered to that thread's run, none stranded."""
+        thread = "8f14e45f-ceea-467f-a8f2-3d2c8c1d5a11"
+        spellings = [thread, thread.upper(), thread.replace("-", ""), "{" + thread + "}", "urn:uuid:" + thread]
+        for i, spelling in enumerate(spellings):
+            inbox_backend.make(spelling).post(f"notice {i}", name=f"n{i}")
+        for spelling in spellings:
+            assert inbox_backend.make(spelling).pending() == [f"n{i}" for i in range(5)]
+        assert sorted(contents(pick_up(inbox_backend.make(thread)).delivered)) == [f"notice {i}" for i in range(5)]
+
+
+class TestPickupBudget:
+    """One pickup admits notices up to a share of the ceiling; the rest wait, in order, none lost (issue 29)."""
+
+    def test_a_flood_is_delivered_in_order_a_budget_per_pickup_with_nothing_lost(self, inbox_backend, monkeypatch):
+        """200 notices of 1 KB under a 10,000-token ceiling and a 0.25 share: each pickup admits 2,500 bytes at most
+        (so 2 notices), says so, and after enough pickups every notice arrived once, in posting order."""
+        monkeypatch.setenv("PROMPTSTRAT_MAX_TOKENS", "10000")
+        monkeypatch.setenv("PROMPTSTRAT_INBOX_PICKUP_SHARE", "0.25")
+        store = inbox_backend.store
+        for i in range(200):
+            store.post(f"{i:04d} " + "x" * 995, name=f"n{i:04d}")
+        got: list[str] = []
+        pickups = 0
+        while len(got) < 200 and pickups < 150:
+            result = pick_up(store)
+            pickups += 1
+            assert result.budget_bytes == 2500 and sum(len(str(m.content).encode()) for m in result.delivered) <= 2500
+            assert result.waiting == 200 - len(got) - len(result.delivered)
+            got += [str(m.content)[:4] for m in result.delivered]
+        assert got == [f"{i:04d}" for i in range(200)] and pickups == 100
+        assert store.pending() == [] and store.in_flight() == []
+
+    def test_an_abort_behind_a_spent_budget_is_still_honoured_now(self, inbox_backend):
+        """A flood of notices must not delay a stop: the abort is taken while the notices past the budget wait."""
+        store = inbox_backend.store
+        for i in range(5):
+            store.post("x" * 100, name=f"a{i}")
+        store.request_abort("stop now")
+        result = pick_up(store, budget_bytes=250)
+        assert result.aborted and result.abort_reason == "stop now" and len(result.delivered) == 2 and result.waiting == 3
+        assert [m.content for m in pick_up(store).delivered] == ["x" * 100] * 3
+
+    def test_the_first_notice_is_admitted_even_over_the_budget(self, inbox_backend):
+        """A notice larger than the budget (but under the cap) is delivered alone rather than waiting forever."""
+        store = inbox_backend.store
+        store.post("y" * 1000, name="big")
+        store.post("z", name="small")
+        assert [m.content for m in pick_up(store, budget_bytes=10).delivered] == ["y" * 1000]
+        assert [m.content for m in pick_up(store, budget_bytes=10).delivered] == ["z"]
 
 
 def _load_reader(kit: BackendKit, done, out: str) -> None:
@@ -700,7 +799,8 @@ class TestBackendOption:
             Inbox(backend=other, root=tmp_path)
 
     def test_a_provider_serves_each_run_the_inbox_of_its_thread(self, tmp_path):
-        """With a provider, configurable.thread_id picks the inbox; configurable.save_file wins over it."""
+        """With a provider, configurable.thread_id picks the inbox; configurable.save_file (a request may set it)
+        picks one only when the code allows it (allow_save_file=True)."""
         calls = []
 
         class Provider:
@@ -715,9 +815,12 @@ class TestBackendOption:
         DirectoryInbox.for_thread("7", tmp_path).post("for thread 7", name="n")
         strategy = Inbox(backend=Provider())
         assert contents(strategy.invoke([], {"configurable": {"thread_id": 7}})) == ["for thread 7"]
-        assert strategy.invoke([], {"configurable": {"save_file": str(tmp_path / "x.chat"), "thread_id": "7"}}) == []
+        DirectoryInbox.for_thread("7", tmp_path).post("for thread 7 again", name="m")
+        both = {"configurable": {"save_file": str(tmp_path / "x.chat"), "thread_id": "7"}}
+        assert contents(strategy.invoke([], both)) == ["for thread 7 again"]
+        assert Inbox(backend=Provider(), allow_save_file=True).invoke([], both) == []
         assert strategy.invoke([], {}) == []
-        assert calls == [("thread", "7"), ("save_file", str(tmp_path / "x.chat"))]
+        assert calls == [("thread", "7"), ("thread", "7"), ("save_file", str(tmp_path / "x.chat"))]
 
     def test_without_psycopg_the_error_names_the_extra(self, monkeypatch):
         """Building a PostgreSQL inbox without psycopg raises ConfigError naming the postgres extra."""

@@ -21,10 +21,11 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from conftest_postgres import postgres_dsn, postgres_schema  # noqa: F401
 from langchain_promptstrat.adapters.langgraph import pre_model_hook
+from langchain_promptstrat.errors import InboxError
 from langchain_promptstrat.inbox.delivery import notice_id, pick_up, wait_settled
 from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.inbox.paths import inbox_dir, inbox_removed_dir
-from langchain_promptstrat.inbox.posting import post_to_inbox
+from langchain_promptstrat.inbox.posting import post_to_inbox, request_abort
 from langchain_promptstrat.strategies.inbox import Inbox
 from langchain_promptstrat.testing import ScriptedChatModel, make_sized_tool
 
@@ -386,6 +387,34 @@ class TestHostileDirectories:
         assert "save_file is ignored" in caplog.text
         assert Inbox(root=root, allow_save_file=True).invoke([HumanMessage("t")], config)[-1].content == "from anywhere"
 
+    def test_a_run_config_cannot_name_another_threads_inbox_under_the_environments_root(self, tmp_path, monkeypatch):
+        """A root set by the deployer's environment binds a run to its thread's own inbox: configurable.save_file
+        pointing at thread A's inbox neither reads A's notices nor takes A's abort (a request chose the config)."""
+        root = tmp_path / "root"
+        monkeypatch.setenv("PROMPTSTRAT_INBOX_ROOT", str(root))
+        post_to_inbox(thread_id="A", content="A's secret")
+        request_abort(thread_id="A", reason="A's abort")
+        post_to_inbox(thread_id="B", content="for B")
+        config = {"configurable": {"thread_id": "B", "save_file": str(root / "A.chat")}}
+        assert [m.content for m in Inbox().invoke([HumanMessage("t")], config)] == ["t", "for B"]
+        left = DirectoryInbox.for_thread("A").pending()
+        assert len(left) == 2 and "abort" in left
+
+    def test_a_run_config_cannot_name_another_threads_inbox_in_postgresql(self, postgres_dsn, postgres_schema):  # noqa: F811
+        """The PostgreSQL provider serves a run its own thread's inbox whatever configurable.save_file says;
+        a save file chooses the inbox only when the code passes allow_save_file=True."""
+        from langchain_promptstrat.inbox.postgres import PostgresInboxes
+
+        inboxes = PostgresInboxes(postgres_dsn, schema=postgres_schema)
+        victim = inboxes.for_save_file("/srv/victim.chat")
+        victim.post("the victim's notice", name="v.txt")
+        victim.request_abort("the victim's abort")
+        config = {"configurable": {"thread_id": f"own-{os.getpid()}", "save_file": "/srv/victim.chat"}}
+        assert [m.content for m in Inbox(backend=inboxes).invoke([HumanMessage("t")], config)] == ["t"]
+        assert sorted(victim.pending()) == ["abort", "v.txt"]
+        with pytest.raises(Exception, match="the victim's abort"):
+            Inbox(backend=inboxes, allow_save_file=True).invoke([HumanMessage("t")], config)
+
     def test_a_notice_over_the_size_cap_stays_in_place_with_one_warning(self, tmp_path, caplog):
         """A file larger than INBOX_MAX_NOTICE_BYTES is neither delivered nor moved; the others are delivered."""
         save = tmp_path / "agent.chat"
@@ -397,9 +426,14 @@ class TestHostileDirectories:
         assert store.pending() == ["big.txt"] and len(caplog.records) == 1 and "notice limit" in caplog.text
 
     def test_the_size_cap_is_a_setting(self, tmp_path, monkeypatch):
-        """INBOX_MAX_NOTICE_BYTES sets the cap of both backends."""
+        """INBOX_MAX_NOTICE_BYTES sets the cap of the writers and of the readers: a file larger than it, put there
+        by other means, stays pending."""
         monkeypatch.setenv("INBOX_MAX_NOTICE_BYTES", "10")
+        with pytest.raises(InboxError, match="at most 10"):
+            post_to_inbox(tmp_path / "agent.chat", "more than ten bytes")
+        monkeypatch.setenv("INBOX_MAX_NOTICE_BYTES", "100")
         post_to_inbox(tmp_path / "agent.chat", "more than ten bytes")
+        monkeypatch.setenv("INBOX_MAX_NOTICE_BYTES", "10")
         assert pick_up(DirectoryInbox.for_save_file(tmp_path / "agent.chat")).delivered == []
 
     def test_a_file_name_that_is_not_utf8_never_reaches_metadata_as_a_lone_surrogate(self, tmp_path):
@@ -416,6 +450,83 @@ class TestHostileDirectories:
 
 
 # --------------------------------------------------------------------------- PostgreSQL outage
+
+
+class TestPlantedFiles:
+    """What someone who can write under the inbox root plants there cannot make a listing or a pickup do (issue 29)."""
+
+    def test_a_symlink_in_a_claim_shows_no_preview_of_its_target(self, tmp_path):
+        """A listing's preview reads regular files only: a link planted in a claim directory never reveals its target."""
+        secret = tmp_path / "secret.txt"
+        secret.write_text("the server's secret")
+        store = DirectoryInbox.for_thread(THREAD, tmp_path / "root")
+        store.post("real", name="n.txt")
+        claim = store.lease("n.txt")
+        planted = store.claims_path / f"{'0' * 32}.planted-1-1"
+        planted.mkdir()
+        (planted / "link.txt").symlink_to(secret)
+        heads = {lease.name: lease.head for lease in store.in_flight(with_head=True)}
+        assert heads == {"n.txt": b"real", "link.txt": None} and claim is not None
+
+    def test_a_fifo_in_a_claim_does_not_block_a_listing(self, tmp_path):
+        """A FIFO would block open() forever: a listing opens without blocking and shows it with no preview."""
+        store = DirectoryInbox.for_thread(THREAD, tmp_path / "root")
+        store.post("real", name="n.txt")
+        store.lease("n.txt")
+        planted = store.claims_path / f"{'0' * 32}.planted-1-1"
+        planted.mkdir()
+        os.mkfifo(planted / "fifo")
+        done = []
+        reader = threading.Thread(target=lambda: done.append(store.in_flight(with_head=True)), daemon=True)
+        reader.start()
+        reader.join(10)
+        assert done and {lease.name: lease.head for lease in done[0]} == {"n.txt": b"real", "fifo": None}
+
+    def test_a_symlinked_claims_directory_is_refused_and_nothing_is_created_outside(self, tmp_path):
+        """A .claims link would lead the claims (and the notices in them) outside the root: refused, the notice stays pending."""
+        outside = tmp_path / "outside"
+        outside.mkdir()
+        store = DirectoryInbox.for_thread(THREAD, tmp_path / "root")
+        store.post("stay", name="n.txt")
+        store.removed_path.mkdir(parents=True)
+        store.claims_path.symlink_to(outside)
+        assert pick_up(store).delivered == [] and store.in_flight() == []
+        assert os.listdir(outside) == [] and os.listdir(store.path) == ["n.txt"]
+
+    def test_a_file_grown_after_it_was_admitted_is_read_up_to_the_cap_only(self, tmp_path):
+        """ready() admits a file by its size then; an editor may grow it before the claim: the read stops at the cap."""
+        save = tmp_path / "agent.chat"
+        store = DirectoryInbox(inbox_dir(save), inbox_removed_dir(save), max_notice_bytes=1000)
+        store.post("small", name="n.txt")
+        assert store.ready() == ["n.txt"]
+        path = store.path / "n.txt"
+        path.chmod(0o644)
+        path.write_bytes(b"x" * 1_000_000)
+        claimed = store.lease("n.txt")
+        assert claimed is not None and claimed.data == b"x" * 1000
+
+    def test_a_long_name_delivered_twice_gets_a_history_name_within_255_bytes(self, tmp_path):
+        """stem.1.ext of a 255-byte name would be 257 bytes (ENAMETOOLONG) and the second notice would stay in flight
+        forever: the history name cuts the stem instead, and both notices are delivered."""
+        store = DirectoryInbox.for_thread(THREAD, tmp_path / "root")
+        name = "é" * 125 + "x.txt"
+        assert len(name.encode()) == 255
+        delivered = []
+        for text in ("first", "second", "third"):
+            store.post(text, name=name)
+            delivered += contents(pick_up(store).delivered)
+        assert delivered == ["first", "second", "third"] and store.in_flight() == [] and store.pending() == []
+        assert all(len(os.fsencode(e.name)) <= 255 for e in store.delivered_entries()) and len(store.delivered_entries()) == 3
+
+    def test_a_listing_leaves_a_fresh_claim_of_another_reader_in_this_process_alone(self, tmp_path):
+        """Between a reader's mkdir of its claim and its rename into it, the claim is empty; a listing (GET in the agent's
+        process) used to remove it as a leftover of its own, and the lease then failed as if another reader had won."""
+        from langchain_promptstrat.inbox.claims import new_claim_dir
+
+        store = DirectoryInbox.for_thread(THREAD, tmp_path / "root")
+        store.removed_path.mkdir(parents=True)
+        fresh = new_claim_dir(store.claims_path, "f" * 32)
+        assert store.in_flight(with_head=True) == [] and fresh.is_dir()
 
 
 class _Proxy:

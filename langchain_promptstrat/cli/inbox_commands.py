@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from langchain_promptstrat.cli.common import EXIT_ERROR, PROG, Parser, UsageError
 from langchain_promptstrat.inbox.directory import DirectoryInbox
+from langchain_promptstrat.inbox.notices import notice_limits, printable_name
 from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV, resolve_save_file
 from langchain_promptstrat.inbox.postgres import PostgresInboxes
 from langchain_promptstrat.inbox.postgres_connection import DSN_ENV
@@ -134,7 +135,8 @@ def _inbox_post(args: argparse.Namespace) -> int:
     store = _inbox(args)
     if args.content in (None, "-"):
         buffer = getattr(sys.stdin, "buffer", None)  # bytes, so the check is ours, not the locale's
-        data = buffer.read() if buffer is not None else sys.stdin.read().encode("utf-8", "surrogateescape")
+        over_cap = notice_limits()[2] + 1  # enough for the store to refuse it with its own sentence, no more in memory
+        data = buffer.read(over_cap) if buffer is not None else sys.stdin.read(over_cap).encode("utf-8", "surrogateescape")
         try:
             content = data.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -189,7 +191,7 @@ def _inbox_ls(args: argparse.Namespace) -> int:
         if lease is None:
             return {"owner": None, "claimed": None, "age_seconds": None, "claim": None}
         return {
-            "owner": lease.owner,
+            "owner": printable_name(lease.owner),
             "claimed": _time(lease.leased_at),
             "age_seconds": round(max(0.0, now - lease.leased_at), 1),
             "claim": "held" if lease.state == "mine" else lease.state,
@@ -199,7 +201,7 @@ def _inbox_ls(args: argparse.Namespace) -> int:
         print(json.dumps([
             {
                 "state": state,
-                "name": entry.name,
+                "name": printable_name(entry.name),
                 "posted": _time(entry.mtime),
                 "delivered": None if entry.delivered_at is None else _time(entry.delivered_at),
                 "size": entry.size,
@@ -210,10 +212,10 @@ def _inbox_ls(args: argparse.Namespace) -> int:
         ], indent=2, ensure_ascii=False))
         return 0
     if not listed:
-        print(f"no notices in {store.location}")
-    for state, entry, lease in listed:
-        line = f"{state:<9}  {_time(entry.mtime)}  {entry.name}"
+        print(f"no notices in {printable_name(store.location)}")
+    for state, entry, lease in listed:  # names and owners come from whoever wrote the files: escaped, never raw
+        line = f"{state:<9}  {_time(entry.mtime)}  {printable_name(entry.name)}"
         if lease is not None:
-            line += f"  claimed {_age(now - lease.leased_at)} ago by {lease.owner} ({CLAIM_STATES[claim(lease)['claim']]})"
+            line += f"  claimed {_age(now - lease.leased_at)} ago by {printable_name(lease.owner)} ({CLAIM_STATES[claim(lease)['claim']]})"
         print(line)
     return 0

@@ -46,8 +46,8 @@ def new_claim_dir(claims_path: Path, token: str) -> Path:
     return claim_dir
 
 
-def read_claim(claim_dir: Path, name: str, token: str, need_content: bool) -> Claimed:
-    """Return the notice ``name`` lying in ``claim_dir`` with its bytes (None when unreadable, unless ``need_content``)."""
+def read_claim(claim_dir: Path, name: str, token: str, need_content: bool, limit: int) -> Claimed:
+    """Return the notice ``name`` lying in ``claim_dir`` with its bytes, at most ``limit`` (None when unreadable, unless ``need_content``)."""
     path = claim_dir / name
     try:
         fd, st = open_regular(path)
@@ -57,7 +57,7 @@ def read_claim(claim_dir: Path, name: str, token: str, need_content: bool) -> Cl
         st = os.lstat(path)
         return Claimed(name=name, path=path, mtime=st.st_mtime, data=None, token=token)
     try:
-        data = read_all(fd)
+        data = read_all(fd, limit)
     finally:
         os.close(fd)
     return Claimed(name=name, path=path, mtime=st.st_mtime, data=data, token=token)
@@ -67,10 +67,14 @@ def list_claims(claims_path: Path, lease_seconds: float, *, with_head: bool = Fa
     """Return the claims in ``claims_path``, oldest posting time first; empty claim leftovers are cleared.
 
     An empty claim directory is a reader that stopped between its ``mkdir`` and its
-    rename, or one that acknowledged: it is removed once its owner is dead (or this
-    process) or its lease ran out. ``with_head`` also reads each notice's first bytes.
+    rename, or one that acknowledged: it is removed once its owner is dead or its lease
+    ran out (not while its owner lives, even this process: another reader of it may be
+    between those two steps). A claims directory that is a symbolic link is not read;
+    ``with_head`` reads each notice's first bytes, from regular files only.
     """
     try:
+        if os.path.islink(claims_path):
+            return []
         it = os.scandir(claims_path)
     except (FileNotFoundError, NotADirectoryError):
         return []
@@ -86,7 +90,7 @@ def list_claims(claims_path: Path, lease_seconds: float, *, with_head: bool = Fa
             except OSError:
                 continue
             if not inside:
-                if owner_state(owner) in ("dead", "mine") or time.time() > leased_at + lease_seconds:
+                if owner_state(owner) == "dead" or time.time() > leased_at + lease_seconds:
                     drop_claim_dir(Path(item.path))  # a reader stopped between mkdir and rename, or acknowledged
                 continue
             try:

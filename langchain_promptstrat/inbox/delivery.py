@@ -31,6 +31,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 
 from langchain_promptstrat.errors import InboxAborted
 from langchain_promptstrat.inbox.contract import ABORT_FILE, Claimed, InboxBackend, LeasingInbox
+from langchain_promptstrat.inbox.notices import pickup_budget
 from langchain_promptstrat.messages import mark, mark_of
 from langchain_promptstrat.report import logger
 
@@ -85,6 +86,10 @@ class Pickup:
     """Names of the earlier deliveries recorded now, because the conversation holds them (``seen``)."""
     unavailable: str | None = None
     """Why the inbox could not be read this time (a database outage); None when it could."""
+    budget_bytes: int = 0
+    """The most notice bytes this pickup admits (:func:`~langchain_promptstrat.inbox.notices.pickup_budget`)."""
+    waiting: int = 0
+    """Notices left for a later pickup because this one's budget was spent (their order kept)."""
 
     @property
     def aborted(self) -> bool:
@@ -340,6 +345,7 @@ def pick_up(
     seen: Collection[str] = frozenset(),
     held: Collection[str] = frozenset(),
     settle: bool = True,
+    budget_bytes: int | None = None,
 ) -> Pickup:
     """Return the notices claimed from ``store`` (any backend), in order, stopping at an ``abort`` file.
 
@@ -358,9 +364,20 @@ def pick_up(
     listed in ``skipped``. A blank file is consumed but not delivered (``empty``). When the
     backend cannot be reached (a database outage) the pickup returns nothing, with one
     warning per outage, and ``unavailable`` says why.
+
+    A leasing backend's notices are admitted in order while their bytes fit
+    ``budget_bytes`` (default :func:`~langchain_promptstrat.inbox.notices.pickup_budget`,
+    a share of the ceiling), the first one always: the rest wait for a later pickup
+    (``waiting``); one already leased stays this process's claim and comes first next
+    time, so nothing is lost and the order is kept. An ``abort`` among the waiting is
+    still honoured now.
     """
-    result = Pickup()
+    result = Pickup(budget_bytes=pickup_budget() if budget_bytes is None else budget_bytes)
     leasing = isinstance(store, LeasingInbox)
+    admitted = 0
+
+    def over_budget(size: int) -> bool:
+        return leasing and admitted > 0 and admitted + size > result.budget_bytes
     try:
         leases = store.in_flight() if leasing else []  # type: ignore[attr-defined]
         names = store.ready() if leasing else store.pending()  # type: ignore[attr-defined]
@@ -380,6 +397,9 @@ def pick_up(
             continue
         if nid in held or not lease.recoverable or _is_settling(lease.token):
             continue
+        if over_budget(lease.size) and lease.name != ABORT_FILE:
+            result.waiting += 1
+            continue
         try:
             claimed = store.take_over(lease, need_content=lease.name != ABORT_FILE)  # type: ignore[attr-defined]
         except OSError as exc:
@@ -391,8 +411,12 @@ def pick_up(
             _abort(store, claimed, result, settle)
             return result
         taken.append(claimed)
+        admitted += len(claimed.data or b"")
     for name in names:
         is_abort = name == ABORT_FILE
+        if result.waiting and not is_abort:
+            result.waiting += 1  # the budget is spent: only an abort is still taken now
+            continue
         try:
             if not leasing:
                 claimed = store.claim(name, need_content=not is_abort)
@@ -407,7 +431,11 @@ def pick_up(
         if is_abort:
             _abort(store, claimed, result, settle)
             break
+        if over_budget(len(claimed.data or b"")):  # stays this process's claim: the next pickup takes it over first
+            result.waiting += 1
+            continue
         taken.append(claimed)
+        admitted += len(claimed.data or b"")
     for claimed in taken:
         message, replaced = _notice(claimed.name, claimed.mtime, claimed.data or b"", claimed.token)
         if not str(message.content).strip():

@@ -86,8 +86,10 @@ from langchain_promptstrat.inbox.files import (
     write_new_file,
 )
 from langchain_promptstrat.inbox.notices import (
+    NoticeNameTaken,
     abort_reason_bytes,
     check_notice_name,
+    check_notice_size,
     default_notice_name,
     history_names,
     notice_bytes,
@@ -131,8 +133,8 @@ class DirectoryInbox:
         return self.removed_path / CLAIMS_DIR
 
     def _safe(self, *, inbox_only: bool = False) -> bool:
-        """Return whether both directories (or the inbox alone) may be used; a symlinked one is refused with one warning."""
-        for directory in (self.path,) if inbox_only else (self.path, self.removed_path):
+        """Return whether both directories and the claims directory (or the inbox alone) may be used; a symlinked one is refused with one warning."""
+        for directory in (self.path,) if inbox_only else (self.path, self.removed_path, self.claims_path):
             try:
                 st = os.lstat(directory)
             except OSError:
@@ -279,7 +281,7 @@ class DirectoryInbox:
             data = None
             if fd is not None:
                 try:
-                    data = read_all(fd)
+                    data = read_all(fd, self.max_notice_bytes)
                 except OSError as exc:
                     if need_content:
                         raise OSError(exc.errno, f"claimed but unreadable ({exc.strerror}); left at {final}", str(src)) from None
@@ -317,7 +319,7 @@ class DirectoryInbox:
             move_back(claim_dir / name, src)
             drop_claim_dir(claim_dir)
             raise OSError(errno.EINVAL, "not a regular file; left in place", str(src))
-        return read_claim(claim_dir, name, token, need_content)
+        return read_claim(claim_dir, name, token, need_content, self.max_notice_bytes)
 
     def in_flight(self, *, with_head: bool = False) -> list[Lease]:
         """Return the claims not yet acknowledged, oldest posting time first; empty claim leftovers are cleared.
@@ -349,7 +351,7 @@ class DirectoryInbox:
             os.unlink(path)
             drop_claim_dir(new)
             return None
-        return read_claim(new, lease.name, lease.token, need_content)
+        return read_claim(new, lease.name, lease.token, need_content, self.max_notice_bytes)
 
     def acknowledge(self, token: str, name: str | None = None) -> Path | None:
         """Record claim ``token`` as delivered: move its file into the history and return where; None when not in flight."""
@@ -386,13 +388,14 @@ class DirectoryInbox:
         """Write a notice atomically and return its path; ``name`` defaults to an arrival-ordered one.
 
         Refuses the reserved name ``abort`` (use :meth:`request_abort`), names that would be
-        hidden or leave the directory, empty content, and a name that is already pending.
+        hidden or leave the directory, empty content, content over :attr:`max_notice_bytes`,
+        and a name that is already pending (:class:`~langchain_promptstrat.inbox.notices.NoticeNameTaken`).
         """
         if name is not None:
             check_notice_name(name)
             if name == ABORT_FILE:
                 raise InboxError("'abort' is reserved for abort requests; use request_abort() or `promptstrat inbox abort`")
-        data = notice_bytes(content)
+        data = check_notice_size(notice_bytes(content), self.max_notice_bytes)
         if not data.strip():
             raise InboxError("refusing to post an empty notice; give it some content")
         return self._write(data, name)
@@ -401,9 +404,9 @@ class DirectoryInbox:
         """Write the reserved ``abort`` file (content: ``reason``) and return its path.
 
         Raises :class:`InboxError` when an abort is already pending, rather than replace
-        its reason.
+        its reason, or when the reason is over the notice cap.
         """
-        return self._write(abort_reason_bytes(reason), ABORT_FILE)
+        return self._write(check_notice_size(abort_reason_bytes(reason), self.max_notice_bytes, "abort reason"), ABORT_FILE)
 
     def _write(self, data: bytes, name: str | None) -> Path:
         if not self._safe(inbox_only=True):
@@ -416,5 +419,5 @@ class DirectoryInbox:
         if not name:
             raise InboxError(f"could not find a free notice name in {self.path}")  # pragma: no cover
         what = "an abort is" if name == ABORT_FILE else f"a notice named {name!r} is"
-        raise InboxError(f"{what} already pending in {self.path}; wait for it to be delivered or pick another name")
+        raise NoticeNameTaken(f"{what} already pending in this inbox; wait for it to be delivered or pick another name")
 

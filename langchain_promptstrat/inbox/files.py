@@ -41,12 +41,17 @@ _NO_LINK_ERRNOS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, e
 
 
 def read_head(path: str) -> bytes | None:
-    """Return the first PREVIEW_BYTES of a file, or None when it cannot be read (it may be claimed meanwhile)."""
+    """Return the first PREVIEW_BYTES of a regular file, or None when it cannot be read (claimed meanwhile, a link, a FIFO)."""
     try:
-        with open(path, "rb") as f:
-            return f.read(PREVIEW_BYTES)
+        fd, _ = open_regular(Path(path))
     except OSError:
         return None
+    try:
+        return os.read(fd, PREVIEW_BYTES)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def move_no_replace(src: Path, dst: Path) -> None:
@@ -126,14 +131,16 @@ def open_regular(path: Path) -> tuple[int, os.stat_result]:
     return fd, st
 
 
-def read_all(fd: int) -> bytes:
-    """Return everything left to read from descriptor ``fd``."""
+def read_all(fd: int, limit: int) -> bytes:
+    """Return what is left to read from descriptor ``fd``, at most ``limit`` bytes (a file grown after it was admitted is cut there)."""
     chunks: list[bytes] = []
-    while True:
-        chunk = os.read(fd, 1 << 16)
+    while limit > 0:
+        chunk = os.read(fd, min(limit, 1 << 16))
         if not chunk:
-            return b"".join(chunks)
+            break
         chunks.append(chunk)
+        limit -= len(chunk)
+    return b"".join(chunks)
 
 
 def visible_entries(directory: str | os.PathLike[str]) -> Iterator[tuple[os.DirEntry[str], os.stat_result]]:

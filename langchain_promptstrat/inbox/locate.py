@@ -1,10 +1,12 @@
 """Which inbox serves a run: the ``backend=`` argument, and the save file or thread a run's config names.
 
-A run names its conversation in its config: ``configurable.save_file``, else
-``configurable.thread_id``. With the directory backend (the default) a thread's inbox lies
-under the inbox root (``root=``, else ``$PROMPTSTRAT_INBOX_ROOT``); a provider such as
-``PostgresInboxes(dsn)`` serves any thread; a backend bound to one conversation serves
-every run. The strategy, the LangGraph adapters and the middleware all ask here.
+A run names its conversation in its config: ``configurable.thread_id``. With the
+directory backend (the default) a thread's inbox lies under the inbox root (``root=``, else
+``$PROMPTSTRAT_INBOX_ROOT``); a provider such as ``PostgresInboxes(dsn)`` serves any
+thread; a backend bound to one conversation serves every run. A run config's
+``configurable.save_file`` names the inbox only where nothing else does (the directory
+backend with no root) or where the code says so (``allow_save_file=True``): a request's
+config never moves its run to another thread's inbox. The strategy, the LangGraph adapters and the middleware all ask here.
 
 It only finds the inbox: it never reads, claims or posts a notice.
 """
@@ -34,26 +36,32 @@ class), one conversation's backend, or None for the directory default."""
 def save_file_for_config(
     config: RunnableConfig | None, root: str | os.PathLike[str] | None = None, *, allow_save_file: bool = False
 ) -> Path | None:
-    """Return the save file a run's config names: ``configurable.save_file``, else ``<root>/<thread_id>.chat``.
+    """Return the save file a run's config names: ``<root>/<thread_id>.chat``, or ``configurable.save_file`` where no root is set.
 
-    ``root`` defaults to ``$PROMPTSTRAT_INBOX_ROOT``, read now; with neither, a thread has
-    no inbox and None comes back. A ``root`` the application gave wins over the run
-    config's ``save_file`` (which would let a run point the inbox at any path; it is
-    ignored with one warning) unless ``allow_save_file``.
+    ``root`` defaults to ``$PROMPTSTRAT_INBOX_ROOT``, read now. When a root is set (by the
+    application or the environment), the run config's ``save_file`` is ignored with one
+    warning: on a server a request's config would otherwise point its run at another
+    thread's inbox. Only ``allow_save_file=True``, given in code, lets it win. With no root
+    a thread has no inbox, and a ``save_file`` names the one inbox (a script's own run).
     """
     configurable = (config or {}).get("configurable") or {}
-    if configurable.get("save_file") and root is not None and not allow_save_file:
-        warn_once(
-            ("save_file", os.fspath(root)),
-            "inbox: the run config's configurable.save_file is ignored because the application set root=%s; "
-            "pass allow_save_file=True to let run configs choose the inbox", os.fspath(root),
-        )
-    elif configurable.get("save_file"):
+    rooted = inbox_root(root) is not None
+    if configurable.get("save_file") and (allow_save_file or not rooted):
         return Path(configurable["save_file"])
+    if configurable.get("save_file"):
+        _ignore_save_file("an inbox root is set (root= or $PROMPTSTRAT_INBOX_ROOT)")
     thread_id = configurable.get("thread_id")
-    if thread_id is None or inbox_root(root) is None:
+    if thread_id is None or not rooted:
         return None
     return thread_save_file(str(thread_id), root)
+
+
+def _ignore_save_file(because: str) -> None:
+    warn_once(
+        ("save_file", because),
+        "inbox: the run config's configurable.save_file is ignored because %s; a request must not choose "
+        "another thread's inbox. Pass allow_save_file=True in code to let run configs choose it", because,
+    )
 
 
 def check_backend(backend: Any, root: str | os.PathLike[str] | None = None) -> InboxBackendSpec:
@@ -92,11 +100,13 @@ def inbox_for_config(
     root: str | os.PathLike[str] | None = None,
     allow_save_file: bool = False,
 ) -> InboxBackend | None:
-    """Return the inbox of a run: ``configurable.save_file``'s, else ``configurable.thread_id``'s, else None.
+    """Return the inbox of a run: its ``configurable.thread_id``'s, else None.
 
     With the directory backend a thread's inbox lies under ``root`` (default
     ``$PROMPTSTRAT_INBOX_ROOT``, read now) and without a root there is none; a provider
-    such as ``PostgresInboxes`` needs no root. A backend bound to one conversation is
+    such as ``PostgresInboxes`` needs no root. A run config's ``save_file`` chooses the
+    inbox only with ``allow_save_file=True`` or, for the directory backend, when no root
+    is set (see :func:`save_file_for_config`). A backend bound to one conversation is
     returned as is.
     """
     if is_inbox_backend(backend):
@@ -105,8 +115,10 @@ def inbox_for_config(
         save_file = save_file_for_config(config, root, allow_save_file=allow_save_file)
         return None if save_file is None else (backend or DirectoryInbox).for_save_file(save_file)
     configurable = (config or {}).get("configurable") or {}
-    if configurable.get("save_file"):
+    if configurable.get("save_file") and allow_save_file:
         return backend.for_save_file(configurable["save_file"])
+    if configurable.get("save_file"):
+        _ignore_save_file(f"the inbox backend is {type(backend).__name__}")
     thread_id = configurable.get("thread_id")
     return None if thread_id is None else backend.for_thread(str(thread_id))
 

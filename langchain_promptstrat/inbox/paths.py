@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import uuid
 from pathlib import Path
 
 from langchain_promptstrat.errors import InboxError
 
 __all__ = [
     "INBOX_ROOT_ENV",
+    "canonical_thread_id",
     "encode_thread_id",
     "inbox_dir",
     "inbox_removed_dir",
@@ -76,6 +78,19 @@ def inbox_removed_dir(save_file: str | os.PathLike[str]) -> Path:
     return _sibling(save_file, REMOVED_SUFFIX)
 
 
+def canonical_thread_id(thread_id: str) -> str:
+    """Return the one spelling of a thread id that names its inbox: a UUID in lowercase hyphenated form, any other id as it is.
+
+    LangGraph Server takes a UUID thread id in any spelling Python's :class:`uuid.UUID`
+    reads (uppercase, without hyphens, in braces, as ``urn:uuid:``) and means one thread;
+    each spelling must reach that thread's one inbox.
+    """
+    try:
+        return str(uuid.UUID(thread_id))
+    except (ValueError, TypeError, AttributeError):
+        return thread_id
+
+
 def encode_thread_id(thread_id: str) -> str:
     """Return ``thread_id`` as one safe file-name component, readable when it already is one.
 
@@ -126,6 +141,8 @@ def inbox_root(root: str | os.PathLike[str] | None = None) -> Path | None:
 def thread_save_file(thread_id: str, root: str | os.PathLike[str] | None = None) -> Path:
     """Return ``<root>/<encoded thread_id>.chat``: the save file that stands for a LangGraph thread.
 
+    The thread id is taken in its :func:`canonical_thread_id` spelling.
+
     Its inbox is ``<root>/<encoded>.inbox``, always directly inside ``root`` whatever the
     thread id holds. Raises :class:`InboxError` when there is no root (no ``root`` and no
     ``PROMPTSTRAT_INBOX_ROOT``).
@@ -133,7 +150,7 @@ def thread_save_file(thread_id: str, root: str | os.PathLike[str] | None = None)
     base = inbox_root(root)
     if base is None:
         raise InboxError(f"no inbox root for thread {thread_id!r}: pass root= (--root) or set {INBOX_ROOT_ENV}")
-    save_file = base / (encode_thread_id(thread_id) + THREAD_SAVE_SUFFIX)
+    save_file = base / (encode_thread_id(canonical_thread_id(thread_id)) + THREAD_SAVE_SUFFIX)
     for derived in (save_file, inbox_dir(save_file), inbox_removed_dir(save_file)):
         if derived.parent != base or derived.name.startswith(".") or os.sep in derived.name:  # defence in depth
             raise InboxError(f"thread id {thread_id!r} would name {str(derived)!r} outside the inbox root")

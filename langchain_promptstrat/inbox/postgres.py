@@ -52,8 +52,10 @@ from typing import TYPE_CHECKING, Any
 from langchain_promptstrat.errors import InboxError
 from langchain_promptstrat.inbox.contract import ABORT_FILE, Claimed, InboxEntry, Lease
 from langchain_promptstrat.inbox.notices import (
+    NoticeNameTaken,
     abort_reason_bytes,
     check_notice_name,
+    check_notice_size,
     default_notice_name,
     notice_bytes,
     notice_limits,
@@ -61,7 +63,7 @@ from langchain_promptstrat.inbox.notices import (
     warn_once,
 )
 from langchain_promptstrat.inbox.owners import current_owner
-from langchain_promptstrat.inbox.paths import encode_thread_id, inbox_dir
+from langchain_promptstrat.inbox.paths import canonical_thread_id, encode_thread_id, inbox_dir
 from langchain_promptstrat.inbox.postgres_connection import Database
 from langchain_promptstrat.inbox.postgres_sql import (
     ACKNOWLEDGE,
@@ -104,7 +106,7 @@ def _check_thread_id(thread_id: object) -> str:
         raise InboxError(f"thread_id {thread_id!r} holds NUL or a lone surrogate, which PostgreSQL text cannot store")
     if len(thread_id.encode("utf-8")) > _MAX_THREAD_ID_BYTES:
         raise InboxError(f"thread_id is longer than {_MAX_THREAD_ID_BYTES} bytes, more than the inbox tables can index")
-    return thread_id
+    return canonical_thread_id(thread_id)
 
 
 def _is_utf8(text: str) -> bool:
@@ -377,11 +379,9 @@ class PostgresInbox:
         """
         if name is not None:
             check_notice_name(name)
-            if not _is_utf8(name):
-                raise InboxError(f"notice name {name!r} is not valid UTF-8 text")
             if name == ABORT_FILE:
                 raise InboxError("'abort' is reserved for abort requests; use request_abort() or `promptstrat inbox abort`")
-        data = notice_bytes(content)
+        data = check_notice_size(notice_bytes(content), self.max_notice_bytes)
         if not data.strip():
             raise InboxError("refusing to post an empty notice; give it some content")
         return self._insert(data, name)
@@ -389,9 +389,10 @@ class PostgresInbox:
     def request_abort(self, reason: str = "") -> str:
         """Post the reserved ``abort`` notice (content: ``reason``) and return where it lies.
 
-        Raises :class:`InboxError` when an abort is already pending, rather than replace its reason.
+        Raises :class:`InboxError` when an abort is already pending, rather than replace its reason,
+        or when the reason is over the notice cap.
         """
-        return self._insert(abort_reason_bytes(reason), ABORT_FILE)
+        return self._insert(check_notice_size(abort_reason_bytes(reason), self.max_notice_bytes, "abort reason"), ABORT_FILE)
 
     def _insert(self, data: bytes, name: str | None) -> str:
         try:
@@ -404,9 +405,7 @@ class PostgresInbox:
                     return self._pending_at(final)
                 if name is not None:
                     what = "an abort is" if name == ABORT_FILE else f"a notice named {name!r} is"
-                    raise InboxError(
-                        f"{what} already pending in {self.location}; wait for it to be delivered or pick another name"
-                    )
+                    raise NoticeNameTaken(f"{what} already pending in this inbox; wait for it to be delivered or pick another name")
         except self._db.psycopg.Error as exc:
             raise self._db.failure(exc, "post a notice") from exc
         raise InboxError(f"could not find a free notice name in {self.location}")  # pragma: no cover

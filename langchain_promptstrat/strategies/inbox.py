@@ -54,6 +54,8 @@ def _deliver(messages: Sequence[BaseMessage], store: InboxBackend | None) -> Com
         skipped=result.skipped,
         replaced_characters=result.replaced_characters,
         empty=result.empty,
+        budget_bytes=result.budget_bytes,
+        waiting=result.waiting,
     ))
 
 

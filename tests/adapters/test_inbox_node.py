@@ -76,8 +76,9 @@ class TestDelivery:
         out = build(None, model_inputs).invoke({"messages": [HumanMessage("task")]}, CONFIG)
         assert contents(out["messages"]) == ["task", "answer 1"] and decoy.exists()
 
-    def test_root_from_the_environment_and_save_file_from_the_config(self, tmp_path, model_inputs, monkeypatch):
-        """The root defaults to PROMPTSTRAT_INBOX_ROOT; configurable.save_file overrides the thread rule."""
+    def test_root_from_the_environment_binds_a_run_to_its_threads_inbox_whatever_its_save_file(self, tmp_path, model_inputs, monkeypatch):
+        """The root defaults to PROMPTSTRAT_INBOX_ROOT, and then configurable.save_file (which a request may set)
+        does not move the run to another inbox; without a root it names the inbox."""
         monkeypatch.setenv(INBOX_ROOT_ENV, str(tmp_path / "env-root"))
         app = build(None, model_inputs)
         post_to_inbox(thread_id=THREAD, content="from env root")
@@ -85,6 +86,9 @@ class TestDelivery:
         out = app.invoke({"messages": [HumanMessage("task")]}, CONFIG)
         assert contents(out["messages"])[1] == "from env root"
         config = {"configurable": {"thread_id": "other", "save_file": str(tmp_path / "x" / "agent.chat")}}
+        assert contents(app.invoke({"messages": [HumanMessage("t")]}, config)["messages"])[1:] == ["answer 2"]
+        monkeypatch.delenv(INBOX_ROOT_ENV)
+        config["configurable"]["thread_id"] = "third"
         assert contents(app.invoke({"messages": [HumanMessage("t")]}, config)["messages"])[1] == "from save file"
 
     def test_persist_false_returns_llm_input_messages(self, root):
