@@ -33,6 +33,7 @@ from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
 from langchain_promptstrat.errors import InboxAborted, InvalidMessagesError
 from langchain_promptstrat.inbox.contract import ABORT_FILE, InboxBackend
 from langchain_promptstrat.inbox.delivery import notice_ids, pick_up, printable, settle_when_stored
+from langchain_promptstrat.inbox.notices import pickup_budget
 from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.inbox.locate import InboxBackendSpec, check_backend, inbox_for_config, save_file_for_config
 from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV, inbox_root
@@ -78,9 +79,10 @@ NO_CHECKPOINTER_NOTE = (
 
 
 def _pick_up(
-    store: InboxBackend, seen: Collection[str] = frozenset(), held: Collection[str] = frozenset(), settle: bool = True
+    store: InboxBackend, seen: Collection[str] = frozenset(), held: Collection[str] = frozenset(), settle: bool = True,
+    budget_bytes: int | None = None,
 ) -> dict[str, Any]:
-    result = pick_up(store, seen=seen, held=held, settle=settle)
+    result = pick_up(store, seen=seen, held=held, settle=settle, budget_bytes=budget_bytes)
     abort = {"reason": result.abort_reason, "path": result.abort_path} if result.aborted else None
     if abort is not None and result.abort_token:
         abort["token"] = result.abort_token
@@ -89,7 +91,7 @@ def _pick_up(
 
 # langgraph types task(name=...) as a decorator whose ParamSpec and TypeVar are solved (to Never) before
 # it sees the function, so mypy rejects any function here; pyright accepts it
-_pick_up_once: Callable[[InboxBackend, Collection[str], Collection[str], bool], Future[dict[str, Any]]] = task(name="promptstrat_inbox_pickup")(_pick_up)  # type: ignore[arg-type, assignment]
+_pick_up_once: Callable[[InboxBackend, Collection[str], Collection[str], bool, int | None], Future[dict[str, Any]]] = task(name="promptstrat_inbox_pickup")(_pick_up)  # type: ignore[arg-type, assignment]
 """The pickup as a LangGraph task: its result is checkpointed, so a node re-executed on
 resume gets the same notices back instead of touching the inbox again."""
 
@@ -110,11 +112,13 @@ def _with_run_config(config: RunnableConfig, func: Callable[..., Any], *args: An
     return func(*args)
 
 
-def _checkpointed_pick_up(store: InboxBackend, seen: Collection[str], held: Collection[str], settle: bool) -> dict[str, Any]:
+def _checkpointed_pick_up(
+    store: InboxBackend, seen: Collection[str], held: Collection[str], settle: bool, budget_bytes: int | None
+) -> dict[str, Any]:
     try:
-        future = _pick_up_once(store, seen, held, settle)
+        future = _pick_up_once(store, seen, held, settle, budget_bytes)
     except (RuntimeError, KeyError):  # called outside a LangGraph run: nothing to replay
-        return _pick_up(store, seen, held, settle)
+        return _pick_up(store, seen, held, settle, budget_bytes)
     return future.result()
 
 
@@ -238,6 +242,7 @@ def deliver_inbox(
     settle: bool = True,
     stored: Callable[[], Collection[str] | None] | None = None,
     include_paths: bool = False,
+    budget_bytes: int | None = None,
 ) -> InboxDelivery:
     """Return the notices of ``inbox`` (a save file, or any inbox backend), handling ``abort`` as ``on_abort`` says.
 
@@ -263,7 +268,7 @@ def deliver_inbox(
     notices: list[BaseMessage] = []
     while True:
         taken = held if not notices else frozenset(held) | notice_ids(notices)
-        picked = _with_run_config(config, _checkpointed_pick_up, store, seen, frozenset(taken), settle)
+        picked = _with_run_config(config, _checkpointed_pick_up, store, seen, frozenset(taken), settle, budget_bytes)
         notices += picked["delivered"]
         if picked["abort"] is None:
             if stored is not None and not settle:
@@ -299,6 +304,7 @@ class InboxSource:
         strategies: Sequence[PromptStrategy],
         root: str | os.PathLike[str] | None = None,
         backend: InboxBackendSpec = None,
+        max_tokens: MaxTokens = None,
     ) -> None:
         inboxes = [s for s in strategies if isinstance(s, Inbox)]
         if root is None and backend is None and inboxes:  # the adapter's arguments win over the strategy's
@@ -311,6 +317,8 @@ class InboxSource:
             inbox_root(root)  # a root that is not a directory fails now, not at the first model call
         self.enabled = bool(inboxes)
         self.needed = any(s.uses_save_file for s in strategies)
+        # a share of the adapter's own ceiling when it is a token count; else of the environment's or the default
+        self.budget_bytes = pickup_budget(max_tokens) if isinstance(max_tokens, int) else None
         self._warned = False
 
     def save_file(self, config: RunnableConfig) -> Path | None:
@@ -352,7 +360,8 @@ class InboxSource:
         if store is None:
             return save_file, InboxDelivery([])
         return save_file, deliver_inbox(
-            store, config, on_abort=on_abort, seen=seen, held=held, settle=settle, stored=stored, include_paths=self.include_paths
+            store, config, on_abort=on_abort, seen=seen, held=held, settle=settle, stored=stored,
+            include_paths=self.include_paths, budget_bytes=self.budget_bytes,
         )
 
 
@@ -442,7 +451,7 @@ def pre_model_hook(
     hook does not see the model, so turn it on only with an Anthropic model.
     """
     resolved = resolve_strategies(strategies, settings=settings)
-    inbox = InboxSource(resolved, inbox_root, backend)
+    inbox = InboxSource(resolved, inbox_root, backend, check_max_tokens(max_tokens))
     system: list[BaseMessage] = []
     if system_prompt is not None:
         system = [system_prompt if isinstance(system_prompt, BaseMessage) else SystemMessage(system_prompt)]

@@ -175,7 +175,7 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
             raise ConfigError(f"on_abort={on_abort!r} is not one of 'interrupt', 'end', 'raise'")
         self.persist_inbox, self.on_abort = persist_inbox, on_abort
         self.max_tokens = check_max_tokens(max_tokens)
-        self._inbox = InboxSource(self.strategies, inbox_root, backend)
+        self._inbox = InboxSource(self.strategies, inbox_root, backend, self.max_tokens)
         self._unacknowledged: set[str] = set()
         """Ids of the notices this middleware handed over and has not yet seen through a model call."""
         self.cache_breakpoints = cache_breakpoints

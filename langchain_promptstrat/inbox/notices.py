@@ -63,15 +63,16 @@ def notice_limits() -> tuple[float, float, int]:
     return loaded.inbox_quiet_seconds, loaded.inbox_lease_seconds, loaded.inbox_max_notice_bytes
 
 
-def pickup_budget() -> int:
+def pickup_budget(ceiling: int | None = None) -> int:
     """Return how many bytes of notices one pickup admits: ``inbox_pickup_share`` of the context ceiling.
 
-    The ceiling is ``PROMPTSTRAT_MAX_TOKENS``, else the default 111,616 tokens; a byte is
-    counted as a token, an upper bound (a token covers at least one byte), so the notices
-    of one pickup never take more than that share of the prompt.
+    The ceiling is ``ceiling`` (the front end's ``max_tokens``), else ``PROMPTSTRAT_MAX_TOKENS``,
+    else the default 111,616 tokens; a byte is counted as a token, an upper bound (a token
+    covers at least one byte), so the notices of one pickup never take more than that share
+    of the prompt.
     """
     loaded = Settings.load()
-    return int(loaded.inbox_pickup_share * (loaded.max_context_tokens or DEFAULT_CEILING))
+    return int(loaded.inbox_pickup_share * (ceiling or loaded.max_context_tokens or DEFAULT_CEILING))
 
 
 def split_ext(name: str) -> tuple[str, str]:

@@ -13,6 +13,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
+from langchain_promptstrat.adapters.langgraph import pre_model_hook
 from langchain_promptstrat.adapters.middleware import ABORT_KEY, PENDING_KEY, PromptStrategyMiddleware
 from langchain_promptstrat.errors import ConfigError, InboxAborted, InboxError, UnknownStrategyError
 from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV
@@ -178,7 +179,26 @@ class TestBeforeModelNode:
 
 
 class TestInbox:
-    def test_a_notice_reaches_exactly_one_request_and_not_the_messages(self, root):
+    @pytest.mark.parametrize("front_end", ["middleware", "hook"])
+    def test_a_pickup_admits_notices_up_to_a_share_of_the_front_ends_own_ceiling(self, root, front_end):
+        """max_tokens=4,000 with the 0.25 share admits 1,000 bytes a pickup: three 600-byte notices reach three
+        model calls in posting order, one each, none lost, whatever the environment's ceiling says."""
+        from langgraph.prebuilt import create_react_agent
+
+        model = ScriptedChatModel.long_run(3)
+        texts = [f"notice {i} " + "n" * 591 for i in range(3)]
+        if front_end == "middleware":
+            app = agent(model, PromptStrategyMiddleware(inbox_root=root, max_tokens=4_000))
+        else:
+            hook = pre_model_hook(inbox_root=root, max_tokens=4_000)
+            app = create_react_agent(model, [make_sized_tool("fetch", sizes=200)], pre_model_hook=hook, checkpointer=InMemorySaver())
+        for i, text in enumerate(texts):
+            post_to_inbox(thread_id=THREAD, root=root, content=text, name=f"n{i}")
+        app.invoke(start(), CONFIG)
+        received = [[c for c in contents(call) if c in texts] for call in model.calls]
+        assert [r[-1] for r in received[:3] if r] == texts and all(len(set(r) - set(p)) <= 1 for p, r in zip([[]] + received, received))
+
+
         """An unpersisted notice is in the next model request only, and the pending key is cleared after it."""
         model = ScriptedChatModel.long_run(3)
         app = agent(model, PromptStrategyMiddleware(inbox_root=root, persist_inbox=False))
