@@ -1,369 +1,39 @@
-"""LangGraph adapters: the pre-model hook, the inbox node, and the inbox pickup they share with the middleware.
+"""LangGraph adapters: the pre-model hook and the inbox node.
 
-Both the hook and the ``create_agent`` middleware do the same three things before a model
-call: pick up the thread's inbox (a LangGraph task, so a resumed step replays it instead of
-touching the disk again), run the strategies in order over the conversation, and check the
-result against the prompt floor. The pickup lives here; the other two are
-:func:`~langchain_promptstrat.registry.prompt_for_model` and
-:func:`~langchain_promptstrat.messages.keep_prompt_floor`, re-exported under their names.
-The adapters only read their input and shape their output.
+Both, like the ``create_agent`` middleware, do the same three things before a model call:
+pick up the thread's inbox (:mod:`langchain_promptstrat.inbox.graph_delivery`, a LangGraph
+task, so a resumed step replays it instead of touching the inbox again), run the strategies
+in order over the conversation (:func:`~langchain_promptstrat.registry.prompt_for_model`),
+and check the result against the prompt floor
+(:func:`~langchain_promptstrat.messages.keep_prompt_floor`, re-exported here with
+``prompt_for_model``). The adapters only read their input and shape their output.
 """
 
 from __future__ import annotations
 
 import os
-import re
-import sys
-import warnings
-from collections.abc import Callable, Collection, Iterator, Sequence
-from pathlib import Path
-from concurrent.futures import Future
-from typing import Any, Literal, NamedTuple, Protocol
+from collections.abc import Sequence
+from typing import Any, Protocol
 
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import set_config_context
-from langgraph.config import get_config
-from langgraph.constants import CONFIG_KEY_CHECKPOINTER
-from langgraph.func import task
-from langgraph.types import interrupt
 
-from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
-from langchain_promptstrat.errors import InboxAborted, InvalidMessagesError
-from langchain_promptstrat.inbox.contract import ABORT_FILE, InboxBackend
-from langchain_promptstrat.inbox.delivery import notice_ids, pick_up, printable, settle_when_stored
-from langchain_promptstrat.inbox.notices import pickup_budget
-from langchain_promptstrat.inbox.directory import DirectoryInbox
-from langchain_promptstrat.inbox.locate import InboxBackendSpec, check_backend, inbox_for_config, save_file_for_config
-from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV, inbox_root
-from langchain_promptstrat.messages import keep_prompt_floor, mark, mark_of  # keep_prompt_floor: re-exported
-from langchain_promptstrat.report import logger
+from langchain_promptstrat.errors import InvalidMessagesError
+from langchain_promptstrat.inbox.delivery import notice_ids
+from langchain_promptstrat.inbox.graph_delivery import (
+    InboxSource,
+    StoredNoticeIds,
+    deliver_inbox,
+    has_checkpointer,
+    stored_reader,
+)
+from langchain_promptstrat.inbox.locate import InboxBackendSpec, check_backend, inbox_for_config
+from langchain_promptstrat.messages import keep_prompt_floor  # re-exported
 from langchain_promptstrat.registry import StrategySpec, prompt_for_model, resolve_strategies  # prompt_for_model: also re-exported
 from langchain_promptstrat.settings import Settings
-from langchain_promptstrat.strategies.inbox import Inbox
 
-__all__ = [
-    "INBOX_ABORT",
-    "RESUME_KIND",
-    "GraphHook",
-    "InboxDelivery",
-    "InboxSource",
-    "StoredNoticeIds",
-    "abort_payload",
-    "deliver_inbox",
-    "has_checkpointer",
-    "keep_prompt_floor",
-    "make_inbox_node",
-    "pre_model_hook",
-    "prompt_for_model",
-    "state_messages",
-    "stored_notice_ids",
-    "stored_reader",
-]
-
-INBOX_ABORT = "inbox_abort"
-"""``type`` of the interrupt payload raised on an ``abort`` file."""
-
-RESUME_KIND = "inbox_resume"
-"""Mark kind of the user message a non-empty string ``Command(resume=...)`` becomes."""
-
-NO_CHECKPOINTER_NOTE = (
-    "The graph was compiled without a checkpointer, so the abort could not pause the run for a "
-    "later Command(resume=...): it ends the run instead. Compile with a checkpointer (for example "
-    "InMemorySaver()) to make an inbox abort resumable."
-)
-
-
-# --------------------------------------------------------------------------- the inbox pickup
-
-
-def _pick_up(
-    store: InboxBackend, seen: Collection[str] = frozenset(), held: Collection[str] = frozenset(), settle: bool = True,
-    budget_bytes: int | None = None,
-) -> dict[str, Any]:
-    result = pick_up(store, seen=seen, held=held, settle=settle, budget_bytes=budget_bytes)
-    abort = {"reason": result.abort_reason, "path": result.abort_path} if result.aborted else None
-    if abort is not None and result.abort_token:
-        abort["token"] = result.abort_token
-    return {"delivered": result.delivered, "abort": abort}
-
-
-# langgraph types task(name=...) as a decorator whose ParamSpec and TypeVar are solved (to Never) before
-# it sees the function, so mypy rejects any function here; pyright accepts it
-_pick_up_once: Callable[[InboxBackend, Collection[str], Collection[str], bool, int | None], Future[dict[str, Any]]] = task(name="promptstrat_inbox_pickup")(_pick_up)  # type: ignore[arg-type, assignment]
-"""The pickup as a LangGraph task: its result is checkpointed, so a node re-executed on
-resume gets the same notices back instead of touching the inbox again."""
-
-
-def _with_run_config(config: RunnableConfig, func: Callable[..., Any], *args: Any) -> Any:
-    """Return ``func(*args)``, run where LangGraph's ``get_config()`` finds the run's config.
-
-    ``interrupt()`` and task calls read the config from a context variable, which Python
-    3.10 does not carry into the nodes of an async graph (asyncio tasks take a context only
-    from 3.11 on); there ``config``, the one LangGraph handed the node, is set for the call,
-    as LangGraph itself does on 3.11+.
-    """
-    try:
-        get_config()
-    except RuntimeError:
-        with set_config_context(config) as context:
-            return context.run(func, *args)
-    return func(*args)
-
-
-def _checkpointed_pick_up(
-    store: InboxBackend, seen: Collection[str], held: Collection[str], settle: bool, budget_bytes: int | None
-) -> dict[str, Any]:
-    try:
-        future = _pick_up_once(store, seen, held, settle, budget_bytes)
-    except (RuntimeError, KeyError):  # called outside a LangGraph run: nothing to replay
-        return _pick_up(store, seen, held, settle, budget_bytes)
-    return future.result()
-
-
-def has_checkpointer(config: RunnableConfig | None) -> bool:
-    """Return whether the run saves checkpoints, so a notice put in its state survives the process."""
-    return (config or {}).get("configurable", {}).get(CONFIG_KEY_CHECKPOINTER) is not None
-
-
-def stored_notice_ids(config: RunnableConfig | None, keys: Sequence[str] = ()) -> frozenset[str] | None:
-    """Return the inbox notice ids the run's checkpointer has *stored* for its thread, or None when it cannot tell.
-
-    Read back from the checkpointer (``get_tuple`` of the thread's latest checkpoint in the
-    graph's namespace), not from the run's memory: with ``durability="async"`` (LangGraph's
-    default) a step's checkpoint is written in the background, behind the run, and with
-    ``"exit"`` only when the run ends. The ids are those of the notices in ``messages``
-    plus the ids listed under each state key of ``keys``. None without a checkpointer or a
-    thread id.
-    """
-    configurable = (config or {}).get("configurable", {})
-    saver, thread = configurable.get(CONFIG_KEY_CHECKPOINTER), configurable.get("thread_id")
-    if saver is None or thread is None:
-        return None
-    # a node's namespace is its graph's plus "|<node>:<task id>" (the task's own segment, "|"-separated)
-    task_ns = str(configurable.get("checkpoint_ns") or "")  # langgraph's CONFIG_KEY_CHECKPOINT_NS, private since 1.0
-    graph_ns = task_ns.rpartition("|")[0] if "|" in task_ns else ("" if ":" in task_ns else task_ns)
-    stored = saver.get_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": graph_ns}})
-    if stored is None:
-        return frozenset()
-    values = stored.checkpoint.get("channel_values") or {}
-    ids = set(notice_ids(values.get("messages") or []))
-    for key in keys:
-        ids.update(str(nid) for nid in values.get(key) or [])
-    return frozenset(ids)
-
-
-def stored_reader(config: RunnableConfig, keys: Sequence[str] = ()) -> Callable[[], frozenset[str] | None]:
-    """Return a reader of :func:`stored_notice_ids` for this run, for a watcher thread to poll."""
-    return lambda: stored_notice_ids(config, keys)
-
-
-class StoredNoticeIds(Collection[str]):
-    """The ids among ``candidates`` (those in the run's state) that the checkpointer has stored, read on first use.
-
-    A pickup acknowledges the in-flight claims whose ids it finds here; the checkpointer is
-    read only when a claim's id is among the candidates, not at every model call.
-    """
-
-    def __init__(self, config: RunnableConfig, candidates: Collection[str], keys: Sequence[str] = ()) -> None:
-        self.candidates = frozenset(candidates)
-        self._read = stored_reader(config, keys)
-        self._stored: frozenset[str] | None = None
-
-    def _ids(self) -> frozenset[str]:
-        if self._stored is None:
-            try:
-                self._stored = (self._read() or frozenset()) & self.candidates
-            except Exception as exc:  # unreadable now: nothing counts as stored, the claims stay in flight
-                logger.debug("inbox: could not read the stored conversation: %s", exc)
-                self._stored = frozenset()
-        return self._stored
-
-    def __contains__(self, nid: object) -> bool:
-        return nid in self.candidates and nid in self._ids()
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._ids())
-
-    def __len__(self) -> int:
-        return len(self._ids())
-
-
-def _add_note(error: BaseException, note: str) -> None:
-    if sys.version_info >= (3, 11):
-        error.add_note(note)
-    else:  # Python 3.10: the PEP 678 attribute, which tracebacks there do not print (and typeshed does not declare)
-        error.__notes__ = [*getattr(error, "__notes__", []), note]  # type: ignore[attr-defined, unused-ignore]
-
-
-def _acknowledge_abort(store: InboxBackend, token: str | None) -> Path | str | None:
-    """Record a claimed abort as consumed and return where it now lies (None when there was nothing to record)."""
-    if token is None:
-        return None
-    try:
-        return store.acknowledge(token, ABORT_FILE)  # type: ignore[attr-defined, no-any-return]
-    except OSError as exc:  # the abort is honoured regardless; its claim stays listed until recovered
-        logger.warning("inbox: could not record the abort of %s as consumed: %s", store.location, exc)
-        return None
-
-
-def abort_payload(config: RunnableConfig | None, reason: str, path: str | None, notices: Sequence[BaseMessage]) -> dict[str, Any]:
-    """Return the interrupt payload of an inbox abort: ``type``, ``thread_id``, ``reason``, ``abort`` and ``notices``.
-
-    ``abort`` is the name the consumed abort bears in the inbox's history (``abort``, or
-    ``abort.1`` beside an earlier one) and ``notices`` the names of the notices consumed
-    before it, as ``GET /threads/{thread_id}/inbox`` and ``promptstrat inbox ls`` list them;
-    ``thread_id`` is the run's (None when its config names none). No server path: an API
-    client reads this payload.
-    """
-    thread = ((config or {}).get("configurable") or {}).get("thread_id")
-    marks = [mark_of(m) or {} for m in notices]
-    names = [str(m["file"]) for m in marks if m.get("file") is not None]
-    name = printable(re.split(r"[/\\]", path)[-1]) if path else ABORT_FILE
-    return {"type": INBOX_ABORT, "thread_id": None if thread is None else str(thread), "reason": reason,
-            "abort": name, "notices": names}
-
-
-class InboxDelivery(NamedTuple):
-    """What one delivery took from the inbox: the notices, and the abort it stopped at (``on_abort="return"``)."""
-
-    notices: list[BaseMessage]
-    abort: dict[str, Any] | None = None
-
-
-def deliver_inbox(
-    inbox: str | os.PathLike[str] | InboxBackend,
-    config: RunnableConfig,
-    *,
-    on_abort: Literal["interrupt", "raise", "return"] = "interrupt",
-    seen: Collection[str] = frozenset(),
-    held: Collection[str] = frozenset(),
-    settle: bool = True,
-    stored: Callable[[], Collection[str] | None] | None = None,
-    include_paths: bool = False,
-    budget_bytes: int | None = None,
-) -> InboxDelivery:
-    """Return the notices of ``inbox`` (a save file, or any inbox backend), handling ``abort`` as ``on_abort`` says.
-
-    ``seen``, ``held`` and ``settle`` are :func:`~langchain_promptstrat.inbox.delivery.pick_up`'s:
-    the ids of the notices the stored conversation already holds (acknowledged, not sent
-    again), those handed over and awaiting their model call or their checkpoint, and
-    whether to acknowledge at once. With ``stored`` (a reader of the ids the checkpointer
-    has stored) the notices returned are acknowledged once it lists them
-    (:func:`~langchain_promptstrat.inbox.delivery.settle_when_stored`).
-
-    ``interrupt`` calls ``interrupt(payload)`` with the :func:`abort_payload` (the thread,
-    the reason, the names of the abort and of the notices consumed before it; the server
-    paths ``path`` and ``inbox`` only with ``include_paths=True``, since every API client of
-    a server sees the payload) and, once resumed, picks up again (a non-empty string resume
-    value becomes a user message marked ``inbox_resume``); without a checkpointer nothing
-    could be resumed, so it raises :class:`InboxAborted` at once, with a note saying so.
-    ``raise`` always raises. ``return`` stops and returns the abort (its payload) next to
-    the notices consumed before it. Each pickup is a LangGraph task, so a step re-executed on resume
-    replays it: the abort is not seen twice and no notice is lost or delivered twice.
-    """
-    store = DirectoryInbox.for_save_file(inbox) if isinstance(inbox, (str, os.PathLike)) else inbox
-    where = store.location
-    notices: list[BaseMessage] = []
-    while True:
-        taken = held if not notices else frozenset(held) | notice_ids(notices)
-        picked = _with_run_config(config, _checkpointed_pick_up, store, seen, frozenset(taken), settle, budget_bytes)
-        notices += picked["delivered"]
-        if picked["abort"] is None:
-            if stored is not None and not settle:
-                settle_when_stored(store, notices, stored)
-            return InboxDelivery(notices)
-        # The pickup task's result, abort included, is in the checkpoint (or, without a checkpointer, acted on
-        # now): the abort is spent. A replayed task acknowledges again, which finds nothing left to do.
-        recorded = _acknowledge_abort(store, picked["abort"].get("token"))
-        path = printable(str(recorded)) if recorded is not None else picked["abort"]["path"]
-        payload = abort_payload(config, picked["abort"]["reason"], path, picked["delivered"])
-        if include_paths:
-            payload.update(path=path, inbox=printable(where))
-        can_resume = has_checkpointer(config)
-        if on_abort == "return":
-            if stored is not None and not settle:
-                settle_when_stored(store, notices, stored)
-            return InboxDelivery(notices, payload)
-        if on_abort == "raise" or not can_resume:
-            error = InboxAborted(payload["reason"], path=path, delivered=notices)
-            if on_abort == "interrupt":
-                _add_note(error, NO_CHECKPOINTER_NOTE)
-            raise error
-        answer = _with_run_config(config, interrupt, payload)
-        if isinstance(answer, str) and answer.strip():
-            notices.append(mark(HumanMessage(answer), RESUME_KIND, notice=False))
-
-
-class InboxSource:
-    """Where one hook or middleware finds a run's inbox; warns once when a root is set but the run has no thread id."""
-
-    def __init__(
-        self,
-        strategies: Sequence[PromptStrategy],
-        root: str | os.PathLike[str] | None = None,
-        backend: InboxBackendSpec = None,
-        max_tokens: MaxTokens = None,
-    ) -> None:
-        inboxes = [s for s in strategies if isinstance(s, Inbox)]
-        if root is None and backend is None and inboxes:  # the adapter's arguments win over the strategy's
-            root, backend = inboxes[0].root, inboxes[0].backend
-        self.allow_save_file = bool(inboxes) and inboxes[0].allow_save_file
-        self.include_paths = bool(inboxes) and inboxes[0].include_paths
-        self.root = root
-        self.backend = check_backend(backend, root)
-        if root is not None:
-            inbox_root(root)  # a root that is not a directory fails now, not at the first model call
-        self.enabled = bool(inboxes)
-        self.needed = any(s.uses_save_file for s in strategies)
-        # a share of the adapter's own ceiling when it is a token count; else of the environment's or the default
-        self.budget_bytes = pickup_budget(max_tokens) if isinstance(max_tokens, int) else None
-        self._warned = False
-
-    def save_file(self, config: RunnableConfig) -> Path | None:
-        """Return the run's save file (``configurable.save_file``, else ``<root>/<thread_id>.chat``), or None."""
-        if not self.needed:
-            return None
-        path = save_file_for_config(config, self.root, allow_save_file=self.allow_save_file)
-        if path is None and not self._warned and inbox_root(self.root) is not None:
-            self._warned = True
-            where = "root=" + os.fspath(self.root) if self.root is not None else INBOX_ROOT_ENV
-            warnings.warn(
-                f"the inbox is skipped: an inbox root is set ({where}) but the run config has neither "
-                "configurable.thread_id nor configurable.save_file; pass "
-                "config={'configurable': {'thread_id': ...}} to deliver this thread's notices",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-        return path
-
-    def store(self, config: RunnableConfig | None) -> InboxBackend | None:
-        """Return the run's inbox, or None (no inbox strategy, or the run names no inbox)."""
-        if not self.enabled:
-            return None
-        return inbox_for_config(config, backend=self.backend, root=self.root, allow_save_file=self.allow_save_file)
-
-    def deliver(
-        self,
-        config: RunnableConfig,
-        *,
-        on_abort: Literal["interrupt", "raise", "return"] = "interrupt",
-        seen: Collection[str] = frozenset(),
-        held: Collection[str] = frozenset(),
-        settle: bool = True,
-        stored: Callable[[], Collection[str] | None] | None = None,
-    ) -> tuple[Path | None, InboxDelivery]:
-        """Return the save file and what the inbox delivered (nothing without an inbox strategy or a save file)."""
-        save_file = self.save_file(config)
-        store = self.store(config)
-        if store is None:
-            return save_file, InboxDelivery([])
-        return save_file, deliver_inbox(
-            store, config, on_abort=on_abort, seen=seen, held=held, settle=settle, stored=stored,
-            include_paths=self.include_paths, budget_bytes=self.budget_bytes,
-        )
-
+__all__ = ["GraphHook", "keep_prompt_floor", "make_inbox_node", "pre_model_hook", "prompt_for_model", "state_messages"]
 
 # --------------------------------------------------------------------------- the state
 

@@ -39,19 +39,13 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 from typing_extensions import NotRequired
 
-from langchain_promptstrat.adapters.langgraph import (
-    InboxSource,
-    StoredNoticeIds,
-    has_checkpointer,
-    prompt_for_model,
-    stored_reader,
-)
 from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
 from langchain_promptstrat.errors import ConfigError, InboxError
 from langchain_promptstrat.inbox.contract import LeasingInbox
 from langchain_promptstrat.inbox.delivery import acknowledge_notices, notice_id, notice_ids, settle_when_stored
+from langchain_promptstrat.inbox.graph_delivery import InboxSource, StoredNoticeIds, has_checkpointer, stored_reader
 from langchain_promptstrat.inbox.locate import InboxBackendSpec
-from langchain_promptstrat.registry import StrategySpec, resolve_strategies
+from langchain_promptstrat.registry import StrategySpec, prompt_for_model, resolve_strategies
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.inbox import Inbox
 from langchain_promptstrat.strategy import PromptStrategy

@@ -15,10 +15,12 @@ One module per concern, lowest first (each imports only those above it):
 * ``locate``: which inbox serves a run (``backend=``, ``configurable.save_file`` or
   ``thread_id``).
 * ``delivery``: claim, deliver, acknowledge (``pick_up``): notices become user messages.
+* ``graph_delivery``: the same inside a LangGraph run (``InboxSource``, ``deliver_inbox``):
+  the pickup as a task, acknowledged once the checkpointer stored it, an abort as an interrupt.
 
 The ``inbox`` strategy (:mod:`langchain_promptstrat.strategies.inbox`) and the LangGraph
-and middleware adapters build on ``locate`` and ``delivery``; nothing here imports them.
-This file imports nothing, so ``import langchain_promptstrat.inbox.directory`` (the CLI's
-``inbox`` commands) loads neither LangChain nor psycopg; the public names are exported by
-``langchain_promptstrat``.
+and middleware adapters build on ``locate``, ``delivery`` and ``graph_delivery``; nothing
+here imports them. This file imports nothing, so ``import langchain_promptstrat.inbox.directory``
+(the CLI's ``inbox`` commands) loads neither LangChain nor psycopg; the public names are
+exported by ``langchain_promptstrat``.
 """
