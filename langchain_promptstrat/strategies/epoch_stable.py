@@ -83,7 +83,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
 from langchain_promptstrat.ceiling import Ceiling, MaxTokens, check_max_tokens, resolve_ceiling
 from langchain_promptstrat.errors import ContextWindowError
-from langchain_promptstrat.messages import index_tool_calls, leading_system_count, shorten_tool_output, task_index
+from langchain_promptstrat.messages import ToolIndex, index_tool_calls, leading_system_count, shorten_tool_output, task_index
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.strategies.epoch_machinery.bounded_replay import BoundedMemo, memo_costs, previous_length, replay_history
@@ -91,7 +91,7 @@ from langchain_promptstrat.strategies.epoch_machinery.caches import Head
 from langchain_promptstrat.strategies.epoch_machinery.decisions import previous_total
 from langchain_promptstrat.strategies.epoch_machinery.notice import is_compaction_notice
 from langchain_promptstrat.strategies.epoch_machinery.stable_prompt import STRATEGY_NAME, frozen_prompt
-from langchain_promptstrat.strategies.epoch_machinery.stable_rule import StableState, count_edges, front_drop_edge, stable_boundary
+from langchain_promptstrat.strategies.epoch_machinery.stable_rule import Edges, StableState, count_edges, front_drop_edge, stable_boundary
 from langchain_promptstrat.strategies.epoch_machinery.token_costs import Costs
 from langchain_promptstrat.strategies.ladder_machinery.plan import run_plan
 from langchain_promptstrat.strategies.ladder_machinery.rung import LadderPass, ladder_pass
@@ -155,8 +155,6 @@ def shorten_tools_epoch_stable(
     extra_tokens: int = 0,
     token_counter: Any = None,
     ceiling_source: str | None = None,
-    _memo: BoundedMemo | None = None,
-    _compare: bool = True,
 ) -> Compacted:
     """Return ``messages`` compacted in front-stable epochs, and under ``max_tokens`` when a ceiling is given.
 
@@ -187,56 +185,54 @@ def shorten_tools_epoch_stable(
     ``prefix_change_reason`` (None, ``compaction_started``, ``front_drop`` or ``advance``);
     with a ceiling also ``ceiling``, ``ceiling_source``, ``budget``, ``tokens_after``
     (estimated as sent, margin not included), ``met``, ``ceiling_events``, ``ceiling_event``
-    (this call) and ``fallback``. Stateless: everything is computed from the history.
+    (this call) and ``fallback``. Stateless: everything is computed from the history; the
+    comparison with the previous model call's prompt is built from the replay's state for that
+    call, not by running the strategy again.
     """
+    return _compact(messages, settings, max_tokens, extra_tokens, as_token_counter(token_counter), ceiling_source, None)
+
+
+def _compact(
+    messages: Sequence[BaseMessage], settings: Settings, max_tokens: int | None, extra_tokens: int,
+    counter: CountTokens, ceiling_source: str | None, memo: BoundedMemo | None,
+) -> Compacted:
+    """Return :func:`shorten_tools_epoch_stable` of ``messages``, resuming the replay from ``memo`` (a strategy object's) when given."""
     source = _without_notices(messages)
-    if max_tokens is None:
-        budget = 1 << 62
-        counter: CountTokens = as_token_counter(token_counter)
-    else:
-        budget = int(max_tokens * (1 - settings.stable_token_margin)) - extra_tokens
-        counter = as_token_counter(token_counter)
-    costs = Costs(counter) if _memo is None else memo_costs(_memo, counter)
+    budget = 1 << 62 if max_tokens is None else int(max_tokens * (1 - settings.stable_token_margin)) - extra_tokens
+    costs = Costs(counter) if memo is None else memo_costs(memo, counter)
     if max_tokens is not None and budget <= 0:
         raise _floor_error(source, costs, max(budget, 0), extra_tokens, max_tokens)
 
+    previous = previous_length(source)
     if max_tokens is None:  # by count alone
         index = index_tool_calls(source)
         total = index.total_outputs
         state = stable_boundary(total, settings)
         edges = count_edges(state)
-        before = stable_boundary(previous_total(source, total), settings) if state is not None else None
+        before_total = previous_total(source, total)
+        before = stable_boundary(before_total, settings) if state is not None else None
         previous_edges = (before.compaction_edge, before.drop_edge) if before is not None else (0, 0)
+        previous_state: tuple[Edges, int] | None = (count_edges(before), before_total)
     else:
-        replay = replay_history(source, budget, settings, costs, _memo)
+        replay = replay_history(source, budget, settings, costs, memo)
         index, edges, total, previous_edges = replay.index, replay.edges, replay.steps.total, replay.previous_edges
+        previous_state = replay.previous
 
+    out, details, head = _edges_applied(source, index, edges, total, previous_edges, settings)
+    if details["boundary_moved"] or details["front_moved"]:
+        # edges that moved over calls whose fate stays the same change nothing: say so only when bytes changed
+        before_history = source[:previous]
+        if previous_state is None:  # the previous call's history is no call point of this one: replay it
+            replay_before = replay_history(before_history, budget, settings, costs, memo)
+            previous_state = replay_before.edges, replay_before.steps.total
+        prompt_before, head_before = _edges_applied(before_history, index, *previous_state, (0, 0), settings)[::2]
+        if max_tokens is not None:
+            prompt_before = _under_ceiling(before_history, prompt_before, head_before, costs, budget, extra_tokens, max_tokens, settings)[0]
+        if len(prompt_before) <= len(out) and all(a is b or a == b for a, b in zip(prompt_before, out)):
+            details["prefix_change"] = details["prefix_change_reason"] = None
     ceiling_details: dict[str, Any] = {}
-    details: dict[str, Any]
-    head: Head | None = None
-    if edges.compaction_edge == 0 and edges.drop_edge == 0:
-        out = list(source)
-        details = _inactive_details()
-    else:
-        out, details, head = frozen_prompt(source, index, edges, total, previous_edges, settings)
-        if _compare and (details["boundary_moved"] or details["front_moved"]):
-            # edges that moved over calls whose fate stays the same change nothing: say so only when bytes changed
-            before_history = _previous_history(source)
-            previous = shorten_tools_epoch_stable(
-                before_history, settings=settings, max_tokens=max_tokens, extra_tokens=extra_tokens,
-                token_counter=token_counter, ceiling_source=ceiling_source, _memo=_memo, _compare=False,
-            ).messages
-            if len(previous) <= len(out) and all(a is b or a == b for a, b in zip(previous, out)):
-                details["prefix_change"] = details["prefix_change_reason"] = None
     if max_tokens is not None:
-        if head is not None:  # the head's tokens are remembered with it: count only the messages after it
-            tokens = head.tokens(costs, source) + sum(map(costs.whole, source[head.at:])) + extra_tokens
-        else:
-            tokens = costs(out) + extra_tokens
-        fallback = None
-        if tokens - extra_tokens > budget:
-            out, fallback = _fallback(source, out, budget, costs, extra_tokens, max_tokens, settings)
-            tokens = costs(out) + extra_tokens
+        out, tokens, fallback = _under_ceiling(source, out, head, costs, budget, extra_tokens, max_tokens, settings)
         ceiling_details = dict(
             previous_compaction_edge=edges.prior_edge,
             ceiling=max_tokens, ceiling_source=ceiling_source or "max_tokens argument", budget=budget + extra_tokens,
@@ -244,6 +240,30 @@ def shorten_tools_epoch_stable(
             ceiling_events=edges.events, ceiling_event=edges.event_here, fallback=fallback,
         )
     return Compacted(out, make_report(STRATEGY_NAME, messages, out, **details, **ceiling_details))
+
+
+def _edges_applied(
+    source: list[BaseMessage], index: ToolIndex, edges: Edges, total: int, previous_edges: tuple[int, int], settings: Settings,
+) -> tuple[list[BaseMessage], dict[str, Any], Head | None]:
+    """Return the prompt with ``edges`` applied, the report's details and the compacted head (None while nothing is frozen)."""
+    if edges.compaction_edge == 0 and edges.drop_edge == 0:
+        return list(source), _inactive_details(), None
+    return frozen_prompt(source, index, edges, total, previous_edges, settings)
+
+
+def _under_ceiling(
+    source: list[BaseMessage], prompt: list[BaseMessage], head: Head | None, costs: Costs, budget: int, extra: int, ceiling: int,
+    settings: Settings,
+) -> tuple[list[BaseMessage], int, str | None]:
+    """Return ``prompt`` (brought under ``budget`` by the fallback if it is over), its tokens as sent, and how the fallback went."""
+    if head is not None:  # the head's tokens are remembered with it: count only the messages after it
+        tokens = head.tokens(costs, source) + sum(map(costs.whole, source[head.at:])) + extra
+    else:
+        tokens = costs(prompt) + extra
+    if tokens - extra <= budget:
+        return prompt, tokens, None
+    prompt, how = _fallback(source, prompt, budget, costs, extra, ceiling, settings)
+    return prompt, costs(prompt) + extra, how
 
 
 def _without_notices(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
@@ -270,11 +290,6 @@ def _without_notices(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
         return list(messages)
     gone = set(found)
     return [m for i, m in enumerate(messages) if i not in gone]
-
-
-def _previous_history(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """Return the history the previous model call saw: everything before the newest assistant message."""
-    return list(messages[:previous_length(messages)])
 
 
 def _fallback(
@@ -393,7 +408,4 @@ class ShortenToolsEpochStable(PromptStrategy):
         extra = tool_schema_tokens(tools if tools is not None else self.tools, self.token_counter)
         if system:
             extra += Costs(self.token_counter)(system)
-        return shorten_tools_epoch_stable(
-            messages, settings=self.settings, max_tokens=ceiling.tokens, extra_tokens=extra,
-            token_counter=self.token_counter, ceiling_source=ceiling.source, _memo=self._memo,
-        )
+        return _compact(messages, self.settings, ceiling.tokens, extra, self.token_counter, ceiling.source, self._memo)

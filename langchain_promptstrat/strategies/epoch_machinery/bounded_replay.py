@@ -40,10 +40,13 @@ class Replay:
     """The tool-call index of ``history``: a replay that resumes extends it by the new messages (see :func:`replay_history`)."""
     steps: StepCosts
     edges: Edges
-    recent: list[tuple[int, int, int]] = field(default_factory=list)
-    """``(call point, compaction edge, drop edge)`` after each of the last call points replayed."""
+    recent: list[tuple[int, Edges, int]] = field(default_factory=list)
+    """``(call point, edges, outputs counted)`` after each of the last call points replayed."""
     previous_edges: tuple[int, int] = (0, 0)
-    """The edges of the previous model call's prompt (see :func:`_edges_before`)."""
+    """The compaction and drop edges of the previous model call's prompt (see :func:`_edges_before`)."""
+    previous: tuple[Edges, int] | None = None
+    """The edges and outputs counted at the previous model call's history (everything before the newest assistant
+    message), when that history is one of the recent call points: what its prompt is built from."""
 
 
 class BoundedMemo(ReplayMemo[Replay]):
@@ -68,7 +71,7 @@ def replay_history(source: list[BaseMessage], budget: int, settings: Settings, c
     if start is None:
         replay = Replay(EMPTY_HISTORY, budget, ToolIndex(), StepCosts(), Edges())
     else:
-        replay = Replay(start.history, budget, start.index, start.steps.copy(), start.edges, list(start.recent), start.previous_edges)
+        replay = Replay(start.history, budget, start.index, start.steps.copy(), start.edges, list(start.recent), start.previous_edges, start.previous)
     done = replay.history.length
     index = replay.index = replay.index.extend(source)
     task = task_index(source)
@@ -79,9 +82,11 @@ def replay_history(source: list[BaseMessage], budget: int, settings: Settings, c
         steps.add(source, done, point, index, costs, task, system, form)
         done = point
         edges = advance(edges, steps, budget, settings)
-        replay.recent = [*replay.recent[-(_RECENT_POINTS - 1):], (point, edges.compaction_edge, edges.drop_edge)]
+        replay.recent = [*replay.recent[-(_RECENT_POINTS - 1):], (point, edges, steps.total)]
     replay.edges = edges
-    replay.previous_edges = _edges_before(replay, previous_length(source))
+    previous = previous_length(source)
+    replay.previous_edges = _edges_before(replay, previous)
+    replay.previous = next(((e, t) for point, e, t in reversed(replay.recent) if point == previous), None)
     replay.history = history_key(source, start.history if start is not None else None)
     if memo is not None:
         memo.remember(replay, budget=budget)
@@ -98,12 +103,13 @@ def _edges_before(replay: Replay, previous: int) -> tuple[int, int]:
     no model was called (a user message right after the tool outputs), and an edge that moved
     there still changed the prompt since the previous one.
     """
-    for point, compaction, drop in reversed(replay.recent):
+    for point, edges, _ in reversed(replay.recent):
         if point <= previous:
-            return compaction, drop
+            return edges.compaction_edge, edges.drop_edge
     if len(replay.recent) < _RECENT_POINTS:  # every point was kept: the previous call came before any
         return 0, 0
-    return replay.recent[0][1], replay.recent[0][2]  # older than what is kept: the oldest edges known
+    oldest = replay.recent[0][1]  # older than what is kept: the oldest edges known
+    return oldest.compaction_edge, oldest.drop_edge
 
 
 def previous_length(messages: Sequence[BaseMessage]) -> int:
