@@ -432,3 +432,44 @@ class TestStrategy:
         result = stable(run_of(40, width=2))
         whole, short, dropped = by_region(result.messages, 40)
         assert (result.report.shortened, result.report.dropped) == (len(short), len(dropped))
+
+
+class TestOnePassPerCall:
+    def test_a_call_replays_the_history_once_even_when_its_edges_move(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Whether moved edges changed any byte is read from the replay's state for the previous call, not by running the strategy again.
+
+        A fresh object (a conversation loaded in a new process) at a call where the edges
+        move replays each model call of the history through the rule exactly once.
+        """
+        import langchain_promptstrat.strategies.epoch_stable as module
+        from langchain_promptstrat.messages.history_memo import call_points
+
+        prompts = list(iter_agent_run(160, seed=1))
+        moved = [p for p in prompts if ShortenToolsEpochStable(max_tokens=20_000).compact(p).report.details["boundary_moved"]]
+        assert moved, "the run should move the compaction edge under a 20,000-token ceiling"
+        steps = []
+        original = module.advance
+
+        def counted(*args: Any) -> Any:
+            steps.append(1)
+            return original(*args)
+
+        monkeypatch.setattr(module, "advance", counted)
+        for history in moved[-3:]:
+            steps.clear()
+            ShortenToolsEpochStable(max_tokens=20_000).compact(history)
+            assert len(steps) == len(call_points(history))
+
+    def test_the_docstring_quotes_the_lines_that_decide(self) -> None:
+        """Each line of code the module docstring quotes to answer its three questions stands in the module as quoted."""
+        import inspect
+        import re
+
+        import langchain_promptstrat.strategies.epoch_stable as module
+
+        doc = module.__doc__ or ""
+        code = " ".join(inspect.getsource(module).split(doc, 1)[1].split())
+        quoted = [" ".join(q.split()) for q in re.findall(r"``((?:[^`]|`(?!`))+?)``", doc) if any(c in q for c in "=(<")]
+        assert len(quoted) >= 5
+        missing = [q for q in quoted if q not in code and not q.endswith("(...)")]
+        assert missing == []
