@@ -33,7 +33,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langchain_promptstrat.messages.keys import compute_keys, message_keys
 
-__all__ = ["EMPTY_HISTORY", "HistoryKey", "ReplayMemo", "call_points", "history_key", "is_call_point"]
+__all__ = ["EMPTY_HISTORY", "HistoryKey", "ReplayMemo", "call_points", "describes", "history_key", "is_call_point"]
 
 
 def call_points(messages: Sequence[BaseMessage], after: int = 0) -> list[int]:
@@ -86,6 +86,20 @@ def history_key(messages: Sequence[BaseMessage], start: HistoryKey | None = None
     if length and start.refs[0]() is messages[0] and start.refs[-1]() is messages[length - 1]:  # the same objects: key the new ones
         return HistoryKey(start.refs + tuple(map(weakref.ref, messages[length:])), start.keys + compute_keys(messages[length:]))
     return HistoryKey(tuple(map(weakref.ref, messages)), message_keys(messages))
+
+
+def describes(history: HistoryKey, messages: Sequence[BaseMessage]) -> bool:
+    """Return whether ``history`` is the key of the first messages of ``messages``: the same objects, or equal ones.
+
+    What a state claims to describe is checked before it is resumed, so a conversation
+    edited behind it is replayed again, never trusted.
+    """
+    n = history.length
+    if n > len(messages):
+        return False
+    if all(map(operator.is_, map(_DEREF, history.refs), messages[:n])):
+        return True
+    return message_keys(messages)[:n] == history.keys
 
 
 class Remembered(Protocol):

@@ -89,7 +89,7 @@ from langchain_promptstrat.messages import (
     shorten_tool_output,
     task_index,
 )
-from langchain_promptstrat.messages.history_memo import EMPTY_HISTORY, HistoryKey, ReplayMemo, call_points, history_key
+from langchain_promptstrat.messages.history_memo import EMPTY_HISTORY, HistoryKey, ReplayMemo, call_points, describes, history_key
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.strategies.epoch_machinery.boundary import EpochState, epoch_boundary
@@ -115,6 +115,7 @@ __all__ = [
     "call_fates",
     "count_edges",
     "front_drop_edge",
+    "replay_history",
     "shorten_tools_epoch_stable",
     "stable_boundary",
     "whole_from",
@@ -510,16 +511,19 @@ class BoundedMemo(ReplayMemo[Replay]):
         """Per-message token costs for the counter last used (a cache: never changes a result)."""
 
 
-def replay_history(source: list[BaseMessage], budget: int, settings: Settings, costs: Costs, memo: BoundedMemo | None) -> Replay:
-    """Return the replay of ``source``'s call points under ``budget``: a pure function of the history.
+def replay_history(start: Replay | None, source: list[BaseMessage], budget: int, settings: Settings, costs: Costs) -> Replay:
+    """Return the replay of ``source``'s call points under ``budget``, advanced from ``start``: a pure function of the history.
 
-    A replay remembered for a call point of ``source`` whose history equals the start of
-    ``source`` (the same objects, or equal ones loaded again) resumes: only the messages after it are indexed,
-    counted and replayed. That is safe because every prefix of a history has the same call
-    points up to its length and the replay of a call point reads nothing after it, so the
-    resumed replay is the one a replay from the first message would reach.
+    The rule's state is this value: ``start`` (the replay of an earlier call of the same
+    conversation, or None) advanced by the calls after it. ``start`` is used only when it
+    describes the first messages of ``source`` (the same objects, or equal ones loaded again)
+    under the same budget; else the replay starts from the first message. Resuming is safe
+    because every prefix of a history has the same call points up to its length and the
+    replay of a call point reads nothing after it, so the resumed replay is the one a replay
+    from the first message would reach.
     """
-    start = memo.recall(source, budget) if memo is not None else None
+    if start is not None and (start.budget != budget or not describes(start.history, source)):
+        start = None
     if start is None:
         replay = Replay(EMPTY_HISTORY, budget, ToolIndex(), StepCosts(), Edges())
     else:
@@ -540,6 +544,12 @@ def replay_history(source: list[BaseMessage], budget: int, settings: Settings, c
     replay.previous_edges = _edges_before(replay, previous)
     replay.previous = next(((e, t) for point, e, t in reversed(replay.recent) if point == previous), None)
     replay.history = history_key(source, start.history if start is not None else None)
+    return replay
+
+
+def _replay(source: list[BaseMessage], budget: int, settings: Settings, costs: Costs, memo: BoundedMemo | None) -> Replay:
+    """Return :func:`replay_history` of ``source``, advanced from the replay ``memo`` remembers for its longest call point."""
+    replay = replay_history(memo.recall(source, budget) if memo is not None else None, source, budget, settings, costs)
     if memo is not None:
         memo.remember(replay, budget=budget)
     return replay
@@ -865,7 +875,7 @@ def _compact(
         previous_edges = (before.compaction_edge, before.drop_edge) if before is not None else (0, 0)
         previous_state: tuple[Edges, int] | None = (count_edges(before), before_total)
     else:
-        replay = replay_history(source, budget, settings, costs, memo)
+        replay = _replay(source, budget, settings, costs, memo)
         index, edges, total, previous_edges = replay.index, replay.edges, replay.steps.total, replay.previous_edges
         previous_state = replay.previous
 
@@ -874,7 +884,7 @@ def _compact(
         # edges that moved over calls whose fate stays the same change nothing: say so only when bytes changed
         before_history = source[:previous]
         if previous_state is None:  # the previous call's history is no call point of this one: replay it
-            replay_before = replay_history(before_history, budget, settings, costs, memo)
+            replay_before = _replay(before_history, budget, settings, costs, memo)
             previous_state = replay_before.edges, replay_before.steps.total
         prompt_before, _, head_before = _edges_applied(before_history, index, *previous_state, (0, 0), settings)
         if max_tokens is not None:
