@@ -72,7 +72,6 @@ from typing_extensions import Unpack
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langchain_promptstrat._memo import IdentityMemo
 from langchain_promptstrat.ceiling import Ceiling, MaxTokens, check_max_tokens, resolve_ceiling
 from langchain_promptstrat.errors import ContextWindowError
 from langchain_promptstrat.messages import (
@@ -89,7 +88,7 @@ from langchain_promptstrat.messages import (
     shorten_tool_output,
     task_index,
 )
-from langchain_promptstrat.messages.history_memo import EMPTY_HISTORY, HistoryKey, ReplayMemo, call_points, describes, history_key
+from langchain_promptstrat.messages.history_memo import EMPTY_HISTORY, HistoryKey, IdentityMemo, ReplayMemo, call_points, describes, history_key
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.strategies.epoch_machinery.boundary import EpochState, epoch_boundary
