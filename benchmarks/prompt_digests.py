@@ -10,6 +10,11 @@ th call is also computed by a fresh strategy object (no memo), which must give t
 
     python benchmarks/prompt_digests.py record /tmp/digests.json     # on the code before the change
     python benchmarks/prompt_digests.py check /tmp/digests.json      # after: exit 1 on any difference
+
+``--strategy NAME`` records another strategy the same way instead (``shorten_tools_epoch``,
+``shorten_tools_epoch_increment``, ``dedupe_outputs``: one object per run, built by its registry
+name with the default settings, called before every model call, a fresh object every
+``--fresh-every``-th call), on the same runs without a ceiling.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from langchain_promptstrat.conversation_file import read_conversation
 from langchain_promptstrat.replay import find_transcripts, transcript_prompts
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable, shorten_tools_epoch_stable
+from langchain_promptstrat.strategy_names import get_strategy
 from langchain_promptstrat.testing import iter_agent_run
 
 REALRUNS = Path(os.environ.get("PROMPTSTRAT_REALRUNS") or Path(__file__).resolve().parents[1].parent / "shared" / "realruns")
@@ -86,6 +92,26 @@ def compute(calls: int, fresh_every: int) -> dict[str, list[list[str]]]:
     return out
 
 
+def compute_named(name: str, calls: int, fresh_every: int) -> dict[str, list[list[str]]]:
+    """Return ``{case: [[prompt digest, report digest], ...]}`` for the registry strategy ``name`` (the runs without a ceiling)."""
+    out: dict[str, list[list[str]]] = {}
+    for case, prompts, ceiling in cases(calls):
+        if ceiling is not None and not case.endswith("1000calls/60000"):
+            continue
+        strategy = get_strategy(name)
+        rows = []
+        for n, prompt in enumerate(prompts):
+            result = strategy.compact(list(prompt))
+            rows.append([digest(result.messages), report_digest(result.report)])
+            if fresh_every and n % fresh_every == fresh_every - 1:
+                fresh = get_strategy(name).compact(list(prompt))
+                if digest(fresh.messages) != rows[-1][0]:
+                    raise SystemExit(f"{case} call {n}: a fresh strategy object sends different bytes")
+        out[case] = rows
+        print(f"{case}: {len(rows)} prompts", file=sys.stderr)
+    return out
+
+
 def record_or_check(mode: str, file: str, now: dict[str, list[list[str]]]) -> int:
     """Write ``now`` to ``file`` (``record``), or compare it with the record there (``check``); return the exit status."""
     total = sum(len(rows) for rows in now.values())
@@ -121,8 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("file")
     parser.add_argument("--calls", type=int, default=400)
     parser.add_argument("--fresh-every", type=int, default=40)
+    parser.add_argument("--strategy", help="record this registry strategy instead of the default (see above)")
     args = parser.parse_args(argv)
-    now = compute(args.calls, args.fresh_every)
+    now = compute_named(args.strategy, args.calls, args.fresh_every) if args.strategy else compute(args.calls, args.fresh_every)
     return record_or_check(args.mode, args.file, now)
 
 if __name__ == "__main__":

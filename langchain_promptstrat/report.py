@@ -16,7 +16,6 @@ from typing import Any, NamedTuple
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
-from langchain_promptstrat._memo import SizedCache
 from langchain_promptstrat.messages import message_chars
 from langchain_promptstrat.messages.keys import message_keys
 
@@ -91,27 +90,6 @@ def make_report(
     )
 
 
-_CHARS_MEMO_SIZE = 100_000
-_chars_memo: SizedCache[int, int] = SizedCache(_CHARS_MEMO_SIZE)
-_remembered_chars = _chars_memo.lookup
-
-
-def _chars(message: BaseMessage, key: int) -> int:
-    """Return message_chars(message), remembered by its :func:`~langchain_promptstrat.messages.keys.message_key` ``key``.
-
-    Strategies run before every model call on a conversation that only grows, so the same
-    messages are measured again and again, and a conversation loaded from a checkpoint
-    holds equal messages as new objects: keyed by what the message is, neither is measured
-    twice. Bounded by a count, holding no message.
-    """
-    entry = _remembered_chars(key)
-    if entry is not None:
-        return entry[0]
-    n = message_chars(message)
-    _chars_memo.put(key, n, 1)
-    return n
-
-
 def _same(a: Sequence[BaseMessage], b: Sequence[BaseMessage]) -> bool:
     return len(a) == len(b) and all(map(operator.is_, a, b))
 
@@ -146,7 +124,7 @@ class _RunningChars:
         n = len(keys)
         best = next((item for item in items if len(item[0]) <= n and item[0] == keys[: len(item[0])]), None)
         done = len(best[0]) if best is not None else 0
-        total = (best[1] if best is not None else 0) + sum(map(_chars, messages[done:], keys[done:]))
+        total = (best[1] if best is not None else 0) + sum(map(message_chars, messages[done:]))
         with self._lock:
             self._items = [*self._items[-(self.size - 1):], (keys, total)]
         return total

@@ -140,7 +140,11 @@ class Settings:
     stable_tool_call_threshold: int = _setting(
         120, "STABLE_TOOL_CALL_THRESHOLD", int, doc="No compaction at or below this many tool calls."
     )
-    stable_full_tool_calls: int = _setting(20, "STABLE_FULL_TOOL_CALLS", int, doc="The most recent tool calls kept whole.")
+    stable_full_tool_calls: int = _setting(
+        20, "STABLE_FULL_TOOL_CALLS", int,
+        doc="At most this many tool calls beyond the epoch's new ones stay whole; under a ceiling, also at most "
+        "stable_whole_ratio of it (at 0.0, the default, only the newest step stays whole).",
+    )
     stable_epoch_size: int = _setting(
         80, "STABLE_EPOCH_SIZE", int, doc="New tool calls before the whole ones graduate to shortened."
     )

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import hashlib
 
-from langchain_promptstrat._memo import SizedCache
-
 __all__ = [
     "DEFAULT_ARGUMENT_SIZE",
     "DEFAULT_OUTPUT_SIZE",
@@ -37,11 +35,6 @@ def _marker(s: str) -> str:
     return f"<...{len(s)} - {_md5_prefix(s)}...>"
 
 
-_TRUNCATED_CHARS = 4_000_000
-_truncated: SizedCache[tuple[str, int], str] = SizedCache(_TRUNCATED_CHARS)
-_lookup = _truncated.lookup
-
-
 def truncate_string(s: str, max_length: int = DEFAULT_TRUNCATE_SIZE) -> str:
     """Return ``s`` unchanged when it fits, else its head, an md5 marker, and its tail.
 
@@ -49,31 +42,11 @@ def truncate_string(s: str, max_length: int = DEFAULT_TRUNCATE_SIZE) -> str:
     the tail ``half`` characters, where ``half = (max_length - len(marker)) // 2`` — the
     reference's exact layout. When ``max_length`` cannot even hold the marker, the result is
     the marker alone (or ``s`` when even that is not shorter): never a negative slice that would leak the whole string or garbage.
-
-    Results are cached by content: a strategy re-shortens the same old outputs on every call
-    of an epoch, and a cache hit costs one hash lookup (Python strings cache their hash).
-    The cache holds the strings it was given, so it is bounded by their total length
-    (a few megabytes), not by a count: it cannot pin a finished conversation's outputs.
     """
     if max_length < 0:
         raise ValueError(f"max_length must be >= 0, got {max_length}")
     if len(s) <= max_length:
         return s
-    key = (s, max_length)
-    entry = _lookup(key)
-    if entry is not None:
-        return entry[0]
-    short = _truncate(s, max_length)
-    _truncated.put(key, short, len(s) + len(short))
-    return short
-
-
-def clear_cache() -> None:
-    """Forget every remembered truncation (for measurements; results never depend on it)."""
-    _truncated.clear()
-
-
-def _truncate(s: str, max_length: int) -> str:
     marker = _marker(s)
     half = (max_length - len(marker)) // 2
     if half <= 1:

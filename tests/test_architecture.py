@@ -300,6 +300,21 @@ def test_every_module_opens_with_a_docstring():
     assert missing == []
 
 
+def test_no_public_function_takes_a_private_keyword():
+    """A public function or method never takes a ``_name`` parameter: a private switch (a memo, a comparison flag) on a
+    public signature lets callers depend on the implementation, and lets a strategy call itself with it."""
+    found = []
+    for name, path in module_files().items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        public_classes = [c for c in tree.body if isinstance(c, ast.ClassDef) and not c.name.startswith("_")]
+        for node in [*tree.body, *(item for c in public_classes for item in c.body)]:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_"):
+                args = node.args
+                every = [*args.posonlyargs, *args.args, *args.kwonlyargs, *filter(None, (args.vararg, args.kwarg))]
+                found += [f"{name}.{node.name}({a.arg})" for a in every if a.arg.startswith("_")]
+    assert found == []
+
+
 # --------------------------------------------------------------------------- strategies/: a module per strategy
 
 

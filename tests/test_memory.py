@@ -11,7 +11,7 @@ import pytest
 from langchain_core.messages import BaseMessage
 
 from langchain_promptstrat import prepare_prompt
-from langchain_promptstrat._memo import IdentityMemo, SizedCache
+from langchain_promptstrat.messages.history_memo import IdentityMemo, SizedCache
 from langchain_promptstrat.testing import build_agent_run
 
 # Every strategy with a cache of its own: the epoch heads and repeat keys, the report's

@@ -8,7 +8,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from langchain_promptstrat import shorten_string, truncate_string
-from langchain_promptstrat.truncation import clear_cache as clear_truncation_cache
 
 
 def md5_5(s: str) -> str:
@@ -53,9 +52,7 @@ class TestTruncateString:
     @given(texts, st.integers(0, 800))
     def test_same_input_gives_the_same_bytes(self, s, size):
         """Truncation is a pure function of its input: prompt caching depends on it."""
-        clear_truncation_cache()
         first = truncate_string(s, size)
-        clear_truncation_cache()
         assert truncate_string(s, size) == first
 
     @given(texts, st.integers(40, 800))

@@ -17,6 +17,13 @@ objects, checked first in C. It holds no message alive; what a state holds is th
 strategy's business (indices and its own edited copies, bounded by the characters given
 to :meth:`ReplayMemo.remember`).
 
+The two bounded tables every other memo of the package is built from live here too:
+:class:`IdentityMemo` (a value per live object, held weakly, bounded by a count: a
+strategy object's token costs, the token counter's) and :class:`SizedCache` (a value per
+equal key, bounded by the total size of what it holds). Both are safe to share between
+threads: lookups and inserts are single dict operations under the GIL, eviction runs under
+a lock, and the weakref callback takes no lock.
+
 Must not decide anything: the strategies' steps do.
 """
 
@@ -33,7 +40,17 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langchain_promptstrat.messages.keys import compute_keys, message_keys
 
-__all__ = ["EMPTY_HISTORY", "HistoryKey", "ReplayMemo", "call_points", "history_key", "is_call_point"]
+__all__ = [
+    "EMPTY_HISTORY",
+    "HistoryKey",
+    "IdentityMemo",
+    "ReplayMemo",
+    "SizedCache",
+    "call_points",
+    "describes",
+    "history_key",
+    "is_call_point",
+]
 
 
 def call_points(messages: Sequence[BaseMessage], after: int = 0) -> list[int]:
@@ -86,6 +103,20 @@ def history_key(messages: Sequence[BaseMessage], start: HistoryKey | None = None
     if length and start.refs[0]() is messages[0] and start.refs[-1]() is messages[length - 1]:  # the same objects: key the new ones
         return HistoryKey(start.refs + tuple(map(weakref.ref, messages[length:])), start.keys + compute_keys(messages[length:]))
     return HistoryKey(tuple(map(weakref.ref, messages)), message_keys(messages))
+
+
+def describes(history: HistoryKey, messages: Sequence[BaseMessage]) -> bool:
+    """Return whether ``history`` is the key of the first messages of ``messages``: the same objects, or equal ones.
+
+    What a state claims to describe is checked before it is resumed, so a conversation
+    edited behind it is replayed again, never trusted.
+    """
+    n = history.length
+    if n > len(messages):
+        return False
+    if all(map(operator.is_, map(_DEREF, history.refs), messages[:n])):
+        return True
+    return message_keys(messages)[:n] == history.keys
 
 
 class Remembered(Protocol):
@@ -175,3 +206,136 @@ class ReplayMemo(Generic[S]):
 
 def _length(state: Remembered) -> int:
     return state.history.length
+
+
+# ---- the bounded tables ---------------------------------------------------------------------
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+class _KeyedRef(weakref.ref):  # type: ignore[type-arg]
+    """A weak reference that remembers the memo key it was stored under."""
+
+    __slots__ = ("key",)
+
+    key: int
+
+    def __new__(cls, obj: Any, callback: Any, key: int) -> _KeyedRef:
+        self = super().__new__(cls, obj, callback)
+        self.key = key
+        return self
+
+    def __init__(self, obj: Any, callback: Any, key: int) -> None:
+        super().__init__(obj, callback)  # type: ignore[call-arg]  # weakref.ref takes them; typeshed omits __init__
+
+
+class IdentityMemo(Generic[V]):
+    """A value per live object, found by identity, holding the object only weakly.
+
+    ``check`` values given to :meth:`put` are compared on :meth:`get` (identity first, then
+    equality), so an object whose fields were replaced by different values
+    (``message.content = ...``) is a miss. They should be
+    the object's own attributes: they are held while the entry lives, and the entry dies
+    with the object.
+    """
+
+    def __init__(self, max_entries: int) -> None:
+        """Remember at most ``max_entries`` objects (the oldest entry goes first); 0 disables."""
+        self.max_entries = max_entries
+        self._entries: dict[int, tuple[_KeyedRef, tuple[Any, ...], V]] = {}
+        self._lookup = self._entries.get  # bound once: get() is on every strategy's hot path
+        self._lock = threading.Lock()
+        entries = self._entries  # not self: the callback must not keep the memo alive
+
+        def forget(ref: _KeyedRef) -> None:
+            entry = entries.get(ref.key)
+            if entry is not None and entry[0] is ref:
+                entries.pop(ref.key, None)
+
+        self._forget = forget
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, obj: Any, *check: Any) -> V | None:
+        """Return the value remembered for ``obj`` with the same (or equal) ``check`` objects, else None.
+
+        The tuple comparison tries identity first, so the usual hit costs no content comparison.
+        """
+        entry = self._lookup(id(obj))
+        if entry is not None and entry[0]() is obj and entry[1] == check:
+            return entry[2]
+        return None
+
+    def put(self, obj: Any, value: V, *check: Any) -> None:
+        """Remember ``value`` for ``obj`` (and these ``check`` objects), evicting the oldest entries past the bound."""
+        if self.max_entries <= 0:
+            return
+        key = id(obj)
+        try:
+            ref = _KeyedRef(obj, self._forget, key)
+        except TypeError:  # not weakly referenceable: not remembered rather than kept alive
+            return
+        with self._lock:
+            entries = self._entries
+            while len(entries) >= self.max_entries:
+                try:
+                    entries.pop(next(iter(entries)))
+                except (StopIteration, KeyError, RuntimeError):
+                    break
+            entries[key] = (ref, check, value)
+
+    def clear(self) -> None:
+        """Forget every entry."""
+        with self._lock:
+            self._entries.clear()
+
+
+class SizedCache(Generic[K, V]):
+    """A value per equal key, bounded by the total size of the entries (oldest evicted first)."""
+
+    def __init__(self, max_size: int, max_entries: int | None = None) -> None:
+        """Hold entries whose sizes add up to at most ``max_size`` (and at most ``max_entries``); an entry larger than that is not kept."""
+        self.max_size = max_size
+        self.max_entries = max_entries
+        self.size = 0
+        self._entries: dict[K, tuple[V, int]] = {}
+        self.lookup = self._entries.get
+        """``lookup(key)``: the ``(value, size)`` stored under ``key``, or None (a C call, for hot paths)."""
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: K, default: Any = None) -> Any:
+        """Return the value stored under ``key``, else ``default``."""
+        entry = self._entries.get(key)
+        return default if entry is None else entry[0]
+
+    def put(self, key: K, value: V, size: int) -> None:
+        """Store ``value`` under ``key``, counting ``size`` against the bound."""
+        if size > self.max_size or self.max_entries == 0:
+            return
+        with self._lock:
+            entries = self._entries
+            old = entries.pop(key, None)
+            if old is not None:
+                self.size -= old[1]
+            while entries and (
+                self.size + size > self.max_size or (self.max_entries is not None and len(entries) >= self.max_entries)
+            ):
+                _, (_, evicted) = _pop_oldest(entries)
+                self.size -= evicted
+            entries[key] = (value, size)
+            self.size += size
+
+    def clear(self) -> None:
+        """Forget every entry."""
+        with self._lock:
+            self._entries.clear()
+            self.size = 0
+
+
+def _pop_oldest(entries: dict[Any, Any]) -> tuple[Any, Any]:
+    key = next(iter(entries))
+    return key, entries.pop(key)

@@ -8,7 +8,7 @@ and :func:`recorded_calls` read a message's calls from all of them, each call on
 :func:`repeat_key` says when two calls make the same request. :func:`openai_calls`,
 :func:`call_blocks` and :func:`keyed_calls` serve the sibling modules (the index and the
 edits); :func:`recorded_calls` also serves a reader of one message's calls (the token
-count, a transcript). Calls are remembered per live message.
+count, a transcript).
 
 Must not change a message (``edits`` does) nor know any strategy.
 """
@@ -20,8 +20,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
-
-from langchain_promptstrat._memo import IdentityMemo
 
 __all__ = [
     "CALL_BLOCK_TYPES",
@@ -125,23 +123,9 @@ def _call_name_and_args(message: AIMessage, call_id: str) -> tuple[str, Any]:
     return "", None
 
 
-_RECORDED_MEMO_SIZE = 100_000
-_recorded_memo: IdentityMemo[tuple[tuple[str, str, Any], ...]] = IdentityMemo(_RECORDED_MEMO_SIZE)
-
-
 def recorded_calls(message: AIMessage) -> Sequence[tuple[str, str, Any]]:
-    """Return ``(id, name, args)`` of each call ``message`` records, in order, each once.
-
-    Remembered per live message (held weakly, checked against the fields that record
-    calls): every strategy indexes the whole, growing conversation before each model call.
-    """
-    fields = message.__dict__
-    check = (fields.get("content"), fields.get("tool_calls"), fields.get("additional_kwargs"), fields.get("invalid_tool_calls"))
-    found = _recorded_memo.get(message, *check)
-    if found is None:
-        found = tuple(_read_recorded_calls(message))
-        _recorded_memo.put(message, found, *check)
-    return found
+    """Return ``(id, name, args)`` of each call ``message`` records, in order, each once."""
+    return _read_recorded_calls(message)
 
 
 def _read_recorded_calls(message: AIMessage) -> list[tuple[str, str, Any]]:
@@ -167,20 +151,6 @@ def repeat_key(name: str, args: Any) -> str:
     return name + "\x00" + json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
 
 
-_KEYED_MEMO_SIZE = 100_000
-_keyed_memo: IdentityMemo[tuple[tuple[str, str, Any, str], ...]] = IdentityMemo(_KEYED_MEMO_SIZE)
-
-
 def keyed_calls(message: AIMessage) -> tuple[tuple[str, str, Any, str], ...]:
-    """Return ``(id, name, args, repeat key)`` of each call ``message`` records (:func:`recorded_calls` with keys).
-
-    Remembered per live message like :func:`recorded_calls`, so each call's arguments are
-    serialised for its key once per message object, not at every model call.
-    """
-    fields = message.__dict__
-    check = (fields.get("content"), fields.get("tool_calls"), fields.get("additional_kwargs"), fields.get("invalid_tool_calls"))
-    found = _keyed_memo.get(message, *check)
-    if found is None:
-        found = tuple((call_id, name, args, repeat_key(name, args)) for call_id, name, args in recorded_calls(message))
-        _keyed_memo.put(message, found, *check)
-    return found
+    """Return ``(id, name, args, repeat key)`` of each call ``message`` records (:func:`recorded_calls` with keys)."""
+    return tuple((call_id, name, args, repeat_key(name, args)) for call_id, name, args in _read_recorded_calls(message))

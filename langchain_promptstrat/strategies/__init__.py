@@ -13,11 +13,10 @@ The layout is the convention a reader relies on:
   watermark replays). Its modules are named for what they hold; a strategy's module
   re-exports the public names its users import, as ``epoch`` and ``ladder`` do.
 
-A helper a single strategy needs stays in that strategy's module, unless that module
-would grow past what a reader can hold (~450 lines): then it goes in its family's
-subpackage, in modules named for it (``shorten_tools_epoch_stable``'s ``stable_rule``,
-``bounded_replay``, ... in ``epoch_machinery/``). One that several strategies need goes
-in a subpackage, never in a module that looks like a strategy.
+A helper a single strategy needs stays in that strategy's module, so its rule reads top
+to bottom in one place (``epoch_stable.py`` holds the default's rule, its replay and its
+prompt). One that several strategies need goes in a subpackage, never in a module that
+looks like a strategy.
 ``tests/test_architecture.py`` checks both rules. Each built-in is listed by registry key in
 :data:`langchain_promptstrat.strategy_names.BUILTIN_STRATEGIES`, imported on first use.
 """

@@ -1,115 +1,775 @@
-"""shorten_tools_epoch_stable: epochs that keep the front of the prompt byte-identical.
+"""shorten_tools_epoch_stable, the default strategy: its rule, top to bottom, then the strategy that applies it.
 
-A provider's prefix cache re-sends everything after the first message that changed. The
-reference epoch strategies change the *oldest* kept messages at every epoch advance (new
-drops at the front, and the notice with its new counts right after the first kept step),
-so every advance re-sends the whole prompt. This strategy keeps the epoch idea and orders
-its changes by what they cost the cache. In forward positions (1 = oldest output; a call
-shares its output's position), ``T`` outputs are split in three regions::
+A provider's prefix cache re-sends everything after the first message that changed, so the
+rule orders its changes by what they cost the cache. In forward positions (1 = oldest tool
+output; a call shares its output's position) a history's ``T`` outputs fall in four regions::
 
-    1 .. drop_edge                    dropped     the front: changes only at a front drop
-    drop_edge+1 .. compaction_edge    shortened   only ever appended to, at its end
-    compaction_edge+1 .. T            whole       the newest full calls and the epoch's new calls
+    1 .. head                   shortened   the kept head: fixed at the first drop under a ceiling
+    head+1 .. drop_edge         dropped     grows only at a front drop, by a chunk
+    drop_edge+1 .. compaction   shortened   only ever appended to, at its end
+    compaction+1 .. T           whole       the newest calls
 
-* The compaction edge is the reference's frozen edge with fixed epochs
-  (``pinned_total - full``, see :func:`~langchain_promptstrat.strategies.epoch.epoch_boundary`):
-  every ``stable_epoch_size`` calls, the calls that were whole become shortened. The prompt
-  changes from where the shortened region ended, so the system block, the task and every
-  call shortened before are still served from the cache.
-* The drop edge is a coarse function of the compaction edge alone
-  (:func:`front_drop_edge`): 0 while the shortened region holds at most
-  ``stable_max_compacted_tool_calls`` calls, then the smallest multiple of
-  ``stable_front_drop_chunk`` that brings it back under that bound. The front changes
-  rarely, by a large chunk at once, and only together with an advance.
-* The notice sits at the boundary, right after the step holding the last shortened call:
-  it moves and its counts change only when the boundary moves, where the prompt changes
-  anyway.
-* The newest occurrence of a repeated call stays whole, as in the reference, but whether a
-  frozen call is protected is decided against the history as it was when the call was
-  frozen, or at the last front drop if that came later (:meth:`StableState.decided_at`).
-  A newer occurrence takes the protection away at the next front drop, so repeated calls
-  never change the front in between.
+The edges (:class:`Edges`) only move forward, at the history's model calls, so the prompt is a
+function of the history alone. Three questions, each decided by one line:
 
-Everything is a pure function of the message list: the edges depend on ``T`` alone, the
-protection on the repeat keys of calls no newer than the current epoch's pinned total.
+**How many recent calls stay whole?** By count, every ``stable_epoch_size`` calls past
+``stable_tool_call_threshold`` the compaction edge moves to the epoch's ``pinned_total -
+stable_full_tool_calls`` (:func:`stable_boundary`: ``edge = max(epoch.frozen_edge, 0)``): the
+epoch's new calls and ``stable_full_tool_calls`` before them stay whole. Under a ceiling (the
+strategy object always has one) a *ceiling event* (the estimated prompt would cross it,
+:func:`advance`) moves the edge early to :func:`whole_from`: the newest step stays whole, and an
+older step joins it only while ``whole[t] - whole[ends[k]] <= whole_budget and t - ends[k] <=
+settings.stable_full_tool_calls``: at most ``stable_full_tool_calls`` calls within
+``stable_whole_ratio`` of the budget, so with its default of 0.0 only the newest step.
 
-**Under a context ceiling** (what :class:`ShortenToolsEpochStable` always applies, see
-:mod:`langchain_promptstrat.ceiling`) the call count is not enough: a few large outputs fill
-any window long before the threshold. The model calls of the history are replayed (the
-ladder's :func:`~langchain_promptstrat.strategies.ladder.call_points`, memoised per
-strategy object by the replay engine), and at each one the estimated prompt (prefix sums of
-each call's cost whole and shortened) is compared with the ceiling. Crossing it is an *event*: the compaction edge
-advances early to the end of the step before the newest one (only what follows the old edge
-is re-sent), and if the prompt is still above ``stable_low_ratio`` of the ceiling steps are
-dropped in one chunk down to ``stable_front_ratio``, so the front changes rarely.
-The edges only ever move forward, so the prompt is still a function of the history alone.
+**When does the front move?** Only at a front drop, which comes with an advance of the
+compaction edge: by count when the shortened region would hold more than
+``stable_max_compacted_tool_calls`` calls (:func:`front_drop_edge`: ``return min(chunk *
+-(-(compaction_edge - bound) // chunk), compaction_edge)``, whole chunks of
+``stable_front_drop_chunk``, so with the defaults once every 120 calls); under a ceiling when
+the advanced prompt is still above ``stable_low_ratio`` of the budget (:func:`ceiling_event`: ``if
+steps.estimate(c, edges.drop_edge, head) <= int(budget * settings.stable_low_ratio):`` is the
+test that returns without a drop).
 
-A drop does not start at the oldest step. The first one fixes a *kept head*: the oldest
-(shortened) steps that fit in ``stable_head_ratio`` of the ceiling. Every drop removes a
-chunk right after the head, so the system block, the task and the head stay the cached
-prefix of every later prompt; a drop re-sends only what follows the head, which is what
-makes a low watermark of 60% affordable (with the whole prompt re-sent at each drop, 40%
-was the most the price allowed). In forward positions, with a ceiling::
+**What goes first?** The oldest frozen calls after the kept head (:func:`call_fates`:
+``fates[number] = Fate.DROP if head < forward <= drop else Fate.SHORTEN``). The first drop
+under a ceiling fixes the kept head (the oldest steps within ``stable_head_ratio`` of the
+budget) and every drop takes whole steps after it, down to ``stable_front_ratio`` (``chosen =
+next(...)`` in :func:`ceiling_event`), so the system block, the task and the head stay the cached
+prefix. A dropped step takes its assistant message's narration with it and, under a ceiling,
+the loose messages of the dropped span, never the task nor the newest user message
+(:func:`_left_out`). The newest occurrence of a repeated call stays whole, decided against
+the history as it was when the call was frozen or at the last front drop
+(:meth:`Edges.decided_at`), so a newer occurrence changes the front only at the next drop.
 
-    1 .. head_edge                    shortened   the kept head: fixed at the first drop
-    head_edge+1 .. drop_edge          dropped     grows at each drop, by a chunk
-    drop_edge+1 .. compaction_edge    shortened
-    compaction_edge+1 .. T            whole
+A frozen call keeps a form fitted to its kind
+(:mod:`~langchain_promptstrat.strategies.epoch_machinery.shortened_form`: a file read keeps
+whole lines of its head and tail, any other output 400 characters, the narration of a step
+whose calls are all frozen ``stable_narration_chars``); the compaction notice
+(:mod:`~langchain_promptstrat.strategies.epoch_machinery.notice`) sits right after the step
+holding the last shortened call, so it moves only when the compaction edge does.
 
-A shortened call keeps a form fitted to its kind
-(:mod:`~langchain_promptstrat.strategies.epoch_machinery.shortened_form`): a call that read a
-file (``cat``, ``nl``, ``sed -n``, a ``read_file`` tool) keeps whole lines of its head and tail
-within ``stable_read_output_chars``, since that is where an agent's later edits and calls come
-from; any other output keeps the 400-character head and tail, and the narration of an
-assistant message whose calls are all shortened keeps ``stable_narration_chars`` (400).
-
-This module holds the strategy (:class:`ShortenToolsEpochStable`,
-:func:`shorten_tools_epoch_stable`) and the ladder fallback; its rule is one module,
-:mod:`~langchain_promptstrat.strategies.epoch_machinery.stable_rule` (the edges, how one
-model call moves them, how many recent calls stay whole, each call's fate), fed by
-``token_costs`` and ``bounded_replay`` (the history's model calls, resumed from the replay
-engine's memo) and applied by ``stable_prompt``.
+The module reads in that order: the regions by count; the edges and one model call
+(:func:`advance`); each frozen call's fate; what the rule reads (:class:`StepCosts`, each
+call's tokens whole and shortened as prefix sums); the replay of the history's model calls
+(:func:`replay_history`, resumed from the strategy object's :class:`BoundedMemo`, the replay
+engine's memo); the prompt (:func:`frozen_prompt`, its compacted head in the epoch strategies'
+head cache); the strategy (:func:`shorten_tools_epoch_stable`, :class:`ShortenToolsEpochStable`:
+the ceiling check, the ladder fallback for a giant output, the report).
 """
 
 from __future__ import annotations
 
+import bisect
+import functools
 import os
-from collections.abc import Sequence
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, TypedDict
 
 from typing_extensions import Unpack
 
-from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_promptstrat.ceiling import Ceiling, MaxTokens, check_max_tokens, resolve_ceiling
 from langchain_promptstrat.errors import ContextWindowError
-from langchain_promptstrat.messages import index_tool_calls, leading_system_count, shorten_tool_output, task_index
+from langchain_promptstrat.messages import (
+    Fate,
+    ToolCallRecord,
+    ToolIndex,
+    apply_fates,
+    edit_ai_message,
+    index_tool_calls,
+    is_real_user_message,
+    leading_system_count,
+    recorded_calls,
+    shorten_arguments,
+    shorten_tool_output,
+    task_index,
+)
+from langchain_promptstrat.messages.history_memo import EMPTY_HISTORY, HistoryKey, IdentityMemo, ReplayMemo, call_points, describes, history_key
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
-from langchain_promptstrat.strategies.epoch_machinery.bounded_replay import BoundedMemo, memo_costs, previous_length, replay_history
-from langchain_promptstrat.strategies.epoch_machinery.caches import Head
+from langchain_promptstrat.strategies.epoch_machinery.boundary import EpochState, epoch_boundary
+from langchain_promptstrat.strategies.epoch_machinery.caches import Head, encode_head, recall_head, remember_head
 from langchain_promptstrat.strategies.epoch_machinery.decisions import previous_total
-from langchain_promptstrat.strategies.epoch_machinery.notice import is_compaction_notice
-from langchain_promptstrat.strategies.epoch_machinery.stable_prompt import STRATEGY_NAME, frozen_prompt
-from langchain_promptstrat.strategies.epoch_machinery.stable_rule import StableState, count_edges, front_drop_edge, stable_boundary
-from langchain_promptstrat.strategies.epoch_machinery.token_costs import Costs
+from langchain_promptstrat.strategies.epoch_machinery.notice import compaction_notice, is_compaction_notice
+from langchain_promptstrat.strategies.epoch_machinery.shortened_form import ShortenedForm
 from langchain_promptstrat.strategies.ladder_machinery.plan import run_plan
 from langchain_promptstrat.strategies.ladder_machinery.rung import LadderPass, ladder_pass
-from langchain_promptstrat.strategies.ladder_machinery.vocabulary import CountTokens
+from langchain_promptstrat.strategies.ladder_machinery.vocabulary import CountTokens, message_counter
 from langchain_promptstrat.strategies.sliding_window import SlidingWindow
 from langchain_promptstrat.strategies.tool_results import ToolResults
 from langchain_promptstrat.strategy import PromptStrategy
-from langchain_promptstrat.tokens import as_token_counter, tool_schema_tokens
+from langchain_promptstrat.tokens import as_token_counter, missing_call_id_tokens, tool_schema_tokens
 
 __all__ = [
     "STRATEGY_NAME",
+    "Edges",
     "ShortenToolsEpochStable",
     "ShortenToolsEpochStableOptions",
     "StableState",
+    "advance",
+    "call_fates",
+    "count_edges",
     "front_drop_edge",
+    "replay_history",
     "shorten_tools_epoch_stable",
     "stable_boundary",
+    "whole_from",
 ]
+
+
+STRATEGY_NAME = "shorten_tools_epoch_stable"
+
+
+# ---- the regions by count ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StableState:
+    """Where the regions sit by count for ``epoch.total`` tool outputs, in forward positions (1 = oldest)."""
+
+    epoch: EpochState
+    """The fixed-size epoch, as :func:`~langchain_promptstrat.strategies.epoch.epoch_boundary` computes it."""
+    compaction_edge: int
+    """Forward positions at or below this are frozen (shortened or dropped); the rest are whole."""
+    drop_edge: int
+    """Forward positions at or below this are dropped."""
+    front_total: int
+    """``pinned_total`` of the first epoch with this drop edge: the front has not changed since."""
+
+
+@functools.lru_cache(maxsize=32)
+def _epoch_settings(settings: Settings) -> Settings:
+    """Return ``settings`` with the epoch keys :func:`epoch_boundary` reads set to the stable ones."""
+    return settings.replace(
+        epoch_tool_call_threshold=settings.stable_tool_call_threshold,
+        epoch_full_tool_calls=settings.stable_full_tool_calls,
+        epoch_compacted_tool_calls=settings.stable_max_compacted_tool_calls,
+        epoch_size=settings.stable_epoch_size,
+    )
+
+
+def front_drop_edge(compaction_edge: int, settings: Settings) -> int:
+    """Return the drop edge for ``compaction_edge``: 0, or a multiple of the chunk that bounds the shortened region.
+
+    While ``compaction_edge <= stable_max_compacted_tool_calls`` nothing is dropped. Past
+    it, the oldest calls go in multiples of ``stable_front_drop_chunk``: the smallest
+    multiple that leaves at most the maximum shortened. With the defaults (240, 120) the
+    shortened region holds 121..240 calls once it is full, and the front changes once
+    every 120 calls. Never past the compaction edge.
+    """
+    bound, chunk = settings.stable_max_compacted_tool_calls, settings.stable_front_drop_chunk
+    if compaction_edge <= bound:
+        return 0
+    return min(chunk * -(-(compaction_edge - bound) // chunk), compaction_edge)
+
+
+def stable_boundary(total: int, settings: Settings) -> StableState | None:
+    """Return the regions ``total`` outputs fall in by count, or None when nothing is compacted.
+
+    Nothing is compacted at or below ``stable_tool_call_threshold``, when
+    ``stable_epoch_size`` is 0, or when both ``stable_full_tool_calls`` and
+    ``stable_max_compacted_tool_calls`` are 0. Past the threshold the compaction edge moves
+    every ``stable_epoch_size`` outputs: calls ``threshold+1 .. threshold+size`` all see
+    ``pinned_total = threshold`` and a compaction edge of ``threshold - full``.
+    """
+    epoch = epoch_boundary(total, _epoch_settings(settings))
+    if epoch is None:
+        return None
+    edge = max(epoch.frozen_edge, 0)
+    drop = front_drop_edge(edge, settings)
+    index = epoch.epoch_index
+    while index > 0 and front_drop_edge(max(epoch.frozen_edge - (epoch.epoch_index - index + 1) * epoch.epoch_size, 0), settings) == drop:
+        index -= 1
+    front_total = epoch.pinned_total - (epoch.epoch_index - index) * epoch.epoch_size
+    return StableState(epoch, edge, drop, front_total)
+
+
+# ---- the edges and one model call ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Edges:
+    """Where the regions sit after a model call (forward positions; see the module docstring): the rule's whole state."""
+
+    compaction_edge: int = 0
+    prior_edge: int = 0
+    """The compaction edge before its last move (where the cache entry of the last event's re-send starts)."""
+    drop_edge: int = 0
+    token_drop_edge: int = 0
+    """The drop edge as far as a drop removed the loose messages too (the count rule drops calls only)."""
+    head: int = 0
+    """Forward positions at or below this are the kept head: set at the first ceiling-driven drop, never changed after."""
+    segments: tuple[tuple[int, int], ...] = ()
+    """``(edge, decided_at)``: calls up to ``edge`` (after the previous segment's) were frozen when the history had ``decided_at`` outputs."""
+    front_total: int = 0
+    """How many outputs the history had at the last front drop."""
+    events: int = 0
+    """Ceiling events so far."""
+    last_event: int | None = None
+    event_here: bool = False
+    """Whether the call just replayed was a ceiling event."""
+
+    def decided_at(self, forward: int, total: int) -> int:
+        """Return how many outputs the history had when the protection of the frozen call at ``forward`` was decided."""
+        at = total
+        for edge, decided in self.segments:
+            if forward <= edge:
+                at = decided
+                break
+        return max(at, self.front_total)
+
+    def latest_decision(self) -> int:
+        """Return the newest history length any frozen call's protection was decided at (calls after it are never read)."""
+        return max([self.front_total, *(d for _, d in self.segments)])
+
+
+def count_edges(state: StableState | None) -> Edges:
+    """Return the edges of the count-only rule (no ceiling) for ``state``: each epoch's calls decided at its pinned total."""
+    if state is None:
+        return Edges()
+    e = state.epoch
+    segments = tuple(
+        (state.compaction_edge - back * e.epoch_size, e.pinned_total - back * e.epoch_size)
+        for back in range(e.epoch_index, -1, -1)
+        if state.compaction_edge - back * e.epoch_size > 0
+    )
+    return Edges(state.compaction_edge, 0, state.drop_edge, 0, 0, segments, state.front_total)
+
+
+def whole_from(steps: StepCosts, budget: int, settings: Settings) -> int:
+    """Return where the whole region starts after a ceiling event: the oldest step end whose newer calls may all stay whole.
+
+    The newest step always stays whole; older steps join it while the calls after them
+    number at most ``stable_full_tool_calls`` and take at most ``stable_whole_ratio`` of
+    the budget (the count rule keeps ``stable_full_tool_calls`` beyond the epoch's new calls).
+    """
+    t, ends, whole = steps.total, steps.end_edges(), steps.whole
+    whole_budget = int(budget * settings.stable_whole_ratio)
+    newest = len(ends) - 2
+    edge = ends[newest] if newest >= 0 else 0
+    k = newest - 1
+    while k >= 0 and whole[t] - whole[ends[k]] <= whole_budget and t - ends[k] <= settings.stable_full_tool_calls:
+        edge = ends[k]
+        k -= 1
+    return edge
+
+
+def ceiling_event(edges: Edges, steps: StepCosts, budget: int, settings: Settings) -> Edges:
+    """Return ``edges`` brought under the ceiling: an early advance, then a chunked front drop to the low watermark."""
+    t = steps.total
+    edge = whole_from(steps, budget, settings)
+    if edge > edges.compaction_edge:  # advance as far as the whole region allows, never back
+        edges = replace(edges, segments=(*edges.segments, (edge, t)), prior_edge=edges.compaction_edge, compaction_edge=edge)
+    c, head = edges.compaction_edge, edges.head
+    if steps.estimate(c, edges.drop_edge, head) <= int(budget * settings.stable_low_ratio):
+        return edges
+    ends = steps.end_edges()
+    if edges.drop_edge == 0 and settings.stable_head_ratio > 0:
+        # the first drop: the oldest steps that fit in stable_head_ratio of the budget stay for good,
+        # so every later drop removes steps after them and their cache entry survives
+        limit = int(budget * settings.stable_head_ratio)
+        for e in ends:
+            if e >= c or steps.short[e] + steps.loose_before[e] > limit:
+                break
+            head = e
+    front = int(budget * settings.stable_front_ratio)
+    chosen = next((e for e in ends if max(edges.drop_edge, head) < e <= c and steps.estimate(c, e, head) <= front), c)
+    if chosen > max(edges.drop_edge, head):
+        edges = replace(edges, head=head, drop_edge=chosen, token_drop_edge=chosen, front_total=t)
+    return edges
+
+
+def advance(edges: Edges, steps: StepCosts, budget: int, settings: Settings) -> Edges:
+    """Return the edges at the model call ``steps`` has just reached (``steps.total`` outputs), from those of the previous one."""
+    t = steps.total
+    if edges.event_here:
+        edges = replace(edges, event_here=False)
+    state = stable_boundary(t, settings)
+    if state is not None:
+        if state.compaction_edge > edges.compaction_edge:
+            edges = replace(
+                edges, segments=(*edges.segments, (state.compaction_edge, state.epoch.pinned_total)),
+                prior_edge=edges.compaction_edge, compaction_edge=state.compaction_edge,
+            )
+        if state.drop_edge > max(edges.drop_edge, edges.head):
+            # under a ceiling a dropped call is dropped, repeat or not: the estimate counts it as gone
+            edges = replace(edges, drop_edge=state.drop_edge, token_drop_edge=state.drop_edge, front_total=max(edges.front_total, state.front_total))
+    # the estimate splits each assistant message evenly over its calls: act 1% early so the real count fits
+    if steps.estimate(edges.compaction_edge, edges.drop_edge, edges.head) > budget - budget // 100:
+        edges = replace(ceiling_event(edges, steps, budget, settings), events=edges.events + 1, last_event=t, event_here=True)
+    return edges
+
+
+# ---- each frozen call's fate -----------------------------------------------------------------
+
+
+def call_fates(calls: Sequence[ToolCallRecord], edges: Edges, total: int) -> tuple[dict[int, Fate], frozenset[int]]:
+    """Return the fate of each frozen call (by call number; absent: whole) and the calls kept whole as a repeat's newest occurrence.
+
+    ``calls`` are the completed calls, oldest output first; no call after the edges'
+    :meth:`~Edges.latest_decision` is read, so the fates hold until the edges move.
+    """
+    edge, head, drop, token_drop = edges.compaction_edge, edges.head, edges.drop_edge, edges.token_drop_edge
+    latest = edges.latest_decision()
+    occurrences: dict[str, list[int]] = {}
+    for call in calls:
+        if call.forward > latest:
+            break
+        occurrences.setdefault(call.key, []).append(call.forward)
+    fates: dict[int, Fate] = {}
+    rescued: set[int] = set()
+    for call in calls:
+        number, forward, key = call.number, call.forward, call.key
+        if forward > edge:
+            break
+        seen = occurrences.get(key)
+        if seen and seen[0] < forward and not head < forward <= token_drop:
+            later = bisect.bisect_right(seen, forward)
+            if later == len(seen) or seen[later] > edges.decided_at(forward, total):
+                rescued.add(number)
+                continue
+        fates[number] = Fate.DROP if head < forward <= drop else Fate.SHORTEN
+    return fates, frozenset(rescued)
+
+
+# ---- what the rule reads: each call's tokens, as prefix sums -------------------------------
+
+
+NOTICE_TOKENS = 90
+"""What the estimate reserves for the compaction notice (its text is about 80 tokens)."""
+
+
+class Costs:
+    """Per-message token costs for one counter: content, tool calls and call ids, remembered by message object.
+
+    The memos hold messages weakly and at most ``limit`` of them (a strategy object lives as
+    long as the hook or middleware that holds it, so it must never keep a finished
+    conversation alive); they never change a result, only how fast it comes.
+    """
+
+    limit = 200_000
+
+    def __init__(self, counter: CountTokens) -> None:
+        self.counter = counter
+        self.count_one = message_counter(counter)
+        self._seen: IdentityMemo[int] = IdentityMemo(self.limit)
+        self._short: IdentityMemo[int] = IdentityMemo(self.limit)
+
+    def whole(self, message: BaseMessage) -> int:
+        tokens = self._seen.get(message)
+        if tokens is None:
+            tokens = self.count_one(message) + missing_call_id_tokens(message, self.counter)
+            self._seen.put(message, tokens)
+        return tokens
+
+    def shortened(self, message: BaseMessage, form: ShortenedForm, record: ToolCallRecord | None = None) -> int:
+        """Return the tokens of ``message`` once shortened by ``form``: a tool output (``record`` is its call), or an assistant message with every call shortened.
+
+        ``form`` is one strategy's, the same for every call of a message, so the tokens are
+        remembered per message.
+        """
+        tokens = self._short.get(message)
+        if tokens is not None:
+            return tokens
+        short: BaseMessage | None
+        if isinstance(message, ToolMessage):
+            short = form(message, record) if record is not None else shorten_tool_output(message)
+        else:
+            short = edit_ai_message(message, shorten=[call_id for call_id, _, _ in recorded_calls(message)])  # type: ignore[arg-type]
+            if short is not None:
+                short = form.narration(short)
+        tokens = self.whole(short) if short is not None else 0
+        self._short.put(message, tokens)
+        return tokens
+
+    def __call__(self, messages: Sequence[BaseMessage], /) -> int:
+        return sum(map(self.whole, messages))
+
+
+@dataclass
+class StepCosts:
+    """The history's calls as prefix sums, in forward positions (1 = oldest output): what the rule's estimate reads.
+
+    ``whole``/``short`` are prefix sums of each call's cost kept whole or shortened (its
+    output plus its share of the assistant message), ``loose_before[f]`` the tokens of the
+    messages that are not part of a step (user messages, plain assistant text) placed
+    before output ``f``; ``fixed`` the system block and the task, always sent.
+    """
+
+    fixed: int = 0
+    whole: list[int] = field(default_factory=lambda: [0])
+    short: list[int] = field(default_factory=lambda: [0])
+    loose_before: list[int] = field(default_factory=lambda: [0])
+    loose_after: int = 0
+    """Loose tokens after the newest output (position ``T``), not yet closed by a later output."""
+    ends: list[int] = field(default_factory=list)
+    """Forward positions that end a step, ascending."""
+    keys: set[str] = field(default_factory=set)
+    """Repeat keys of the calls seen so far."""
+    last_ai: int = -1
+
+    def copy(self) -> StepCosts:
+        return StepCosts(
+            self.fixed, list(self.whole), list(self.short), list(self.loose_before), self.loose_after,
+            list(self.ends), set(self.keys), self.last_ai,
+        )
+
+    @property
+    def total(self) -> int:
+        return len(self.whole) - 1
+
+    def estimate(self, compaction: int, drop: int, head: int) -> int:
+        """Return the estimated tokens of the prompt with these edges (the notice included when anything is frozen).
+
+        Positions ``head+1 .. drop`` are dropped, ``.. compaction`` shortened, the rest whole.
+        """
+        t = self.total
+        h = min(head, drop)
+        loose = self.loose_before[t] + self.loose_after - self.loose_before[drop] + self.loose_before[h]
+        notice = NOTICE_TOKENS if compaction else 0
+        kept_short = self.short[h] + self.short[compaction] - self.short[drop]
+        return self.fixed + loose + notice + kept_short + self.whole[t] - self.whole[compaction]
+
+    def end_edges(self) -> list[int]:
+        """Return every step end, the newest output included."""
+        t = self.total
+        return self.ends + [t] if t and (not self.ends or self.ends[-1] != t) else list(self.ends)
+
+    def add(
+        self, messages: Sequence[BaseMessage], start: int, stop: int, index: ToolIndex, costs: Costs, task: int | None, system: int,
+        form: ShortenedForm,
+    ) -> None:
+        """Add the costs of ``messages[start:stop]`` (``index`` is their tool-call index; ``form`` shortens a call)."""
+        completed_per_ai, call_of_output = index.completed_per_ai, index.call_of_output
+        for i in range(start, stop):
+            message = messages[i]
+            if i < system or i == task:
+                self.fixed += costs.whole(message)
+                continue
+            number = call_of_output.get(i) if isinstance(message, ToolMessage) else None
+            if number is None:
+                if isinstance(message, AIMessage) and completed_per_ai.get(i, 0):
+                    continue  # its cost goes to its calls, as their outputs arrive
+                self.loose_after += costs.whole(message)
+                continue
+            record = index.calls[number]
+            ai = messages[record.ai_index]
+            n = completed_per_ai.get(record.ai_index, 0)
+            ai_whole, ai_short = costs.whole(ai), costs.shortened(ai, form)
+            first = record.ai_index != self.last_ai
+            share_whole = ai_whole // n + (ai_whole % n if first else 0)
+            share_short = ai_short // n + (ai_short % n if first else 0)
+            t = self.total
+            if first and t and (not self.ends or self.ends[-1] != t):
+                self.ends.append(t)
+            self.last_ai = record.ai_index
+            self.loose_before.append(self.loose_before[t] + self.loose_after)
+            self.loose_after = 0
+            whole = costs.whole(message) + share_whole
+            key = record.key
+            # a repeated call may stay whole in the shortened region (the newest occurrence is protected): count it whole
+            short = whole if key in self.keys else costs.shortened(message, form, record) + share_short
+            self.keys.add(key)
+            self.whole.append(self.whole[t] + whole)
+            self.short.append(self.short[t] + short)
+
+
+# ---- the replay: the history's model calls, each through the rule --------------------------
+
+
+@dataclass
+class Replay:
+    """Where a replay of the ceiling stands after the call point ``len(history)``: the rule's edges and what feeds them."""
+
+    history: HistoryKey
+    """The history replayed so far, as the replay engine keys it (weakly, and by content)."""
+    budget: int
+    index: ToolIndex
+    """The tool-call index of ``history``: a replay that resumes extends it by the new messages (see :func:`replay_history`)."""
+    steps: StepCosts
+    edges: Edges
+    recent: list[tuple[int, Edges, int]] = field(default_factory=list)
+    """``(call point, edges, outputs counted)`` after each of the last call points replayed."""
+    previous_edges: tuple[int, int] = (0, 0)
+    """The compaction and drop edges of the previous model call's prompt (see :func:`_edges_before`)."""
+    previous: tuple[Edges, int] | None = None
+    """The edges and outputs counted at the previous model call's history (everything before the newest assistant
+    message), when that history is one of the recent call points: what its prompt is built from."""
+
+
+class BoundedMemo(ReplayMemo[Replay]):
+    """The recent replays of one strategy object (the replay engine's memo), and the token costs of its counter."""
+
+    def __init__(self) -> None:
+        super().__init__(8)
+        self.costs: Costs | None = None
+        """Per-message token costs for the counter last used (a cache: never changes a result)."""
+
+
+def replay_history(start: Replay | None, source: list[BaseMessage], budget: int, settings: Settings, costs: Costs) -> Replay:
+    """Return the replay of ``source``'s call points under ``budget``, advanced from ``start``: a pure function of the history.
+
+    The rule's state is this value: ``start`` (the replay of an earlier call of the same
+    conversation, or None) advanced by the calls after it. ``start`` is used only when it
+    describes the first messages of ``source`` (the same objects, or equal ones loaded again)
+    under the same budget; else the replay starts from the first message. Resuming is safe
+    because every prefix of a history has the same call points up to its length and the
+    replay of a call point reads nothing after it, so the resumed replay is the one a replay
+    from the first message would reach.
+    """
+    if start is not None and (start.budget != budget or not describes(start.history, source)):
+        start = None
+    if start is None:
+        replay = Replay(EMPTY_HISTORY, budget, ToolIndex(), StepCosts(), Edges())
+    else:
+        replay = Replay(start.history, budget, start.index, start.steps.copy(), start.edges, list(start.recent), start.previous_edges, start.previous)
+    done = replay.history.length
+    index = replay.index = replay.index.extend(source)
+    task = task_index(source)
+    system = leading_system_count(source)
+    steps, edges = replay.steps, replay.edges
+    form = ShortenedForm(settings.stable_read_output_chars, settings.stable_narration_chars)
+    for point in call_points(source, after=done):
+        steps.add(source, done, point, index, costs, task, system, form)
+        done = point
+        edges = advance(edges, steps, budget, settings)
+        replay.recent = [*replay.recent[-(_RECENT_POINTS - 1):], (point, edges, steps.total)]
+    replay.edges = edges
+    previous = previous_length(source)
+    replay.previous_edges = _edges_before(replay, previous)
+    replay.previous = next(((e, t) for point, e, t in reversed(replay.recent) if point == previous), None)
+    replay.history = history_key(source, start.history if start is not None else None)
+    return replay
+
+
+def _replay(source: list[BaseMessage], budget: int, settings: Settings, costs: Costs, memo: BoundedMemo | None) -> Replay:
+    """Return :func:`replay_history` of ``source``, advanced from the replay ``memo`` remembers for its longest call point."""
+    replay = replay_history(memo.recall(source, budget) if memo is not None else None, source, budget, settings, costs)
+    if memo is not None:
+        memo.remember(replay, budget=budget)
+    return replay
+
+
+_RECENT_POINTS = 16
+
+
+def _edges_before(replay: Replay, previous: int) -> tuple[int, int]:
+    """Return the edges at the previous model call (the newest call point at or before ``previous`` messages).
+
+    Not simply those of the call point before the last: a history may hold call points where
+    no model was called (a user message right after the tool outputs), and an edge that moved
+    there still changed the prompt since the previous one.
+    """
+    for point, edges, _ in reversed(replay.recent):
+        if point <= previous:
+            return edges.compaction_edge, edges.drop_edge
+    if len(replay.recent) < _RECENT_POINTS:  # every point was kept: the previous call came before any
+        return 0, 0
+    oldest = replay.recent[0][1]  # older than what is kept: the oldest edges known
+    return oldest.compaction_edge, oldest.drop_edge
+
+
+def previous_length(messages: Sequence[BaseMessage]) -> int:
+    """Return the length of :func:`_previous_history` without copying it."""
+    for i in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[i], AIMessage):
+            return i
+    return 0
+
+
+def memo_costs(memo: BoundedMemo, counter: CountTokens) -> Costs:
+    costs = memo.costs
+    if costs is None or costs.counter is not counter:
+        costs = memo.costs = Costs(counter)
+    return costs
+
+
+# ---- the prompt: the edges applied ---------------------------------------------------------
+
+
+def step_end(messages: Sequence[BaseMessage], outputs: Sequence[int], forward: int) -> int:
+    """Return the index right after the step holding output ``forward``: after its last ToolMessage."""
+    j = outputs[forward - 1] + 1
+    while j < len(messages) and isinstance(messages[j], ToolMessage):
+        j += 1
+    return j
+
+
+def _left_out(source: list[BaseMessage], index: ToolIndex, fates: dict[int, Fate], drop_end: int, keep: set[int], head_end: int) -> set[int]:
+    """Return the indices of the assistant messages whose calls are all dropped (their narration goes with them), their outputs, and the loose messages from ``head_end`` to ``drop_end``.
+
+    ``keep`` holds indices never removed (the task, the newest user message).
+    """
+    completed_per_ai, calls_per_ai = index.completed_per_ai, index.calls_per_ai
+    dropped_by_ai: dict[int, int] = {}
+    for number, fate in fates.items():
+        if fate is Fate.DROP:
+            ai = index.calls[number].ai_index
+            dropped_by_ai[ai] = dropped_by_ai.get(ai, 0) + 1
+    gone = [ai for ai, n in dropped_by_ai.items() if n == completed_per_ai.get(ai, 0) and len(calls_per_ai.get(ai, ())) == n]
+    remove = set(gone)
+    for ai in gone:
+        remove.update(o for o in (index.calls[number].output_index for number in calls_per_ai[ai]) if o is not None)
+    for i in range(head_end, drop_end):
+        m = source[i]
+        if i in keep or i in remove or isinstance(m, (SystemMessage, ToolMessage)):
+            continue
+        if isinstance(m, AIMessage) and completed_per_ai.get(i, 0):
+            continue
+        remove.add(i)
+    return remove
+
+
+def _really_shortened(
+    source: Sequence[BaseMessage], index: ToolIndex, fates: dict[int, Fate], form: ShortenedForm, short_outputs: Mapping[int, BaseMessage],
+) -> int:
+    """Return how many calls marked SHORTEN change when shortened (output, arguments or narration): the notice counts only those.
+
+    ``short_outputs`` holds each such call's output as shortened, by message index.
+    """
+    changed = 0
+    narration_of: dict[int, bool] = {}  # assistant message index -> whether its narration is shortened and changes
+    if form.narration_chars:
+        calls_of: dict[int, int] = {}
+        frozen_of: dict[int, int] = {}
+        for number, record in enumerate(index.calls):
+            calls_of[record.ai_index] = calls_of.get(record.ai_index, 0) + 1
+            if number in fates:
+                frozen_of[record.ai_index] = frozen_of.get(record.ai_index, 0) + 1
+        for ai, n in frozen_of.items():
+            message = source[ai]
+            narration_of[ai] = n == calls_of[ai] and isinstance(message, AIMessage) and form.narration(message) is not message
+    for number, fate in fates.items():
+        if fate is not Fate.SHORTEN:
+            continue
+        record = index.calls[number]
+        output_index = record.output_index
+        if (
+            short_outputs[output_index] is not source[output_index]  # type: ignore[index]
+            or shorten_arguments(record.args) is not record.args
+            or narration_of.get(record.ai_index, False)
+        ):
+            changed += 1
+    return changed
+
+
+def _frozen_key(edges: Edges) -> tuple[Any, ...] | None:
+    """Return what the compacted head depends on besides the messages it reads, or None when it also depends on the total.
+
+    :meth:`Edges.decided_at` reads the total only for a call above every segment's edge;
+    the last segment is where the compaction edge moved to, so that never happens for a
+    frozen call, and the guard only keeps that reasoning checked.
+    """
+    segments = edges.segments
+    if edges.compaction_edge and (not segments or max(edge for edge, _ in segments) < edges.compaction_edge):
+        return None
+    return (edges.compaction_edge, edges.drop_edge, edges.token_drop_edge, edges.head, edges.front_total, segments)
+
+
+def _freeze(source: list[BaseMessage], index: ToolIndex, edges: Edges, total: int, at: int, form: ShortenedForm) -> Head:
+    """Return the compacted head of ``source`` under ``edges``: decide each frozen call, leave out what dropped steps take with them, apply the fates."""
+    fates, rescued = call_fates(index.completed, edges, total)
+    dropped = sum(1 for f in fates.values() if f is Fate.DROP)
+    calls = index.calls
+    short_outputs = {  # each shortened output once: for the notice's count and for the head
+        i: form(source[i], record)  # type: ignore[arg-type]
+        for number, fate in fates.items()
+        if fate is Fate.SHORTEN and (i := (record := calls[number]).output_index) is not None
+    }
+    shortened = _really_shortened(source, index, fates, form, short_outputs)
+    # loose messages (user turns, harness messages, plain assistant text) go only with a ceiling-driven front drop;
+    # the task and the newest user message of the dropped span stay (a function of the drop edge, so stable between drops)
+    outputs = index.outputs
+    drop_end = step_end(source, outputs, edges.token_drop_edge) if edges.token_drop_edge else 0
+    head_end = step_end(source, outputs, edges.head) if edges.head and drop_end else 0
+    task, anchor = task_index(source), _newest_user(source[:drop_end])
+    keep = {i for i in (task, anchor) if i is not None}
+    head = apply_fates(
+        source[:at], index, {number: (fate, fate) for number, fate in fates.items()},
+        shortened_outputs=short_outputs, narration_chars=form.narration_chars,
+        leave_out=_left_out(source, index, fates, drop_end, keep, head_end),
+    )
+    notice = compaction_notice(shortened, dropped, strategy=STRATEGY_NAME) if shortened > 0 or dropped > 0 else None
+    return encode_head(source, at, head, notice, shortened, dropped, len(rescued))
+
+
+def frozen_prompt(
+    source: list[BaseMessage], index: ToolIndex, edges: Edges, total: int, previous_edges: tuple[int, int], settings: Settings,
+) -> tuple[list[BaseMessage], dict[str, Any], Head]:
+    """Return the prompt with ``edges`` applied and the notice placed, the report details, and the compacted head.
+
+    ``index`` is ``source``'s tool-call index, ``total`` the output count the rule counted,
+    ``previous_edges`` the compaction and drop edges of the previous model call. The head
+    (``source[:head.at]`` compacted, then the notice) is a function of the messages up to
+    the edges' latest decision (:meth:`Edges.latest_decision`) and of the edges (:func:`_frozen_key`): every decision reads only
+    calls at or below the compaction edge and, for repeats, calls up to that history length; the
+    notice's counts are counted over the same calls; the loose messages dropped lie before
+    the drop edge's step end. So it is remembered in the head cache under that key, and a
+    later call of the same conversation (or of the same conversation loaded again) finds it
+    instead of deciding every call again.
+    """
+    outputs = index.outputs
+    at = step_end(source, outputs, edges.compaction_edge) if edges.compaction_edge else 0
+    key = _frozen_key(edges)
+    form = ShortenedForm(settings.stable_read_output_chars, settings.stable_narration_chars)
+    latest = edges.latest_decision()
+    reads = max(at, outputs[latest - 1] + 1 if latest else 0)
+    cache_key = (STRATEGY_NAME, key, at, form)
+    head = recall_head(source, reads, cache_key) if key is not None else None
+    if head is None:
+        head = _freeze(source, index, edges, total, at, form)
+        if key is not None:
+            remember_head(source, reads, cache_key, head)
+    out = head.messages(source)
+    if head.notice is not None:
+        out.append(head.notice)
+    out += source[at:]
+    counts = head.shortened, head.dropped, head.protected
+    notice = head.notice is not None
+    state = stable_boundary(index.total_outputs, settings)
+    epoch = state.epoch if state is not None else None
+    before_c, before_d = previous_edges
+    moved_c, moved_d = before_c != edges.compaction_edge, before_d != edges.drop_edge
+    if not (moved_c or moved_d):
+        region, reason = None, None
+    elif before_c == 0:
+        region, reason = "front", "compaction_started"
+    elif moved_d:
+        region, reason = "front", "front_drop"
+    else:
+        region, reason = "middle", "advance"
+    details: dict[str, Any] = dict(
+        shortened=counts[0],
+        dropped=counts[1],
+        protected=counts[2],
+        epoch_index=epoch.epoch_index if epoch else None,
+        pinned_total=epoch.pinned_total if epoch else None,
+        new_calls=epoch.new_calls if epoch else None,
+        epoch_size=epoch.epoch_size if epoch else None,
+        keep_full=epoch.keep_full if epoch else None,
+        compaction_edge=edges.compaction_edge,
+        drop_edge=edges.drop_edge,
+        head_edge=edges.head,
+        front_total=edges.front_total,
+        repeats=index.repeats,
+        boundary_moved=moved_c,
+        front_moved=moved_d,
+        prefix_change=region,
+        prefix_change_reason=reason,
+        notice=notice,
+    )
+    return out, details, head
+
+
+def _newest_user(messages: Sequence[BaseMessage]) -> int | None:
+    return next((i for i in range(len(messages) - 1, -1, -1) if is_real_user_message(messages[i])), None)
+
+
+# ---- the strategy ---------------------------------------------------------------------------
 
 
 def _floor_error(source: Sequence[BaseMessage], costs: Costs, budget: int, extra: int, ceiling: int) -> ContextWindowError:
@@ -155,8 +815,6 @@ def shorten_tools_epoch_stable(
     extra_tokens: int = 0,
     token_counter: Any = None,
     ceiling_source: str | None = None,
-    _memo: BoundedMemo | None = None,
-    _compare: bool = True,
 ) -> Compacted:
     """Return ``messages`` compacted in front-stable epochs, and under ``max_tokens`` when a ceiling is given.
 
@@ -187,56 +845,54 @@ def shorten_tools_epoch_stable(
     ``prefix_change_reason`` (None, ``compaction_started``, ``front_drop`` or ``advance``);
     with a ceiling also ``ceiling``, ``ceiling_source``, ``budget``, ``tokens_after``
     (estimated as sent, margin not included), ``met``, ``ceiling_events``, ``ceiling_event``
-    (this call) and ``fallback``. Stateless: everything is computed from the history.
+    (this call) and ``fallback``. Stateless: everything is computed from the history; the
+    comparison with the previous model call's prompt is built from the replay's state for that
+    call, not by running the strategy again.
     """
+    return _compact(messages, settings, max_tokens, extra_tokens, as_token_counter(token_counter), ceiling_source, None)
+
+
+def _compact(
+    messages: Sequence[BaseMessage], settings: Settings, max_tokens: int | None, extra_tokens: int,
+    counter: CountTokens, ceiling_source: str | None, memo: BoundedMemo | None,
+) -> Compacted:
+    """Return :func:`shorten_tools_epoch_stable` of ``messages``, resuming the replay from ``memo`` (a strategy object's) when given."""
     source = _without_notices(messages)
-    if max_tokens is None:
-        budget = 1 << 62
-        counter: CountTokens = as_token_counter(token_counter)
-    else:
-        budget = int(max_tokens * (1 - settings.stable_token_margin)) - extra_tokens
-        counter = as_token_counter(token_counter)
-    costs = Costs(counter) if _memo is None else memo_costs(_memo, counter)
+    budget = 1 << 62 if max_tokens is None else int(max_tokens * (1 - settings.stable_token_margin)) - extra_tokens
+    costs = Costs(counter) if memo is None else memo_costs(memo, counter)
     if max_tokens is not None and budget <= 0:
         raise _floor_error(source, costs, max(budget, 0), extra_tokens, max_tokens)
 
+    previous = previous_length(source)
     if max_tokens is None:  # by count alone
         index = index_tool_calls(source)
         total = index.total_outputs
         state = stable_boundary(total, settings)
         edges = count_edges(state)
-        before = stable_boundary(previous_total(source, total), settings) if state is not None else None
+        before_total = previous_total(source, total)
+        before = stable_boundary(before_total, settings) if state is not None else None
         previous_edges = (before.compaction_edge, before.drop_edge) if before is not None else (0, 0)
+        previous_state: tuple[Edges, int] | None = (count_edges(before), before_total)
     else:
-        replay = replay_history(source, budget, settings, costs, _memo)
+        replay = _replay(source, budget, settings, costs, memo)
         index, edges, total, previous_edges = replay.index, replay.edges, replay.steps.total, replay.previous_edges
+        previous_state = replay.previous
 
+    out, details, head = _edges_applied(source, index, edges, total, previous_edges, settings)
+    if details["boundary_moved"] or details["front_moved"]:
+        # edges that moved over calls whose fate stays the same change nothing: say so only when bytes changed
+        before_history = source[:previous]
+        if previous_state is None:  # the previous call's history is no call point of this one: replay it
+            replay_before = _replay(before_history, budget, settings, costs, memo)
+            previous_state = replay_before.edges, replay_before.steps.total
+        prompt_before, _, head_before = _edges_applied(before_history, index, *previous_state, (0, 0), settings)
+        if max_tokens is not None:
+            prompt_before = _under_ceiling(before_history, prompt_before, head_before, costs, budget, extra_tokens, max_tokens, settings)[0]
+        if len(prompt_before) <= len(out) and all(a is b or a == b for a, b in zip(prompt_before, out)):
+            details["prefix_change"] = details["prefix_change_reason"] = None
     ceiling_details: dict[str, Any] = {}
-    details: dict[str, Any]
-    head: Head | None = None
-    if edges.compaction_edge == 0 and edges.drop_edge == 0:
-        out = list(source)
-        details = _inactive_details()
-    else:
-        out, details, head = frozen_prompt(source, index, edges, total, previous_edges, settings)
-        if _compare and (details["boundary_moved"] or details["front_moved"]):
-            # edges that moved over calls whose fate stays the same change nothing: say so only when bytes changed
-            before_history = _previous_history(source)
-            previous = shorten_tools_epoch_stable(
-                before_history, settings=settings, max_tokens=max_tokens, extra_tokens=extra_tokens,
-                token_counter=token_counter, ceiling_source=ceiling_source, _memo=_memo, _compare=False,
-            ).messages
-            if len(previous) <= len(out) and all(a is b or a == b for a, b in zip(previous, out)):
-                details["prefix_change"] = details["prefix_change_reason"] = None
     if max_tokens is not None:
-        if head is not None:  # the head's tokens are remembered with it: count only the messages after it
-            tokens = head.tokens(costs, source) + sum(map(costs.whole, source[head.at:])) + extra_tokens
-        else:
-            tokens = costs(out) + extra_tokens
-        fallback = None
-        if tokens - extra_tokens > budget:
-            out, fallback = _fallback(source, out, budget, costs, extra_tokens, max_tokens, settings)
-            tokens = costs(out) + extra_tokens
+        out, tokens, fallback = _under_ceiling(source, out, head, costs, budget, extra_tokens, max_tokens, settings)
         ceiling_details = dict(
             previous_compaction_edge=edges.prior_edge,
             ceiling=max_tokens, ceiling_source=ceiling_source or "max_tokens argument", budget=budget + extra_tokens,
@@ -244,6 +900,33 @@ def shorten_tools_epoch_stable(
             ceiling_events=edges.events, ceiling_event=edges.event_here, fallback=fallback,
         )
     return Compacted(out, make_report(STRATEGY_NAME, messages, out, **details, **ceiling_details))
+
+
+def _edges_applied(
+    source: list[BaseMessage], index: ToolIndex, edges: Edges, total: int, previous_edges: tuple[int, int], settings: Settings,
+) -> tuple[list[BaseMessage], dict[str, Any], Head | None]:
+    """Return the prompt with ``edges`` applied, the report's details and the compacted head (None while nothing is frozen)."""
+    if edges.compaction_edge == 0 and edges.drop_edge == 0:
+        return list(source), _inactive_details(), None
+    return frozen_prompt(source, index, edges, total, previous_edges, settings)
+
+
+def _under_ceiling(
+    source: list[BaseMessage], prompt: list[BaseMessage], head: Head | None, costs: Costs, budget: int, extra: int, ceiling: int,
+    settings: Settings,
+) -> tuple[list[BaseMessage], int, str | None]:
+    """Return ``prompt`` (brought under ``budget`` by the fallback if it is over), its tokens as sent, and how the fallback went."""
+    if head is None:
+        tokens = costs(prompt) + extra
+    else:  # the head's tokens are remembered with it: count only the messages after it
+        counted = head.counted
+        if counted is None or counted[0]() is not costs:
+            counted = head.counted = (weakref.ref(costs), costs(prompt[: len(head.picks) + (head.notice is not None)]))
+        tokens = counted[1] + sum(map(costs.whole, source[head.at:])) + extra
+    if tokens - extra <= budget:
+        return prompt, tokens, None
+    prompt, how = _fallback(source, prompt, budget, costs, extra, ceiling, settings)
+    return prompt, costs(prompt) + extra, how
 
 
 def _without_notices(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
@@ -270,11 +953,6 @@ def _without_notices(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
         return list(messages)
     gone = set(found)
     return [m for i, m in enumerate(messages) if i not in gone]
-
-
-def _previous_history(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """Return the history the previous model call saw: everything before the newest assistant message."""
-    return list(messages[:previous_length(messages)])
 
 
 def _fallback(
@@ -393,7 +1071,4 @@ class ShortenToolsEpochStable(PromptStrategy):
         extra = tool_schema_tokens(tools if tools is not None else self.tools, self.token_counter)
         if system:
             extra += Costs(self.token_counter)(system)
-        return shorten_tools_epoch_stable(
-            messages, settings=self.settings, max_tokens=ceiling.tokens, extra_tokens=extra,
-            token_counter=self.token_counter, ceiling_source=ceiling.source, _memo=self._memo,
-        )
+        return _compact(messages, self.settings, ceiling.tokens, extra, self.token_counter, ceiling.source, self._memo)

@@ -20,7 +20,7 @@ import tiktoken
 from langchain_core.messages import BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from langchain_promptstrat._memo import IdentityMemo, SizedCache
+from langchain_promptstrat.messages.history_memo import IdentityMemo, SizedCache
 from langchain_promptstrat.defaults import DEFAULT_ENCODING
 from langchain_promptstrat.errors import ConfigError, InvalidMessagesError
 from langchain_promptstrat.tokens.encodings import DEFAULT_LOAD_TIMEOUT, _encoding_for_model, _load_encoding

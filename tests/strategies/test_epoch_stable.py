@@ -22,7 +22,7 @@ from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.report import Compacted
 from langchain_promptstrat.messages import index_tool_calls, is_real_user_message, mark_of, split_turns
 from langchain_promptstrat.strategies.epoch import clear_caches
-from langchain_promptstrat.strategies.epoch_machinery.stable_rule import count_edges
+from langchain_promptstrat.strategies.epoch_stable import count_edges
 from langchain_promptstrat.strategies.epoch_stable import (
     ShortenToolsEpochStable,
     front_drop_edge,
@@ -432,3 +432,64 @@ class TestStrategy:
         result = stable(run_of(40, width=2))
         whole, short, dropped = by_region(result.messages, 40)
         assert (result.report.shortened, result.report.dropped) == (len(short), len(dropped))
+
+
+class TestOnePassPerCall:
+    def test_a_call_replays_the_history_once_even_when_its_edges_move(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Whether moved edges changed any byte is read from the replay's state for the previous call, not by running the strategy again.
+
+        A fresh object (a conversation loaded in a new process) at a call where the edges
+        move replays each model call of the history through the rule exactly once.
+        """
+        import langchain_promptstrat.strategies.epoch_stable as module
+        from langchain_promptstrat.messages.history_memo import call_points
+
+        prompts = list(iter_agent_run(160, seed=1))
+        moved = [p for p in prompts if ShortenToolsEpochStable(max_tokens=20_000).compact(p).report.details["boundary_moved"]]
+        assert moved, "the run should move the compaction edge under a 20,000-token ceiling"
+        steps = []
+        original = module.advance
+
+        def counted(*args: Any) -> Any:
+            steps.append(1)
+            return original(*args)
+
+        monkeypatch.setattr(module, "advance", counted)
+        for history in moved[-3:]:
+            steps.clear()
+            ShortenToolsEpochStable(max_tokens=20_000).compact(history)
+            assert len(steps) == len(call_points(history))
+
+    def test_the_docstring_quotes_the_lines_that_decide(self) -> None:
+        """Each line of code the module docstring quotes to answer its three questions stands in the module as quoted."""
+        import inspect
+        import re
+
+        import langchain_promptstrat.strategies.epoch_stable as module
+
+        doc = module.__doc__ or ""
+        code = " ".join(inspect.getsource(module).split(doc, 1)[1].split())
+        quoted = [" ".join(q.split()) for q in re.findall(r"``((?:[^`]|`(?!`))+?)``", doc) if any(c in q for c in "=(<")]
+        assert len(quoted) >= 5
+        missing = [q for q in quoted if q not in code and not q.endswith("(...)")]
+        assert missing == []
+
+    def test_a_replay_carried_for_another_history_is_replayed_again_not_trusted(self) -> None:
+        """The rule's state is a value advanced by the new calls; one that describes an edited conversation is not resumed.
+
+        A front end may carry the replay of the previous call (say in the graph state): a
+        history edited behind it must get the edges a replay from the first message gives.
+        """
+        from langchain_promptstrat.strategies.epoch_stable import Costs, replay_history
+        from langchain_promptstrat.tokens import as_token_counter
+
+        prompts = list(iter_agent_run(160, seed=1))
+        costs, s = Costs(as_token_counter(None)), Settings()
+        earlier, history = list(prompts[-40]), list(prompts[-1])
+        carried = replay_history(None, earlier, 20_000, s, costs)
+        assert replay_history(carried, history, 20_000, s, costs).edges == replay_history(None, history, 20_000, s, costs).edges
+        edited = list(history)
+        k = next(i for i, m in enumerate(edited) if isinstance(m, ToolMessage))
+        edited[k] = edited[k].model_copy(update={"content": "rewritten " * 3_000})
+        assert replay_history(carried, edited, 20_000, s, costs).edges == replay_history(None, edited, 20_000, s, costs).edges
+        assert replay_history(carried, edited, 20_000, s, costs).edges != replay_history(None, history, 20_000, s, costs).edges

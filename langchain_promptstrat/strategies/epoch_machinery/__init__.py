@@ -16,20 +16,10 @@ boundary that moves once per epoch. What they share lives here, one module per c
 Every one of them reads calls from the one tool-call index,
 :class:`~langchain_promptstrat.messages.ToolIndex`.
 
-The front-stable strategy's own machinery lives here too, read in this order:
-
-* ``stable_rule``: the default's rule, top to bottom: the edges (:class:`Edges`), where they
-  sit by count (:func:`stable_boundary`), how one model call moves them under a ceiling
-  (:func:`advance`), how many recent calls stay whole (:func:`whole_from`), each frozen
-  call's fate (:func:`call_fates`);
-* ``shortened_form``: what a frozen call looks like (:class:`ShortenedForm`): its output by the
-  kind of call (a file read keeps whole lines of its head and tail), its message's narration;
-* ``token_costs``: each message's tokens whole and shortened (:class:`Costs`), and the calls'
-  prefix sums the rule's estimate reads (:class:`StepCosts`);
-* ``bounded_replay``: replaying the history's model calls through the rule, and the strategy
-  object's memo of replays;
-* ``stable_prompt``: the edges applied: each call's fate, the debris of dropped steps left
-  out, the notice, the report's details; its compacted head goes in the head cache.
+The default's rule (its edges, replay and prompt) is in
+:mod:`langchain_promptstrat.strategies.epoch_stable` itself; only what it shares with the
+others, and the shape of a shortened call (``shortened_form``: :class:`ShortenedForm`, a file
+read keeps whole lines of its head and tail), live here.
 
 The public names are re-exported by :mod:`langchain_promptstrat.strategies.epoch` and
 :mod:`langchain_promptstrat.strategies.epoch_stable`, the modules users import; this

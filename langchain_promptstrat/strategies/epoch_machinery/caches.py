@@ -4,7 +4,7 @@ Only the head of a prompt, up to its last shortened or dropped call, is compacte
 between two moves of an epoch strategy's boundary every model call compacts the same head
 the same way. So a compacted head (:class:`Head`) is remembered and reused, by the epoch
 strategies (:func:`apply_frozen`: the fates applied to the messages before the last frozen
-output) and by the stable strategy (``stable_prompt``: the head with its notice and counts
+output) and by the stable strategy (``epoch_stable.frozen_prompt``: the head with its notice and counts
 for one position of the edges).
 
 An entry is found by what its head was built from: a key (the decisions: the fates, or the
@@ -27,7 +27,7 @@ import operator
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,23 +58,15 @@ class Head:
     protected: int = 0
     chars: int = 0
     """Characters of the copies and the notice (what remembering this head costs)."""
-    _tokens: tuple[weakref.ref[Any], int] | None = None
+    counted: tuple[weakref.ref[Any], int] | None = None
+    """The tokens of the head and its notice for the last counter that counted them, weakly (the strategy counts them
+    once and writes them here, so a conversation loaded again, which finds its head, does not count its head again)."""
 
     def messages(self, source: Sequence[BaseMessage]) -> list[BaseMessage]:
         """Return the compacted head for ``source`` (whose first ``at`` messages are those it was built from)."""
         pool = list(source[: self.at])
         pool += self.copies
         return list(map(pool.__getitem__, self.picks))
-
-    def tokens(self, count: Callable[[list[BaseMessage]], int], source: Sequence[BaseMessage]) -> int:
-        """Return ``count`` of the head and its notice (remembered for the last counter asked)."""
-        known = self._tokens
-        if known is not None and known[0]() is count:
-            return known[1]
-        head = self.messages(source)
-        tokens = count(head + [self.notice] if self.notice is not None else head)
-        self._tokens = (weakref.ref(count), tokens)
-        return tokens
 
 
 def encode_head(

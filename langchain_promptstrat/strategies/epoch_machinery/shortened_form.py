@@ -18,7 +18,7 @@ more steps, with their outputs, from being dropped.
 The form depends on the output's text and its call's name and arguments alone, so the same
 call always gets the same bytes: the cached prefix stays the same between boundaries.
 
-Must not decide a fate (``stable_rule`` does): it only says what a shortened call looks like.
+Must not decide a fate (the rule in ``epoch_stable`` does): it only says what a shortened call looks like.
 """
 
 from __future__ import annotations
