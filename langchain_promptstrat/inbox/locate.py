@@ -49,16 +49,17 @@ def save_file_for_config(
     if configurable.get("save_file") and (allow_save_file or not rooted):
         return Path(configurable["save_file"])
     if configurable.get("save_file"):
-        _ignore_save_file("an inbox root is set (root= or $PROMPTSTRAT_INBOX_ROOT)")
+        _ignore_save_file("an inbox root is set (root= or $PROMPTSTRAT_INBOX_ROOT)", os.fspath(inbox_root(root) or ""))
     thread_id = configurable.get("thread_id")
     if thread_id is None or not rooted:
         return None
     return thread_save_file(str(thread_id), root)
 
 
-def _ignore_save_file(because: str) -> None:
+def _ignore_save_file(because: str, where: str) -> None:
+    """Warn once for each inbox root or backend object (``where``) that a run config's save_file was ignored."""
     warn_once(
-        ("save_file", because),
+        ("save_file", because, where),
         "inbox: the run config's configurable.save_file is ignored because %s; a request must not choose "
         "another thread's inbox. Pass allow_save_file=True in code to let run configs choose it", because,
     )
@@ -118,7 +119,7 @@ def inbox_for_config(
     if configurable.get("save_file") and allow_save_file:
         return backend.for_save_file(configurable["save_file"])
     if configurable.get("save_file"):
-        _ignore_save_file(f"the inbox backend is {type(backend).__name__}")
+        _ignore_save_file(f"the inbox backend is {type(backend).__name__}", str(id(backend)))
     thread_id = configurable.get("thread_id")
     return None if thread_id is None else backend.for_thread(str(thread_id))
 
