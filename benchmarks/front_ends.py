@@ -11,14 +11,17 @@ the peer is ``trim_messages`` with the same token counter and ceiling:
   call, as the README's first example and a custom loop call it, mean of the last 50 calls;
 * ``cold``: the final history deserialized (``messages_from_dict(messages_to_dict(...))``,
   new message objects, as a checkpoint gives them back; not timed) on new strategy objects,
-  as a server worker meets a thread it has not served: median of ``--repeat``;
+  as a new server worker meets a thread: median of ``--repeat`` processes;
 * ``middleware after restart``: a ``create_agent`` agent with ``PromptStrategyMiddleware`` on
   a file-backed SQLite checkpointer holding the final history; the process's agent, saver
   and middleware are built again (a restart) and the next model call is made; the figure is
   the middleware's own time in that call (its wrap minus the model), median of ``--repeat``.
 
-The peer's figure for a loop row is its mean over the same calls; for a cold row its time on
-the same deserialized final history. The tokenizer is loaded before any timing.
+Each figure, ours and the peer's alike, is measured in a fresh interpreter (a cold row's in
+``--repeat`` of them, the median shown), so neither finds what the other or an earlier
+measurement left in a cache (the token counter's included: both pay for counting texts they
+have not seen). The peer's figure for a loop row is its mean over the same calls; for a cold
+row its time on the same deserialized final history. The tokenizer is loaded before any timing.
 
     python benchmarks/front_ends.py
     python benchmarks/front_ends.py --calls 300 --ceiling 32000 --repeat 5
@@ -27,7 +30,9 @@ the same deserialized final history. The tokenizer is loaded before any timing.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -103,8 +108,12 @@ def middleware_after_restart(history: list[BaseMessage], ceiling: int, folder: P
     return spent[0]
 
 
-def measure(calls: int, ceiling: int, repeat: int) -> list[str]:
-    """Return the table's lines for one run length."""
+ROWS = ("warm objects", "prepare_prompt loop", "cold", "middleware after restart")
+LOOPS = ("warm objects", "prepare_prompt loop")
+
+
+def measure_row(row: str, side: str, calls: int, ceiling: int) -> float:
+    """Return the milliseconds of one row for ``side`` (``ours`` or ``trim_messages``), measured in this process."""
     prompts = list(iter_agent_run(calls, seed=0))
     counter = TokenCounter()
     counter.encoding  # noqa: B018 -- load the tokenizer outside the timing
@@ -113,42 +122,53 @@ def measure(calls: int, ceiling: int, repeat: int) -> list[str]:
         return trim_messages(p, max_tokens=ceiling, token_counter=counter, strategy="last",
                              start_on="human", end_on=("human", "tool"), include_system=True)
 
-    warm = resolve_strategies(None)
-    rows: dict[str, tuple[float, float]] = {}
-    peer_loop = loop_mean(prompts, trim)
-    rows["warm objects"] = (loop_mean(prompts, lambda p: apply_strategies(p, warm, max_tokens=ceiling)), peer_loop)
-    rows["prepare_prompt loop"] = (loop_mean(prompts, lambda p: prepare_prompt(p, max_tokens=ceiling)), peer_loop)
     final = list(prompts[-1])
-    peer_cold = statistics.median(ms(lambda h=reloaded(final): trim(h)) for _ in range(repeat))
-    rows["cold"] = (
-        statistics.median(
-            ms(lambda h=reloaded(final), fresh=resolve_strategies(None): apply_strategies(h, fresh, max_tokens=ceiling))
-            for _ in range(repeat)
-        ),
-        peer_cold,
+    if side == "trim_messages":
+        return loop_mean(prompts, trim) if row in LOOPS else ms(lambda h=reloaded(final): trim(h))
+    if row == "warm objects":
+        warm = resolve_strategies(None)
+        return loop_mean(prompts, lambda p: apply_strategies(p, warm, max_tokens=ceiling))
+    if row == "prepare_prompt loop":
+        return loop_mean(prompts, lambda p: prepare_prompt(p, max_tokens=ceiling))
+    if row == "cold":
+        history, fresh = reloaded(final), resolve_strategies(None)
+        return ms(lambda: apply_strategies(history, fresh, max_tokens=ceiling))
+    with tempfile.TemporaryDirectory() as folder:
+        return middleware_after_restart(final, ceiling, Path(folder))
+
+
+def in_fresh_process(row: str, side: str, calls: int, ceiling: int) -> float:
+    """Return :func:`measure_row` run in a new interpreter: no cache another measurement filled is there to find."""
+    done = subprocess.run(
+        [sys.executable, __file__, "--only", row, side, "--calls", str(calls), "--ceiling", str(ceiling)],
+        capture_output=True, text=True, check=True,
     )
-    try:
-        import langchain.agents  # noqa: F401
-        import langgraph.checkpoint.sqlite  # noqa: F401
-    except ImportError:
-        pass
-    else:
-        with tempfile.TemporaryDirectory() as folder:
-            restart = statistics.median(middleware_after_restart(final, ceiling, Path(folder)) for _ in range(repeat))
-        rows["middleware after restart"] = (restart, peer_cold)
-    head = f"{calls:,} tool calls ({len(prompts)} model calls), ceiling {ceiling:,}:"
-    return [head] + [
-        f"  {name:<26} {mine:7.2f} ms   trim_messages {peer:6.2f} ms   {mine / peer:5.2f}x"
-        for name, (mine, peer) in rows.items()
-    ]
+    return float(done.stdout.splitlines()[-1])
+
+
+def measure(calls: int, ceiling: int, repeat: int) -> list[str]:
+    """Return the table's lines for one run length: each loop in one process a side, each cold row in ``repeat``."""
+    lines = [f"{calls:,} tool calls, ceiling {ceiling:,}:"]
+    for row in ROWS:
+        if row == "middleware after restart" and importlib.util.find_spec("langchain") is None:
+            continue
+        times = 1 if row in LOOPS else repeat
+        mine, peer = (statistics.median(in_fresh_process(row, side, calls, ceiling) for _ in range(times))
+                      for side in ("ours", "trim_messages"))
+        lines.append(f"  {row:<26} {mine:7.2f} ms   trim_messages {peer:6.2f} ms   {mine / peer:5.2f}x")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, nargs="+", default=[150, 1_000], help="tool calls of each run (default %(default)s)")
     parser.add_argument("--ceiling", type=int, default=32_000, help="context ceiling in tokens (default %(default)s)")
-    parser.add_argument("--repeat", type=int, default=5, help="runs of each cold measurement; the median is shown")
+    parser.add_argument("--repeat", type=int, default=5, help="processes for each cold row; the median is shown")
+    parser.add_argument("--only", nargs=2, metavar=("ROW", "SIDE"), help=argparse.SUPPRESS)  # one measurement here
     args = parser.parse_args(argv)
+    if args.only:
+        print(measure_row(*args.only, args.calls[0], args.ceiling))
+        return 0
     for calls in args.calls:
         print("\n".join(measure(calls, args.ceiling, args.repeat)), flush=True)
     return 0
