@@ -151,6 +151,7 @@ def _stats(args: argparse.Namespace) -> int:
     from langchain_promptstrat.messages import index_tool_calls
     from langchain_promptstrat.replay import find_transcripts
     from langchain_promptstrat.simulate import build_strategy, default_rows
+    from langchain_promptstrat.strategy_names import split_strategy_names
 
     files = [args.file] if args.file == "-" else [str(path) for path, _ in find_transcripts([args.file])]
     counter = token_counter(args)
@@ -160,6 +161,10 @@ def _stats(args: argparse.Namespace) -> int:
     by_type: Counter[str] = Counter()
     totals = {"messages": 0, "tool_calls": 0, "tokens": 0}
     rows: dict[str, dict[str, Any]] = {name: {"strategy": name, "messages": 0, "tokens": 0, "shortened": 0, "dropped": 0} for name in names}
+    pipelines = {  # built once for every file; the default list is a pipeline of two
+        name: [build_strategy(part, max_tokens=args.max_tokens, token_counter=counter)[0] for part in split_strategy_names(name)]
+        for name in names
+    }
     for file in files:
         messages = _read_conversation(file).messages
         by_type.update(m.type for m in messages)  # in order of first appearance
@@ -168,8 +173,8 @@ def _stats(args: argparse.Namespace) -> int:
         totals["tokens"] += counter(messages)
         for name, row in rows.items():
             after = list(messages)
-            for part in name.split(","):  # the default list is a pipeline of two
-                result = build_strategy(part, max_tokens=args.max_tokens, token_counter=counter)[0].compact(after)
+            for strategy in pipelines[name]:
+                result = strategy.compact(after)
                 after = result.messages
                 row["shortened"] += result.report.shortened
                 row["dropped"] += result.report.dropped

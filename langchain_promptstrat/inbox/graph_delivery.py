@@ -309,8 +309,8 @@ class InboxSource:
             inbox_root(root)  # a root that is not a directory fails now, not at the first model call
         self.enabled = bool(inboxes)
         self.needed = any(getattr(s, "uses_save_file", False) for s in strategies)
-        # a share of the adapter's own ceiling when it is a token count; else of the environment's or the default
-        self.budget_bytes = pickup_budget(max_tokens) if isinstance(max_tokens, int) else None
+        self.ceiling = max_tokens if isinstance(max_tokens, int) else None
+        """The adapter's own ceiling when it is a token count: a pickup admits a share of it (:func:`pickup_budget`)."""
         self._warned = False
 
     def save_file(self, config: RunnableConfig) -> Path | None:
@@ -353,5 +353,5 @@ class InboxSource:
             return save_file, InboxDelivery([])
         return save_file, deliver_inbox(
             store, config, on_abort=on_abort, seen=seen, held=held, settle=settle, stored=stored,
-            include_paths=self.include_paths, budget_bytes=self.budget_bytes,
+            include_paths=self.include_paths, budget_bytes=pickup_budget(self.ceiling),
         )
