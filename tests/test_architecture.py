@@ -353,10 +353,9 @@ def test_each_module_directly_in_strategies_is_a_strategy():
 
 
 def test_the_subpackages_of_strategies_define_no_strategy():
-    """The machinery subpackages (``epoch_machinery``, ``ladder_machinery``) hold what strategies share and define none."""
+    """The machinery subpackage (``epoch_machinery``) holds what strategies share and defines none."""
     _, nested = strategy_modules()
     assert f"{PACKAGE}.strategies.epoch_machinery.boundary" in nested
-    assert f"{PACKAGE}.strategies.ladder_machinery.rung" in nested
     assert {m: strategies_defined_in(m) for m in nested if strategies_defined_in(m)} == {}
 
 

@@ -56,7 +56,7 @@ from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.strategy_names import resolve_strategies
 from langchain_promptstrat.report import Compacted, StrategyReport, make_report
 from langchain_promptstrat.settings import Settings, settings_with_options
-from langchain_promptstrat.strategies.ladder_machinery.vocabulary import PLACEHOLDER_KIND, kind_of
+from langchain_promptstrat.strategies.ladder import PLACEHOLDER_KIND, kind_of
 
 __all__ = [
     "DEFAULT_CACHE_CONTROL",

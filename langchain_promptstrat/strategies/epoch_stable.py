@@ -96,9 +96,7 @@ from langchain_promptstrat.strategies.epoch_machinery.caches import Head, encode
 from langchain_promptstrat.strategies.epoch_machinery.decisions import previous_total
 from langchain_promptstrat.strategies.epoch_machinery.notice import compaction_notice, is_compaction_notice
 from langchain_promptstrat.strategies.epoch_machinery.shortened_form import ShortenedForm
-from langchain_promptstrat.strategies.ladder_machinery.plan import run_plan
-from langchain_promptstrat.strategies.ladder_machinery.rung import LadderPass, ladder_pass
-from langchain_promptstrat.strategies.ladder_machinery.vocabulary import CountTokens, message_counter
+from langchain_promptstrat.strategies.ladder import CountTokens, LadderPass, ladder_pass, message_counter, run_plan
 from langchain_promptstrat.strategies.sliding_window import SlidingWindow
 from langchain_promptstrat.strategies.tool_results import ToolResults
 from langchain_promptstrat.strategy import PromptStrategy

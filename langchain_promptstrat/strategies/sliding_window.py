@@ -24,9 +24,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_promptstrat.messages import is_real_user_message, leading_system_count, mark, task_index
 from langchain_promptstrat.settings import Settings, settings_with_options
-from langchain_promptstrat.strategies.ladder_machinery.plan import Plan, Rewrite, done
-from langchain_promptstrat.strategies.ladder_machinery.rung import Rung, RungOptions
-from langchain_promptstrat.strategies.ladder_machinery.vocabulary import NOTE_KIND, SUMMARY_KIND, CountTokens, kind_of, message_counter, represented
+from langchain_promptstrat.strategies.ladder import (
+    NOTE_KIND, SUMMARY_KIND, CountTokens, Plan, Rewrite, Rung, RungOptions, done, kind_of, message_counter, represented,
+)
 
 __all__ = ["NOTE_TEXT", "Layout", "SlidingWindow", "layout", "note", "rewrite"]
 

@@ -39,9 +39,10 @@ from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.extras import install_hint
 from langchain_promptstrat.messages import content_text, index_tool_calls, is_real_user_message, mark, recorded_calls
 from langchain_promptstrat.settings import Settings, settings_with_options
-from langchain_promptstrat.strategies.ladder_machinery.plan import Plan, Rewrite, RungRequest, arun_plan, run_plan
-from langchain_promptstrat.strategies.ladder_machinery.rung import Rung, RungOptions
-from langchain_promptstrat.strategies.ladder_machinery.vocabulary import NOTE_KIND, SUMMARY_KIND, CountTokens, kind_of, message_counter, represented
+from langchain_promptstrat.strategies.ladder import (
+    NOTE_KIND, SUMMARY_KIND, CountTokens, Plan, Rewrite, Rung, RungOptions, RungRequest, arun_plan, kind_of, message_counter,
+    represented, run_plan,
+)
 from langchain_promptstrat.strategies.sliding_window import layout
 
 __all__ = [

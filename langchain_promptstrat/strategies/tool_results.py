@@ -18,9 +18,7 @@ from langchain_core.messages import BaseMessage, ToolMessage
 
 from langchain_promptstrat.messages import index_tool_calls, mark, split_steps, tool_call_ids
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
-from langchain_promptstrat.strategies.ladder_machinery.plan import Plan, Rewrite, done
-from langchain_promptstrat.strategies.ladder_machinery.rung import Rung, RungOptions
-from langchain_promptstrat.strategies.ladder_machinery.vocabulary import PLACEHOLDER_KIND, CountTokens, kind_of, message_counter
+from langchain_promptstrat.strategies.ladder import PLACEHOLDER_KIND, CountTokens, Plan, Rewrite, Rung, RungOptions, done, kind_of, message_counter
 
 __all__ = ["PLACEHOLDER_TEXT", "ToolResults", "ToolResultsOptions", "placeholder", "rewrite"]
 
