@@ -43,8 +43,6 @@ from langchain_promptstrat.strategy import PromptStrategy, emit_report
 from langchain_promptstrat.strategy_names import get_strategy, split_strategy_names  # rungs may be given by registry key
 from langchain_promptstrat.tokens import TokenCounter, as_token_counter
 
-__all__ = ["NOTE_KIND", "PLACEHOLDER_KIND", "SUMMARY_KIND", "CompactionLadder", "Rewrite", "Rung", "call_points", "kind_of"]
-
 NOTE_KIND = "ladder_note"
 """``kind`` of the mark on the note that stands where the sliding window dropped messages."""
 PLACEHOLDER_KIND = "ladder_placeholder"
@@ -229,10 +227,6 @@ class Rung(PlannedStrategy):
         """Return this rung's rewrite of ``messages`` toward ``target``, or None when it declines."""
         return run_plan(self._plan_for(messages, target, counter)).messages
 
-    async def arewrite(self, messages: Sequence[BaseMessage], *, target: int | None = None, counter: Any = None) -> list[BaseMessage] | None:
-        """Return :meth:`rewrite` of ``messages``, awaiting any model call."""
-        return (await arun_plan(self._plan_for(messages, target, counter))).messages
-
     def _plan_for(self, messages: Sequence[BaseMessage], target: int | None, counter: Any) -> Plan:
         count = tally(self.token_counter if counter is None else as_token_counter(counter))
         return self.plan(list(messages), target=self.max_tokens if target is None else target, counter=count)
@@ -323,27 +317,16 @@ class CompactionLadder(PlannedStrategy):
     """A token budget: rungs run cheapest first while over ``max_tokens``, with a low watermark.
 
     ``CompactionLadder([ToolResults(), Summary(model), SlidingWindow()], max_tokens=120_000)``
-    (the summary before the window, which would otherwise drop what it summarises).
-    Rungs may also be given by registry name (``["tool_results", "sliding_window"]`` or
-    ``"tool_results,sliding_window"``). ``low_tokens`` (default ``ladder_low_ratio`` x
-    ``max_tokens``) is what an over-target prompt is compacted down to; ``low_tokens ==
-    max_tokens`` turns the watermark off and gives the reference's one-shot ladder, recomputed
-    from the full history on every call. ``token_counter``: None (cl100k_base), a
-    :class:`TokenCounter`, a chat model or any ``messages -> int`` callable; the rungs use the
-    ladder's target and counter, not their own.
-
-    The report adds ``target``, ``low_tokens``, ``tokens_before`` (the full history),
-    ``tokens_after``, ``met``, ``rungs`` (``{strategy, before, after}`` of the rungs taken at
-    this call), ``asked``, and with the watermark ``event`` (this call compacted),
-    ``events`` (compaction events in the history so far) and ``last_event`` (the history
-    length at the latest one).
+    or by registry names (``"tool_results,sliding_window"``). The report adds ``target``,
+    ``low_tokens``, ``tokens_before``, ``tokens_after``, ``met``, ``rungs`` (taken at this
+    call), ``asked``, and with the watermark ``event``, ``events`` and ``last_event``.
     """
 
     strategy_name = "ladder"
     memo_size = 8
     """Replays remembered per ladder, to resume a growing conversation (never changes a result)."""
     memo_chars = 8_000_000
-    """Characters of edited copies the remembered replays may hold together (they hold the caller's messages only weakly)."""
+    """Characters of edited copies the remembered replays may hold together."""
 
     def __init__(
         self,

@@ -19,7 +19,8 @@ from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.simulate import is_degenerate
 from langchain_promptstrat.strategies.epoch_machinery.notice import is_compaction_notice
 from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable, shorten_tools_epoch_stable
-from langchain_promptstrat.strategies.ladder import CompactionLadder, call_points
+from langchain_promptstrat.messages.history_memo import call_points
+from langchain_promptstrat.strategies.ladder import CompactionLadder
 from langchain_promptstrat.testing import ScriptedChatModel, iter_agent_run
 from langchain_promptstrat.tokens import TokenCounter, call_id_tokens, tool_schema_tokens
 

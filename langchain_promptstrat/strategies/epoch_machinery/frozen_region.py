@@ -168,6 +168,7 @@ def increment_schedule(total: int, repeats: Sequence[int], settings: Settings) -
 def _pinned(state: EpochState | None) -> int | None:
     return state.pinned_total if state is not None else None
 
+
 # --------------------------------------------------------------------------- repeated calls
 
 
@@ -194,6 +195,7 @@ def protected_calls(calls: Sequence[ToolCallRecord]) -> frozenset[int]:
         newest[call.key] = call.number
         count[call.key] = count.get(call.key, 0) + 1
     return frozenset(newest[k] for k, n in count.items() if n >= 2)
+
 
 # --------------------------------------------------------------------------- fates
 
@@ -286,6 +288,7 @@ def previous_total(messages: Sequence[BaseMessage], total: int) -> int:
         if isinstance(message, ToolMessage):
             trailing += 1
     return total - trailing
+
 
 # --------------------------------------------------------------------------- the head cache
 
