@@ -199,7 +199,10 @@ class _ModelRequest:
     answers: SizedCache[tuple[str, ...], str]
 
     def _known(self) -> str | None:
-        known: str | None = self.answers.get(tuple(content_text(m.content) for m in self.prompt))
+        key = tuple(content_text(m.content) for m in self.prompt)
+        known: str | None = self.answers.get(key)
+        if known is not None:
+            self.answers.put(key, known, 1)  # stored again: the answers used last are the ones kept
         return known
 
     def _keep(self, response: Any) -> str:
