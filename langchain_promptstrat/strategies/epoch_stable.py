@@ -103,6 +103,7 @@ from langchain_promptstrat.strategies.sliding_window import SlidingWindow
 from langchain_promptstrat.strategies.tool_results import ToolResults
 from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.tokens import as_token_counter, missing_call_id_tokens, tool_schema_tokens
+from langchain_promptstrat.tokens.usage import Calibration, calibration_for
 
 __all__ = [
     "STRATEGY_NAME",
@@ -499,6 +500,11 @@ class Replay:
     previous: tuple[Edges, int] | None = None
     """The edges and outputs counted at the previous model call's history (everything before the newest assistant
     message), when that history is one of the recent call points: what its prompt is built from."""
+    calibration: Calibration = Calibration()
+    """The provider's count over the estimate of each prompt sent, from the answers replayed: each call's budget is divided by it."""
+    extra: int = 0
+    sent: int = 0
+    """The estimate of the prompt sent at the call point ``len(history)``, which the answer after it is read against."""
 
 
 class BoundedMemo(ReplayMemo[Replay]):
@@ -510,7 +516,10 @@ class BoundedMemo(ReplayMemo[Replay]):
         """Per-message token costs for the counter last used (a cache: never changes a result)."""
 
 
-def replay_history(start: Replay | None, source: list[BaseMessage], budget: int, settings: Settings, costs: Costs) -> Replay:
+def replay_history(
+    start: Replay | None, source: list[BaseMessage], budget: int, settings: Settings, costs: Costs,
+    calibration: Calibration = Calibration(), extra: int = 0,
+) -> Replay:
     """Return the replay of ``source``'s call points under ``budget``, advanced from ``start``: a pure function of the history.
 
     The rule's state is this value: ``start`` (the replay of an earlier call of the same
@@ -520,25 +529,35 @@ def replay_history(start: Replay | None, source: list[BaseMessage], budget: int,
     because every prefix of a history has the same call points up to its length and the
     replay of a call point reads nothing after it, so the resumed replay is the one a replay
     from the first message would reach.
+
+    Each call's budget is ``budget`` (``extra`` tokens are sent beside the messages) divided by
+    the calibration learned from the answers before it, starting from ``calibration``'s prior:
+    an answer's usage over the estimate of the prompt it answered (:class:`Calibration`).
     """
-    if start is not None and (start.budget != budget or not describes(start.history, source)):
+    if start is not None and (
+        (start.budget, start.extra, start.calibration.prior) != (budget, extra, calibration.prior) or not describes(start.history, source)
+    ):
         start = None
     if start is None:
-        replay = Replay(EMPTY_HISTORY, budget, ToolIndex(), StepCosts(), Edges())
+        replay = Replay(EMPTY_HISTORY, budget, ToolIndex(), StepCosts(), Edges(), calibration=calibration, extra=extra)
     else:
-        replay = Replay(start.history, budget, start.index, start.steps.copy(), start.edges, list(start.recent), start.previous_edges, start.previous)
+        replay = replace(start, steps=start.steps.copy(), recent=list(start.recent))
     done = replay.history.length
     index = replay.index = replay.index.extend(source)
     task = task_index(source)
     system = leading_system_count(source)
     steps, edges = replay.steps, replay.edges
     form = ShortenedForm(settings.stable_read_output_chars, settings.stable_narration_chars)
+    calibration, sent = replay.calibration, replay.sent
     for point in call_points(source, after=done):
+        if done:  # the answer to the previous call point
+            calibration = calibration.observe(source[done], sent)
         steps.add(source, done, point, index, costs, task, system, form)
         done = point
-        edges = advance(edges, steps, budget, settings)
+        edges = advance(edges, steps, calibration.budget(budget, extra), settings)
+        sent = steps.estimate(edges.compaction_edge, edges.drop_edge, edges.head) + extra
         replay.recent = [*replay.recent[-(_RECENT_POINTS - 1):], (point, edges, steps.total)]
-    replay.edges = edges
+    replay.edges, replay.calibration, replay.sent = edges, calibration, sent
     previous = previous_length(source)
     replay.previous_edges = _edges_before(replay, previous)
     replay.previous = next(((e, t) for point, e, t in reversed(replay.recent) if point == previous), None)
@@ -546,9 +565,11 @@ def replay_history(start: Replay | None, source: list[BaseMessage], budget: int,
     return replay
 
 
-def _replay(source: list[BaseMessage], budget: int, settings: Settings, costs: Costs, memo: BoundedMemo | None) -> Replay:
+def _replay(
+    source: list[BaseMessage], budget: int, settings: Settings, costs: Costs, memo: BoundedMemo | None, calibration: Calibration, extra: int,
+) -> Replay:
     """Return :func:`replay_history` of ``source``, advanced from the replay ``memo`` remembers for its longest call point."""
-    replay = replay_history(memo.recall(source, budget) if memo is not None else None, source, budget, settings, costs)
+    replay = replay_history(memo.recall(source, budget) if memo is not None else None, source, budget, settings, costs, calibration, extra)
     if memo is not None:
         memo.remember(replay, budget=budget)
     return replay
@@ -854,7 +875,7 @@ def shorten_tools_epoch_stable(
 
 def _compact(
     messages: Sequence[BaseMessage], settings: Settings, max_tokens: int | None, extra_tokens: int,
-    counter: CountTokens, ceiling_source: str | None, memo: BoundedMemo | None,
+    counter: CountTokens, ceiling_source: str | None, memo: BoundedMemo | None, model: Any = None,
 ) -> Compacted:
     """Return :func:`shorten_tools_epoch_stable` of ``messages``, resuming the replay from ``memo`` (a strategy object's) when given."""
     source = _without_notices(messages)
@@ -863,7 +884,8 @@ def _compact(
     if max_tokens is not None and budget <= 0:
         raise _floor_error(source, costs, max(budget, 0), extra_tokens, max_tokens)
 
-    previous = previous_length(source)
+    previous, base, prior = previous_length(source), budget, calibration_for(model, source)
+    calibration = prior
     if max_tokens is None:  # by count alone
         index = index_tool_calls(source)
         total = index.total_outputs
@@ -874,16 +896,17 @@ def _compact(
         previous_edges = (before.compaction_edge, before.drop_edge) if before is not None else (0, 0)
         previous_state: tuple[Edges, int] | None = (count_edges(before), before_total)
     else:
-        replay = _replay(source, budget, settings, costs, memo)
+        replay = _replay(source, budget, settings, costs, memo, prior, extra_tokens)
         index, edges, total, previous_edges = replay.index, replay.edges, replay.steps.total, replay.previous_edges
-        previous_state = replay.previous
+        previous_state, calibration = replay.previous, replay.calibration
+        budget = calibration.budget(budget, extra_tokens)
 
     out, details, head = _edges_applied(source, index, edges, total, previous_edges, settings)
     if details["boundary_moved"] or details["front_moved"]:
         # edges that moved over calls whose fate stays the same change nothing: say so only when bytes changed
         before_history = source[:previous]
         if previous_state is None:  # the previous call's history is no call point of this one: replay it
-            replay_before = _replay(before_history, budget, settings, costs, memo)
+            replay_before = _replay(before_history, base, settings, costs, memo, prior, extra_tokens)
             previous_state = replay_before.edges, replay_before.steps.total
         prompt_before, _, head_before = _edges_applied(before_history, index, *previous_state, (0, 0), settings)
         if max_tokens is not None:
@@ -898,6 +921,7 @@ def _compact(
             ceiling=max_tokens, ceiling_source=ceiling_source or "max_tokens argument", budget=budget + extra_tokens,
             extra_tokens=extra_tokens, tokens_after=tokens, met=tokens <= budget + extra_tokens,
             ceiling_events=edges.events, ceiling_event=edges.event_here, fallback=fallback,
+            **calibration.report(memo if memo is not None else _compact),
         )
     return Compacted(out, make_report(STRATEGY_NAME, messages, out, **details, **ceiling_details))
 
@@ -1071,4 +1095,4 @@ class ShortenToolsEpochStable(PromptStrategy):
         extra = tool_schema_tokens(tools if tools is not None else self.tools, self.token_counter)
         if system:
             extra += Costs(self.token_counter)(system)
-        return _compact(messages, self.settings, ceiling.tokens, extra, self.token_counter, ceiling.source, self._memo)
+        return _compact(messages, self.settings, ceiling.tokens, extra, self.token_counter, ceiling.source, self._memo, model if model is not None else self.model)
