@@ -149,7 +149,11 @@ class Calibration:
         return f"usage ({self.answers} answers)" if self.ratios else f"prior:{self.family}" if self.family else "none"
 
     def observe(self, message: BaseMessage, sent: int) -> Calibration:
-        """Return this calibration with ``message``'s usage, if it is an answer, to a prompt of ``sent`` tokens on the package's count."""
+        """Return this calibration with ``message``'s usage, if it is an answer, to a prompt of ``sent`` tokens on the package's count.
+
+        ``sent`` is what the strategy sent for it; a history recorded without the strategy was
+        billed for more (the whole history), which reads as a larger ratio: a smaller budget.
+        """
         if not isinstance(message, AIMessage) or sent <= 0:
             return self
         billed = billed_input(message)
