@@ -182,3 +182,14 @@ class TestEstimator:
         assert calibration_for("some-model", []).factor == 1.0
         learned = calibration_for("gemini-3-pro", []).observe(AIMessage("a", usage_metadata={"input_tokens": 1000, "output_tokens": 0, "total_tokens": 0}), 1000)
         assert learned.factor == 1.0 and learned.source == "usage (1 answers)"
+
+
+class TestPureFunctionOfTheHistory:
+    def test_one_strategy_object_gives_the_prompt_of_the_usage_the_history_carries(self):
+        """The same conversation seen without usage, then loaded again with it: the replay memo does not resume the
+        first for the second; each gets what a fresh strategy object gives it."""
+        with_usage = runnable_loop(scripted(usage_times(1.2)))[:-1]
+        loaded = [m.model_copy(update={"usage_metadata": None}) if isinstance(m, AIMessage) else m for m in with_usage]
+        strategy = ShortenToolsEpochStable(max_tokens=CEILING)
+        for history in (loaded, [m.model_copy() for m in with_usage]):
+            assert strategy.compact(history).messages == ShortenToolsEpochStable(max_tokens=CEILING).compact(history).messages
