@@ -23,13 +23,12 @@ from collections import defaultdict
 from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_promptstrat.conversation_file import read_conversation
-from langchain_promptstrat.replay import USAGE_SUFFIX, find_transcripts
+from langchain_promptstrat.replay import find_transcripts, usage_beside
 from langchain_promptstrat.simulate.figures import estimated_cost, shared_prefix_length
 from langchain_promptstrat.simulate.recall import CallTargets, TermIndex, recall_counts
 from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable
 from langchain_promptstrat.text_table import render_table
 from langchain_promptstrat.tokens import TokenCounter
-from langchain_promptstrat.tokens.usage import read_usage_file
 from provider_counts import REALRUNS
 
 count = TokenCounter()
@@ -71,12 +70,11 @@ def main() -> int:
         raise SystemExit(f"No transcripts at {folder}")
     totals: dict[tuple[str, str, str], list[float]] = defaultdict(lambda: [0, 0, 0.0, 0.0, 0, 0])
     for path, _ in find_transcripts([folder]):
-        usage_file = REALRUNS / "usage" / (path.name.rsplit(".", 1)[0] + USAGE_SUFFIX)
-        if not usage_file.is_file():
+        billed = usage_beside(path)
+        if billed is None:
             continue
         read = read_conversation(str(path))
         messages = [*read.messages, *read.pending]
-        billed = read_usage_file(usage_file)
         answer_at = [i for i, m in enumerate(messages) if isinstance(m, AIMessage)]
         ratios = [b.tokens / count(messages[:i]) if b is not None and i else None for i, b in zip(answer_at, billed)]
         family = path.name.split("__", 1)[0]

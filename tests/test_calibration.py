@@ -126,6 +126,19 @@ class TestEveryFrontEnd:
         calibrated, blind = sent
         assert 1.2 * count(calibrated) <= CEILING and calibrated != blind
 
+    def test_stats_shows_the_default_factor_and_its_source(self, tmp_path, capsys):
+        """``promptstrat stats`` says what the ceiling holds on: the factor learned from a file's usage, else 1.0."""
+        from langchain_promptstrat.cli import main
+
+        history = runnable_loop(scripted(usage_times(1.2), calls=8))
+        lines = []
+        for messages in (history, [m.model_copy(update={"usage_metadata": None}) if isinstance(m, AIMessage) else m for m in history]):
+            path = tmp_path / "run.json"
+            path.write_text(json.dumps(messages_to_dict(messages)))
+            assert main(["stats", str(path), "--max-tokens", str(CEILING)]) == 0
+            lines.append(next(line for line in capsys.readouterr().out.splitlines() if "the ceiling holds on it" in line))
+        assert "from usage (" in lines[0] and "1.0 (none" in lines[1]
+
     def test_the_report_says_the_factor_and_where_it_came_from(self):
         """The report shows the factor learned and its source (usage with its count of answers, a prior); without either
         it is today's report, so a conversation without usage reports exactly what it did."""

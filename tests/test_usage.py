@@ -75,3 +75,19 @@ class TestUsageFiles:
         files = sorted(realruns_dir("usage").glob("*" + USAGE_SUFFIX))
         entries = [entry for path in files for entry in read_usage_file(path)]
         assert files and sum(entry is not None for entry in entries) > 0.9 * len(entries)
+
+    def test_a_replay_notes_the_providers_bill_beside_the_none_rows_count(self, tmp_path: Path):
+        """simulate on a transcript with a usage file says what the provider billed and what the none row counts for
+        the same calls; a usage file that cannot be read is a note, not a failed replay."""
+        from langchain_promptstrat.replay import simulate_files
+
+        conversation = [{"role": "user", "content": "fix the bug"}, {"role": "assistant", "content": "looking"},
+                        {"role": "user", "content": "go on"}, {"role": "assistant", "content": "done"}]
+        path = tmp_path / "run.jsonl"
+        path.write_text("\n".join(map(json.dumps, conversation)))
+        (tmp_path / ("run" + USAGE_SUFFIX)).write_text(json.dumps([{"prompt_tokens": 100, "cached_tokens": 0},
+                                                                   {"prompt_tokens": 300, "cached_tokens": 150}]))
+        notes = simulate_files([path], ["none"]).notes
+        assert any("2 of 2 calls report usage): input 400 tokens, 37.5% cached; the none row counts" in n for n in notes)
+        (tmp_path / ("run" + USAGE_SUFFIX)).write_text("{")
+        assert any("usage file not read" in n for n in simulate_files([path], ["none"]).notes)
