@@ -206,3 +206,18 @@ class TestPureFunctionOfTheHistory:
         strategy = ShortenToolsEpochStable(max_tokens=CEILING)
         for history in (loaded, [m.model_copy() for m in with_usage]):
             assert strategy.compact(history).messages == ShortenToolsEpochStable(max_tokens=CEILING).compact(history).messages
+
+    def test_a_carried_replay_resumes_the_calibration_it_learned(self):
+        """A process meeting the thread again resumes from the checkpointed replay: its factor, and so its prompt and
+        report, are those of a replay from the first message, and the resumed value is used, not recomputed."""
+        from langchain_promptstrat.strategies.epoch_stable import CarriedReplay
+
+        history = runnable_loop(scripted(usage_times(1.2)))[:-1]
+        carried = CarriedReplay()
+        call = [i for i, m in enumerate(history) if isinstance(m, AIMessage)][15]  # a model call's prompt, as a front end carries it
+        ShortenToolsEpochStable(max_tokens=CEILING).compact_for_request(history[:call], carried=carried)
+        stored = CarriedReplay(json.loads(json.dumps(carried.value)))
+        resumed = ShortenToolsEpochStable(max_tokens=CEILING).compact_for_request(messages_from_dict(messages_to_dict(history)), carried=stored)
+        full = ShortenToolsEpochStable(max_tokens=CEILING).compact(history)
+        assert resumed.messages == full.messages and resumed.report.as_dict() == full.report.as_dict()
+        assert full.report.details["usage_factor_source"].startswith("usage (")

@@ -11,6 +11,7 @@ down, or a helper module reaching up into a strategy). Returns are not calls.
 
 from __future__ import annotations
 
+import gc
 import graphlib
 import inspect
 import sys
@@ -52,11 +53,14 @@ def call_edges(run: Callable[[], Any]) -> set[tuple[str, str]]:
         if caller is not None and (name := module_of(caller)) != callee and name is not None:
             edges.add((name, callee))
 
+    gc.collect()
+    gc.disable()  # a collection mid-run calls weakref callbacks (a memo forgetting an entry) from whatever frame is running
     sys.setprofile(profile)
     try:
         run()
     finally:
         sys.setprofile(None)
+        gc.enable()
     return edges
 
 

@@ -50,7 +50,7 @@ from typing import Any, NoReturn
 
 from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 
-from langchain_promptstrat.strategy import PromptStrategy
+from langchain_promptstrat.strategy import PromptStrategy, request_for
 from langchain_promptstrat.cache_rules import ANTHROPIC_MAX_BREAKPOINTS
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.strategy_names import resolve_strategies
@@ -183,6 +183,8 @@ class CacheBreakpoints(PromptStrategy):
     """
 
     strategy_name = STRATEGY_NAME
+    carries_replay = True
+    """It hands a carried replay on to the strategies it wraps that carry one."""
 
     def __init__(
         self,
@@ -239,7 +241,7 @@ class CacheBreakpoints(PromptStrategy):
         for strategy in self.strategies:
             bounded: Callable[..., Compacted] | None = getattr(strategy, "compact_for_request", None)
             if request and callable(bounded):
-                result = bounded(current, **request)
+                result = bounded(current, **request_for(strategy, request))
             else:
                 result = strategy.compact(current, save_file=save_file if strategy.uses_save_file else None)
             if "compaction_edge" in result.report.details:
