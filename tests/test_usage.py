@@ -41,6 +41,15 @@ class TestBilledInput:
         zero = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
         assert [billed_input(m) for m in (HumanMessage("hi"), answer(), answer(usage_metadata=zero))] == [None, None, None]
 
+    def test_a_role_dict_file_carries_usage_as_a_key_of_its_assistant_message(self):
+        """A role-style file's usage_metadata (or OpenAI's usage) key lands in additional_kwargs, where it is read too."""
+        from langchain_core.messages import convert_to_messages
+
+        usage = {"input_tokens": 900, "output_tokens": 3, "total_tokens": 903, "input_token_details": {"cache_read": 512}}
+        read = convert_to_messages([{"role": "assistant", "content": "x", "usage_metadata": usage},
+                                    {"role": "assistant", "content": "y", "usage": {"prompt_tokens": 700}}])
+        assert [billed_input(m) for m in read] == [BilledInput(900, 512), BilledInput(700)]
+
     @given(st.dictionaries(
         st.sampled_from(["prompt_tokens", "input_tokens", "cache_read_input_tokens", "prompt_tokens_details", "cached_tokens"]),
         st.one_of(st.none(), st.booleans(), st.integers(-10, 10**7), st.floats(allow_nan=True), st.text(max_size=5),
