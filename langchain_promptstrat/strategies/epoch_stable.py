@@ -95,14 +95,12 @@ from langchain_promptstrat.messages.keys import chain_digest
 from langchain_promptstrat.messages.history_memo import EMPTY_HISTORY, HistoryKey, IdentityMemo, ReplayMemo, call_points, describes, history_key
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
-from langchain_promptstrat.strategies.epoch_machinery.boundary import EpochState, epoch_boundary
-from langchain_promptstrat.strategies.epoch_machinery.caches import Head, encode_head, recall_head, remember_head
-from langchain_promptstrat.strategies.epoch_machinery.decisions import previous_total
+from langchain_promptstrat.strategies.epoch_machinery.frozen_region import (
+    EpochState, Head, encode_head, epoch_boundary, previous_total, recall_head, remember_head,
+)
 from langchain_promptstrat.strategies.epoch_machinery.notice import compaction_notice, is_compaction_notice
 from langchain_promptstrat.strategies.epoch_machinery.shortened_form import ShortenedForm
-from langchain_promptstrat.strategies.ladder_machinery.plan import run_plan
-from langchain_promptstrat.strategies.ladder_machinery.rung import LadderPass, ladder_pass
-from langchain_promptstrat.strategies.ladder_machinery.vocabulary import CountTokens, message_counter
+from langchain_promptstrat.strategies.ladder import CountTokens, LadderPass, ladder_pass, message_counter, run_plan
 from langchain_promptstrat.strategies.sliding_window import SlidingWindow
 from langchain_promptstrat.strategies.tool_results import ToolResults
 from langchain_promptstrat.strategy import PromptStrategy
