@@ -13,6 +13,7 @@ the provider's count (the package's count times the call's ratio), exceeds the c
 sending everything; recall is next-action recall (``langchain_promptstrat.simulate.recall``).
 
     python benchmarks/provider_ceiling.py            # ../shared/realruns (PROMPTSTRAT_REALRUNS)
+    python benchmarks/provider_ceiling.py 14000      # other ceilings
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def main() -> int:
         answer_at = [i for i, m in enumerate(messages) if isinstance(m, AIMessage)]
         ratios = [b.tokens / count(messages[:i]) if b is not None and i else None for i, b in zip(answer_at, billed)]
         family = path.name.split("__", 1)[0]
-        for ceiling in (16_000, 32_000, None):
+        for ceiling in [int(a) for a in sys.argv[1:]] or [16_000, 32_000, None]:
             for mode in ("before", "after"):
                 figures = replay(messages, ratios, ceiling, learn=mode == "after")
                 total = totals[(family, f"{ceiling:,}" if ceiling else "no settings", mode)]
