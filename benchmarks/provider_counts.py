@@ -25,24 +25,23 @@ from pathlib import Path
 from langchain_core.messages import AIMessage
 
 from langchain_promptstrat.conversation_file import read_conversation
-from langchain_promptstrat.replay import USAGE_SUFFIX, find_transcripts
+from langchain_promptstrat.replay import find_transcripts, usage_beside
 from langchain_promptstrat.text_table import render_table
 from langchain_promptstrat.tokens import TokenCounter
-from langchain_promptstrat.tokens.usage import read_usage_file
+from langchain_promptstrat.tokens.usage import BilledInput
 
 REALRUNS = Path(os.environ.get("PROMPTSTRAT_REALRUNS") or Path(__file__).resolve().parents[1].parent / "shared" / "realruns")
 SKIP_FIRST = 5
 MARGIN = 0.02
 
 
-def ratios(transcript: Path, usage_file: Path, counter: TokenCounter) -> list[float]:
+def ratios(transcript: Path, usage: list[BilledInput | None], counter: TokenCounter) -> list[float]:
     """Return provider ÷ package for each answer of ``transcript`` past the fifth whose usage was reported."""
     read = read_conversation(str(transcript))
     messages = [*read.messages, *read.pending]
     answers = [i for i, m in enumerate(messages) if isinstance(m, AIMessage)]
-    usage = read_usage_file(usage_file)
     if len(usage) != len(answers):
-        raise SystemExit(f"{usage_file}: {len(usage)} entries for {len(answers)} assistant messages")
+        raise SystemExit(f"{transcript}: {len(usage)} usage entries for {len(answers)} assistant messages")
     out = []
     for n, (index, billed) in enumerate(zip(answers, usage)):
         if n >= SKIP_FIRST and billed is not None and index > 0:
@@ -67,13 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     families: dict[str, list[float]] = defaultdict(list)
     runs: dict[str, int] = defaultdict(int)
     for path, _ in find_transcripts([args.folder]):
-        stem = path.name.rsplit(".", 1)[0]
-        candidates = [d / (stem + USAGE_SUFFIX) for d in ([args.usage] if args.usage else [path.parent, path.parent.parent / "usage"])]
-        usage_file = next((c for c in candidates if c.is_file()), None)
-        if usage_file is None:
+        usage = usage_beside(path, args.usage)
+        if usage is None:
             continue
         family = path.name.split("__", 1)[0]
-        families[family] += ratios(path, usage_file, counter)
+        families[family] += ratios(path, usage, counter)
         runs[family] += 1
     rows = {
         family: {

@@ -14,6 +14,11 @@ of every file. A file that a folder holds but that cannot be read is skipped wit
 a file named explicitly that cannot be read raises. A file that saved its requests'
 ``tools`` (an OpenAI or Anthropic request body) has their schemas counted in every prompt
 and given to the strategies that take them, as in the agent that made it.
+
+A transcript with a usage file (``NAME.usage.json`` beside it or in ``../usage/``, see
+:mod:`langchain_promptstrat.tokens.usage`) adds one note: what the provider billed for the
+calls that report it, input and cached, against the ``none`` row's count of the same calls
+(cached as the prefix upper bound, and under the ``cache`` rule when one is given).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_promptstrat.conversation_file import read_conversation
 from langchain_promptstrat.errors import ConfigError, PromptStratError
 from langchain_promptstrat.simulate import DEFAULT_MAX_TOKENS, SimulationResult, StrategyEntry, default_rows, simulate
+from langchain_promptstrat.tokens.usage import BilledInput, read_usage_file
 
 __all__ = ["TRANSCRIPT_SUFFIXES", "find_transcripts", "simulate_files", "transcript_answers", "transcript_prompts"]
 
@@ -37,6 +43,34 @@ USAGE_SUFFIX = ".usage.json"
 """A usage sidecar beside a transcript (the provider's billed tokens per answer), not a transcript itself."""
 
 _MAX_NOTES_PER_FILE = 3
+
+
+def usage_beside(path: Path, folder: Path | None = None) -> list[BilledInput | None] | None:
+    """Return the entries of ``path``'s usage file (``NAME.usage.json`` in ``folder``, else beside it, else in ``../usage/``), or None."""
+    name = path.name.rsplit(".", 1)[0] + USAGE_SUFFIX
+    found = next((d / name for d in ([folder] if folder else [path.parent, path.parent.parent / "usage"]) if (d / name).is_file()), None)
+    return read_usage_file(found) if found is not None else None
+
+
+def _add_bill(bill: list[int], recorded: list[BaseMessage], billed: list[BilledInput | None], result: SimulationResult) -> None:
+    """Add to ``bill`` the provider's figures of the calls that report them and the ``none`` row's for the same calls."""
+    answers = [i for i, m in enumerate(recorded) if isinstance(m, AIMessage)]
+    none = result.baseline
+    if none is None or len(billed) != len(answers):
+        return
+    calls = [b for i, b in zip(answers, billed) if i]  # the calls transcript_prompts replays
+    for k, entry in enumerate(calls):
+        if entry is not None:
+            rule = none.provider_cached_tokens[k] if none.provider_cached_tokens else 0
+            figures = (1, entry.tokens, entry.cached or 0, none.tokens[k], none.cached_tokens[k], rule)
+            bill[:] = [a + b for a, b in zip(bill, figures)]
+
+
+def _bill_note(bill: list[int], calls: int, cache: str | None) -> str:
+    n, billed, cached, counted, prefix, rule = bill
+    under_rule = f", {rule / counted:.1%} under the {cache} rule" if cache and cache != "prefix" else ""
+    return (f"provider's bill ({n:,} of {calls:,} calls report usage): input {billed:,} tokens, {cached / billed:.1%} cached; "
+            f"the none row counts {counted / billed:.3f}x that input, {prefix / counted:.1%} cached as the prefix bound{under_rule}")
 
 
 def transcript_prompts(messages: Sequence[BaseMessage]) -> list[list[BaseMessage]]:
@@ -100,6 +134,7 @@ def simulate_files(
     results: list[SimulationResult] = []
     files: list[str] = []
     notes: list[str] = []
+    bill = [0] * 6
     for path, named in find_transcripts(paths):
         try:
             conversation = read_conversation(str(path))
@@ -119,6 +154,16 @@ def simulate_files(
         tools_here = conversation.tools if tools is None else tools
         results.append(simulate(strategies, prompts=prompts, next_actions=transcript_answers(recorded), tools=tools_here, **options))
         files.append(str(path))
+        try:
+            billed = usage_beside(path)
+        except (OSError, ValueError) as exc:
+            notes.append(f"{path.name}: usage file not read: {exc}")
+            billed = None
+        if billed is not None:
+            _add_bill(bill, recorded, billed, results[-1])
     if not results:
         raise ConfigError(f"no model call to replay in {', '.join(map(str, paths))}")
-    return _merge(results, files, notes)
+    merged = _merge(results, files, notes)
+    if bill[0]:
+        merged.notes.append(_bill_note(bill, merged.model_calls, options.get("cache")))
+    return merged

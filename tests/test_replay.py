@@ -75,12 +75,12 @@ class TestCli:
 
     def test_a_usage_sidecar_in_a_folder_is_not_replayed_as_a_transcript(self, tmp_path, capsys):
         """A ``NAME.usage.json`` beside a transcript (the provider's billed tokens per answer, as in the
-        shared real runs) is not a conversation: the folder replays with no note and one file."""
+        shared real runs) is not a conversation: the folder replays one file, and the only note is the provider's bill."""
         (tmp_path / "run.jsonl").write_text("\n".join(json.dumps(m) for m in RUN))
         (tmp_path / "run.usage.json").write_text(json.dumps([{"prompt_tokens": 10, "cached_tokens": None}] * 2))
         assert main(["simulate", str(tmp_path), "none", "--no-progress", "--json"]) == 0
         data = json.loads(capsys.readouterr().out)
-        assert data["files"] == [str(tmp_path / "run.jsonl")] and not data.get("notes")
+        assert data["files"] == [str(tmp_path / "run.jsonl")] and [n[:16] for n in data["notes"]] == ["provider's bill "]
 
     def test_a_file_named_explicitly_that_cannot_be_read_is_an_error(self, tmp_path, capsys):
         """simulate FILE with a broken file: one error line, exit 2."""

@@ -41,6 +41,15 @@ class TestBilledInput:
         zero = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
         assert [billed_input(m) for m in (HumanMessage("hi"), answer(), answer(usage_metadata=zero))] == [None, None, None]
 
+    def test_a_role_dict_file_carries_usage_as_a_key_of_its_assistant_message(self):
+        """A role-style file's usage_metadata (or OpenAI's usage) key lands in additional_kwargs, where it is read too."""
+        from langchain_core.messages import convert_to_messages
+
+        usage = {"input_tokens": 900, "output_tokens": 3, "total_tokens": 903, "input_token_details": {"cache_read": 512}}
+        read = convert_to_messages([{"role": "assistant", "content": "x", "usage_metadata": usage},
+                                    {"role": "assistant", "content": "y", "usage": {"prompt_tokens": 700}}])
+        assert [billed_input(m) for m in read] == [BilledInput(900, 512), BilledInput(700)]
+
     @given(st.dictionaries(
         st.sampled_from(["prompt_tokens", "input_tokens", "cache_read_input_tokens", "prompt_tokens_details", "cached_tokens"]),
         st.one_of(st.none(), st.booleans(), st.integers(-10, 10**7), st.floats(allow_nan=True), st.text(max_size=5),
@@ -75,3 +84,19 @@ class TestUsageFiles:
         files = sorted(realruns_dir("usage").glob("*" + USAGE_SUFFIX))
         entries = [entry for path in files for entry in read_usage_file(path)]
         assert files and sum(entry is not None for entry in entries) > 0.9 * len(entries)
+
+    def test_a_replay_notes_the_providers_bill_beside_the_none_rows_count(self, tmp_path: Path):
+        """simulate on a transcript with a usage file says what the provider billed and what the none row counts for
+        the same calls; a usage file that cannot be read is a note, not a failed replay."""
+        from langchain_promptstrat.replay import simulate_files
+
+        conversation = [{"role": "user", "content": "fix the bug"}, {"role": "assistant", "content": "looking"},
+                        {"role": "user", "content": "go on"}, {"role": "assistant", "content": "done"}]
+        path = tmp_path / "run.jsonl"
+        path.write_text("\n".join(map(json.dumps, conversation)))
+        (tmp_path / ("run" + USAGE_SUFFIX)).write_text(json.dumps([{"prompt_tokens": 100, "cached_tokens": 0},
+                                                                   {"prompt_tokens": 300, "cached_tokens": 150}]))
+        notes = simulate_files([path], ["none"]).notes
+        assert any("2 of 2 calls report usage): input 400 tokens, 37.5% cached; the none row counts" in n for n in notes)
+        (tmp_path / ("run" + USAGE_SUFFIX)).write_text("{")
+        assert any("usage file not read" in n for n in simulate_files([path], ["none"]).notes)

@@ -178,6 +178,8 @@ def _stats(args: argparse.Namespace) -> int:
                 after = result.messages
                 row["shortened"] += result.report.shortened
                 row["dropped"] += result.report.dropped
+                if "usage_factor" in result.report.details:
+                    row.setdefault("usage_factors", []).append([result.report.details[k] for k in ("usage_factor", "usage_factor_source")])
             row["messages"] += len(after)
             row["tokens"] += counter(after)
     for row in rows.values():
@@ -209,6 +211,12 @@ def _stats_table(summary: dict[str, Any], width: int | None = None) -> str:
         f"{DEFAULT_MARK}: {DEFAULT_LIST_ROW}, what an agent gets when it names no strategy (here without its inbox).",
         f"what each strategy would send (token target {summary['max_tokens']:,} for those that take one):",
     ]
+    factors: list[list[Any]] = next((r["usage_factors"] for r in summary["strategies"] if r["strategy"] == DEFAULT_LIST_ROW and "usage_factors" in r), [])
+    head.append(
+        "the provider's count over the package's (the ceiling holds on it): "
+        + ("; ".join(f"{factor} from {source}" for factor, source in factors[:3]) + (f" ... ({len(factors)} files)" if len(factors) > 3 else "")
+           if factors else "1.0 (none: no usage, no prior)")
+    )
     columns = ["strategy", "messages", "tokens", "of input", "shortened", "dropped"]
     cells = [
         [DEFAULT_MARK if r["strategy"] == DEFAULT_LIST_ROW else r["strategy"], f"{r['messages']:,}", f"{r['tokens']:,}",

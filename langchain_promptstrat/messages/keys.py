@@ -64,7 +64,10 @@ def _compute(
     contents, calls, extras = read if read is not None else (_column(fields, "content"), _column(fields, "tool_calls"), _column(fields, "additional_kwargs"))
     if not set(map(type, contents)) <= {str}:
         contents = [c if type(c) is str else repr(c) for c in contents]
-    columns = (_keyed(extras, repr), _keyed(calls, _calls_key), _keyed(_column(fields, "invalid_tool_calls"), _calls_key))
+    columns = (
+        _keyed(extras, repr), _keyed(calls, _calls_key), _keyed(_column(fields, "invalid_tool_calls"), _calls_key),
+        _keyed(_column(fields, "usage_metadata"), repr),  # the ceiling reads the usage an answer reports
+    )
     ids, call_ids, names = (_column(fields, name) for name in ("id", "tool_call_id", "name"))
     try:
         return list(map(hash, zip(map(type, messages), ids, contents, call_ids, names, *columns)))
@@ -91,7 +94,7 @@ def compute_keys(messages: Sequence[BaseMessage]) -> list[int]:
 
 
 def message_key(message: BaseMessage) -> int:
-    """Return a hash of what a strategy reads of ``message``: type, id, content, name, call id, tool calls, extra fields.
+    """Return a hash of what a strategy reads of ``message``: type, id, content, name, call id, tool calls, extra fields, usage.
 
     Read from the fields directly (a pydantic attribute miss costs microseconds); string
     values are hashed as they are (in C, and cached by the string), tool calls by their

@@ -105,6 +105,7 @@ from langchain_promptstrat.strategies.sliding_window import SlidingWindow
 from langchain_promptstrat.strategies.tool_results import ToolResults
 from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.tokens import TokenCounter, as_token_counter, missing_call_id_tokens, tool_schema_tokens
+from langchain_promptstrat.tokens.usage import Calibration, calibration_for
 
 __all__ = [
     "STRATEGY_NAME",
@@ -504,6 +505,11 @@ class Replay:
     message), when that history is one of the recent call points: what its prompt is built from."""
     digest: tuple[int, bytes] | None = None
     """``(length, chain_digest)`` of the first ``length`` messages of the history, once a front end carried this replay."""
+    calibration: Calibration = Calibration()
+    """The provider's count over the estimate of each prompt sent, from the answers replayed: each call's budget is divided by it."""
+    extra: int = 0
+    sent: int = 0
+    """The estimate of the prompt sent at the call point ``len(history)``, which the answer after it is read against."""
 
 
 class BoundedMemo(ReplayMemo[Replay]):
@@ -515,7 +521,10 @@ class BoundedMemo(ReplayMemo[Replay]):
         """Per-message token costs for the counter last used (a cache: never changes a result)."""
 
 
-def replay_history(start: Replay | None, source: list[BaseMessage], budget: int, settings: Settings, costs: Costs) -> Replay:
+def replay_history(
+    start: Replay | None, source: list[BaseMessage], budget: int, settings: Settings, costs: Costs,
+    calibration: Calibration = Calibration(), extra: int = 0,
+) -> Replay:
     """Return the replay of ``source``'s call points under ``budget``, advanced from ``start``: a pure function of the history.
 
     The rule's state is this value: ``start`` (the replay of an earlier call of the same
@@ -525,28 +534,35 @@ def replay_history(start: Replay | None, source: list[BaseMessage], budget: int,
     because every prefix of a history has the same call points up to its length and the
     replay of a call point reads nothing after it, so the resumed replay is the one a replay
     from the first message would reach.
+
+    Each call's budget is ``budget`` (``extra`` tokens are sent beside the messages) divided by
+    the calibration learned from the answers before it, starting from ``calibration``'s prior:
+    an answer's usage over the estimate of the prompt it answered (:class:`Calibration`).
     """
-    if start is not None and (start.budget != budget or not describes(start.history, source)):
+    if start is not None and (
+        (start.budget, start.extra, start.calibration.prior) != (budget, extra, calibration.prior) or not describes(start.history, source)
+    ):
         start = None
     if start is None:
-        replay = Replay(EMPTY_HISTORY, budget, ToolIndex(), StepCosts(), Edges())
+        replay = Replay(EMPTY_HISTORY, budget, ToolIndex(), StepCosts(), Edges(), calibration=calibration, extra=extra)
     else:
-        replay = Replay(
-            start.history, budget, start.index, start.steps.copy(), start.edges, list(start.recent), start.previous_edges, start.previous,
-            start.digest,
-        )
+        replay = replace(start, steps=start.steps.copy(), recent=list(start.recent))
     done = replay.history.length
     index = replay.index = replay.index.extend(source)
     task = task_index(source)
     system = leading_system_count(source)
     steps, edges = replay.steps, replay.edges
     form = ShortenedForm(settings.stable_read_output_chars, settings.stable_narration_chars)
+    calibration, sent = replay.calibration, replay.sent
     for point in call_points(source, after=done):
+        if done:  # the answer to the previous call point
+            calibration = calibration.observe(source[done], sent)
         steps.add(source, done, point, index, costs, task, system, form)
         done = point
-        edges = advance(edges, steps, budget, settings)
+        edges = advance(edges, steps, calibration.budget(budget, extra), settings)
+        sent = steps.estimate(edges.compaction_edge, edges.drop_edge, edges.head) + extra
         replay.recent = [*replay.recent[-(_RECENT_POINTS - 1):], (point, edges, steps.total)]
-    replay.edges = edges
+    replay.edges, replay.calibration, replay.sent = edges, calibration, sent
     previous = previous_length(source)
     replay.previous_edges = _edges_before(replay, previous)
     replay.previous = next(((e, t) for point, e, t in reversed(replay.recent) if point == previous), None)
@@ -555,7 +571,8 @@ def replay_history(start: Replay | None, source: list[BaseMessage], budget: int,
 
 
 def _replay(
-    source: list[BaseMessage], budget: int, settings: Settings, costs: Costs, memo: BoundedMemo | None, carried: CarriedReplay | None = None,
+    source: list[BaseMessage], budget: int, settings: Settings, costs: Costs, memo: BoundedMemo | None, calibration: Calibration, extra: int,
+    carried: CarriedReplay | None = None,
 ) -> Replay:
     """Return :func:`replay_history` of ``source``, advanced from the replay ``memo`` remembers for its longest call point, else from ``carried``.
 
@@ -563,10 +580,10 @@ def _replay(
     its value when that describes ``source`` and set to the new replay's value after.
     """
     start = memo.recall(source, budget) if memo is not None else None
-    fingerprint = _fingerprint(settings, costs.counter, budget) if carried is not None else None
+    fingerprint = _fingerprint(settings, costs.counter, (budget, extra, calibration.prior)) if carried is not None else None
     if start is None and carried is not None and fingerprint is not None:
-        start = _resumed(carried.value, source, budget, fingerprint)
-    replay = replay_history(start, source, budget, settings, costs)
+        start = _resumed(carried.value, source, budget, fingerprint, calibration, extra)
+    replay = replay_history(start, source, budget, settings, costs, calibration, extra)
     if memo is not None:
         memo.remember(replay, budget=budget)
     if carried is not None and fingerprint is not None:
@@ -629,13 +646,13 @@ class CarriedReplay:
 CARRY_FORMAT = 1
 
 
-def _fingerprint(settings: Settings, counter: CountTokens, budget: int) -> str | None:
+def _fingerprint(settings: Settings, counter: CountTokens, budget: tuple[int, int, float]) -> str | None:
     """Return what a carried replay was computed with, or None when it cannot be said (a counter that is not a :class:`TokenCounter`)."""
     return _fingerprint_of(settings, repr(counter), counter.exact, budget) if isinstance(counter, TokenCounter) else None
 
 
 @functools.lru_cache(maxsize=64)
-def _fingerprint_of(settings: Settings, counter: str, exact: bool, budget: int) -> str:
+def _fingerprint_of(settings: Settings, counter: str, exact: bool, budget: tuple[int, int, float]) -> str:
     what = [CARRY_FORMAT, _package_version(), counter, exact, budget, sorted(settings.as_dict().items())]
     return hashlib.blake2b(json.dumps(what, default=repr).encode(), digest_size=16).hexdigest()
 
@@ -659,6 +676,7 @@ def _carried_value(replay: Replay, source: Sequence[BaseMessage], fingerprint: s
         "steps": [steps.fixed, steps.whole, steps.short, steps.loose_before, steps.loose_after, steps.ends, steps.last_ai],
         "edges": _edges_value(replay.edges),
         "recent": [[point, _edges_value(edges), total] for point, edges, total in replay.recent],
+        "calibration": [list(replay.calibration.ratios), replay.calibration.answers, replay.calibration.ignored, replay.sent],
     }
     value["check"] = _check(value)
     return value
@@ -666,7 +684,7 @@ def _carried_value(replay: Replay, source: Sequence[BaseMessage], fingerprint: s
 
 def _check(value: dict[str, Any]) -> str:
     """Return the checksum of a carried value's fields: a value spoiled in storage is replayed, not trusted."""
-    fields_ = [value[k] for k in ("format", "fingerprint", "length", "digest", "steps", "edges", "recent")]
+    fields_ = [value[k] for k in ("format", "fingerprint", "length", "digest", "steps", "edges", "recent", "calibration")]
     return hashlib.blake2b(json.dumps(fields_, separators=(",", ":")).encode(), digest_size=16).hexdigest()
 
 
@@ -690,7 +708,7 @@ def _ints(value: Any) -> list[int]:
     return value
 
 
-def _resumed(value: Any, source: list[BaseMessage], budget: int, fingerprint: str) -> Replay | None:
+def _resumed(value: Any, source: list[BaseMessage], budget: int, fingerprint: str, prior: Calibration, extra: int) -> Replay | None:
     """Return the replay ``value`` carries when it describes the first messages of ``source``, else None (never raises)."""
     try:
         if value["format"] != CARRY_FORMAT or value["fingerprint"] != fingerprint or value["check"] != _check(value):
@@ -710,7 +728,14 @@ def _resumed(value: Any, source: list[BaseMessage], budget: int, fingerprint: st
             return None
         steps.keys = {record.key for record in index.completed[: steps.total]}
         recent = [(int(point), _edges_from(edges), int(total)) for point, edges, total in value["recent"]]
-        return Replay(history_key(source[:length]), budget, index, steps, _edges_from(value["edges"]), recent, digest=(length, digest))
+        ratios, answers, ignored, sent = value["calibration"]
+        if not all(type(r) is float for r in ratios):
+            return None
+        calibration = replace(prior, ratios=tuple(ratios), answers=int(answers), ignored=int(ignored))
+        return Replay(
+            history_key(source[:length]), budget, index, steps, _edges_from(value["edges"]), recent, digest=(length, digest),
+            calibration=calibration, extra=extra, sent=int(sent),
+        )
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
 
@@ -981,7 +1006,7 @@ def shorten_tools_epoch_stable(
 
 def _compact(
     messages: Sequence[BaseMessage], settings: Settings, max_tokens: int | None, extra_tokens: int,
-    counter: CountTokens, ceiling_source: str | None, memo: BoundedMemo | None, carried: CarriedReplay | None = None,
+    counter: CountTokens, ceiling_source: str | None, memo: BoundedMemo | None, carried: CarriedReplay | None = None, model: Any = None,
 ) -> Compacted:
     """Return :func:`shorten_tools_epoch_stable` of ``messages``, resuming the replay from ``memo`` (a strategy object's) when given."""
     source = _without_notices(messages)
@@ -990,7 +1015,8 @@ def _compact(
     if max_tokens is not None and budget <= 0:
         raise _floor_error(source, costs, max(budget, 0), extra_tokens, max_tokens)
 
-    previous = previous_length(source)
+    previous, base, prior = previous_length(source), budget, calibration_for(model, source)
+    calibration = prior
     if max_tokens is None:  # by count alone
         index = index_tool_calls(source)
         total = index.total_outputs
@@ -1001,16 +1027,17 @@ def _compact(
         previous_edges = (before.compaction_edge, before.drop_edge) if before is not None else (0, 0)
         previous_state: tuple[Edges, int] | None = (count_edges(before), before_total)
     else:
-        replay = _replay(source, budget, settings, costs, memo, carried)
+        replay = _replay(source, budget, settings, costs, memo, prior, extra_tokens, carried)
         index, edges, total, previous_edges = replay.index, replay.edges, replay.steps.total, replay.previous_edges
-        previous_state = replay.previous
+        previous_state, calibration = replay.previous, replay.calibration
+        budget = calibration.budget(budget, extra_tokens)
 
     out, details, head = _edges_applied(source, index, edges, total, previous_edges, settings)
     if details["boundary_moved"] or details["front_moved"]:
         # edges that moved over calls whose fate stays the same change nothing: say so only when bytes changed
         before_history = source[:previous]
         if previous_state is None:  # the previous call's history is no call point of this one: replay it
-            replay_before = _replay(before_history, budget, settings, costs, memo)
+            replay_before = _replay(before_history, base, settings, costs, memo, prior, extra_tokens)
             previous_state = replay_before.edges, replay_before.steps.total
         prompt_before, _, head_before = _edges_applied(before_history, index, *previous_state, (0, 0), settings)
         if max_tokens is not None:
@@ -1025,6 +1052,7 @@ def _compact(
             ceiling=max_tokens, ceiling_source=ceiling_source or "max_tokens argument", budget=budget + extra_tokens,
             extra_tokens=extra_tokens, tokens_after=tokens, met=tokens <= budget + extra_tokens,
             ceiling_events=edges.events, ceiling_event=edges.event_here, fallback=fallback,
+            **calibration.report(memo if memo is not None else _compact),
         )
     return Compacted(out, make_report(STRATEGY_NAME, messages, out, **details, **ceiling_details))
 
@@ -1201,4 +1229,7 @@ class ShortenToolsEpochStable(PromptStrategy):
         extra = tool_schema_tokens(tools if tools is not None else self.tools, self.token_counter)
         if system:
             extra += Costs(self.token_counter)(system)
-        return _compact(messages, self.settings, ceiling.tokens, extra, self.token_counter, ceiling.source, self._memo, carried)
+        return _compact(
+            messages, self.settings, ceiling.tokens, extra, self.token_counter, ceiling.source, self._memo, carried,
+            model if model is not None else self.model,
+        )

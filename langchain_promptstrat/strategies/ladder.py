@@ -42,6 +42,7 @@ from langchain_promptstrat.settings import SettingKey, Settings, settings_with_o
 from langchain_promptstrat.strategy import PromptStrategy, emit_report
 from langchain_promptstrat.strategy_names import get_strategy, split_strategy_names  # rungs may be given by registry key
 from langchain_promptstrat.tokens import TokenCounter, as_token_counter
+from langchain_promptstrat.tokens.usage import Calibration, calibration_for
 
 NOTE_KIND = "ladder_note"
 """``kind`` of the mark on the note that stands where the sliding window dropped messages."""
@@ -394,13 +395,17 @@ class CompactionLadder(PlannedStrategy):
 
         count_one = message_counter(counter)
         base = list_overhead(counter)
+        prior = calibration_for(None, messages)
         start = self._memo.recall(messages)
-        if start is None:
-            start = _Replay(EMPTY_HISTORY, (), (), 0, base, base, 0, None, None)
+        if start is None or start.calibration.prior != prior.prior:
+            start = _Replay(EMPTY_HISTORY, (), (), 0, base, base, 0, None, None, prior)
         prompt, tokens, history_tokens = start.prompt(messages), start.tokens, start.history_tokens
         picks, copies, chars = list(start.picks), start.copies, start.chars
         events, last_event, done_length, last_pass = start.events, start.last_event, start.history.length, start.last_pass
+        calibration = start.calibration  # the targets hold on the provider's count, learned from the answers' usage
         for point in call_points(messages, after=done_length):
+            if done_length:  # the answer to the previous call point, whose prompt counted ``tokens``
+                calibration = calibration.observe(messages[done_length], tokens)
             added = messages[done_length:point]
             prompt.extend(added)
             picks.extend(range(done_length, point))
@@ -409,8 +414,8 @@ class CompactionLadder(PlannedStrategy):
             history_tokens += grown
             done_length = point
             last_pass = None
-            if tokens > self.max_tokens:
-                last_pass = yield from ladder_pass(prompt, self.rungs, target=self.low_tokens, counter=counter)
+            if tokens > calibration.budget(self.max_tokens):
+                last_pass = yield from ladder_pass(prompt, self.rungs, target=calibration.budget(self.low_tokens), counter=counter)
                 picks, new_copies = _encode_prompt(prompt, picks, last_pass.messages)
                 copies, chars = tuple(new_copies), sum(map(message_chars, new_copies))
                 prompt, tokens = list(last_pass.messages), last_pass.tokens
@@ -418,7 +423,7 @@ class CompactionLadder(PlannedStrategy):
         # by key, and without the pass's prompt: the memo must not keep a finished conversation alive
         history = history_key(messages, start.history)
         kept_pass = dataclasses.replace(last_pass, messages=[]) if last_pass is not None else None
-        replay = _Replay(history, tuple(picks), copies, chars, tokens, history_tokens, events, last_event, kept_pass)
+        replay = _Replay(history, tuple(picks), copies, chars, tokens, history_tokens, events, last_event, kept_pass, calibration)
         self._memo.remember(replay, chars, max_chars=self.memo_chars)
 
         if not isinstance(counter, _Tally):  # the replay added per-message shares; report the counter's own figures
@@ -430,13 +435,14 @@ class CompactionLadder(PlannedStrategy):
             low_tokens=self.low_tokens,
             tokens_before=history_tokens,
             tokens_after=tokens,
-            met=tokens <= self.max_tokens,
+            met=tokens <= calibration.budget(self.max_tokens),
             rungs=last_pass.taken if last_pass else [],
             asked=last_pass.asked if last_pass else [],
             watermark=True,
             event=last_pass is not None,
             events=events,
             last_event=last_event,
+            **calibration.report(self._memo),
         )
         return Compacted(prompt, report)
 
@@ -471,6 +477,7 @@ class _Replay:
     last_event: int | None
     last_pass: LadderPass | None
     """The pass of an event at the history's own length, without its messages (None when that call did not compact)."""
+    calibration: Calibration
 
     def prompt(self, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
         """Return the prompt for ``messages``, whose first ``history.length`` messages equal the history's."""

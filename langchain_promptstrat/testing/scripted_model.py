@@ -177,6 +177,8 @@ class ScriptedChatModel(BaseChatModel):
     """Never cache: a cache hit would skip the script position."""
     id_prefix: str = Field(default_factory=_new_id_prefix)
     """What makes this instance's message and tool-call ids its own; random by default, ``""`` for plain ids."""
+    usage: Callable[[list[BaseMessage]], Any] | None = None
+    """The ``usage_metadata`` each answer reports, from the prompt it answers (None: no usage), as a provider bills."""
 
     _steps: list[AIMessage | BaseException] = PrivateAttr(default_factory=list)
     _state: _ScriptState = PrivateAttr(default_factory=_ScriptState)
@@ -271,6 +273,8 @@ class ScriptedChatModel(BaseChatModel):
             message = step.model_copy(deep=True)
         if message.id is None:
             message.id = _numbered("ai", self.id_prefix, index + 1)
+        if self.usage is not None:
+            message.usage_metadata = self.usage(messages)
         return message
 
     def _generate(
