@@ -92,7 +92,9 @@ from langchain_promptstrat.messages import (
     task_index,
 )
 from langchain_promptstrat.messages.keys import chain_digest
-from langchain_promptstrat.messages.history_memo import EMPTY_HISTORY, HistoryKey, IdentityMemo, ReplayMemo, call_points, describes, history_key
+from langchain_promptstrat.messages.history_memo import (
+    EMPTY_HISTORY, HistoryKey, IdentityMemo, ReplayMemo, call_points, describes, history_key, is_call_point,
+)
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.strategies.epoch_machinery.frozen_region import (
@@ -714,8 +716,8 @@ def _resumed(value: Any, source: list[BaseMessage], budget: int, fingerprint: st
         if value["format"] != CARRY_FORMAT or value["fingerprint"] != fingerprint or value["check"] != _check(value):
             return None
         length = value["length"]
-        if type(length) is not int or not 0 < length <= len(source):
-            return None
+        if type(length) is not int or not 0 < length <= len(source) or not is_call_point(source, length):
+            return None  # a replay resumes only at a call point: one ending before a call's outputs would skip them
         digest = chain_digest(b"", source[:length])
         if digest.hex() != value["digest"]:
             return None

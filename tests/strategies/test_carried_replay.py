@@ -80,6 +80,16 @@ def test_a_call_resumed_from_a_carried_value_gets_the_prompt_and_report_of_a_ful
     assert resumed.value is not None and resumed.value["length"] >= carried.value["length"]
 
 
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cut=st.integers(min_value=1, max_value=len(RUN[-1]) - 1))
+def test_a_value_stored_for_any_cut_of_the_history_never_changes_a_later_call(cut: int) -> None:
+    """A value left by a call on any prefix (one ending on an assistant message whose outputs are still to come included)
+    gives a later call the bytes of a full replay: resumed only where a replay may resume, at a call point."""
+    carried = CarriedReplay()
+    compact(RUN[-1][:cut], carried)
+    assert same(compact(RUN[-1], CarriedReplay(as_stored(carried.value))), compact(RUN[-1]))
+
+
 def test_a_resumed_call_replays_only_the_model_calls_after_the_carried_value(rule_steps: list[int]) -> None:
     """A process meeting the conversation for the first time does the rule's work of the new calls only."""
     carried = CarriedReplay()
