@@ -7,8 +7,9 @@ script, raises scripted exceptions, and keeps the message list of each call so a
 check what the model saw. :meth:`ScriptedChatModel.long_run` scripts hundreds of tool
 calls matching :func:`~langchain_promptstrat.testing.make_sized_tool`.
 
-Must not reach the network or look at its prompts to choose an answer: what it answers
-depends only on the script and the thread's call number, so a run replays identically.
+Must not reach the network. It looks at its prompt only through a script step that is a
+function of it (an agent reading a handle out of its prompt); any other answer depends only
+on the script and the thread's call number, so a run replays identically.
 """
 
 from __future__ import annotations
@@ -86,8 +87,8 @@ def _normalize_step(step: Any, counter: list[int], prefix: str = "") -> AIMessag
     Tool-call ids that are missing are numbered from ``counter`` so the ids depend only
     on ``prefix`` and the position of the call in the script.
     """
-    if isinstance(step, BaseException):
-        return step
+    if isinstance(step, BaseException) or (callable(step) and not isinstance(step, AIMessage)):
+        return step  # type: ignore[no-any-return]  # a function of the prompt: normalized when it is called
     if isinstance(step, str):
         return AIMessage(content=step)
     if isinstance(step, AIMessage):
@@ -140,7 +141,9 @@ class ScriptedChatModel(BaseChatModel):
     * a dict ``{"tool_calls": [{"name": ..., "args": {...}, "id"?: ...}], "content"?: str}``
       -- an answer with tool calls; ids are generated as ``call_<prefix>_0001``,
       ``call_<prefix>_0002``... numbered by the position of the call in the script;
-    * an exception instance -- raised by that call (to test retries and error paths).
+    * an exception instance -- raised by that call (to test retries and error paths);
+    * a function of the prompt (the call's message list) returning one of the above: an
+      agent that reads something out of its prompt (a handle) and acts on it.
 
     Once the script is exhausted every further call answers ``final_answer`` (default
     ``"done"``), so an agent loop always terminates. Answer ids are ``ai_<prefix>_0001``,
@@ -262,6 +265,8 @@ class ScriptedChatModel(BaseChatModel):
             index = state.positions.get(thread, 0)
             state.positions[thread] = index + 1
         step = self._steps[index] if index < len(self._steps) else None
+        if callable(step) and not isinstance(step, BaseException):
+            step = _normalize_step(step(messages), [1000 * (index + 1)], self.id_prefix)
         if isinstance(step, BaseException):
             raise step
         if step is None:
