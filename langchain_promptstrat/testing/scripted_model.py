@@ -88,7 +88,7 @@ def _normalize_step(step: Any, counter: list[int], prefix: str = "") -> AIMessag
     on ``prefix`` and the position of the call in the script.
     """
     if isinstance(step, BaseException) or (callable(step) and not isinstance(step, AIMessage)):
-        return step  # type: ignore[no-any-return]  # a function of the prompt: normalized when it is called
+        return step  # a function of the prompt: normalized when it is called
     if isinstance(step, str):
         return AIMessage(content=step)
     if isinstance(step, AIMessage):
