@@ -45,7 +45,16 @@ from langchain_promptstrat.messages.edits import (
     shorten_tool_output,
     with_handle,
 )
-from langchain_promptstrat.messages.read_back import PAGE_CHARS, PAGE_LINES, READ_BACK_TOOL, handle_text, keep_read_backs_whole, read_back
+from langchain_promptstrat.messages.read_back import (
+    PAGE_CHARS,
+    PAGE_LINES,
+    READ_BACK_TOOL,
+    calls_named,
+    handle_text,
+    keep_read_backs_whole,
+    range_text,
+    read_back,
+)
 from langchain_promptstrat.messages.floor import keep_prompt_floor
 from langchain_promptstrat.messages.marks import (
     MARK_KEY,
@@ -64,6 +73,8 @@ __all__ = [
     "PAGE_CHARS",
     "PAGE_LINES",
     "READ_BACK_TOOL",
+    "calls_named",
+    "range_text",
     "handle_text",
     "keep_read_backs_whole",
     "read_back",

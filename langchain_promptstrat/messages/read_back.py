@@ -26,7 +26,7 @@ from langchain_promptstrat.messages.recorded_calls import recorded_calls
 from langchain_promptstrat.messages.sizes import content_text
 from langchain_promptstrat.messages.tool_index import ToolCallRecord, index_tool_calls
 
-__all__ = ["PAGE_CHARS", "PAGE_LINES", "READ_BACK_TOOL", "handle_text", "keep_read_backs_whole", "read_back"]
+__all__ = ["PAGE_CHARS", "PAGE_LINES", "READ_BACK_TOOL", "calls_named", "handle_text", "keep_read_backs_whole", "range_text", "read_back"]
 
 READ_BACK_TOOL = "read_back"
 """The name of the read-back tool, which every handle names."""
@@ -39,6 +39,26 @@ PAGE_CHARS = 12_000
 def handle_text(call: int | str) -> str:
     """Return the handle a shortened output of call ``call`` (its 1-based number, or its id) ends with."""
     return f"[whole: {READ_BACK_TOOL}(call={call!r})]"
+
+
+def range_text(first: int, last: int) -> str:
+    """Return how a note names the calls ``first`` to ``last`` (1-based), each of which :func:`read_back` reads."""
+    return f"calls {first}-{last}"
+
+
+_NAMED = re.compile(rf"{READ_BACK_TOOL}\(call=(\d+|'[^']*')\)|calls (\d+)-(\d+)")
+
+
+def calls_named(text: str) -> tuple[set[str], list[tuple[int, int]]]:
+    """Return the calls ``text`` names by a handle (numbers, and ids as quoted) and the ranges it names."""
+    handles: set[str] = set()
+    ranges: list[tuple[int, int]] = []
+    for handle, first, last in _NAMED.findall(text):
+        if handle:
+            handles.add(handle)
+        else:
+            ranges.append((int(first), int(last)))
+    return handles, ranges
 
 
 def _find(calls: Sequence[ToolCallRecord], call: int | str) -> ToolCallRecord | None:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from langchain_promptstrat.messages import READ_BACK_TOOL, Fate, is_real_user_message, leading_system_count, mark, mark_of, tool_call_ids
+from langchain_promptstrat.messages import READ_BACK_TOOL, Fate, range_text, is_real_user_message, leading_system_count, mark, mark_of, tool_call_ids
 
 __all__ = ["NOTICE_KIND", "compaction_notice", "compaction_notice_text", "is_compaction_notice", "notice_index"]
 
@@ -28,7 +28,7 @@ def _calls(n: int) -> str:
 
 def compaction_notice_text(shortened: int, dropped: int, dropped_calls: tuple[int, int] | None = None) -> str:
     """Return the notice's words for ``shortened`` and ``dropped`` calls, the dropped ones among calls ``dropped_calls`` (first, last); the same counts give the same text."""
-    where = f" from calls {dropped_calls[0]}-{dropped_calls[1]}" if dropped_calls and dropped else ""
+    where = f" from {range_text(*dropped_calls)}" if dropped_calls and dropped else ""
     return (
         "[Context compacted] This conversation is long, so older tool activity was compacted before "
         f"this request: {_calls(shortened)} {'was' if shortened == 1 else 'were'} shortened (a cut value "
