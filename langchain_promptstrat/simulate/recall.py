@@ -323,8 +323,8 @@ def _recoverable(lost: frozenset[str], history: Sequence[BaseMessage], sent: Seq
     ranges: list[tuple[int, int]] = []
     for message in sent:
         if id(message) not in known:
-            named, spans = calls_named(content_text(message.content))
-            handles |= named
+            found, spans = calls_named(content_text(message.content))
+            handles |= found
             ranges += spans
     if not handles and not ranges:
         return 0

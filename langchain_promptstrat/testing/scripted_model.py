@@ -43,7 +43,8 @@ __all__ = ["DEFAULT_FINAL_ANSWER", "ScriptStep", "ScriptedChatModel"]
 DEFAULT_FINAL_ANSWER = "done"
 """What :class:`ScriptedChatModel` answers once its script is exhausted."""
 
-ScriptStep = Any  # AIMessage | str | dict[str, Any] | BaseException, see ScriptedChatModel
+ScriptStep = Any  # AIMessage | str | dict[str, Any] | BaseException | a function of the prompt, see ScriptedChatModel
+_Step = AIMessage | BaseException | Callable[[list[BaseMessage]], Any]
 
 
 @dataclass
@@ -81,7 +82,7 @@ def _numbered(kind: str, prefix: str, n: int) -> str:
     return f"{kind}_{prefix}_{n:04d}" if prefix else f"{kind}_{n:04d}"
 
 
-def _normalize_step(step: Any, counter: list[int], prefix: str = "") -> AIMessage | BaseException:
+def _normalize_step(step: Any, counter: list[int], prefix: str = "") -> _Step:
     """Return the AIMessage (or exception) one script step stands for.
 
     Tool-call ids that are missing are numbered from ``counter`` so the ids depend only
@@ -181,7 +182,7 @@ class ScriptedChatModel(BaseChatModel):
     id_prefix: str = Field(default_factory=_new_id_prefix)
     """What makes this instance's message and tool-call ids its own; random by default, ``""`` for plain ids."""
 
-    _steps: list[AIMessage | BaseException] = PrivateAttr(default_factory=list)
+    _steps: list[_Step] = PrivateAttr(default_factory=list)
     _state: _ScriptState = PrivateAttr(default_factory=_ScriptState)
 
     def __init__(self, script: Sequence[ScriptStep] | None = None, /, **kwargs: Any) -> None:
@@ -265,15 +266,16 @@ class ScriptedChatModel(BaseChatModel):
             index = state.positions.get(thread, 0)
             state.positions[thread] = index + 1
         step = self._steps[index] if index < len(self._steps) else None
-        if callable(step) and not isinstance(step, BaseException):
+        if callable(step) and not isinstance(step, (AIMessage, BaseException)):
             step = _normalize_step(step(messages), [1000 * (index + 1)], self.id_prefix)
         if isinstance(step, BaseException):
             raise step
         if step is None:
             message = AIMessage(content=self.final_answer)
-        else:
-            # copy: agent frameworks set .name and the like on what we return
+        elif isinstance(step, AIMessage):  # copy: agent frameworks set .name and the like on what we return
             message = step.model_copy(deep=True)
+        else:
+            raise ConfigError("a script step's function must return an answer (a message, str, dict or exception), not a function")
         if message.id is None:
             message.id = _numbered("ai", self.id_prefix, index + 1)
         return message
