@@ -127,15 +127,17 @@ def test_a_bad_pattern_answers_a_sentence() -> None:
     assert "not a regular expression" in str(read_back(_run(3), pattern="("))
 
 
-def test_a_read_back_is_never_shortened_in_the_step_it_is_read_and_pairs_stay_intact() -> None:
-    """An answer cut or pointed back again would send the agent to read it again, forever."""
+def test_a_read_back_page_is_never_shortened_in_the_step_it_is_read_fits_the_ceiling_and_pairs_stay_intact() -> None:
+    """An answer cut or pointed back again would send the agent to read it again, forever; a whole page still fits a 16k prompt."""
     messages = _run(60)
-    whole = _output(3)
+    messages[9] = ToolMessage(_output(3, lines=600), tool_call_id="c3")
+    whole = read_back(messages, 4)  # a full page: 12,000 characters
     messages.append(AIMessage("", tool_calls=[{"id": "rb", "name": "read_back", "args": {"call": 4}}]))
     messages.append(ToolMessage(whole, tool_call_id="rb", name="read_back"))
     prompt = prepare_prompt(messages, max_tokens=16_000)
     check_tool_pairs(prompt)
-    assert prompt[-1].content == whole
+    assert prompt[-1].content == whole and len(str(whole)) > 11_000
+    assert TokenCounter()(prompt) <= 16_000  # the page fits the smallest ceiling measured
     messages += [AIMessage("", tool_calls=[{"id": "z", "name": "bash", "args": {"command": "ls"}}]), ToolMessage("ok", tool_call_id="z")]
     later = prepare_prompt(messages, max_tokens=16_000)
     assert next(m for m in later if getattr(m, "tool_call_id", None) == "rb").content != whole  # later it ages
