@@ -43,7 +43,8 @@ from langchain_core.messages import BaseMessage, trim_messages
 from langchain_core.messages.utils import count_tokens_approximately
 
 from langchain_promptstrat.settings import Settings
-from langchain_promptstrat.strategies.epoch import clear_caches, shorten_tools_epoch_increment
+from langchain_promptstrat.strategies.epoch import shorten_tools_epoch_increment
+from langchain_promptstrat.strategies.epoch_machinery.frozen_region import clear_caches
 from langchain_promptstrat.testing import iter_agent_run
 
 DEFAULT_SIZES = (100, 1_000, 5_000)

@@ -27,7 +27,8 @@ from langchain_core.messages import BaseMessage, convert_to_openai_messages, tri
 
 from langchain_promptstrat import check_tool_pairs
 from langchain_promptstrat.messages import is_real_user_message
-from langchain_promptstrat.strategies.ladder import CompactionLadder, call_points
+from langchain_promptstrat.messages.history_memo import call_points
+from langchain_promptstrat.strategies.ladder import CompactionLadder
 from langchain_promptstrat.strategies.sliding_window import SlidingWindow
 from langchain_promptstrat.strategies.tool_results import ToolResults
 from langchain_promptstrat.testing import build_agent_run, iter_agent_run

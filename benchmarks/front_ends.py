@@ -15,7 +15,10 @@ the peer is ``trim_messages`` with the same token counter and ceiling:
 * ``middleware after restart``: a ``create_agent`` agent with ``PromptStrategyMiddleware`` on
   a file-backed SQLite checkpointer holding the final history; the process's agent, saver
   and middleware are built again (a restart) and the next model call is made; the figure is
-  the middleware's own time in that call (its wrap minus the model), median of ``--repeat``.
+  the middleware's own time in that call (its wrap minus the model), median of ``--repeat``;
+* ``... with the carried replay``: the same, the checkpoint also holding the replay the
+  middleware's previous model call left in the state (as a thread it served holds it), so
+  the call resumes from it instead of replaying the history.
 
 Each figure, ours and the peer's alike, is measured in a fresh interpreter (a cold row's in
 ``--repeat`` of them, the median shown), so neither finds what the other or an earlier
@@ -68,20 +71,34 @@ def loop_mean(prompts: Sequence[Sequence[BaseMessage]], apply: Callable[[list[Ba
     return statistics.fmean(times[-LAST:])
 
 
-def middleware_after_restart(history: list[BaseMessage], ceiling: int, folder: Path) -> float:
-    """Return the middleware's milliseconds in the first model call after a restart, on a SQLite checkpointer."""
+def middleware_after_restart(history: list[BaseMessage], ceiling: int, folder: Path, carried: bool) -> float:
+    """Return the middleware's milliseconds in the first model call after a restart, on a SQLite checkpointer.
+
+    ``carried``: the checkpoint also holds the replay the middleware's previous model call
+    left in the state (computed here by the middleware's own call path on the history
+    before the newest message), as a thread it has served holds it; else the history alone.
+    """
     import sqlite3
 
     from langchain.agents import create_agent
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     from langchain_promptstrat import PromptStrategyMiddleware
+    from langchain_promptstrat.adapters.middleware import REPLAY_KEY
+    from langchain_promptstrat.registry import prompt_for_model
+    from langchain_promptstrat.strategies.epoch_stable import CarriedReplay
     from langchain_promptstrat.testing import ScriptedChatModel
 
     path, config = folder / "checkpoints.sqlite", {"configurable": {"thread_id": "t"}}
+    stored: dict[str, Any] = {"messages": history[:-1]}
+    if carried:
+        replay = CarriedReplay()
+        request = {"max_tokens": ceiling, "model": None, "tools": [], "system": [], "carried": replay}
+        prompt_for_model(resolve_strategies(None), history[:-1], request=request)
+        stored[REPLAY_KEY] = replay.value
     with sqlite3.connect(path, check_same_thread=False) as conn:  # the run so far, stored as the agent stores it
-        agent = create_agent(ScriptedChatModel(["done"]), [], checkpointer=SqliteSaver(conn))
-        agent.update_state(config, {"messages": history[:-1]})  # type: ignore[arg-type]
+        agent = create_agent(ScriptedChatModel(["done"]), [], checkpointer=SqliteSaver(conn), middleware=[PromptStrategyMiddleware()])
+        agent.update_state(config, stored)  # type: ignore[arg-type]
     spent: list[float] = []
 
     class Timed(PromptStrategyMiddleware):
@@ -108,7 +125,8 @@ def middleware_after_restart(history: list[BaseMessage], ceiling: int, folder: P
     return spent[0]
 
 
-ROWS = ("warm objects", "prepare_prompt loop", "cold", "middleware after restart")
+ROWS = ("warm objects", "prepare_prompt loop", "cold", "middleware after restart", "  ... with the carried replay")
+RESTARTS = ("middleware after restart", "  ... with the carried replay")
 LOOPS = ("warm objects", "prepare_prompt loop")
 
 
@@ -134,7 +152,7 @@ def measure_row(row: str, side: str, calls: int, ceiling: int) -> float:
         history, fresh = reloaded(final), resolve_strategies(None)
         return ms(lambda: apply_strategies(history, fresh, max_tokens=ceiling))
     with tempfile.TemporaryDirectory() as folder:
-        return middleware_after_restart(final, ceiling, Path(folder))
+        return middleware_after_restart(final, ceiling, Path(folder), carried=row != RESTARTS[0])
 
 
 def in_fresh_process(row: str, side: str, calls: int, ceiling: int) -> float:
@@ -150,7 +168,7 @@ def measure(calls: int, ceiling: int, repeat: int) -> list[str]:
     """Return the table's lines for one run length: each loop in one process a side, each cold row in ``repeat``."""
     lines = [f"{calls:,} tool calls, ceiling {ceiling:,}:"]
     for row in ROWS:
-        if row == "middleware after restart" and importlib.util.find_spec("langchain") is None:
+        if row in RESTARTS and importlib.util.find_spec("langchain") is None:
             continue
         times = 1 if row in LOOPS else repeat
         mine, peer = (statistics.median(in_fresh_process(row, side, calls, ceiling) for _ in range(times))

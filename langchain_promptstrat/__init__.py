@@ -67,8 +67,8 @@ if TYPE_CHECKING:  # the public names, each once: checkers read these imports; a
     from langchain_promptstrat.strategies.epoch import (
         ShortenToolsEpoch as ShortenToolsEpoch,
         ShortenToolsEpochIncrement as ShortenToolsEpochIncrement,
-        is_compaction_notice as is_compaction_notice,
     )
+    from langchain_promptstrat.strategies.epoch_machinery.notice import is_compaction_notice as is_compaction_notice
     from langchain_promptstrat.strategies.dedupe_outputs import DedupeOutputs as DedupeOutputs
     from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable as ShortenToolsEpochStable
     from langchain_promptstrat.strategies.inbox import Inbox as Inbox

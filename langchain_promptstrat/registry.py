@@ -73,6 +73,10 @@ def _strategies_for_call(strategies: StrategySpec | Sequence[StrategySpec] | Non
     the history, so sharing its object changes no prompt. A spec holding strategy objects
     or callables is resolved as given.
     """
+    if isinstance(strategies, (tuple, list)):
+        objects = [s for s in strategies if isinstance(s, PromptStrategy)]
+        if len(objects) == len(strategies):
+            return objects  # objects need no settings: nothing to build
     names = (strategies,) if strategies is None or isinstance(strategies, str) else strategies
     if not isinstance(names, (tuple, list)) or not all(name is None or isinstance(name, str) for name in names):
         return resolve_strategies(strategies, settings=settings)

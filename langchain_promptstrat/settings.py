@@ -228,6 +228,14 @@ class Settings:
         if settings is not None:
             return settings.replace(**explicit)
         env = os.environ if environ is None else environ
+        known = _known_variables()
+        present = tuple((name, value) for name, value in env.items() if name in known)
+        if not explicit and cls is Settings:  # read at every call, built once per environment seen
+            return _from_environment(present)
+        return cls._build(dict(present), explicit)
+
+    @classmethod
+    def _build(cls, env: Mapping[str, str], explicit: Mapping[str, Any]) -> Settings:
         values: dict[str, Any] = {}
         for f in dataclasses.fields(cls):
             if f.name in explicit:
@@ -249,6 +257,17 @@ class Settings:
     def as_dict(self) -> dict[str, Any]:
         """Return every key and its value, for reports and ``promptstrat`` output."""
         return dataclasses.asdict(self)
+
+
+@functools.lru_cache(maxsize=16)
+def _from_environment(present: tuple[tuple[str, str], ...]) -> Settings:
+    """Return the settings these environment variables give (a frozen value: the same variables, the same object)."""
+    return Settings._build(dict(present), {})
+
+
+@functools.cache
+def _known_variables() -> frozenset[str]:
+    return frozenset(name for env in setting_keys().values() for name in _variables(env))
 
 
 def setting_keys() -> dict[str, str]:

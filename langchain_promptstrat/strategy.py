@@ -80,6 +80,8 @@ class PromptStrategy(Runnable[Any, list[BaseMessage]], ABC):
     uses_save_file: ClassVar[bool] = False
     places_notices: ClassVar[bool] = False
     """True for the inbox: where it stands in a list is where notices a caller picked up go (:func:`apply_in_order`)."""
+    carries_replay: ClassVar[bool] = False
+    """True when ``compact_for_request`` takes ``carried``: the replay a graph front end keeps in the conversation's state."""
     options: ClassVar[Any] = None
     """The ``TypedDict`` of this strategy's options that are settings, or None."""
 
@@ -131,8 +133,15 @@ def _compact_one(strategy: PromptStrategy, messages: list[BaseMessage], save_fil
     """Return ``strategy``'s result; a strategy bounded by a ceiling also gets the request's model, tools, system prompt and ``max_tokens``."""
     bounded = getattr(strategy, "compact_for_request", None)
     if request and callable(bounded):
-        return bounded(messages, **request)  # type: ignore[no-any-return]
+        return bounded(messages, **request_for(strategy, request))  # type: ignore[no-any-return]
     return strategy.compact(messages, save_file=save_file if strategy.uses_save_file else None)
+
+
+def request_for(strategy: PromptStrategy, request: dict[str, Any]) -> dict[str, Any]:
+    """Return ``request`` as ``strategy``'s ``compact_for_request`` takes it: ``carried`` only for a strategy that carries its replay."""
+    if "carried" in request and not strategy.carries_replay:
+        return {k: v for k, v in request.items() if k != "carried"}
+    return request
 
 
 def _with_notices(messages: list[BaseMessage], notices: list[BaseMessage]) -> Compacted:

@@ -353,10 +353,9 @@ def test_each_module_directly_in_strategies_is_a_strategy():
 
 
 def test_the_subpackages_of_strategies_define_no_strategy():
-    """The machinery subpackages (``epoch_machinery``, ``ladder_machinery``) hold what strategies share and define none."""
+    """The machinery subpackage (``epoch_machinery``) holds what strategies share and defines none."""
     _, nested = strategy_modules()
-    assert f"{PACKAGE}.strategies.epoch_machinery.boundary" in nested
-    assert f"{PACKAGE}.strategies.ladder_machinery.rung" in nested
+    assert f"{PACKAGE}.strategies.epoch_machinery.frozen_region" in nested
     assert {m: strategies_defined_in(m) for m in nested if strategies_defined_in(m)} == {}
 
 
@@ -378,7 +377,7 @@ def test_the_layers_are_the_documented_ones():
     expected = {
         "": "front ends", "adapters.langgraph": "front ends", "cli.entry": "front ends",
         "simulate.engine": "measuring", "registry": "registry",
-        "strategies": "strategies", "strategies.ladder": "strategies", "strategies.epoch_machinery.boundary": "strategies",
+        "strategies": "strategies", "strategies.ladder": "strategies", "strategies.epoch_machinery.frozen_region": "strategies",
         "strategy": "base", "strategy_names": "base", "inbox.delivery": "inbox",
         "messages.pairs": "foundations", "defaults": "foundations", "testing.scripted_model": "foundations",
     }

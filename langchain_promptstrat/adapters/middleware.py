@@ -48,10 +48,11 @@ from langchain_promptstrat.inbox.graph_delivery import InboxSource, StoredNotice
 from langchain_promptstrat.inbox.locate import InboxBackendSpec
 from langchain_promptstrat.registry import StrategySpec, prompt_for_model, resolve_strategies
 from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.strategies.epoch_stable import CarriedReplay
 from langchain_promptstrat.strategies.inbox import Inbox
 from langchain_promptstrat.strategy import PromptStrategy
 
-__all__ = ["ABORT_KEY", "ANSWERED_KEY", "PENDING_KEY", "PromptStrategyMiddleware", "PromptStratState"]
+__all__ = ["ABORT_KEY", "ANSWERED_KEY", "PENDING_KEY", "REPLAY_KEY", "PromptStrategyMiddleware", "PromptStratState"]
 
 ABORT_KEY: Final = "promptstrat_abort"
 """State key holding the inbox abort that ended the run (``on_abort="end"``), until the next model call."""
@@ -63,6 +64,10 @@ ANSWERED_KEY: Final = "promptstrat_answered_notices"
 """Private state key holding the ids of unpersisted notices a model call has answered, written in the same
 step as the answer: the next pickup acknowledges them instead of delivering them again (the one-call twin of
 finding a persisted notice in ``messages``)."""
+
+REPLAY_KEY: Final = "promptstrat_replay"
+"""Private state key holding the default strategy's replay after the last model call (:class:`CarriedReplay`), checkpointed
+with the conversation: a process that meets the thread for the first time resumes from it instead of replaying the history."""
 
 OnAbort = Literal["interrupt", "end", "raise"]
 
@@ -85,11 +90,12 @@ def _run_config(given: RunnableConfig | None = None) -> RunnableConfig | None:
 
 
 class PromptStratState(AgentState):
-    """The agent state plus the middleware's inbox keys."""
+    """The agent state plus the middleware's inbox keys and the default strategy's carried replay."""
 
     promptstrat_abort: NotRequired[Annotated[dict[str, Any] | None, OmitFromInput]]
     promptstrat_pending_notices: NotRequired[Annotated[list[AnyMessage] | None, PrivateStateAttr]]
     promptstrat_answered_notices: NotRequired[Annotated[list[str] | None, PrivateStateAttr]]
+    promptstrat_replay: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
 
 
 class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
@@ -273,17 +279,29 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
             return answered
         return [nid for nid in answered if nid in claimed]
 
-    def _rewrite(self, request: ModelRequest) -> tuple[ModelRequest, list[AnyMessage]]:
-        """Return the request with its messages rewritten, and the unpersisted notices it now carries."""
+    def _rewrite(self, request: ModelRequest) -> tuple[ModelRequest, list[AnyMessage], CarriedReplay]:
+        """Return the request with its messages rewritten, the unpersisted notices it now carries, and the replay to carry."""
         config = _run_config()
-        pending = cast(PromptStratState, request.state).get(PENDING_KEY) or []  # state_schema adds the key
+        state = cast(PromptStratState, request.state)  # state_schema adds the keys
+        pending = state.get(PENDING_KEY) or []
         save_file = self._inbox.save_file(config) if self._inbox.needed and config is not None else None
         strategies, overrides = self._marking(request)
         system: list[BaseMessage] = [request.system_message] if request.system_message is not None else []
-        bounds: dict[str, Any] = {"max_tokens": self.max_tokens, "model": request.model, "tools": list(request.tools or []), "system": system}
+        carried = CarriedReplay(state.get(REPLAY_KEY))
+        bounds: dict[str, Any] = {
+            "max_tokens": self.max_tokens, "model": request.model, "tools": list(request.tools or []), "system": system, "carried": carried,
+        }
         prompt = prompt_for_model(strategies, request.messages, pending, save_file=save_file, config=config, request=bounds)
         # the strategies return the concrete message classes AnyMessage names, typed as BaseMessage
-        return request.override(messages=cast("list[AnyMessage]", prompt), **overrides), list(pending)
+        return request.override(messages=cast("list[AnyMessage]", prompt), **overrides), list(pending), carried
+
+    def _after_answer(self, request: ModelRequest, pending: list[AnyMessage], carried: CarriedReplay) -> Command[Any] | None:
+        """Return the state update that goes with the model's answer: the notices acknowledged, the replay carried."""
+        update = self._acknowledge(request, pending)
+        if carried.value is None or carried.value is cast(PromptStratState, request.state).get(REPLAY_KEY):
+            return update
+        values = dict(update.update) if update is not None and isinstance(update.update, dict) else {}
+        return Command(update={**values, REPLAY_KEY: carried.value})
 
     def _acknowledge(self, request: ModelRequest, pending: list[AnyMessage]) -> Command[Any] | None:
         """Record as delivered the notices this model call received, and return the state update that goes with its answer.
@@ -318,18 +336,18 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
 
         The inbox notices in the request are acknowledged only once the model has answered.
         """
-        request, pending = self._rewrite(request)
+        request, pending, carried = self._rewrite(request)
         response = handler(request)
-        update = self._acknowledge(request, pending)
+        update = self._after_answer(request, pending, carried)
         return ExtendedModelResponse(response, update) if update else response
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse | ExtendedModelResponse:
         """Async twin of :meth:`wrap_model_call`: the same rewrite and acknowledgement, off the event loop."""
-        request, pending = await run_in_executor(None, self._rewrite, request)
+        request, pending, carried = await run_in_executor(None, self._rewrite, request)
         response = await handler(request)
-        update = await run_in_executor(None, self._acknowledge, request, pending)
+        update = await run_in_executor(None, self._after_answer, request, pending, carried)
         return ExtendedModelResponse(response, update) if update else response
 
 

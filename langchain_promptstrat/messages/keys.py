@@ -18,6 +18,8 @@ would have returned: nothing here changes a result.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import marshal
 import operator
 import threading
@@ -29,7 +31,7 @@ from typing import Any, cast
 
 from langchain_core.messages import BaseMessage
 
-__all__ = ["RECENT_LISTS", "compute_keys", "keys_computed", "message_key", "message_keys"]
+__all__ = ["RECENT_LISTS", "chain_digest", "compute_keys", "keys_computed", "message_key", "message_keys"]
 
 RECENT_LISTS = 8
 """How many keyed lists :func:`message_keys` remembers (the oldest goes first)."""
@@ -229,3 +231,27 @@ def keys_computed() -> int:
     much of a history was found in the lists keyed before rather than computed.
     """
     return _recent.computed
+
+
+def chain_digest(start: bytes, messages: Sequence[BaseMessage]) -> bytes:
+    """Return the digest of a history extended by ``messages``, ``start`` being that of the messages before them (``b""`` for none).
+
+    Unlike :func:`message_key` (Python's ``hash``, salted per process) it is the same in every
+    process, so a state carried in a checkpoint can say which history it describes. Every
+    field a strategy may read is part of it; a value JSON cannot write is taken by its
+    ``repr``, which at worst makes two equal histories differ (a state then recomputed, never
+    a wrong one trusted).
+    """
+    digest = start
+    for message in messages:
+        fields = vars(message)
+        content = fields.get("content")
+        rest = {k: v for k, v in fields.items() if k != "content" or not isinstance(v, str)}
+        h = hashlib.blake2b(digest, digest_size=16)
+        h.update(type(message).__name__.encode())
+        h.update(json.dumps(rest, sort_keys=True, default=repr, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        if isinstance(content, str):
+            h.update(b"\x00")
+            h.update(content.encode("utf-8", "surrogatepass"))
+        digest = h.digest()
+    return digest

@@ -1,45 +1,18 @@
 """cache_breakpoints: Anthropic ``cache_control`` breakpoints where the strategy knows the prompt is stable.
 
-Anthropic caches a prompt only at breakpoints (at most 4 per request), and a breakpoint
-finds an earlier entry only at its own position or up to 20 blocks before it. The usual
-placement (``AnthropicPromptCachingMiddleware``: system, last tool, last block) serves an
-agent loop well while the prompt only grows at its tail, but an epoch advance of
-``shorten_tools_epoch_stable`` rewrites the prompt from its compaction edge on, dozens of
-steps behind the tail: the tail's entry no longer matches and the edge is out of the
-tail breakpoint's reach, so the whole prompt is written again (1.25x) although everything
-before the edge is unchanged.
-
-The strategy's report says where its prefix is stable (``compaction_edge``: forward
-positions at or below it are frozen until the next advance; ``epoch_size``: how far an
-advance moves it; ``drop_edge``: the front). Four breakpoints are placed:
-
-* the **system** message (its prefix never changes);
-* the **previous compaction edge** (``compaction_edge - epoch_size``), which the previous
-  epoch wrote as its current edge: on the first call after an advance it reads
-  everything up to there;
-* the **current compaction edge**, written once per epoch so the next advance can read it;
-* the **tail** (the last message), read by the next call of the same epoch within the
-  20-block lookback.
-
-The token ladder (``tool_results``) reports no epoch edges; its edge is its last placeholder
-(it clears the oldest outputs first, so the prompt up to there holds until it clears more),
-and the placeholder before that one stands for the previous edge.
-
-An edge breakpoint sits on the tool result at the reported forward position itself, not at
-the end of its step before the notice: when the edge splits a parallel step, the step's
-later results are shortened at the next advance, so a breakpoint after them would never
-match again.
-
-Composing with ``AnthropicPromptCachingMiddleware`` (which marks system, last tool and the
-tail itself) leaves one breakpoint to this module: it goes on the previous edge on the first
-call after an advance (the one that reads it) and on the current edge otherwise (the calls
-that write it), so no request carries more than 4.
-
-Marking copies the message with its content as a list of blocks and ``cache_control`` on
-the last one (a string becomes one ``text`` block); langchain-anthropic moves a mark inside a
-tool message's content to its ``tool_result`` block. A message with empty content (an
-assistant message holding only tool calls) cannot carry a mark, so the breakpoint moves to
-the nearest earlier message that can.
+Anthropic caches only at breakpoints (4 per request), each reaching back 20 blocks. An epoch
+advance of ``shorten_tools_epoch_stable`` rewrites the prompt from its compaction edge on,
+out of a tail breakpoint's reach, so this strategy places four: the **system** message, the
+**previous compaction edge** (read by the first call after an advance), the **current
+edge** (written once per epoch for the next advance) and the **tail** (read by the next call
+of the epoch). The edges come from the report (``compaction_edge``, ``epoch_size``,
+``drop_edge``); for the ladder's ``tool_results`` they are its last two placeholders (it
+clears oldest first). An edge mark sits on the tool result at that forward position (a
+parallel step's later results are shortened at the next advance). Beside
+``AnthropicPromptCachingMiddleware`` (system, last tool, tail) one mark is left here: the
+previous edge right after an advance, the current one otherwise. A mark goes on the last
+content block (a string becomes one ``text`` block); an empty message passes it to the
+nearest earlier one.
 """
 
 from __future__ import annotations
@@ -50,25 +23,13 @@ from typing import Any, NoReturn
 
 from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 
-from langchain_promptstrat.strategy import PromptStrategy
+from langchain_promptstrat.strategy import PromptStrategy, request_for
 from langchain_promptstrat.cache_rules import ANTHROPIC_MAX_BREAKPOINTS
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.strategy_names import resolve_strategies
 from langchain_promptstrat.report import Compacted, StrategyReport, make_report
 from langchain_promptstrat.settings import Settings, settings_with_options
-from langchain_promptstrat.strategies.ladder_machinery.vocabulary import PLACEHOLDER_KIND, kind_of
-
-__all__ = [
-    "DEFAULT_CACHE_CONTROL",
-    "STRATEGY_NAME",
-    "CacheBreakpoints",
-    "clearing_edge_ids",
-    "compaction_edge_ids",
-    "is_anthropic_model",
-    "mark_breakpoints",
-    "mark_cache_control",
-    "wrap_for_breakpoints",
-]
+from langchain_promptstrat.strategies.ladder import PLACEHOLDER_KIND, kind_of
 
 STRATEGY_NAME = "cache_breakpoints"
 DEFAULT_CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
@@ -77,11 +38,9 @@ DEFAULT_CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
 def compaction_edge_ids(before: Sequence[BaseMessage], report: StrategyReport) -> tuple[str | None, str | None]:
     """Return the tool call ids at the previous and current compaction edges the report names, or None for each missing.
 
-    Forward position ``f`` is the ``f``-th tool output of ``before`` (the messages the
-    strategy received), as the epoch strategies count. The previous edge is the report's
-    ``previous_compaction_edge`` when it has one (the bounded default, whose edges also move
-    at the ceiling), else the current one minus ``epoch_size``; only when it is still behind
-    the current edge and past the drop edge.
+    Forward position ``f`` is the ``f``-th tool output of ``before``. The previous edge is
+    ``previous_compaction_edge`` when reported (edges moved by a ceiling), else the current
+    one minus ``epoch_size``, and only past the drop edge.
     """
     details = report.details
     edge, size, drop = details.get("compaction_edge"), details.get("epoch_size"), details.get("drop_edge") or 0
@@ -97,12 +56,7 @@ def compaction_edge_ids(before: Sequence[BaseMessage], report: StrategyReport) -
 
 
 def clearing_edge_ids(messages: Sequence[BaseMessage]) -> tuple[str | None, str | None]:
-    """Return the tool call ids of the last two placeholders the ladder left (``tool_results``), or None for each missing.
-
-    The ladder clears the oldest large outputs first, so everything up to its last
-    placeholder stays unchanged until it clears more, and the next clearing lands after
-    it: a breakpoint there is read by the next call.
-    """
+    """Return the tool call ids of the last two placeholders the ladder left (``tool_results``), or None for each missing."""
     ids = [m.tool_call_id for m in messages if isinstance(m, ToolMessage) and kind_of(m) == PLACEHOLDER_KIND]
     return (ids[-2] if len(ids) > 1 else None), (ids[-1] if ids else None)
 
@@ -145,10 +99,8 @@ def mark_breakpoints(
 ) -> tuple[list[BaseMessage], list[int]]:
     """Return ``messages`` with at most ``limit`` breakpoints marked, and the marked indices.
 
-    Candidates by priority: the tail, the current edge, the previous edge, the system
-    message; on the call right after an advance (``advanced``) the previous edge comes
-    before the current one, since that call reads it. Edges are tool call ids, found
-    among the tool messages of ``messages``. The input list is not changed.
+    By priority: the tail, the current edge, the previous edge (before the current one
+    right after an advance, which reads it), the system message. Edges are tool call ids.
     """
     out = list(messages)
     by_id = {m.tool_call_id: i for i, m in enumerate(out) if isinstance(m, ToolMessage)}
@@ -174,15 +126,13 @@ def mark_breakpoints(
 class CacheBreakpoints(PromptStrategy):
     """Runs ``strategies`` (default ``shorten_tools_epoch_stable``), then marks Anthropic cache breakpoints at their stable edges.
 
-    A ``Runnable`` like any strategy: ``CacheBreakpoints() | ChatAnthropic(...)``. Use it
-    with Anthropic models only: other providers do not know ``cache_control``.
-    ``system``/``tail`` mark those two (leave them off when something else marks them,
-    e.g. ``AnthropicPromptCachingMiddleware``); ``limit`` caps the breakpoints this
-    strategy places (at most 4 per request in total). The report adds ``breakpoints``
-    (indices marked), ``previous_edge_id`` and ``current_edge_id``.
+    ``CacheBreakpoints() | ChatAnthropic(...)``, for Anthropic models only. The report adds
+    ``breakpoints`` (indices marked), ``previous_edge_id`` and ``current_edge_id``.
     """
 
     strategy_name = STRATEGY_NAME
+    carries_replay = True
+    """It hands a carried replay on to the strategies it wraps that carry one."""
 
     def __init__(
         self,
@@ -239,7 +189,7 @@ class CacheBreakpoints(PromptStrategy):
         for strategy in self.strategies:
             bounded: Callable[..., Compacted] | None = getattr(strategy, "compact_for_request", None)
             if request and callable(bounded):
-                result = bounded(current, **request)
+                result = bounded(current, **request_for(strategy, request))
             else:
                 result = strategy.compact(current, save_file=save_file if strategy.uses_save_file else None)
             if "compaction_edge" in result.report.details:
@@ -265,11 +215,9 @@ class CacheBreakpoints(PromptStrategy):
 def wrap_for_breakpoints(
     strategies: Sequence[PromptStrategy], *, system: bool = True, tail: bool = True, limit: int = ANTHROPIC_MAX_BREAKPOINTS
 ) -> list[PromptStrategy]:
-    """Return ``strategies`` with those before the first inbox grouped into one :class:`CacheBreakpoints`.
+    """Return ``strategies`` with those before the first inbox grouped into one :class:`CacheBreakpoints` (``cache_breakpoints=True``).
 
-    What the adapters use for ``cache_breakpoints=True``: the inbox keeps its place (its
-    notices come after the marks, so the tail breakpoint sits on the last message of the
-    conversation and a one-off notice never moves it).
+    The inbox's notices come after the marks, so a one-off notice never moves the tail breakpoint.
     """
     split = next((i for i, s in enumerate(strategies) if s.uses_save_file), len(strategies))
     if split == 0:

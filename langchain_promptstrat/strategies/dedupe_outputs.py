@@ -1,24 +1,13 @@
 """dedupe_outputs: a tool output's lines that an earlier output already showed become one pointer to it.
 
-Agents read the same file twice, run the same tests again, grep what they just printed: in
-real runs about 30% of tool-output characters are lines an earlier output of the same run
-already held. The model pays for them on every later call and learns nothing from the second
-copy. This strategy keeps the first copy whole and, in each later output, replaces every run
-of lines already shown (each longer than ``dedupe_min_line_chars``) by one line naming the
-output that holds them: ``[12 lines as in the output of call_ab12 (bash) above]``. A run is
-replaced only when the pointer is shorter than the lines it stands for.
-
-Why the newer copy and not the older one: the older output sits in the provider's cached
-prefix, the newer one at the uncached tail. Editing only the output as it arrives leaves every
-earlier message byte for byte as it was, so the prompt stays a growing prefix and the cache
-keeps hitting; each output's form depends only on the outputs before it, so the prompt is a
-pure function of the history. What the pointer stands for stays in the prompt, in the older
-output's own words, so nothing the agent could use is lost (``benchmarks/recall.py``). The
-first ``dedupe_tool_call_threshold`` outputs are never edited: a short conversation comes
-back as it was. Outputs whose content is not a string (blocks) are left as they are.
-
-Run before a strategy that shortens or drops old outputs (the default list does): that
-strategy then counts and cuts the deduplicated history.
+In real runs about 30% of tool-output characters repeat lines an earlier output held (a
+file read twice, tests run again). The first copy stays whole; in each later output, every
+run of already-shown lines (each longer than ``dedupe_min_line_chars``) becomes one line,
+``[12 lines as in the output of call_ab12 (bash) above]``, when that is shorter. The newer
+copy is edited because it is at the uncached tail: every earlier message keeps its bytes,
+so the prefix cache keeps hitting, and each output's form depends only on the outputs
+before it. The first ``dedupe_tool_call_threshold`` outputs are never edited; non-string
+contents are left alone. Run it before a strategy that shortens old outputs.
 """
 
 from __future__ import annotations
@@ -36,8 +25,6 @@ from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.messages.history_memo import HistoryKey, ReplayMemo, history_key
 from langchain_promptstrat.strategy import PromptStrategy
-
-__all__ = ["DedupeOutputs", "DedupeOutputsOptions", "dedupe_outputs", "pointer_text"]
 
 
 def pointer_text(lines: int, call_id: str, tool: str) -> str:
@@ -121,10 +108,7 @@ def _compacted(messages: Sequence[BaseMessage], progress: _Progress) -> Compacte
 
 
 def dedupe_outputs(messages: Sequence[BaseMessage], /, *, settings: Settings) -> Compacted:
-    """Return ``messages`` with each tool output's already-shown lines pointed back to the earlier output, and a report.
-
-    The report adds ``outputs_edited`` and ``lines_pointed_back``.
-    """
+    """Return ``messages`` with each tool output's already-shown lines pointed back to the earlier output; the report adds ``outputs_edited`` and ``lines_pointed_back``."""
     progress = _Progress()
     _read(messages, progress, 0, settings)
     return _compacted(messages, progress)
@@ -148,13 +132,9 @@ class _Reading:
 class DedupeOutputs(PromptStrategy):
     """``dedupe_outputs``: lines a tool output repeats from an earlier one become one pointer to it.
 
-    ``DedupeOutputs(tool_call_threshold=5)``. Each option is also a setting of the same key
-    (``DEDUPE_TOOL_CALL_THRESHOLD`` or ``PROMPTSTRAT_DEDUPE_TOOL_CALL_THRESHOLD``, ...).
-    It remembers how far it read the last few conversations in the replay engine's memo
-    (:class:`~langchain_promptstrat.messages.history_memo.ReplayMemo`: messages
-    held weakly, found by what they are), so the next call of a growing conversation, or the
-    same conversation loaded again from a checkpoint, reads only what was added and returns
-    the same edited copies as before: the strategy after it sees the same objects every call.
+    ``DedupeOutputs(tool_call_threshold=5)``. Its reading of the last few conversations is
+    resumed from the replay engine's memo, so a growing or reloaded conversation reads only
+    what was added and gets the same edited copies as before.
     """
 
     strategy_name = "dedupe_outputs"
@@ -176,12 +156,7 @@ class DedupeOutputs(PromptStrategy):
         self._memo: ReplayMemo[_Reading] = ReplayMemo(self.memo_size)
 
     def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
-        """Return :func:`dedupe_outputs` of ``messages``, resuming the remembered reading of an earlier call.
-
-        A reading is resumed when the remembered messages are the same objects, or equal in
-        content (a conversation loaded again from a checkpoint); then the edited copies are
-        the remembered ones, so the strategy after this one sees the objects it saw before.
-        """
+        """Return :func:`dedupe_outputs` of ``messages``, resuming the remembered reading of an earlier call."""
         best = self._memo.take(messages)  # taken out: its reading is extended in place, for the longer history
         progress = best.progress if best is not None else _Progress()
         _read(messages, progress, best.history.length if best is not None else 0, self.settings)

@@ -1,36 +1,21 @@
-"""shorten_tools_epoch and shorten_tools_epoch_increment: compaction frozen for an epoch.
+"""shorten_tools_epoch and shorten_tools_epoch_increment: compaction frozen for an epoch, so the provider's prefix cache hits.
 
-Providers cache the longest prompt prefix they have seen. ``shorten_tools`` moves its
-boundary with every new call, so the prefix changes every turn and the cache never hits.
-These strategies freeze the boundary for a window of calls (an epoch): within an epoch the
-compacted prefix is byte-identical from one model call to the next.
-
-The rule, in the reference's terms. ``T`` is the number of tool outputs; a call shares the
-position of its output, 1 = newest. Once ``T`` passes ``epoch_tool_call_threshold`` the
-boundary is pinned at ``pinned_total`` and only moves when an epoch is full::
+``T`` is the number of tool outputs; a call shares the position of its output, 1 = newest.
+Once ``T`` passes ``epoch_tool_call_threshold`` the boundary is pinned at ``pinned_total``
+and moves only when an epoch is full::
 
     new_calls   = T - pinned_total
     keep_full   = new_calls + epoch_full_tool_calls     positions 1..keep_full stay whole
     truncate_to = keep_full + compacted_window          then shortened (args 200, output 400)
                                                         older positions are dropped
 
-Counted from the oldest output instead (the *forward* position, which never changes as the
-conversation grows), the same rule reads: forward positions ``<= pinned_total - full`` are
-frozen (shortened, the oldest of them dropped) and everything after stays whole. Only
-``pinned_total`` and the compacted window decide the frozen regions, which is why the
-prefix holds still until one of them moves.
-
-``shorten_tools_epoch`` uses fixed epochs and a fixed compacted window;
-``shorten_tools_epoch_increment`` (the default) grows both as the conversation gets longer,
-and more when an epoch holds repeated calls. In both, the most recent occurrence of a call
-made two or more times stays whole, and when anything was shortened or dropped one notice
-tells the model so.
-
-This module holds the two strategies: their options, and how one call runs
-(:func:`_compact`). The machinery they share with ``shorten_tools_epoch_stable`` (where the
-boundary is, repeated calls, each call's fate, the notice, the caches) lives in
-:mod:`langchain_promptstrat.strategies.epoch_machinery`, and its public names are
-re-exported here. Must not grow machinery another epoch strategy needs: that belongs there.
+Counted from the oldest output (the *forward* position, which never changes), forward
+positions ``<= pinned_total - full`` are frozen and the rest stays whole, so within an epoch
+the compacted prefix is byte-identical from one model call to the next.
+``shorten_tools_epoch`` has fixed epochs and window; ``shorten_tools_epoch_increment`` grows
+both with the conversation and with repeated calls. In both the newest occurrence of a
+repeated call stays whole, and one notice says what was shortened or dropped. The shared
+machinery is :mod:`langchain_promptstrat.strategies.epoch_machinery.frozen_region`.
 """
 
 from __future__ import annotations
@@ -44,61 +29,24 @@ from typing_extensions import Unpack
 
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
-from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.messages import Fate, ToolCallRecord, ToolIndex, index_tool_calls, shorten_arguments, shorten_tool_output
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
-from langchain_promptstrat.strategies.epoch_machinery.boundary import (
+from langchain_promptstrat.strategies.epoch_machinery.frozen_region import (
+    Decisions,
     EpochState,
     _inactive,
     _pinned,
-    compacted_window,
+    apply_frozen,
+    decide,
     epoch_boundary,
     increment_schedule,
-)
-from langchain_promptstrat.strategies.epoch_machinery.caches import apply_frozen, clear_caches
-from langchain_promptstrat.strategies.epoch_machinery.decisions import (
-    Decisions,
-    decide,
     prefix_change,
     previous_total,
-    region_fate,
+    repeat_positions,
 )
-from langchain_promptstrat.strategies.epoch_machinery.notice import (
-    NOTICE_KIND,
-    compaction_notice,
-    compaction_notice_text,
-    is_compaction_notice,
-    notice_index,
-)
-from langchain_promptstrat.strategies.epoch_machinery.repeats import protected_calls, repeat_positions
-
-__all__ = [
-    "NOTICE_KIND",
-    "Decisions",
-    "EpochState",
-    "ShortenToolsEpoch",
-    "ShortenToolsEpochIncrement",
-    "ShortenToolsEpochIncrementOptions",
-    "ShortenToolsEpochOptions",
-    "apply_frozen",
-    "clear_caches",
-    "compacted_window",
-    "compaction_notice",
-    "compaction_notice_text",
-    "decide",
-    "epoch_boundary",
-    "increment_schedule",
-    "is_compaction_notice",
-    "notice_index",
-    "prefix_change",
-    "previous_total",
-    "protected_calls",
-    "region_fate",
-    "repeat_positions",
-    "shorten_tools_epoch",
-    "shorten_tools_epoch_increment",
-]
+from langchain_promptstrat.strategies.epoch_machinery.notice import compaction_notice, is_compaction_notice, notice_index
+from langchain_promptstrat.strategy import PromptStrategy
 
 
 Schedule = Callable[[int, Sequence[int], Settings], "EpochState | None"]
@@ -112,11 +60,7 @@ def _decisions_before(
     schedule: Schedule,
     settings: Settings,
 ) -> Decisions:
-    """Return the decisions for the history that had ``before_total`` outputs.
-
-    They are ``now``'s when the frozen regions are where they were and the newest calls
-    repeat nothing: then no older call changed region or protection.
-    """
+    """Return the decisions for the history that had ``before_total`` outputs (``now``'s when no region moved and no repeat is new)."""
     assert now.state is not None
     if before_total == now.state.total:
         return now
@@ -128,11 +72,7 @@ def _decisions_before(
 
 
 def _changed_by_shortening(source: Sequence[BaseMessage], index: ToolIndex, fates: Mapping[int, Fate]) -> int:
-    """Return how many calls given the shorten fate really changed: an output or an argument longer than the cut.
-
-    A call whose output and arguments are already short keeps every byte, so the notice
-    neither counts it nor appears for it alone.
-    """
+    """Return how many calls given the shorten fate really changed (an already short call keeps every byte and is not counted)."""
     changed = 0
     for number, fate in fates.items():
         if fate is not Fate.SHORTEN:
@@ -148,8 +88,8 @@ def _changed_by_shortening(source: Sequence[BaseMessage], index: ToolIndex, fate
 def _compact(messages: Sequence[BaseMessage], settings: Settings, schedule: Schedule, name: str) -> Compacted:
     """Return the compacted messages and the report, with epochs from ``schedule``.
 
-    A compaction notice already in the input (a compacted prompt that was stored) is left
-    out first: its counts describe another state, and a fresh one is added when due.
+    A compaction notice already in the input (a stored compacted prompt) is left out first:
+    its counts describe another state.
     """
     source = [m for m in messages if not (isinstance(m, HumanMessage) and is_compaction_notice(m))]
     index = index_tool_calls(source)
@@ -201,36 +141,19 @@ def _fixed(total: int, repeats: Sequence[int], settings: Settings) -> EpochState
 
 
 def shorten_tools_epoch(messages: Sequence[BaseMessage], /, *, settings: Settings) -> Compacted:
-    """Return ``messages`` with old tool calls shortened and dropped behind a boundary frozen per epoch.
-
-    Freezing the boundary keeps the compacted prefix byte-identical between model calls,
-    which is what lets the provider's prompt cache hit. Epochs have a fixed size
-    (``epoch_size``) and the compacted window is ``epoch_compacted_tool_calls``; see
-    :func:`epoch_boundary`. The newest occurrence of a repeated call stays whole, and a
-    marked notice follows the first kept step when anything was shortened or dropped.
+    """Return ``messages`` with old tool calls shortened and dropped behind a boundary frozen per fixed-size epoch.
 
     The report adds ``epoch_index``, ``pinned_total``, ``new_calls``, ``epoch_size``,
-    ``compacted_window``, ``keep_full``, ``truncate_to``, ``repeats`` (repeated
-    occurrences), ``protected``, ``notice``, and, compared with the prompt that produced the
-    newest ``AIMessage`` (the previous model call of an agent loop), ``boundary_moved`` and
-    ``prefix_change`` (None, ``boundary``, ``repeat`` or ``boundary+repeat``). Both are
-    computed from the history itself, so the strategy keeps no memory between calls. When
-    a user message is appended straight after tool outputs, with no model call in between,
-    the comparison reaches one call further back and may repeat an earlier announcement;
-    it never misses a change. Below the threshold the epoch figures and ``repeats`` are
-    None (nothing was computed).
+    ``compacted_window``, ``keep_full``, ``truncate_to``, ``repeats``, ``protected``,
+    ``notice`` (None below the threshold), and, against the previous model call (the newest
+    ``AIMessage``, read off the history), ``boundary_moved`` and ``prefix_change`` (None,
+    ``boundary``, ``repeat`` or ``boundary+repeat``).
     """
     return _compact(messages, settings, _fixed, "shorten_tools_epoch")
 
 
 def shorten_tools_epoch_increment(messages: Sequence[BaseMessage], /, *, settings: Settings) -> Compacted:
-    """Return ``messages`` compacted like :func:`shorten_tools_epoch`, with epochs and window that grow.
-
-    Long conversations keep more shortened history and move their boundary less often:
-    the epoch grows every ``epoch_increment_epochs_per_increase`` epochs and when an epoch
-    holds a repeated call, and the compacted window grows with it (see
-    :func:`increment_schedule` and :func:`compacted_window`). The report is the same.
-    """
+    """Return ``messages`` compacted like :func:`shorten_tools_epoch`, with epochs and window that grow (:func:`increment_schedule`)."""
     return _compact(messages, settings, increment_schedule, "shorten_tools_epoch_increment")
 
 
@@ -257,11 +180,8 @@ class ShortenToolsEpochIncrementOptions(ShortenToolsEpochOptions, total=False):
 class ShortenToolsEpoch(PromptStrategy):
     """``shorten_tools_epoch``: cache-friendly compaction with fixed epochs.
 
-    ``ShortenToolsEpoch(tool_call_threshold=50, epoch_size=20)``. Each option is the
-    reference's ``epoch_*`` setting (environment variable ``EPOCH_SIZE`` or
-    ``PROMPTSTRAT_EPOCH_SIZE``, ...): an option given here wins over ``settings``, which
-    wins over the environment, which wins over the default. Stateless: one object serves
-    any number of conversations at once.
+    ``ShortenToolsEpoch(tool_call_threshold=50, epoch_size=20)``; each option is the
+    reference's ``epoch_*`` setting (option > ``settings`` > environment > default). Stateless.
     """
 
     strategy_name = "shorten_tools_epoch"
@@ -287,11 +207,9 @@ class ShortenToolsEpoch(PromptStrategy):
 class ShortenToolsEpochIncrement(PromptStrategy):
     """``shorten_tools_epoch_increment`` (the reference default): epochs and compacted window that grow.
 
-    ``ShortenToolsEpochIncrement(epoch_size=20, max_size=60)``. The options of
-    ``shorten_tools_epoch`` (``epoch_size`` is the initial size) plus those of the growth;
-    each is the reference's setting (``epoch_*``, ``epoch_increment_*``; environment
-    variable ``EPOCH_INCREMENT_MAX_SIZE`` or ``PROMPTSTRAT_EPOCH_INCREMENT_MAX_SIZE``, ...),
-    with the same precedence: option > ``settings`` > environment > default. Stateless.
+    ``ShortenToolsEpochIncrement(epoch_size=20, max_size=60)``: the options of
+    ``shorten_tools_epoch`` (``epoch_size`` is the initial size) plus the growth's
+    ``epoch_increment_*`` settings. Stateless.
     """
 
     strategy_name = "shorten_tools_epoch_increment"

@@ -62,10 +62,13 @@ from __future__ import annotations
 
 import bisect
 import functools
+import hashlib
+import importlib.metadata
+import json
 import os
 import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Annotated, Any, TypedDict
 
 from typing_extensions import Unpack
@@ -88,24 +91,24 @@ from langchain_promptstrat.messages import (
     shorten_tool_output,
     task_index,
 )
+from langchain_promptstrat.messages.keys import chain_digest
 from langchain_promptstrat.messages.history_memo import EMPTY_HISTORY, HistoryKey, IdentityMemo, ReplayMemo, call_points, describes, history_key
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
-from langchain_promptstrat.strategies.epoch_machinery.boundary import EpochState, epoch_boundary
-from langchain_promptstrat.strategies.epoch_machinery.caches import Head, encode_head, recall_head, remember_head
-from langchain_promptstrat.strategies.epoch_machinery.decisions import previous_total
+from langchain_promptstrat.strategies.epoch_machinery.frozen_region import (
+    EpochState, Head, encode_head, epoch_boundary, previous_total, recall_head, remember_head,
+)
 from langchain_promptstrat.strategies.epoch_machinery.notice import compaction_notice, is_compaction_notice
 from langchain_promptstrat.strategies.epoch_machinery.shortened_form import ShortenedForm
-from langchain_promptstrat.strategies.ladder_machinery.plan import run_plan
-from langchain_promptstrat.strategies.ladder_machinery.rung import LadderPass, ladder_pass
-from langchain_promptstrat.strategies.ladder_machinery.vocabulary import CountTokens, message_counter
+from langchain_promptstrat.strategies.ladder import CountTokens, LadderPass, ladder_pass, message_counter, run_plan
 from langchain_promptstrat.strategies.sliding_window import SlidingWindow
 from langchain_promptstrat.strategies.tool_results import ToolResults
 from langchain_promptstrat.strategy import PromptStrategy
-from langchain_promptstrat.tokens import as_token_counter, missing_call_id_tokens, tool_schema_tokens
+from langchain_promptstrat.tokens import TokenCounter, as_token_counter, missing_call_id_tokens, tool_schema_tokens
 
 __all__ = [
     "STRATEGY_NAME",
+    "CarriedReplay",
     "Edges",
     "ShortenToolsEpochStable",
     "ShortenToolsEpochStableOptions",
@@ -499,6 +502,8 @@ class Replay:
     previous: tuple[Edges, int] | None = None
     """The edges and outputs counted at the previous model call's history (everything before the newest assistant
     message), when that history is one of the recent call points: what its prompt is built from."""
+    digest: tuple[int, bytes] | None = None
+    """``(length, chain_digest)`` of the first ``length`` messages of the history, once a front end carried this replay."""
 
 
 class BoundedMemo(ReplayMemo[Replay]):
@@ -526,7 +531,10 @@ def replay_history(start: Replay | None, source: list[BaseMessage], budget: int,
     if start is None:
         replay = Replay(EMPTY_HISTORY, budget, ToolIndex(), StepCosts(), Edges())
     else:
-        replay = Replay(start.history, budget, start.index, start.steps.copy(), start.edges, list(start.recent), start.previous_edges, start.previous)
+        replay = Replay(
+            start.history, budget, start.index, start.steps.copy(), start.edges, list(start.recent), start.previous_edges, start.previous,
+            start.digest,
+        )
     done = replay.history.length
     index = replay.index = replay.index.extend(source)
     task = task_index(source)
@@ -546,11 +554,23 @@ def replay_history(start: Replay | None, source: list[BaseMessage], budget: int,
     return replay
 
 
-def _replay(source: list[BaseMessage], budget: int, settings: Settings, costs: Costs, memo: BoundedMemo | None) -> Replay:
-    """Return :func:`replay_history` of ``source``, advanced from the replay ``memo`` remembers for its longest call point."""
-    replay = replay_history(memo.recall(source, budget) if memo is not None else None, source, budget, settings, costs)
+def _replay(
+    source: list[BaseMessage], budget: int, settings: Settings, costs: Costs, memo: BoundedMemo | None, carried: CarriedReplay | None = None,
+) -> Replay:
+    """Return :func:`replay_history` of ``source``, advanced from the replay ``memo`` remembers for its longest call point, else from ``carried``.
+
+    With ``carried`` (what a front end keeps in the graph state) the replay is resumed from
+    its value when that describes ``source`` and set to the new replay's value after.
+    """
+    start = memo.recall(source, budget) if memo is not None else None
+    fingerprint = _fingerprint(settings, costs.counter, budget) if carried is not None else None
+    if start is None and carried is not None and fingerprint is not None:
+        start = _resumed(carried.value, source, budget, fingerprint)
+    replay = replay_history(start, source, budget, settings, costs)
     if memo is not None:
         memo.remember(replay, budget=budget)
+    if carried is not None and fingerprint is not None:
+        carried.value = _carried_value(replay, source, fingerprint)
     return replay
 
 
@@ -586,6 +606,113 @@ def memo_costs(memo: BoundedMemo, counter: CountTokens) -> Costs:
     if costs is None or costs.counter is not counter:
         costs = memo.costs = Costs(counter)
     return costs
+
+
+# ---- the replay as a value a front end carries -----------------------------------------------
+
+
+@dataclass
+class CarriedReplay:
+    """A conversation's replay as a front end carries it between model calls: in the graph state, checkpointed with it.
+
+    ``value`` (plain JSON: edges, prefix sums, recent call points) is read before a call,
+    None when nothing is carried, and set after it. It is resumed from only when it
+    describes the history the strategy is given: the same messages by a digest that holds
+    across processes (:func:`~langchain_promptstrat.messages.keys.chain_digest`), the same
+    budget, settings, token counter and package version; anything else is replayed from
+    the first message, so a conversation edited behind it is recomputed, never trusted.
+    """
+
+    value: dict[str, Any] | None = None
+
+
+CARRY_FORMAT = 1
+
+
+def _fingerprint(settings: Settings, counter: CountTokens, budget: int) -> str | None:
+    """Return what a carried replay was computed with, or None when it cannot be said (a counter that is not a :class:`TokenCounter`)."""
+    return _fingerprint_of(settings, repr(counter), counter.exact, budget) if isinstance(counter, TokenCounter) else None
+
+
+@functools.lru_cache(maxsize=64)
+def _fingerprint_of(settings: Settings, counter: str, exact: bool, budget: int) -> str:
+    what = [CARRY_FORMAT, _package_version(), counter, exact, budget, sorted(settings.as_dict().items())]
+    return hashlib.blake2b(json.dumps(what, default=repr).encode(), digest_size=16).hexdigest()
+
+
+@functools.cache
+def _package_version() -> str:
+    try:
+        return importlib.metadata.version("langchain-promptstrat")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _carried_value(replay: Replay, source: Sequence[BaseMessage], fingerprint: str) -> dict[str, Any]:
+    """Return ``replay`` as the plain value a front end carries (:class:`CarriedReplay`)."""
+    length = replay.history.length
+    done, digest = replay.digest if replay.digest is not None and replay.digest[0] <= length else (0, b"")
+    replay.digest = (length, chain_digest(digest, source[done:length]))
+    steps = replay.steps
+    value: dict[str, Any] = {
+        "format": CARRY_FORMAT, "fingerprint": fingerprint, "length": length, "digest": replay.digest[1].hex(),
+        "steps": [steps.fixed, steps.whole, steps.short, steps.loose_before, steps.loose_after, steps.ends, steps.last_ai],
+        "edges": _edges_value(replay.edges),
+        "recent": [[point, _edges_value(edges), total] for point, edges, total in replay.recent],
+    }
+    value["check"] = _check(value)
+    return value
+
+
+def _check(value: dict[str, Any]) -> str:
+    """Return the checksum of a carried value's fields: a value spoiled in storage is replayed, not trusted."""
+    fields_ = [value[k] for k in ("format", "fingerprint", "length", "digest", "steps", "edges", "recent")]
+    return hashlib.blake2b(json.dumps(fields_, separators=(",", ":")).encode(), digest_size=16).hexdigest()
+
+
+def _edges_value(edges: Edges) -> list[Any]:
+    return [getattr(edges, f.name) for f in fields(Edges)]
+
+
+def _edges_from(value: Any) -> Edges:
+    if not isinstance(value, list) or len(value) != len(fields(Edges)):
+        raise ValueError("not the edges of a replay")
+    edges = Edges(*value)
+    ints = [getattr(edges, f.name) for f in fields(Edges) if f.name not in ("segments", "last_event", "event_here")]
+    if not all(type(v) is int for v in ints) or type(edges.event_here) is not bool or not (edges.last_event is None or type(edges.last_event) is int):
+        raise ValueError("not the edges of a replay")
+    return replace(edges, segments=tuple((int(a), int(b)) for a, b in edges.segments))
+
+
+def _ints(value: Any) -> list[int]:
+    if not isinstance(value, list) or not all(type(v) is int for v in value):
+        raise ValueError("not a list of integers")
+    return value
+
+
+def _resumed(value: Any, source: list[BaseMessage], budget: int, fingerprint: str) -> Replay | None:
+    """Return the replay ``value`` carries when it describes the first messages of ``source``, else None (never raises)."""
+    try:
+        if value["format"] != CARRY_FORMAT or value["fingerprint"] != fingerprint or value["check"] != _check(value):
+            return None
+        length = value["length"]
+        if type(length) is not int or not 0 < length <= len(source):
+            return None
+        digest = chain_digest(b"", source[:length])
+        if digest.hex() != value["digest"]:
+            return None
+        fixed, whole, short, loose_before, loose_after, ends, last_ai = value["steps"]
+        steps = StepCosts(int(fixed), _ints(whole), _ints(short), _ints(loose_before), int(loose_after), _ints(ends), set(), int(last_ai))
+        if not len(whole) == len(short) == len(loose_before):
+            return None
+        index = ToolIndex().extend(source[:length])
+        if len(index.completed) < steps.total:
+            return None
+        steps.keys = {record.key for record in index.completed[: steps.total]}
+        recent = [(int(point), _edges_from(edges), int(total)) for point, edges, total in value["recent"]]
+        return Replay(history_key(source[:length]), budget, index, steps, _edges_from(value["edges"]), recent, digest=(length, digest))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
 
 
 # ---- the prompt: the edges applied ---------------------------------------------------------
@@ -854,7 +981,7 @@ def shorten_tools_epoch_stable(
 
 def _compact(
     messages: Sequence[BaseMessage], settings: Settings, max_tokens: int | None, extra_tokens: int,
-    counter: CountTokens, ceiling_source: str | None, memo: BoundedMemo | None,
+    counter: CountTokens, ceiling_source: str | None, memo: BoundedMemo | None, carried: CarriedReplay | None = None,
 ) -> Compacted:
     """Return :func:`shorten_tools_epoch_stable` of ``messages``, resuming the replay from ``memo`` (a strategy object's) when given."""
     source = _without_notices(messages)
@@ -874,7 +1001,7 @@ def _compact(
         previous_edges = (before.compaction_edge, before.drop_edge) if before is not None else (0, 0)
         previous_state: tuple[Edges, int] | None = (count_edges(before), before_total)
     else:
-        replay = _replay(source, budget, settings, costs, memo)
+        replay = _replay(source, budget, settings, costs, memo, carried)
         index, edges, total, previous_edges = replay.index, replay.edges, replay.steps.total, replay.previous_edges
         previous_state = replay.previous
 
@@ -1008,6 +1135,7 @@ class ShortenToolsEpochStable(PromptStrategy):
 
     strategy_name = STRATEGY_NAME
     options = ShortenToolsEpochStableOptions
+    carries_replay = True
 
     def __init__(
         self,
@@ -1059,16 +1187,18 @@ class ShortenToolsEpochStable(PromptStrategy):
         tools: Sequence[Any] | None = None,
         system: Sequence[BaseMessage] = (),
         max_tokens: MaxTokens = None,
+        carried: CarriedReplay | None = None,
     ) -> Compacted:
         """Return ``messages`` compacted for one model request.
 
         ``max_tokens`` (the adapter's) wins over this strategy's; ``model`` decides the
         ceiling when neither is given; ``tools`` and ``system`` (sent outside ``messages``)
-        count against it.
+        count against it. ``carried``: the replay a front end keeps with the conversation
+        (:class:`CarriedReplay`), resumed from when it describes ``messages`` and updated.
         """
         given = check_max_tokens(max_tokens) if max_tokens is not None else self.max_tokens
         ceiling = resolve_ceiling(given, model=model if model is not None else self.model, settings=self.settings)
         extra = tool_schema_tokens(tools if tools is not None else self.tools, self.token_counter)
         if system:
             extra += Costs(self.token_counter)(system)
-        return _compact(messages, self.settings, ceiling.tokens, extra, self.token_counter, ceiling.source, self._memo)
+        return _compact(messages, self.settings, ceiling.tokens, extra, self.token_counter, ceiling.source, self._memo, carried)

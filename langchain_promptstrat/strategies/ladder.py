@@ -1,130 +1,332 @@
-"""CompactionLadder: token-target rungs run cheapest first, with a low watermark for the cache.
+"""CompactionLadder: token-target rungs run cheapest first, with a low watermark; and what its rungs share.
 
-A ladder holds rungs, cheapest first (the reference's ladder is ``tool_results``,
-``sliding_window``, ``summary``), and a target, ``max_tokens``. While the prompt counts more
-tokens than the target, the next rung is asked for a rewrite; a rung may decline, and what
-it answers is taken only when it counts fewer tokens than before (otherwise the same size
-would be written back for ever). Each rung taken is reported as ``{strategy, before,
-after}``. A target no rung can reach leaves the smallest valid prompt reached, with ``met:
-False`` in the report; each rung is asked at most once per pass, so the ladder never loops.
+While the prompt counts more than ``max_tokens``, the next rung (``tool_results``,
+``sliding_window``, ``summary``: each its own module) is asked for a rewrite, taken only when
+it counts fewer tokens; each rung is asked at most once per pass (:func:`ladder_pass`), and a
+target no rung reaches leaves the smallest prompt reached with ``met: False``.
 
-Recomputing that from the full history on every call (``low_tokens == max_tokens``, the
-reference's behaviour) moves the cut by a message or two per call, so the provider's prompt
-cache misses everything after it. With a low watermark (``low_tokens``, by default
-``ladder_low_ratio`` = 70% of ``max_tokens``) the prompt is instead defined by replaying the
-history's own model calls::
+With a low watermark (``low_tokens``, default ``ladder_low_ratio`` = 70% of ``max_tokens``)
+the prompt is defined by replaying the history's own model calls (:func:`call_points`), so
+the cut holds still between compaction events and the provider's prefix cache hits::
 
     prompt(first call) = the history so far
     prompt(next call)  = prompt(previous call) + the messages added since,
                          unless that counts more than max_tokens: then the rungs run on it
                          with low_tokens as their target (a *compaction event*)
 
-The model calls of an agent run are read off the history (:func:`call_points`: after a
-step's last output, after a user message), so the prompt is a pure function of the history:
-two processes, a restart or a resumed thread compute the same prompt (with ``summary``,
-provided the model answers the same), and nothing is stored. Between two events each
-prompt starts with the previous one, message for message. After an event that reached
-``low_tokens`` the next one comes only once the history has grown by more than
-``max_tokens - low_tokens``, so events are rare. ``max_tokens`` stays a hard ceiling: a
-prompt above it is always compacted, unless it is already at the rungs' floor.
-
-The replay costs one pass over the history plus one ladder pass per past event, each on a
-prompt of about ``max_tokens``. A small per-ladder memo of recent replays (the replay
-engine's :class:`~langchain_promptstrat.messages.history_memo.ReplayMemo`,
-keyed by what the history is, so a conversation loaded again from a checkpoint is found
-too) lets a growing conversation resume where the previous call stopped; it never changes
-a result, and it holds no caller's message (a prompt is remembered as indices into the
-history plus the rungs' edited copies), so a finished conversation is not kept alive.
-
-This module holds the ladder: its options and the watermark's rule. What it shares with
-its rungs (the marks' kinds and token shares, the plan protocol, the :class:`Rung` base and
-one pass, the call points it replays) lives in
-:mod:`langchain_promptstrat.strategies.ladder_machinery`, and its public names are
-re-exported here; each rung is its own strategy module. Must not hold machinery a rung
-needs: that belongs there.
+The replay resumes from the replay engine's memo (:mod:`langchain_promptstrat.messages.history_memo`),
+which never changes a result and holds no caller's message. This module also holds what the
+rungs share: their marks' kinds, per-message token shares, the plan protocol (a rung's plan
+yields model requests and ends with a :class:`Rewrite`, run sync or async) and the
+:class:`Rung` base.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Generator, Sequence
-from dataclasses import dataclass
-from typing import Any, NoReturn
+from abc import abstractmethod
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Any, NamedTuple, NoReturn, Protocol, TypedDict, TypeVar
 
+from langchain_core.callbacks import AsyncCallbackManagerForChainRun
 from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
 
 from langchain_promptstrat.errors import ConfigError
-from langchain_promptstrat.messages import message_chars
-from langchain_promptstrat.strategy_names import get_strategy, split_strategy_names  # rungs may be given by registry key
-from langchain_promptstrat.report import Compacted, make_report
-from langchain_promptstrat.settings import Settings, settings_with_options
-from langchain_promptstrat.strategies.ladder_machinery.plan import Plan, Rewrite, RungRequest, arun_plan, done, run_plan
+from langchain_promptstrat.messages import coerce_messages, mark_of, message_chars
 from langchain_promptstrat.messages.history_memo import EMPTY_HISTORY, HistoryKey, ReplayMemo, call_points, history_key
-from langchain_promptstrat.strategies.ladder_machinery.rung import LadderPass, PlannedStrategy, Rung, _counts, _pass_report, ladder_pass
-from langchain_promptstrat.strategies.ladder_machinery.vocabulary import (
-    NOTE_KIND,
-    PLACEHOLDER_KIND,
-    SUMMARY_KIND,
-    CountTokens,
-    _Tally,
-    kind_of,
-    list_overhead,
-    message_counter,
-    represented,
-    tally,
-)
-from langchain_promptstrat.tokens import as_token_counter
+from langchain_promptstrat.report import Compacted, StrategyReport, make_report
+from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
+from langchain_promptstrat.strategy import PromptStrategy, emit_report
+from langchain_promptstrat.strategy_names import get_strategy, split_strategy_names  # rungs may be given by registry key
+from langchain_promptstrat.tokens import TokenCounter, as_token_counter
 
-__all__ = [
-    "NOTE_KIND",
-    "PLACEHOLDER_KIND",
-    "SUMMARY_KIND",
-    "CompactionLadder",
-    "CountTokens",
-    "LadderPass",
-    "Plan",
-    "Rewrite",
-    "Rung",
-    "RungRequest",
-    "arun_plan",
-    "call_points",
-    "done",
-    "kind_of",
-    "ladder_pass",
-    "list_overhead",
-    "message_counter",
-    "represented",
-    "run_plan",
-    "tally",
-]
+NOTE_KIND = "ladder_note"
+"""``kind`` of the mark on the note that stands where the sliding window dropped messages."""
+PLACEHOLDER_KIND = "ladder_placeholder"
+"""``kind`` of the mark on a tool output that ``tool_results`` replaced by a placeholder."""
+SUMMARY_KIND = "summary"
+"""``kind`` of the mark on a message written by ``summary``."""
+
+CountTokens = Callable[[Sequence[BaseMessage]], int]
+
+
+def kind_of(message: BaseMessage) -> str | None:
+    """Return the ``kind`` of this package's mark on ``message``, or None for an unmarked message."""
+    m = mark_of(message)
+    return m.get("kind") if m else None
+
+
+def represented(message: BaseMessage) -> int:
+    """Return how many original messages ``message`` stands for: a note or summary counts what it replaced."""
+    m = mark_of(message)
+    if m and m.get("kind") == NOTE_KIND:
+        return int(m.get("dropped", 1))
+    if m and m.get("kind") == SUMMARY_KIND:
+        return int(m.get("messages", 1))
+    return 1
+
+
+class _Tally:
+    """A :class:`TokenCounter` remembering each message object's count for one call (a pass counts the same messages often).
+
+    It holds the messages it counted, so an ``id`` is never reused while it lives.
+    """
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self._seen: dict[int, tuple[BaseMessage, int]] = {}
+
+    def count_message(self, message: BaseMessage) -> int:
+        hit = self._seen.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        tokens = self.counter.count_message(message)
+        self._seen[id(message)] = (message, tokens)
+        return tokens
+
+    def __call__(self, messages: Sequence[BaseMessage], /) -> int:
+        return sum(map(self.count_message, messages))
+
+
+def tally(counter: CountTokens) -> CountTokens:
+    """Return ``counter`` remembering per-message counts for one call when it is a sum of messages."""
+    return _Tally(counter) if isinstance(counter, TokenCounter) else counter
+
+
+def list_overhead(counter: CountTokens) -> int:
+    """Return what ``counter`` counts for an empty list (0 for a :class:`TokenCounter`)."""
+    return 0 if isinstance(counter, (TokenCounter, _Tally)) else counter([])
+
+
+def message_counter(counter: CountTokens) -> Callable[[BaseMessage], int]:
+    """Return a function giving one message's share of ``counter``'s count of a list.
+
+    A :class:`TokenCounter` is exactly the sum of its messages; another counter is taken as
+    its count of an empty list plus per-message counts (the ladder checks every decision
+    with ``counter`` itself).
+    """
+    if isinstance(counter, (TokenCounter, _Tally)):
+        return counter.count_message
+    base = counter([])
+
+    def count_one(message: BaseMessage) -> int:
+        return counter([message]) - base
+
+    return count_one
+
+
+# --------------------------------------------------------------------------- the plan protocol
+
+
+class Rewrite(NamedTuple):
+    """A rung's answer: the rewritten messages (None when it declines) and what it did."""
+
+    messages: list[BaseMessage] | None
+    details: dict[str, Any]
+
+
+class RungRequest(Protocol):
+    """Something a rung's plan needs answered from outside (a model call); ``ask``/``aask`` return the answer or the exception, never raise."""
+
+    def ask(self) -> Any: ...
+
+    async def aask(self) -> Any: ...
+
+
+Plan = Generator[RungRequest, Any, Rewrite]
+_Outcome = TypeVar("_Outcome")  # a rung's plan ends with a Rewrite, a ladder's with a Compacted
+
+
+def run_plan(plan: Generator[RungRequest, Any, _Outcome]) -> _Outcome:
+    """Return the outcome of ``plan``, answering its requests synchronously."""
+    try:
+        request = next(plan)
+        while True:
+            request = plan.send(request.ask())
+    except StopIteration as stop:
+        outcome: _Outcome = stop.value
+        return outcome
+
+
+async def arun_plan(plan: Generator[RungRequest, Any, _Outcome]) -> _Outcome:
+    """Return the outcome of ``plan``, answering its requests with ``await``."""
+    try:
+        request = next(plan)
+        while True:
+            request = plan.send(await request.aask())
+    except StopIteration as stop:
+        outcome: _Outcome = stop.value
+        return outcome
+
+
+def done(outcome: Rewrite) -> Plan:
+    """Return a plan that needs nothing from outside and ends with ``outcome``."""
+    return outcome
+    yield  # a generator: rungs without model calls share the model-calling rungs' protocol
+
+
+# --------------------------------------------------------------------------- rungs and one pass
+
+
+class PlannedStrategy(PromptStrategy):
+    """A strategy whose work is a plan that may call a chat model: ``ainvoke`` awaits :meth:`acompact` (no thread hop)."""
+
+    @abstractmethod
+    async def acompact(self, messages: list[BaseMessage]) -> Compacted:
+        """Return :meth:`compact` of ``messages``, awaiting any model call."""
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> list[BaseMessage]:
+        """Return the transformed messages, awaiting any model call (no thread hop)."""
+        return await self._acall_with_config(self._ainvoke, input, config, run_type="prompt")
+
+    async def _ainvoke(self, input: Any, run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig) -> list[BaseMessage]:
+        result = await self.acompact(coerce_messages(input))
+        emit_report(result, config)
+        return result.messages
+
+
+class RungOptions(TypedDict, total=False):
+    """The options every built-in rung takes; each is a setting (a ladder's own target and counter win)."""
+
+    max_tokens: Annotated[int | None, SettingKey("ladder_max_tokens")]
+    keep_steps: Annotated[int | None, SettingKey("keep_steps")]
+
+
+class Rung(PlannedStrategy):
+    """Base of the token-target rungs: a plan toward a target, usable alone or in a ladder.
+
+    On its own, a rung aims at ``max_tokens`` (default: the ``ladder_max_tokens`` setting)
+    with its own ``token_counter`` (default cl100k_base) and keeps its rewrite only when it
+    counts fewer tokens; inside a :class:`CompactionLadder` the ladder's target and counter are used.
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        max_tokens: int | None = None,
+        token_counter: Any = None,
+        **setting_overrides: Any,
+    ) -> None:
+        super().__init__(settings, ladder_max_tokens=max_tokens, **setting_overrides)
+        self.token_counter: CountTokens = as_token_counter(token_counter)
+
+    @property
+    def max_tokens(self) -> int:
+        """Return the target this rung aims at when used on its own."""
+        return self.settings.ladder_max_tokens
+
+    @abstractmethod
+    def plan(self, messages: Sequence[BaseMessage], *, target: int, counter: CountTokens) -> Plan:
+        """Return a plan (a generator) that ends with this rung's :class:`Rewrite` of ``messages``."""
+
+    def rewrite(self, messages: Sequence[BaseMessage], *, target: int | None = None, counter: Any = None) -> list[BaseMessage] | None:
+        """Return this rung's rewrite of ``messages`` toward ``target``, or None when it declines."""
+        return run_plan(self._plan_for(messages, target, counter)).messages
+
+    def _plan_for(self, messages: Sequence[BaseMessage], target: int | None, counter: Any) -> Plan:
+        count = tally(self.token_counter if counter is None else as_token_counter(counter))
+        return self.plan(list(messages), target=self.max_tokens if target is None else target, counter=count)
+
+    def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
+        """Return ``messages`` with this rung applied once toward ``max_tokens``, and a report."""
+        return run_plan(self._single(messages))
+
+    async def acompact(self, messages: list[BaseMessage]) -> Compacted:
+        """Return :meth:`compact` of ``messages``, awaiting any model call."""
+        return await arun_plan(self._single(messages))
+
+    def _single(self, messages: list[BaseMessage]) -> Generator[RungRequest, Any, Compacted]:
+        done_pass = yield from ladder_pass(messages, [self], target=self.max_tokens, counter=tally(self.token_counter))
+        return Compacted(done_pass.messages, _pass_report(self.strategy_name, messages, done_pass, self.max_tokens))
+
+
+@dataclass
+class LadderPass:
+    """The outcome of one pass of the rungs: the prompt, its count and what each rung did."""
+
+    messages: list[BaseMessage]
+    tokens_before: int
+    tokens: int
+    taken: list[dict[str, Any]] = field(default_factory=list)
+    """``{strategy, before, after}`` for each rung whose rewrite was taken, in order."""
+    asked: list[dict[str, Any]] = field(default_factory=list)
+    """Every rung asked: ``{strategy, outcome, ...details}``; outcome taken, declined or not_smaller."""
+
+
+def ladder_pass(
+    messages: Sequence[BaseMessage], rungs: Sequence[Rung], *, target: int, counter: CountTokens
+) -> Generator[RungRequest, Any, LadderPass]:
+    """Run ``rungs`` in order on ``messages`` while over ``target``; return the :class:`LadderPass`.
+
+    A rewrite is taken only when it counts fewer tokens than the prompt it was given, and
+    each rung is asked at most once, so the pass ends.
+    """
+    current = list(messages)
+    tokens = before = counter(current)
+    result = LadderPass(current, before, tokens)
+    for rung in rungs:
+        if tokens <= target:
+            break
+        outcome = yield from rung.plan(current, target=target, counter=counter)
+        entry = {"strategy": rung.strategy_name, **outcome.details}
+        if outcome.messages is None:
+            result.asked.append({**entry, "outcome": "declined"})
+            continue
+        after = counter(outcome.messages)
+        if after >= tokens:
+            result.asked.append({**entry, "outcome": "not_smaller", "before": tokens, "after": after})
+            continue
+        result.asked.append({**entry, "outcome": "taken", "before": tokens, "after": after})
+        result.taken.append({"strategy": rung.strategy_name, "before": tokens, "after": after})
+        current, tokens = outcome.messages, after
+    result.messages, result.tokens = current, tokens
+    return result
+
+
+def _pass_report(name: str, messages: Sequence[BaseMessage], done_pass: LadderPass, target: int, **extra: Any) -> StrategyReport:
+    return make_report(
+        name, messages, done_pass.messages,
+        **_counts(done_pass),
+        target=target,
+        tokens_before=done_pass.tokens_before,
+        tokens_after=done_pass.tokens,
+        met=done_pass.tokens <= target,
+        rungs=done_pass.taken,
+        asked=done_pass.asked,
+        **extra,
+    )
+
+
+def _counts(done_pass: LadderPass | None) -> dict[str, int]:
+    """Return the report's ``shortened`` (outputs cleared) and ``dropped`` (messages dropped) of a pass."""
+    taken = [a for a in (done_pass.asked if done_pass else []) if a["outcome"] == "taken"]
+    return {
+        "shortened": sum(a.get("replaced", 0) for a in taken),
+        "dropped": sum(a.get("dropped", 0) for a in taken),
+    }
+
+
+# --------------------------------------------------------------------------- the ladder
 
 
 class CompactionLadder(PlannedStrategy):
     """A token budget: rungs run cheapest first while over ``max_tokens``, with a low watermark.
 
     ``CompactionLadder([ToolResults(), Summary(model), SlidingWindow()], max_tokens=120_000)``
-    (the summary before the window, which would otherwise drop what it summarises).
-    Rungs may also be given by registry name (``["tool_results", "sliding_window"]`` or
-    ``"tool_results,sliding_window"``). ``low_tokens`` (default ``ladder_low_ratio`` x
-    ``max_tokens``) is what an over-target prompt is compacted down to; ``low_tokens ==
-    max_tokens`` turns the watermark off and gives the reference's one-shot ladder, recomputed
-    from the full history on every call. ``token_counter``: None (cl100k_base), a
-    :class:`TokenCounter`, a chat model or any ``messages -> int`` callable; the rungs use the
-    ladder's target and counter, not their own.
-
-    The report adds ``target``, ``low_tokens``, ``tokens_before`` (the full history),
-    ``tokens_after``, ``met``, ``rungs`` (``{strategy, before, after}`` of the rungs taken at
-    this call), ``asked``, and with the watermark ``event`` (this call compacted),
-    ``events`` (compaction events in the history so far) and ``last_event`` (the history
-    length at the latest one).
+    or by registry names (``"tool_results,sliding_window"``). The report adds ``target``,
+    ``low_tokens``, ``tokens_before``, ``tokens_after``, ``met``, ``rungs`` (taken at this
+    call), ``asked``, and with the watermark ``event``, ``events`` and ``last_event``.
     """
 
     strategy_name = "ladder"
     memo_size = 8
     """Replays remembered per ladder, to resume a growing conversation (never changes a result)."""
     memo_chars = 8_000_000
-    """Characters of edited copies the remembered replays may hold together (they hold the caller's messages only weakly)."""
+    """Characters of edited copies the remembered replays may hold together."""
 
     def __init__(
         self,
@@ -255,13 +457,7 @@ class CompactionLadder(PlannedStrategy):
 
 @dataclass(frozen=True)
 class _Replay:
-    """Where a replay stands after the call point ``len(history)``: the prompt built so far and its counts.
-
-    It holds no message of the caller, so a remembered replay never keeps a finished
-    conversation alive: the history is its key (:class:`HistoryKey`: weak references and each
-    message's key), and the prompt is encoded as :attr:`picks` into the history plus
-    the replay's own edited copies (:attr:`copies`, ``chars`` characters of them).
-    """
+    """Where a replay stands after the call point ``len(history)``, holding no caller's message (picks into the history, own copies)."""
 
     history: HistoryKey
     picks: tuple[int, ...]
@@ -284,11 +480,7 @@ class _Replay:
 
 
 def _encode_prompt(prompt: Sequence[BaseMessage], picks: Sequence[int], rewritten: Sequence[BaseMessage]) -> tuple[list[int], list[BaseMessage]]:
-    """Return the picks and copies of ``rewritten``, a rung pass's output for ``prompt`` (encoded by ``picks``).
-
-    A message of ``rewritten`` that is one of the history's messages in ``prompt`` keeps its
-    pick; anything else (an edited copy, a note, a summary) is the replay's own copy.
-    """
+    """Return the picks and copies of ``rewritten``, a pass's output for ``prompt``: a history message keeps its pick, anything else is a copy."""
     where = {id(m): p for m, p in zip(prompt, picks) if p >= 0}
     out: list[int] = []
     copies: list[BaseMessage] = []

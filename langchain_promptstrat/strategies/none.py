@@ -11,8 +11,6 @@ from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import Settings, settings_with_options
 
-__all__ = ["NoStrategy"]
-
 
 class NoStrategy(PromptStrategy):
     """``none``: returns the messages unchanged (a new list holding the same messages)."""

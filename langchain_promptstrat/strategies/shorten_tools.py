@@ -1,10 +1,8 @@
 """shorten_tools: tiered shortening and dropping of old tool calls, recomputed on every call.
 
-Walking newest first, the most recent tool outputs stay whole, a middle band is shortened
-(hash-stamped) and the oldest are dropped; the same is done to calls with their own
-thresholds. While the tool content kept so far is under ``max_tool_chars`` everything stays
-whole, so a short conversation is never touched. The boundary moves with every new call, so
-this strategy defeats prompt caching; the epoch strategies exist for that.
+Newest first: the most recent outputs and calls stay whole, a middle band is shortened and
+the oldest dropped, once the tool content kept passes ``max_tool_chars``. The boundary moves
+with every call, so it defeats prompt caching; the epoch strategies exist for that.
 """
 
 from __future__ import annotations
@@ -31,8 +29,6 @@ from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.truncation import DEFAULT_OUTPUT_SIZE, shorten_string
 
-__all__ = ["ShortenTools", "ShortenToolsOptions", "shorten_tools"]
-
 
 def _judge(position: int, size: int, shortened_size: int, *, full: int, maximum: int, budget: int, used: int, protected: bool) -> tuple[Fate, int]:
     """Return the fate of one side of a call and the characters it adds to the kept budget."""
@@ -46,18 +42,12 @@ def _judge(position: int, size: int, shortened_size: int, *, full: int, maximum:
 def shorten_tools(messages: Sequence[BaseMessage], /, *, settings: Settings) -> Compacted:
     """Return ``messages`` with old tool calls and outputs shortened or dropped, and a report.
 
-    The rule is the reference's: an output at position ``n`` (1 = newest) is kept whole when
-    ``n < full_tool_outputs`` or while the tool characters kept so far are under
-    ``max_tool_chars``; otherwise it is dropped when ``n > max_tool_outputs`` and shortened
-    when not. A call is judged the same way with ``full_tool_calls`` / ``max_tool_calls`` and
-    its output's position. Two deliberate differences:
-
-    * ``protect_current_turn`` (default off). The reference describes a guard that keeps
-      every tool message of the newest user turn whole, but its counter starts at 1, so the
-      guard never fires; and in an agent run with a single user message it would switch the
-      strategy off entirely. Turn it on when your runs have many short user turns.
-    * A pair never splits: when the call and output thresholds would drop one side and not
-      the other, both take the milder fate, since a provider rejects half a pair.
+    The reference's rule: an output at position ``n`` (1 = newest) stays whole when
+    ``n < full_tool_outputs`` or while the tool characters kept are under ``max_tool_chars``,
+    else is dropped when ``n > max_tool_outputs`` and shortened when not; calls likewise with
+    ``full_tool_calls``/``max_tool_calls``. Unlike the reference, ``protect_current_turn``
+    (keep the newest user turn whole; its guard never fired there) defaults off, and a pair
+    never splits: both sides take the milder fate, since a provider rejects half a pair.
     """
     index = index_tool_calls(messages)
     number_of_output = index.call_of_output
@@ -133,10 +123,7 @@ class ShortenToolsOptions(TypedDict, total=False):
 class ShortenTools(PromptStrategy):
     """``shorten_tools``: tiered shortening and dropping of old tool calls, newest kept whole.
 
-    ``ShortenTools(full_tool_outputs=5, max_tool_chars=30_000)``. Each option is also a
-    setting of the same key (environment variable ``MAX_TOOL_CHARS`` or
-    ``PROMPTSTRAT_MAX_TOOL_CHARS``, ...): an option given here wins over ``settings``, which
-    wins over the environment, which wins over the default.
+    ``ShortenTools(full_tool_outputs=5, max_tool_chars=30_000)``; option > ``settings`` > environment > default.
     """
 
     strategy_name = "shorten_tools"

@@ -1,14 +1,10 @@
 """sliding_window: when shortening tool output was not enough, whole stretches of the conversation go.
 
-The instructions (the leading system block), the run's task (the first real user message:
-agent harnesses also speak as the user, "No tool calls found...", so the newest user message
-may not be the task) and the message the current turn hangs off (the anchor: the newest real
-user message; a strategy's note is never an anchor) are never given up. Past that, the oldest whole turns go first; only once every earlier turn is gone does
-the current task lose its own oldest steps, and never its newest ``keep_steps``. One marked
-note stands where the messages were, so the model sees that something was there rather than
-reasoning from a gap: right after the system block when only earlier turns went, right
-after the anchor when the task's steps went. Turns and steps are dropped whole, so a tool
-call and its output always go together and the note never sits between them.
+Never given up: the leading system block, the run's task (the first real user message;
+harnesses also speak as the user) and the anchor (the newest real user message). The oldest
+whole turns go first, then the task's oldest steps, never its newest ``keep_steps``. One
+marked note stands where they were (after the system block, or after the anchor once steps
+went). Turns and steps go whole, so no tool pair splits.
 """
 
 from __future__ import annotations
@@ -24,11 +20,10 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_promptstrat.messages import is_real_user_message, leading_system_count, mark, task_index
 from langchain_promptstrat.settings import Settings, settings_with_options
-from langchain_promptstrat.strategies.ladder_machinery.plan import Plan, Rewrite, done
-from langchain_promptstrat.strategies.ladder_machinery.rung import Rung, RungOptions
-from langchain_promptstrat.strategies.ladder_machinery.vocabulary import NOTE_KIND, SUMMARY_KIND, CountTokens, kind_of, message_counter, represented
+from langchain_promptstrat.strategies.ladder import (
+    NOTE_KIND, SUMMARY_KIND, CountTokens, Plan, Rewrite, Rung, RungOptions, done, kind_of, message_counter, represented,
+)
 
-__all__ = ["NOTE_TEXT", "Layout", "SlidingWindow", "layout", "note", "rewrite"]
 
 NOTE_TEXT = (
     "[compacted:sliding_window] {n} earlier {messages} of this conversation {were} removed to stay "
@@ -47,10 +42,8 @@ def note(dropped: int) -> HumanMessage:
 class Layout:
     """The parts of a conversation the token rungs work with, as index ranges, oldest first.
 
-    ``history`` holds the units before the anchor (a stretch before the first real user
-    message, then whole turns); ``task`` the units after it (strays, then whole steps),
-    without the newest ``keep_steps`` steps and what follows them (``protected_from``).
-    A note or summary is a unit of its own.
+    ``history``: units before the anchor (whole turns); ``task``: units after it (whole
+    steps) up to ``protected_from``. A note or summary is a unit of its own.
     """
 
     system: int
@@ -66,11 +59,7 @@ class Layout:
 
 
 def layout(messages: Sequence[BaseMessage], keep_steps: int, *, keep_task: bool = False) -> Layout:
-    """Return the :class:`Layout` of ``messages`` with the newest ``keep_steps`` steps protected.
-
-    ``keep_task``: the run's task (first real user message, when older than the anchor) is
-    taken out of the history units, so nothing built on this layout ever offers it.
-    """
+    """Return the :class:`Layout` of ``messages`` with the newest ``keep_steps`` steps protected (and the run's task, with ``keep_task``)."""
     n = len(messages)
     system = leading_system_count(messages)
     anchor = next((i for i in range(n - 1, system - 1, -1) if is_real_user_message(messages[i])), None)
@@ -108,13 +97,9 @@ def layout(messages: Sequence[BaseMessage], keep_steps: int, *, keep_task: bool 
 def rewrite(messages: Sequence[BaseMessage], /, *, target: int, counter: CountTokens, keep_steps: int = 1) -> Rewrite:
     """Return ``messages`` with the fewest oldest turns, then task steps, dropped to fit ``target``.
 
-    The reference's rule, with its budget made exact: the note's own tokens are counted, so
-    a result that fits is under target. Dropping is oldest first, whole earlier turns before
-    any of the task's steps; when even the floor (system block, anchor, note, newest
-    ``keep_steps`` steps) is over target, the floor is returned. A dropped note or summary
-    counts the messages it stood for, so the one new note keeps the running total. Declines
-    (``messages`` None) when under target, when there is nothing it may drop, and when
-    everything it would drop is already one of its own notes (a note for a note frees nothing).
+    The note's own tokens are counted; when even the floor is over target the floor is
+    returned. A dropped note or summary counts the messages it stood for. Declines when
+    under target, when nothing may go, or when all that would go is already a note.
     """
     messages = list(messages)
     count_one = message_counter(counter)
@@ -162,10 +147,7 @@ def rewrite(messages: Sequence[BaseMessage], /, *, target: int, counter: CountTo
 class SlidingWindow(Rung):
     """``sliding_window``: drop the oldest whole turns, then the task's oldest steps, to fit a token target.
 
-    ``SlidingWindow(max_tokens=100_000, keep_steps=1)``; on its own it aims at
-    ``max_tokens``, in a :class:`~langchain_promptstrat.strategies.ladder.CompactionLadder` at
-    the ladder's target and with the ladder's counter. Option > ``settings`` > environment >
-    default, as for every strategy.
+    ``SlidingWindow(max_tokens=100_000, keep_steps=1)``; in a ladder, the ladder's target and counter.
     """
 
     strategy_name = "sliding_window"

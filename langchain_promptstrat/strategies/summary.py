@@ -1,24 +1,12 @@
 """summary: the oldest stretch of the conversation is replaced by a summary a chat model writes.
 
-In a ladder it goes after ``ToolResults`` (free: only old outputs shorten) and before
-``SlidingWindow``, which would otherwise drop the turns it is meant to summarise:
-``[ToolResults(), Summary(model), SlidingWindow()]``. Rounds run while over target, each
-taking the first tier that has work:
-
-1. the oldest earlier turns (as few as should get the prompt under target);
-2. once no earlier turn is left, the earlier turns' summaries, combined into one;
-3. the task's oldest steps, never its newest ``keep_steps``;
-4. the task's summaries, combined into one.
-
-The stretch reaches the model rendered as plain text, never as messages, so no half of a
-tool call/output pair is ever sent to it; stretches are whole turns or steps, so none is
-left behind either. A summary is a marked user-role notice standing where its stretch was;
-it is itself summarised only when summaries are combined. A model that fails, answers
-nothing, or answers something no smaller than the stretch ends the rounds with the previous
-round's result.
-
-Answers are remembered per :class:`Summary` (by the exact text sent), so the ladder's
-watermark, which replays the history on every call, asks the model once per stretch.
+In a ladder it goes after ``ToolResults`` and before ``SlidingWindow`` (which would drop what
+it summarises). Each round, while over target, takes the first tier with work: the oldest
+earlier turns; their summaries combined; the task's oldest steps (never the newest
+``keep_steps``); the task's summaries combined. A stretch is whole turns or steps, sent to
+the model as plain text, so no tool pair is split. A model that fails, answers nothing or
+answers no smaller ends the rounds. Answers are remembered per :class:`Summary` by the text
+sent, so the ladder's replays ask once per stretch.
 """
 
 from __future__ import annotations
@@ -26,7 +14,6 @@ from __future__ import annotations
 import json
 import threading
 import warnings
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -38,25 +25,12 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.extras import install_hint
 from langchain_promptstrat.messages import content_text, index_tool_calls, is_real_user_message, mark, recorded_calls
+from langchain_promptstrat.messages.history_memo import SizedCache
 from langchain_promptstrat.settings import Settings, settings_with_options
-from langchain_promptstrat.strategies.ladder_machinery.plan import Plan, Rewrite, RungRequest, arun_plan, run_plan
-from langchain_promptstrat.strategies.ladder_machinery.rung import Rung, RungOptions
-from langchain_promptstrat.strategies.ladder_machinery.vocabulary import NOTE_KIND, SUMMARY_KIND, CountTokens, kind_of, message_counter, represented
+from langchain_promptstrat.strategies.ladder import (
+    NOTE_KIND, SUMMARY_KIND, CountTokens, Plan, Rewrite, Rung, RungOptions, RungRequest, kind_of, message_counter, represented,
+)
 from langchain_promptstrat.strategies.sliding_window import layout
-
-__all__ = [
-    "COMBINE_INSTRUCTIONS",
-    "DEFAULT_SUMMARY_TOKENS",
-    "SUMMARY_INSTRUCTIONS",
-    "SUMMARY_TEXT",
-    "Summary",
-    "SummaryFailedWarning",
-    "arewrite",
-    "render",
-    "rewrite",
-    "summary_message",
-    "summary_plan",
-]
 
 DEFAULT_SUMMARY_TOKENS = 800
 """Tokens a summary is expected to take: the model is asked for about this much."""
@@ -114,11 +88,8 @@ def render(stretch: Sequence[BaseMessage]) -> str:
 def _next_stretch(messages: Sequence[BaseMessage], keep_steps: int, count_one: Callable[[BaseMessage], int], need: int) -> tuple[str, range] | None:
     """Return the tier and index range of the next stretch to summarise, or None when none is left.
 
-    Earlier turns before the task, each region's plain stretch before its summaries are
-    combined; a plain stretch takes as few of its oldest units as free ``need`` tokens. The
-    run's task (the first real user message) is never part of a stretch: harnesses speak as
-    the user, so the newest user message may not be the task, and a summary of the task is
-    not the task. Units on either side of it are never joined into one stretch.
+    A plain stretch takes as few of its oldest units as free ``need`` tokens. The run's
+    task (first real user message) is never in a stretch, nor joined across.
     """
     parts = layout(messages, keep_steps, keep_task=True)
     for tier, units in ((0, parts.history), (2, parts.task)):
@@ -162,10 +133,9 @@ def summary_plan(
 ) -> Plan:
     """Return the plan of the summary rounds; ``ask(prompt)`` makes the request a driver answers.
 
-    Ends with the last round whose summary was taken, or declines (``messages`` None) when
-    under target, when nothing is left to summarise, or when the first round fails. A
-    model that fails (a bad key, a timeout) is never silent: ``on_error="warn"`` gives a
-    :class:`SummaryFailedWarning` and the report's reason, ``"raise"`` raises its exception.
+    Declines when under target, when nothing is left, or when the first round fails. A
+    failing model is never silent: ``on_error="warn"`` warns (:class:`SummaryFailedWarning`)
+    and reports the reason, ``"raise"`` raises its exception.
     """
     current = list(messages)
     tokens = counter(current)
@@ -220,104 +190,35 @@ def summary_plan(
 # --------------------------------------------------------------------------- asking the model
 
 
-class _Answers:
-    """A small thread-safe LRU of model answers, keyed by the exact text sent."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._data: OrderedDict[tuple[str, ...], str] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[str, ...]) -> str | None:
-        with self._lock:
-            value = self._data.get(key)
-            if value is not None:
-                self._data.move_to_end(key)
-            return value
-
-    def put(self, key: tuple[str, ...], value: str) -> None:
-        if self.size <= 0:
-            return
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.size:
-                self._data.popitem(last=False)
-
-
 @dataclass
 class _ModelRequest:
     """One summary to write: the prompt for ``model``; answers the text, or the exception raised."""
 
     model: Any
     prompt: list[BaseMessage]
-    answers: _Answers | None = None
+    answers: SizedCache[tuple[str, ...], str]
 
-    @property
-    def key(self) -> tuple[str, ...]:
-        return tuple(content_text(m.content) for m in self.prompt)
+    def _known(self) -> str | None:
+        known: str | None = self.answers.get(tuple(content_text(m.content) for m in self.prompt))
+        return known
 
-    @staticmethod
-    def _text(response: Any) -> str:
-        return content_text(getattr(response, "content", response))
+    def _keep(self, response: Any) -> str:
+        text = content_text(getattr(response, "content", response))
+        if text.strip():
+            self.answers.put(tuple(content_text(m.content) for m in self.prompt), text, 1)
+        return text
 
     def ask(self) -> Any:
-        known = self.answers.get(self.key) if self.answers else None
-        if known is not None:
-            return known
         try:
-            text = self._text(self.model.invoke(self.prompt))
+            return self._known() or self._keep(self.model.invoke(self.prompt))
         except Exception as exc:  # a failing summariser ends the rounds, it never breaks the prompt
             return exc
-        if self.answers and text.strip():
-            self.answers.put(self.key, text)
-        return text
 
     async def aask(self) -> Any:
-        known = self.answers.get(self.key) if self.answers else None
-        if known is not None:
-            return known
         try:
-            text = self._text(await self.model.ainvoke(self.prompt))
+            return self._known() or self._keep(await self.model.ainvoke(self.prompt))
         except Exception as exc:
             return exc
-        if self.answers and text.strip():
-            self.answers.put(self.key, text)
-        return text
-
-
-def rewrite(
-    messages: Sequence[BaseMessage],
-    /,
-    *,
-    target: int,
-    counter: CountTokens,
-    model: Any,
-    keep_steps: int = 1,
-    summary_tokens: int = DEFAULT_SUMMARY_TOKENS,
-) -> Rewrite:
-    """Return ``messages`` with their oldest stretches summarised by ``model`` until under ``target``."""
-    return run_plan(summary_plan(
-        messages, target=target, counter=counter, keep_steps=keep_steps, summary_tokens=summary_tokens,
-        ask=lambda prompt: _ModelRequest(model, prompt),
-    ))
-
-
-async def arewrite(
-    messages: Sequence[BaseMessage],
-    /,
-    *,
-    target: int,
-    counter: CountTokens,
-    model: Any,
-    keep_steps: int = 1,
-    summary_tokens: int = DEFAULT_SUMMARY_TOKENS,
-) -> Rewrite:
-    """Return :func:`rewrite` of ``messages``, calling the model with ``ainvoke``."""
-    return await arun_plan(summary_plan(
-        messages, target=target, counter=counter, keep_steps=keep_steps, summary_tokens=summary_tokens,
-        ask=lambda prompt: _ModelRequest(model, prompt),
-    ))
 
 
 class SummaryFailedWarning(RuntimeWarning):
@@ -325,11 +226,7 @@ class SummaryFailedWarning(RuntimeWarning):
 
 
 class _LazyChatModel:
-    """A chat model named by a string (``"openai:gpt-4o-mini"``), built by ``init_chat_model`` at its first call.
-
-    Nothing is imported, and no key is read, before a summary is actually needed; a
-    model that cannot be built fails like a model call (a warning, or ``on_error="raise"``).
-    """
+    """A chat model named by a string (``"openai:gpt-4o-mini"``), built by ``init_chat_model`` at its first call (a failure is a failed model call)."""
 
     def __init__(self, spec: str) -> None:
         self.spec = spec
@@ -362,15 +259,8 @@ class _LazyChatModel:
 class Summary(Rung):
     """``summary``: replace the oldest stretches by summaries a chat model writes, to fit a token target.
 
-    ``Summary(model, max_tokens=100_000, summary_tokens=800)``; ``model`` is any LangChain
-    chat model (``invoke`` for the sync path, ``ainvoke`` for the async one) or a model
-    string for ``langchain.chat_models.init_chat_model`` (``"openai:gpt-4o-mini"``), built at
-    the first summary. A failing model gives a :class:`SummaryFailedWarning` and the
-    report's reason (``on_error="warn"``, the default) or raises its exception
-    (``on_error="raise"``). ``get_strategy("summary", model=model)`` works too; without a
-    model the construction fails with :class:`~langchain_promptstrat.errors.ConfigError`.
-    Answers are remembered (``cache_size`` of them, by the exact text sent) so replays do
-    not ask the model again.
+    ``Summary(model, max_tokens=100_000)`` or ``get_strategy("summary", model=model)``;
+    ``model`` is a LangChain chat model or a model string for ``init_chat_model``.
     """
 
     strategy_name = "summary"
@@ -438,7 +328,7 @@ class Summary(Rung):
         self.model = model
         self.on_error = on_error
         self.summary_tokens = summary_tokens
-        self._answers = _Answers(cache_size)
+        self._answers: SizedCache[tuple[str, ...], str] = SizedCache(cache_size, cache_size)
 
     def __repr__(self) -> str:
         return f"Summary({self.model!r})" if isinstance(self.model, _LazyChatModel) else f"Summary({type(self.model).__name__})"

@@ -1,10 +1,8 @@
 """tool_results: the cheapest token rung, large old tool outputs become short placeholders.
 
-Oldest first, a tool output larger than ``tool_results_min_tokens`` (200) is replaced by a
-placeholder naming the tool and inviting the model to call it again, until the prompt is
-under target. The placeholder keeps the output's ``tool_call_id`` and name, so every call
-still has its output; the newest ``keep_steps`` tool-calling steps are never touched, and a
-placeholder is marked so no later pass replaces it again.
+Oldest first, until under target, an output larger than ``tool_results_min_tokens`` becomes a
+marked placeholder inviting the model to call the tool again (call id and name kept); the
+newest ``keep_steps`` tool-calling steps are never touched.
 """
 
 from __future__ import annotations
@@ -18,11 +16,8 @@ from langchain_core.messages import BaseMessage, ToolMessage
 
 from langchain_promptstrat.messages import index_tool_calls, mark, split_steps, tool_call_ids
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
-from langchain_promptstrat.strategies.ladder_machinery.plan import Plan, Rewrite, done
-from langchain_promptstrat.strategies.ladder_machinery.rung import Rung, RungOptions
-from langchain_promptstrat.strategies.ladder_machinery.vocabulary import PLACEHOLDER_KIND, CountTokens, kind_of, message_counter
+from langchain_promptstrat.strategies.ladder import PLACEHOLDER_KIND, CountTokens, Plan, Rewrite, Rung, RungOptions, done, kind_of, message_counter
 
-__all__ = ["PLACEHOLDER_TEXT", "ToolResults", "ToolResultsOptions", "placeholder", "rewrite"]
 
 PLACEHOLDER_TEXT = (
     "[compacted:tool_results] This {name} result ({tokens} tokens) was cleared to free context. "
@@ -48,9 +43,8 @@ def rewrite(
 ) -> Rewrite:
     """Return ``messages`` with the oldest large tool outputs replaced by placeholders until under ``target``.
 
-    Declines (``messages`` None) when already under target or when no output is eligible:
-    larger than ``min_tokens``, outside the newest ``keep_steps`` tool-calling steps, not
-    already a placeholder, and larger than its placeholder would be.
+    Declines when under target or when no output is larger than ``min_tokens`` and its
+    placeholder, outside the newest ``keep_steps`` steps and not a placeholder already.
     """
     messages = list(messages)
     tokens = counter(messages)
@@ -92,10 +86,7 @@ class ToolResultsOptions(RungOptions, total=False):
 class ToolResults(Rung):
     """``tool_results``: replace the oldest large tool outputs by placeholders to fit a token target.
 
-    ``ToolResults(max_tokens=100_000, min_tokens=200)``; on its own it aims at
-    ``max_tokens``, in a :class:`~langchain_promptstrat.strategies.ladder.CompactionLadder` at
-    the ladder's target and with the ladder's counter. Option > ``settings`` > environment >
-    default, as for every strategy.
+    ``ToolResults(max_tokens=100_000, min_tokens=200)``; in a ladder, the ladder's target and counter.
     """
 
     strategy_name = "tool_results"

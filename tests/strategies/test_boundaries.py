@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from langchain_promptstrat import CompactionLadder, Settings
-from langchain_promptstrat.strategies.epoch import increment_schedule, shorten_tools_epoch
+from langchain_promptstrat.strategies.epoch import shorten_tools_epoch
+from langchain_promptstrat.strategies.epoch_machinery.frozen_region import increment_schedule
 from langchain_promptstrat.strategies.ladder import Rewrite, Rung
 from langchain_promptstrat.strategies.shorten_tools import shorten_tools
 from langchain_promptstrat.strategies.summary import Summary

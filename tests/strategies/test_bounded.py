@@ -17,9 +17,10 @@ from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.messages import is_real_user_message, mark_of, task_index
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.simulate import is_degenerate
-from langchain_promptstrat.strategies.epoch import is_compaction_notice
+from langchain_promptstrat.strategies.epoch_machinery.notice import is_compaction_notice
 from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable, shorten_tools_epoch_stable
-from langchain_promptstrat.strategies.ladder import CompactionLadder, call_points
+from langchain_promptstrat.messages.history_memo import call_points
+from langchain_promptstrat.strategies.ladder import CompactionLadder
 from langchain_promptstrat.testing import ScriptedChatModel, iter_agent_run
 from langchain_promptstrat.tokens import TokenCounter, call_id_tokens, tool_schema_tokens
 
@@ -135,7 +136,7 @@ class TestPureFunctionOfTheHistory:
 
     def test_a_head_too_large_to_remember_is_rebuilt_with_the_same_bytes(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """With no room to remember compacted heads, every prompt is rebuilt, byte for byte what the remembering run sends."""
-        from langchain_promptstrat.strategies.epoch_machinery import caches
+        from langchain_promptstrat.strategies.epoch_machinery import frozen_region as caches
 
         caches.clear_caches()
         prompts = list(iter_agent_run(150, seed=10))

@@ -25,17 +25,18 @@ from langchain_promptstrat.report import Compacted
 from langchain_promptstrat.strategies.epoch import (
     ShortenToolsEpoch,
     ShortenToolsEpochIncrement,
+    shorten_tools_epoch,
+    shorten_tools_epoch_increment,
+)
+from langchain_promptstrat.strategies.epoch_machinery.frozen_region import (
     clear_caches,
     compacted_window,
     epoch_boundary,
     increment_schedule,
-    is_compaction_notice,
-    notice_index,
     protected_calls,
     repeat_positions,
-    shorten_tools_epoch,
-    shorten_tools_epoch_increment,
 )
+from langchain_promptstrat.strategies.epoch_machinery.notice import is_compaction_notice, notice_index
 from langchain_promptstrat.strategies.sliding_window import layout
 from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.testing import iter_agent_run

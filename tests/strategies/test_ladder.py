@@ -19,7 +19,8 @@ from langchain_core.messages.utils import count_tokens_approximately
 
 from langchain_promptstrat import ConfigError, check_tool_pairs, prepare_prompt
 from langchain_promptstrat.messages import is_real_user_message, mark_of
-from langchain_promptstrat.strategies.ladder import NOTE_KIND, CompactionLadder, call_points, kind_of
+from langchain_promptstrat.messages.history_memo import call_points
+from langchain_promptstrat.strategies.ladder import NOTE_KIND, CompactionLadder, kind_of
 from langchain_promptstrat.strategies.sliding_window import SlidingWindow, note
 from langchain_promptstrat.strategies.tool_results import ToolResults
 from langchain_promptstrat.testing import ScriptedChatModel, build_agent_run
