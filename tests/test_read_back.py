@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 from typing import Any
 
 import pytest
@@ -12,8 +13,9 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.prebuilt import create_react_agent
 
-from langchain_promptstrat import PromptStrategyMiddleware, prepare_prompt, read_back
+from langchain_promptstrat import PromptStrategyMiddleware, pre_model_hook, prepare_prompt, read_back, read_back_tool
 from langchain_promptstrat.messages import check_tool_pairs, handle_text, shorten_tool_output
 from langchain_promptstrat.testing import ScriptedChatModel
 from langchain_promptstrat.tokens import TokenCounter
@@ -143,8 +145,9 @@ def test_a_read_back_page_is_never_shortened_in_the_step_it_is_read_fits_the_cei
     assert next(m for m in later if getattr(m, "tool_call_id", None) == "rb").content != whole  # later it ages
 
 
-def test_an_agent_reads_a_handle_out_of_its_prompt_and_gets_the_original_text(tmp_path: Any) -> None:
-    """End to end on create_agent with a file-backed SQLite checkpointer: the tool reads the checkpointed state."""
+@pytest.mark.parametrize("front_end", ["middleware", "hook"])
+def test_an_agent_reads_a_handle_out_of_its_prompt_and_gets_the_original_text(tmp_path: Any, front_end: str) -> None:
+    """End to end with a file-backed SQLite checkpointer (create_agent's middleware, or the hook with read_back_tool): the tool reads the state."""
     seen: dict[str, str] = {}
 
     def read_the_first_handle(prompt: list[BaseMessage]) -> dict[str, Any]:
@@ -160,7 +163,13 @@ def test_an_agent_reads_a_handle_out_of_its_prompt_and_gets_the_original_text(tm
     script: list[Any] = [{"tool_calls": [{"name": "bash", "args": {"command": f"cat f{i}.py"}}]} for i in range(40)]
     model = ScriptedChatModel([*script, read_the_first_handle, "done"])
     with SqliteSaver.from_conn_string(str(tmp_path / "checkpoints.sqlite")) as saver:
-        agent = create_agent(model, [bash], middleware=[PromptStrategyMiddleware(max_tokens=16_000)], checkpointer=saver)
+        if front_end == "middleware":
+            agent = create_agent(model, [bash], middleware=[PromptStrategyMiddleware(max_tokens=16_000)], checkpointer=saver)
+        else:
+            with warnings.catch_warnings():  # create_react_agent is deprecated for create_agent, still widely used
+                warnings.simplefilter("ignore", DeprecationWarning)
+                tools = [bash, read_back_tool()]
+                agent = create_react_agent(model, tools, pre_model_hook=pre_model_hook(max_tokens=16_000, tools=tools), checkpointer=saver)
         state = agent.invoke({"messages": [HumanMessage("Fix the bug.")]}, {"configurable": {"thread_id": "t"}, "recursion_limit": 200})
     answer = next(m for m in state["messages"] if isinstance(m, ToolMessage) and m.tool_call_id == "rb1")
     assert answer.content == _output(int(seen["number"]) - 1)
