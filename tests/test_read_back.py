@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import warnings
 from typing import Any
@@ -122,6 +123,16 @@ def test_a_handle_the_conversation_does_not_hold_answers_a_sentence(call: int | 
     """A stale or invented handle must not crash the agent's tool call."""
     answer = read_back(_run(3), call)
     assert isinstance(answer, str) and "is not in this conversation" in answer
+
+
+def test_a_calls_shortened_arguments_are_read_back_whole() -> None:
+    """A long command or file body cut in an old call is as recoverable as its output."""
+    messages = _run(60)
+    messages[2] = AIMessage("", tool_calls=[{"id": "c0", "name": "bash", "args": {"command": "cat <<EOF\n" + _output(0) + "\nEOF"}}])
+    prompt = prepare_prompt(messages, max_tokens=16_000)
+    sent = next(m for m in prompt if isinstance(m, AIMessage) and m.tool_calls and m.tool_calls[0]["id"] == "c0")
+    assert sent.tool_calls[0]["args"] != messages[2].tool_calls[0]["args"]  # type: ignore[attr-defined]
+    assert json.loads(str(read_back(messages, 1, arguments=True, page_chars=100_000))) == messages[2].tool_calls[0]["args"]  # type: ignore[attr-defined]
 
 
 def test_a_bad_pattern_answers_a_sentence() -> None:

@@ -225,8 +225,9 @@ def read_back_tool(page_chars: int = PAGE_CHARS) -> BaseTool:
         offset: int = 0,
         limit: int = PAGE_LINES,
         pattern: str | None = None,
+        arguments: bool = False,
     ) -> str | list[str | dict[str, Any]]:
-        return read_back(messages, call, offset=offset, limit=limit, pattern=pattern, page_chars=page_chars)
+        return read_back(messages, call, offset=offset, limit=limit, pattern=pattern, page_chars=page_chars, arguments=arguments)
 
     return StructuredTool.from_function(
         read_back_,
@@ -235,6 +236,7 @@ def read_back_tool(page_chars: int = PAGE_CHARS) -> BaseTool:
             "Read back a tool output of this conversation as it was stored (never runs the tool again): "
             "call = the N of a [whole: read_back(call=N)] handle (calls count from 1) or a tool call id; "
             "offset = first line (0-based), limit = most lines; pattern = a regular expression: the matching "
-            "lines of that output, or of every output when call is not given."
+            "lines of that output, or of every output when call is not given; arguments = true: the call's "
+            "arguments instead of its output."
         ),
     )

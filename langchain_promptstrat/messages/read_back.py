@@ -15,6 +15,7 @@ Must not know any strategy nor any front end (the tool around :func:`read_back` 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -88,6 +89,7 @@ def read_back(
     limit: int = PAGE_LINES,
     pattern: str | None = None,
     page_chars: int = PAGE_CHARS,
+    arguments: bool = False,
 ) -> str | list[str | dict[str, Any]]:
     """Return a tool output as the conversation stores it, a page of its lines, or the lines matching ``pattern``.
 
@@ -100,6 +102,7 @@ def read_back(
         pattern: A regular expression: the answer is the matching lines, each with its call
             number and line number (1-based).
         page_chars: The most characters the answer holds.
+        arguments: Read the call's arguments (as JSON) instead of its output.
 
     Returns:
         The stored content itself (a string or content blocks, byte for byte) when the whole
@@ -112,7 +115,7 @@ def read_back(
     if call is None and pattern is None:
         return f"Give the call's number (the N of {READ_BACK_TOOL}(call=N)) or its id, or a pattern to search every output."
     record = None if call is None else _find(calls, call)
-    if call is not None and (record is None or record.output_index is None):
+    if call is not None and (record is None or (record.output_index is None and not arguments)):
         what = "has no output yet" if record is not None else "is not in this conversation"
         return f"Call {call!r} {what}: it has calls 1-{len(calls)}; {READ_BACK_TOOL} reads their outputs."
     if pattern is not None:
@@ -130,13 +133,13 @@ def read_back(
         page, end = _page(hits, offset, limit, page_chars)
         more = f"; more: {READ_BACK_TOOL}(pattern={pattern!r}, offset={end})" if end < len(hits) else ""
         return f"{page}\n[matches {offset + 1}-{end} of {len(hits)}{more}]" if hits else f"No output line matches {pattern!r}."
-    assert record is not None and record.output_index is not None
-    content = stored[record.output_index].content
+    assert record is not None
+    content = json.dumps(record.args, ensure_ascii=False) if arguments else stored[record.output_index].content  # type: ignore[index]
     lines = content_text(content).split("\n")
     if offset == 0 and len(lines) <= limit and len(content_text(content)) <= page_chars:
         return content
     page, end = _page(lines, offset, limit, page_chars)
-    more = f"; more: {READ_BACK_TOOL}(call={record.number + 1}, offset={end})" if end < len(lines) else ""
+    more = f"; more: {READ_BACK_TOOL}(call={record.number + 1}, offset={end}{', arguments=True' if arguments else ''})" if end < len(lines) else ""
     return f"{page}\n[call {record.number + 1} ({record.name}): lines {offset + 1}-{end} of {len(lines)}{more}]"
 
 
