@@ -3,7 +3,8 @@
 Replays every transcript in ``../shared/realruns/converted`` (or the folders given) call by
 call through each strategy and peer with the same token counter, and prints, per row, the cost
 (cached input billed at 0.1) as a multiple of sending everything, the mean prompt, and
-next-action recall, old recall and outputs-only recall (defined in
+next-action recall, old recall, outputs-only recall and the share of lost outputs-only
+references a handle in the prompt can recover (defined in
 ``langchain_promptstrat.simulate.recall``), plus whether the row is on the frontier (no other
 row costs less *and* recalls more outputs-only references at once).
 
@@ -69,6 +70,7 @@ def row(run: StrategyRun, target: str, base_cost: float, cached_fraction: float)
         "recall": recall.get("recall"),
         "old_recall": recall.get("old_recall"),
         "outputs_only_recall": recall.get("outputs_only_recall"),
+        "recoverable": recall.get("recoverable"),
         "degenerate": run.degenerate_calls,
         "references": (recall.get("references"), recall.get("old_references"), recall.get("outputs_only_references")),
     }
@@ -131,10 +133,10 @@ def main(argv: list[str] | None = None) -> int:
           f"cached input billed at {first.cached_fraction:g}.")
     print(f"Next-action references: {refs[0]:,} counted, {refs[1]:,} old, {refs[2]:,} outputs-only (the same for every row).")
     print()
-    columns = ["strategy", "target", "cost/none", "mean prompt", "peak", "recall", "old recall", "outputs-only", "degenerate", "frontier"]
+    columns = ["strategy", "target", "cost/none", "mean prompt", "peak", "recall", "old recall", "outputs-only", "recoverable", "degenerate", "frontier"]
     table = [
         [r["strategy"], r["target"], f"{r['cost_vs_none']:.2f}", f"{r['mean_tokens']:,.0f}", f"{r['peak_tokens']:,}",
-         share(r["recall"]), share(r["old_recall"]), share(r["outputs_only_recall"]), f"{r['degenerate']:,}",
+         share(r["recall"]), share(r["old_recall"]), share(r["outputs_only_recall"]), share(r["recoverable"]), f"{r['degenerate']:,}",
          "yes" if r["frontier"] else ""]
         for r in rows
     ]

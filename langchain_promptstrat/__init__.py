@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # the public names, each once: checkers read these imports; a
     from langchain_promptstrat.adapters.langgraph import (
         make_inbox_node as make_inbox_node,
         pre_model_hook as pre_model_hook,
+        read_back_tool as read_back_tool,
     )
     from langchain_promptstrat.adapters.middleware import PromptStrategyMiddleware as PromptStrategyMiddleware
     from langchain_promptstrat.ceiling import (
@@ -54,6 +55,7 @@ if TYPE_CHECKING:  # the public names, each once: checkers read these imports; a
         request_abort as request_abort,
     )
     from langchain_promptstrat.messages import check_tool_pairs as check_tool_pairs
+    from langchain_promptstrat.messages import read_back as read_back
     from langchain_promptstrat.pickup import InboxPickup as InboxPickup
     from langchain_promptstrat.pickup import inbox_pickup as inbox_pickup
     from langchain_promptstrat.registry import prepare_prompt as prepare_prompt

@@ -26,7 +26,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.config import get_stream_writer
 
-from langchain_promptstrat.messages import coerce_messages, keep_prompt_floor, mark_of
+from langchain_promptstrat.messages import coerce_messages, keep_prompt_floor, keep_read_backs_whole, mark_of
 from langchain_promptstrat.report import Compacted, StrategyReport, logger, make_report
 from langchain_promptstrat.settings import Settings, document_options, option_keys
 
@@ -168,7 +168,8 @@ def apply_in_order(
     them up there itself. Each report is emitted as the ``promptstrat`` event of the run
     ``config``. Whatever a strategy returned, the result keeps the prompt floor
     (:func:`~langchain_promptstrat.messages.keep_prompt_floor`): never a prompt without the
-    task, never a broken tool call/output pair. ``request`` (``model``, ``tools``,
+    task, never a broken tool call/output pair; a read-back answer in the newest step stays
+    whole (:func:`~langchain_promptstrat.messages.keep_read_backs_whole`). ``request`` (``model``, ``tools``,
     ``system``, ``max_tokens``) reaches the strategies bounded by a context ceiling.
     """
     current = list(source)
@@ -184,6 +185,6 @@ def apply_in_order(
         if strategy.places_notices:
             delivered += result.messages[len(current):]
         emit_report(result, config)
-        current = result.messages
+        current = keep_read_backs_whole(source, result.messages)
         reports.append(result.report)
     return keep_prompt_floor([*source, *delivered], current), reports

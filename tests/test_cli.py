@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import BaseMessage, convert_to_messages, convert_to_openai_messages, messages_from_dict, messages_to_dict
+from langchain_core.messages import BaseMessage, ToolMessage, convert_to_messages, convert_to_openai_messages, messages_from_dict, messages_to_dict
 
 from langchain_promptstrat.ceiling import DEFAULT_CEILING
 from langchain_promptstrat.cli import simulate_command
@@ -518,6 +518,13 @@ class TestCeiling:
         code, out, _ = run(capsys, "apply", str(openai_file), "--strategy", "shorten_tools_epoch_stable", "--max-tokens", "12000")
         sent = convert_to_messages(json.loads(out))
         assert code == 0 and TokenCounter()(sent) <= 12_000 < TokenCounter()(agent_run)
+
+    def test_apply_shows_the_handle_of_each_output_it_shortened(self, capsys: pytest.CaptureFixture[str], openai_file: Path) -> None:
+        """What apply prints is what a model gets: every cut output names the read_back call that gives it whole."""
+        code, out, _ = run(capsys, "apply", str(openai_file), "--max-tokens", "12000")
+        sent = [m for m in convert_to_messages(json.loads(out)) if isinstance(m, ToolMessage)]
+        cut = [m for m in sent if "<..." in str(m.content)]
+        assert code == 0 and cut and all("[whole: read_back(call=" in str(m.content) for m in cut)
 
     def test_apply_and_stats_use_the_same_ceiling_for_the_same_file(self, capsys: pytest.CaptureFixture[str],
                                                                     monkeypatch: pytest.MonkeyPatch, openai_file: Path) -> None:

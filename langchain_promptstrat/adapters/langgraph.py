@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol
 
-from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.messages import AnyMessage, BaseMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.prebuilt import InjectedState
 
 from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
 from langchain_promptstrat.errors import InvalidMessagesError
@@ -29,11 +31,11 @@ from langchain_promptstrat.inbox.graph_delivery import (
     stored_reader,
 )
 from langchain_promptstrat.inbox.locate import InboxBackendSpec, check_backend, inbox_for_config
-from langchain_promptstrat.messages import keep_prompt_floor  # re-exported
+from langchain_promptstrat.messages import PAGE_CHARS, PAGE_LINES, READ_BACK_TOOL, keep_prompt_floor, read_back  # keep_prompt_floor: re-exported
 from langchain_promptstrat.registry import StrategySpec, prompt_for_model, resolve_strategies  # prompt_for_model: also re-exported
 from langchain_promptstrat.settings import Settings
 
-__all__ = ["GraphHook", "keep_prompt_floor", "make_inbox_node", "pre_model_hook", "prompt_for_model", "state_messages"]
+__all__ = ["GraphHook", "keep_prompt_floor", "make_inbox_node", "pre_model_hook", "prompt_for_model", "read_back_tool", "state_messages"]
 
 # --------------------------------------------------------------------------- the state
 
@@ -206,3 +208,35 @@ def make_inbox_node(
         return {"llm_input_messages": [*state_messages(state, "inbox node"), *notices]}
 
     return inbox_node
+
+
+def read_back_tool(page_chars: int = PAGE_CHARS) -> BaseTool:
+    """Return the ``read_back`` tool: a tool output of the graph state's ``messages`` as stored, a page at a time, or searched.
+
+    Give it to the agent beside the strategies' hook (``create_agent``'s middleware adds it
+    itself): every shortened output's handle and the compaction notice name it. It reads the
+    state (the checkpoint, on LangGraph Server), never runs a tool again; an answer holds at
+    most ``page_chars`` characters (see :func:`~langchain_promptstrat.messages.read_back`).
+    """
+
+    def read_back_(
+        messages: Annotated[list[AnyMessage], InjectedState("messages")],
+        call: int | str | None = None,
+        offset: int = 0,
+        limit: int = PAGE_LINES,
+        pattern: str | None = None,
+        arguments: bool = False,
+    ) -> str | list[str | dict[str, Any]]:
+        return read_back(messages, call, offset=offset, limit=limit, pattern=pattern, page_chars=page_chars, arguments=arguments)
+
+    return StructuredTool.from_function(
+        read_back_,
+        name=READ_BACK_TOOL,
+        description=(
+            "Read back a tool output of this conversation as it was stored (never runs the tool again): "
+            "call = the N of a [whole: read_back(call=N)] handle (calls count from 1) or a tool call id; "
+            "offset = first line (0-based), limit = most lines; pattern = a regular expression: the matching "
+            "lines of that output, or of every output when call is not given; arguments = true: the call's "
+            "arguments instead of its output."
+        ),
+    )

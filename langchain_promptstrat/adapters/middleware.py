@@ -39,6 +39,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 from typing_extensions import NotRequired
 
+from langchain_promptstrat.adapters.langgraph import read_back_tool
 from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
 from langchain_promptstrat.errors import ConfigError, InboxError
 from langchain_promptstrat.inbox.contract import LeasingInbox
@@ -135,6 +136,11 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
     (two without tools); listed after that middleware (so it runs inside it), it sees its
     ``cache_control`` setting and adds a single edge; listed before it, that middleware
     re-marks the same three places. Never more than four in all, in either order.
+
+    ``read_back=True`` (the default) gives the agent the ``read_back`` tool
+    (:func:`~langchain_promptstrat.adapters.langgraph.read_back_tool`), which every
+    shortened output's handle and the compaction notice name; its schema is one of the
+    request's tools, so it counts against the ceiling. Turned off, the handles still name it.
     """
 
     state_schema = PromptStratState
@@ -169,8 +175,10 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
         backend: InboxBackendSpec = None,
         max_tokens: MaxTokens = None,
         cache_breakpoints: bool = False,
+        read_back: bool = True,
     ) -> None:
         """Build the middleware over the strategies :meth:`__new__` resolved from ``strategies`` and ``settings``."""
+        self.tools = [read_back_tool()] if read_back else []
         if on_abort not in ("interrupt", "end", "raise"):
             raise ConfigError(f"on_abort={on_abort!r} is not one of 'interrupt', 'end', 'raise'")
         self.persist_inbox, self.on_abort = persist_inbox, on_abort

@@ -43,6 +43,17 @@ from langchain_promptstrat.messages.edits import (
     shorten_text,
     shorten_tool_call,
     shorten_tool_output,
+    with_handle,
+)
+from langchain_promptstrat.messages.read_back import (
+    PAGE_CHARS,
+    PAGE_LINES,
+    READ_BACK_TOOL,
+    calls_named,
+    handle_text,
+    keep_read_backs_whole,
+    range_text,
+    read_back,
 )
 from langchain_promptstrat.messages.floor import keep_prompt_floor
 from langchain_promptstrat.messages.marks import (
@@ -59,6 +70,15 @@ from langchain_promptstrat.messages.sizes import content_text, message_chars, va
 from langchain_promptstrat.messages.tool_index import ToolCallRecord, ToolIndex, index_tool_calls, split_steps, split_turns
 
 __all__ = [
+    "PAGE_CHARS",
+    "PAGE_LINES",
+    "READ_BACK_TOOL",
+    "calls_named",
+    "range_text",
+    "handle_text",
+    "keep_read_backs_whole",
+    "read_back",
+    "with_handle",
     "MARK_KEY",
     "task_index",
     "CALL_BLOCK_TYPES",

@@ -20,7 +20,9 @@ from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from langchain_promptstrat.messages.read_back import handle_text
 from langchain_promptstrat.messages.recorded_calls import CALL_BLOCK_TYPES, call_block_id, call_blocks, openai_calls
+from langchain_promptstrat.messages.sizes import content_text
 from langchain_promptstrat.messages.tool_index import ToolIndex
 from langchain_promptstrat.truncation import DEFAULT_ARGUMENT_SIZE, DEFAULT_OUTPUT_SIZE, shorten_string
 
@@ -35,6 +37,7 @@ __all__ = [
     "shorten_tool_call",
     "shorten_text",
     "shorten_tool_output",
+    "with_handle",
 ]
 
 
@@ -231,9 +234,25 @@ def shorten_text(message: M, size: int) -> M:
     return message
 
 
-def shorten_tool_output(message: ToolMessage, size: int = DEFAULT_OUTPUT_SIZE) -> ToolMessage:
-    """Return a copy of ``message`` with its content shortened to ``size`` (hash-stamped): :func:`shorten_text` of an output."""
-    return shorten_text(message, size)
+def shorten_tool_output(message: ToolMessage, size: int = DEFAULT_OUTPUT_SIZE, call: int | str | None = None) -> ToolMessage:
+    """Return a copy of ``message`` with its content shortened to ``size`` (hash-stamped): :func:`shorten_text` of an output, with the handle of ``call``."""
+    return with_handle(message, shorten_text(message, size), call)
+
+
+def with_handle(whole: ToolMessage, short: ToolMessage, call: int | str | None) -> ToolMessage:
+    """Return ``short``, the shortened form of ``whole``, ending with the handle of call ``call`` (1-based, or its id); ``whole`` when that is not shorter.
+
+    The stub must cost less than what it stands for, in tokens as well as characters: a
+    stub's marker and handle are dense in tokens, so it is kept only when it has at most
+    three quarters of the characters of the whole (a 430-character output stays whole).
+    """
+    if short is whole or call is None:
+        return short
+    tag = handle_text(call)
+    content: Any = f"{short.content}\n{tag}" if isinstance(short.content, str) else [*short.content, {"type": "text", "text": tag}]
+    if 4 * (len(content_text(short.content)) + len(tag) + 1) > 3 * len(content_text(whole.content)):
+        return whole
+    return short.model_copy(update={"content": content})
 
 
 def apply_fates(
@@ -257,6 +276,7 @@ def apply_fates(
     """
     ai_edits: dict[int, tuple[set[str], set[str]]] = {}
     output_fate: dict[int, Fate] = {}
+    output_call: dict[int, int] = {}
     for number, (call_fate, out_fate) in fates.items():
         record = index.calls[number]
         if record.output_index is None:
@@ -269,6 +289,7 @@ def apply_fates(
         elif call_fate is Fate.SHORTEN:
             shorten.add(record.id)
         output_fate[record.output_index] = out_fate
+        output_call[record.output_index] = number + 1
     calls_of: dict[int, int] = {}
     if narration_chars > 0:
         for record in index.calls:
@@ -290,7 +311,7 @@ def apply_fates(
             continue
         if fate is Fate.SHORTEN:
             short = shortened_outputs.get(i) if shortened_outputs is not None else None
-            out.append(short if short is not None else shorten_tool_output(message))  # type: ignore[arg-type]
+            out.append(short if short is not None else shorten_tool_output(message, call=output_call[i]))  # type: ignore[arg-type]
         else:
             out.append(message)
     return out

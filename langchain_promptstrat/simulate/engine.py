@@ -257,7 +257,7 @@ def _replay(
         run.degenerate.append(is_degenerate(prompt, sent))
         if targets is not None and terms is not None:
             target = targets[done - 1]
-            run.recall.append(recall_counts(target, prompt, sent, terms).as_list() if target is not None else [0] * 6)
+            run.recall.append(recall_counts(target, prompt, sent, terms).as_list() if target is not None else [0] * 7)
         if rule is not None:
             read, written = rule.observe(sent, tokens.last_counts)
             run.provider_cached_tokens.append(read)

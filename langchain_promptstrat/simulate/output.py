@@ -88,7 +88,7 @@ def format_table(result: SimulationResult, width: int | None = None) -> str:
         columns += [f"{rule} reuse", f"{rule} cost/none" if base else f"{rule} cost"]
     columns.append("mean prompt")
     if result.recall_measured:
-        columns += ["recall", "old recall", "outputs-only"]
+        columns += ["recall", "old recall", "outputs-only", "recoverable"]
     columns.append("ms per call")
     rows: list[list[str]] = []
     runs = sorted(result.runs, key=lambda run: not _is_default(run.name))  # the default list first
@@ -105,7 +105,7 @@ def format_table(result: SimulationResult, width: int | None = None) -> str:
                     if base else f"{p['cost_units']:,.0f}"]
         row.append(f"{s['mean_tokens']:,.0f}")
         if result.recall_measured:
-            row += [_share(s.get("recall")), _share(s.get("old_recall")), _share(s.get("outputs_only_recall"))]
+            row += [_share(s.get("recall")), _share(s.get("old_recall")), _share(s.get("outputs_only_recall")), _share(s.get("recoverable"))]
         row.append(f"{s['strategy_ms_per_call']:.2f}")
         rows.append(row)
     exact = {True: "exact", False: "approximate", None: "as counted"}[result.exact_tokens]
@@ -132,7 +132,8 @@ def format_table(result: SimulationResult, width: int | None = None) -> str:
         footnotes += [
             "recall: share of the code-like words of each real next action, found in an earlier tool output, that the prompt "
             f"still holds in original text{counts}; old: last seen {OLD_AFTER}+ tool outputs earlier; outputs-only: old and in no "
-            "other message. Defined in langchain_promptstrat.simulate.recall.",
+            "other message; recoverable: of the outputs-only ones lost, the share held by a call the prompt names for read_back "
+            "(a handle or a range). Defined in langchain_promptstrat.simulate.recall.",
         ]
     else:
         footnotes.append("recall: not measured, a simulated run has no real next action (replay transcripts to measure it).")

@@ -38,6 +38,12 @@ Recalled
     strategy can raise its figure by writing bare names. ``none`` sends the history
     unchanged and scores exactly 1.0.
 
+Recoverable
+    An outputs-only reference the prompt lost is *recoverable* when the prompt names, in text
+    a strategy wrote, a call whose output holds it: by its handle (``read_back(call=N)``) or
+    within a range of calls (``calls 1-140``) that ``read_back`` reads
+    (:func:`~langchain_promptstrat.messages.calls_named`). The peers name none.
+
 Recall is the sum of recalled references over the sum of counted ones, over every call of
 every replayed file (likewise old and outputs-only recall). A seeded synthetic run has no
 real next action (its agent is scripted), so nothing is measured there.
@@ -55,7 +61,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
-from langchain_promptstrat.messages import content_text, task_index
+from langchain_promptstrat.messages import calls_named, content_text, task_index
 from langchain_promptstrat.messages.recorded_calls import recorded_calls
 
 __all__ = [
@@ -225,10 +231,12 @@ class RecallCounts:
     old_recalled: int = 0
     outputs_only: int = 0
     outputs_only_recalled: int = 0
+    recoverable: int = 0
+    """Outputs-only references lost whose holder the prompt names by a handle or a range."""
 
     def as_list(self) -> list[int]:
-        """Return the six counts in field order (the JSON form of a call)."""
-        return [self.counted, self.recalled, self.old, self.old_recalled, self.outputs_only, self.outputs_only_recalled]
+        """Return the seven counts in field order (the JSON form of a call)."""
+        return [self.counted, self.recalled, self.old, self.old_recalled, self.outputs_only, self.outputs_only_recalled, self.recoverable]
 
 
 class _Originals:
@@ -302,7 +310,36 @@ def recall_counts(targets: CallTargets, history: Sequence[BaseMessage], sent: Se
         old_recalled=sum(1 for r in recalled if r in targets.old),
         outputs_only=len(targets.outputs_only),
         outputs_only_recalled=sum(1 for r in recalled if r in targets.outputs_only),
+        recoverable=_recoverable(targets.outputs_only.difference(recalled), history, sent, index),
     )
+
+
+def _recoverable(lost: frozenset[str], history: Sequence[BaseMessage], sent: Sequence[BaseMessage], index: TermIndex) -> int:
+    """Return how many of the ``lost`` references an output of a call ``sent`` names holds (see the module's definition)."""
+    if not lost:
+        return 0
+    known = {id(m) for m in history}
+    handles: set[str] = set()
+    ranges: list[tuple[int, int]] = []
+    for message in sent:
+        if id(message) not in known:
+            found, spans = calls_named(content_text(message.content))
+            handles |= found
+            ranges += spans
+    if not handles and not ranges:
+        return 0
+    numbers: dict[str, int] = {}
+    for message in history:
+        if isinstance(message, AIMessage):
+            for call_id, _, _ in recorded_calls(message):
+                numbers.setdefault(call_id, len(numbers) + 1)
+
+    def named(output: ToolMessage) -> bool:
+        n = numbers.get(output.tool_call_id)
+        return n is not None and (str(n) in handles or repr(output.tool_call_id) in handles or any(a <= n <= b for a, b in ranges))
+
+    holders = [m for m in history if isinstance(m, ToolMessage) and named(m)]
+    return sum(1 for ref in lost if any(ref in index.terms(m) for m in holders))
 
 
 @dataclass(frozen=True)

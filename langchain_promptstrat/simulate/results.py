@@ -42,7 +42,7 @@ class StrategyRun:
     provider_written_tokens: list[int] = field(default_factory=list)
     """Tokens written to the cache under the provider rule (billed at the write multiplier)."""
     recall: list[list[int]] = field(default_factory=list)
-    """Per call, the next-action references ``[counted, recalled, old, old recalled, outputs-only, outputs-only recalled]``
+    """Per call, the next-action references ``[counted, recalled, old, old recalled, outputs-only, outputs-only recalled, recoverable]``
     (see :mod:`~langchain_promptstrat.simulate.recall`); empty when the replay measured none."""
 
     @property
@@ -87,7 +87,7 @@ class StrategyRun:
         """
         if not self.recall:
             return None
-        sums = [sum(call[i] for call in self.recall) for i in range(6)]
+        sums = [sum(call[i] for call in self.recall if i < len(call)) for i in range(7)]
 
         def share(kept: int, of: int) -> float | None:
             return kept / of if of else None
@@ -99,6 +99,7 @@ class StrategyRun:
             "old_recall": share(sums[3], sums[2]),
             "outputs_only_references": sums[4],
             "outputs_only_recall": share(sums[5], sums[4]),
+            "recoverable": share(sums[6], sums[4] - sums[5]),
         }
 
     def cost(self, cached_fraction: float = DEFAULT_CACHED_FRACTION) -> float:

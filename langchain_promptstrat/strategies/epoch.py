@@ -79,7 +79,7 @@ def _changed_by_shortening(source: Sequence[BaseMessage], index: ToolIndex, fate
             continue
         record = index.calls[number]
         output = source[record.output_index] if record.output_index is not None else None
-        output_changes = isinstance(output, ToolMessage) and shorten_tool_output(output) is not output
+        output_changes = isinstance(output, ToolMessage) and shorten_tool_output(output, call=number + 1) is not output
         if output_changes or shorten_arguments(record.args) is not record.args:
             changed += 1
     return changed
@@ -114,7 +114,7 @@ def _compact(messages: Sequence[BaseMessage], settings: Settings, schedule: Sche
     shortened = _changed_by_shortening(source, index, now.fates)
     notice = bool(shortened or now.dropped)
     if notice:
-        out.insert(notice_index(out), compaction_notice(shortened, now.dropped, strategy=name))
+        out.insert(notice_index(out), compaction_notice(shortened, now.dropped, strategy=name, fates=now.fates))
 
     assert state is not None
     return Compacted(out, make_report(

@@ -847,7 +847,7 @@ def _freeze(source: list[BaseMessage], index: ToolIndex, edges: Edges, total: in
         shortened_outputs=short_outputs, narration_chars=form.narration_chars,
         leave_out=_left_out(source, index, fates, drop_end, keep, head_end),
     )
-    notice = compaction_notice(shortened, dropped, strategy=STRATEGY_NAME) if shortened > 0 or dropped > 0 else None
+    notice = compaction_notice(shortened, dropped, strategy=STRATEGY_NAME, fates=fates) if shortened > 0 or dropped > 0 else None
     return encode_head(source, at, head, notice, shortened, dropped, len(rescued))
 
 
@@ -946,7 +946,7 @@ def _last_resort(prompt: list[BaseMessage], budget: int, costs: Costs) -> list[B
     for i in order:
         if tokens <= budget:
             break
-        short = shorten_tool_output(out[i])  # type: ignore[arg-type]
+        short = shorten_tool_output(out[i], call=out[i].tool_call_id)  # type: ignore[arg-type,attr-defined]
         tokens += costs.whole(short) - costs.whole(out[i])
         out[i] = short
     return out

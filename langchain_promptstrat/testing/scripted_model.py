@@ -7,8 +7,9 @@ script, raises scripted exceptions, and keeps the message list of each call so a
 check what the model saw. :meth:`ScriptedChatModel.long_run` scripts hundreds of tool
 calls matching :func:`~langchain_promptstrat.testing.make_sized_tool`.
 
-Must not reach the network or look at its prompts to choose an answer: what it answers
-depends only on the script and the thread's call number, so a run replays identically.
+Must not reach the network. It looks at its prompt only through a script step that is a
+function of it (an agent reading a handle out of its prompt); any other answer depends only
+on the script and the thread's call number, so a run replays identically.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ __all__ = ["DEFAULT_FINAL_ANSWER", "ScriptStep", "ScriptedChatModel"]
 DEFAULT_FINAL_ANSWER = "done"
 """What :class:`ScriptedChatModel` answers once its script is exhausted."""
 
-ScriptStep = Any  # AIMessage | str | dict[str, Any] | BaseException, see ScriptedChatModel
+ScriptStep = Any  # AIMessage | str | dict[str, Any] | BaseException | a function of the prompt, see ScriptedChatModel
+_Step = AIMessage | BaseException | Callable[[list[BaseMessage]], Any]
 
 
 @dataclass
@@ -80,14 +82,14 @@ def _numbered(kind: str, prefix: str, n: int) -> str:
     return f"{kind}_{prefix}_{n:04d}" if prefix else f"{kind}_{n:04d}"
 
 
-def _normalize_step(step: Any, counter: list[int], prefix: str = "") -> AIMessage | BaseException:
+def _normalize_step(step: Any, counter: list[int], prefix: str = "") -> _Step:
     """Return the AIMessage (or exception) one script step stands for.
 
     Tool-call ids that are missing are numbered from ``counter`` so the ids depend only
     on ``prefix`` and the position of the call in the script.
     """
-    if isinstance(step, BaseException):
-        return step
+    if isinstance(step, BaseException) or (callable(step) and not isinstance(step, AIMessage)):
+        return step  # a function of the prompt: normalized when it is called
     if isinstance(step, str):
         return AIMessage(content=step)
     if isinstance(step, AIMessage):
@@ -140,7 +142,9 @@ class ScriptedChatModel(BaseChatModel):
     * a dict ``{"tool_calls": [{"name": ..., "args": {...}, "id"?: ...}], "content"?: str}``
       -- an answer with tool calls; ids are generated as ``call_<prefix>_0001``,
       ``call_<prefix>_0002``... numbered by the position of the call in the script;
-    * an exception instance -- raised by that call (to test retries and error paths).
+    * an exception instance -- raised by that call (to test retries and error paths);
+    * a function of the prompt (the call's message list) returning one of the above: an
+      agent that reads something out of its prompt (a handle) and acts on it.
 
     Once the script is exhausted every further call answers ``final_answer`` (default
     ``"done"``), so an agent loop always terminates. Answer ids are ``ai_<prefix>_0001``,
@@ -180,7 +184,7 @@ class ScriptedChatModel(BaseChatModel):
     usage: Callable[[list[BaseMessage]], Any] | None = None
     """The ``usage_metadata`` each answer reports, from the prompt it answers (None: no usage), as a provider bills."""
 
-    _steps: list[AIMessage | BaseException] = PrivateAttr(default_factory=list)
+    _steps: list[_Step] = PrivateAttr(default_factory=list)
     _state: _ScriptState = PrivateAttr(default_factory=_ScriptState)
 
     def __init__(self, script: Sequence[ScriptStep] | None = None, /, **kwargs: Any) -> None:
@@ -264,13 +268,16 @@ class ScriptedChatModel(BaseChatModel):
             index = state.positions.get(thread, 0)
             state.positions[thread] = index + 1
         step = self._steps[index] if index < len(self._steps) else None
+        if callable(step) and not isinstance(step, (AIMessage, BaseException)):
+            step = _normalize_step(step(messages), [1000 * (index + 1)], self.id_prefix)
         if isinstance(step, BaseException):
             raise step
         if step is None:
             message = AIMessage(content=self.final_answer)
-        else:
-            # copy: agent frameworks set .name and the like on what we return
+        elif isinstance(step, AIMessage):  # copy: agent frameworks set .name and the like on what we return
             message = step.model_copy(deep=True)
+        else:
+            raise ConfigError("a script step's function must return an answer (a message, str, dict or exception), not a function")
         if message.id is None:
             message.id = _numbered("ai", self.id_prefix, index + 1)
         if self.usage is not None:

@@ -122,3 +122,16 @@ def test_two_threads_at_once_keep_their_own_notices_and_scripts(deployment: Depl
         assert stored.count(f"note for {graph}") == 1 and f"note for {other}" not in stored
         assert [s for s in stored if s.startswith("gate")] == ["gate 1 passed", "gate 2 passed", "gate 3 passed"]
         assert stored[-1] == "done"
+
+
+def test_an_agent_on_the_server_reads_a_handle_from_its_prompt_and_gets_the_checkpointed_output(client: Any) -> None:
+    """read_back answers from the thread's checkpoint: the original output of the call the handle named, byte for byte."""
+    thread = new_thread(client)
+    final = client.runs.wait(thread, "readback", input={"messages": [{"role": "user", "content": "Read the pages."}]},
+                             config={"recursion_limit": 200})
+    stored = client.threads.get_state(thread)["values"]["messages"]
+    calls = [c for m in stored if m["type"] == "ai" for c in m.get("tool_calls") or []]
+    read = next(c for c in calls if c["name"] == "read_back")
+    answer = next(m for m in stored if m["type"] == "tool" and m["tool_call_id"] == read["id"])
+    original = next(m for m in stored if m["type"] == "tool" and m["tool_call_id"] == calls[read["args"]["call"] - 1]["id"])
+    assert final["messages"][-1]["content"] == "done" and answer["content"] == original["content"] and "def function_" in answer["content"]

@@ -309,7 +309,7 @@ class TestRegions:
         index = index_tool_calls(result)
         rec = next(r for r in index.calls if r.id == "call_5")
         assert rec.args["query"] == shorten_string(f"q5 {ARG}", 200) and rec.args["page"] == 5
-        assert result[rec.output_index or 0].content == shorten_string(output_of(5), 400)
+        assert result[rec.output_index or 0].content == shorten_string(output_of(5), 400) + "\n[whole: read_back(call=6)]"
 
     def test_parallel_calls_have_their_own_positions_and_fates(self) -> None:
         """Steps of 3 calls straddle the edges: call 3 is dropped while 4 and 5 of its step are shortened."""

@@ -123,7 +123,7 @@ class TestRegions:
         result = stable(run_of(12)).messages
         rec = next(r for r in index_tool_calls(result).calls if r.id == "call_5")
         assert rec.args["query"] == shorten_string(f"q5 {ARG}", 200)
-        assert result[rec.output_index or 0].content == shorten_string(output_of(5), 400)
+        assert result[rec.output_index or 0].content == shorten_string(output_of(5), 400) + "\n[whole: read_back(call=6)]"
 
     def test_at_the_threshold_nothing_changes(self) -> None:
         """T = threshold returns the same messages and no notice."""

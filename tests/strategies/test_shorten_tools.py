@@ -58,7 +58,7 @@ class TestTiers:
     def test_shortened_output_uses_size_400_and_arguments_size_200(self) -> None:
         """A shortened pair carries shorten_string(output, 400) and shorten_string(argument, 200)."""
         result = shorten_tools(run_of(4), settings=Settings(full_tool_outputs=0, max_tool_chars=0)).messages
-        assert result[-1].content == shorten_string(OUTPUT, 400)
+        assert result[-1].content == shorten_string(OUTPUT, 400) + "\n[whole: read_back(call=4)]"
         assert as_ai(result[-2]).tool_calls[0]["args"]["q"] == shorten_string(ARG, 200)
 
     def test_character_budget_keeps_newest_outputs_whole_until_spent(self) -> None:

@@ -126,9 +126,9 @@ class TestTheDefaultsShortenedForm:
         sent, original = outputs(prompt)["call_0"], file_view(0)
         assert sent != original and not sent.startswith("Truncated (")
         lines = original.split("\n")
-        kept = [line for line in sent.split("\n") if not line.startswith("<...")]
+        kept = [line for line in sent.split("\n")[:-1] if not line.startswith("<...")]
         assert kept[0] == lines[0] and kept[-1] == lines[-1] and all(line in lines for line in kept)
-        assert 400 < len(sent) <= 1_200 + 60
+        assert 400 < len(sent) <= 1_200 + 60 and sent.endswith("\n[whole: read_back(call=1)]")
 
     def test_an_old_test_run_keeps_the_usual_stub(self) -> None:
         """A program's log is shortened as before: the hash-stamped 400-character head and tail."""

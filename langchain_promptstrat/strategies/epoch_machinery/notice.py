@@ -10,11 +10,11 @@ Must not decide the counts it reports (``decisions`` does).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from langchain_promptstrat.messages import is_real_user_message, leading_system_count, mark, mark_of, tool_call_ids
+from langchain_promptstrat.messages import READ_BACK_TOOL, Fate, range_text, is_real_user_message, leading_system_count, mark, mark_of, tool_call_ids
 
 __all__ = ["NOTICE_KIND", "compaction_notice", "compaction_notice_text", "is_compaction_notice", "notice_index"]
 
@@ -26,26 +26,30 @@ def _calls(n: int) -> str:
     return f"{n} older tool call and its result" if n == 1 else f"{n} older tool calls and their results"
 
 
-def compaction_notice_text(shortened: int, dropped: int) -> str:
-    """Return the notice's words for ``shortened`` and ``dropped`` calls; the same counts give the same text."""
+def compaction_notice_text(shortened: int, dropped: int, dropped_calls: tuple[int, int] | None = None) -> str:
+    """Return the notice's words for ``shortened`` and ``dropped`` calls, the dropped ones among calls ``dropped_calls`` (first, last); the same counts give the same text."""
+    where = f" from {range_text(*dropped_calls)}" if dropped_calls and dropped else ""
     return (
         "[Context compacted] This conversation is long, so older tool activity was compacted before "
         f"this request: {_calls(shortened)} {'was' if shortened == 1 else 'were'} shortened (a cut value "
         f"shows its original length and an md5 prefix), and {_calls(dropped)} "
-        f"{'was' if dropped == 1 else 'were'} removed. A result that is missing or cut short here does "
+        f"{'was' if dropped == 1 else 'were'} removed{where}. A result that is missing or cut short here does "
         "not mean the tool never ran: it ran, and its result was seen at the time. Do not repeat a call "
         "only because an older occurrence is no longer visible; call a tool again only when you need "
-        "its result now."
+        f"its result now. {READ_BACK_TOOL}(call=N) gives the whole output of call N (calls count from 1), "
+        f"{READ_BACK_TOOL}(pattern=...) searches every output."
     )
 
 
-def compaction_notice(shortened: int, dropped: int, *, strategy: str) -> HumanMessage:
-    """Return the marked user-role notice telling the model what compaction did.
+def compaction_notice(shortened: int, dropped: int, *, strategy: str, fates: Mapping[int, Fate] | None = None) -> HumanMessage:
+    """Return the marked user-role notice telling the model what compaction did and how to read any of it back.
 
     It is a user message because every provider accepts one after tool results, and it is
-    marked as a notice so no strategy ever takes it for something a person wrote.
+    marked as a notice so no strategy ever takes it for something a person wrote. The
+    dropped calls of ``fates`` (call number -> fate) are named as one range.
     """
-    message = HumanMessage(compaction_notice_text(shortened, dropped))
+    gone = [number + 1 for number, fate in (fates or {}).items() if fate is Fate.DROP]
+    message = HumanMessage(compaction_notice_text(shortened, dropped, (min(gone), max(gone)) if gone else None))
     return mark(message, NOTICE_KIND, notice=True, strategy=strategy, shortened=shortened, dropped=dropped)
 
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
 
-from langchain_promptstrat.messages import ToolCallRecord, shorten_text, shorten_tool_output
+from langchain_promptstrat.messages import ToolCallRecord, shorten_text, shorten_tool_output, with_handle
 from langchain_promptstrat.truncation import shorten_by_lines
 
 __all__ = ["READ_COMMANDS", "READ_TOOL_WORDS", "ShortenedForm", "reads_a_file", "shortened_output"]
@@ -86,13 +86,13 @@ def _reads(name: str, command: str | None) -> bool:
     return not (words[0] == "sed" and any(w == "-i" or w.startswith(("-i", "--in-place")) for w in words[1:]))
 
 
-def shortened_output(message: ToolMessage, reads: bool, read_chars: int) -> ToolMessage:
-    """Return ``message`` as a frozen call shortens it: by lines within ``read_chars`` when its call ``reads`` (and it is text), else the usual stub."""
+def shortened_output(message: ToolMessage, reads: bool, read_chars: int, call: int | None = None) -> ToolMessage:
+    """Return ``message`` as a frozen call shortens it: by lines within ``read_chars`` when its call ``reads`` (and it is text), else the usual stub; with the handle of ``call``."""
     content = message.content
     if reads and read_chars > 0 and isinstance(content, str):
         short = shorten_by_lines(content, read_chars)
-        return message if short is content else message.model_copy(update={"content": short})
-    return shorten_tool_output(message)
+        return with_handle(message, message if short is content else message.model_copy(update={"content": short}), call)
+    return shorten_tool_output(message, call=call)
 
 
 @dataclass(frozen=True)
@@ -110,4 +110,4 @@ class ShortenedForm:
 
     def __call__(self, message: ToolMessage, record: ToolCallRecord) -> ToolMessage:
         """Return ``message``, the output of ``record``, shortened."""
-        return shortened_output(message, self.read_chars > 0 and reads_a_file(record.name, record.args), self.read_chars)
+        return shortened_output(message, self.read_chars > 0 and reads_a_file(record.name, record.args), self.read_chars, record.number + 1)

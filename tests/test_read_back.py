@@ -1,0 +1,188 @@
+"""Nothing the strategies take away is gone: every shortened output names its handle, and read_back answers it from the stored conversation."""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.prebuilt import create_react_agent
+
+from langchain_promptstrat import PromptStrategyMiddleware, pre_model_hook, prepare_prompt, read_back, read_back_tool
+from langchain_promptstrat.messages import check_tool_pairs, handle_text, shorten_tool_output
+from langchain_promptstrat.testing import ScriptedChatModel
+from langchain_promptstrat.tokens import TokenCounter
+
+HANDLE = re.compile(r"read_back\(call=(\d+)\)")
+
+
+def _output(i: int, lines: int = 80) -> str:
+    return "\n".join(f"{i}:{j} def function_{i}_{j}(argument): return argument * {j}" for j in range(lines))
+
+
+def _run(n: int, content: Any = None) -> list[BaseMessage]:
+    """Return a conversation of ``n`` bash calls, each output 80 distinct lines (or ``content``)."""
+    messages: list[BaseMessage] = [SystemMessage("You are an agent."), HumanMessage("Fix the bug.")]
+    for i in range(n):
+        messages.append(AIMessage("", tool_calls=[{"id": f"c{i}", "name": "bash", "args": {"command": f"cat f{i}.py"}}]))
+        messages.append(ToolMessage(content if content is not None else _output(i), tool_call_id=f"c{i}"))
+    return messages
+
+
+def test_every_shortened_output_of_the_default_names_the_handle_of_its_own_call() -> None:
+    """An agent can get back whatever the prompt cut: the stub says which call to read."""
+    messages = _run(60)
+    prompt = prepare_prompt(messages, max_tokens=16_000)
+    stubs = [m for m in prompt if isinstance(m, ToolMessage) and m.content != _output(int(m.tool_call_id[1:]))]
+    assert stubs
+    for stub in stubs:
+        found = HANDLE.findall(str(stub.content))
+        assert found == [str(int(stub.tool_call_id[1:]) + 1)]
+
+
+def test_the_notice_names_the_dropped_calls_as_one_range_and_the_tool() -> None:
+    """Hundreds of dropped calls are named compactly, with the way to read any of them back."""
+    prompt = prepare_prompt(_run(150), max_tokens=16_000)
+    notice = next(m for m in prompt if isinstance(m, HumanMessage) and "[Context compacted]" in str(m.content))
+    assert re.search(r"removed from calls \d+-\d+", str(notice.content)), notice.content
+    assert "read_back(call=N)" in str(notice.content)
+
+
+def test_a_stub_is_never_larger_than_the_output_it_replaces() -> None:
+    """An output barely longer than the stub stays whole: shortening it would cost more tokens."""
+    barely = ToolMessage("x " * 230, tool_call_id="c0")
+    assert shorten_tool_output(barely, call=1) is barely
+    long = ToolMessage(_output(0), tool_call_id="c0")
+    short = shorten_tool_output(long, call=1)
+    assert str(short.content).endswith(handle_text(1))
+    count = TokenCounter()
+    assert count([short]) < count([long])
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["plain text\nwith lines", [{"type": "text", "text": "a block"}, {"type": "image", "url": "http://x/y.png"}]],
+    ids=["string", "blocks"],
+)
+def test_read_back_returns_the_stored_content_exactly(content: Any) -> None:
+    """A read-back is the output as stored, not a copy that drifted: string or content blocks."""
+    messages = _run(3, content)
+    assert read_back(messages, 2) == content
+    assert read_back(messages, "c1") == content
+
+
+def test_read_back_reads_an_anthropic_tool_result_block() -> None:
+    """A raw Anthropic transcript stores an output as a tool_result block in a user message."""
+    messages: list[BaseMessage] = [
+        HumanMessage("task"),
+        AIMessage([{"type": "tool_use", "id": "tu1", "name": "bash", "input": {"command": "ls"}}]),
+        HumanMessage([{"type": "tool_result", "tool_use_id": "tu1", "content": "a.py\nb.py"}]),
+    ]
+    assert read_back(messages, 1) == "a.py\nb.py"
+
+
+@settings(max_examples=30, deadline=None)
+@given(lines=st.lists(st.text(alphabet="abc xyz", max_size=300), min_size=1, max_size=200), page_chars=st.integers(200, 3000))
+def test_pages_hold_their_size_and_together_give_every_line_back(lines: list[str], page_chars: int) -> None:
+    """Paging through an output by the offsets it names gives back every line, each page within its bound."""
+    text = "\n".join(lines)
+    messages = _run(1, text)
+    got: list[str] = []
+    offset = 0
+    while True:
+        page = read_back(messages, 1, offset=offset, limit=50, page_chars=page_chars)
+        assert isinstance(page, str)
+        if page == text and offset == 0:
+            return
+        body, footer = page.rsplit("\n", 1)
+        assert len(body) <= page_chars
+        got.extend(body.split("\n"))
+        more = re.search(r"offset=(\d+)\)\]$", footer)
+        if more is None:
+            break
+        offset = int(more.group(1))
+    assert [line[:page_chars] for line in lines] == got
+
+
+def test_a_pattern_searches_every_output_with_call_and_line_numbers() -> None:
+    """A grep over everything earlier finds where a name was defined, wherever that output went."""
+    answer = read_back(_run(20), pattern=r"function_7_3\b")
+    assert answer.startswith("call 8 line 4: 7:3 def function_7_3")  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("call", [0, 999, "nope"])
+def test_a_handle_the_conversation_does_not_hold_answers_a_sentence(call: int | str) -> None:
+    """A stale or invented handle must not crash the agent's tool call."""
+    answer = read_back(_run(3), call)
+    assert isinstance(answer, str) and "is not in this conversation" in answer
+
+
+def test_a_calls_shortened_arguments_are_read_back_whole() -> None:
+    """A long command or file body cut in an old call is as recoverable as its output."""
+    messages = _run(60)
+    messages[2] = AIMessage("", tool_calls=[{"id": "c0", "name": "bash", "args": {"command": "cat <<EOF\n" + _output(0) + "\nEOF"}}])
+    prompt = prepare_prompt(messages, max_tokens=16_000)
+    sent = next(m for m in prompt if isinstance(m, AIMessage) and m.tool_calls and m.tool_calls[0]["id"] == "c0")
+    assert sent.tool_calls[0]["args"] != messages[2].tool_calls[0]["args"]  # type: ignore[attr-defined]
+    assert json.loads(str(read_back(messages, 1, arguments=True, page_chars=100_000))) == messages[2].tool_calls[0]["args"]  # type: ignore[attr-defined]
+
+
+def test_a_bad_pattern_answers_a_sentence() -> None:
+    """The model writes regular expressions; a broken one is its mistake to fix, not an exception."""
+    assert "not a regular expression" in str(read_back(_run(3), pattern="("))
+
+
+def test_a_read_back_page_is_never_shortened_in_the_step_it_is_read_fits_the_ceiling_and_pairs_stay_intact() -> None:
+    """An answer cut or pointed back again would send the agent to read it again, forever; a whole page still fits a 16k prompt."""
+    messages = _run(60)
+    messages[9] = ToolMessage(_output(3, lines=600), tool_call_id="c3")
+    whole = read_back(messages, 4)  # a full page: 12,000 characters
+    messages.append(AIMessage("", tool_calls=[{"id": "rb", "name": "read_back", "args": {"call": 4}}]))
+    messages.append(ToolMessage(whole, tool_call_id="rb", name="read_back"))
+    prompt = prepare_prompt(messages, max_tokens=16_000)
+    check_tool_pairs(prompt)
+    assert prompt[-1].content == whole and len(str(whole)) > 11_000
+    assert TokenCounter()(prompt) <= 16_000  # the page fits the smallest ceiling measured
+    messages += [AIMessage("", tool_calls=[{"id": "z", "name": "bash", "args": {"command": "ls"}}]), ToolMessage("ok", tool_call_id="z")]
+    later = prepare_prompt(messages, max_tokens=16_000)
+    assert next(m for m in later if getattr(m, "tool_call_id", None) == "rb").content != whole  # later it ages
+
+
+@pytest.mark.parametrize("front_end", ["middleware", "hook"])
+def test_an_agent_reads_a_handle_out_of_its_prompt_and_gets_the_original_text(tmp_path: Any, front_end: str) -> None:
+    """End to end with a file-backed SQLite checkpointer (create_agent's middleware, or the hook with read_back_tool): the tool reads the state."""
+    seen: dict[str, str] = {}
+
+    def read_the_first_handle(prompt: list[BaseMessage]) -> dict[str, Any]:
+        number = next(HANDLE.search(str(m.content)).group(1) for m in prompt if isinstance(m, ToolMessage) and HANDLE.search(str(m.content)))  # type: ignore[union-attr]
+        seen["number"] = number
+        return {"tool_calls": [{"name": "read_back", "args": {"call": int(number)}, "id": "rb1"}]}
+
+    @tool
+    def bash(command: str) -> str:
+        """Run a shell command."""
+        return _output(int(command.split()[1][1:-3]))
+
+    script: list[Any] = [{"tool_calls": [{"name": "bash", "args": {"command": f"cat f{i}.py"}}]} for i in range(40)]
+    model = ScriptedChatModel([*script, read_the_first_handle, "done"])
+    with SqliteSaver.from_conn_string(str(tmp_path / "checkpoints.sqlite")) as saver:
+        if front_end == "middleware":
+            agent = create_agent(model, [bash], middleware=[PromptStrategyMiddleware(max_tokens=16_000)], checkpointer=saver)
+        else:
+            with warnings.catch_warnings():  # create_react_agent is deprecated for create_agent, still widely used
+                warnings.simplefilter("ignore", DeprecationWarning)
+                tools = [bash, read_back_tool()]
+                agent = create_react_agent(model, tools, pre_model_hook=pre_model_hook(max_tokens=16_000, tools=tools), checkpointer=saver)
+        state = agent.invoke({"messages": [HumanMessage("Fix the bug.")]}, {"configurable": {"thread_id": "t"}, "recursion_limit": 200})
+    answer = next(m for m in state["messages"] if isinstance(m, ToolMessage) and m.tool_call_id == "rb1")
+    assert answer.content == _output(int(seen["number"]) - 1)
+    assert model.calls[-1][-1].content == answer.content  # the model saw it whole
+    assert any(t["function"]["name"] == "read_back" for t in model.call_kwargs[0]["tools"])
