@@ -17,7 +17,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.prebuilt import create_react_agent
 
 from langchain_promptstrat import PromptStrategyMiddleware, pre_model_hook, prepare_prompt, read_back, read_back_tool
-from langchain_promptstrat.messages import check_tool_pairs, handle_text, shorten_tool_output
+from langchain_promptstrat.messages import PAGE_CHARS, check_tool_pairs, handle_text, shorten_tool_output
 from langchain_promptstrat.testing import ScriptedChatModel
 from langchain_promptstrat.tokens import TokenCounter
 
@@ -186,3 +186,15 @@ def test_an_agent_reads_a_handle_out_of_its_prompt_and_gets_the_original_text(tm
     assert answer.content == _output(int(seen["number"]) - 1)
     assert model.calls[-1][-1].content == answer.content  # the model saw it whole
     assert any(t["function"]["name"] == "read_back" for t in model.call_kwargs[0]["tools"])
+
+
+@pytest.mark.parametrize("max_tokens, page", [(8_000, 6_400), (40_000, PAGE_CHARS), (None, PAGE_CHARS)])
+def test_the_middlewares_read_back_pages_hold_a_fifth_of_its_ceiling(max_tokens: int | None, page: int) -> None:
+    """The middleware's tool answers at most a fifth of a ceiling given in tokens (4 characters a token), so a page
+    kept whole in the newest step leaves the rest of the prompt room; without one, 12,000 characters."""
+    (tool,) = PromptStrategyMiddleware(max_tokens=max_tokens).tools
+    history = [HumanMessage("go"), AIMessage("", tool_calls=[{"name": "fetch", "args": {}, "id": "c1"}]),
+               ToolMessage("x" * 90 + "\n" * 1 + ("y" * 99 + "\n") * 300, tool_call_id="c1", name="fetch")]
+    answer = str(tool.func(messages=history, call=1))  # type: ignore[union-attr]
+    lines, trailer = answer.rsplit("\n[call 1", 1)  # the page's lines, then where to read on
+    assert page - 200 < len(lines) <= page and "offset=" in trailer

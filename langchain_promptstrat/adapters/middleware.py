@@ -40,6 +40,7 @@ from langgraph.types import Command
 from typing_extensions import NotRequired
 
 from langchain_promptstrat.adapters.langgraph import read_back_tool
+from langchain_promptstrat.messages import PAGE_CHARS
 from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
 from langchain_promptstrat.errors import ConfigError, InboxError
 from langchain_promptstrat.inbox.contract import LeasingInbox
@@ -140,7 +141,9 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
     ``read_back=True`` (the default) gives the agent the ``read_back`` tool
     (:func:`~langchain_promptstrat.adapters.langgraph.read_back_tool`), which every
     shortened output's handle and the compaction notice name; its schema is one of the
-    request's tools, so it counts against the ceiling. Turned off, the handles still name it.
+    request's tools, so it counts against the ceiling. Its answers hold at most a fifth of a
+    ``max_tokens`` given in tokens (at 4 characters a token; 12,000 characters otherwise, a
+    fifth of a 16,000-token ceiling). Turned off, the handles still name it.
     """
 
     state_schema = PromptStratState
@@ -178,11 +181,13 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
         read_back: bool = True,
     ) -> None:
         """Build the middleware over the strategies :meth:`__new__` resolved from ``strategies`` and ``settings``."""
-        self.tools = [read_back_tool()] if read_back else []
         if on_abort not in ("interrupt", "end", "raise"):
             raise ConfigError(f"on_abort={on_abort!r} is not one of 'interrupt', 'end', 'raise'")
         self.persist_inbox, self.on_abort = persist_inbox, on_abort
         self.max_tokens = check_max_tokens(max_tokens)
+        # a page is at most a fifth of a ceiling given in tokens (4 characters a token); else PAGE_CHARS, a fifth of 16,000
+        page = min(PAGE_CHARS, self.max_tokens * 4 // 5) if isinstance(self.max_tokens, int) else PAGE_CHARS
+        self.tools = [read_back_tool(page)] if read_back else []
         self._inbox = InboxSource(self.strategies, inbox_root, backend, self.max_tokens)
         self._unacknowledged: set[str] = set()
         """Ids of the notices this middleware handed over and has not yet seen through a model call."""
