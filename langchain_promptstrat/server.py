@@ -47,10 +47,11 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from langchain_promptstrat.errors import InboxError
-from langchain_promptstrat.inbox.contract import ABORT_FILE, InboxBackend, InboxEntry, LeasingInbox
-from langchain_promptstrat.inbox.directory import DirectoryInbox
-from langchain_promptstrat.inbox.locate import inbox_for_config
-from langchain_promptstrat.inbox.notices import (
+from langchain_promptstrat.inbox.contract import (
+    ABORT_FILE,
+    InboxBackend,
+    InboxEntry,
+    LeasingInbox,
     NoticeNameTaken,
     abort_reason_bytes,
     check_notice_name,
@@ -59,9 +60,10 @@ from langchain_promptstrat.inbox.notices import (
     notice_limits,
     printable_name,
 )
+from langchain_promptstrat.inbox.directory import DirectoryInbox
+from langchain_promptstrat.inbox.locate import inbox_for_config
 from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV, canonical_thread_id
-from langchain_promptstrat.inbox.postgres import PostgresInboxes
-from langchain_promptstrat.inbox.postgres_connection import DSN_ENV
+from langchain_promptstrat.inbox.postgres import DSN_ENV, PostgresInboxes
 
 __all__ = ["app", "thread_inbox"]
 

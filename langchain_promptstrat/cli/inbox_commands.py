@@ -18,11 +18,10 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, cast
 
 from langchain_promptstrat.cli.common import EXIT_ERROR, PROG, Parser, UsageError
+from langchain_promptstrat.inbox.contract import notice_limits, printable_name
 from langchain_promptstrat.inbox.directory import DirectoryInbox
-from langchain_promptstrat.inbox.notices import notice_limits, printable_name
 from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV, resolve_save_file
-from langchain_promptstrat.inbox.postgres import PostgresInboxes
-from langchain_promptstrat.inbox.postgres_connection import DSN_ENV
+from langchain_promptstrat.inbox.postgres import DSN_ENV, PostgresInboxes
 
 if TYPE_CHECKING:
     from langchain_promptstrat.inbox.contract import InboxBackend

@@ -30,8 +30,7 @@ from pathlib import Path
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from langchain_promptstrat.errors import InboxAborted
-from langchain_promptstrat.inbox.contract import ABORT_FILE, Claimed, InboxBackend, LeasingInbox
-from langchain_promptstrat.inbox.notices import pickup_budget
+from langchain_promptstrat.inbox.contract import ABORT_FILE, Claimed, InboxBackend, LeasingInbox, pickup_budget
 from langchain_promptstrat.messages import mark, mark_of
 from langchain_promptstrat.report import logger
 
@@ -87,7 +86,7 @@ class Pickup:
     unavailable: str | None = None
     """Why the inbox could not be read this time (a database outage); None when it could."""
     budget_bytes: int = 0
-    """The most notice bytes this pickup admits (:func:`~langchain_promptstrat.inbox.notices.pickup_budget`)."""
+    """The most notice bytes this pickup admits (:func:`~langchain_promptstrat.inbox.contract.pickup_budget`)."""
     waiting: int = 0
     """Notices left for a later pickup because this one's budget was spent (their order kept)."""
 
@@ -366,7 +365,7 @@ def pick_up(
     warning per outage, and ``unavailable`` says why.
 
     A leasing backend's notices are admitted in order while their bytes fit
-    ``budget_bytes`` (default :func:`~langchain_promptstrat.inbox.notices.pickup_budget`,
+    ``budget_bytes`` (default :func:`~langchain_promptstrat.inbox.contract.pickup_budget`,
     a share of the ceiling), the first one always: the rest wait for a later pickup
     (``waiting``); one already leased stays this process's claim and comes first next
     time, so nothing is lost and the order is kept. An ``abort`` among the waiting is

@@ -32,11 +32,10 @@ from langgraph.types import interrupt
 
 from langchain_promptstrat.ceiling import MaxTokens
 from langchain_promptstrat.errors import InboxAborted
-from langchain_promptstrat.inbox.contract import ABORT_FILE, InboxBackend
+from langchain_promptstrat.inbox.contract import ABORT_FILE, InboxBackend, pickup_budget
 from langchain_promptstrat.inbox.delivery import notice_ids, pick_up, printable, settle_when_stored
 from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.inbox.locate import InboxBackendSpec, check_backend, inbox_for_config, save_file_for_config
-from langchain_promptstrat.inbox.notices import pickup_budget
 from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV, inbox_root
 from langchain_promptstrat.messages import mark, mark_of
 from langchain_promptstrat.report import logger

@@ -21,9 +21,8 @@ from langchain_core.runnables import RunnableConfig
 from typing_extensions import TypeIs
 
 from langchain_promptstrat.errors import ConfigError
-from langchain_promptstrat.inbox.contract import InboxBackend, InboxProvider, is_inbox_backend
+from langchain_promptstrat.inbox.contract import InboxBackend, InboxProvider, is_inbox_backend, warn_once
 from langchain_promptstrat.inbox.directory import DirectoryInbox
-from langchain_promptstrat.inbox.notices import warn_once
 from langchain_promptstrat.inbox.paths import inbox_root, thread_save_file
 
 __all__ = ["InboxBackendSpec", "check_backend", "inbox_for_config", "inbox_for_save_file", "save_file_for_config"]
