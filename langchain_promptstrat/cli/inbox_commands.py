@@ -1,10 +1,8 @@
 """``promptstrat inbox post|abort|ls|setup`` (:data:`INBOX_ACTIONS`): steer a running agent through its inbox, directory or PostgreSQL.
 
-Parses and prints only: posting, aborting, listing and the PostgreSQL tables belong to the
-inbox stores; this module picks the store from ``--save-file``/``--thread``/``--root``/``--dsn``
-and prints what it answers. Must not import LangChain or LangGraph, even lazily: a script
-posts notices with these commands and pays no start-up cost for the agent's libraries
-(tests/test_cli_startup.py).
+Parses and prints only: the store comes from ``--save-file``/``--thread``/``--root``/``--dsn``.
+Imports no LangChain or LangGraph, even lazily: a script posting notices pays no start-up
+cost for the agent's libraries (tests/test_cli_startup.py).
 """
 
 from __future__ import annotations
@@ -18,16 +16,13 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, cast
 
 from langchain_promptstrat.cli.common import EXIT_ERROR, PROG, Parser, UsageError
-from langchain_promptstrat.inbox.contract import notice_limits, printable_name
+from langchain_promptstrat.inbox.contract import InboxEntry, Lease, LeasingInbox, notice_limits, printable_name
 from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV, resolve_save_file
 from langchain_promptstrat.inbox.postgres import DSN_ENV, PostgresInboxes
 
 if TYPE_CHECKING:
     from langchain_promptstrat.inbox.contract import InboxBackend
-
-# Imports inside functions exist only to keep `promptstrat --help` light; the inbox modules
-# import no LangChain, so these commands load none of it either (tests/test_cli_startup.py).
 
 __all__ = ["CLAIM_STATES", "INBOX_ACTIONS", "add_inbox_commands"]
 
@@ -37,10 +32,7 @@ INBOX_ACTIONS = {
     "ls": ("list its notices", "list pending, in-flight (claimed, not yet recorded) and delivered notices with their times"),
     "setup": ("create the PostgreSQL tables", "create the PostgreSQL inbox's tables (once per database)"),
 }
-"""Each ``inbox`` action: the few words ``promptstrat --help`` gives it, and its own line in ``promptstrat inbox``'s list.
-
-The one list both come from, so the summary never leaves an action out.
-"""
+"""Each ``inbox`` action: the few words ``promptstrat --help`` gives it, and its own line in ``promptstrat inbox``'s list."""
 
 
 def _add_target(parser: argparse.ArgumentParser) -> None:
@@ -173,15 +165,13 @@ def _age(seconds: float) -> str:
 
 
 def _inbox_ls(args: argparse.Namespace) -> int:
-    from langchain_promptstrat.inbox.contract import InboxEntry, Lease, LeasingInbox
-
     store = _inbox(args)
     pending, delivered = store.pending_entries(), store.delivered_entries()
     # claimed by a reader, not yet recorded as delivered: listed so that a notice is never invisible
     claims: list[Lease] = store.in_flight(with_head=True) if isinstance(store, LeasingInbox) else []
     listed: list[tuple[str, InboxEntry, Lease | None]] = [
         *(("pending", entry, None) for entry in pending),
-        *(("in-flight", InboxEntry(lease.name, lease.mtime, lease.size, head=lease.head), lease) for lease in claims),
+        *(("in-flight", lease.entry, lease) for lease in claims),
         *(("delivered", entry, None) for entry in delivered),
     ]
     now = time.time()
@@ -193,7 +183,7 @@ def _inbox_ls(args: argparse.Namespace) -> int:
             "owner": printable_name(lease.owner),
             "claimed": _time(lease.leased_at),
             "age_seconds": round(max(0.0, now - lease.leased_at), 1),
-            "claim": "held" if lease.state == "mine" else lease.state,
+            "claim": lease.listed_state,
         }
 
     if args.json:
@@ -215,6 +205,6 @@ def _inbox_ls(args: argparse.Namespace) -> int:
     for state, entry, lease in listed:  # names and owners come from whoever wrote the files: escaped, never raw
         line = f"{state:<9}  {_time(entry.mtime)}  {printable_name(entry.name)}"
         if lease is not None:
-            line += f"  claimed {_age(now - lease.leased_at)} ago by {printable_name(lease.owner)} ({CLAIM_STATES[claim(lease)['claim']]})"
+            line += f"  claimed {_age(now - lease.leased_at)} ago by {printable_name(lease.owner)} ({CLAIM_STATES[lease.listed_state]})"
         print(line)
     return 0

@@ -186,6 +186,16 @@ class Lease:
         """Whether this process may take the claim over (its own, or its owner dead or out of lease)."""
         return self.state != "held"
 
+    @property
+    def listed_state(self) -> str:
+        """Return :attr:`state` as a listing shows it: this process's own claim counts as ``"held"``."""
+        return "held" if self.state == "mine" else self.state
+
+    @property
+    def entry(self) -> InboxEntry:
+        """Return the claimed notice as a listing entry."""
+        return InboxEntry(self.name, self.mtime, self.size, head=self.head)
+
 
 # --------------------------------------------------------------------------- protocols
 
