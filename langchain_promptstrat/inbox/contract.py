@@ -1,12 +1,10 @@
 """The inbox contract every backend keeps, the records that cross it, and the rules every backend shares.
 
-* An :class:`InboxBackend` is the inbox of **one** conversation (a save file, a LangGraph
-  thread); an :class:`InboxProvider` hands out the backend of any conversation
-  (``for_thread``, ``for_save_file``): the ``DirectoryInbox`` class, ``PostgresInboxes(dsn)``.
-  A backend is bound to one conversation because the thread a run serves is only known from
-  its config, so the strategy and the adapters take a provider and ask it per run.
-* :class:`NoticeStore` is what both built-in backends share: refusing a notice (name,
-  bytes, size) with the same words, the size limit of ``ready()``; each backend only stores.
+An :class:`InboxBackend` is the inbox of **one** conversation; an :class:`InboxProvider`
+hands out the backend of any conversation (the ``DirectoryInbox`` class,
+``PostgresInboxes(dsn)``), since a run's thread is only known from its config.
+:class:`NoticeStore` is what both built-in backends share: refusing a notice with the same
+words, the size limit of ``ready()``; each backend only stores.
 
 The contract (``tests/test_inbox_backends.py`` runs it against every backend):
 
@@ -23,11 +21,8 @@ The contract (``tests/test_inbox_backends.py`` runs it against every backend):
    exactly one caller, keeping its token. A notice is pending, in flight or delivered, never
    two of them and never none.
 
-An owner (of a lease) is ``<host id>-<pid>-<process start time>``: :func:`owner_state` tells
-whether it is this process, alive, dead (same host, process gone, a zombie, or a new process
-under the same pid) or unknown (another host: only the lease's expiry tells).
-
-No LangChain here: the CLI's ``inbox`` commands import this.
+A lease's owner is ``<host id>-<pid>-<process start time>`` (:func:`owner_state`). No
+LangChain here: the CLI's ``inbox`` commands import this.
 """
 
 from __future__ import annotations
@@ -107,7 +102,7 @@ def current_owner() -> str:
 
 
 def owner_state(owner: str) -> str:
-    """Return ``"mine"``, ``"alive"``, ``"dead"`` or ``"unknown"`` (another host) for a claim's owner name."""
+    """Return ``"mine"``, ``"alive"``, ``"dead"`` (gone, a zombie, or a new process under its pid) or ``"unknown"`` (another host)."""
     if owner == current_owner():
         return "mine"
     host, _, rest = owner.partition("-")
@@ -260,11 +255,7 @@ def notice_limits() -> tuple[float, float, int]:
 
 
 def pickup_budget(ceiling: int | None = None) -> int:
-    """Return how many bytes of notices one pickup admits: ``inbox_pickup_share`` of the context ceiling.
-
-    The ceiling is ``ceiling``, else ``PROMPTSTRAT_MAX_TOKENS``, else the default; a byte
-    counts as a token (an upper bound), so one pickup never takes more than that share.
-    """
+    """Return how many bytes of notices one pickup admits: ``inbox_pickup_share`` of the ceiling (a byte counts as a token, an upper bound)."""
     loaded = Settings.load()
     return int(loaded.inbox_pickup_share * (ceiling or loaded.max_context_tokens or DEFAULT_CEILING))
 
@@ -276,11 +267,7 @@ def name_stem(name: str) -> str:
 
 
 def history_names(name: str) -> Iterator[str]:
-    """Yield ``name``, then ``stem.1.ext``, ``stem.2.ext``, ...: the names a delivered notice may take.
-
-    Each stays within 255 bytes (the end of the stem, then of the extension, is cut to make
-    room for the number), so a long name delivered once can be delivered again.
-    """
+    """Yield ``name``, then ``stem.1.ext``, ``stem.2.ext``, ...: the history names of a notice, each within 255 bytes (the stem cut first)."""
     yield name
     stem = name_stem(name)
     ext = name[len(stem):]
@@ -327,10 +314,10 @@ def default_notice_name() -> str:
 
 
 def text_bytes(content: object, what: str, *, allow_bytes: bool) -> bytes:
-    """Return a notice (``allow_bytes``: str or bytes) or an abort reason (str) as UTF-8 bytes; :class:`InboxError` otherwise.
+    """Return a notice (``allow_bytes``: str or bytes) or an abort reason (str) as UTF-8 bytes, before anything is written.
 
     ``bytes(42)`` would be 42 NUL bytes and a lone surrogate cannot be encoded: both are
-    refused before anything is written. Bytes are taken as they are.
+    refused with :class:`InboxError`.
     """
     if isinstance(content, str):
         try:

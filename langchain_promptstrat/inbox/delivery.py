@@ -322,21 +322,17 @@ def pick_up(
 ) -> Pickup:
     """Return the notices claimed from ``store`` (any backend), in order, stopping at an ``abort``.
 
-    First the claims already in flight: one whose message id is in ``seen`` (the conversation
-    holds it, checkpointed) is acknowledged, not delivered again; one in ``held`` (handed over,
-    awaiting its model call), or waiting for this process to see it stored, is left alone; one
-    of this process, of a dead reader or out of lease is taken over and delivered again under
-    its id. Then the ``ready()`` pending notices, in name order, each leased. With ``settle``
-    every notice delivered is acknowledged before returning; without, the caller acknowledges
-    (:func:`acknowledge_notices`) or a later pickup does through ``seen``.
+    First the claims in flight: one whose id is in ``seen`` (the stored conversation holds it)
+    is acknowledged, not delivered again; one in ``held`` (awaiting its model call) or waiting
+    to be seen stored is left alone; one of this process, of a dead reader or out of lease is
+    taken over and delivered again under its id. Then the ``ready()`` notices, each leased.
+    With ``settle`` each is acknowledged before returning; without, the caller does
+    (:func:`acknowledge_notices`) or a later pickup through ``seen``.
 
-    Notices sorting after ``abort`` stay for the next pickup. One that cannot be read or moved
-    stays in place, logged at INFO and listed in ``skipped``; a blank one is consumed but not
-    delivered (``empty``). When the backend cannot be reached the pickup returns nothing, with
-    one warning per outage (``unavailable``). A leasing backend's notices are admitted in order
-    while their bytes fit ``budget_bytes`` (default: :func:`pickup_budget`), the first one
-    always; the rest wait (``waiting``), one already leased staying this process's claim, to
-    come first next time. An ``abort`` among the waiting is still honoured now.
+    One that cannot be read or moved stays (``skipped``); a blank one is consumed, not sent
+    (``empty``); an unreachable backend gives nothing (``unavailable``, one warning per
+    outage). Notices are admitted in order while their bytes fit ``budget_bytes``, the first
+    always; the rest wait (``waiting``), a leased one first next time; an ``abort`` is honoured now.
     """
     result = Pickup(budget_bytes=pickup_budget() if budget_bytes is None else budget_bytes)
     leasing = store if isinstance(store, LeasingInbox) else None

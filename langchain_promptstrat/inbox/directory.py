@@ -1,35 +1,19 @@
-"""The inbox on disk (:class:`DirectoryInbox`): how a file is claimed exactly once, how writers post.
+"""The inbox on disk (:class:`DirectoryInbox`): ``x/agent.inbox`` pending, ``x/agent.inbox_removed`` the history.
 
-A conversation saved to ``x/agent.chat`` has its inbox in ``x/agent.inbox``; delivered files
-are moved into ``x/agent.inbox_removed``, the history (mtimes kept); see
-:mod:`~langchain_promptstrat.inbox.paths`.
+Why no file is delivered twice and none is overwritten:
 
-Claim protocol (why no file is delivered twice and none is overwritten):
+1. ``claim`` opens the pending file (``O_NOFOLLOW | O_NONBLOCK``) and renames it to a private
+   staging name in the history directory: ``rename`` is atomic, so of all racing readers
+   exactly one moves it (a name reused meanwhile: the staged inode is the one read).
+2. The staged file takes its history name with ``os.link``, which fails rather than replace
+   (``name``, ``name.1.ext``, ...; without hard links, an ``O_EXCL`` placeholder is replaced).
+3. Writers write a hidden temporary file, fsync it, and link it to its name, read-only.
+4. ``lease`` renames the pending file into ``<history>/.claims/<token>.<owner>/``: neither
+   pending nor delivered; ``acknowledge`` moves it into the history as in 2 (a reader killed
+   between link and unlink leaves one inode in both places: recognised as recorded);
+   ``take_over`` renames the claim directory to the caller's owner: one winner, same token.
 
-1. A reader opens the pending file (``O_NOFOLLOW``, ``O_NONBLOCK``; one it cannot open is
-   skipped in place) and renames it into a private staging name ``.claim-<pid>-<random>``
-   in the history directory. ``rename`` is atomic: of all racing readers exactly one moves
-   it. If a writer reused the name between listing and claiming, the staged inode is not
-   the one opened, and the staged one is read: still one reader per file.
-2. The staged file gets its final name with ``os.link`` (which fails instead of replacing),
-   trying ``name``, ``name.1.ext``, ... in turn. Where hard links are not supported a name is
-   reserved with ``O_CREAT | O_EXCL`` and the staged file renamed over that placeholder.
-3. Writers write a hidden temporary file (readers ignore dotfiles), fsync it, and link it
-   to its name, read-only: a reader never sees half a file, a pending one is never replaced.
-
-``claim`` is the one-step consume. Delivery that survives crashes leases instead:
-
-4. ``lease(name)`` creates ``<removed>/.claims/<token>.<owner>/`` and renames the pending
-   file into it: one atomic rename, the file neither pending nor delivered.
-5. ``acknowledge(token)`` moves it into the history as in step 2 and removes the claim
-   directory. A reader killed between link and unlink leaves the same inode in both places,
-   which is recognised as acknowledged.
-6. ``take_over(lease)`` renames a claim directory to the caller's owner name: one winner;
-   the token, and with it the notice's message id, stays.
-
-``ready()`` leaves files still being written: an empty one, or a writable one changed within
-``quiet_seconds``. An inbox or history directory that is a symbolic link is refused with
-one warning. No LangChain import: the CLI's ``inbox`` commands stay fast.
+A symlinked inbox or history directory is refused with one warning. No LangChain import.
 """
 
 from __future__ import annotations
@@ -81,7 +65,7 @@ def _open_regular(path: Path) -> tuple[int, os.stat_result]:
 
 
 def _read_all(fd: int, limit: int) -> bytes:
-    """Return what is left to read from ``fd``, at most ``limit`` bytes (a file grown after it was admitted is cut there)."""
+    """Return what is left to read from ``fd``, at most ``limit`` bytes."""
     chunks: list[bytes] = []
     while limit > 0:
         chunk = os.read(fd, min(limit, 1 << 16))
@@ -320,10 +304,9 @@ class DirectoryInbox(NoticeStore[Path]):
     def ready(self) -> list[str]:
         """Return the pending names a pickup may take now, in delivery order.
 
-        Left for later: an empty file (an editor may be about to fill it), a writable one
-        changed within :attr:`quiet_seconds` (read-only files, as :meth:`post` writes them,
-        are complete), one over :attr:`max_notice_bytes` (one warning). ``abort`` is ready as
-        soon as it exists: stopping needs no complete reason.
+        Left for later: an empty file (an editor may be about to fill it), a writable one changed
+        within :attr:`quiet_seconds` (:meth:`post` writes read-only files), one over
+        :attr:`max_notice_bytes`. ``abort`` is ready as soon as it exists.
         """
         if not self._safe():
             return []
@@ -426,9 +409,8 @@ class DirectoryInbox(NoticeStore[Path]):
     def in_flight(self, *, with_head: bool = False) -> list[Lease]:
         """Return the claims not yet acknowledged, oldest posting time first (``with_head``: with their first bytes).
 
-        An empty claim directory (a reader stopped between its ``mkdir`` and its rename, or
-        one that acknowledged) is removed once its owner is dead or its lease ran out, never
-        while its owner lives: another reader of that process may be between those steps.
+        An empty claim directory is removed once its owner is dead or its lease ran out, never
+        while its owner lives: a reader of that process may be between its mkdir and rename.
         """
         if not self._safe():
             return []
@@ -550,11 +532,7 @@ def post_to_inbox(
     thread_id: str | None = None,
     root: str | os.PathLike[str] | None = None,
 ) -> Path:
-    """Post ``content`` to a conversation's directory inbox, atomically, and return the new file's path.
-
-    Name the conversation by ``save_file``, or by ``thread_id`` under ``root`` (default
-    ``$PROMPTSTRAT_INBOX_ROOT``). The default name sorts in arrival order.
-    """
+    """Post ``content`` to the directory inbox of ``save_file`` (or of ``thread_id`` under ``root``) and return the new file's path."""
     if content is None:
         raise TypeError("post_to_inbox() needs the notice content")
     return DirectoryInbox.for_save_file(resolve_save_file(save_file, thread_id=thread_id, root=root)).post(content, name=name)
@@ -567,9 +545,5 @@ def request_abort(
     thread_id: str | None = None,
     root: str | os.PathLike[str] | None = None,
 ) -> Path:
-    """Ask a conversation's run to stop: write its inbox's ``abort`` file atomically and return its path.
-
-    The run that picks it up raises :class:`~langchain_promptstrat.errors.InboxAborted` (or
-    interrupts, in LangGraph) with ``reason``.
-    """
+    """Ask a conversation's run to stop with ``reason`` (it raises ``InboxAborted``, or interrupts): write ``abort``, return its path."""
     return DirectoryInbox.for_save_file(resolve_save_file(save_file, thread_id=thread_id, root=root)).request_abort(reason)

@@ -233,16 +233,14 @@ def deliver_inbox(
     seen, held = options.get("seen", frozenset()), options.get("held", frozenset())
     settle, stored = options.get("settle", True), options.get("stored")
     store = DirectoryInbox.for_save_file(inbox) if isinstance(inbox, (str, os.PathLike)) else inbox
-    where = store.location
     notices: list[BaseMessage] = []
-    while True:
+    payload: dict[str, Any] | None = None
+    while payload is None:
         taken = held if not notices else frozenset(held) | notice_ids(notices)
         picked = _with_run_config(config, _checkpointed_pick_up, store, seen, frozenset(taken), settle, budget_bytes)
         notices += picked["delivered"]
         if picked["abort"] is None:
-            if stored is not None and not settle:
-                settle_when_stored(store, notices, stored)
-            return InboxDelivery(notices)
+            break
         # The pickup task's result, abort included, is in the checkpoint (or, without a checkpointer, acted on
         # now): the abort is spent. A replayed task acknowledges again, which finds nothing left to do.
         token = picked["abort"].get("token")
@@ -250,20 +248,20 @@ def deliver_inbox(
         path = printable(str(recorded)) if recorded is not None else picked["abort"]["path"]
         payload = abort_payload(config, picked["abort"]["reason"], path, picked["delivered"])
         if include_paths:
-            payload.update(path=path, inbox=printable(where))
-        can_resume = has_checkpointer(config)
-        if on_abort == "return":
-            if stored is not None and not settle:
-                settle_when_stored(store, notices, stored)
-            return InboxDelivery(notices, payload)
-        if on_abort == "raise" or not can_resume:
+            payload.update(path=path, inbox=printable(store.location))
+        if on_abort == "raise" or (on_abort == "interrupt" and not has_checkpointer(config)):
             error = InboxAborted(payload["reason"], path=path, delivered=notices)
             if on_abort == "interrupt":
                 _add_note(error, NO_CHECKPOINTER_NOTE)
             raise error
-        answer = _with_run_config(config, interrupt, payload)
-        if isinstance(answer, str) and answer.strip():
-            notices.append(mark(HumanMessage(answer), RESUME_KIND, notice=False))
+        if on_abort == "interrupt":
+            answer = _with_run_config(config, interrupt, payload)
+            if isinstance(answer, str) and answer.strip():
+                notices.append(mark(HumanMessage(answer), RESUME_KIND, notice=False))
+            payload = None
+    if stored is not None and not settle:
+        settle_when_stored(store, notices, stored)
+    return InboxDelivery(notices, payload)
 
 
 class InboxSource:

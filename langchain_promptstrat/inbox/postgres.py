@@ -200,10 +200,15 @@ _connection_locks: weakref.WeakKeyDictionary[Any, threading.Lock] = weakref.Weak
 _locks_guard = threading.Lock()
 
 
-class Database:
-    """Where the inbox tables live and how to get a connection to them, one transaction at a time."""
+class PostgresInboxes:
+    """The PostgreSQL inboxes of every conversation in one database: an inbox provider.
 
-    def __init__(self, conn: Any, schema: str | None) -> None:
+    Pass it as ``backend=`` to the ``Inbox`` strategy and the adapters, which ask it for
+    each run's thread. ``conn`` is a connection string, a ``psycopg_pool.ConnectionPool`` or
+    a ``psycopg.Connection``; ``schema`` places the tables there (default: the search path).
+    """
+
+    def __init__(self, conn: str | psycopg.Connection | Any, *, schema: str | None = None) -> None:
         psycopg = _psycopg()
         from psycopg import sql
 
@@ -211,15 +216,15 @@ class Database:
         if isinstance(conn, str):
             if not conn.strip():
                 raise ConfigError(f"the PostgreSQL inbox's connection string is empty; pass a DSN or set {DSN_ENV}")
-            self.kind = "dsn"
+            self._kind = "dsn"
         elif isinstance(conn, psycopg.Connection):
-            self.kind = "connection"
+            self._kind = "connection"
             with _locks_guard:
                 self._lock = _connection_locks.setdefault(conn, threading.Lock())
         elif isinstance(conn, psycopg.AsyncConnection) or type(conn).__name__.startswith("Async"):
             raise ConfigError("the PostgreSQL inbox is synchronous; pass a psycopg.Connection, a ConnectionPool or a DSN")
         elif callable(getattr(conn, "connection", None)):
-            self.kind = "pool"
+            self._kind = "pool"
         else:
             raise ConfigError(
                 f"cannot use {type(conn).__name__} as the inbox database; pass a connection string, "
@@ -227,52 +232,63 @@ class Database:
             )
         if schema is not None and (not isinstance(schema, str) or not schema):
             raise ConfigError(f"schema must be a non-empty string or None, got {schema!r}")
-        self.conn: Any = conn
+        self._conn: Any = conn
         self.schema = schema
-        self.psycopg = psycopg
+        self._pg = psycopg
         table = (lambda name: sql.Identifier(schema, name)) if schema else sql.Identifier
-        self.names = {"pending": table(PENDING_TABLE), "delivered": table(DELIVERED_TABLE), "version": table(VERSION_TABLE)}
+        self._names = {"pending": table(PENDING_TABLE), "delivered": table(DELIVERED_TABLE), "version": table(VERSION_TABLE)}
         prefix = f"{schema}." if schema else ""
-        self.pending_label = f"{prefix}{PENDING_TABLE}"
-        self.delivered_label = f"{prefix}{DELIVERED_TABLE}"
+        self._pending_label = f"{prefix}{PENDING_TABLE}"
+        self._delivered_label = f"{prefix}{DELIVERED_TABLE}"
 
-    def query(self, text: LiteralString) -> Any:
+    def __repr__(self) -> str:
+        return f"PostgresInboxes({self._describe()!r}, schema={self.schema!r})"
+
+    def for_thread(self, thread_id: str) -> PostgresInbox:
+        """Return the inbox of LangGraph thread ``thread_id``."""
+        return PostgresInbox(self, thread_id=thread_id)
+
+    def for_save_file(self, save_file: str | os.PathLike[str]) -> PostgresInbox:
+        """Return the inbox of the conversation saved to ``save_file`` (thread id: :func:`save_file_thread_id`)."""
+        return PostgresInbox(self, thread_id=save_file_thread_id(save_file))
+
+    def _query(self, text: LiteralString) -> Any:
         """Return ``text`` with its ``{pending}``/``{delivered}``/``{version}`` placeholders as quoted table names."""
-        return self._sql.SQL(text).format(**self.names)
+        return self._sql.SQL(text).format(**self._names)
 
-    def describe(self) -> str:
+    def _describe(self) -> str:
         """Return ``host:port/dbname`` of the database, never the password."""
         try:
-            if self.kind == "dsn":
+            if self._kind == "dsn":
                 from psycopg.conninfo import conninfo_to_dict
 
-                info = conninfo_to_dict(self.conn)
+                info = conninfo_to_dict(self._conn)
                 return f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
-            if self.kind == "connection":
-                return f"{self.conn.info.host}:{self.conn.info.port}/{self.conn.info.dbname}"
+            if self._kind == "connection":
+                return f"{self._conn.info.host}:{self._conn.info.port}/{self._conn.info.dbname}"
         except Exception:  # a description must never hide the real error
             pass
         return "the inbox database"
 
     @contextmanager
     def _connection(self) -> Iterator[Any]:
-        if self.kind == "dsn":
+        if self._kind == "dsn":
             # an unreachable server fails a pickup within seconds instead of hanging the model call
-            timeout = {} if "connect_timeout" in self.conn else {"connect_timeout": CONNECT_TIMEOUT}
-            with self.psycopg.connect(self.conn, autocommit=True, **timeout) as conn:
+            timeout = {} if "connect_timeout" in self._conn else {"connect_timeout": CONNECT_TIMEOUT}
+            with self._pg.connect(self._conn, autocommit=True, **timeout) as conn:
                 yield conn
-        elif self.kind == "pool":
-            with self.conn.connection() as conn:
+        elif self._kind == "pool":
+            with self._conn.connection() as conn:
                 yield conn
         else:
             with self._lock:
-                yield self.conn
+                yield self._conn
 
     @contextmanager
-    def transaction(self) -> Iterator[Any]:
+    def _transaction(self) -> Iterator[Any]:
         """Yield a cursor inside a transaction that commits when the block ends and rolls back if it raises."""
         with self._connection() as conn:
-            if conn.info.transaction_status != self.psycopg.pq.TransactionStatus.IDLE:
+            if conn.info.transaction_status != self._pg.pq.TransactionStatus.IDLE:
                 # conn.transaction() would only open a savepoint, and nothing would commit.
                 raise InboxError(
                     "the connection given to the PostgreSQL inbox is inside a transaction; pass an autocommit "
@@ -281,10 +297,10 @@ class Database:
             with conn.transaction(), conn.cursor() as cursor:
                 yield cursor
 
-    def failure(self, exc: Exception, doing: str) -> InboxError:
+    def _failure(self, exc: Exception, doing: str) -> InboxError:
         """Return the :class:`InboxError` that tells what ``doing`` met, naming the fix where there is one."""
-        where = self.describe()
-        if isinstance(exc, self.psycopg.errors.UndefinedTable):
+        where = self._describe()
+        if isinstance(exc, self._pg.errors.UndefinedTable):
             return InboxError(
                 f"cannot {doing}: the inbox tables do not exist in {where}; call setup() once "
                 "(PostgresInboxes(dsn).setup(), like LangGraph's PostgresSaver.setup(); "
@@ -294,37 +310,37 @@ class Database:
         return InboxError(f"cannot {doing} in the PostgreSQL inbox at {where}: {text}")
 
     def setup(self) -> None:
-        """Create the tables, or migrate them to the newest version; safe to call again and concurrently."""
+        """Create the inbox tables, or migrate them to this version's schema; safe to call again and concurrently."""
         try:
-            with self.transaction() as cursor:
+            with self._transaction() as cursor:
                 cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_SETUP_LOCK])
                 if self.schema:
                     cursor.execute(self._sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(self._sql.Identifier(self.schema)))
-                cursor.execute(self.query(
+                cursor.execute(self._query(
                     "CREATE TABLE IF NOT EXISTS {version} ("
                     " version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
                 ))
-                cursor.execute(self.query("SELECT coalesce(max(version), 0) FROM {version}"))
+                cursor.execute(self._query("SELECT coalesce(max(version), 0) FROM {version}"))
                 current = cursor.fetchone()[0]
                 for version, statements in enumerate(MIGRATIONS, 1):
                     if version <= current:
                         continue
                     for statement in statements:
-                        cursor.execute(self.query(statement))
-                    cursor.execute(self.query("INSERT INTO {version} (version) VALUES (%s)"), [version])
-        except self.psycopg.Error as exc:
-            raise self.failure(exc, "set up the inbox tables") from exc
+                        cursor.execute(self._query(statement))
+                    cursor.execute(self._query("INSERT INTO {version} (version) VALUES (%s)"), [version])
+        except self._pg.Error as exc:
+            raise self._failure(exc, "set up the inbox tables") from exc
 
-    def version(self) -> int:
+    def schema_version(self) -> int:
         """Return the schema version applied to the database (0 before :meth:`setup`)."""
         try:
-            with self.transaction() as cursor:
-                cursor.execute(self.query("SELECT coalesce(max(version), 0) FROM {version}"))
+            with self._transaction() as cursor:
+                cursor.execute(self._query("SELECT coalesce(max(version), 0) FROM {version}"))
                 return int(cursor.fetchone()[0])
-        except self.psycopg.errors.UndefinedTable:
+        except self._pg.errors.UndefinedTable:
             return 0
-        except self.psycopg.Error as exc:
-            raise self.failure(exc, "read the inbox schema version") from exc
+        except self._pg.Error as exc:
+            raise self._failure(exc, "read the inbox schema version") from exc
 
 
 def save_file_thread_id(save_file: str | os.PathLike[str]) -> str:
@@ -352,37 +368,6 @@ def _check_thread_id(thread_id: object) -> str:
     return canonical_thread_id(thread_id)
 
 
-class PostgresInboxes:
-    """The PostgreSQL inboxes of every conversation in one database: an inbox provider.
-
-    Pass it as ``backend=`` to the ``Inbox`` strategy and the adapters, which ask it for
-    each run's thread. ``conn`` is a connection string, a ``psycopg_pool.ConnectionPool`` or
-    a ``psycopg.Connection``; ``schema`` places the tables there (default: the search path).
-    """
-
-    def __init__(self, conn: str | psycopg.Connection | Any, *, schema: str | None = None) -> None:
-        self._db = conn if isinstance(conn, Database) else Database(conn, schema)
-
-    def __repr__(self) -> str:
-        return f"PostgresInboxes({self._db.describe()!r}, schema={self._db.schema!r})"
-
-    def setup(self) -> None:
-        """Create the inbox tables (or migrate them to this version's schema); idempotent."""
-        self._db.setup()
-
-    def schema_version(self) -> int:
-        """Return the schema version the database holds (0 before :meth:`setup`)."""
-        return self._db.version()
-
-    def for_thread(self, thread_id: str) -> PostgresInbox:
-        """Return the inbox of LangGraph thread ``thread_id``."""
-        return PostgresInbox(self._db, thread_id=thread_id)
-
-    def for_save_file(self, save_file: str | os.PathLike[str]) -> PostgresInbox:
-        """Return the inbox of the conversation saved to ``save_file`` (thread id: :func:`save_file_thread_id`)."""
-        return PostgresInbox(self._db, thread_id=save_file_thread_id(save_file))
-
-
 class PostgresInbox(NoticeStore[str]):
     """The inbox of one conversation (a thread) in PostgreSQL.
 
@@ -400,7 +385,7 @@ class PostgresInbox(NoticeStore[str]):
         lease_seconds: float | None = None,
         max_notice_bytes: int | None = None,
     ) -> None:
-        self._db = conn if isinstance(conn, Database) else Database(conn, schema)
+        self._db = conn if isinstance(conn, PostgresInboxes) else PostgresInboxes(conn, schema=schema)
         self.thread_id = _check_thread_id(thread_id)
         self._key = encode_thread_id(thread_id)
         _, lease, cap = notice_limits()
@@ -420,12 +405,12 @@ class PostgresInbox(NoticeStore[str]):
         return cls(conn, thread_id=save_file_thread_id(save_file), schema=schema)
 
     def __repr__(self) -> str:
-        return f"PostgresInbox({self._db.describe()!r}, thread_id={self.thread_id!r})"
+        return f"PostgresInbox({self._db._describe()!r}, thread_id={self.thread_id!r})"
 
     @property
     def location(self) -> str:
         """Return ``pg:<pending table>/<encoded thread id>``: where the pending notices lie."""
-        return f"pg:{self._db.pending_label}/{self._key}"
+        return f"pg:{self._db._pending_label}/{self._key}"
 
     def setup(self) -> None:
         """Create the inbox tables (or migrate them to this version's schema); idempotent."""
@@ -434,11 +419,11 @@ class PostgresInbox(NoticeStore[str]):
     def _run(self, query: LiteralString, params: dict[str, Any], doing: str, *, one: bool = True) -> Any:
         """Return the first row (``one``) or all rows of ``query`` run in its own transaction; a database error as :class:`InboxError`."""
         try:
-            with self._db.transaction() as cursor:
-                cursor.execute(self._db.query(query), {"thread": self.thread_id, **params})
+            with self._db._transaction() as cursor:
+                cursor.execute(self._db._query(query), {"thread": self.thread_id, **params})
                 return cursor.fetchone() if one else cursor.fetchall()
-        except self._db.psycopg.Error as exc:
-            raise self._db.failure(exc, doing) from exc
+        except self._db._pg.Error as exc:
+            raise self._db._failure(exc, doing) from exc
 
     def _claimed(self, name: str, content: Any, posted_at: Any, token: str) -> Claimed:
         return Claimed(name=name, path=f"{self.location}/{name}", mtime=posted_at.timestamp(), data=bytes(content), token=token)
@@ -507,7 +492,7 @@ class PostgresInbox(NoticeStore[str]):
         return None if moved is None else self._delivered_at(moved[2])
 
     def _delivered_at(self, name: str) -> str:
-        return f"pg:{self._db.delivered_label}/{self._key}/{name}"
+        return f"pg:{self._db._delivered_label}/{self._key}/{name}"
 
     def _into_history(self, query: LiteralString, name: str, doing: str, left: str, **extra: Any) -> tuple[Any, Any, str] | None:
         """Run ``query`` (take the notice, record it) in one transaction; return its content, posting time and history name.
@@ -522,8 +507,8 @@ class PostgresInbox(NoticeStore[str]):
             **extra,
         }
         try:
-            with self._db.transaction() as cursor:
-                cursor.execute(self._db.query(query), params)
+            with self._db._transaction() as cursor:
+                cursor.execute(self._db._query(query), params)
                 row = cursor.fetchone()
                 if row is None:
                     return None
@@ -533,12 +518,12 @@ class PostgresInbox(NoticeStore[str]):
                     if attempts >= _MAX_NAME_ATTEMPTS:
                         raise InboxError(f"no free history name for {name!r} after {attempts} attempts; {left}")
                     attempts += 1
-                    cursor.execute(self._db.query(RECORD), {**params, "content": content, "posted_at": posted_at})
+                    cursor.execute(self._db._query(RECORD), {**params, "content": content, "posted_at": posted_at})
                     recorded = cursor.fetchone()
                     final = recorded[0] if recorded else None
                 self._before_commit(cursor, name, final)
-        except self._db.psycopg.Error as exc:
-            raise self._db.failure(exc, f"{doing} {name!r}") from exc
+        except self._db._pg.Error as exc:
+            raise self._db._failure(exc, f"{doing} {name!r}") from exc
         return content, posted_at, final
 
     def _before_commit(self, cursor: Any, name: str, history_name: str) -> None:
