@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, cast
 
@@ -35,20 +36,6 @@ INBOX_ACTIONS = {
 """Each ``inbox`` action: the few words ``promptstrat --help`` gives it, and its own line in ``promptstrat inbox``'s list."""
 
 
-def _add_target(parser: argparse.ArgumentParser) -> None:
-    target = parser.add_mutually_exclusive_group(required=True)
-    target.add_argument("--save-file", metavar="PATH", help="the conversation's save file; its inbox is the .inbox sibling")
-    target.add_argument("--thread", metavar="THREAD_ID", help="a LangGraph thread id; its inbox lies under --root")
-    parser.add_argument("--root", metavar="DIR", help=f"the inbox root for --thread (default: ${INBOX_ROOT_ENV})")
-    _add_dsn(parser)
-
-
-def _add_dsn(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dsn", metavar="DSN",
-                        help=f"use the PostgreSQL inbox in this database (default: ${DSN_ENV}; without either, "
-                        "the directory inbox)")
-
-
 def add_inbox_commands(commands: argparse._SubParsersAction[Any], detailed: bool = True) -> None:
     """Add ``inbox`` and its actions (:data:`INBOX_ACTIONS`) to ``commands`` (the actions only when ``detailed``)."""
     summary = ", ".join(f"{name} ({words})" for name, (words, _) in INBOX_ACTIONS.items())
@@ -58,32 +45,28 @@ def add_inbox_commands(commands: argparse._SubParsersAction[Any], detailed: bool
     actions = inbox.add_subparsers(dest="inbox_command", metavar="ACTION", parser_class=Parser)
     inbox.set_defaults(func=lambda args: _list_actions(inbox))  # no action named: an action's own default replaces it
 
-    def action(name: str, help_suffix: str = "") -> argparse.ArgumentParser:
+    def action(name: str, func: Callable[[argparse.Namespace], int], help_suffix: str = "", *, target: bool = True) -> argparse.ArgumentParser:
         parser: argparse.ArgumentParser = actions.add_parser(name, help=INBOX_ACTIONS[name][1] + help_suffix)
+        if target:
+            group = parser.add_mutually_exclusive_group(required=True)
+            group.add_argument("--save-file", metavar="PATH", help="the conversation's save file; its inbox is the .inbox sibling")
+            group.add_argument("--thread", metavar="THREAD_ID", help="a LangGraph thread id; its inbox lies under --root")
+            parser.add_argument("--root", metavar="DIR", help=f"the inbox root for --thread (default: ${INBOX_ROOT_ENV})")
+        parser.add_argument("--dsn", metavar="DSN", help=f"use the PostgreSQL inbox in this database (default: ${DSN_ENV}; "
+                            "without either, the directory inbox)")
+        parser.set_defaults(func=func)
         return parser
 
-    post = action("post")
-    _add_target(post)
+    post = action("post", _inbox_post)
     post.add_argument("content", nargs="?", help="the notice text (default: read standard input; '-' too)")
     post.add_argument("--name", help="file name of the notice (default: UTC time and a random suffix, in arrival order)")
-    post.set_defaults(func=_inbox_post)
-
-    abort = action("abort")
-    _add_target(abort)
-    abort.add_argument("--reason", default="", help="why; shown to whoever runs the agent")
-    abort.set_defaults(func=_inbox_abort)
-
-    ls = action("ls", " (--json: with a preview)")
-    _add_target(ls)
-    ls.add_argument("--json", action="store_true",
-                    help="print a JSON array: state (pending, in-flight, delivered), name, posted and delivered "
-                    "(UTC, ISO 8601), size in bytes, preview; for in-flight claims also owner, claimed, age_seconds "
-                    "and claim (held, dead, expired)")
-    ls.set_defaults(func=_inbox_ls)
-
-    setup = action("setup")
-    _add_dsn(setup)
-    setup.set_defaults(func=_inbox_setup)
+    action("abort", _inbox_abort).add_argument("--reason", default="", help="why; shown to whoever runs the agent")
+    action("ls", _inbox_ls, " (--json: with a preview)").add_argument(
+        "--json", action="store_true",
+        help="print a JSON array: state (pending, in-flight, delivered), name, posted and delivered "
+        "(UTC, ISO 8601), size in bytes, preview; for in-flight claims also owner, claimed, age_seconds "
+        "and claim (held, dead, expired)")
+    action("setup", _inbox_setup, target=False)
 
 
 def _list_actions(inbox: argparse.ArgumentParser) -> int:
