@@ -41,7 +41,11 @@ if TYPE_CHECKING:  # the public names, each once: checkers read these imports; a
         InboxBackend as InboxBackend,
         InboxProvider as InboxProvider,
     )
-    from langchain_promptstrat.inbox.directory import DirectoryInbox as DirectoryInbox
+    from langchain_promptstrat.inbox.directory import (
+        DirectoryInbox as DirectoryInbox,
+        post_to_inbox as post_to_inbox,
+        request_abort as request_abort,
+    )
     from langchain_promptstrat.inbox.paths import (
         inbox_dir as inbox_dir,
         inbox_removed_dir as inbox_removed_dir,
@@ -49,10 +53,6 @@ if TYPE_CHECKING:  # the public names, each once: checkers read these imports; a
     from langchain_promptstrat.inbox.postgres import (
         PostgresInbox as PostgresInbox,
         PostgresInboxes as PostgresInboxes,
-    )
-    from langchain_promptstrat.inbox.posting import (
-        post_to_inbox as post_to_inbox,
-        request_abort as request_abort,
     )
     from langchain_promptstrat.messages import check_tool_pairs as check_tool_pairs
     from langchain_promptstrat.messages import read_back as read_back

@@ -27,12 +27,11 @@ from dataclasses import dataclass, field
 from langchain_core.messages import BaseMessage
 
 from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
-from langchain_promptstrat.inbox.contract import ABORT_FILE, InboxBackend
-from langchain_promptstrat.inbox.delivery import acknowledge_notices, notice_ids, pick_up
+from langchain_promptstrat.inbox.contract import ABORT_FILE, InboxBackend, LeasingInbox
+from langchain_promptstrat.inbox.delivery import acknowledge, acknowledge_notices, notice_ids, pick_up
 from langchain_promptstrat.inbox.locate import InboxBackendSpec, inbox_for_save_file
 from langchain_promptstrat.messages import coerce_messages
 from langchain_promptstrat.registry import StrategySpec, prompt_for_model, resolve_strategies
-from langchain_promptstrat.report import logger
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.inbox import Inbox
 
@@ -99,11 +98,8 @@ def inbox_pickup(
     if store is not None:
         taken = pick_up(store, seen=notice_ids(history), settle=False)
         if taken.aborted:
-            if taken.abort_token:
-                try:
-                    store.acknowledge(taken.abort_token, ABORT_FILE)  # type: ignore[attr-defined]
-                except OSError as exc:
-                    logger.warning("inbox: could not record the abort of %s as consumed: %s", store.location, exc)
+            if taken.abort_token and isinstance(store, LeasingInbox):
+                acknowledge(store, taken.abort_token, ABORT_FILE)
             raise taken.error()
         notices = list(taken.delivered)
     request = {"max_tokens": check_max_tokens(max_tokens)} if max_tokens is not None else None

@@ -12,10 +12,9 @@ store cannot be used):
 A POST takes ``application/json`` only (415 otherwise): a browser sends ``text/plain``
 across origins without asking first. A taken name is a 409.
 
-The inbox is found the way the front ends find it (:func:`~langchain_promptstrat.inbox.locate.inbox_for_config`):
-PostgreSQL when ``PROMPTSTRAT_INBOX_DSN`` is set, else the directory under
+The inbox is PostgreSQL's when ``PROMPTSTRAT_INBOX_DSN`` is set, else the directory under
 ``PROMPTSTRAT_INBOX_ROOT``, which must be absolute (a relative root would follow the
-server's working directory). Both are read on every request. A UUID thread id names one
+server's working directory); both are read on every request. A UUID thread id names one
 inbox however it is spelled. Answers never name a server path or a database.
 
 Inside LangGraph Server a request is first put to the server's own thread routes with the
@@ -23,13 +22,12 @@ caller's headers, so the server's auth (its custom auth included) decides: ``GET
 what ``GET /threads/{thread_id}`` needs (read); a POST needs what ``PATCH
 /threads/{thread_id}`` needs (update), sent with empty metadata, which changes nothing but
 the thread's ``updated_at``. An unknown thread is a 404. Outside LangGraph Server there is
-no such check: whoever reaches the app may post.
-
-A front end: it parses and answers; every inbox rule lives in :mod:`~langchain_promptstrat.inbox`.
+no such check: whoever reaches the app may post. Every inbox rule lives in ``inbox/``.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -47,10 +45,11 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from langchain_promptstrat.errors import InboxError
-from langchain_promptstrat.inbox.contract import ABORT_FILE, InboxBackend, InboxEntry, LeasingInbox
-from langchain_promptstrat.inbox.directory import DirectoryInbox
-from langchain_promptstrat.inbox.locate import inbox_for_config
-from langchain_promptstrat.inbox.notices import (
+from langchain_promptstrat.inbox.contract import (
+    ABORT_FILE,
+    InboxBackend,
+    InboxEntry,
+    LeasingInbox,
     NoticeNameTaken,
     abort_reason_bytes,
     check_notice_name,
@@ -59,9 +58,9 @@ from langchain_promptstrat.inbox.notices import (
     notice_limits,
     printable_name,
 )
+from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV, canonical_thread_id
-from langchain_promptstrat.inbox.postgres import PostgresInboxes
-from langchain_promptstrat.inbox.postgres_connection import DSN_ENV
+from langchain_promptstrat.inbox.postgres import DSN_ENV, PostgresInboxes
 
 __all__ = ["app", "thread_inbox"]
 
@@ -91,18 +90,13 @@ def thread_inbox(thread_id: str) -> InboxBackend:
     Raises:
         InboxError: neither ``PROMPTSTRAT_INBOX_DSN`` nor an absolute ``PROMPTSTRAT_INBOX_ROOT`` is set.
     """
-    config: Any = {"configurable": {"thread_id": thread_id}}
     dsn = os.environ.get(DSN_ENV, "").strip()
     if dsn:
-        store = inbox_for_config(config, backend=PostgresInboxes(dsn))
-    else:
-        root = os.environ.get(INBOX_ROOT_ENV, "").strip()
-        if not root or not Path(root).expanduser().is_absolute():
-            raise _NoInbox(f"the server has no inbox: set {DSN_ENV} or {INBOX_ROOT_ENV} to an absolute directory")
-        store = inbox_for_config(config, backend=DirectoryInbox, root=root)
-    if store is None:  # pragma: no cover - a thread id and a backend always name an inbox
-        raise InboxError(f"no inbox for thread {thread_id!r}")
-    return store
+        return PostgresInboxes(dsn).for_thread(thread_id)
+    root = os.environ.get(INBOX_ROOT_ENV, "").strip()
+    if not root or not Path(root).expanduser().is_absolute():
+        raise _NoInbox(f"the server has no inbox: set {DSN_ENV} or {INBOX_ROOT_ENV} to an absolute directory")
+    return DirectoryInbox.for_thread(thread_id, root)
 
 
 def _thread_id(request: Request) -> str:
@@ -180,10 +174,6 @@ def _checked_text(to_bytes: Any, text: str, what: str) -> None:
         raise _Refused(413, str(exc)) from None
 
 
-def _stored_name(where: Path | str) -> str:
-    return where.name if isinstance(where, Path) else str(where).rsplit("/", 1)[-1]
-
-
 def _entry(entry: InboxEntry) -> dict[str, Any]:
     return {"name": printable_name(entry.name), "posted": entry.mtime, "delivered": entry.delivered_at, "size": entry.size,
             "preview": entry.preview}
@@ -191,7 +181,8 @@ def _entry(entry: InboxEntry) -> dict[str, Any]:
 
 def _post(thread_id: str, content: str, name: str | None) -> dict[str, Any]:
     where = thread_inbox(thread_id).post(content, name=name)
-    return {"thread_id": thread_id, "name": _stored_name(where), "state": "pending"}
+    name = where.name if isinstance(where, Path) else where.rsplit("/", 1)[-1]
+    return {"thread_id": thread_id, "name": name, "state": "pending"}
 
 
 def _abort(thread_id: str, reason: str) -> dict[str, Any]:
@@ -219,8 +210,8 @@ def _listing(thread_id: str, page: slice) -> dict[str, Any]:
         "totals": {"pending": len(pending), "in_flight": len(claims), "delivered": len(delivered)},
         "pending": [_entry(e) for e in pending[page]],
         "in_flight": [
-            {**_entry(InboxEntry(c.name, c.mtime, c.size, head=c.head)), "claimed": c.leased_at,
-             "age_seconds": round(max(0.0, now - c.leased_at), 1), "claim": "held" if c.state == "mine" else c.state}
+            {**_entry(c.entry), "claimed": c.leased_at, "age_seconds": round(max(0.0, now - c.leased_at), 1),
+             "claim": c.listed_state}
             for c in claims[page]
         ],
         "delivered": [_entry(e) for e in delivered[page]],
@@ -263,23 +254,11 @@ async def _answer(request: Request, action: str) -> JSONResponse:
         return JSONResponse({"detail": detail}, status_code=503)
 
 
-async def _post_notice(request: Request) -> JSONResponse:
-    return await _answer(request, "post")
-
-
-async def _post_abort(request: Request) -> JSONResponse:
-    return await _answer(request, "abort")
-
-
-async def _get_inbox(request: Request) -> JSONResponse:
-    return await _answer(request, "list")
-
-
 app = Starlette(
     routes=[
-        Route("/threads/{thread_id}/inbox", _post_notice, methods=["POST"]),
-        Route("/threads/{thread_id}/inbox", _get_inbox, methods=["GET"]),
-        Route("/threads/{thread_id}/abort", _post_abort, methods=["POST"]),
+        Route("/threads/{thread_id}/inbox", functools.partial(_answer, action="post"), methods=["POST"]),
+        Route("/threads/{thread_id}/inbox", functools.partial(_answer, action="list"), methods=["GET"]),
+        Route("/threads/{thread_id}/abort", functools.partial(_answer, action="abort"), methods=["POST"]),
     ]
 )
 """The routes, ready for ``langgraph.json``'s ``"http": {"app": "langchain_promptstrat.server:app"}``."""

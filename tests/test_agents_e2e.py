@@ -30,7 +30,7 @@ from langchain_promptstrat import DEFAULT_STRATEGIES
 from langchain_promptstrat.adapters.langgraph import pre_model_hook
 from langchain_promptstrat.adapters.middleware import PromptStrategyMiddleware
 from langchain_promptstrat.inbox.paths import inbox_removed_dir, thread_save_file
-from langchain_promptstrat.inbox.posting import post_to_inbox, request_abort
+from langchain_promptstrat.inbox.directory import post_to_inbox, request_abort
 from langchain_promptstrat.messages import check_tool_pairs
 from langchain_promptstrat.testing import ScriptedChatModel, make_sized_tool
 

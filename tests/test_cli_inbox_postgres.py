@@ -8,7 +8,7 @@ import pytest
 from conftest_postgres import postgres_dsn, postgres_schema  # noqa: F401
 
 from langchain_promptstrat.cli import main
-from langchain_promptstrat.inbox.postgres_connection import DSN_ENV
+from langchain_promptstrat.inbox.postgres import DSN_ENV
 
 
 def run(capsys, *argv: str) -> tuple[int, list[str], list[str]]:

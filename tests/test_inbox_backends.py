@@ -32,12 +32,11 @@ from langchain_core.messages import HumanMessage
 
 from langchain_promptstrat.errors import ConfigError, InboxAborted, InboxError
 from langchain_promptstrat.extras import install_hint
-from langchain_promptstrat.inbox.contract import PREVIEW_BYTES, InboxBackend, InboxProvider, is_inbox_backend
+from langchain_promptstrat.inbox.contract import PREVIEW_BYTES, InboxBackend, InboxProvider, NoticeNameTaken, is_inbox_backend
 from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.messages import mark_of
 from langchain_promptstrat.inbox.delivery import pick_up
 from langchain_promptstrat.inbox.locate import inbox_for_config
-from langchain_promptstrat.inbox.notices import NoticeNameTaken
 from langchain_promptstrat.strategies.inbox import Inbox
 
 BACKENDS = ["directory", "postgres"]
@@ -111,8 +110,7 @@ def _postgres_kit(dsn: str, schema: str, thread_id: str) -> BackendKit:
     import psycopg
     from psycopg import sql
 
-    from langchain_promptstrat.inbox.postgres import PostgresInbox, PostgresInboxes
-    from langchain_promptstrat.inbox.postgres_sql import DELIVERED_TABLE
+    from langchain_promptstrat.inbox.postgres import DELIVERED_TABLE, PostgresInbox, PostgresInboxes
 
     opened: list[tuple[int, psycopg.Connection]] = []
 
@@ -689,8 +687,7 @@ class TestPostgresSetup:
         import psycopg
         from psycopg import sql
 
-        from langchain_promptstrat.inbox.postgres import PostgresInboxes
-        from langchain_promptstrat.inbox.postgres_sql import MIGRATIONS, VERSION_TABLE
+        from langchain_promptstrat.inbox.postgres import MIGRATIONS, VERSION_TABLE, PostgresInboxes
 
         dsn, schema = postgres_kit.dsn, f"promptstrat_setup_{secrets.token_hex(4)}"
         inboxes = PostgresInboxes(dsn, schema=schema)

@@ -264,7 +264,7 @@ def test_a_killed_reader_not_yet_reaped_is_dead_and_its_claim_is_recovered_at_on
     import time
 
     from langchain_promptstrat.inbox.delivery import pick_up
-    from langchain_promptstrat.inbox.owners import owner_state
+    from langchain_promptstrat.inbox.contract import owner_state
 
     store = DirectoryInbox.for_thread("zombie", tmp_path)
     store.post("steer left", name="a.txt")

@@ -23,9 +23,8 @@ from conftest_postgres import postgres_dsn, postgres_schema  # noqa: F401
 from langchain_promptstrat.adapters.langgraph import pre_model_hook
 from langchain_promptstrat.errors import InboxError
 from langchain_promptstrat.inbox.delivery import notice_id, pick_up, wait_settled
-from langchain_promptstrat.inbox.directory import DirectoryInbox
+from langchain_promptstrat.inbox.directory import DirectoryInbox, post_to_inbox, request_abort
 from langchain_promptstrat.inbox.paths import inbox_dir, inbox_removed_dir
-from langchain_promptstrat.inbox.posting import post_to_inbox, request_abort
 from langchain_promptstrat.strategies.inbox import Inbox
 from langchain_promptstrat.testing import ScriptedChatModel, make_sized_tool
 
@@ -521,7 +520,7 @@ class TestPlantedFiles:
     def test_a_listing_leaves_a_fresh_claim_of_another_reader_in_this_process_alone(self, tmp_path):
         """Between a reader's mkdir of its claim and its rename into it, the claim is empty; a listing (GET in the agent's
         process) used to remove it as a leftover of its own, and the lease then failed as if another reader had won."""
-        from langchain_promptstrat.inbox.claims import new_claim_dir
+        from langchain_promptstrat.inbox.directory import new_claim_dir
 
         store = DirectoryInbox.for_thread(THREAD, tmp_path / "root")
         store.removed_path.mkdir(parents=True)

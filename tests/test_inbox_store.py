@@ -24,7 +24,7 @@ from langchain_promptstrat.inbox.paths import (
     inbox_root,
     thread_save_file,
 )
-from langchain_promptstrat.inbox.posting import post_to_inbox, request_abort
+from langchain_promptstrat.inbox.directory import post_to_inbox, request_abort
 
 HOSTILE_THREAD_IDS = [
     "../x", "../../etc/passwd", "/etc", "a/b", "a\\b", "\x00", "a\x00b", ".", "..", ".hidden", "...",

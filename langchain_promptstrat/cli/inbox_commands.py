@@ -1,10 +1,8 @@
 """``promptstrat inbox post|abort|ls|setup`` (:data:`INBOX_ACTIONS`): steer a running agent through its inbox, directory or PostgreSQL.
 
-Parses and prints only: posting, aborting, listing and the PostgreSQL tables belong to the
-inbox stores; this module picks the store from ``--save-file``/``--thread``/``--root``/``--dsn``
-and prints what it answers. Must not import LangChain or LangGraph, even lazily: a script
-posts notices with these commands and pays no start-up cost for the agent's libraries
-(tests/test_cli_startup.py).
+Parses and prints only: the store comes from ``--save-file``/``--thread``/``--root``/``--dsn``.
+Imports no LangChain or LangGraph, even lazily: a script posting notices pays no start-up
+cost for the agent's libraries (tests/test_cli_startup.py).
 """
 
 from __future__ import annotations
@@ -14,21 +12,18 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, cast
 
 from langchain_promptstrat.cli.common import EXIT_ERROR, PROG, Parser, UsageError
+from langchain_promptstrat.inbox.contract import InboxEntry, Lease, LeasingInbox, notice_limits, printable_name
 from langchain_promptstrat.inbox.directory import DirectoryInbox
-from langchain_promptstrat.inbox.notices import notice_limits, printable_name
 from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV, resolve_save_file
-from langchain_promptstrat.inbox.postgres import PostgresInboxes
-from langchain_promptstrat.inbox.postgres_connection import DSN_ENV
+from langchain_promptstrat.inbox.postgres import DSN_ENV, PostgresInboxes
 
 if TYPE_CHECKING:
     from langchain_promptstrat.inbox.contract import InboxBackend
-
-# Imports inside functions exist only to keep `promptstrat --help` light; the inbox modules
-# import no LangChain, so these commands load none of it either (tests/test_cli_startup.py).
 
 __all__ = ["CLAIM_STATES", "INBOX_ACTIONS", "add_inbox_commands"]
 
@@ -38,24 +33,7 @@ INBOX_ACTIONS = {
     "ls": ("list its notices", "list pending, in-flight (claimed, not yet recorded) and delivered notices with their times"),
     "setup": ("create the PostgreSQL tables", "create the PostgreSQL inbox's tables (once per database)"),
 }
-"""Each ``inbox`` action: the few words ``promptstrat --help`` gives it, and its own line in ``promptstrat inbox``'s list.
-
-The one list both come from, so the summary never leaves an action out.
-"""
-
-
-def _add_target(parser: argparse.ArgumentParser) -> None:
-    target = parser.add_mutually_exclusive_group(required=True)
-    target.add_argument("--save-file", metavar="PATH", help="the conversation's save file; its inbox is the .inbox sibling")
-    target.add_argument("--thread", metavar="THREAD_ID", help="a LangGraph thread id; its inbox lies under --root")
-    parser.add_argument("--root", metavar="DIR", help=f"the inbox root for --thread (default: ${INBOX_ROOT_ENV})")
-    _add_dsn(parser)
-
-
-def _add_dsn(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dsn", metavar="DSN",
-                        help=f"use the PostgreSQL inbox in this database (default: ${DSN_ENV}; without either, "
-                        "the directory inbox)")
+"""Each ``inbox`` action: the few words ``promptstrat --help`` gives it, and its own line in ``promptstrat inbox``'s list."""
 
 
 def add_inbox_commands(commands: argparse._SubParsersAction[Any], detailed: bool = True) -> None:
@@ -67,32 +45,28 @@ def add_inbox_commands(commands: argparse._SubParsersAction[Any], detailed: bool
     actions = inbox.add_subparsers(dest="inbox_command", metavar="ACTION", parser_class=Parser)
     inbox.set_defaults(func=lambda args: _list_actions(inbox))  # no action named: an action's own default replaces it
 
-    def action(name: str, help_suffix: str = "") -> argparse.ArgumentParser:
+    def action(name: str, func: Callable[[argparse.Namespace], int], help_suffix: str = "", *, target: bool = True) -> argparse.ArgumentParser:
         parser: argparse.ArgumentParser = actions.add_parser(name, help=INBOX_ACTIONS[name][1] + help_suffix)
+        if target:
+            group = parser.add_mutually_exclusive_group(required=True)
+            group.add_argument("--save-file", metavar="PATH", help="the conversation's save file; its inbox is the .inbox sibling")
+            group.add_argument("--thread", metavar="THREAD_ID", help="a LangGraph thread id; its inbox lies under --root")
+            parser.add_argument("--root", metavar="DIR", help=f"the inbox root for --thread (default: ${INBOX_ROOT_ENV})")
+        parser.add_argument("--dsn", metavar="DSN", help=f"use the PostgreSQL inbox in this database (default: ${DSN_ENV}; "
+                            "without either, the directory inbox)")
+        parser.set_defaults(func=func)
         return parser
 
-    post = action("post")
-    _add_target(post)
+    post = action("post", _inbox_post)
     post.add_argument("content", nargs="?", help="the notice text (default: read standard input; '-' too)")
     post.add_argument("--name", help="file name of the notice (default: UTC time and a random suffix, in arrival order)")
-    post.set_defaults(func=_inbox_post)
-
-    abort = action("abort")
-    _add_target(abort)
-    abort.add_argument("--reason", default="", help="why; shown to whoever runs the agent")
-    abort.set_defaults(func=_inbox_abort)
-
-    ls = action("ls", " (--json: with a preview)")
-    _add_target(ls)
-    ls.add_argument("--json", action="store_true",
-                    help="print a JSON array: state (pending, in-flight, delivered), name, posted and delivered "
-                    "(UTC, ISO 8601), size in bytes, preview; for in-flight claims also owner, claimed, age_seconds "
-                    "and claim (held, dead, expired)")
-    ls.set_defaults(func=_inbox_ls)
-
-    setup = action("setup")
-    _add_dsn(setup)
-    setup.set_defaults(func=_inbox_setup)
+    action("abort", _inbox_abort).add_argument("--reason", default="", help="why; shown to whoever runs the agent")
+    action("ls", _inbox_ls, " (--json: with a preview)").add_argument(
+        "--json", action="store_true",
+        help="print a JSON array: state (pending, in-flight, delivered), name, posted and delivered "
+        "(UTC, ISO 8601), size in bytes, preview; for in-flight claims also owner, claimed, age_seconds "
+        "and claim (held, dead, expired)")
+    action("setup", _inbox_setup, target=False)
 
 
 def _list_actions(inbox: argparse.ArgumentParser) -> int:
@@ -174,15 +148,13 @@ def _age(seconds: float) -> str:
 
 
 def _inbox_ls(args: argparse.Namespace) -> int:
-    from langchain_promptstrat.inbox.contract import InboxEntry, Lease, LeasingInbox
-
     store = _inbox(args)
     pending, delivered = store.pending_entries(), store.delivered_entries()
     # claimed by a reader, not yet recorded as delivered: listed so that a notice is never invisible
     claims: list[Lease] = store.in_flight(with_head=True) if isinstance(store, LeasingInbox) else []
     listed: list[tuple[str, InboxEntry, Lease | None]] = [
         *(("pending", entry, None) for entry in pending),
-        *(("in-flight", InboxEntry(lease.name, lease.mtime, lease.size, head=lease.head), lease) for lease in claims),
+        *(("in-flight", lease.entry, lease) for lease in claims),
         *(("delivered", entry, None) for entry in delivered),
     ]
     now = time.time()
@@ -194,7 +166,7 @@ def _inbox_ls(args: argparse.Namespace) -> int:
             "owner": printable_name(lease.owner),
             "claimed": _time(lease.leased_at),
             "age_seconds": round(max(0.0, now - lease.leased_at), 1),
-            "claim": "held" if lease.state == "mine" else lease.state,
+            "claim": lease.listed_state,
         }
 
     if args.json:
@@ -216,6 +188,6 @@ def _inbox_ls(args: argparse.Namespace) -> int:
     for state, entry, lease in listed:  # names and owners come from whoever wrote the files: escaped, never raw
         line = f"{state:<9}  {_time(entry.mtime)}  {printable_name(entry.name)}"
         if lease is not None:
-            line += f"  claimed {_age(now - lease.leased_at)} ago by {printable_name(lease.owner)} ({CLAIM_STATES[claim(lease)['claim']]})"
+            line += f"  claimed {_age(now - lease.leased_at)} ago by {printable_name(lease.owner)} ({CLAIM_STATES[lease.listed_state]})"
         print(line)
     return 0

@@ -1,113 +1,148 @@
-"""The inbox contract every backend keeps: the protocols, and the records that cross them.
+"""The inbox contract every backend keeps, the records that cross it, and the rules every backend shares.
 
-Two roles, two small protocols:
+An :class:`InboxBackend` is the inbox of **one** conversation; an :class:`InboxProvider`
+hands out the backend of any conversation (the ``DirectoryInbox`` class,
+``PostgresInboxes(dsn)``), since a run's thread is only known from its config.
+:class:`NoticeStore` is what both built-in backends share: refusing a notice with the same
+words, the size limit of ``ready()``; each backend only stores.
 
-* An :class:`InboxBackend` is the inbox of **one** conversation (a save file, a LangGraph
-  thread): it lists the pending notices in name order, claims one atomically (taking it
-  out of the pending set and recording its delivery in the history, as one step), posts,
-  and requests an abort. :class:`~langchain_promptstrat.inbox.directory.DirectoryInbox` (two
-  directories) and :class:`~langchain_promptstrat.inbox.postgres.PostgresInbox` (two
-  tables) are the two backends.
-* An :class:`InboxProvider` hands out the backend of any conversation:
-  ``for_thread(thread_id)`` and ``for_save_file(save_file)``. The ``DirectoryInbox``
-  class is one (its classmethods); ``PostgresInboxes(dsn)`` is the database's.
+The contract (``tests/test_inbox_backends.py`` runs it against every backend):
 
-A backend is bound to one conversation because everything that reads or writes an inbox
-(the strategy, the LangGraph node, the CLI) works on one conversation at a time, while
-the thread it serves is only known per run, from the run's config: the strategy and the
-adapters therefore take a provider (``backend=PostgresInboxes(dsn)``) and ask it for the
-run's inbox, or a bound backend when every run shares one conversation.
-
-The contract (the suite ``tests/test_inbox_backends.py`` runs it against every backend):
-
-1. ``pending()`` lists names sorted by code point; a conversation never posted to has
-   none, and reading creates nothing.
-2. ``claim(name)`` gives a pending notice to exactly one caller, whatever the number of
-   readers and processes, and records it in the history with its posting time; a name
-   already taken in the history becomes ``stem.N.ext`` (first free N), never overwriting.
-   It returns None when another reader took it first; it raises ``OSError`` (usually
-   :class:`~langchain_promptstrat.errors.InboxError`) when it cannot claim, and then the
-   notice is still pending (for the directory backend: unless the reader died between
-   its rename and its link, see :mod:`~langchain_promptstrat.inbox.directory`).
-3. ``post`` refuses a name that is pending, the reserved ``abort``, hidden or path-like
-   names and empty content; ``request_abort`` writes ``abort`` and refuses a second one.
+1. ``pending()`` lists names sorted by code point; reading creates nothing.
+2. ``claim(name)`` gives a pending notice to exactly one caller and records it in the
+   history with its posting time, under ``name`` or the first free ``stem.N.ext``; None
+   when another reader took it first; ``OSError`` (usually ``InboxError``) when it cannot,
+   the notice then still pending.
+3. ``post`` refuses a pending name, the reserved ``abort``, hidden or path-like names and
+   empty content; ``request_abort`` writes ``abort`` and refuses a second one.
 4. The history (``delivered_entries``) keeps every delivered notice with its posting time.
-5. Leases (:class:`LeasingInbox`, both built-in backends): ``lease(name)`` claims a notice
-   for this process without recording its delivery; ``acknowledge(token, name)`` records
-   it; ``in_flight()`` lists the claims not yet acknowledged, with their owner;
-   ``take_over(lease)`` gives a claim to the caller, exactly one of any number of callers,
-   keeping its token; ``ready()`` lists the pending names a pickup may take now. A claim
-   is acknowledged at most once, and a notice is pending, in flight or delivered, never
+5. Leases (:class:`LeasingInbox`): ``lease`` claims without recording; ``acknowledge``
+   records; ``in_flight`` lists the claims with their owner; ``take_over`` gives a claim to
+   exactly one caller, keeping its token. A notice is pending, in flight or delivered, never
    two of them and never none.
 
-The records (:class:`Claimed`, :class:`InboxEntry`, :class:`Lease`) are plain data, the
-same for every backend. This module holds no backend and touches no file or table; which
-inbox serves a run is :mod:`~langchain_promptstrat.inbox.locate`'s business.
+A lease's owner is ``<host id>-<pid>-<process start time>`` (:func:`owner_state`). No
+LangChain here: the CLI's ``inbox`` commands import this.
 """
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import os
+import secrets
+import socket
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from typing_extensions import TypeIs
 
-from langchain_promptstrat.inbox.owners import owner_state
-
-__all__ = [
-    "ABORT_FILE",
-    "PREVIEW_BYTES",
-    "PREVIEW_CHARS",
-    "Claimed",
-    "InboxBackend",
-    "InboxEntry",
-    "InboxProvider",
-    "Lease",
-    "LeasingInbox",
-    "is_inbox_backend",
-]
+from langchain_promptstrat.ceiling import DEFAULT_CEILING
+from langchain_promptstrat.errors import InboxError
+from langchain_promptstrat.settings import Settings
 
 ABORT_FILE = "abort"
 """The reserved notice name (exact, case-sensitive) that asks the run to stop."""
-
 PREVIEW_BYTES = 240
 """Bytes of a notice a listing reads for its preview."""
 PREVIEW_CHARS = 80
 """Characters a preview shows at most (the last one an ellipsis when the notice is longer)."""
+MAX_NAME_BYTES = 255
+
+_log = logging.getLogger("langchain_promptstrat")
+_warned: set[tuple[str, ...]] = set()
+_warned_lock = threading.Lock()
+_owner_cache: dict[int, str] = {}
+
+
+class NoticeNameTaken(InboxError, FileExistsError):
+    """A notice (or an abort) of that name is already pending: wait for it to be delivered, or pick another name."""
+
+
+# --------------------------------------------------------------------------- owners
+
+
+def _start_time(pid: int) -> str | None:
+    """Return the start time of process ``pid`` (Linux: ticks since boot), "0" where unknown, None if it is gone (or a zombie)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return None if fields[0] in (b"Z", b"X") else fields[19].decode("ascii")
+    except FileNotFoundError:
+        return None
+    except (OSError, IndexError):
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except OSError:
+        pass
+    return "0"
+
+
+def current_owner() -> str:
+    """Return this process's owner name for claims: ``<host id>-<pid>-<start time>`` (recomputed after ``fork``)."""
+    pid = os.getpid()
+    if pid not in _owner_cache:
+        try:
+            with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+                boot = f.read().strip()
+        except OSError:
+            boot = ""
+        host = hashlib.sha256(f"{socket.gethostname()}|{boot}".encode("utf-8", "replace")).hexdigest()[:12]
+        _owner_cache.clear()
+        _owner_cache[pid] = f"{host}-{pid}-{_start_time(pid) or '0'}"
+    return _owner_cache[pid]
+
+
+def owner_state(owner: str) -> str:
+    """Return ``"mine"``, ``"alive"``, ``"dead"`` (gone, a zombie, or a new process under its pid) or ``"unknown"`` (another host)."""
+    if owner == current_owner():
+        return "mine"
+    host, _, rest = owner.partition("-")
+    pid_text, _, start = rest.partition("-")
+    if host != current_owner().partition("-")[0] or not pid_text.isdigit():
+        return "unknown"
+    now = _start_time(int(pid_text))
+    return "dead" if now is None or (start != "0" and now != "0" and now != start) else "alive"
+
+
+# --------------------------------------------------------------------------- records
 
 
 @dataclass(frozen=True)
 class Claimed:
-    """A file this reader took out of the inbox: where it lies now and what it held."""
+    """A notice this reader took out of the inbox: where it lies now and what it held."""
 
     name: str
-    """Its name in the inbox."""
     path: Path | str
-    """Where it lies now: the file in the removed directory (``name`` or ``name.N.ext``), or,
-    for a backend without files, a string naming the history record (``pg:...``)."""
+    """The file in the history (or claim) directory, or a ``pg:...`` string naming the row."""
     mtime: float
-    """When it was posted (the file's mtime), in seconds since the epoch."""
+    """When it was posted, in seconds since the epoch."""
     data: bytes | None
-    """The bytes read, or None when the file could not be read (only with ``need_content=False``)."""
+    """The bytes read, or None when unreadable (only with ``need_content=False``)."""
     token: str | None = None
-    """For a lease: the claim's stable token (pass it to ``acknowledge``); None for a one-step claim."""
+    """For a lease: the claim's stable token (pass it to ``acknowledge``)."""
 
 
 @dataclass(frozen=True)
 class InboxEntry:
-    """One file of the inbox or of its removed directory, for listings."""
+    """One notice of the inbox or of its history, for listings."""
 
     name: str
     mtime: float
-    """When it was posted (the file's mtime), in seconds since the epoch."""
+    """When it was posted, in seconds since the epoch."""
     size: int
     delivered_at: float | None = None
-    """When it was delivered, where the backend records it (PostgreSQL); None otherwise."""
+    """When it was delivered, where the backend records it (PostgreSQL)."""
     head: bytes | None = None
-    """The first bytes of the content (up to :data:`PREVIEW_BYTES`), for previews; None if unreadable."""
+    """The first bytes (up to :data:`PREVIEW_BYTES`), for previews; None if unreadable."""
 
     @property
     def preview(self) -> str | None:
@@ -121,37 +156,43 @@ class InboxEntry:
 
 @dataclass(frozen=True)
 class Lease:
-    """A notice claimed but not yet acknowledged: taken out of the pending set, not yet in the history."""
+    """A notice claimed but not yet acknowledged: out of the pending set, not yet in the history."""
 
     token: str
     """Stable identity of the claim, kept when another reader takes it over."""
     name: str
     owner: str
     leased_at: float
-    """When the current owner took it, in seconds since the epoch."""
     lease_seconds: float
     mtime: float
     size: int
     head: bytes | None = field(default=None, compare=False)
-    """The first bytes of the content, for listings (``in_flight(with_head=True)``); None otherwise."""
 
     @property
     def state(self) -> str:
         """Return whose it is: ``"mine"``, or, for another owner, ``"expired"``, ``"dead"``, ``"held"`` (alive, in lease)."""
         who = owner_state(self.owner)
-        if who == "mine":
-            return "mine"
-        if who == "dead":
-            return "dead"
-        if time.time() > self.leased_at + self.lease_seconds:
-            return "expired"
-        return "held"
+        if who in ("mine", "dead"):
+            return who
+        return "expired" if time.time() > self.leased_at + self.lease_seconds else "held"
 
     @property
     def recoverable(self) -> bool:
         """Whether this process may take the claim over (its own, or its owner dead or out of lease)."""
         return self.state != "held"
 
+    @property
+    def listed_state(self) -> str:
+        """Return :attr:`state` as a listing shows it: this process's own claim counts as ``"held"``."""
+        return "held" if self.state == "mine" else self.state
+
+    @property
+    def entry(self) -> InboxEntry:
+        """Return the claimed notice as a listing entry."""
+        return InboxEntry(self.name, self.mtime, self.size, head=self.head)
+
+
+# --------------------------------------------------------------------------- protocols
 
 
 @runtime_checkable
@@ -160,77 +201,196 @@ class InboxBackend(Protocol):
 
     @property
     def location(self) -> str:
-        """Return a human-readable name of where the pending notices lie (a directory, a table and thread)."""
+        """Return a human-readable name of where the pending notices lie."""
         ...
 
-    def pending(self) -> list[str]:
-        """Return the names of the pending notices, sorted by code point."""
-        ...
-
-    def pending_entries(self) -> list[InboxEntry]:
-        """Return the pending notices with their posting times and sizes, in delivery order."""
-        ...
-
-    def delivered_entries(self) -> list[InboxEntry]:
-        """Return the history: every delivered notice under its history name, oldest posting time first."""
-        ...
-
-    def claim(self, name: str, *, need_content: bool = True) -> Claimed | None:
-        """Take pending notice ``name`` and record its delivery, atomically; None when another reader took it."""
-        ...
-
-    def post(self, content: str | bytes, *, name: str | None = None) -> Path | str:
-        """Post a notice and return where it lies; refuses a pending name, ``abort`` and empty content."""
-        ...
-
-    def request_abort(self, reason: str = "") -> Path | str:
-        """Post the reserved ``abort`` notice holding ``reason`` and return where it lies."""
-        ...
+    def pending(self) -> list[str]: ...
+    def pending_entries(self) -> list[InboxEntry]: ...
+    def delivered_entries(self) -> list[InboxEntry]: ...
+    def claim(self, name: str, *, need_content: bool = True) -> Claimed | None: ...
+    def post(self, content: str | bytes, *, name: str | None = None) -> Path | str: ...
+    def request_abort(self, reason: str = "") -> Path | str: ...
 
 
 @runtime_checkable
 class LeasingInbox(InboxBackend, Protocol):
-    """A backend that can claim a notice, deliver it, and record the delivery later: no notice lost to a crash."""
+    """A backend that claims a notice, delivers it, and records the delivery later: no notice lost to a crash."""
 
-    def ready(self) -> list[str]:
-        """Return the pending names a pickup may take now (complete, within the size limit), in delivery order."""
-        ...
-
-    def lease(self, name: str, *, need_content: bool = True) -> Claimed | None:
-        """Claim pending notice ``name`` for this process, returning it with its token; None when another reader took it."""
-        ...
-
-    def in_flight(self, *, with_head: bool = False) -> list[Lease]:
-        """Return the claims not yet acknowledged, with their owners (``with_head``: and their first bytes, for listings)."""
-        ...
-
-    def take_over(self, lease: Lease, *, need_content: bool = True) -> Claimed | None:
-        """Make ``lease`` this process's claim and return the notice; None when it is gone or another reader took it."""
-        ...
-
-    def acknowledge(self, token: str, name: str | None = None) -> Path | str | None:
-        """Record claim ``token`` as delivered and return its history location; None when it is not in flight."""
-        ...
+    def ready(self) -> list[str]: ...
+    def lease(self, name: str, *, need_content: bool = True) -> Claimed | None: ...
+    def in_flight(self, *, with_head: bool = False) -> list[Lease]: ...
+    def take_over(self, lease: Lease, *, need_content: bool = True) -> Claimed | None: ...
+    def acknowledge(self, token: str, name: str | None = None) -> Path | str | None: ...
 
 
 @runtime_checkable
 class InboxProvider(Protocol):
     """Hands out the inbox backend of any conversation, named by thread id or by save file."""
 
-    def for_thread(self, thread_id: str) -> InboxBackend:
-        """Return the inbox of LangGraph thread ``thread_id``."""
-        ...
-
-    def for_save_file(self, save_file: str | os.PathLike[str]) -> InboxBackend:
-        """Return the inbox of the conversation saved to ``save_file``."""
-        ...
+    def for_thread(self, thread_id: str) -> InboxBackend: ...
+    def for_save_file(self, save_file: str | os.PathLike[str]) -> InboxBackend: ...
 
 
 def is_inbox_backend(value: object) -> TypeIs[InboxBackend]:
-    """Return whether ``value`` is a backend bound to one conversation (rather than a provider).
-
-    A class is never a bound backend (``DirectoryInbox`` the class is the directory
-    provider); an object with ``claim`` and ``pending`` is.
-    """
+    """Return whether ``value`` is a backend bound to one conversation (a class never is: ``DirectoryInbox`` is a provider)."""
     return not isinstance(value, type) and isinstance(value, InboxBackend)
 
+
+# --------------------------------------------------------------------------- shared rules
+
+
+def warn_once(key: tuple[str, ...], message: str, *args: object) -> None:
+    """Log ``message`` at WARNING the first time ``key`` is seen in this process."""
+    with _warned_lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    _log.warning(message, *args)
+
+
+def notice_limits() -> tuple[float, float, int]:
+    """Return the settings every backend starts from: quiet seconds, lease seconds, the largest notice in bytes."""
+    loaded = Settings.load()
+    return loaded.inbox_quiet_seconds, loaded.inbox_lease_seconds, loaded.inbox_max_notice_bytes
+
+
+def pickup_budget(ceiling: int | None = None) -> int:
+    """Return how many bytes of notices one pickup admits: ``inbox_pickup_share`` of the ceiling (a byte counts as a token, an upper bound)."""
+    loaded = Settings.load()
+    return int(loaded.inbox_pickup_share * (ceiling or loaded.max_context_tokens or DEFAULT_CEILING))
+
+
+def name_stem(name: str) -> str:
+    """Return ``name`` without its last extension (a leading or trailing dot starts none), the same on every Python."""
+    cut = name.rfind(".")
+    return name[:cut] if 0 < cut < len(name) - 1 else name
+
+
+def history_names(name: str) -> Iterator[str]:
+    """Yield ``name``, then ``stem.1.ext``, ``stem.2.ext``, ...: the history names of a notice, each within 255 bytes (the stem cut first)."""
+    yield name
+    stem = name_stem(name)
+    ext = name[len(stem):]
+    n = 1
+    while True:
+        cut_stem, cut_ext = stem, ext
+        while len(os.fsencode(f"{cut_stem}.{n}{cut_ext}")) > MAX_NAME_BYTES:
+            cut_stem, cut_ext = (cut_stem[:-1], cut_ext) if len(cut_stem) > 1 else (cut_stem, cut_ext[:-1])
+        yield f"{cut_stem}.{n}{cut_ext}"
+        n += 1
+
+
+def printable_name(name: str) -> str:
+    """Return ``name`` safe to print on a terminal or in JSON: control, invisible and undecodable characters escaped (``\\x1b``)."""
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in name)
+
+
+def check_notice_name(name: str) -> None:
+    """Raise :class:`InboxError` unless ``name`` may be posted: a plain, printable file name of at most 255 bytes (it is printed to operators)."""
+    if not isinstance(name, str) or not name:
+        raise InboxError("a notice name must be a non-empty string")
+    if "/" in name or "\x00" in name or (os.altsep and os.altsep in name):
+        raise InboxError(f"notice name {name!r} must be a plain file name, without '/' or NUL")
+    if name.startswith("."):
+        raise InboxError(f"notice name {name!r} starts with '.'; readers ignore dotfiles, so it would never be delivered")
+    if not name.isprintable():
+        raise InboxError(
+            f"notice name {printable_name(name)!r} holds a control, invisible or undecodable character; use printable text"
+        )
+    if len(name.encode("utf-8")) > MAX_NAME_BYTES:
+        raise InboxError(f"notice name is longer than {MAX_NAME_BYTES} bytes")
+
+
+def check_notice_size(data: bytes, cap: int, what: str = "notice") -> bytes:
+    """Return ``data`` when it fits the notice cap; raise :class:`InboxError` with the one sentence every writer gives otherwise."""
+    if len(data) > cap:
+        raise InboxError(f"the {what} is {len(data)} bytes; this inbox takes at most {cap} (INBOX_MAX_NOTICE_BYTES)")
+    return data
+
+
+def default_notice_name() -> str:
+    """Return a fresh notice name that sorts in arrival order: UTC time to the microsecond, a random suffix."""
+    return f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S_%f}Z-{secrets.token_hex(3)}.txt"
+
+
+def text_bytes(content: object, what: str, *, allow_bytes: bool) -> bytes:
+    """Return a notice (``allow_bytes``: str or bytes) or an abort reason (str) as UTF-8 bytes, before anything is written.
+
+    ``bytes(42)`` would be 42 NUL bytes and a lone surrogate cannot be encoded: both are
+    refused with :class:`InboxError`.
+    """
+    if isinstance(content, str):
+        try:
+            return content.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InboxError(f"the {what} is not valid text: character {exc.start} is a lone surrogate") from None
+    if allow_bytes and isinstance(content, (bytes, bytearray, memoryview)):
+        return bytes(content)
+    kind = "text (str, or UTF-8 bytes)" if allow_bytes else "text (str)"
+    raise InboxError(f"{'a notice' if allow_bytes else 'an abort reason'} is {kind}, got {type(content).__name__}")
+
+
+def notice_bytes(content: object) -> bytes:
+    """Return a notice's content as UTF-8 bytes; refuse anything that is not text."""
+    return text_bytes(content, "notice", allow_bytes=True)
+
+
+def abort_reason_bytes(reason: object) -> bytes:
+    """Return an abort reason as UTF-8 bytes; refuse anything that is not text."""
+    return text_bytes(reason, "abort reason", allow_bytes=False)
+
+
+W = TypeVar("W", Path, str)
+
+
+class NoticeStore(Generic[W]):
+    """What both built-in backends do alike: refuse a notice for the same reasons, leave an oversized one pending.
+
+    A backend provides ``location``, ``max_notice_bytes`` and ``_write(data, name)`` (``name``
+    None: a fresh arrival-ordered name; raises :class:`NoticeNameTaken` when it is pending).
+    """
+
+    max_notice_bytes: int
+
+    @property
+    def location(self) -> str:
+        raise NotImplementedError
+
+    def _write(self, data: bytes, name: str | None) -> W:
+        raise NotImplementedError
+
+    def post(self, content: str | bytes, *, name: str | None = None) -> W:
+        """Post a notice and return where it lies; ``name`` defaults to an arrival-ordered one.
+
+        Refuses the reserved name ``abort`` (use :meth:`request_abort`), hidden or path-like
+        names, empty content, content over :attr:`max_notice_bytes`, and a name already
+        pending (:class:`NoticeNameTaken`).
+        """
+        if name is not None:
+            check_notice_name(name)
+            if name == ABORT_FILE:
+                raise InboxError("'abort' is reserved for abort requests; use request_abort() or `promptstrat inbox abort`")
+        data = check_notice_size(notice_bytes(content), self.max_notice_bytes)
+        if not data.strip():
+            raise InboxError("refusing to post an empty notice; give it some content")
+        return self._write(data, name)
+
+    def request_abort(self, reason: str = "") -> W:
+        """Post the reserved ``abort`` notice holding ``reason`` and return where it lies; refuses a second pending one."""
+        return self._write(check_notice_size(abort_reason_bytes(reason), self.max_notice_bytes, "abort reason"), ABORT_FILE)
+
+    def _taken(self, name: str) -> NoticeNameTaken:
+        what = "an abort is" if name == ABORT_FILE else f"a notice named {name!r} is"
+        return NoticeNameTaken(f"{what} already pending in this inbox; wait for it to be delivered or pick another name")
+
+    def _fits(self, name: str, size: int, shown: str) -> bool:
+        """Return whether notice ``name`` of ``size`` bytes may be delivered; one warning for one over the limit (an abort always may)."""
+        if size <= self.max_notice_bytes or name == ABORT_FILE:
+            return True
+        warn_once(
+            ("too-large", self.location, name, str(size)),
+            "inbox: %s/%s is %d bytes, over the %d-byte notice limit (INBOX_MAX_NOTICE_BYTES); "
+            "it is left pending, not delivered",
+            self.location, shown, size, self.max_notice_bytes,
+        )
+        return False

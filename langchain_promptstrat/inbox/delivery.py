@@ -1,20 +1,16 @@
 """Claim, deliver, acknowledge: how the notices of one inbox become user messages, each exactly once to a model.
 
-Delivery is claim, deliver, acknowledge (:func:`pick_up`): a notice is first *leased*
-(taken out of the pending set by this process, not yet in the history), handed over as a
-user message whose id is derived from the claim (``promptstrat-inbox-<token>``), and
-*acknowledged* (moved into the history) only once it is safe: right away for one-call
-delivery (``settle=True``: the Runnable, :func:`~langchain_promptstrat.strategies.inbox.inbox`,
-``prepare_prompt``), or, where the notice persists in a checkpointed conversation, once the
-*stored* conversation holds it: :func:`settle_when_stored` watches the store the caller
-names (a checkpointer, read back) from a background thread, and a later pickup acknowledges
-what it finds there (``seen``). A claim whose reader died, or whose
-lease ran out, is taken over by the next pickup and delivered again under the same id, so
-LangGraph's ``add_messages`` replaces rather than duplicates it.
+:func:`pick_up` *leases* a notice (out of the pending set, not yet in the history), hands it
+over as a user message whose id comes from the claim (``promptstrat-inbox-<token>``), and
+*acknowledges* it (records it in the history) only once it is safe: at once for one-call
+delivery (``settle=True``: the Runnable, the ``inbox`` strategy, ``prepare_prompt``), or,
+where the notice persists in a checkpointed conversation, once the *stored* conversation
+holds it (:func:`settle_when_stored`, or a later pickup finding it in ``seen``). A claim whose
+reader died, or whose lease ran out, is taken over and delivered again under the same id,
+so LangGraph's ``add_messages`` replaces rather than duplicates it.
 
-Used by the ``inbox`` strategy, the LangGraph hook and node, and the middleware; any
-backend of :mod:`~langchain_promptstrat.inbox.contract` will do. It never decides which
-inbox a run uses (:mod:`~langchain_promptstrat.inbox.locate`) and never imports an adapter.
+Any backend of :mod:`~langchain_promptstrat.inbox.contract` will do; which inbox a run uses is
+:mod:`~langchain_promptstrat.inbox.locate`'s business.
 """
 
 from __future__ import annotations
@@ -22,16 +18,16 @@ from __future__ import annotations
 import atexit
 import threading
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Literal
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from langchain_promptstrat.errors import InboxAborted
-from langchain_promptstrat.inbox.contract import ABORT_FILE, Claimed, InboxBackend, LeasingInbox
-from langchain_promptstrat.inbox.notices import pickup_budget
+from langchain_promptstrat.inbox.contract import ABORT_FILE, Claimed, InboxBackend, LeasingInbox, pickup_budget
 from langchain_promptstrat.messages import mark, mark_of
 from langchain_promptstrat.report import logger
 
@@ -39,6 +35,7 @@ __all__ = [
     "DELIVERY_KIND",
     "NOTICE_ID_PREFIX",
     "Pickup",
+    "acknowledge",
     "acknowledge_notices",
     "notice_id",
     "notice_ids",
@@ -50,9 +47,10 @@ __all__ = [
 
 DELIVERY_KIND = "inbox_delivery"
 """Mark kind of a delivered notice (``mark_of(m)["kind"]``); it is a real user message."""
-
 NOTICE_ID_PREFIX = "promptstrat-inbox-"
 """Start of the message id of every delivered notice (the claim's token follows)."""
+SETTLE_WAIT_SECONDS = 600.0
+"""How long a watcher waits for the stored conversation when the backend names no lease."""
 
 
 def notice_id(token: str) -> str:
@@ -65,35 +63,49 @@ def notice_ids(messages: Sequence[BaseMessage]) -> frozenset[str]:
     return frozenset(m.id for m in messages if isinstance(m.id, str) and m.id.startswith(NOTICE_ID_PREFIX))
 
 
+def printable(text: str) -> str:
+    """Return ``text`` with the lone surrogates of an undecodable file name as ``\\xNN`` escapes (valid UTF-8)."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raw = text.encode("utf-8", "surrogatepass")
+    return raw.decode("utf-8", "backslashreplace")
+
+
 @dataclass
 class Pickup:
     """What one pass over the inbox took: notices, an abort request, and the files it skipped."""
 
     delivered: list[HumanMessage] = field(default_factory=list)
     abort_reason: str | None = None
-    """None when no ``abort`` file was consumed."""
+    """None when no ``abort`` was consumed."""
     abort_path: str | None = None
-    """Where the consumed ``abort`` file now lies."""
+    """Where the consumed ``abort`` now lies."""
     abort_token: str | None = None
-    """The abort's claim token while it awaits acknowledgement (``settle=False``); None once recorded."""
+    """The abort's claim token while it awaits acknowledgement (``settle=False``)."""
     skipped: list[dict[str, str]] = field(default_factory=list)
-    """``{"file", "error"}`` for each file left in place because it could not be read or moved."""
+    """``{"file", "error"}`` for each notice left in place because it could not be read or moved."""
     replaced_characters: list[str] = field(default_factory=list)
-    """Names of the files that were not valid UTF-8 and were decoded with U+FFFD."""
+    """Names of the notices that were not valid UTF-8 and were decoded with U+FFFD."""
     empty: list[str] = field(default_factory=list)
-    """Names of the blank files consumed but not delivered: providers reject an empty user message."""
+    """Names of the blank notices consumed but not delivered: providers reject an empty user message."""
     acknowledged: list[str] = field(default_factory=list)
-    """Names of the earlier deliveries recorded now, because the conversation holds them (``seen``)."""
+    """Names of earlier deliveries recorded now, because the conversation holds them (``seen``)."""
     unavailable: str | None = None
-    """Why the inbox could not be read this time (a database outage); None when it could."""
+    """Why the inbox could not be read this time (a database outage)."""
     budget_bytes: int = 0
-    """The most notice bytes this pickup admits (:func:`~langchain_promptstrat.inbox.notices.pickup_budget`)."""
+    """The most notice bytes this pickup admits."""
     waiting: int = 0
     """Notices left for a later pickup because this one's budget was spent (their order kept)."""
 
     @property
     def aborted(self) -> bool:
-        """Whether the pickup consumed an ``abort`` file."""
+        """Whether the pickup consumed an ``abort``."""
         return self.abort_reason is not None
 
     def error(self) -> InboxAborted:
@@ -101,43 +113,22 @@ class Pickup:
         return InboxAborted(self.abort_reason or "", path=self.abort_path, delivered=self.delivered)
 
 
-def _iso(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, timezone.utc).isoformat()
-
-
-def printable(text: str) -> str:
-    """Return ``text`` with the lone surrogates of an undecodable file name as ``\\xNN`` escapes (valid UTF-8)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace") if _escapable(text) else (
-            text.encode("utf-8", "surrogatepass").decode("utf-8", "backslashreplace")
-        )
-    return text
-
-
-def _escapable(text: str) -> bool:
-    try:
-        text.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _notice(name: str, mtime: float, data: bytes, token: str | None = None) -> tuple[HumanMessage, bool]:
+def _notice(claimed: Claimed) -> tuple[HumanMessage, bool]:
     """Return the user message a notice becomes, and whether its bytes needed replacing.
 
     Its mark names the notice (``file``, ``mtime``), never a path: the message is stored in
     the conversation, which every API client of a server can read.
     """
+    data = claimed.data or b""
     try:
         text, replaced = data.decode("utf-8"), False
     except UnicodeDecodeError:
         text, replaced = data.decode("utf-8", errors="replace"), True
-    extra = {"token": token} if token else {}
+    token = claimed.token
     message = mark(
         HumanMessage(text, id=notice_id(token) if token else None), DELIVERY_KIND, notice=False,
-        file=printable(name), mtime=_iso(mtime), replaced_characters=replaced, **extra,
+        file=printable(claimed.name), mtime=datetime.fromtimestamp(claimed.mtime, timezone.utc).isoformat(),
+        replaced_characters=replaced, **({"token": token} if token else {}),
     )
     return message, replaced
 
@@ -146,56 +137,58 @@ _outages: set[str] = set()
 _outages_lock = threading.Lock()
 
 
-def _outage(store: InboxBackend, exc: OSError) -> None:
-    """Log one warning when ``store`` becomes unreachable; later failures of the same outage stay at DEBUG."""
+def _outage(store: InboxBackend, exc: OSError | None) -> None:
+    """Log one warning when ``store`` becomes unreachable (``exc``) and one when it is back; repeats stay at DEBUG."""
     with _outages_lock:
-        first = store.location not in _outages
-        _outages.add(store.location)
-    if first:
+        was_out = store.location in _outages
+        (_outages.add if exc is not None else _outages.discard)(store.location)
+    if exc is None and was_out:
+        logger.warning("inbox: %s is reachable again; its notices are delivered from now on", store.location)
+    elif exc is not None and not was_out:
         logger.warning(
             "inbox: %s cannot be read (%s); model calls go on without its notices until it is back, "
             "and nothing is lost", store.location, exc,
         )
-    else:
+    elif exc is not None:
         logger.debug("inbox: %s still unavailable: %s", store.location, exc)
 
 
-def _reachable(store: InboxBackend) -> None:
-    with _outages_lock:
-        if store.location not in _outages:
-            return
-        _outages.discard(store.location)
-    logger.warning("inbox: %s is reachable again; its notices are delivered from now on", store.location)
+def acknowledge(store: LeasingInbox, token: str, name: str) -> Path | str | None | Literal[False]:
+    """Record claim ``token`` as delivered and return where it lies (None: not in flight); False, with a warning, when it fails.
 
-
-def _acknowledge(store: LeasingInbox, token: str, name: str) -> bool:
+    A failed abort is honoured regardless (its claim stays listed until recovered); a failed
+    notice will be delivered again.
+    """
     try:
-        store.acknowledge(token, name)
+        return store.acknowledge(token, name)
     except OSError as exc:
-        logger.warning("inbox: could not record the delivery of %s/%s (%s); it will be delivered again", store.location, printable(name), exc)
+        if name == ABORT_FILE:
+            logger.warning("inbox: could not record the abort of %s as consumed: %s", store.location, exc)
+        else:
+            logger.warning(
+                "inbox: could not record the delivery of %s/%s (%s); it will be delivered again",
+                store.location, printable(name), exc,
+            )
         return False
-    return True
+
+
+def _leased(notices: Sequence[BaseMessage]) -> Iterator[tuple[BaseMessage, str, str]]:
+    """Yield each leased notice among ``notices`` with its claim token and name."""
+    for message in notices:
+        info = mark_of(message) or {}
+        if info.get("kind") == DELIVERY_KIND and info.get("token"):
+            yield message, str(info["token"]), str(info.get("file", ""))
 
 
 def acknowledge_notices(store: InboxBackend | None, notices: Sequence[BaseMessage]) -> int:
     """Record as delivered every leased notice among ``notices`` (after the model call that received them); return how many."""
-    if store is None or not isinstance(store, LeasingInbox):
+    if not isinstance(store, LeasingInbox):
         return 0
-    done = 0
-    for message in notices:
-        info = mark_of(message) or {}
-        if info.get("kind") == DELIVERY_KIND and info.get("token"):
-            done += _acknowledge(store, str(info["token"]), str(info.get("file", "")))
-    return done
+    return sum(acknowledge(store, token, name) is not False for _, token, name in _leased(notices))
 
-
-SETTLE_WAIT_SECONDS = 600.0
-"""How long a watcher waits for the stored conversation to hold its notices when the backend names
-no lease (a backend's own ``lease_seconds`` wins) before it leaves them to a later pickup."""
 
 _settling: set[str] = set()
-"""Tokens of the claims this process handed over and is waiting to see stored: no pickup of this
-process takes them over meanwhile (another reader of the same inbox would deliver them twice)."""
+"""Tokens of the claims this process handed over and waits to see stored: no pickup of this process takes them over."""
 _watchers: set[_Watcher] = set()
 _settling_lock = threading.Lock()
 
@@ -206,7 +199,6 @@ class _Watcher:
     def __init__(self, store: LeasingInbox, claims: dict[str, tuple[str, str]], stored: Callable[[], Collection[str] | None]) -> None:
         self.store, self.claims, self.stored = store, claims, stored
         self.lock = threading.Lock()
-        self.done = threading.Event()
 
     def check(self) -> bool:
         """Acknowledge the claims whose ids are stored now; return whether none is left."""
@@ -220,7 +212,7 @@ class _Watcher:
                 return False
             for nid in [nid for nid in self.claims if ids is not None and nid in ids]:
                 token, name = self.claims.pop(nid)
-                _acknowledge(self.store, token, name)
+                acknowledge(self.store, token, name)
                 with _settling_lock:
                     _settling.discard(token)
             return not self.claims
@@ -228,10 +220,8 @@ class _Watcher:
     def finish(self) -> None:
         """Release the claims still waiting (a later pickup settles them) and forget this watcher."""
         with self.lock, _settling_lock:
-            for token, _ in self.claims.values():
-                _settling.discard(token)
+            _settling.difference_update(token for token, _ in self.claims.values())
             _watchers.discard(self)
-        self.done.set()
 
     def run(self, wait: float) -> None:
         deadline, delay = time.monotonic() + wait, 0.002
@@ -253,30 +243,23 @@ def settle_when_stored(
     """Acknowledge each leased notice among ``notices`` once ``stored()`` lists its message id; return whether any waits.
 
     ``stored`` reads the ids the *durable* conversation holds (LangGraph: the checkpointer's
-    stored state, which ``durability="async"`` writes behind the run and ``"exit"`` only when
-    it ends), or None while it cannot tell. It is polled from a background thread, a few
-    milliseconds apart at first, for up to ``wait`` seconds, by default as long as the claims'
-    lease (``inbox_lease_seconds``; then the claims stay in flight for a later pickup, which
-    acknowledges them through ``seen``); the process's exit checks
-    once more. Meanwhile no pickup of this process takes these claims over. A crash before
-    the acknowledgement leaves the claim to the next reader, which delivers it again under
-    the same id or, finding it stored, acknowledges it: never lost, never twice.
+    stored state, which ``durability="async"`` writes behind the run), or None while it cannot
+    tell. It is polled from a background thread for up to ``wait`` seconds (default: the
+    backend's lease), then the claims stay in flight for a later pickup, which acknowledges
+    them through ``seen``; the process's exit checks once more. Meanwhile no pickup of this
+    process takes them over. A crash before the acknowledgement leaves the claim to the next
+    reader: never lost, never twice.
     """
-    if store is None or not isinstance(store, LeasingInbox):
+    if not isinstance(store, LeasingInbox):
         return False
-    claims: dict[str, tuple[str, str]] = {}
-    for message in notices:
-        info = mark_of(message) or {}
-        if info.get("kind") == DELIVERY_KIND and info.get("token") and isinstance(message.id, str):
-            claims[message.id] = (str(info["token"]), str(info.get("file", "")))
+    claims = {m.id: (token, name) for m, token, name in _leased(notices) if isinstance(m.id, str)}
     if not claims:
         return False
     watcher = _Watcher(store, claims, stored)
     with _settling_lock:
         _settling.update(token for token, _ in claims.values())
         _watchers.add(watcher)
-    if wait is None:
-        wait = float(getattr(store, "lease_seconds", SETTLE_WAIT_SECONDS))
+    wait = float(getattr(store, "lease_seconds", SETTLE_WAIT_SECONDS)) if wait is None else wait
     threading.Thread(target=watcher.run, args=(wait,), name="promptstrat-inbox-settle", daemon=True).start()
     return True
 
@@ -284,8 +267,7 @@ def settle_when_stored(
 def wait_settled(timeout: float = 5.0) -> bool:
     """Return whether every notice this process waits to see stored was acknowledged (or released) within ``timeout`` s.
 
-    For tests and for scripts that want ``inbox ls`` settled before they exit; the exit
-    itself checks each waiting notice once.
+    For tests and for scripts that want ``inbox ls`` settled before they exit.
     """
     deadline = time.monotonic() + timeout
     while True:
@@ -312,19 +294,15 @@ def _settle_at_exit() -> None:
 
 
 def _abort(store: InboxBackend, claimed: Claimed, result: Pickup, settle: bool) -> None:
-    """Return the abort request ``claimed`` in ``result``, recorded as consumed at once with ``settle``.
+    """Put the abort request ``claimed`` in ``result``; with ``settle`` it is recorded as consumed at once.
 
-    Without ``settle`` it stays claimed (``abort_token``) until the caller has acted on it
-    and acknowledges it, or a later pickup finds ``notice_id(abort_token)`` in ``seen``.
+    Without ``settle`` it stays claimed (``abort_token``) until the caller has acted on it.
     """
     where: Path | str | None = claimed.path
     if claimed.token and not settle:
         result.abort_token = claimed.token
-    elif claimed.token:
-        try:
-            where = store.acknowledge(claimed.token, claimed.name) or claimed.path  # type: ignore[attr-defined]
-        except OSError as exc:
-            logger.warning("inbox: could not record the abort of %s (%s); honouring it anyway", store.location, exc)
+    elif claimed.token and isinstance(store, LeasingInbox):
+        where = acknowledge(store, claimed.token, claimed.name) or claimed.path
     if claimed.data is None:
         reason = "abort requested through the inbox (an unreadable abort file)"
     else:
@@ -332,11 +310,6 @@ def _abort(store: InboxBackend, claimed: Claimed, result: Pickup, settle: bool) 
         reason = text or "abort requested through the inbox (an empty abort file)"
     result.abort_reason = reason
     result.abort_path = printable(str(where))
-
-
-def _is_settling(token: str) -> bool:
-    with _settling_lock:
-        return token in _settling
 
 
 def pick_up(
@@ -347,61 +320,53 @@ def pick_up(
     settle: bool = True,
     budget_bytes: int | None = None,
 ) -> Pickup:
-    """Return the notices claimed from ``store`` (any backend), in order, stopping at an ``abort`` file.
+    """Return the notices claimed from ``store`` (any backend), in order, stopping at an ``abort``.
 
-    First the claims already in flight: one whose message id is in ``seen`` (the
-    conversation holds it, checkpointed) is acknowledged, not delivered again; one in
-    ``held`` (handed over and awaiting its model call), or waiting for this process to see
-    it stored (:func:`settle_when_stored`), is left alone; one of this process,
-    of a dead reader or out of lease is taken over and delivered again under its id. Then
-    the ``ready()`` pending notices, in name order, each leased. With ``settle`` every
-    notice delivered is acknowledged before returning (one-call delivery: a crash before
-    that point redelivers, a failure after it does not); without, the caller acknowledges
-    (:func:`acknowledge_notices`) or a later pickup does through ``seen``.
+    First the claims in flight: one whose id is in ``seen`` (the stored conversation holds it)
+    is acknowledged, not delivered again; one in ``held`` (awaiting its model call) or waiting
+    to be seen stored is left alone; one of this process, of a dead reader or out of lease is
+    taken over and delivered again under its id. Then the ``ready()`` notices, each leased.
+    With ``settle`` each is acknowledged before returning; without, the caller does
+    (:func:`acknowledge_notices`) or a later pickup through ``seen``.
 
-    Files sorting after ``abort`` stay for the next pickup; the abort itself is consumed at
-    once. A file that cannot be read or moved is left where it is, logged at INFO and
-    listed in ``skipped``. A blank file is consumed but not delivered (``empty``). When the
-    backend cannot be reached (a database outage) the pickup returns nothing, with one
-    warning per outage, and ``unavailable`` says why.
-
-    A leasing backend's notices are admitted in order while their bytes fit
-    ``budget_bytes`` (default :func:`~langchain_promptstrat.inbox.notices.pickup_budget`,
-    a share of the ceiling), the first one always: the rest wait for a later pickup
-    (``waiting``); one already leased stays this process's claim and comes first next
-    time, so nothing is lost and the order is kept. An ``abort`` among the waiting is
-    still honoured now.
+    One that cannot be read or moved stays (``skipped``); a blank one is consumed, not sent
+    (``empty``); an unreachable backend gives nothing (``unavailable``, one warning per
+    outage). Notices are admitted in order while their bytes fit ``budget_bytes``, the first
+    always; the rest wait (``waiting``), a leased one first next time; an ``abort`` is honoured now.
     """
     result = Pickup(budget_bytes=pickup_budget() if budget_bytes is None else budget_bytes)
-    leasing = isinstance(store, LeasingInbox)
+    leasing = store if isinstance(store, LeasingInbox) else None
     admitted = 0
 
     def over_budget(size: int) -> bool:
-        return leasing and admitted > 0 and admitted + size > result.budget_bytes
+        return leasing is not None and admitted > 0 and admitted + size > result.budget_bytes
+
     try:
-        leases = store.in_flight() if leasing else []  # type: ignore[attr-defined]
-        names = store.ready() if leasing else store.pending()  # type: ignore[attr-defined]
+        leases = leasing.in_flight() if leasing else []
+        names = leasing.ready() if leasing else store.pending()
     except OSError as exc:
         _outage(store, exc)
         result.unavailable = str(exc)
         return result
-    _reachable(store)
+    _outage(store, None)
     taken: list[Claimed] = []
     for lease in leases:
+        assert leasing is not None
         nid = notice_id(lease.token)
-        if _is_settling(lease.token):  # this process's watcher records it once stored: one acknowledgement, not two racing
-            continue
+        with _settling_lock:  # this process's watcher records it once stored: one acknowledgement, not two racing
+            if lease.token in _settling:
+                continue
         if nid in seen:
-            if _acknowledge(store, lease.token, lease.name):  # type: ignore[arg-type]
+            if acknowledge(leasing, lease.token, lease.name) is not False:
                 result.acknowledged.append(printable(lease.name))
             continue
-        if nid in held or not lease.recoverable or _is_settling(lease.token):
+        if nid in held or not lease.recoverable:
             continue
         if over_budget(lease.size) and lease.name != ABORT_FILE:
             result.waiting += 1
             continue
         try:
-            claimed = store.take_over(lease, need_content=lease.name != ABORT_FILE)  # type: ignore[attr-defined]
+            claimed = leasing.take_over(lease, need_content=lease.name != ABORT_FILE)
         except OSError as exc:
             logger.info("inbox: could not recover %s/%s: %s", store.location, printable(lease.name), exc)
             continue
@@ -418,10 +383,7 @@ def pick_up(
             result.waiting += 1  # the budget is spent: only an abort is still taken now
             continue
         try:
-            if not leasing:
-                claimed = store.claim(name, need_content=not is_abort)
-            else:
-                claimed = store.lease(name, need_content=not is_abort)  # type: ignore[attr-defined]
+            claimed = (leasing.lease if leasing else store.claim)(name, need_content=not is_abort)
         except OSError as exc:
             logger.info("inbox: skipped %s/%s: %s", store.location, printable(name), exc)
             result.skipped.append({"file": printable(name), "error": printable(str(exc))})
@@ -437,15 +399,15 @@ def pick_up(
         taken.append(claimed)
         admitted += len(claimed.data or b"")
     for claimed in taken:
-        message, replaced = _notice(claimed.name, claimed.mtime, claimed.data or b"", claimed.token)
+        message, replaced = _notice(claimed)
         if not str(message.content).strip():
             result.empty.append(printable(claimed.name))  # consumed (recorded in the history) but never sent
-            if claimed.token:
-                _acknowledge(store, claimed.token, claimed.name)  # type: ignore[arg-type]
+            if leasing and claimed.token:
+                acknowledge(leasing, claimed.token, claimed.name)
             continue
-        if settle and claimed.token:
+        if settle and leasing and claimed.token:
             try:
-                final = store.acknowledge(claimed.token, claimed.name)  # type: ignore[attr-defined]
+                final = leasing.acknowledge(claimed.token, claimed.name)
             except OSError as exc:  # not recorded: keep it claimed for this process's next pickup, not sent now
                 logger.info("inbox: skipped %s/%s: %s", store.location, printable(claimed.name), exc)
                 result.skipped.append({"file": printable(claimed.name), "error": printable(str(exc))})

@@ -1,58 +1,19 @@
-"""The inbox on disk (:class:`DirectoryInbox`): how a file is claimed exactly once, how writers post.
+"""The inbox on disk (:class:`DirectoryInbox`): ``x/agent.inbox`` pending, ``x/agent.inbox_removed`` the history.
 
-A conversation saved to ``x/agent.chat`` has its inbox in the sibling directory
-``x/agent.inbox``; delivered files are moved into ``x/agent.inbox_removed``, which is the
-record of what was delivered and when (mtimes are kept). Where those directories lie is
-:mod:`~langchain_promptstrat.inbox.paths`'s rule; the careful system calls are
-:mod:`~langchain_promptstrat.inbox.files`'.
+Why no file is delivered twice and none is overwritten:
 
-Claim protocol (why no file is delivered twice and none is overwritten):
+1. ``claim`` opens the pending file (``O_NOFOLLOW | O_NONBLOCK``) and renames it to a private
+   staging name in the history directory: ``rename`` is atomic, so of all racing readers
+   exactly one moves it (a name reused meanwhile: the staged inode is the one read).
+2. The staged file takes its history name with ``os.link``, which fails rather than replace
+   (``name``, ``name.1.ext``, ...; without hard links, an ``O_EXCL`` placeholder is replaced).
+3. Writers write a hidden temporary file, fsync it, and link it to its name, read-only.
+4. ``lease`` renames the pending file into ``<history>/.claims/<token>.<owner>/``: neither
+   pending nor delivered; ``acknowledge`` moves it into the history as in 2 (a reader killed
+   between link and unlink leaves one inode in both places: recognised as recorded);
+   ``take_over`` renames the claim directory to the caller's owner: one winner, same token.
 
-1. A reader opens the pending file (``O_NOFOLLOW``; a file it cannot open is skipped in
-   place), then claims it with ``os.rename`` into a private staging name
-   ``.claim-<pid>-<random>`` inside the removed directory. ``rename`` is atomic: of all
-   readers racing for the same inbox entry, exactly one moves it; the others get
-   ``FileNotFoundError`` and treat the file as not theirs. An inode therefore leaves the
-   inbox once, into a name nobody else ever touches, and is read only by the reader that
-   moved it. If a writer reused the name between listing and claiming, the reader claims
-   the new file, notices that the staged inode is not the one it opened, and reads the
-   staged one: still one reader per file.
-2. The reader then gives the staged file its final name with ``os.link`` (which fails
-   with ``FileExistsError`` instead of replacing), trying ``name``, ``name.1.ext``,
-   ``name.2.ext``, ... in turn, and unlinks the staging name. Nothing in the removed
-   directory is ever replaced. (Where hard links are not supported, a name is reserved
-   with ``O_CREAT | O_EXCL`` and the staged file renamed over that empty placeholder, which
-   only ever replaces the reader's own placeholder. A writer doing the same may let a
-   reader deliver the empty placeholder before the real notice: an extra empty notice on
-   such filesystems, never a lost or doubled one.)
-3. Writers write a hidden temporary file in the inbox (readers ignore dotfiles), fsync it,
-   and link it to its final name, so a reader never sees half a file and a pending file of
-   the same name is never replaced.
-
-``claim`` is the one-step consume (at most once). Delivery that survives crashes uses a
-lease instead (see :mod:`~langchain_promptstrat.inbox.contract`):
-
-4. ``lease(name)`` creates ``<removed>/.claims/<token>.<owner>/`` (``owner`` names host,
-   process id and process start time) and renames the pending file into it: still one
-   atomic rename, so one reader per file, and the file is neither pending nor delivered.
-5. ``acknowledge(token, name)`` moves it into the removed directory as in step 2 and removes
-   the claim directory. A reader killed after the link and before the unlink leaves the
-   file in both places; the history then holds the same inode, which recovery recognises
-   as acknowledged.
-6. ``take_over(lease)`` renames a claim directory to the caller's owner name: of all readers
-   recovering the claim of a dead owner (same host, process gone or its start time
-   different) or of an expired lease, exactly one wins the rename; the token, and with it
-   the notice's message id, stays the same.
-
-Files still being written are not ``ready()``: an empty file, or one changed within the
-last ``quiet_seconds``, unless it has no write permission bit (writers here post
-read-only files, so their notices are ready at once). A file larger than
-``max_notice_bytes`` stays pending with one warning. An inbox or removed directory that
-is a symbolic link is refused, with one warning, and nothing is moved.
-
-What a claimed file means (a notice, an abort) is not this module's business: that is
-:mod:`~langchain_promptstrat.inbox.delivery`'s. It holds no LangChain import, so the CLI's
-``inbox`` commands stay fast.
+A symlinked inbox or history directory is refused with one warning. No LangChain import.
 """
 
 from __future__ import annotations
@@ -62,53 +23,212 @@ import os
 import secrets
 import stat
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from langchain_promptstrat.errors import InboxError
-from langchain_promptstrat.inbox.claims import (
-    CLAIMS_DIR,
-    drop_claim_dir,
-    find_claim_dir,
-    list_claims,
-    new_claim_dir,
-    read_claim,
-    reown_claim,
-)
-from langchain_promptstrat.inbox.contract import ABORT_FILE, Claimed, InboxEntry, Lease
-from langchain_promptstrat.inbox.files import (
-    holds_inode,
-    move_back,
-    move_to_first_free,
-    open_regular,
-    read_all,
-    scan_entries,
-    visible_entries,
-    write_new_file,
-)
-from langchain_promptstrat.inbox.notices import (
-    NoticeNameTaken,
-    abort_reason_bytes,
-    check_notice_name,
-    check_notice_size,
+from langchain_promptstrat.inbox.contract import (
+    ABORT_FILE,
+    PREVIEW_BYTES,
+    Claimed,
+    InboxEntry,
+    Lease,
+    NoticeStore,
+    current_owner,
     default_notice_name,
     history_names,
-    notice_bytes,
     notice_limits,
+    owner_state,
     warn_once,
 )
-from langchain_promptstrat.inbox.paths import inbox_dir, inbox_removed_dir, thread_save_file
+from langchain_promptstrat.inbox.paths import inbox_dir, inbox_removed_dir, resolve_save_file, thread_save_file
 
-__all__ = ["DirectoryInbox"]
+__all__ = ["DirectoryInbox", "post_to_inbox", "request_abort"]
+
+CLAIMS_DIR = ".claims"
+"""Hidden directory inside the history directory holding one sub-directory per in-flight claim."""
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_NO_LINK_ERRNOS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS, errno.EXDEV}
 
 
-class DirectoryInbox:
+# --------------------------------------------------------------------------- careful system calls
+
+
+def _open_regular(path: Path) -> tuple[int, os.stat_result]:
+    """Return a read descriptor on ``path`` and its stat; raise OSError unless it is a regular file."""
+    fd = os.open(path, _READ_FLAGS)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return fd, st
+
+
+def _read_all(fd: int, limit: int) -> bytes:
+    """Return what is left to read from ``fd``, at most ``limit`` bytes."""
+    chunks: list[bytes] = []
+    while limit > 0:
+        chunk = os.read(fd, min(limit, 1 << 16))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        limit -= len(chunk)
+    return b"".join(chunks)
+
+
+def _read_head(path: str) -> bytes | None:
+    """Return the first bytes of a regular file for a preview, or None when it cannot be read."""
+    try:
+        fd, _ = _open_regular(Path(path))
+    except OSError:
+        return None
+    try:
+        return os.read(fd, PREVIEW_BYTES)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _move_no_replace(src: Path, dst: Path) -> None:
+    """Move ``src`` to ``dst``, failing with FileExistsError instead of ever replacing ``dst``."""
+    try:
+        os.link(src, dst, follow_symlinks=False)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        if exc.errno not in _NO_LINK_ERRNOS:
+            raise
+        # No hard links here: reserve the name exclusively, then replace only that placeholder of our own.
+        os.close(os.open(dst, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        try:
+            os.replace(src, dst)
+        except OSError:
+            os.unlink(dst)
+            raise
+        return
+    try:
+        os.unlink(src)
+    except FileNotFoundError:
+        pass
+
+
+def _move_to_first_free(src: Path, directory: Path, names: Iterable[str]) -> Path | None:
+    """Move ``src`` into ``directory`` under the first of ``names`` that is free and return where; None when all are taken."""
+    for candidate in names:
+        try:
+            _move_no_replace(src, directory / candidate)
+        except FileExistsError:
+            continue
+        return directory / candidate
+    return None
+
+
+def _into_history(src: Path, st: os.stat_result, directory: Path, name: str) -> Path:
+    """Move ``src`` (stat ``st``) into the history under its first free name, keeping its mtime, and return where."""
+    final = _move_to_first_free(src, directory, history_names(name))
+    assert final is not None  # history_names never runs out
+    if st.st_mtime_ns != os.lstat(final).st_mtime_ns:
+        os.utime(final, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
+    return final
+
+
+def _move_back(src: Path, dst: Path) -> None:
+    """Move ``src`` back to ``dst`` when that name is free; otherwise (or if the move fails) ``src`` stays."""
+    try:
+        if not src.is_dir() or src.is_symlink():
+            _move_no_replace(src, dst)
+        elif not dst.exists():
+            os.rename(src, dst)
+    except OSError:
+        pass
+
+
+def _visible(directory: str | os.PathLike[str]) -> Iterator[tuple[os.DirEntry[str], os.stat_result]]:
+    """Yield each entry of ``directory`` not starting with a dot, with its own stat; nothing when it is missing."""
+    try:
+        it = os.scandir(directory)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    with it:
+        for item in it:
+            if item.name.startswith("."):
+                continue
+            try:
+                st = item.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            yield item, st
+
+
+def _scan(directory: Path, with_head: bool = False) -> list[InboxEntry]:
+    """Return the regular, visible files of ``directory`` by name (``with_head``: with their first bytes)."""
+    entries = [
+        InboxEntry(item.name, st.st_mtime, st.st_size, head=_read_head(item.path) if with_head else None)
+        for item, st in _visible(directory) if stat.S_ISREG(st.st_mode)
+    ]
+    return sorted(entries, key=lambda e: e.name)
+
+
+def _recorded(directory: Path, st: os.stat_result) -> bool:
+    """Return whether the history ``directory`` already holds the file ``st`` describes (a reader stopped in mid-acknowledge)."""
+    if st.st_nlink <= 1:
+        return False
+    try:
+        return any((o.st_dev, o.st_ino) == (st.st_dev, st.st_ino) for _, o in _visible(directory))
+    except OSError:
+        return False
+
+
+# --------------------------------------------------------------------------- claim directories
+
+
+def new_claim_dir(claims_path: Path, token: str) -> Path:
+    """Create and return ``<claims_path>/<token>.<this process's owner>``, creating ``claims_path`` as needed."""
+    claim_dir = claims_path / f"{token}.{current_owner()}"
+    for attempt in range(100):  # another reader may remove the emptied claims directory in between
+        try:
+            os.mkdir(claims_path)
+        except FileExistsError:
+            pass
+        try:
+            os.mkdir(claim_dir)
+            return claim_dir
+        except FileNotFoundError:
+            if attempt == 99:
+                raise
+    return claim_dir  # pragma: no cover
+
+
+def _drop_claim_dir(claim_dir: Path) -> None:
+    """Remove an emptied claim directory, and the claims directory once no claim is left."""
+    for directory in (claim_dir, claim_dir.parent):
+        try:
+            os.rmdir(directory)
+        except OSError:
+            return
+
+
+def _read_claim(claim_dir: Path, name: str, token: str, need_content: bool, limit: int) -> Claimed:
+    """Return the notice ``name`` lying in ``claim_dir`` with its bytes (None when unreadable, unless ``need_content``)."""
+    path = claim_dir / name
+    try:
+        fd, st = _open_regular(path)
+    except OSError:
+        if need_content:
+            raise
+        return Claimed(name=name, path=path, mtime=os.lstat(path).st_mtime, data=None, token=token)
+    try:
+        return Claimed(name=name, path=path, mtime=st.st_mtime, data=_read_all(fd, limit), token=token)
+    finally:
+        os.close(fd)
+
+
+class DirectoryInbox(NoticeStore[Path]):
     """The inbox of one conversation as two directories: pending files and delivered ones.
 
-    This is the filesystem backend (an :class:`~langchain_promptstrat.inbox.contract.InboxBackend`):
-    listing, the atomic claim, the clash suffix and the writers live here; what a claimed
-    file means (a notice, an abort) is :mod:`~langchain_promptstrat.inbox.delivery`'s business. Build it with
-    :meth:`for_save_file` or :meth:`for_thread`; the class itself, with those two
-    classmethods, is the directory backend's inbox provider.
+    Build it with :meth:`for_save_file` or :meth:`for_thread`; the class itself, with those
+    two classmethods, is the directory backend's inbox provider.
     """
 
     def __init__(
@@ -127,28 +247,6 @@ class DirectoryInbox:
         self.lease_seconds = lease if lease_seconds is None else lease_seconds
         self.max_notice_bytes = cap if max_notice_bytes is None else max_notice_bytes
 
-    @property
-    def claims_path(self) -> Path:
-        """Return the hidden directory holding the in-flight claims (inside the removed directory)."""
-        return self.removed_path / CLAIMS_DIR
-
-    def _safe(self, *, inbox_only: bool = False) -> bool:
-        """Return whether both directories and the claims directory (or the inbox alone) may be used; a symlinked one is refused with one warning."""
-        for directory in (self.path,) if inbox_only else (self.path, self.removed_path, self.claims_path):
-            try:
-                st = os.lstat(directory)
-            except OSError:
-                continue
-            if stat.S_ISLNK(st.st_mode):
-                warn_once(
-                    ("symlink", str(directory)),
-                    "inbox: refusing %s: it is a symbolic link (it could lead outside the inbox root); "
-                    "nothing is read or moved there. Replace it with a real directory.",
-                    directory,
-                )
-                return False
-        return True
-
     @classmethod
     def for_save_file(cls, save_file: str | os.PathLike[str]) -> DirectoryInbox:
         """Return the inbox of the conversation saved to ``save_file`` (the sibling rule)."""
@@ -164,72 +262,75 @@ class DirectoryInbox:
 
     @property
     def location(self) -> str:
-        """Return where the pending notices lie, for messages and listings: the inbox directory."""
+        """Return where the pending notices lie: the inbox directory."""
         return str(self.path)
+
+    @property
+    def claims_path(self) -> Path:
+        """Return the hidden directory holding the in-flight claims (inside the history directory)."""
+        return self.removed_path / CLAIMS_DIR
+
+    def _safe(self, *, inbox_only: bool = False) -> bool:
+        """Return whether the directories may be used; a symlinked one is refused with one warning."""
+        for directory in (self.path,) if inbox_only else (self.path, self.removed_path, self.claims_path):
+            try:
+                if not stat.S_ISLNK(os.lstat(directory).st_mode):
+                    continue
+            except OSError:
+                continue
+            warn_once(
+                ("symlink", str(directory)),
+                "inbox: refusing %s: it is a symbolic link (it could lead outside the inbox root); "
+                "nothing is read or moved there. Replace it with a real directory.",
+                directory,
+            )
+            return False
+        return True
 
     # ----------------------------------------------------------------- reading
 
     def pending(self) -> list[str]:
-        """Return the names of the pending notices, sorted: regular files not starting with a dot.
-
-        A missing inbox (or one that is not a directory) has no pending notice; nothing is
-        created. Symbolic links, subdirectories and other special files are left alone.
-        """
-        return [entry.name for entry in scan_entries(self.path)] if self._safe() else []
+        """Return the names of the pending notices, sorted: regular files not starting with a dot; nothing is created."""
+        return [entry.name for entry in _scan(self.path)] if self._safe() else []
 
     def pending_entries(self) -> list[InboxEntry]:
         """Return the pending files with their mtimes, sizes and first bytes, in delivery order."""
-        return scan_entries(self.path, with_head=True) if self._safe() else []
+        return _scan(self.path, with_head=True) if self._safe() else []
+
+    def delivered_entries(self) -> list[InboxEntry]:
+        """Return the delivered files (the history directory), oldest mtime first."""
+        return sorted(_scan(self.removed_path, with_head=True), key=lambda e: (e.mtime, e.name))
 
     def ready(self) -> list[str]:
         """Return the pending names a pickup may take now, in delivery order.
 
-        Left for a later pickup: an empty file other than ``abort`` (an editor may be about to
-        fill it), a writable file other than ``abort`` changed within the last
-        :attr:`quiet_seconds` (an editor may still be writing it), and a file over
-        :attr:`max_notice_bytes` (one warning; it stays pending until someone removes or
-        shortens it). Read-only files, which is how :meth:`post` writes, are complete and
-        ready at once. ``abort`` is ready as soon as it exists, whatever its write state:
-        stopping needs no complete reason (its text is read as it is, a default when empty).
+        Left for later: an empty file (an editor may be about to fill it), a writable one changed
+        within :attr:`quiet_seconds` (:meth:`post` writes read-only files), one over
+        :attr:`max_notice_bytes`. ``abort`` is ready as soon as it exists.
         """
         if not self._safe():
             return []
-        names = []
         now = time.time()
-        for item, st in visible_entries(self.path):
+        names = []
+        for item, st in _visible(self.path):
             if not stat.S_ISREG(st.st_mode):
                 continue
-            if st.st_size == 0 and item.name != ABORT_FILE:
+            if item.name != ABORT_FILE and (
+                st.st_size == 0 or (st.st_mode & 0o222 and abs(now - st.st_mtime) < self.quiet_seconds)
+            ):
                 continue
-            if st.st_mode & 0o222 and item.name != ABORT_FILE and abs(now - st.st_mtime) < self.quiet_seconds:
-                continue
-            if st.st_size > self.max_notice_bytes and item.name != ABORT_FILE:
-                warn_once(
-                    ("too-large", str(self.path), item.name, str(st.st_size)),
-                    "inbox: %s/%s is %d bytes, over the %d-byte notice limit (INBOX_MAX_NOTICE_BYTES); "
-                    "it is left pending, not delivered",
-                    self.path, os.fsencode(item.name).decode("utf-8", "backslashreplace"), st.st_size,
-                    self.max_notice_bytes,
-                )
-                continue
-            names.append(item.name)
-        names.sort()
-        return names
+            if self._fits(item.name, st.st_size, os.fsencode(item.name).decode("utf-8", "backslashreplace")):
+                names.append(item.name)
+        return sorted(names)
 
-    def delivered_entries(self) -> list[InboxEntry]:
-        """Return the delivered files (the removed directory), oldest mtime first."""
-        return sorted(scan_entries(self.removed_path, with_head=True), key=lambda e: (e.mtime, e.name))
+    # ----------------------------------------------------------------- claiming
 
     def _open_pending(self, src: Path, need_content: bool) -> tuple[int | None, os.stat_result | None] | None:
-        """Open pending file ``src`` before claiming it: its descriptor and stat, (None, None) when it cannot be opened without ``need_content``.
-
-        Returns None when it is gone (another reader took it). Refuses a symlinked inbox or
-        history directory; raises ``OSError`` when ``need_content`` and it cannot be opened.
-        """
+        """Open pending ``src``: its descriptor and stat, (None, None) when unopenable without ``need_content``, None when gone."""
         if not self._safe():
             raise InboxError(f"refusing to claim from {self.path}: the inbox or its removed directory is a symbolic link")
         try:
-            return open_regular(src)
+            return _open_regular(src)
         except FileNotFoundError:
             return None
         except OSError:
@@ -238,14 +339,10 @@ class DirectoryInbox:
             return None, None
 
     def claim(self, name: str, *, need_content: bool = True) -> Claimed | None:
-        """Move pending file ``name`` into the removed directory and return it with its bytes.
+        """Move pending file ``name`` into the history and return it with its bytes; None when another reader took it.
 
-        Returns None when another reader claimed it first (or it vanished). Raises
-        ``OSError`` when the file cannot be claimed: with ``need_content`` (the default) a
-        file this process cannot open is left in place; without it, it is claimed anyway
-        and returned with ``data=None``. The claim is atomic across processes (see the
-        module docstring), the removed directory is created on the first claim, and the
-        file keeps its mtime.
+        With ``need_content`` a file this process cannot open stays pending (``OSError``);
+        without, it is claimed anyway with ``data=None``.
         """
         src = self.path / name
         pending = self._open_pending(src, need_content)
@@ -259,29 +356,26 @@ class DirectoryInbox:
                 os.rename(src, staging)
             except FileNotFoundError:
                 return None  # another reader won the race
-            # From here on the file is ours alone.
             staged = os.lstat(staging)
             if not stat.S_ISREG(staged.st_mode):  # something else was swapped in under that name
-                move_back(staging, src)
+                _move_back(staging, src)
                 raise OSError(errno.EINVAL, "not a regular file; left in place", str(src))
             if opened is None or (opened.st_dev, opened.st_ino) != (staged.st_dev, staged.st_ino):
                 # Not the file we opened (a writer reused the name), or none: read what we claimed.
                 if fd is not None:
                     os.close(fd)
                 try:
-                    fd, _ = open_regular(staging)
+                    fd, _ = _open_regular(staging)
                 except OSError:
                     fd = None
                     if need_content:
-                        final = move_to_first_free(staging, self.removed_path, history_names(name))
+                        final = _into_history(staging, staged, self.removed_path, name)
                         raise OSError(errno.EACCES, f"claimed but unreadable; left at {final}", str(src)) from None
-            final = move_to_first_free(staging, self.removed_path, history_names(name))
-            if staged.st_mtime_ns != os.lstat(final).st_mtime_ns:
-                os.utime(final, ns=(staged.st_atime_ns, staged.st_mtime_ns), follow_symlinks=False)
+            final = _into_history(staging, staged, self.removed_path, name)
             data = None
             if fd is not None:
                 try:
-                    data = read_all(fd, self.max_notice_bytes)
+                    data = _read_all(fd, self.max_notice_bytes)
                 except OSError as exc:
                     if need_content:
                         raise OSError(exc.errno, f"claimed but unreadable ({exc.strerror}); left at {final}", str(src)) from None
@@ -290,134 +384,166 @@ class DirectoryInbox:
             if fd is not None:
                 os.close(fd)
 
-    # ----------------------------------------------------------------- leases
-
     def lease(self, name: str, *, need_content: bool = True) -> Claimed | None:
-        """Take pending file ``name`` into a claim owned by this process and return it with its bytes and token.
-
-        The notice is then neither pending nor delivered until :meth:`acknowledge` (or a
-        take-over after this process died). Returns None when another reader took it.
-        Raises ``OSError`` when it cannot be claimed; the file is then still pending.
-        """
+        """Take pending file ``name`` into a claim of this process and return it with its token; None when another reader took it."""
         src = self.path / name
         pending = self._open_pending(src, need_content)
         if pending is None:
             return None
-        fd, opened = pending
-        if fd is not None:
-            os.close(fd)
+        if pending[0] is not None:
+            os.close(pending[0])
         token = secrets.token_hex(16)
         self.removed_path.mkdir(parents=True, exist_ok=True)
         claim_dir = new_claim_dir(self.claims_path, token)
         try:
             os.rename(src, claim_dir / name)
-        except FileNotFoundError:  # another reader took it first: leave no empty claims directory behind
-            drop_claim_dir(claim_dir)
+        except FileNotFoundError:  # another reader took it first: leave no empty claim directory behind
+            _drop_claim_dir(claim_dir)
             return None
-        staged = os.lstat(claim_dir / name)
-        if not stat.S_ISREG(staged.st_mode):
-            move_back(claim_dir / name, src)
-            drop_claim_dir(claim_dir)
+        if not stat.S_ISREG(os.lstat(claim_dir / name).st_mode):
+            _move_back(claim_dir / name, src)
+            _drop_claim_dir(claim_dir)
             raise OSError(errno.EINVAL, "not a regular file; left in place", str(src))
-        return read_claim(claim_dir, name, token, need_content, self.max_notice_bytes)
+        return _read_claim(claim_dir, name, token, need_content, self.max_notice_bytes)
 
     def in_flight(self, *, with_head: bool = False) -> list[Lease]:
-        """Return the claims not yet acknowledged, oldest posting time first; empty claim leftovers are cleared.
+        """Return the claims not yet acknowledged, oldest posting time first (``with_head``: with their first bytes).
 
-        ``with_head`` also reads each notice's first bytes, for a listing's preview.
+        An empty claim directory is removed once its owner is dead or its lease ran out, never
+        while its owner lives: a reader of that process may be between its mkdir and rename.
         """
         if not self._safe():
             return []
-        return list_claims(self.claims_path, self.lease_seconds, with_head=with_head)
+        try:
+            it = os.scandir(self.claims_path)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        leases = []
+        with it:
+            for item in it:
+                token, dot, owner = item.name.partition(".")
+                if not dot or not item.is_dir(follow_symlinks=False):
+                    continue
+                try:
+                    leased_at = item.stat(follow_symlinks=False).st_mtime
+                    inside = [e for e in os.scandir(item.path) if not e.name.startswith(".")]
+                    st = inside[0].stat(follow_symlinks=False) if inside else None
+                except OSError:
+                    continue
+                if st is None:
+                    if owner_state(owner) == "dead" or time.time() > leased_at + self.lease_seconds:
+                        _drop_claim_dir(Path(item.path))
+                    continue
+                head = _read_head(inside[0].path) if with_head else None
+                leases.append(Lease(token, inside[0].name, owner, leased_at, self.lease_seconds, st.st_mtime, st.st_size, head))
+        return sorted(leases, key=lambda lease: (lease.mtime, lease.name))
 
     def take_over(self, lease: Lease, *, need_content: bool = True) -> Claimed | None:
-        """Make ``lease`` this process's claim (renewing its lease) and return the notice; None when gone or taken.
-
-        A claim whose file the history already holds (its reader stopped in mid-acknowledge)
-        is finished instead and None comes back.
-        """
+        """Make ``lease`` this process's claim (renewing it) and return the notice; None when gone, taken or already recorded."""
         if not self._safe():
             return None
-        new = reown_claim(self.claims_path, lease)
-        if new is None:
-            return None
-        path = new / lease.name
+        old = self.claims_path / f"{lease.token}.{lease.owner}"
+        new = self.claims_path / f"{lease.token}.{current_owner()}"
+        if old != new:
+            try:
+                os.rename(old, new)
+            except OSError as exc:
+                if isinstance(exc, FileNotFoundError) or exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                    return None
+                raise
+        os.utime(new)
         try:
-            st = os.lstat(path)
+            st = os.lstat(new / lease.name)
         except FileNotFoundError:
-            drop_claim_dir(new)
+            _drop_claim_dir(new)
             return None
-        if st.st_nlink > 1 and holds_inode(self.removed_path, st):
-            os.unlink(path)
-            drop_claim_dir(new)
+        if _recorded(self.removed_path, st):
+            os.unlink(new / lease.name)
+            _drop_claim_dir(new)
             return None
-        return read_claim(new, lease.name, lease.token, need_content, self.max_notice_bytes)
+        return _read_claim(new, lease.name, lease.token, need_content, self.max_notice_bytes)
 
     def acknowledge(self, token: str, name: str | None = None) -> Path | None:
         """Record claim ``token`` as delivered: move its file into the history and return where; None when not in flight."""
         if not self._safe():
             return None
-        claim_dir = find_claim_dir(self.claims_path, token)
-        if claim_dir is None:
-            return None
         try:
+            claim_dir = next(Path(e.path) for e in os.scandir(self.claims_path) if e.name.startswith(token + "."))
             inside = [e.name for e in os.scandir(claim_dir) if not e.name.startswith(".")]
-        except FileNotFoundError:
+        except (OSError, StopIteration):
             return None
         if not inside:
-            drop_claim_dir(claim_dir)
+            _drop_claim_dir(claim_dir)
             return None
         staged = claim_dir / inside[0]
         try:
             st = os.lstat(staged)
-            if st.st_nlink > 1 and holds_inode(self.removed_path, st):
+            if _recorded(self.removed_path, st):
                 final = None
                 os.unlink(staged)
             else:
-                final = move_to_first_free(staged, self.removed_path, history_names(inside[0]))
-                if st.st_mtime_ns != os.lstat(final).st_mtime_ns:
-                    os.utime(final, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
-        except FileNotFoundError:  # recorded or taken over by another reader at the same moment: not in flight here
+                final = _into_history(staged, st, self.removed_path, inside[0])
+        except FileNotFoundError:  # recorded or taken over by another reader at the same moment
             return None
-        drop_claim_dir(claim_dir)
+        _drop_claim_dir(claim_dir)
         return final
 
     # ----------------------------------------------------------------- writing
 
-    def post(self, content: str | bytes, *, name: str | None = None) -> Path:
-        """Write a notice atomically and return its path; ``name`` defaults to an arrival-ordered one.
-
-        Refuses the reserved name ``abort`` (use :meth:`request_abort`), names that would be
-        hidden or leave the directory, empty content, content over :attr:`max_notice_bytes`,
-        and a name that is already pending (:class:`~langchain_promptstrat.inbox.notices.NoticeNameTaken`).
-        """
-        if name is not None:
-            check_notice_name(name)
-            if name == ABORT_FILE:
-                raise InboxError("'abort' is reserved for abort requests; use request_abort() or `promptstrat inbox abort`")
-        data = check_notice_size(notice_bytes(content), self.max_notice_bytes)
-        if not data.strip():
-            raise InboxError("refusing to post an empty notice; give it some content")
-        return self._write(data, name)
-
-    def request_abort(self, reason: str = "") -> Path:
-        """Write the reserved ``abort`` file (content: ``reason``) and return its path.
-
-        Raises :class:`InboxError` when an abort is already pending, rather than replace
-        its reason, or when the reason is over the notice cap.
-        """
-        return self._write(check_notice_size(abort_reason_bytes(reason), self.max_notice_bytes, "abort reason"), ABORT_FILE)
-
     def _write(self, data: bytes, name: str | None) -> Path:
+        """Write ``data`` as a new read-only file under ``name`` (or a fresh name): hidden temporary, fsync, link."""
         if not self._safe(inbox_only=True):
             raise InboxError(f"refusing to post to {self.path}: it is a symbolic link")
         self.path.mkdir(parents=True, exist_ok=True)
-        names = [name] if name else (default_notice_name() for _ in range(100))
-        final = write_new_file(self.path, data, names)
-        if final is not None:
-            return final
-        if not name:
-            raise InboxError(f"could not find a free notice name in {self.path}")  # pragma: no cover
-        what = "an abort is" if name == ABORT_FILE else f"a notice named {name!r} is"
-        raise NoticeNameTaken(f"{what} already pending in this inbox; wait for it to be delivered or pick another name")
+        tmp = self.path / f".tmp-{os.getpid()}-{secrets.token_hex(8)}"
+        fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0), 0o444)
+        try:
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            final = _move_to_first_free(tmp, self.path, [name] if name else (default_notice_name() for _ in range(100)))
+        finally:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+        if final is None:
+            raise self._taken(name) if name else InboxError(f"could not find a free notice name in {self.path}")
+        try:  # the new name on disk, where the platform allows
+            dir_fd = os.open(self.path, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+        except OSError:
+            pass
+        return final
 
+
+def post_to_inbox(
+    save_file: str | os.PathLike[str] | None = None,
+    content: str | bytes | None = None,
+    *,
+    name: str | None = None,
+    thread_id: str | None = None,
+    root: str | os.PathLike[str] | None = None,
+) -> Path:
+    """Post ``content`` to the directory inbox of ``save_file`` (or of ``thread_id`` under ``root``) and return the new file's path."""
+    if content is None:
+        raise TypeError("post_to_inbox() needs the notice content")
+    return DirectoryInbox.for_save_file(resolve_save_file(save_file, thread_id=thread_id, root=root)).post(content, name=name)
+
+
+def request_abort(
+    save_file: str | os.PathLike[str] | None = None,
+    reason: str = "",
+    *,
+    thread_id: str | None = None,
+    root: str | os.PathLike[str] | None = None,
+) -> Path:
+    """Ask a conversation's run to stop with ``reason`` (it raises ``InboxAborted``, or interrupts): write ``abort``, return its path."""
+    return DirectoryInbox.for_save_file(resolve_save_file(save_file, thread_id=thread_id, root=root)).request_abort(reason)

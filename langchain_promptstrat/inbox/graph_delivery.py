@@ -1,14 +1,11 @@
 """The inbox inside a LangGraph run: the pickup as a task, what the checkpointer stored, an abort as an interrupt.
 
-The hook, the inbox node and the ``create_agent`` middleware pick up a thread's inbox the
-same way, here: :class:`InboxSource` finds the run's inbox (from the adapter's ``root=``
-and ``backend=``, else the ``inbox`` strategy's) and :func:`deliver_inbox` claims its
-notices in a LangGraph task (a step re-executed on resume replays the task's result
-instead of touching the inbox again), turns an ``abort`` into a resumable ``interrupt``,
-and acknowledges a notice once the checkpointer has stored a checkpoint holding it
-(:class:`StoredNoticeIds`, :func:`stored_reader`). The adapters only read their input and
-shape their output. Nothing of the inbox's stores imports this module, so the CLI's
-``inbox`` commands load no LangGraph.
+The hook, the inbox node and the middleware pick up a thread's inbox here: :class:`InboxSource`
+finds the run's inbox and :func:`deliver_inbox` claims its notices in a LangGraph task (a
+step re-executed on resume replays the task's result instead of touching the inbox again),
+turns an ``abort`` into a resumable ``interrupt``, and acknowledges a notice once the
+checkpointer has stored a checkpoint holding it (:class:`StoredNoticeIds`,
+:func:`stored_reader`). Nothing of the inbox's stores imports this module.
 """
 
 from __future__ import annotations
@@ -20,7 +17,9 @@ import warnings
 from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, TypedDict
+
+from typing_extensions import Unpack
 
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
@@ -32,11 +31,10 @@ from langgraph.types import interrupt
 
 from langchain_promptstrat.ceiling import MaxTokens
 from langchain_promptstrat.errors import InboxAborted
-from langchain_promptstrat.inbox.contract import ABORT_FILE, InboxBackend
-from langchain_promptstrat.inbox.delivery import notice_ids, pick_up, printable, settle_when_stored
+from langchain_promptstrat.inbox.contract import ABORT_FILE, InboxBackend, LeasingInbox, pickup_budget
+from langchain_promptstrat.inbox.delivery import acknowledge, notice_ids, pick_up, printable, settle_when_stored
 from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.inbox.locate import InboxBackendSpec, check_backend, inbox_for_config, save_file_for_config
-from langchain_promptstrat.inbox.notices import pickup_budget
 from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV, inbox_root
 from langchain_promptstrat.messages import mark, mark_of
 from langchain_promptstrat.report import logger
@@ -67,12 +65,8 @@ NO_CHECKPOINTER_NOTE = (
 )
 
 
-# --------------------------------------------------------------------------- the inbox pickup
-
-
 def _pick_up(
-    store: InboxBackend, seen: Collection[str] = frozenset(), held: Collection[str] = frozenset(), settle: bool = True,
-    budget_bytes: int | None = None,
+    store: InboxBackend, seen: Collection[str], held: Collection[str], settle: bool, budget_bytes: int | None
 ) -> dict[str, Any]:
     result = pick_up(store, seen=seen, held=held, settle=settle, budget_bytes=budget_bytes)
     abort = {"reason": result.abort_reason, "path": result.abort_path} if result.aborted else None
@@ -91,10 +85,8 @@ resume gets the same notices back instead of touching the inbox again."""
 def _with_run_config(config: RunnableConfig, func: Callable[..., Any], *args: Any) -> Any:
     """Return ``func(*args)``, run where LangGraph's ``get_config()`` finds the run's config.
 
-    ``interrupt()`` and task calls read the config from a context variable, which Python
-    3.10 does not carry into the nodes of an async graph (asyncio tasks take a context only
-    from 3.11 on); there ``config``, the one LangGraph handed the node, is set for the call,
-    as LangGraph itself does on 3.11+.
+    Python 3.10 does not carry the context variable holding it into an async graph's nodes
+    (asyncio tasks take a context only from 3.11 on): there ``config`` is set for the call.
     """
     try:
         get_config()
@@ -122,12 +114,10 @@ def has_checkpointer(config: RunnableConfig | None) -> bool:
 def stored_notice_ids(config: RunnableConfig | None, keys: Sequence[str] = ()) -> frozenset[str] | None:
     """Return the inbox notice ids the run's checkpointer has *stored* for its thread, or None when it cannot tell.
 
-    Read back from the checkpointer (``get_tuple`` of the thread's latest checkpoint in the
-    graph's namespace), not from the run's memory: with ``durability="async"`` (LangGraph's
-    default) a step's checkpoint is written in the background, behind the run, and with
-    ``"exit"`` only when the run ends. The ids are those of the notices in ``messages``
-    plus the ids listed under each state key of ``keys``. None without a checkpointer or a
-    thread id.
+    Read back from the checkpointer (the thread's latest checkpoint in the graph's namespace),
+    not from the run's memory: with ``durability="async"`` a step's checkpoint is written
+    behind the run. The ids are those of the notices in ``messages`` plus those listed under
+    each state key of ``keys``. None without a checkpointer or a thread id.
     """
     configurable = (config or {}).get("configurable", {})
     saver, thread = configurable.get(CONFIG_KEY_CHECKPOINTER), configurable.get("thread_id")
@@ -152,11 +142,7 @@ def stored_reader(config: RunnableConfig, keys: Sequence[str] = ()) -> Callable[
 
 
 class StoredNoticeIds(Collection[str]):
-    """The ids among ``candidates`` (those in the run's state) that the checkpointer has stored, read on first use.
-
-    A pickup acknowledges the in-flight claims whose ids it finds here; the checkpointer is
-    read only when a claim's id is among the candidates, not at every model call.
-    """
+    """The ids among ``candidates`` (those in the run's state) that the checkpointer has stored, read on first use only."""
 
     def __init__(self, config: RunnableConfig, candidates: Collection[str], keys: Sequence[str] = ()) -> None:
         self.candidates = frozenset(candidates)
@@ -189,24 +175,11 @@ def _add_note(error: BaseException, note: str) -> None:
         error.__notes__ = [*getattr(error, "__notes__", []), note]  # type: ignore[attr-defined, unused-ignore]
 
 
-def _acknowledge_abort(store: InboxBackend, token: str | None) -> Path | str | None:
-    """Record a claimed abort as consumed and return where it now lies (None when there was nothing to record)."""
-    if token is None:
-        return None
-    try:
-        return store.acknowledge(token, ABORT_FILE)  # type: ignore[attr-defined, no-any-return]
-    except OSError as exc:  # the abort is honoured regardless; its claim stays listed until recovered
-        logger.warning("inbox: could not record the abort of %s as consumed: %s", store.location, exc)
-        return None
-
-
 def abort_payload(config: RunnableConfig | None, reason: str, path: str | None, notices: Sequence[BaseMessage]) -> dict[str, Any]:
     """Return the interrupt payload of an inbox abort: ``type``, ``thread_id``, ``reason``, ``abort`` and ``notices``.
 
-    ``abort`` is the name the consumed abort bears in the inbox's history (``abort``, or
-    ``abort.1`` beside an earlier one) and ``notices`` the names of the notices consumed
-    before it, as ``GET /threads/{thread_id}/inbox`` and ``promptstrat inbox ls`` list them;
-    ``thread_id`` is the run's (None when its config names none). No server path: an API
+    ``abort`` is the name the consumed abort bears in the history (``abort``, ``abort.1``, ...)
+    and ``notices`` the names of the notices consumed before it. No server path: an API
     client reads this payload.
     """
     thread = ((config or {}).get("configurable") or {}).get("thread_id")
@@ -215,6 +188,16 @@ def abort_payload(config: RunnableConfig | None, reason: str, path: str | None, 
     name = printable(re.split(r"[/\\]", path)[-1]) if path else ABORT_FILE
     return {"type": INBOX_ABORT, "thread_id": None if thread is None else str(thread), "reason": reason,
             "abort": name, "notices": names}
+
+
+class DeliveryOptions(TypedDict, total=False):
+    """How :func:`deliver_inbox` (and :meth:`InboxSource.deliver`) treat an abort and acknowledge notices."""
+
+    on_abort: Literal["interrupt", "raise", "return"]
+    seen: Collection[str]
+    held: Collection[str]
+    settle: bool
+    stored: Callable[[], Collection[str] | None] | None
 
 
 class InboxDelivery(NamedTuple):
@@ -228,64 +211,57 @@ def deliver_inbox(
     inbox: str | os.PathLike[str] | InboxBackend,
     config: RunnableConfig,
     *,
-    on_abort: Literal["interrupt", "raise", "return"] = "interrupt",
-    seen: Collection[str] = frozenset(),
-    held: Collection[str] = frozenset(),
-    settle: bool = True,
-    stored: Callable[[], Collection[str] | None] | None = None,
     include_paths: bool = False,
     budget_bytes: int | None = None,
+    **options: Unpack[DeliveryOptions],
 ) -> InboxDelivery:
     """Return the notices of ``inbox`` (a save file, or any inbox backend), handling ``abort`` as ``on_abort`` says.
 
-    ``seen``, ``held`` and ``settle`` are :func:`~langchain_promptstrat.inbox.delivery.pick_up`'s:
-    the ids of the notices the stored conversation already holds (acknowledged, not sent
-    again), those handed over and awaiting their model call or their checkpoint, and
-    whether to acknowledge at once. With ``stored`` (a reader of the ids the checkpointer
-    has stored) the notices returned are acknowledged once it lists them
-    (:func:`~langchain_promptstrat.inbox.delivery.settle_when_stored`).
+    ``seen``, ``held`` and ``settle`` (default True) are :func:`~langchain_promptstrat.inbox.delivery.pick_up`'s;
+    with ``stored`` (a reader of the ids the checkpointer has stored) the notices returned
+    are acknowledged once it lists them (:func:`~langchain_promptstrat.inbox.delivery.settle_when_stored`).
 
-    ``interrupt`` calls ``interrupt(payload)`` with the :func:`abort_payload` (the thread,
-    the reason, the names of the abort and of the notices consumed before it; the server
-    paths ``path`` and ``inbox`` only with ``include_paths=True``, since every API client of
-    a server sees the payload) and, once resumed, picks up again (a non-empty string resume
-    value becomes a user message marked ``inbox_resume``); without a checkpointer nothing
-    could be resumed, so it raises :class:`InboxAborted` at once, with a note saying so.
-    ``raise`` always raises. ``return`` stops and returns the abort (its payload) next to
-    the notices consumed before it. Each pickup is a LangGraph task, so a step re-executed on resume
-    replays it: the abort is not seen twice and no notice is lost or delivered twice.
+    ``on_abort="interrupt"`` (the default) calls ``interrupt`` with the :func:`abort_payload`
+    (the server paths ``path`` and ``inbox`` too with ``include_paths=True``) and, once
+    resumed, picks up again (a non-empty string resume value becomes a user message marked
+    ``inbox_resume``); without a checkpointer it raises :class:`InboxAborted` at once, with a
+    note saying so. ``raise`` always raises; ``return`` returns the abort's payload next to
+    the notices consumed before it. Each pickup is a LangGraph task, so a step re-executed
+    on resume replays it: the abort is not seen twice, no notice lost or delivered twice.
     """
+    on_abort = options.get("on_abort", "interrupt")
+    seen, held = options.get("seen", frozenset()), options.get("held", frozenset())
+    settle, stored = options.get("settle", True), options.get("stored")
     store = DirectoryInbox.for_save_file(inbox) if isinstance(inbox, (str, os.PathLike)) else inbox
-    where = store.location
     notices: list[BaseMessage] = []
-    while True:
+    payload: dict[str, Any] | None = None
+    while payload is None:
         taken = held if not notices else frozenset(held) | notice_ids(notices)
         picked = _with_run_config(config, _checkpointed_pick_up, store, seen, frozenset(taken), settle, budget_bytes)
         notices += picked["delivered"]
         if picked["abort"] is None:
-            if stored is not None and not settle:
-                settle_when_stored(store, notices, stored)
-            return InboxDelivery(notices)
+            break
         # The pickup task's result, abort included, is in the checkpoint (or, without a checkpointer, acted on
         # now): the abort is spent. A replayed task acknowledges again, which finds nothing left to do.
-        recorded = _acknowledge_abort(store, picked["abort"].get("token"))
+        token = picked["abort"].get("token")
+        recorded = acknowledge(store, token, ABORT_FILE) or None if token and isinstance(store, LeasingInbox) else None
         path = printable(str(recorded)) if recorded is not None else picked["abort"]["path"]
         payload = abort_payload(config, picked["abort"]["reason"], path, picked["delivered"])
         if include_paths:
-            payload.update(path=path, inbox=printable(where))
-        can_resume = has_checkpointer(config)
-        if on_abort == "return":
-            if stored is not None and not settle:
-                settle_when_stored(store, notices, stored)
-            return InboxDelivery(notices, payload)
-        if on_abort == "raise" or not can_resume:
+            payload.update(path=path, inbox=printable(store.location))
+        if on_abort == "raise" or (on_abort == "interrupt" and not has_checkpointer(config)):
             error = InboxAborted(payload["reason"], path=path, delivered=notices)
             if on_abort == "interrupt":
                 _add_note(error, NO_CHECKPOINTER_NOTE)
             raise error
-        answer = _with_run_config(config, interrupt, payload)
-        if isinstance(answer, str) and answer.strip():
-            notices.append(mark(HumanMessage(answer), RESUME_KIND, notice=False))
+        if on_abort == "interrupt":
+            answer = _with_run_config(config, interrupt, payload)
+            if isinstance(answer, str) and answer.strip():
+                notices.append(mark(HumanMessage(answer), RESUME_KIND, notice=False))
+            payload = None
+    if stored is not None and not settle:
+        settle_when_stored(store, notices, stored)
+    return InboxDelivery(notices, payload)
 
 
 class InboxSource:
@@ -336,22 +312,12 @@ class InboxSource:
             return None
         return inbox_for_config(config, backend=self.backend, root=self.root, allow_save_file=self.allow_save_file)
 
-    def deliver(
-        self,
-        config: RunnableConfig,
-        *,
-        on_abort: Literal["interrupt", "raise", "return"] = "interrupt",
-        seen: Collection[str] = frozenset(),
-        held: Collection[str] = frozenset(),
-        settle: bool = True,
-        stored: Callable[[], Collection[str] | None] | None = None,
-    ) -> tuple[Path | None, InboxDelivery]:
+    def deliver(self, config: RunnableConfig, **options: Unpack[DeliveryOptions]) -> tuple[Path | None, InboxDelivery]:
         """Return the save file and what the inbox delivered (nothing without an inbox strategy or a save file)."""
         save_file = self.save_file(config)
         store = self.store(config)
         if store is None:
             return save_file, InboxDelivery([])
         return save_file, deliver_inbox(
-            store, config, on_abort=on_abort, seen=seen, held=held, settle=settle, stored=stored,
-            include_paths=self.include_paths, budget_bytes=pickup_budget(self.ceiling),
+            store, config, include_paths=self.include_paths, budget_bytes=pickup_budget(self.ceiling), **options
         )

@@ -1,14 +1,11 @@
 """Which inbox serves a run: the ``backend=`` argument, and the save file or thread a run's config names.
 
-A run names its conversation in its config: ``configurable.thread_id``. With the
-directory backend (the default) a thread's inbox lies under the inbox root (``root=``, else
-``$PROMPTSTRAT_INBOX_ROOT``); a provider such as ``PostgresInboxes(dsn)`` serves any
-thread; a backend bound to one conversation serves every run. A run config's
+With the directory backend (the default) a thread's inbox lies under the inbox root
+(``root=``, else ``$PROMPTSTRAT_INBOX_ROOT``); a provider such as ``PostgresInboxes(dsn)``
+serves any thread; a backend bound to one conversation serves every run. A run config's
 ``configurable.save_file`` names the inbox only where nothing else does (the directory
 backend with no root) or where the code says so (``allow_save_file=True``): a request's
-config never moves its run to another thread's inbox. The strategy, the LangGraph adapters and the middleware all ask here.
-
-It only finds the inbox: it never reads, claims or posts a notice.
+config never moves its run to another thread's inbox.
 """
 
 from __future__ import annotations
@@ -21,9 +18,8 @@ from langchain_core.runnables import RunnableConfig
 from typing_extensions import TypeIs
 
 from langchain_promptstrat.errors import ConfigError
-from langchain_promptstrat.inbox.contract import InboxBackend, InboxProvider, is_inbox_backend
+from langchain_promptstrat.inbox.contract import InboxBackend, InboxProvider, is_inbox_backend, warn_once
 from langchain_promptstrat.inbox.directory import DirectoryInbox
-from langchain_promptstrat.inbox.notices import warn_once
 from langchain_promptstrat.inbox.paths import inbox_root, thread_save_file
 
 __all__ = ["InboxBackendSpec", "check_backend", "inbox_for_config", "inbox_for_save_file", "save_file_for_config"]
@@ -38,11 +34,9 @@ def save_file_for_config(
 ) -> Path | None:
     """Return the save file a run's config names: ``<root>/<thread_id>.chat``, or ``configurable.save_file`` where no root is set.
 
-    ``root`` defaults to ``$PROMPTSTRAT_INBOX_ROOT``, read now. When a root is set (by the
-    application or the environment), the run config's ``save_file`` is ignored with one
-    warning: on a server a request's config would otherwise point its run at another
-    thread's inbox. Only ``allow_save_file=True``, given in code, lets it win. With no root
-    a thread has no inbox, and a ``save_file`` names the one inbox (a script's own run).
+    ``root`` defaults to ``$PROMPTSTRAT_INBOX_ROOT``, read now. With a root, a ``save_file``
+    is ignored with one warning unless ``allow_save_file=True``; with none, a thread has no
+    inbox and a ``save_file`` names the one inbox (a script's own run).
     """
     configurable = (config or {}).get("configurable") or {}
     rooted = inbox_root(root) is not None
@@ -66,11 +60,8 @@ def _ignore_save_file(because: str, where: str) -> None:
 
 
 def check_backend(backend: Any, root: str | os.PathLike[str] | None = None) -> InboxBackendSpec:
-    """Return ``backend`` once it is known to be usable as ``backend=``; raise :class:`ConfigError` otherwise.
-
-    ``root`` (the directory backend's inbox root) only goes with the directory backend.
-    """
-    directory = backend is None or (isinstance(backend, type) and issubclass(backend, DirectoryInbox))
+    """Return ``backend`` once it is known to be usable as ``backend=`` (``root`` only with the directory backend); raise :class:`ConfigError` otherwise."""
+    directory = _is_directory(backend)
     if not directory and (isinstance(backend, type) or not (is_inbox_backend(backend) or isinstance(backend, InboxProvider))):
         raise ConfigError(
             f"backend={backend!r} is not an inbox backend; pass a provider such as PostgresInboxes(dsn) or "
@@ -82,11 +73,7 @@ def check_backend(backend: Any, root: str | os.PathLike[str] | None = None) -> I
 
 
 def inbox_for_save_file(save_file: str | os.PathLike[str] | None, backend: InboxBackendSpec = None) -> InboxBackend | None:
-    """Return the inbox of the conversation saved to ``save_file``: from ``backend``, a directory by default.
-
-    A backend bound to one conversation is returned whatever ``save_file`` says; otherwise
-    no save file means no inbox (None).
-    """
+    """Return the inbox of the conversation saved to ``save_file`` (a directory by default; None without one); a bound backend as is."""
     if is_inbox_backend(backend):
         return backend
     if not save_file or not os.fspath(save_file):
@@ -101,14 +88,10 @@ def inbox_for_config(
     root: str | os.PathLike[str] | None = None,
     allow_save_file: bool = False,
 ) -> InboxBackend | None:
-    """Return the inbox of a run: its ``configurable.thread_id``'s, else None.
+    """Return the inbox of a run: its ``configurable.thread_id``'s (or ``save_file``'s, see :func:`save_file_for_config`), else None.
 
-    With the directory backend a thread's inbox lies under ``root`` (default
-    ``$PROMPTSTRAT_INBOX_ROOT``, read now) and without a root there is none; a provider
-    such as ``PostgresInboxes`` needs no root. A run config's ``save_file`` chooses the
-    inbox only with ``allow_save_file=True`` or, for the directory backend, when no root
-    is set (see :func:`save_file_for_config`). A backend bound to one conversation is
-    returned as is.
+    With the directory backend a thread's inbox lies under ``root`` and without a root there
+    is none; a provider needs no root. A backend bound to one conversation is returned as is.
     """
     if is_inbox_backend(backend):
         return backend
@@ -124,6 +107,6 @@ def inbox_for_config(
     return None if thread_id is None else backend.for_thread(str(thread_id))
 
 
-def _is_directory(backend: InboxBackendSpec) -> TypeIs[type[DirectoryInbox] | None]:
+def _is_directory(backend: object) -> TypeIs[type[DirectoryInbox] | None]:
     """Return whether ``backend`` names the directory backend: None, ``DirectoryInbox`` or a subclass."""
     return backend is None or (isinstance(backend, type) and issubclass(backend, DirectoryInbox))

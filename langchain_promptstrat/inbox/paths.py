@@ -1,14 +1,8 @@
 """Where a conversation's inbox lies: the sibling rule, thread ids as file names, the inbox root.
 
-A conversation saved to ``x/agent.chat`` has its inbox in the sibling directory
-``x/agent.inbox``; delivered files are moved into ``x/agent.inbox_removed``, which is the
-record of what was delivered and when. For a LangGraph thread the save file is
-``<root>/<encoded thread id>.chat``, the root coming from ``root=`` or
-``$PROMPTSTRAT_INBOX_ROOT``.
-
-This module only computes paths (reading the environment, and refusing a root that is a
-file): it never creates, lists or moves anything. The PostgreSQL backend uses the same rules
-to name its threads.
+A conversation saved to ``x/agent.chat`` has its inbox in ``x/agent.inbox`` and its history
+in ``x/agent.inbox_removed``; a LangGraph thread's save file is ``<root>/<encoded thread
+id>.chat`` (``root=`` or ``$PROMPTSTRAT_INBOX_ROOT``). Paths only: nothing is created here.
 """
 
 from __future__ import annotations
@@ -19,18 +13,10 @@ import uuid
 from pathlib import Path
 
 from langchain_promptstrat.errors import InboxError
+from langchain_promptstrat.inbox.contract import name_stem
 
-__all__ = [
-    "INBOX_ROOT_ENV",
-    "canonical_thread_id",
-    "encode_thread_id",
-    "inbox_dir",
-    "inbox_removed_dir",
-    "inbox_root",
-    "name_stem",
-    "resolve_save_file",
-    "thread_save_file",
-]
+__all__ = ["INBOX_ROOT_ENV", "canonical_thread_id", "encode_thread_id", "inbox_dir", "inbox_removed_dir", "inbox_root",
+           "resolve_save_file", "thread_save_file"]
 
 INBOX_ROOT_ENV = "PROMPTSTRAT_INBOX_ROOT"
 """Environment variable naming the directory that holds one inbox per LangGraph thread."""
@@ -46,17 +32,6 @@ _MAX_ENCODED = 180
 _LONG_PREFIX = 96
 
 
-def name_stem(name: str) -> str:
-    """Return ``name`` without its last extension; a name without one is kept whole.
-
-    A leading dot does not start an extension (``.chat`` stays ``.chat``) and neither
-    does a trailing one (``a.`` stays ``a.``): the rule is spelled out here rather than
-    left to ``pathlib``, whose ``stem`` changed between Python versions.
-    """
-    cut = name.rfind(".")
-    return name[:cut] if 0 < cut < len(name) - 1 else name
-
-
 def _sibling(save_file: str | os.PathLike[str], suffix: str) -> Path:
     path = Path(save_file)
     if not path.name or path.name in (".", ".."):
@@ -65,11 +40,7 @@ def _sibling(save_file: str | os.PathLike[str], suffix: str) -> Path:
 
 
 def inbox_dir(save_file: str | os.PathLike[str]) -> Path:
-    """Return the inbox directory of a conversation saved to ``save_file`` (its ``.inbox`` sibling).
-
-    The last extension of the file name is replaced: ``x/agent.chat`` -> ``x/agent.inbox``,
-    ``dir/a.b.chat`` -> ``dir/a.b.inbox``, ``dir/agent`` -> ``dir/agent.inbox``.
-    """
+    """Return the inbox directory of a conversation saved to ``save_file``: ``x/a.b.chat`` -> ``x/a.b.inbox``, ``x/a`` -> ``x/a.inbox``."""
     return _sibling(save_file, INBOX_SUFFIX)
 
 
@@ -81,9 +52,7 @@ def inbox_removed_dir(save_file: str | os.PathLike[str]) -> Path:
 def canonical_thread_id(thread_id: str) -> str:
     """Return the one spelling of a thread id that names its inbox: a UUID in lowercase hyphenated form, any other id as it is.
 
-    LangGraph Server takes a UUID thread id in any spelling Python's :class:`uuid.UUID`
-    reads (uppercase, without hyphens, in braces, as ``urn:uuid:``) and means one thread;
-    each spelling must reach that thread's one inbox.
+    LangGraph Server takes a UUID in any spelling :class:`uuid.UUID` reads as one thread.
     """
     try:
         return str(uuid.UUID(thread_id))
@@ -94,13 +63,10 @@ def canonical_thread_id(thread_id: str) -> str:
 def encode_thread_id(thread_id: str) -> str:
     """Return ``thread_id`` as one safe file-name component, readable when it already is one.
 
-    Every character outside ``[A-Za-z0-9._-]`` becomes ``%XX`` per UTF-8 byte (``%`` itself
-    included), and so does a leading dot, so ``..``, ``/etc`` or ``a/b`` can never leave the
-    root or hide a directory; ``run.1`` stays ``run.1``. The mapping is injective. An
-    encoding longer than 180 characters is cut to its first 96 and ``~`` plus the SHA-256 of
-    the id: ``~`` never appears in a short encoding, so long ids cannot collide with short
-    ones, and two long ids collide only if SHA-256 does. Empty or non-string ids raise
-    :class:`InboxError`. On a case-insensitive filesystem ``Run`` and ``run`` share an inbox.
+    Every character outside ``[A-Za-z0-9._-]``, and a leading dot, becomes ``%XX`` per UTF-8
+    byte, so no id leaves the root or hides a directory; the mapping is injective. An encoding
+    over 180 characters is cut to its first 96 plus ``~`` and the id's SHA-256 (``~`` never
+    appears in a short one).
     """
     if not isinstance(thread_id, str):
         raise InboxError(f"thread_id must be a string, got {type(thread_id).__name__}")
@@ -123,11 +89,7 @@ def encode_thread_id(thread_id: str) -> str:
 
 
 def inbox_root(root: str | os.PathLike[str] | None = None) -> Path | None:
-    """Return the inbox root: ``root`` when given, else ``$PROMPTSTRAT_INBOX_ROOT``, else None.
-
-    The environment is read on every call. A root that exists but is not a directory
-    raises :class:`InboxError`.
-    """
+    """Return the inbox root: ``root``, else ``$PROMPTSTRAT_INBOX_ROOT`` (read now), else None; :class:`InboxError` when it is not a directory."""
     value = os.fspath(root) if root is not None else os.environ.get(INBOX_ROOT_ENV, "")
     if not value:
         return None
@@ -139,22 +101,11 @@ def inbox_root(root: str | os.PathLike[str] | None = None) -> Path | None:
 
 
 def thread_save_file(thread_id: str, root: str | os.PathLike[str] | None = None) -> Path:
-    """Return ``<root>/<encoded thread_id>.chat``: the save file that stands for a LangGraph thread.
-
-    The thread id is taken in its :func:`canonical_thread_id` spelling.
-
-    Its inbox is ``<root>/<encoded>.inbox``, always directly inside ``root`` whatever the
-    thread id holds. Raises :class:`InboxError` when there is no root (no ``root`` and no
-    ``PROMPTSTRAT_INBOX_ROOT``).
-    """
+    """Return ``<root>/<encoded canonical thread_id>.chat``, the save file of a LangGraph thread; :class:`InboxError` without a root."""
     base = inbox_root(root)
     if base is None:
         raise InboxError(f"no inbox root for thread {thread_id!r}: pass root= (--root) or set {INBOX_ROOT_ENV}")
-    save_file = base / (encode_thread_id(canonical_thread_id(thread_id)) + THREAD_SAVE_SUFFIX)
-    for derived in (save_file, inbox_dir(save_file), inbox_removed_dir(save_file)):
-        if derived.parent != base or derived.name.startswith(".") or os.sep in derived.name:  # defence in depth
-            raise InboxError(f"thread id {thread_id!r} would name {str(derived)!r} outside the inbox root")
-    return save_file
+    return base / (encode_thread_id(canonical_thread_id(thread_id)) + THREAD_SAVE_SUFFIX)
 
 
 def resolve_save_file(

@@ -1,92 +1,347 @@
-"""The inbox in PostgreSQL: the directory backend's consume-once contract for workers on many machines.
+"""The inbox in PostgreSQL (:class:`PostgresInbox`, :class:`PostgresInboxes`): the directory backend's contract in two tables.
 
-Two tables stand for the two directories: ``promptstrat_inbox_pending`` (the ``.inbox``
-directory: one row per notice, keyed by thread and name) and
-``promptstrat_inbox_delivered`` (the ``.inbox_removed`` directory: every delivered notice
-under its history name, with its original name, content, posting time and delivery time).
-``setup()`` creates them, once, like LangGraph's ``PostgresSaver.setup()``; the table
-``promptstrat_inbox_migrations`` records which schema version is applied, so a later
-version of this package can migrate.
+``promptstrat_inbox_pending`` stands for the ``.inbox`` directory (one row per notice, keyed
+by thread and name) and ``promptstrat_inbox_delivered`` for the history (every delivered
+notice under its history name, with its original name, content, posting and delivery
+time). ``setup()`` creates them once, like LangGraph's ``PostgresSaver.setup()``;
+``promptstrat_inbox_migrations`` records the schema version applied.
 
-Claim (why each notice reaches exactly one reader and none is lost): one transaction runs
-one statement that deletes the pending row (``SELECT ... FOR UPDATE SKIP LOCKED``, then
-``DELETE ... RETURNING``) and inserts it into the history under the first free name
-(``name``, ``stem.1.ext``, ...), then commits. A row can be deleted by one committed
-transaction only: a reader that finds it locked skips it (another reader is claiming it),
-one that finds it deleted gets nothing. The history's primary key (thread, name) makes an
-overwrite impossible; when two readers pick the same free history name at once, the second
-insert does nothing and the reader tries the next free name, inside the same transaction.
-The notice is handed to the caller only after COMMIT succeeded. Anything that fails
-before COMMIT (an error, a lost connection, a killed reader: the server rolls back a
-transaction whose client is gone) leaves the row pending, undelivered and unrecorded.
-The one window is COMMIT itself: a connection lost after the server committed but before
-the reader heard so leaves the notice recorded as delivered but never shown to a model,
-at most once, as in the directory backend.
+Claim (each notice reaches exactly one reader, none is lost): one transaction deletes the
+pending row (``FOR UPDATE SKIP LOCKED``, then ``DELETE ... RETURNING``) and inserts it into
+the history under the first free name (``name``, ``stem.1.ext``, ...), then commits. A
+reader that finds the row locked skips it; the history's primary key makes an overwrite
+impossible (a lost race for a free name tries the next one, in the same transaction). The
+notice is handed over only after COMMIT; anything failing before leaves it pending.
 
-Leases (what the strategy uses, so nothing is lost to a crash): ``lease(name)`` marks the
-pending row with a claim token, its owner (host, process, start time) and the time, in one
-``UPDATE ... WHERE claim_token IS NULL`` (one winner); claimed rows are neither pending nor
-delivered. ``acknowledge(token, name)`` then moves the row into the history as ``claim``
-does. ``take_over`` re-owns the claim of a dead owner or an expired lease (``UPDATE ...
-WHERE claimed_by = <old owner>``: one winner), keeping its token. Schema version 2 adds
-the three columns.
+Leases: ``lease`` marks the row with a token, its owner and the time (``UPDATE ... WHERE
+claim_token IS NULL``: one winner); ``acknowledge`` moves it into the history as ``claim``
+does; ``take_over`` re-owns it (``WHERE claimed_by = <old owner>``: one winner).
 
-Connections: pass a connection string (a new connection per operation: simple, fork-safe,
-fine for a CLI or a few workers), a ``psycopg_pool.ConnectionPool`` (production), or a
-``psycopg.Connection`` in autocommit mode or idle (used under a lock, one operation at a
-time; never share one across ``fork``). psycopg is imported when a backend is built.
-
-This module holds the two public classes and the thread-id rules; the SQL is
-:mod:`~langchain_promptstrat.inbox.postgres_sql`'s and the connection handling
-:mod:`~langchain_promptstrat.inbox.postgres_connection`'s. Like every backend it knows
-nothing of what a notice means to a run (messages, aborts, acknowledgement after a model
-call): that is :mod:`~langchain_promptstrat.inbox.delivery`'s.
+Connections: a connection string (a new connection per operation: simple, fork-safe), a
+``psycopg_pool.ConnectionPool``, or a ``psycopg.Connection`` in autocommit mode or idle (used
+under a lock; never share one across ``fork``). psycopg is imported when a backend is built.
+Table names appear in the SQL as ``{pending}``, ``{delivered}``, ``{version}``, filled with
+quoted identifiers; values are always parameters.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import threading
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from langchain_promptstrat.errors import InboxError
-from langchain_promptstrat.inbox.contract import ABORT_FILE, Claimed, InboxEntry, Lease
-from langchain_promptstrat.inbox.notices import (
-    NoticeNameTaken,
-    abort_reason_bytes,
-    check_notice_name,
-    check_notice_size,
+from langchain_promptstrat.errors import ConfigError, InboxError
+from langchain_promptstrat.extras import install_hint
+from langchain_promptstrat.inbox.contract import (
+    Claimed,
+    InboxEntry,
+    Lease,
+    NoticeStore,
+    current_owner,
     default_notice_name,
-    notice_bytes,
+    name_stem,
     notice_limits,
-    split_ext,
-    warn_once,
 )
-from langchain_promptstrat.inbox.owners import current_owner
 from langchain_promptstrat.inbox.paths import canonical_thread_id, encode_thread_id, inbox_dir
-from langchain_promptstrat.inbox.postgres_connection import Database
-from langchain_promptstrat.inbox.postgres_sql import (
-    ACKNOWLEDGE,
-    CLAIM,
-    DELIVERED,
-    IN_FLIGHT,
-    IN_FLIGHT_WITH_HEAD,
-    LEASE,
-    PENDING,
-    POST,
-    RECORD,
-    TAKE_OVER,
-)
 
 if TYPE_CHECKING:
     import psycopg
     from typing_extensions import LiteralString  # psycopg's sql.SQL takes only literal text: no injection
 
-__all__ = ["PostgresInbox", "PostgresInboxes", "save_file_thread_id"]
+__all__ = ["DSN_ENV", "PostgresInbox", "PostgresInboxes", "save_file_thread_id"]
 
 _MAX_NAME_ATTEMPTS = 100
 _MAX_THREAD_ID_BYTES = 2048
 """Longest thread id kept: with a 255-byte name it stays within a B-tree index entry (2704 bytes)."""
+
+PENDING_TABLE = "promptstrat_inbox_pending"
+DELIVERED_TABLE = "promptstrat_inbox_delivered"
+VERSION_TABLE = "promptstrat_inbox_migrations"
+
+MIGRATIONS: list[list[LiteralString]] = [
+    [  # version 1
+        # COLLATE "C": names sort by code point, as the directory backend sorts file names.
+        """CREATE TABLE IF NOT EXISTS {pending} (
+            thread_id text COLLATE "C" NOT NULL,
+            name text COLLATE "C" NOT NULL,
+            content bytea NOT NULL,
+            posted_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+            PRIMARY KEY (thread_id, name)
+        )""",
+        """CREATE TABLE IF NOT EXISTS {delivered} (
+            thread_id text COLLATE "C" NOT NULL,
+            name text COLLATE "C" NOT NULL,
+            original_name text COLLATE "C" NOT NULL,
+            content bytea NOT NULL,
+            posted_at timestamptz NOT NULL,
+            delivered_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+            PRIMARY KEY (thread_id, name)
+        )""",
+    ],
+    [  # version 2: leases (a notice claimed but not yet acknowledged stays in the pending table)
+        """ALTER TABLE {pending}
+            ADD COLUMN IF NOT EXISTS claim_token text COLLATE "C",
+            ADD COLUMN IF NOT EXISTS claimed_by text COLLATE "C",
+            ADD COLUMN IF NOT EXISTS leased_at timestamptz""",
+    ],
+]
+"""Schema versions, oldest first: ``MIGRATIONS[v - 1]`` takes the schema from version v-1 to v.
+Append, never edit: a database records the versions it applied in ``promptstrat_inbox_migrations``."""
+
+# The first free history name among name, stem.1.ext, stem.2.ext, ...: the candidates run
+# from 0 to the number of history rows of the thread that could hold one of them (the name
+# itself and every name starting with "stem."), so one of them is always free.
+_FIRST_FREE_NAME = """
+    SELECT c.candidate FROM (
+        SELECT g, CASE WHEN g = 0 THEN %(name)s ELSE %(stem)s || '.' || g::text || %(ext)s END AS candidate
+        FROM generate_series(0, (
+            SELECT count(*) FROM {delivered}
+            WHERE thread_id = %(thread)s AND (name = %(name)s OR (name >= %(family_lo)s AND name < %(family_hi)s))
+        )::int) AS g
+    ) AS c
+    WHERE NOT EXISTS (SELECT 1 FROM {delivered} AS d WHERE d.thread_id = %(thread)s AND d.name = c.candidate)
+    ORDER BY c.g
+    LIMIT 1
+"""
+
+CLAIM = """
+    WITH claimed AS (
+        DELETE FROM {pending} AS p
+        USING (
+            SELECT thread_id, name FROM {pending}
+            WHERE thread_id = %(thread)s AND @MATCH@
+            FOR UPDATE @SKIP@
+        ) AS target
+        WHERE p.thread_id = target.thread_id AND p.name = target.name
+        RETURNING p.content, p.posted_at
+    ), recorded AS (
+        INSERT INTO {delivered} (thread_id, name, original_name, content, posted_at)
+        SELECT %(thread)s, (""" + _FIRST_FREE_NAME + """), %(name)s, claimed.content, claimed.posted_at
+        FROM claimed
+        ON CONFLICT DO NOTHING
+        RETURNING name, delivered_at
+    )
+    SELECT claimed.content, claimed.posted_at, recorded.name, recorded.delivered_at
+    FROM claimed LEFT JOIN recorded ON true
+"""
+
+# A claim skips a row another reader is claiming; an acknowledgement waits for it (a reader
+# merely trying to lease the same name holds its lock for an instant).
+ACKNOWLEDGE = CLAIM.replace("@MATCH@", "claim_token = %(token)s").replace("@SKIP@", "")
+CLAIM = CLAIM.replace("@MATCH@", "name = %(name)s AND claim_token IS NULL").replace("@SKIP@", "SKIP LOCKED")
+
+LEASE = """
+    UPDATE {pending} SET claim_token = %(token)s, claimed_by = %(owner)s, leased_at = clock_timestamp()
+    WHERE thread_id = %(thread)s AND name = %(name)s AND claim_token IS NULL
+    RETURNING content, posted_at
+"""
+
+TAKE_OVER = """
+    UPDATE {pending} SET claimed_by = %(owner)s, leased_at = clock_timestamp()
+    WHERE thread_id = %(thread)s AND claim_token = %(token)s AND claimed_by = %(old)s
+    RETURNING name, content, posted_at
+"""
+
+IN_FLIGHT_WITH_HEAD = """
+    SELECT claim_token, name, claimed_by, leased_at, posted_at, octet_length(content), substring(content FROM 1 FOR 240)
+    FROM {pending} WHERE thread_id = %(thread)s AND claim_token IS NOT NULL ORDER BY posted_at, name
+"""
+IN_FLIGHT = IN_FLIGHT_WITH_HEAD.replace("substring(content FROM 1 FOR 240)", "NULL")
+
+RECORD = """
+    INSERT INTO {delivered} (thread_id, name, original_name, content, posted_at)
+    SELECT %(thread)s, (""" + _FIRST_FREE_NAME + """), %(name)s, %(content)s, %(posted_at)s
+    ON CONFLICT DO NOTHING
+    RETURNING name, delivered_at
+"""
+
+POST = """
+    INSERT INTO {pending} (thread_id, name, content) VALUES (%(thread)s, %(name)s, %(content)s)
+    ON CONFLICT DO NOTHING
+    RETURNING name
+"""
+
+PENDING = """
+    SELECT name, posted_at, octet_length(content), substring(content FROM 1 FOR 240) FROM {pending}
+    WHERE thread_id = %(thread)s AND claim_token IS NULL ORDER BY name
+"""
+
+DELIVERED = """
+    SELECT name, posted_at, octet_length(content), delivered_at, substring(content FROM 1 FOR 240) FROM {delivered}
+    WHERE thread_id = %(thread)s ORDER BY posted_at, name
+"""
+
+
+DSN_ENV = "PROMPTSTRAT_INBOX_DSN"
+"""Environment variable the CLI reads for the inbox database's connection string."""
+
+INSTALL_HINT = install_hint("postgres")
+
+_SETUP_LOCK = 0x7073_696E_6278_0001
+"""Advisory lock key serialising concurrent ``setup()`` calls (racing CREATE TABLE IF NOT EXISTS can fail)."""
+
+CONNECT_TIMEOUT = 3
+"""Seconds a connection string without its own ``connect_timeout`` waits for the server."""
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError as exc:
+        raise ConfigError(f"the PostgreSQL inbox needs psycopg 3, which is not installed: {INSTALL_HINT}") from exc
+    return psycopg
+
+
+_connection_locks: weakref.WeakKeyDictionary[Any, threading.Lock] = weakref.WeakKeyDictionary()
+_locks_guard = threading.Lock()
+
+
+class PostgresInboxes:
+    """The PostgreSQL inboxes of every conversation in one database: an inbox provider.
+
+    Pass it as ``backend=`` to the ``Inbox`` strategy and the adapters, which ask it for
+    each run's thread. ``conn`` is a connection string, a ``psycopg_pool.ConnectionPool`` or
+    a ``psycopg.Connection``; ``schema`` places the tables there (default: the search path).
+    """
+
+    def __init__(self, conn: str | psycopg.Connection | Any, *, schema: str | None = None) -> None:
+        psycopg = _psycopg()
+        from psycopg import sql
+
+        self._sql = sql
+        if isinstance(conn, str):
+            if not conn.strip():
+                raise ConfigError(f"the PostgreSQL inbox's connection string is empty; pass a DSN or set {DSN_ENV}")
+            self._kind = "dsn"
+        elif isinstance(conn, psycopg.Connection):
+            self._kind = "connection"
+            with _locks_guard:
+                self._lock = _connection_locks.setdefault(conn, threading.Lock())
+        elif isinstance(conn, psycopg.AsyncConnection) or type(conn).__name__.startswith("Async"):
+            raise ConfigError("the PostgreSQL inbox is synchronous; pass a psycopg.Connection, a ConnectionPool or a DSN")
+        elif callable(getattr(conn, "connection", None)):
+            self._kind = "pool"
+        else:
+            raise ConfigError(
+                f"cannot use {type(conn).__name__} as the inbox database; pass a connection string, "
+                "a psycopg.Connection or a psycopg_pool.ConnectionPool"
+            )
+        if schema is not None and (not isinstance(schema, str) or not schema):
+            raise ConfigError(f"schema must be a non-empty string or None, got {schema!r}")
+        self._conn: Any = conn
+        self.schema = schema
+        self._pg = psycopg
+        table = (lambda name: sql.Identifier(schema, name)) if schema else sql.Identifier
+        self._names = {"pending": table(PENDING_TABLE), "delivered": table(DELIVERED_TABLE), "version": table(VERSION_TABLE)}
+        prefix = f"{schema}." if schema else ""
+        self._pending_label = f"{prefix}{PENDING_TABLE}"
+        self._delivered_label = f"{prefix}{DELIVERED_TABLE}"
+
+    def __repr__(self) -> str:
+        return f"PostgresInboxes({self._describe()!r}, schema={self.schema!r})"
+
+    def for_thread(self, thread_id: str) -> PostgresInbox:
+        """Return the inbox of LangGraph thread ``thread_id``."""
+        return PostgresInbox(self, thread_id=thread_id)
+
+    def for_save_file(self, save_file: str | os.PathLike[str]) -> PostgresInbox:
+        """Return the inbox of the conversation saved to ``save_file`` (thread id: :func:`save_file_thread_id`)."""
+        return PostgresInbox(self, thread_id=save_file_thread_id(save_file))
+
+    def _query(self, text: LiteralString) -> Any:
+        """Return ``text`` with its ``{pending}``/``{delivered}``/``{version}`` placeholders as quoted table names."""
+        return self._sql.SQL(text).format(**self._names)
+
+    def _describe(self) -> str:
+        """Return ``host:port/dbname`` of the database, never the password."""
+        try:
+            if self._kind == "dsn":
+                from psycopg.conninfo import conninfo_to_dict
+
+                info = conninfo_to_dict(self._conn)
+                return f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
+            if self._kind == "connection":
+                return f"{self._conn.info.host}:{self._conn.info.port}/{self._conn.info.dbname}"
+        except Exception:  # a description must never hide the real error
+            pass
+        return "the inbox database"
+
+    @contextmanager
+    def _connection(self) -> Iterator[Any]:
+        if self._kind == "dsn":
+            # an unreachable server fails a pickup within seconds instead of hanging the model call
+            timeout = {} if "connect_timeout" in self._conn else {"connect_timeout": CONNECT_TIMEOUT}
+            with self._pg.connect(self._conn, autocommit=True, **timeout) as conn:
+                yield conn
+        elif self._kind == "pool":
+            with self._conn.connection() as conn:
+                yield conn
+        else:
+            with self._lock:
+                yield self._conn
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Any]:
+        """Yield a cursor inside a transaction that commits when the block ends and rolls back if it raises."""
+        with self._connection() as conn:
+            if conn.info.transaction_status != self._pg.pq.TransactionStatus.IDLE:
+                # conn.transaction() would only open a savepoint, and nothing would commit.
+                raise InboxError(
+                    "the connection given to the PostgreSQL inbox is inside a transaction; pass an autocommit "
+                    "connection (psycopg.connect(..., autocommit=True)), a pool or a connection string"
+                )
+            with conn.transaction(), conn.cursor() as cursor:
+                yield cursor
+
+    def _failure(self, exc: Exception, doing: str) -> InboxError:
+        """Return the :class:`InboxError` that tells what ``doing`` met, naming the fix where there is one."""
+        where = self._describe()
+        if isinstance(exc, self._pg.errors.UndefinedTable):
+            return InboxError(
+                f"cannot {doing}: the inbox tables do not exist in {where}; call setup() once "
+                "(PostgresInboxes(dsn).setup(), like LangGraph's PostgresSaver.setup(); "
+                "from a shell: promptstrat inbox setup --dsn DSN)"
+            )
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        return InboxError(f"cannot {doing} in the PostgreSQL inbox at {where}: {text}")
+
+    def setup(self) -> None:
+        """Create the inbox tables, or migrate them to this version's schema; safe to call again and concurrently."""
+        try:
+            with self._transaction() as cursor:
+                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_SETUP_LOCK])
+                if self.schema:
+                    cursor.execute(self._sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(self._sql.Identifier(self.schema)))
+                cursor.execute(self._query(
+                    "CREATE TABLE IF NOT EXISTS {version} ("
+                    " version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+                ))
+                cursor.execute(self._query("SELECT coalesce(max(version), 0) FROM {version}"))
+                current = cursor.fetchone()[0]
+                for version, statements in enumerate(MIGRATIONS, 1):
+                    if version <= current:
+                        continue
+                    for statement in statements:
+                        cursor.execute(self._query(statement))
+                    cursor.execute(self._query("INSERT INTO {version} (version) VALUES (%s)"), [version])
+        except self._pg.Error as exc:
+            raise self._failure(exc, "set up the inbox tables") from exc
+
+    def schema_version(self) -> int:
+        """Return the schema version applied to the database (0 before :meth:`setup`)."""
+        try:
+            with self._transaction() as cursor:
+                cursor.execute(self._query("SELECT coalesce(max(version), 0) FROM {version}"))
+                return int(cursor.fetchone()[0])
+        except self._pg.errors.UndefinedTable:
+            return 0
+        except self._pg.Error as exc:
+            raise self._failure(exc, "read the inbox schema version") from exc
+
 
 def save_file_thread_id(save_file: str | os.PathLike[str]) -> str:
     """Return the thread id that stands for a save file in the database: the absolute path of its inbox sibling.
@@ -102,63 +357,23 @@ def _check_thread_id(thread_id: object) -> str:
         raise InboxError(f"thread_id must be a string, got {type(thread_id).__name__}")
     if not thread_id:
         raise InboxError("thread_id is empty; an inbox needs a non-empty thread id")
-    if "\x00" in thread_id or not _is_utf8(thread_id):
+    try:
+        encoded = thread_id.encode("utf-8")
+    except UnicodeEncodeError:
+        encoded = b"\x00"
+    if b"\x00" in encoded:
         raise InboxError(f"thread_id {thread_id!r} holds NUL or a lone surrogate, which PostgreSQL text cannot store")
-    if len(thread_id.encode("utf-8")) > _MAX_THREAD_ID_BYTES:
+    if len(encoded) > _MAX_THREAD_ID_BYTES:
         raise InboxError(f"thread_id is longer than {_MAX_THREAD_ID_BYTES} bytes, more than the inbox tables can index")
     return canonical_thread_id(thread_id)
 
 
-def _is_utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+class PostgresInbox(NoticeStore[str]):
+    """The inbox of one conversation (a thread) in PostgreSQL.
 
-
-class PostgresInboxes:
-    """The PostgreSQL inboxes of every conversation in one database: an inbox provider.
-
-    ``PostgresInboxes(dsn).for_thread("run-1")`` is the inbox of LangGraph thread
-    ``run-1``; pass the provider itself as ``backend=`` to the ``Inbox`` strategy (and the
-    LangGraph adapters), which ask it for each run's thread. ``conn`` is a connection
-    string, a ``psycopg_pool.ConnectionPool`` or a ``psycopg.Connection``; ``schema``
-    places the tables in that schema (default: the connection's search path).
-    """
-
-    def __init__(self, conn: str | psycopg.Connection | Any, *, schema: str | None = None) -> None:
-        self._db = conn if isinstance(conn, Database) else Database(conn, schema)
-
-    def __repr__(self) -> str:
-        return f"PostgresInboxes({self._db.describe()!r}, schema={self._db.schema!r})"
-
-    def setup(self) -> None:
-        """Create the inbox tables (or migrate them to this version's schema); idempotent."""
-        self._db.setup()
-
-    def schema_version(self) -> int:
-        """Return the schema version the database holds (0 before :meth:`setup`)."""
-        return self._db.version()
-
-    def for_thread(self, thread_id: str) -> PostgresInbox:
-        """Return the inbox of LangGraph thread ``thread_id``."""
-        return PostgresInbox(self._db, thread_id=thread_id)
-
-    def for_save_file(self, save_file: str | os.PathLike[str]) -> PostgresInbox:
-        """Return the inbox of the conversation saved to ``save_file`` (thread id: :func:`save_file_thread_id`)."""
-        return PostgresInbox(self._db, thread_id=save_file_thread_id(save_file))
-
-
-class PostgresInbox:
-    """The inbox of one conversation (a thread) in PostgreSQL: the directory backend's contract in two tables.
-
-    Build it with ``PostgresInbox(conn, thread_id=...)``, :meth:`for_thread`, or a
-    :class:`PostgresInboxes` provider; call :meth:`setup` once per database. Notices are
-    delivered in name order and claimed by exactly one reader (see the module docstring);
-    the history keeps each delivered notice with its posting and delivery times.
-    Failures are raised as :class:`InboxError`, which the ``Inbox`` strategy treats like an
-    unmovable file: a notice whose claim failed stays pending for the next pickup.
+    Build it with ``PostgresInbox(conn, thread_id=...)``, :meth:`for_thread` or a
+    :class:`PostgresInboxes`; call :meth:`setup` once per database. Failures are raised as
+    :class:`InboxError`: a notice whose claim failed stays pending for the next pickup.
     """
 
     def __init__(
@@ -170,7 +385,7 @@ class PostgresInbox:
         lease_seconds: float | None = None,
         max_notice_bytes: int | None = None,
     ) -> None:
-        self._db = conn if isinstance(conn, Database) else Database(conn, schema)
+        self._db = conn if isinstance(conn, PostgresInboxes) else PostgresInboxes(conn, schema=schema)
         self.thread_id = _check_thread_id(thread_id)
         self._key = encode_thread_id(thread_id)
         _, lease, cap = notice_limits()
@@ -190,22 +405,28 @@ class PostgresInbox:
         return cls(conn, thread_id=save_file_thread_id(save_file), schema=schema)
 
     def __repr__(self) -> str:
-        return f"PostgresInbox({self._db.describe()!r}, thread_id={self.thread_id!r})"
+        return f"PostgresInbox({self._db._describe()!r}, thread_id={self.thread_id!r})"
 
     @property
     def location(self) -> str:
         """Return ``pg:<pending table>/<encoded thread id>``: where the pending notices lie."""
-        return f"pg:{self._db.pending_label}/{self._key}"
-
-    def _pending_at(self, name: str) -> str:
-        return f"{self.location}/{name}"
-
-    def _delivered_at(self, name: str) -> str:
-        return f"pg:{self._db.delivered_label}/{self._key}/{name}"
+        return f"pg:{self._db._pending_label}/{self._key}"
 
     def setup(self) -> None:
         """Create the inbox tables (or migrate them to this version's schema); idempotent."""
         self._db.setup()
+
+    def _run(self, query: LiteralString, params: dict[str, Any], doing: str, *, one: bool = True) -> Any:
+        """Return the first row (``one``) or all rows of ``query`` run in its own transaction; a database error as :class:`InboxError`."""
+        try:
+            with self._db._transaction() as cursor:
+                cursor.execute(self._db._query(query), {"thread": self.thread_id, **params})
+                return cursor.fetchone() if one else cursor.fetchall()
+        except self._db._pg.Error as exc:
+            raise self._db._failure(exc, doing) from exc
+
+    def _claimed(self, name: str, content: Any, posted_at: Any, token: str) -> Claimed:
+        return Claimed(name=name, path=f"{self.location}/{name}", mtime=posted_at.timestamp(), data=bytes(content), token=token)
 
     # ----------------------------------------------------------------- reading
 
@@ -215,61 +436,79 @@ class PostgresInbox:
 
     def pending_entries(self) -> list[InboxEntry]:
         """Return the pending notices with their posting times and sizes, in delivery order."""
-        rows = self._fetch(PENDING, "list the pending notices")
+        rows = self._run(PENDING, {}, "list the pending notices", one=False)
         return [InboxEntry(name, posted.timestamp(), size, head=bytes(head)) for name, posted, size, head in rows]
 
     def delivered_entries(self) -> list[InboxEntry]:
         """Return the history: each delivered notice under its history name, oldest posting time first."""
-        rows = self._fetch(DELIVERED, "list the delivered notices")
+        rows = self._run(DELIVERED, {}, "list the delivered notices", one=False)
+        return [InboxEntry(n, posted.timestamp(), size, done.timestamp(), bytes(head)) for n, posted, size, done, head in rows]
+
+    def ready(self) -> list[str]:
+        """Return the pending names a pickup may take now: all but those over :attr:`max_notice_bytes` (one warning each)."""
+        return [entry.name for entry in self.pending_entries() if self._fits(entry.name, entry.size, entry.name)]
+
+    def in_flight(self, *, with_head: bool = False) -> list[Lease]:
+        """Return the claims not yet acknowledged, oldest posting time first (``with_head``: with their first bytes)."""
+        rows = self._run(IN_FLIGHT_WITH_HEAD if with_head else IN_FLIGHT, {}, "list the claimed notices", one=False)
         return [
-            InboxEntry(name, posted.timestamp(), size, delivered.timestamp(), bytes(head))
-            for name, posted, size, delivered, head in rows
+            Lease(token, name, owner, leased.timestamp(), self.lease_seconds, posted.timestamp(), size,
+                  None if head is None else bytes(head))
+            for token, name, owner, leased, posted, size, head in rows
         ]
 
-    def _fetch(self, query: LiteralString, doing: str) -> list[tuple[Any, ...]]:
-        try:
-            with self._db.transaction() as cursor:
-                cursor.execute(self._db.query(query), {"thread": self.thread_id})
-                rows: list[tuple[Any, ...]] = cursor.fetchall()
-                return rows
-        except self._db.psycopg.Error as exc:
-            raise self._db.failure(exc, doing) from exc
+    # ----------------------------------------------------------------- claiming
 
     def claim(self, name: str, *, need_content: bool = True) -> Claimed | None:
-        """Take pending notice ``name`` and record it in the history, in one transaction; return it with its content.
+        """Take pending notice ``name`` and record it in the history, in one transaction; None when another reader has it.
 
-        Returns None when another reader took it first or is taking it now (it is then
-        locked, and skipped rather than waited for). Raises :class:`InboxError` when the
-        claim fails, with the notice still pending. ``need_content`` is accepted for the
-        contract's sake: a row's content is always readable.
+        ``need_content`` is accepted for the contract's sake: a row's content is always readable.
         """
-        moved = self._move_into_history(CLAIM, self._history_params(name), name, "claim", "left pending")
+        moved = self._into_history(CLAIM, name, "claim", "left pending")
         if moved is None:
             return None
         content, posted_at, final = moved
         return Claimed(name=name, path=self._delivered_at(final), mtime=posted_at.timestamp(), data=bytes(content))
 
-    def _history_params(self, name: str, **extra: Any) -> dict[str, Any]:
-        """Return the query parameters that move notice ``name`` into the history under its first free name."""
-        stem, ext = split_ext(name)
-        return {
-            "thread": self.thread_id, "name": name, "stem": stem, "ext": ext,
+    def lease(self, name: str, *, need_content: bool = True) -> Claimed | None:
+        """Claim pending notice ``name`` for this process without recording it; None when another reader took it."""
+        token = secrets.token_hex(16)
+        row = self._run(LEASE, {"name": name, "token": token, "owner": current_owner()}, f"claim {name!r}")
+        return None if row is None else self._claimed(name, row[0], row[1], token)
+
+    def take_over(self, lease: Lease, *, need_content: bool = True) -> Claimed | None:
+        """Make ``lease`` this process's claim (renewing it) and return the notice; None when acknowledged or taken."""
+        params = {"token": lease.token, "owner": current_owner(), "old": lease.owner}
+        row = self._run(TAKE_OVER, params, f"take over the claim of {lease.name!r}")
+        return None if row is None else self._claimed(row[0], row[1], row[2], lease.token)
+
+    def acknowledge(self, token: str, name: str | None = None) -> str | None:
+        """Record claim ``token`` (of notice ``name``) as delivered, in one transaction; None when it is not in flight."""
+        if name is None:
+            name = next((lease.name for lease in self.in_flight() if lease.token == token), None)
+            if name is None:
+                return None
+        moved = self._into_history(ACKNOWLEDGE, name, "acknowledge", "left claimed", token=token)
+        return None if moved is None else self._delivered_at(moved[2])
+
+    def _delivered_at(self, name: str) -> str:
+        return f"pg:{self._db._delivered_label}/{self._key}/{name}"
+
+    def _into_history(self, query: LiteralString, name: str, doing: str, left: str, **extra: Any) -> tuple[Any, Any, str] | None:
+        """Run ``query`` (take the notice, record it) in one transaction; return its content, posting time and history name.
+
+        None when the query took no row. When another transaction took the history name a
+        moment ago, the next free one is recorded, at most ``_MAX_NAME_ATTEMPTS`` times.
+        """
+        stem = name_stem(name)
+        params = {
+            "thread": self.thread_id, "name": name, "stem": stem, "ext": name[len(stem):],
             "family_lo": stem + ".", "family_hi": stem + "/",  # the names that start with "stem."
             **extra,
         }
-
-    def _move_into_history(
-        self, query: LiteralString, params: dict[str, Any], name: str, doing: str, left: str
-    ) -> tuple[Any, Any, str] | None:
-        """Run ``query`` (which takes the notice and records it) in one transaction; return its content, posting time and history name.
-
-        Returns None when the query took no row. When another transaction took the history
-        name a moment ago, the next free one is recorded instead, at most
-        ``_MAX_NAME_ATTEMPTS`` times; then the notice stays where it was (``left``).
-        """
         try:
-            with self._db.transaction() as cursor:
-                cursor.execute(self._db.query(query), params)
+            with self._db._transaction() as cursor:
+                cursor.execute(self._db._query(query), params)
                 row = cursor.fetchone()
                 if row is None:
                     return None
@@ -279,133 +518,24 @@ class PostgresInbox:
                     if attempts >= _MAX_NAME_ATTEMPTS:
                         raise InboxError(f"no free history name for {name!r} after {attempts} attempts; {left}")
                     attempts += 1
-                    cursor.execute(self._db.query(RECORD), {**params, "content": content, "posted_at": posted_at})
+                    cursor.execute(self._db._query(RECORD), {**params, "content": content, "posted_at": posted_at})
                     recorded = cursor.fetchone()
                     final = recorded[0] if recorded else None
                 self._before_commit(cursor, name, final)
-        except self._db.psycopg.Error as exc:
-            raise self._db.failure(exc, f"{doing} {name!r}") from exc
+        except self._db._pg.Error as exc:
+            raise self._db._failure(exc, f"{doing} {name!r}") from exc
         return content, posted_at, final
 
-    # ----------------------------------------------------------------- leases
-
-    def ready(self) -> list[str]:
-        """Return the pending names a pickup may take now: all but those over :attr:`max_notice_bytes` (one warning each)."""
-        names = []
-        for entry in self.pending_entries():
-            if entry.size > self.max_notice_bytes and entry.name != ABORT_FILE:
-                warn_once(
-                    ("too-large", self.location, entry.name, str(entry.size)),
-                    "inbox: %s/%s is %d bytes, over the %d-byte notice limit (INBOX_MAX_NOTICE_BYTES); "
-                    "it is left pending, not delivered",
-                    self.location, entry.name, entry.size, self.max_notice_bytes,
-                )
-                continue
-            names.append(entry.name)
-        return names
-
-    def lease(self, name: str, *, need_content: bool = True) -> Claimed | None:
-        """Claim pending notice ``name`` for this process without recording its delivery; None when another reader took it.
-
-        The row stays in the pending table, marked with a token and this process as owner,
-        until :meth:`acknowledge`; a killed reader's claim is taken over by a later pickup.
-        """
-        token = secrets.token_hex(16)
-        try:
-            with self._db.transaction() as cursor:
-                cursor.execute(
-                    self._db.query(LEASE),
-                    {"thread": self.thread_id, "name": name, "token": token, "owner": current_owner()},
-                )
-                row = cursor.fetchone()
-        except self._db.psycopg.Error as exc:
-            raise self._db.failure(exc, f"claim {name!r}") from exc
-        if row is None:
-            return None
-        content, posted_at = row
-        return Claimed(name=name, path=self._pending_at(name), mtime=posted_at.timestamp(), data=bytes(content), token=token)
-
-    def in_flight(self, *, with_head: bool = False) -> list[Lease]:
-        """Return the claims not yet acknowledged, oldest posting time first (``with_head``: with their first bytes)."""
-        rows = self._fetch(IN_FLIGHT_WITH_HEAD if with_head else IN_FLIGHT, "list the claimed notices")
-        return [
-            Lease(token, name, owner, leased.timestamp(), self.lease_seconds, posted.timestamp(), size,
-                  None if head is None else bytes(head))
-            for token, name, owner, leased, posted, size, head in rows
-        ]
-
-    def take_over(self, lease: Lease, *, need_content: bool = True) -> Claimed | None:
-        """Make ``lease`` this process's claim (renewing it) and return the notice; None when acknowledged or taken."""
-        try:
-            with self._db.transaction() as cursor:
-                cursor.execute(
-                    self._db.query(TAKE_OVER),
-                    {"thread": self.thread_id, "token": lease.token, "owner": current_owner(), "old": lease.owner},
-                )
-                row = cursor.fetchone()
-        except self._db.psycopg.Error as exc:
-            raise self._db.failure(exc, f"take over the claim of {lease.name!r}") from exc
-        if row is None:
-            return None
-        name, content, posted_at = row
-        return Claimed(name=name, path=self._pending_at(name), mtime=posted_at.timestamp(), data=bytes(content), token=lease.token)
-
-    def acknowledge(self, token: str, name: str | None = None) -> str | None:
-        """Record claim ``token`` (of notice ``name``) as delivered, in one transaction; None when it is not in flight."""
-        if name is None:
-            found = [lease.name for lease in self.in_flight() if lease.token == token]
-            if not found:
-                return None
-            name = found[0]
-        moved = self._move_into_history(
-            ACKNOWLEDGE, self._history_params(name, token=token), name, "acknowledge", "left claimed"
-        )
-        return None if moved is None else self._delivered_at(moved[2])
-
     def _before_commit(self, cursor: Any, name: str, history_name: str) -> None:
-        """Run inside the claim's transaction once the notice is moved, just before COMMIT; nothing by default.
-
-        A seam for tests that stop or kill a reader in mid-claim.
-        """
+        """Run inside the claim's transaction just before COMMIT; a seam for tests that stop a reader in mid-claim."""
 
     # ----------------------------------------------------------------- writing
 
-    def post(self, content: str | bytes, *, name: str | None = None) -> str:
-        """Post a notice and return where it lies (``pg:<table>/<thread>/<name>``); ``name`` defaults to an arrival-ordered one.
-
-        Refuses the reserved name ``abort`` (use :meth:`request_abort`), names that would be
-        hidden or path-like, empty content, and a name that is already pending, exactly
-        as the directory backend does.
-        """
-        if name is not None:
-            check_notice_name(name)
-            if name == ABORT_FILE:
-                raise InboxError("'abort' is reserved for abort requests; use request_abort() or `promptstrat inbox abort`")
-        data = check_notice_size(notice_bytes(content), self.max_notice_bytes)
-        if not data.strip():
-            raise InboxError("refusing to post an empty notice; give it some content")
-        return self._insert(data, name)
-
-    def request_abort(self, reason: str = "") -> str:
-        """Post the reserved ``abort`` notice (content: ``reason``) and return where it lies.
-
-        Raises :class:`InboxError` when an abort is already pending, rather than replace its reason,
-        or when the reason is over the notice cap.
-        """
-        return self._insert(check_notice_size(abort_reason_bytes(reason), self.max_notice_bytes, "abort reason"), ABORT_FILE)
-
-    def _insert(self, data: bytes, name: str | None) -> str:
-        try:
-            for _ in range(_MAX_NAME_ATTEMPTS):
-                final = name or default_notice_name()
-                with self._db.transaction() as cursor:
-                    cursor.execute(self._db.query(POST), {"thread": self.thread_id, "name": final, "content": data})
-                    inserted = cursor.fetchone() is not None
-                if inserted:
-                    return self._pending_at(final)
-                if name is not None:
-                    what = "an abort is" if name == ABORT_FILE else f"a notice named {name!r} is"
-                    raise NoticeNameTaken(f"{what} already pending in this inbox; wait for it to be delivered or pick another name")
-        except self._db.psycopg.Error as exc:
-            raise self._db.failure(exc, "post a notice") from exc
+    def _write(self, data: bytes, name: str | None) -> str:
+        for _ in range(_MAX_NAME_ATTEMPTS):
+            final = name or default_notice_name()
+            if self._run(POST, {"name": final, "content": data}, "post a notice") is not None:
+                return f"{self.location}/{final}"
+            if name is not None:
+                raise self._taken(name)
         raise InboxError(f"could not find a free notice name in {self.location}")  # pragma: no cover

@@ -17,8 +17,7 @@ from langgraph.types import Command
 from langchain_promptstrat import PromptStrategyMiddleware, pre_model_hook
 from langchain_promptstrat.adapters.langgraph import make_inbox_node
 from langchain_promptstrat.inbox.delivery import pick_up
-from langchain_promptstrat.inbox.directory import DirectoryInbox
-from langchain_promptstrat.inbox.posting import post_to_inbox, request_abort
+from langchain_promptstrat.inbox.directory import DirectoryInbox, post_to_inbox, request_abort
 from langchain_promptstrat.strategies.inbox import Inbox
 from langchain_promptstrat.testing import ScriptedChatModel, make_sized_tool
 

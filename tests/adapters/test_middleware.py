@@ -17,7 +17,7 @@ from langchain_promptstrat.adapters.langgraph import pre_model_hook
 from langchain_promptstrat.adapters.middleware import ABORT_KEY, PENDING_KEY, PromptStrategyMiddleware
 from langchain_promptstrat.errors import ConfigError, InboxAborted, InboxError, UnknownStrategyError
 from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV
-from langchain_promptstrat.inbox.posting import post_to_inbox, request_abort
+from langchain_promptstrat.inbox.directory import post_to_inbox, request_abort
 from langchain_promptstrat.messages import check_tool_pairs
 from langchain_promptstrat.registry import get_strategy, prompt_for_model, register_strategy, unregister_strategy
 from langchain_promptstrat.settings import Settings

@@ -18,9 +18,8 @@ from langgraph.types import Command
 
 from langchain_promptstrat.adapters.langgraph import keep_prompt_floor, pre_model_hook
 from langchain_promptstrat.errors import InboxAborted, InboxError, InvalidMessagesError, UnknownStrategyError
-from langchain_promptstrat.inbox.directory import DirectoryInbox
+from langchain_promptstrat.inbox.directory import DirectoryInbox, post_to_inbox, request_abort
 from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV
-from langchain_promptstrat.inbox.posting import post_to_inbox, request_abort
 from langchain_promptstrat.messages import check_tool_pairs, is_real_user_message, leading_system_count
 from langchain_promptstrat.registry import get_strategy
 from langchain_promptstrat.settings import Settings
