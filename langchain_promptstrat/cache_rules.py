@@ -64,23 +64,6 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
 from langchain_promptstrat.defaults import CACHE_RULES
 
-__all__ = [
-    "ANTHROPIC_LOOKBACK_BLOCKS",
-    "ANTHROPIC_MAX_BREAKPOINTS",
-    "ANTHROPIC_MIN_TOKENS",
-    "ANTHROPIC_WRITE_MULTIPLIER",
-    "CACHE_RULES",
-    "OPENAI_INCREMENT",
-    "OPENAI_MIN_TOKENS",
-    "AnthropicCache",
-    "CacheRule",
-    "OpenAICache",
-    "ToolSchemas",
-    "has_cache_control",
-    "make_cache_rule",
-    "message_blocks",
-    "openai_cached_tokens",
-]
 
 OPENAI_MIN_TOKENS = 1024
 OPENAI_INCREMENT = 128

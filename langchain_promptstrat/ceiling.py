@@ -28,16 +28,6 @@ from typing import Any
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.settings import Settings
 
-__all__ = [
-    "DEFAULT_CEILING",
-    "DEFAULT_CONTEXT_WINDOW",
-    "DEFAULT_REPLY_ROOM",
-    "Ceiling",
-    "MaxTokens",
-    "check_max_tokens",
-    "model_window",
-    "resolve_ceiling",
-]
 
 DEFAULT_CONTEXT_WINDOW = 128_000
 """Input window assumed when no ceiling is given and the model is unknown (the smallest mainstream window)."""

@@ -3,8 +3,7 @@
 A file holds LangChain dicts (``{"type": "human", "data": {...}}``, as ``messages_to_dict``
 writes them) or role dicts (``{"role": "user", "content": ...}``, OpenAI's format), one
 style for every message, or one transcript object holding a ``messages`` list (an OpenAI
-chat body, an Anthropic Messages API body, a mini-swe-agent ``.traj.json``: see
-:mod:`langchain_promptstrat.transcripts`). Reading refuses anything a provider would reject
+chat body, an Anthropic Messages API body, a mini-swe-agent ``.traj.json``). Reading refuses anything a provider would reject
 and names the position of the problem: ``message N`` counts from 0 as in the array, ``line
 N`` from 1.
 
@@ -14,6 +13,13 @@ where no message has a chat role is refused: it is not a conversation), and a
 final model call whose tool calls have no output yet (the run stopped after it) is held
 out of ``messages`` as ``pending``: it is the model's answer to the conversation before it,
 which is what a strategy works on; ``apply`` writes it back after the result.
+
+A transcript object keeps only what a provider receives (``role``, ``content``,
+``tool_calls``, ``tool_call_id``, ``name``). An Anthropic body (a top-level ``system``, or
+``tool_use``/``tool_result`` blocks) becomes role dicts: ``system`` a system message,
+``tool_use`` blocks tool calls, ``tool_result`` blocks tool messages before the rest of
+their user message; ``thinking`` blocks are left out. Its ``tools`` (or OpenAI's older
+``functions``) are every call's tool schemas, for the replay to count.
 """
 
 from __future__ import annotations
@@ -27,23 +33,136 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import (
+    AIMessage,
     BaseMessage,
+    ToolMessage,
     convert_to_messages,
     convert_to_openai_messages,
     messages_from_dict,
     messages_to_dict,
 )
 
-from langchain_core.messages import AIMessage, ToolMessage
-
 from langchain_promptstrat.errors import InvalidMessagesError
 from langchain_promptstrat.messages import find_tool_pair_violations, tool_arguments_problem
-from langchain_promptstrat.transcripts import CHAT_ROLES, is_transcript_object, transcript_items, transcript_tools, unknown_role_note
 
-__all__ = ["ConversationFile", "dump_messages", "read_conversation"]
 
-_ROLES = CHAT_ROLES
-"""Roles ``convert_to_messages`` reads from a role dict (``role``, or ``type`` without ``data``)."""
+CHAT_ROLES = ("ai", "assistant", "developer", "function", "human", "system", "tool", "user")
+"""Roles a role dict may have (what ``convert_to_messages`` reads)."""
+
+HARNESS_ROLES = {"exit": "mini-swe-agent's record of how the run ended"}
+"""Extra roles written by known harnesses, with what they hold (named in the note)."""
+
+_PROVIDER_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
+"""Keys of an OpenAI message a provider reads; the rest is harness bookkeeping."""
+
+
+def is_transcript_object(value: Any) -> bool:
+    """Return whether ``value`` is a transcript object: a dict holding a ``messages`` list, not a message itself."""
+    return isinstance(value, dict) and isinstance(value.get("messages"), list) and "role" not in value and "data" not in value
+
+
+def _is_anthropic(body: dict[str, Any]) -> bool:
+    if "system" in body:
+        return True
+    for message in body["messages"]:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list) and any(
+            isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result") for b in content
+        ):
+            return True
+    return False
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return "" if content is None else json.dumps(content, ensure_ascii=False)
+
+
+def _from_anthropic(body: dict[str, Any], notes: list[str]) -> tuple[list[Any], list[str]]:
+    items: list[Any] = []
+    positions: list[str] = []
+    if body.get("system"):
+        items.append({"role": "system", "content": _text_of(body["system"])})
+        positions.append("system")
+    thinking = 0
+    for n, message in enumerate(body["messages"]):
+        where = f"message {n}"
+        if not isinstance(message, dict) or not isinstance(message.get("content"), list):
+            items.append(message)
+            positions.append(where)
+            continue
+        role, blocks = message.get("role"), message["content"]
+        if role == "assistant":
+            calls = [
+                {"id": b.get("id"), "type": "function",
+                 "function": {"name": b.get("name"), "arguments": json.dumps(b.get("input") or {}, ensure_ascii=False)}}
+                for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"
+            ]
+            thinking += sum(1 for b in blocks if isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking"))
+            item: dict[str, Any] = {"role": "assistant", "content": _text_of(blocks)}
+            if calls:
+                item["tool_calls"] = calls
+            items.append(item)
+            positions.append(where)
+            continue
+        rest = []
+        for b in blocks:
+            if isinstance(b, dict) and b.get("type") == "tool_result":
+                items.append({"role": "tool", "tool_call_id": b.get("tool_use_id"), "content": _text_of(b.get("content"))})
+                positions.append(f"{where} (tool_result)")
+            else:
+                rest.append(b)
+        if rest:
+            items.append({"role": role, "content": rest})
+            positions.append(where)
+    if thinking:
+        notes.append(f"{thinking} thinking block{'s' if thinking > 1 else ''} left out")
+    return items, positions
+
+
+def transcript_items(body: dict[str, Any], notes: list[str]) -> tuple[list[Any], list[str]]:
+    """Return the messages of a transcript object as role dicts (or as found) and their positions.
+
+    ``notes`` receives one line per thing left out. Anything that is not a message object is
+    passed through for the reader to refuse with its position.
+    """
+    if _is_anthropic(body):
+        return _from_anthropic(body, notes)
+    items: list[Any] = []
+    positions: list[str] = []
+    for n, message in enumerate(body["messages"]):
+        if isinstance(message, dict) and "role" in message and "data" not in message:
+            message = {k: v for k, v in message.items() if k in _PROVIDER_KEYS}
+            if message.get("content") is None:
+                message["content"] = ""
+        items.append(message)
+        positions.append(f"message {n}")
+    return items, positions
+
+
+def transcript_tools(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Return the tool schemas a transcript object's requests carried: its ``tools`` (or OpenAI's older ``functions``), as saved.
+
+    Entries that are not objects are left out; an OpenAI ``functions`` entry becomes the
+    ``{"type": "function", "function": ...}`` tool it stands for.
+    """
+    tools = body.get("tools")
+    if isinstance(tools, list):
+        return [t for t in tools if isinstance(t, dict)]
+    functions = body.get("functions")
+    if isinstance(functions, list):
+        return [{"type": "function", "function": f} for f in functions if isinstance(f, dict)]
+    return []
+
+
+def unknown_role_note(position: str, role: Any) -> str:
+    """Return the note for a message left out because no provider reads its role."""
+    what = HARNESS_ROLES.get(role) if isinstance(role, str) else None
+    return f"{position}: role {role!r} is not a chat role ({what or 'known: ' + ', '.join(CHAT_ROLES)}); left out"
+
 
 _LANGCHAIN_TYPES = ("ai", "chat", "function", "human", "system", "tool")
 """The ``type`` of ``messages_to_dict`` dicts (``messages_from_dict`` also reads chunks and ``remove``)."""
@@ -167,7 +286,7 @@ def _to_message(item: Any) -> tuple[BaseMessage, str]:
     role = item.get("role", item.get("type"))
     if role is None:
         raise ValueError(f"a message needs a 'role' (or 'type') key; got keys: {', '.join(map(str, item)) or 'none'}")
-    if role not in _ROLES:
+    if role not in CHAT_ROLES:
         raise _UnknownRole(role)
     problem = tool_arguments_problem(item)
     if problem is not None:
@@ -227,7 +346,7 @@ def read_conversation(source: str) -> ConversationFile:
         kept.append(position)
     if unknown_roles and not messages:  # nothing left to work on: a file of another format, not a conversation
         found = ", ".join(dict.fromkeys(repr(role) for role in unknown_roles))
-        raise _bad_input(source, f"no message has a chat role (found {found}; understood: {', '.join(_ROLES)})")
+        raise _bad_input(source, f"no message has a chat role (found {found}; understood: {', '.join(CHAT_ROLES)})")
     pending: list[BaseMessage] = []
     violations = find_tool_pair_violations(messages)
     tail = _unanswered_tail(messages, violations) if violations else None

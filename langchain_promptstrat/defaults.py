@@ -10,7 +10,6 @@ belongs here.
 
 from __future__ import annotations
 
-__all__ = ["CACHE_RULES", "DEFAULT_CACHED_FRACTION", "DEFAULT_ENCODING", "DEFAULT_MAX_TOKENS", "DEFAULT_TOOL_CALLS"]
 
 DEFAULT_TOOL_CALLS = 400
 """Tool calls of the simulated agent run."""

@@ -23,7 +23,6 @@ from pathlib import Path
 from langchain_promptstrat.settings import Settings, documented_default, environment_variables, option_keys
 from langchain_promptstrat.strategy_names import BUILTIN_STRATEGIES
 
-__all__ = ["BEGIN", "DEFAULT_PAGE", "END", "OTHER_READERS", "options_table", "with_options_table"]
 
 BEGIN = "<!-- options table: written by python -m langchain_promptstrat.docs_tables -->"
 END = "<!-- end of the options table -->"

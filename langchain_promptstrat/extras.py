@@ -11,7 +11,6 @@ without loading anything; nothing but the extras and their hint belongs here.
 
 from __future__ import annotations
 
-__all__ = ["EXTRAS", "install_hint"]
 
 EXTRAS = {
     "agents": "langchain>=1.0",

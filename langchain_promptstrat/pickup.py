@@ -36,8 +36,6 @@ from langchain_promptstrat.report import logger
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.inbox import Inbox
 
-__all__ = ["InboxPickup", "inbox_pickup"]
-
 
 @dataclass
 class InboxPickup:

@@ -19,7 +19,6 @@ from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_promptstrat.messages import message_chars
 from langchain_promptstrat.messages.keys import message_keys
 
-__all__ = ["Compacted", "StrategyReport", "logger", "make_report"]
 
 logger = logging.getLogger("langchain_promptstrat")
 """The package logger; every strategy call's report is logged here at DEBUG."""

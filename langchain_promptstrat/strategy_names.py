@@ -31,19 +31,6 @@ from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import Settings, environment_variables, settings_with_options
 from langchain_promptstrat.strategy import PromptStrategy
 
-__all__ = [
-    "BUILTIN_STRATEGIES",
-    "DEFAULT_STRATEGIES",
-    "ENTRY_POINT_GROUP",
-    "CallableStrategy",
-    "StrategySpec",
-    "available_strategies",
-    "get_strategy",
-    "register_strategy",
-    "resolve_strategies",
-    "split_strategy_names",
-    "unregister_strategy",
-]
 
 BUILTIN_STRATEGIES: dict[str, str] = {
     "none": "langchain_promptstrat.strategies.none:NoStrategy",

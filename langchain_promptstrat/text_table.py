@@ -15,7 +15,6 @@ import sys
 import textwrap
 from collections.abc import Sequence
 
-__all__ = ["fit_lines", "render_table", "terminal_width"]
 
 GAP = 2
 """Spaces between two columns."""

@@ -10,14 +10,6 @@ from __future__ import annotations
 
 import hashlib
 
-__all__ = [
-    "DEFAULT_ARGUMENT_SIZE",
-    "DEFAULT_OUTPUT_SIZE",
-    "DEFAULT_TRUNCATE_SIZE",
-    "shorten_by_lines",
-    "shorten_string",
-    "truncate_string",
-]
 
 DEFAULT_TRUNCATE_SIZE = 150
 """The reference's default ``max`` for :func:`truncate_string`."""

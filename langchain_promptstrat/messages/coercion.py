@@ -22,7 +22,6 @@ from langchain_core.prompt_values import PromptValue
 
 from langchain_promptstrat.errors import InvalidMessagesError
 
-__all__ = ["coerce_messages", "is_tool_result_block", "tool_arguments_problem", "tool_results_as_tool_messages"]
 
 _QUOTED_CHARS = 60
 """Longest stretch of unreadable arguments quoted in an error (they can be a whole file)."""

@@ -18,8 +18,6 @@ from langchain_promptstrat.messages.edits import drop_tool_call
 from langchain_promptstrat.messages.marks import is_real_user_message, leading_system_count
 from langchain_promptstrat.messages.pairs import find_tool_pair_violations
 
-__all__ = ["keep_prompt_floor"]
-
 
 _logger = logging.getLogger("langchain_promptstrat")
 """The package logger (``report.logger``), looked up by name: ``report`` imports this module."""

@@ -40,18 +40,6 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langchain_promptstrat.messages.keys import compute_keys, message_keys
 
-__all__ = [
-    "EMPTY_HISTORY",
-    "HistoryKey",
-    "IdentityMemo",
-    "ReplayMemo",
-    "SizedCache",
-    "call_points",
-    "describes",
-    "history_key",
-    "is_call_point",
-]
-
 
 def call_points(messages: Sequence[BaseMessage], after: int = 0) -> list[int]:
     """Return the history lengths at which an agent loop calls the model, oldest first (those after ``after`` only).

@@ -15,8 +15,6 @@ from typing import Any, TypeVar
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-__all__ = ["MARK_KEY", "is_real_user_message", "leading_system_count", "mark", "mark_of", "task_index"]
-
 
 MARK_KEY = "promptstrat"
 """Key in ``additional_kwargs`` under which this package marks the messages it creates.

@@ -18,8 +18,6 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_promptstrat.messages.coercion import coerce_messages, is_tool_result_block
 from langchain_promptstrat.messages.recorded_calls import tool_call_ids
 
-__all__ = ["ToolPairViolation", "check_tool_pairs", "find_tool_pair_violations"]
-
 
 @dataclass(frozen=True)
 class ToolPairViolation:

@@ -21,17 +21,6 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-__all__ = [
-    "CALL_BLOCK_TYPES",
-    "call_block_id",
-    "call_blocks",
-    "keyed_calls",
-    "openai_calls",
-    "recorded_calls",
-    "repeat_key",
-    "tool_call_ids",
-]
-
 
 def openai_calls(message: BaseMessage) -> list[dict[str, Any]]:
     """Return the calls ``message`` records in OpenAI's ``additional_kwargs["tool_calls"]`` (a list, maybe empty)."""

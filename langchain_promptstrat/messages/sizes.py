@@ -12,8 +12,6 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-__all__ = ["content_text", "message_chars", "value_chars"]
-
 
 def content_text(content: Any) -> str:
     """Return the text of a message content: the string, or its text blocks joined."""

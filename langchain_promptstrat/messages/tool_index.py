@@ -20,8 +20,6 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_promptstrat.messages.marks import is_real_user_message
 from langchain_promptstrat.messages.recorded_calls import keyed_calls
 
-__all__ = ["ToolCallRecord", "ToolIndex", "index_tool_calls", "split_steps", "split_turns"]
-
 
 class ToolCallRecord(NamedTuple):
     """One tool call: its number in the index, where it is recorded and where its output is."""

@@ -33,7 +33,6 @@ from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.testing.text_pools import heavy_tailed, log_uniform, sized_text
 from langchain_promptstrat.testing.tools import SIMULATED_TOOL_WEIGHTS, SIMULATED_TOOLS
 
-__all__ = ["Mirror", "build_agent_run", "iter_agent_run"]
 
 Mirror = Literal["openai", "anthropic", "mixed"]
 

@@ -19,7 +19,6 @@ import random
 from dataclasses import dataclass
 from functools import lru_cache
 
-__all__ = ["DIRS", "EXTS", "WORDS", "heavy_tailed", "log_uniform", "pool_text", "sized_text"]
 
 _PARETO_ALPHA = 0.7
 """Tail index of the truncated Pareto used for output sizes: median ~2.7x the minimum,

@@ -29,8 +29,6 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.testing.text_pools import DIRS, EXTS, WORDS, heavy_tailed, pool_text, sized_text
 
-__all__ = ["AGENT_RUN_TOOLS", "SIMULATED_TOOLS", "SIMULATED_TOOL_WEIGHTS", "SimulatedTool", "make_sized_tool"]
-
 
 # --------------------------------------------------------------------------------------
 # Simulated tools (their calls and outputs are built, never run)

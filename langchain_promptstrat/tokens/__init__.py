@@ -47,29 +47,25 @@ to ``langchain_core.messages.utils.count_tokens_approximately`` at once; nothing
 ``as_token_counter("approximate")`` asks for those approximate counts directly, as
 ``trim_messages(token_counter="approximate")`` does.
 
-The modules behind it: ``encodings`` (loading an encoding offline, with a timeout, and the
-warning when it cannot be), ``message_parts`` (what a provider encodes of a message),
-``counter`` (:class:`TokenCounter`, :func:`as_token_counter`) and ``ids_and_schemas``
-(call ids and tool schemas beyond the messages). Import from here; this module only
-re-exports.
+Import from here: ``encodings`` loads an encoding offline, ``counter`` counts.
 """
 
 from __future__ import annotations
 
 from langchain_promptstrat.defaults import DEFAULT_ENCODING
-from langchain_promptstrat.tokens.counter import DEFAULT_CACHE_SIZE, TokenCounter, as_token_counter
-from langchain_promptstrat.tokens.encodings import DEFAULT_LOAD_TIMEOUT, TokenizerUnavailableWarning
-from langchain_promptstrat.tokens.ids_and_schemas import (
+from langchain_promptstrat.tokens.counter import (
+    DEFAULT_CACHE_SIZE,
+    TOKENS_PER_IMAGE as TOKENS_PER_IMAGE,
+    TOKENS_PER_MESSAGE as TOKENS_PER_MESSAGE,
+    TOKENS_PER_NAME as TOKENS_PER_NAME,
+    TokenCounter,
+    as_token_counter,
     call_id_tokens,
     counts_call_ids,
     missing_call_id_tokens,
     tool_schema_tokens,
 )
-from langchain_promptstrat.tokens.message_parts import (  # the counting constants, reachable here as before
-    TOKENS_PER_IMAGE as TOKENS_PER_IMAGE,
-    TOKENS_PER_MESSAGE as TOKENS_PER_MESSAGE,
-    TOKENS_PER_NAME as TOKENS_PER_NAME,
-)
+from langchain_promptstrat.tokens.encodings import DEFAULT_LOAD_TIMEOUT, TokenizerUnavailableWarning
 
 __all__ = [
     "DEFAULT_CACHE_SIZE",
