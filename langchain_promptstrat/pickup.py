@@ -11,10 +11,8 @@ notices, and only then acknowledges::
         pickup.acknowledge()
 
 An exception inside the block acknowledges nothing; the notices come back at the next
-pickup under the same message ids, and one the stored conversation already holds (the
-process died between the save and the acknowledgement) is acknowledged, not delivered
-again: exactly once in the stored conversation, as with the graph front ends. It builds on
-the registry and :mod:`~langchain_promptstrat.inbox.delivery` and knows no adapter.
+pickup under the same ids, and one the stored conversation already holds is acknowledged,
+not delivered again: exactly once. Knows no adapter.
 """
 
 from __future__ import annotations

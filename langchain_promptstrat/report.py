@@ -68,11 +68,7 @@ def make_report(
     protected: int = 0,
     **details: Any,
 ) -> StrategyReport:
-    """Return a report for a call that turned ``before`` into ``after``.
-
-    Characters are counted only when the lists differ; an untouched list reports the same
-    figure twice without walking it a second time.
-    """
+    """Return a report for a call that turned ``before`` into ``after`` (an untouched list is measured once)."""
     chars_before = _running_chars.total(before)
     chars_after = chars_before if _same(before, after) else _running_chars.total(after)
     return StrategyReport(
@@ -94,15 +90,7 @@ def _same(a: Sequence[BaseMessage], b: Sequence[BaseMessage]) -> bool:
 
 
 class _RunningChars:
-    """The character totals of the last lists measured, reused for a list whose messages start with the same keys.
-
-    A strategy runs before every model call on a conversation that only grows, and a
-    cache-friendly prompt starts with the previous prompt: a list that extends one measured
-    before (the same objects, or equal ones loaded again) is measured only after it. The
-    keys come from :func:`~langchain_promptstrat.messages.keys.message_keys`, which the
-    replaying strategies have asked for the same list already; comparing them is a pass in C.
-    Holds keys and totals, no message.
-    """
+    """The character totals of the last lists measured (keys and totals, no message): a list extending one of them is measured only after it."""
 
     size = 8
 
@@ -111,7 +99,7 @@ class _RunningChars:
         self._lock = threading.Lock()
 
     def total(self, messages: Sequence[BaseMessage]) -> int:
-        """Return ``sum(map(message_chars, messages))``, measuring only what follows the longest list measured before that it extends."""
+        """Return ``sum(map(message_chars, messages))``."""
         if not messages:
             return 0
         try:

@@ -75,10 +75,5 @@ def find_tool_pair_violations(messages: Sequence[BaseMessage]) -> list[ToolPairV
 
 
 def check_tool_pairs(messages: Sequence[BaseMessage] | Any) -> list[str]:
-    """Return one readable line per tool call/output pairing violation; empty when valid.
-
-    A violation is an output that answers no call of its step, a call without an output,
-    or a second output for the same call: each makes OpenAI and Anthropic reject the
-    request. Calls are read from all three places they may be recorded.
-    """
+    """Return one readable line per tool call/output pairing violation (see :class:`ToolPairViolation`); empty when valid."""
     return [str(v) for v in find_tool_pair_violations(coerce_messages(messages))]
