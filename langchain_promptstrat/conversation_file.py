@@ -124,11 +124,7 @@ def _from_anthropic(body: dict[str, Any], notes: list[str]) -> tuple[list[Any], 
 
 
 def transcript_items(body: dict[str, Any], notes: list[str]) -> tuple[list[Any], list[str]]:
-    """Return the messages of a transcript object as role dicts (or as found) and their positions.
-
-    ``notes`` receives one line per thing left out. Anything that is not a message object is
-    passed through for the reader to refuse with its position.
-    """
+    """Return the messages of a transcript object as role dicts (non-messages as found, for the reader to refuse) and their positions; ``notes`` gets what is left out."""
     if _is_anthropic(body):
         return _from_anthropic(body, notes)
     items: list[Any] = []
@@ -144,11 +140,7 @@ def transcript_items(body: dict[str, Any], notes: list[str]) -> tuple[list[Any],
 
 
 def transcript_tools(body: dict[str, Any]) -> list[dict[str, Any]]:
-    """Return the tool schemas a transcript object's requests carried: its ``tools`` (or OpenAI's older ``functions``), as saved.
-
-    Entries that are not objects are left out; an OpenAI ``functions`` entry becomes the
-    ``{"type": "function", "function": ...}`` tool it stands for.
-    """
+    """Return the tool schemas a transcript object's requests carried: its ``tools`` (or OpenAI's older ``functions`` as tools)."""
     tools = body.get("tools")
     if isinstance(tools, list):
         return [t for t in tools if isinstance(t, dict)]
@@ -232,11 +224,7 @@ def _read_text(source: str) -> str:
 def _parse_items(
     source: str, text: str, notes: list[str] | None = None, tools: list[dict[str, Any]] | None = None
 ) -> tuple[list[Any], list[str]]:
-    """Return the JSON values of a conversation file and their positions (``message N`` or ``line N``).
-
-    A transcript object (a dict holding a ``messages`` list) gives its messages; what it
-    leaves out is added to ``notes``, its tool schemas to ``tools``.
-    """
+    """Return the JSON values of a conversation file and their positions (``message N`` or ``line N``); a transcript object's notes and tools are added."""
     if not text.strip():
         raise _bad_input(source, "empty: expected a JSON array of messages or JSON lines")
     try:
@@ -298,11 +286,7 @@ def _to_message(item: Any) -> tuple[BaseMessage, str]:
 
 
 def _unanswered_tail(messages: list[BaseMessage], violations: list[Any]) -> int | None:
-    """Return where the final unanswered model call starts when that is the only pairing problem, else None.
-
-    The call must be the last ``AIMessage``, every violation a missing output of it, and no
-    tool output may follow it.
-    """
+    """Return where the final unanswered model call (the last ``AIMessage``, no output after it) starts when that is the only pairing problem, else None."""
     last_ai = next((i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], AIMessage)), None)
     if last_ai is None or any(v.kind != "missing_output" or v.index != last_ai for v in violations):
         return None
@@ -314,11 +298,9 @@ def _unanswered_tail(messages: list[BaseMessage], violations: list[Any]) -> int 
 def read_conversation(source: str) -> ConversationFile:
     """Return the conversation in ``source`` (a path or '-'), refusing anything a provider would reject.
 
-    Raises :class:`InvalidMessagesError` with one line naming the file, the position and
-    the problem: not UTF-8, not JSON, not a message, two dict styles, or a broken tool
-    call/output pairing, or no message with a chat role. A file that cannot be read raises
-    the ``OSError``. A message whose role no provider reads is left out and a final call
-    without outputs is held out as ``pending``, each with a line in ``notes``.
+    Raises:
+        InvalidMessagesError: One line naming the file, the position and the problem.
+        OSError: The file cannot be read.
     """
     notes: list[str] = []
     tools: list[dict[str, Any]] = []
@@ -373,10 +355,6 @@ def read_conversation(source: str) -> ConversationFile:
 
 
 def dump_messages(messages: list[BaseMessage], style: str | None) -> str:
-    """Return ``messages`` as an indented JSON array in ``style`` (``"langchain"``, else role dicts).
-
-    Writing back in the style the file came in lets the output replace the input in
-    whatever tool produced it.
-    """
+    """Return ``messages`` as an indented JSON array in ``style`` (``"langchain"``, else role dicts), so the output may replace the input."""
     data = messages_to_dict(messages) if style == "langchain" else convert_to_openai_messages(messages)
     return json.dumps(data, indent=2, ensure_ascii=False, default=str)

@@ -1,15 +1,8 @@
-"""Deterministic synthetic text for the test doubles: word lists, pools of realistic lines, and size draws.
+"""Deterministic synthetic text for the test doubles: word lists, a ~64 KB pool of realistic lines per output style, and size draws.
 
-Holds the words, directory names and file extensions the synthetic runs are made of, a
-~64 KB pool of realistic ASCII lines per output style (log lines, JSON, file listings,
-code, grep hits, search results, CSV), and the two size distributions: a truncated Pareto
-for tool outputs (most small, a long tail) and a log-uniform one for arguments. Used by
-the run builders (:mod:`~langchain_promptstrat.testing.agent_run`), the tools
-(:mod:`~langchain_promptstrat.testing.tools`) and the scripted model's long runs.
-
-Must stay a pure function of the seeded ``random.Random`` it is handed: no ``hash()``, no
-clock, no uuid, so the same seed gives the same text in every process. It builds no
-messages and imports nothing from LangChain: what the text is for belongs to its users.
+Sizes: a truncated Pareto for tool outputs (most small, a long tail), log-uniform for
+arguments. Must stay a pure function of the seeded ``random.Random`` it is handed (no
+``hash()``, clock or uuid); builds no messages and imports nothing from LangChain.
 """
 
 from __future__ import annotations
