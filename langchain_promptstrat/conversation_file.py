@@ -56,11 +56,6 @@ _PROVIDER_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
 """Keys of an OpenAI message a provider reads; the rest is harness bookkeeping."""
 
 
-def is_transcript_object(value: Any) -> bool:
-    """Return whether ``value`` is a transcript object: a dict holding a ``messages`` list, not a message itself."""
-    return isinstance(value, dict) and isinstance(value.get("messages"), list) and "role" not in value and "data" not in value
-
-
 def _is_anthropic(body: dict[str, Any]) -> bool:
     if "system" in body:
         return True
@@ -123,7 +118,7 @@ def _from_anthropic(body: dict[str, Any], notes: list[str]) -> tuple[list[Any], 
     return items, positions
 
 
-def transcript_items(body: dict[str, Any], notes: list[str]) -> tuple[list[Any], list[str]]:
+def _transcript_items(body: dict[str, Any], notes: list[str]) -> tuple[list[Any], list[str]]:
     """Return the messages of a transcript object as role dicts (non-messages as found, for the reader to refuse) and their positions; ``notes`` gets what is left out."""
     if _is_anthropic(body):
         return _from_anthropic(body, notes)
@@ -139,7 +134,7 @@ def transcript_items(body: dict[str, Any], notes: list[str]) -> tuple[list[Any],
     return items, positions
 
 
-def transcript_tools(body: dict[str, Any]) -> list[dict[str, Any]]:
+def _transcript_tools(body: dict[str, Any]) -> list[dict[str, Any]]:
     """Return the tool schemas a transcript object's requests carried: its ``tools`` (or OpenAI's older ``functions`` as tools)."""
     tools = body.get("tools")
     if isinstance(tools, list):
@@ -148,12 +143,6 @@ def transcript_tools(body: dict[str, Any]) -> list[dict[str, Any]]:
     if isinstance(functions, list):
         return [{"type": "function", "function": f} for f in functions if isinstance(f, dict)]
     return []
-
-
-def unknown_role_note(position: str, role: Any) -> str:
-    """Return the note for a message left out because no provider reads its role."""
-    what = HARNESS_ROLES.get(role) if isinstance(role, str) else None
-    return f"{position}: role {role!r} is not a chat role ({what or 'known: ' + ', '.join(CHAT_ROLES)}); left out"
 
 
 _LANGCHAIN_TYPES = ("ai", "chat", "function", "human", "system", "tool")
@@ -221,9 +210,7 @@ def _read_text(source: str) -> str:
         raise _bad_input(source, f"not UTF-8 text (byte {exc.start} is 0x{data[exc.start]:02x})") from None
 
 
-def _parse_items(
-    source: str, text: str, notes: list[str] | None = None, tools: list[dict[str, Any]] | None = None
-) -> tuple[list[Any], list[str]]:
+def _parse_items(source: str, text: str, notes: list[str], tools: list[dict[str, Any]]) -> tuple[list[Any], list[str]]:
     """Return the JSON values of a conversation file and their positions (``message N`` or ``line N``); a transcript object's notes and tools are added."""
     if not text.strip():
         raise _bad_input(source, "empty: expected a JSON array of messages or JSON lines")
@@ -237,10 +224,9 @@ def _parse_items(
     else:
         if isinstance(whole, list):
             return whole, [f"message {i}" for i in range(len(whole))]
-        if is_transcript_object(whole):
-            if tools is not None:
-                tools += transcript_tools(whole)
-            return transcript_items(whole, notes if notes is not None else [])
+        if isinstance(whole, dict) and isinstance(whole.get("messages"), list) and "role" not in whole and "data" not in whole:
+            tools += _transcript_tools(whole)  # a transcript object
+            return _transcript_items(whole, notes)
         if isinstance(whole, dict):
             return [whole], ["message 0"]
         raise _bad_input(source, f"expected a JSON array of messages, got {_JSON_TYPES.get(type(whole), 'a value')}")
@@ -313,7 +299,8 @@ def read_conversation(source: str) -> ConversationFile:
         try:
             message, item_style = _to_message(item)
         except _UnknownRole as exc:
-            notes.append(unknown_role_note(position, exc.role))
+            what = HARNESS_ROLES.get(exc.role) if isinstance(exc.role, str) else None
+            notes.append(f"{position}: role {exc.role!r} is not a chat role ({what or 'known: ' + ', '.join(CHAT_ROLES)}); left out")
             unknown_roles.append(exc.role)
             continue
         except ValueError as exc:

@@ -68,6 +68,7 @@ def _pool_lines(style: str, rng: random.Random, n: int) -> list[str]:
     for i in range(n):
         a, b, c, d = rng.choice(w), rng.choice(w), rng.choice(w), rng.choice(w)
         num = rng.randint(1, 99999)
+        names = dict(a=a, b=b, c=c, d=d, n=num % 1000, A=a.capitalize(), B=b.capitalize(), C=c.capitalize())
         ts = (
             f"2024-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T"
             f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}"
@@ -94,21 +95,10 @@ def _pool_lines(style: str, rng: random.Random, n: int) -> list[str]:
                 f"{path}/{a}_{b}{rng.choice(EXTS)}"
             )
         elif style == "code":
-            tpl = rng.choice(_CODE_TEMPLATES)
-            lines.append(
-                tpl.format(
-                    a=a, b=b, c=c, d=d, n=num % 1000,
-                    A=a.capitalize(), B=b.capitalize(), C=c.capitalize(),
-                )
-            )
+            lines.append(rng.choice(_CODE_TEMPLATES).format(**names))
         elif style == "grep":
-            depth = rng.randint(1, 3)
-            path = "/".join(rng.choice(DIRS) for _ in range(depth))
-            tpl = rng.choice(_CODE_TEMPLATES) or "    pass"
-            code = tpl.format(
-                a=a, b=b, c=c, d=d, n=num % 1000,
-                A=a.capitalize(), B=b.capitalize(), C=c.capitalize(),
-            )
+            path = "/".join(rng.choice(DIRS) for _ in range(rng.randint(1, 3)))
+            code = (rng.choice(_CODE_TEMPLATES) or "    pass").format(**names)
             lines.append(f"{path}/{a}_{b}.py:{rng.randint(1, 2400)}:{code}")
         elif style == "search":
             k = i % 3
@@ -117,13 +107,9 @@ def _pool_lines(style: str, rng: random.Random, n: int) -> list[str]:
             elif k == 1:
                 lines.append(f"   https://{a}.example.org/{b}/{c}-{d}-{num}")
             else:
-                lines.append(
-                    "   " + " ".join(rng.choice(w) for _ in range(rng.randint(8, 20))) + "..."
-                )
+                lines.append("   " + " ".join(rng.choice(w) for _ in range(rng.randint(8, 20))) + "...")
         elif style == "csv":
-            lines.append(
-                f"{num},{a}_{b},{c},{rng.randint(-500, 5000)},{rng.random():.3f},{ts}"
-            )
+            lines.append(f"{num},{a}_{b},{c},{rng.randint(-500, 5000)},{rng.random():.3f},{ts}")
         else:  # pragma: no cover - internal
             raise AssertionError(style)
     return lines

@@ -104,98 +104,39 @@ SimulatedTool = tuple[
 ]
 
 SIMULATED_TOOLS: tuple[SimulatedTool, ...] = (
-    (
-        "read_file",
-        0.22,
-        "code",
-        lambda rng, L: {
-            "path": _path(rng),
-            "start_line": (s := rng.randint(1, 800)),
-            "end_line": s + rng.randint(20, 400),
-        },
-        lambda a: f"# {a['path']} lines {a['start_line']}-{a['end_line']}\n",
-    ),
-    (
-        "run_shell",
-        0.18,
-        "log",
-        lambda rng, L: {
-            "command": _command(rng, L),
-            "timeout_s": rng.choice((30, 60, 120, 600)),
-            "env": {"CI": "1", "PYTHONHASHSEED": str(rng.randint(0, 9))},
-        },
-        lambda a: f"$ {a['command'][:100]}\nexit code: 0\n",
-    ),
-    (
-        "web_search",
-        0.14,
-        "search",
-        lambda rng, L: {
-            "query": _words(rng, L),
-            "max_results": rng.choice((5, 10, 20)),
-            "filters": {
-                "site": rng.choice((None, "stackoverflow.com", "github.com", "docs.python.org")),
-                "date_range": {"from": _date(rng), "to": "2025-01-01"},
-            },
-        },
-        lambda a: f"Results for: {a['query'][:100]}\n",
-    ),
-    (
-        "grep",
-        0.12,
-        "grep",
-        lambda rng, L: {
-            "pattern": "(" + _words(rng, max(L - 2, 1), "|") + ")",
-            "paths": [f"{rng.choice(DIRS)}/" for _ in range(rng.randint(1, 4))],
-            "options": {"ignore_case": rng.random() < 0.5, "context_lines": rng.randint(0, 5)},
-        },
-        lambda a: f"grep -rn {a['pattern'][:60]!r} {' '.join(a['paths'])}\n",
-    ),
-    (
-        "http_get",
-        0.10,
-        "json",
-        lambda rng, L: {
-            "url": _url(rng, L),
-            "headers": {"Accept": "application/json", "X-Request-Id": f"{rng.getrandbits(32):08x}"},
-        },
-        lambda a: f"HTTP/1.1 200 OK  GET {a['url'][:100]}\n[\n",
-    ),
-    (
-        "edit_file",
-        0.10,
-        "code",
-        lambda rng, L: {
-            "path": _path(rng),
-            "old_text": pool_text("code", rng, max(L // 3, 1)),
-            "new_text": pool_text("code", rng, L),
-        },
-        lambda a: f"Edited {a['path']}. New contents around the edit:\n",
-    ),
-    (
-        "query_db",
-        0.08,
-        "csv",
-        lambda rng, L: {
-            "sql": _sql(rng, L),
-            "params": [rng.randint(1, 10**6), rng.choice(WORDS), rng.random() < 0.5],
-            "limit": rng.choice((50, 100, 500, 1000)),
-        },
-        lambda a: f"-- {a['sql'][:100]}\nid,name,kind,value,ratio,updated_at\n",
-    ),
-    (
-        "list_dir",
-        0.06,
-        "listing",
-        lambda rng, L: {
-            "path": "/workspace/repo/" + "/".join(rng.choice(DIRS) for _ in range(rng.randint(1, 4))),
-            "glob": f"*{rng.choice(WORDS)}*{rng.choice(EXTS)}",
-            "depth": rng.randint(1, 4),
-            "max_entries": rng.randint(50, 5000),
-            "ignore": [".git", "__pycache__", *rng.sample(("node_modules", "*.pyc", ".venv", "build"), 2)],
-        },
-        lambda a: f"{a['path']}:\ntotal {len(a['path']) * 37}\n",
-    ),
+    ("read_file", 0.22, "code",
+     lambda rng, L: {"path": _path(rng), "start_line": (s := rng.randint(1, 800)), "end_line": s + rng.randint(20, 400)},
+     lambda a: f"# {a['path']} lines {a['start_line']}-{a['end_line']}\n"),
+    ("run_shell", 0.18, "log",
+     lambda rng, L: {"command": _command(rng, L), "timeout_s": rng.choice((30, 60, 120, 600)),
+                     "env": {"CI": "1", "PYTHONHASHSEED": str(rng.randint(0, 9))}},
+     lambda a: f"$ {a['command'][:100]}\nexit code: 0\n"),
+    ("web_search", 0.14, "search",
+     lambda rng, L: {"query": _words(rng, L), "max_results": rng.choice((5, 10, 20)), "filters": {
+         "site": rng.choice((None, "stackoverflow.com", "github.com", "docs.python.org")),
+         "date_range": {"from": _date(rng), "to": "2025-01-01"}}},
+     lambda a: f"Results for: {a['query'][:100]}\n"),
+    ("grep", 0.12, "grep",
+     lambda rng, L: {"pattern": "(" + _words(rng, max(L - 2, 1), "|") + ")",
+                     "paths": [f"{rng.choice(DIRS)}/" for _ in range(rng.randint(1, 4))],
+                     "options": {"ignore_case": rng.random() < 0.5, "context_lines": rng.randint(0, 5)}},
+     lambda a: f"grep -rn {a['pattern'][:60]!r} {' '.join(a['paths'])}\n"),
+    ("http_get", 0.10, "json",
+     lambda rng, L: {"url": _url(rng, L), "headers": {"Accept": "application/json", "X-Request-Id": f"{rng.getrandbits(32):08x}"}},
+     lambda a: f"HTTP/1.1 200 OK  GET {a['url'][:100]}\n[\n"),
+    ("edit_file", 0.10, "code",
+     lambda rng, L: {"path": _path(rng), "old_text": pool_text("code", rng, max(L // 3, 1)), "new_text": pool_text("code", rng, L)},
+     lambda a: f"Edited {a['path']}. New contents around the edit:\n"),
+    ("query_db", 0.08, "csv",
+     lambda rng, L: {"sql": _sql(rng, L), "params": [rng.randint(1, 10**6), rng.choice(WORDS), rng.random() < 0.5],
+                     "limit": rng.choice((50, 100, 500, 1000))},
+     lambda a: f"-- {a['sql'][:100]}\nid,name,kind,value,ratio,updated_at\n"),
+    ("list_dir", 0.06, "listing",
+     lambda rng, L: {"path": "/workspace/repo/" + "/".join(rng.choice(DIRS) for _ in range(rng.randint(1, 4))),
+                     "glob": f"*{rng.choice(WORDS)}*{rng.choice(EXTS)}", "depth": rng.randint(1, 4),
+                     "max_entries": rng.randint(50, 5000),
+                     "ignore": [".git", "__pycache__", *rng.sample(("node_modules", "*.pyc", ".venv", "build"), 2)]},
+     lambda a: f"{a['path']}:\ntotal {len(a['path']) * 37}\n"),
 )
 SIMULATED_TOOL_WEIGHTS = tuple(t[1] for t in SIMULATED_TOOLS)
 
@@ -347,43 +288,19 @@ def _check_range(name: str, value: tuple[int, int]) -> tuple[int, int]:
     return int(lo), int(hi)
 
 
-def _tool_call_dict(call_id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    return {"name": name, "args": args, "id": call_id, "type": "tool_call"}
-
-
-def _ai_message(
-    text: str, calls: list[tuple[str, str, dict[str, Any]]], style: str | None, msg_id: str
-) -> AIMessage:
+def _ai_message(text: str, calls: list[tuple[str, str, dict[str, Any]]], style: str | None, msg_id: str) -> AIMessage:
     """Return the AIMessage carrying ``calls`` in the shape provider ``style`` produces."""
-    tool_calls = [_tool_call_dict(cid, name, args) for cid, name, args in calls]
+    tool_calls = [{"name": name, "args": args, "id": cid, "type": "tool_call"} for cid, name, args in calls]
     if style == "openai":
-        raw = [
-            {
-                "id": cid,
-                "type": "function",
-                "function": {"name": name, "arguments": json.dumps(args, separators=(",", ":"))},
-            }
-            for cid, name, args in calls
-        ]
-        return AIMessage(
-            content=text,
-            tool_calls=tool_calls,
-            additional_kwargs={"tool_calls": raw},
-            response_metadata={"model_provider": "openai"},
-            id=msg_id,
-        )
+        raw = [{"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args, separators=(",", ":"))}}
+               for cid, name, args in calls]
+        return AIMessage(content=text, tool_calls=tool_calls, additional_kwargs={"tool_calls": raw},
+                         response_metadata={"model_provider": "openai"}, id=msg_id)
     if style == "anthropic":
         blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
-        blocks.extend(
-            {"type": "tool_use", "id": cid, "name": name, "input": copy.deepcopy(args)}
-            for cid, name, args in calls
-        )
-        return AIMessage(
-            content=blocks,  # type: ignore[arg-type]
-            tool_calls=tool_calls,
-            response_metadata={"model_provider": "anthropic"},
-            id=msg_id,
-        )
+        blocks.extend({"type": "tool_use", "id": cid, "name": name, "input": copy.deepcopy(args)} for cid, name, args in calls)
+        return AIMessage(content=blocks,  # type: ignore[arg-type]
+                         tool_calls=tool_calls, response_metadata={"model_provider": "anthropic"}, id=msg_id)
     return AIMessage(content=text, tool_calls=tool_calls, id=msg_id)
 
 
@@ -420,9 +337,7 @@ def iter_agent_run(
     if not 0.0 <= repeat_rate <= 1.0:
         raise ConfigError(f"repeat_rate must be in [0, 1], got {repeat_rate}")
     if mirror not in (None, "openai", "anthropic", "mixed"):
-        raise ConfigError(
-            f"mirror must be None, 'openai', 'anthropic' or 'mixed', got {mirror!r}"
-        )
+        raise ConfigError(f"mirror must be None, 'openai', 'anthropic' or 'mixed', got {mirror!r}")
     out_lo, out_hi = _check_range("output_bytes", output_bytes)
     arg_lo, arg_hi = _check_range("arg_bytes", arg_bytes)
     arg_lo = max(arg_lo, 1)
@@ -436,11 +351,7 @@ def iter_agent_run(
     def stream(purpose: str) -> random.Random:
         return random.Random(f"promptstrat:agent_run:{seed}:{purpose}")
 
-    rng_steps = stream("steps")
-    rng_args = stream("args")
-    rng_out = stream("outputs")
-    rng_user = stream("user")
-    rng_mirror = stream("mirror")
+    rng_steps, rng_args, rng_out, rng_user, rng_mirror = map(stream, ("steps", "args", "outputs", "user", "mirror"))
 
     parallel_choices = list(range(1, parallel_max + 1))
     parallel_weights = [1.0 / k for k in parallel_choices]
@@ -456,9 +367,7 @@ def iter_agent_run(
     yield list(messages)
 
     history: list[tuple[str, dict[str, Any], str]] = []  # (name, args, output)
-    next_user_at = (
-        rng_user.randint(*user_range) if user_range is not None else n_tool_calls + 1
-    )
+    next_user_at = rng_user.randint(*user_range) if user_range is not None else n_tool_calls + 1
     made = 0
     while made < n_tool_calls:
         k = min(rng_steps.choices(parallel_choices, parallel_weights)[0], n_tool_calls - made)
@@ -480,19 +389,12 @@ def iter_agent_run(
             calls.append((call_id, name, args))
             outputs.append(output)
         # repeats copy earlier steps only, never a sibling in the same step
-        history.extend(
-            (name, args, output) for (_, name, args), output in zip(calls, outputs)
-        )
+        history.extend((name, args, output) for (_, name, args), output in zip(calls, outputs))
 
-        if mirror == "mixed":
-            style_now: str | None = rng_mirror.choice((None, "openai", "anthropic"))
-        else:
-            style_now = mirror
+        style_now: str | None = rng_mirror.choice((None, "openai", "anthropic")) if mirror == "mixed" else mirror
         messages.append(_ai_message(text, calls, style_now, next_id()))
         for (call_id, name, _), output in zip(calls, outputs):
-            messages.append(
-                ToolMessage(content=output, tool_call_id=call_id, name=name, id=next_id())
-            )
+            messages.append(ToolMessage(content=output, tool_call_id=call_id, name=name, id=next_id()))
         if made >= next_user_at and made < n_tool_calls:
             messages.append(HumanMessage(content=rng_user.choice(_USER_TURNS), id=next_id()))
             next_user_at = made + rng_user.randint(*user_range)  # type: ignore[misc]
@@ -529,16 +431,8 @@ def build_agent_run(
     """
     last: list[BaseMessage] = []
     for last in iter_agent_run(
-        n_tool_calls,
-        seed=seed,
-        parallel_max=parallel_max,
-        repeat_rate=repeat_rate,
-        user_turn_every=user_turn_every,
-        output_bytes=output_bytes,
-        arg_bytes=arg_bytes,
-        system=system,
-        task=task,
-        mirror=mirror,
+        n_tool_calls, seed=seed, parallel_max=parallel_max, repeat_rate=repeat_rate, user_turn_every=user_turn_every,
+        output_bytes=output_bytes, arg_bytes=arg_bytes, system=system, task=task, mirror=mirror,
     ):
         pass
     return last

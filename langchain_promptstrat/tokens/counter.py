@@ -116,6 +116,7 @@ DEFAULT_CACHE_SIZE = 50_000
 _CONTENT_CACHE_CHARS = 4_000_000
 """Characters of message text whose counts a :class:`TokenCounter` remembers by content."""
 
+
 class TokenCounter:
     """Count the tokens of messages with a tiktoken encoding; call it on a message list.
 
