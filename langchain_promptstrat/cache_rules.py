@@ -34,7 +34,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
-from langchain_promptstrat.defaults import CACHE_RULES
+from langchain_promptstrat.defaults import CACHE_RULES as CACHE_RULES  # simulate imports it from here
 
 
 OPENAI_MIN_TOKENS = 1024

@@ -40,7 +40,7 @@ def call_points(messages: Sequence[BaseMessage], after: int = 0) -> list[int]:
     return points
 
 
-def _is_call_point(messages: Sequence[BaseMessage], length: int) -> bool:
+def is_call_point(messages: Sequence[BaseMessage], length: int) -> bool:
     """Return whether ``length`` is one of :func:`call_points` of ``messages``, in O(1)."""
     n = len(messages)
     if length == n:
@@ -133,7 +133,7 @@ class ReplayMemo(Generic[S]):
         with self._lock:
             items = [state for state, _, made_for in self._items if made_for == budget]
         n = len(messages)
-        items = [s for s in items if s.history.length <= n and _is_call_point(messages, s.history.length)]
+        items = [s for s in items if s.history.length <= n and is_call_point(messages, s.history.length)]
         items.sort(key=_length, reverse=True)
         for state in items:  # the usual hit: the previous call of the same conversation, the same objects
             if all(map(operator.is_, map(_DEREF, state.history.refs), messages)):
