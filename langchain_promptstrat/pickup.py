@@ -67,19 +67,16 @@ def inbox_pickup(
     """Yield the prompt for ``messages`` with the inbox's notices taken but not yet acknowledged.
 
     Args:
-        messages: the stored conversation (notices it already holds are acknowledged, not
-            delivered again).
-        strategies: as :func:`~langchain_promptstrat.registry.prepare_prompt`; the notices
-            go where the ``inbox`` strategy stands (no ``inbox`` strategy: no pickup).
+        messages: the stored conversation (notices it already holds are acknowledged, not delivered again).
+        strategies: as :func:`~langchain_promptstrat.registry.prepare_prompt`; the notices go where
+            the ``inbox`` strategy stands (none: no pickup).
         save_file: the conversation's save file, whose inbox is read.
-        backend: where inboxes live (a provider such as ``PostgresInboxes``, or a bound
-            backend); default the ``inbox`` strategy's, else the directory.
+        backend: where inboxes live; default the ``inbox`` strategy's, else the directory.
         settings: as ``prepare_prompt``.
         max_tokens: the context ceiling, as ``prepare_prompt``.
 
     Returns:
-        A context manager yielding an :class:`InboxPickup`; nothing is acknowledged unless
-        its ``acknowledge()`` is called.
+        A context manager yielding an :class:`InboxPickup`; nothing is acknowledged before its ``acknowledge()``.
 
     Raises:
         InboxAborted: on an ``abort`` file (consumed); the notices taken before it stay

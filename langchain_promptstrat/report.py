@@ -45,7 +45,6 @@ class StrategyReport:
         return bool(self.shortened or self.dropped or self.messages_in != self.messages_out or self.chars_before != self.chars_after)
 
     def as_dict(self) -> dict[str, Any]:
-        """Return the report as one flat, JSON-friendly dict (details merged in)."""
         data = {k: v for k, v in self.__dict__.items() if k != "details"}
         data.update(self.details)
         return data
@@ -107,7 +106,7 @@ class _RunningChars:
         except (TypeError, AttributeError):  # not a pydantic message: measured, not remembered
             return sum(map(message_chars, messages))
         with self._lock:
-            items = sorted(self._items, key=_measured_length, reverse=True)  # the longest list it extends is the first that matches
+            items = sorted(self._items, key=lambda item: len(item[0]), reverse=True)  # the longest list it extends is the first that matches
         n = len(keys)
         best = next((item for item in items if len(item[0]) <= n and item[0] == keys[: len(item[0])]), None)
         done = len(best[0]) if best is not None else 0
@@ -115,10 +114,6 @@ class _RunningChars:
         with self._lock:
             self._items = [*self._items[-(self.size - 1):], (keys, total)]
         return total
-
-
-def _measured_length(item: tuple[list[int], int]) -> int:
-    return len(item[0])
 
 
 _running_chars = _RunningChars()

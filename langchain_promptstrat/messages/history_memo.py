@@ -134,7 +134,7 @@ class ReplayMemo(Generic[S]):
             items = [state for state, _, made_for in self._items if made_for == budget]
         n = len(messages)
         items = [s for s in items if s.history.length <= n and is_call_point(messages, s.history.length)]
-        items.sort(key=_length, reverse=True)
+        items.sort(key=lambda state: state.history.length, reverse=True)
         for state in items:  # the usual hit: the previous call of the same conversation, the same objects
             if all(map(operator.is_, map(_DEREF, state.history.refs), messages)):
                 return state, state
@@ -161,13 +161,8 @@ class ReplayMemo(Generic[S]):
             self._items = items
 
     def forget(self) -> None:
-        """Forget every state."""
         with self._lock:
             self._items = []
-
-
-def _length(state: _Remembered) -> int:
-    return state.history.length
 
 
 K = TypeVar("K")
@@ -240,7 +235,6 @@ class IdentityMemo(Generic[V]):
             entries[key] = (ref, check, value)
 
     def clear(self) -> None:
-        """Forget every entry."""
         with self._lock:
             self._entries.clear()
 
@@ -260,12 +254,10 @@ class SizedCache(Generic[K, V]):
         return len(self._entries)
 
     def get(self, key: K, default: Any = None) -> Any:
-        """Return the value stored under ``key``, else ``default``."""
         entry = self._entries.get(key)
         return default if entry is None else entry[0]
 
     def put(self, key: K, value: V, size: int) -> None:
-        """Store ``value`` under ``key``, counting ``size`` against the bound."""
         if size > self.max_size or self.max_entries == 0:
             return
         with self._lock:
@@ -281,7 +273,6 @@ class SizedCache(Generic[K, V]):
             self.size += size
 
     def clear(self) -> None:
-        """Forget every entry."""
         with self._lock:
             self._entries.clear()
             self.size = 0

@@ -211,7 +211,6 @@ class TokenCounter:
         return count
 
     def __call__(self, messages: Sequence[BaseMessage], /) -> int:
-        """Return the tokens of ``messages``: the sum of their :meth:`count_message` counts."""
         if isinstance(messages, BaseMessage):
             raise InvalidMessagesError("expected a list of messages, got a single message; wrap it in a list")
         return sum(self.count_message(message) for message in messages)

@@ -63,9 +63,7 @@ def _bundled_cl100k() -> tiktoken.Encoding:
 
 
 _QUICKTOK_ENCODINGS = ("o200k_base", "o200k_harmony")
-"""Encodings served offline by the optional ``quicktok-v1`` package when it is installed
-(its cl100k_base agrees token for token with tiktoken's on the real transcripts; see the
-docs/performance.md, the token counter against a bill): tiktoken itself must download them."""
+"""Encodings served offline by the optional ``quicktok-v1`` package when it is installed (tiktoken must download them)."""
 
 
 class _QuicktokEncoding:
@@ -75,12 +73,9 @@ class _QuicktokEncoding:
         self._tokenizer = tokenizer
 
     def encode_ordinary(self, text: str) -> list[int]:
-        # quicktok's encode() refuses special-token text (``<|endoftext|>``) as tiktoken's does;
-        # its encode_ordinary counts it as plain text, as the provider does with user text
+        # encode() refuses special-token text (``<|endoftext|>``); encode_ordinary counts it as plain text
         tokenizer: Any = self._tokenizer
-        if hasattr(tokenizer, "encode_ordinary"):
-            return list(tokenizer.encode_ordinary(text))
-        return list(tokenizer.encode(text))
+        return list(tokenizer.encode_ordinary(text) if hasattr(tokenizer, "encode_ordinary") else tokenizer.encode(text))
 
 
 def _offline_encoding(name: str) -> Any:
@@ -174,11 +169,8 @@ _DOWNLOADED_FILES: dict[str, tuple[str, ...]] = {
 
 def _tiktoken_cache_dir() -> str:
     """Return the directory tiktoken caches downloads in, as tiktoken.load.read_file_cached chooses it."""
-    if "TIKTOKEN_CACHE_DIR" in os.environ:
-        return os.environ["TIKTOKEN_CACHE_DIR"]
-    if "DATA_GYM_CACHE_DIR" in os.environ:
-        return os.environ["DATA_GYM_CACHE_DIR"]
-    return os.path.join(tempfile.gettempdir(), "data-gym-cache")
+    default = os.path.join(tempfile.gettempdir(), "data-gym-cache")
+    return os.environ.get("TIKTOKEN_CACHE_DIR", os.environ.get("DATA_GYM_CACHE_DIR", default))
 
 
 def _needs_download(name: str) -> bool:
