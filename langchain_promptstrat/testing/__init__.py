@@ -8,15 +8,7 @@ Import from here (``scripted_model``, ``tools``, ``text_pools`` are behind it).
 
 from __future__ import annotations
 
-from langchain_promptstrat.testing.scripted_model import DEFAULT_FINAL_ANSWER, ScriptedChatModel, ScriptStep
-from langchain_promptstrat.testing.tools import Mirror, build_agent_run, iter_agent_run, make_sized_tool
-
-__all__ = [
-    "DEFAULT_FINAL_ANSWER",
-    "Mirror",
-    "ScriptStep",
-    "ScriptedChatModel",
-    "build_agent_run",
-    "iter_agent_run",
-    "make_sized_tool",
-]
+from langchain_promptstrat.testing.scripted_model import DEFAULT_FINAL_ANSWER as DEFAULT_FINAL_ANSWER
+from langchain_promptstrat.testing.scripted_model import ScriptedChatModel as ScriptedChatModel, ScriptStep as ScriptStep
+from langchain_promptstrat.testing.tools import Mirror as Mirror, build_agent_run as build_agent_run
+from langchain_promptstrat.testing.tools import iter_agent_run as iter_agent_run, make_sized_tool as make_sized_tool

@@ -28,30 +28,18 @@ asks for those directly. Import from here: ``encodings`` loads an encoding offli
 
 from __future__ import annotations
 
-from langchain_promptstrat.defaults import DEFAULT_ENCODING
+from langchain_promptstrat.defaults import DEFAULT_ENCODING as DEFAULT_ENCODING
 from langchain_promptstrat.tokens.counter import (
-    DEFAULT_CACHE_SIZE,
+    DEFAULT_CACHE_SIZE as DEFAULT_CACHE_SIZE,
     TOKENS_PER_IMAGE as TOKENS_PER_IMAGE,
     TOKENS_PER_MESSAGE as TOKENS_PER_MESSAGE,
     TOKENS_PER_NAME as TOKENS_PER_NAME,
-    TokenCounter,
-    as_token_counter,
-    call_id_tokens,
-    counts_call_ids,
-    missing_call_id_tokens,
-    tool_schema_tokens,
+    TokenCounter as TokenCounter,
+    as_token_counter as as_token_counter,
+    call_id_tokens as call_id_tokens,
+    counts_call_ids as counts_call_ids,
+    missing_call_id_tokens as missing_call_id_tokens,
+    tool_schema_tokens as tool_schema_tokens,
 )
-from langchain_promptstrat.tokens.encodings import DEFAULT_LOAD_TIMEOUT, TokenizerUnavailableWarning
-
-__all__ = [
-    "DEFAULT_CACHE_SIZE",
-    "DEFAULT_ENCODING",
-    "DEFAULT_LOAD_TIMEOUT",
-    "TokenCounter",
-    "TokenizerUnavailableWarning",
-    "as_token_counter",
-    "call_id_tokens",
-    "counts_call_ids",
-    "missing_call_id_tokens",
-    "tool_schema_tokens",
-]
+from langchain_promptstrat.tokens.encodings import DEFAULT_LOAD_TIMEOUT as DEFAULT_LOAD_TIMEOUT
+from langchain_promptstrat.tokens.encodings import TokenizerUnavailableWarning as TokenizerUnavailableWarning
