@@ -324,7 +324,7 @@ def iter_agent_run(
     task: str = _DEFAULT_TASK,
     mirror: Mirror | None = None,
 ) -> Iterator[list[BaseMessage]]:
-    """Yield the prompt of every model call of a synthetic agent run (:func:`build_agent_run`'s parameters), as a growing list.
+    """Yield the prompt of every model call of a synthetic agent run (see :func:`build_agent_run`), as a growing list.
 
     First ``[SystemMessage?, HumanMessage(task)]``, then each time one more step (and a user
     turn when due). Every yield is a new list; the message objects are shared between
@@ -401,20 +401,10 @@ def iter_agent_run(
         yield list(messages)
 
 
-def build_agent_run(
-    n_tool_calls: int = 400,
-    *,
-    seed: int = 0,
-    parallel_max: int = 3,
-    repeat_rate: float = 0.08,
-    user_turn_every: tuple[int, int] | None = (60, 120),
-    output_bytes: tuple[int, int] = (200, 20_000),
-    arg_bytes: tuple[int, int] = (20, 600),
-    system: str | None = "You are a careful research agent.",
-    task: str = _DEFAULT_TASK,
-    mirror: Mirror | None = None,
-) -> list[BaseMessage]:
+def build_agent_run(n_tool_calls: int = 400, **options: Any) -> list[BaseMessage]:
     """Return the message list of a synthetic long agent run, ending after its ``n_tool_calls``-th ToolMessage.
+
+    ``options`` are :func:`iter_agent_run`'s keywords (a seed, sizes, a system prompt, a task, ``mirror``):
 
     * After ``[SystemMessage(system)?, HumanMessage(task)]``, steps of an AIMessage (a third
       with a short text) with 1..``parallel_max`` parallel calls (ids ``call_0001``... in
@@ -430,9 +420,6 @@ def build_agent_run(
     not depend on ``mirror``, ``output_bytes`` or ``user_turn_every``.
     """
     last: list[BaseMessage] = []
-    for last in iter_agent_run(
-        n_tool_calls, seed=seed, parallel_max=parallel_max, repeat_rate=repeat_rate, user_turn_every=user_turn_every,
-        output_bytes=output_bytes, arg_bytes=arg_bytes, system=system, task=task, mirror=mirror,
-    ):
+    for last in iter_agent_run(n_tool_calls, **options):
         pass
     return last
