@@ -1,25 +1,16 @@
 """Conversation files: a JSON array or JSON lines of messages, read into messages and written back.
 
-A file holds LangChain dicts (``{"type": "human", "data": {...}}``, as ``messages_to_dict``
-writes them) or role dicts (``{"role": "user", "content": ...}``, OpenAI's format), one
-style for every message, or one transcript object holding a ``messages`` list (an OpenAI
-chat body, an Anthropic Messages API body, a mini-swe-agent ``.traj.json``). Reading refuses anything a provider would reject
-and names the position of the problem: ``message N`` counts from 0 as in the array, ``line
-N`` from 1.
+A file holds LangChain dicts (as ``messages_to_dict`` writes them) or role dicts (OpenAI's
+format), one style for every message, or one transcript object holding a ``messages`` list
+(an OpenAI chat body, an Anthropic Messages API body, a mini-swe-agent ``.traj.json``), of
+which only what a provider receives is kept: an Anthropic body's ``tool_use`` blocks become
+tool calls and its ``tool_result`` blocks tool messages, ``thinking`` blocks are left out,
+and its ``tools`` (or OpenAI's ``functions``) are every call's tool schemas.
 
-Two things real harnesses save are reported and handled instead of refused: a message
-whose role no provider reads (mini-swe-agent's ``exit``) is left out with a note (a file
-where no message has a chat role is refused: it is not a conversation), and a
-final model call whose tool calls have no output yet (the run stopped after it) is held
-out of ``messages`` as ``pending``: it is the model's answer to the conversation before it,
-which is what a strategy works on; ``apply`` writes it back after the result.
-
-A transcript object keeps only what a provider receives (``role``, ``content``,
-``tool_calls``, ``tool_call_id``, ``name``). An Anthropic body (a top-level ``system``, or
-``tool_use``/``tool_result`` blocks) becomes role dicts: ``system`` a system message,
-``tool_use`` blocks tool calls, ``tool_result`` blocks tool messages before the rest of
-their user message; ``thinking`` blocks are left out. Its ``tools`` (or OpenAI's older
-``functions``) are every call's tool schemas, for the replay to count.
+Reading refuses anything a provider would reject, naming the position (``message N`` from 0,
+``line N`` from 1). A message whose role no provider reads (mini-swe-agent's ``exit``) is
+left out with a note; a final model call whose tool calls have no output yet is held out as
+``pending`` (``apply`` writes it back after the result).
 """
 
 from __future__ import annotations
