@@ -34,9 +34,9 @@ from langchain_core.messages import convert_to_messages
 from langchain_core.messages.utils import count_tokens_approximately
 
 from langchain_promptstrat.cache_rules import OpenAICache, ToolSchemas
+from langchain_promptstrat.conversation_file import CHAT_ROLES
 from langchain_promptstrat.simulate import canonical_message
 from langchain_promptstrat.tokens import TokenCounter, call_id_tokens, tool_schema_tokens
-from langchain_promptstrat.transcripts import CHAT_ROLES
 
 DEFAULT_FOLDER = Path(__file__).resolve().parents[1].parent / "shared" / "realruns" / "raw"
 

@@ -1,57 +1,29 @@
 """What a provider's prompt cache would serve and bill, call by call, under its own rules.
 
 The simulation's ``prefix`` figure (leading messages identical to the previous prompt's) is
-an upper bound. Providers bill differently, and how much differently depends on the
-strategy: an edit far behind the tail costs nothing under the upper bound and most of the
-cache under Anthropic's breakpoints. Each rule here sees the prompts sent, in order, with
-each message's token count, and returns per prompt the tokens **read** from the cache and
-the tokens **written** to it. Messages are compared on
-:func:`~langchain_promptstrat.simulate.canonical_message` (what the provider receives), by
-a hash chain over the prompt: two prompts share a prefix of ``i`` messages exactly when
-their ``i``-th chain values are equal.
+an upper bound; providers bill differently, by how far behind the tail a strategy edits.
+Each rule sees the prompts sent, in order, with each message's token count, and returns per
+prompt the tokens **read** from the cache and **written** to it. Messages are compared by a
+hash chain over :func:`~langchain_promptstrat.simulate.canonical_message`; the bound tools'
+schemas (:class:`ToolSchemas`) come first in the chain, as both providers cache them first.
 
-The bound tools' schemas (:class:`ToolSchemas`, given to the rule when the requests carry
-tools) come first in what both providers cache: OpenAI's cached prefix starts with the
-``tools``, Anthropic's cache order is tools, system, messages. The rules place them before
-the first message, as one more element of the chain (its tokens, one block per tool), so a
-prompt whose first message changed still reads the schemas from the cache.
+``openai`` — automatic prefix caching: the longest prefix of whole messages shared with the
+previous prompt, rounded down to ``1024 + 128 k`` (0 below 1,024); nothing billed for
+writing. Cost: ``read * cached_fraction + (tokens - read)``.
 
-``openai`` — automatic prefix caching
-    Nothing is cached below 1,024 tokens; above, the cached prefix grows in 128-token
-    steps. A prompt reads the longest prefix it shares with the previous prompt, in whole
-    messages after the tool schemas (the common tokens inside the first differing message
-    are not counted: a lower bound by at most one message), rounded down to ``1024 + 128
-    k``; a shared prefix under 1,024 tokens reads 0. Nothing is billed for writing. Cost:
-    ``read * cached_fraction + (tokens - read)``.
+``anthropic`` — explicit breakpoints: the messages carrying ``cache_control`` (else, as
+``AnthropicPromptCachingMiddleware`` asks: the last tool, the system message and the last
+message), the last 4 honoured. Each looks for an entry at its position and up to 20 blocks
+before it (a block per content block, per tool call, per tool); the longest hit is
+**read**. An earlier prompt's breakpoint over a prefix of at least ``min_tokens`` (1,024)
+made an entry. The tokens from the read position to the last breakpoint are **written**.
+Cost: ``read * cached_fraction + written * 1.25 + the rest``.
 
-``anthropic`` — explicit breakpoints
-    A prompt's breakpoints are the messages carrying ``cache_control`` in a content block
-    (what :mod:`langchain_promptstrat.strategies.cache_breakpoints` marks); a prompt with
-    none is cached as LangChain's ``AnthropicPromptCachingMiddleware`` asks for it: the
-    last tool definition (when the requests carry tools), the system message and the
-    last message. At most 4 are honoured (the last 4). Each
-    breakpoint looks for a cache entry at its own position and at the block boundaries up
-    to 20 blocks before it; the longest hit over all breakpoints is **read**. Entries
-    exist where an earlier prompt (any earlier prompt of the replay: calls come seconds
-    apart, within the 5-minute lifetime that each hit renews) had a breakpoint over the
-    same prefix of at least ``min_tokens`` (1,024, the Sonnet and Opus minimum). The
-    tokens from the read position to the last breakpoint are **written**, when that
-    prefix reaches ``min_tokens``; each breakpoint's prefix then has an entry. Blocks: a
-    message holds one block per content block (a string is one), an assistant message
-    one per tool call plus its text, so the 20-block window is about 10 tool steps; the
-    tool schemas count one block per tool.
-    Cost: ``read * cached_fraction + written * 1.25 + the rest``.
+``prefix`` — the upper bound: leading whole messages identical to the previous prompt's.
 
-``prefix``
-    The upper bound the simulation has always shown: leading whole messages identical to
-    the previous prompt's, at any size, no write premium.
-
-A small example to check by hand: a 2,000-token system message, then 10 messages of 100
-tokens. Under ``openai`` the second prompt (the first plus two messages) shares 3,000 tokens
-with the first and reads ``1024 + 128 * 15 = 2944``. Under ``anthropic`` with the default
-breakpoints, the first prompt writes 3,000 (system and tail entries) and reads 0; the second
-reads 3,000 (its tail breakpoint is 2 blocks after the first prompt's tail entry, within
-20) and writes 200.
+By hand: a 2,000-token system message, then 10 messages of 100 tokens. Under ``openai`` the
+second prompt (two messages more) reads ``1024 + 128 * 15 = 2944``. Under ``anthropic`` the
+first writes 3,000 and reads 0; the second reads 3,000 and writes 200.
 """
 
 from __future__ import annotations
@@ -62,25 +34,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
-from langchain_promptstrat.defaults import CACHE_RULES
+from langchain_promptstrat.defaults import CACHE_RULES as CACHE_RULES  # simulate imports it from here
 
-__all__ = [
-    "ANTHROPIC_LOOKBACK_BLOCKS",
-    "ANTHROPIC_MAX_BREAKPOINTS",
-    "ANTHROPIC_MIN_TOKENS",
-    "ANTHROPIC_WRITE_MULTIPLIER",
-    "CACHE_RULES",
-    "OPENAI_INCREMENT",
-    "OPENAI_MIN_TOKENS",
-    "AnthropicCache",
-    "CacheRule",
-    "OpenAICache",
-    "ToolSchemas",
-    "has_cache_control",
-    "make_cache_rule",
-    "message_blocks",
-    "openai_cached_tokens",
-]
 
 OPENAI_MIN_TOKENS = 1024
 OPENAI_INCREMENT = 128
@@ -117,12 +72,7 @@ def has_cache_control(message: BaseMessage) -> bool:
 
 @dataclass(frozen=True)
 class ToolSchemas:
-    """The bound tools' schemas every request of a replay carries before its messages.
-
-    ``tokens``: what they cost (:func:`~langchain_promptstrat.tokens.tool_schema_tokens`);
-    ``blocks``: one per tool (the Anthropic lookback counts them); ``key``: what identifies
-    them (their JSON), the start of every prompt's hash chain.
-    """
+    """The bound tools' schemas every request of a replay carries before its messages: their tokens, one block per tool, their JSON as ``key``."""
 
     tokens: int
     blocks: int
@@ -176,7 +126,6 @@ class OpenAICache(CacheRule):
 
     name: str = "openai"
     _previous: list[int] = field(default_factory=list, init=False)
-
     _seen: bool = field(default=False, init=False)
 
     def observe(self, prompt: Sequence[BaseMessage], counts: Sequence[int]) -> tuple[int, int]:
@@ -202,10 +151,7 @@ class AnthropicCache(CacheRule):
     _entries: set[int] = field(default_factory=set, init=False)
 
     def breakpoints(self, prompt: Sequence[BaseMessage]) -> list[int]:
-        """Return the indices of the messages holding a breakpoint: the marked ones, else (last tool,) system and tail.
-
-        Index -1 is the last tool definition (the tool schemas precede the messages).
-        """
+        """Return the indices of the messages holding a breakpoint: the marked ones, else (last tool = -1,) system and tail."""
         marked = [i for i, m in enumerate(prompt) if has_cache_control(m)]
         if not marked and prompt:
             marked = [-1] if self.tools is not None else []
@@ -245,10 +191,7 @@ class AnthropicCache(CacheRule):
 
 
 def make_cache_rule(name: str, canonical: Callable[[BaseMessage], str], **options: Any) -> CacheRule | None:
-    """Return a fresh rule named ``name`` (None for ``prefix``, which the simulation computes itself).
-
-    ``options`` are the rule's fields, such as ``tools`` (:class:`ToolSchemas`).
-    """
+    """Return a fresh rule named ``name`` with ``options`` as its fields (None for ``prefix``, which the simulation computes itself)."""
     if name == "openai":
         return OpenAICache(canonical, **options)
     if name == "anthropic":

@@ -10,13 +10,10 @@ rejects, so the default strategy always works under a ceiling. It is, first to l
 3. the model's own input window from its LangChain profile (``model.profile["max_input_tokens"]``,
    ``create_agent``'s ``request.model`` or ``pre_model_hook(model=...)``), minus room for the
    reply (its ``max_output_tokens``, at most 16,384 and a quarter of the window);
-4. :data:`DEFAULT_CEILING`: 128,000 − 16,384 = 111,616 tokens. 128k is the smallest window of
-   the current mainstream tool-calling models (GPT-4o and 4.1-mini class, Llama 3.1+, Mistral
-   Large, DeepSeek; Claude and Gemini have more), so the default fits every one of them, with
-   the same room for the reply.
+4. :data:`DEFAULT_CEILING`: 128,000 − 16,384 = 111,616 tokens, 128k being the smallest window
+   of the current mainstream tool-calling models.
 
-The strategy itself keeps a further ``stable_token_margin`` (2%) of the ceiling free for the
-token counter's error (measured 0.3-1.5% under cl100k_base on real transcripts; see docs/default.md).
+The strategy keeps a further ``stable_token_margin`` of the ceiling free for the counter's error.
 """
 
 from __future__ import annotations
@@ -28,16 +25,6 @@ from typing import Any
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.settings import Settings
 
-__all__ = [
-    "DEFAULT_CEILING",
-    "DEFAULT_CONTEXT_WINDOW",
-    "DEFAULT_REPLY_ROOM",
-    "Ceiling",
-    "MaxTokens",
-    "check_max_tokens",
-    "model_window",
-    "resolve_ceiling",
-]
 
 DEFAULT_CONTEXT_WINDOW = 128_000
 """Input window assumed when no ceiling is given and the model is unknown (the smallest mainstream window)."""

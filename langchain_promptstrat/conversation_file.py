@@ -1,19 +1,16 @@
 """Conversation files: a JSON array or JSON lines of messages, read into messages and written back.
 
-A file holds LangChain dicts (``{"type": "human", "data": {...}}``, as ``messages_to_dict``
-writes them) or role dicts (``{"role": "user", "content": ...}``, OpenAI's format), one
-style for every message, or one transcript object holding a ``messages`` list (an OpenAI
-chat body, an Anthropic Messages API body, a mini-swe-agent ``.traj.json``: see
-:mod:`langchain_promptstrat.transcripts`). Reading refuses anything a provider would reject
-and names the position of the problem: ``message N`` counts from 0 as in the array, ``line
-N`` from 1.
+A file holds LangChain dicts (as ``messages_to_dict`` writes them) or role dicts (OpenAI's
+format), one style for every message, or one transcript object holding a ``messages`` list
+(an OpenAI chat body, an Anthropic Messages API body, a mini-swe-agent ``.traj.json``), of
+which only what a provider receives is kept: an Anthropic body's ``tool_use`` blocks become
+tool calls and its ``tool_result`` blocks tool messages, ``thinking`` blocks are left out,
+and its ``tools`` (or OpenAI's ``functions``) are every call's tool schemas.
 
-Two things real harnesses save are reported and handled instead of refused: a message
-whose role no provider reads (mini-swe-agent's ``exit``) is left out with a note (a file
-where no message has a chat role is refused: it is not a conversation), and a
-final model call whose tool calls have no output yet (the run stopped after it) is held
-out of ``messages`` as ``pending``: it is the model's answer to the conversation before it,
-which is what a strategy works on; ``apply`` writes it back after the result.
+Reading refuses anything a provider would reject, naming the position (``message N`` from 0,
+``line N`` from 1). A message whose role no provider reads (mini-swe-agent's ``exit``) is
+left out with a note; a final model call whose tool calls have no output yet is held out as
+``pending`` (``apply`` writes it back after the result).
 """
 
 from __future__ import annotations
@@ -27,23 +24,117 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import (
+    AIMessage,
     BaseMessage,
+    ToolMessage,
     convert_to_messages,
     convert_to_openai_messages,
     messages_from_dict,
     messages_to_dict,
 )
 
-from langchain_core.messages import AIMessage, ToolMessage
-
 from langchain_promptstrat.errors import InvalidMessagesError
 from langchain_promptstrat.messages import find_tool_pair_violations, tool_arguments_problem
-from langchain_promptstrat.transcripts import CHAT_ROLES, is_transcript_object, transcript_items, transcript_tools, unknown_role_note
 
-__all__ = ["ConversationFile", "dump_messages", "read_conversation"]
 
-_ROLES = CHAT_ROLES
-"""Roles ``convert_to_messages`` reads from a role dict (``role``, or ``type`` without ``data``)."""
+CHAT_ROLES = ("ai", "assistant", "developer", "function", "human", "system", "tool", "user")
+"""Roles a role dict may have (what ``convert_to_messages`` reads)."""
+
+HARNESS_ROLES = {"exit": "mini-swe-agent's record of how the run ended"}
+"""Extra roles written by known harnesses, with what they hold (named in the note)."""
+
+_PROVIDER_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
+"""Keys of an OpenAI message a provider reads; the rest is harness bookkeeping."""
+
+
+def _is_anthropic(body: dict[str, Any]) -> bool:
+    if "system" in body:
+        return True
+    for message in body["messages"]:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list) and any(
+            isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result") for b in content
+        ):
+            return True
+    return False
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return "" if content is None else json.dumps(content, ensure_ascii=False)
+
+
+def _from_anthropic(body: dict[str, Any], notes: list[str]) -> tuple[list[Any], list[str]]:
+    items: list[Any] = []
+    positions: list[str] = []
+    if body.get("system"):
+        items.append({"role": "system", "content": _text_of(body["system"])})
+        positions.append("system")
+    thinking = 0
+    for n, message in enumerate(body["messages"]):
+        where = f"message {n}"
+        if not isinstance(message, dict) or not isinstance(message.get("content"), list):
+            items.append(message)
+            positions.append(where)
+            continue
+        role, blocks = message.get("role"), message["content"]
+        if role == "assistant":
+            calls = [
+                {"id": b.get("id"), "type": "function",
+                 "function": {"name": b.get("name"), "arguments": json.dumps(b.get("input") or {}, ensure_ascii=False)}}
+                for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"
+            ]
+            thinking += sum(1 for b in blocks if isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking"))
+            item: dict[str, Any] = {"role": "assistant", "content": _text_of(blocks)}
+            if calls:
+                item["tool_calls"] = calls
+            items.append(item)
+            positions.append(where)
+            continue
+        rest = []
+        for b in blocks:
+            if isinstance(b, dict) and b.get("type") == "tool_result":
+                items.append({"role": "tool", "tool_call_id": b.get("tool_use_id"), "content": _text_of(b.get("content"))})
+                positions.append(f"{where} (tool_result)")
+            else:
+                rest.append(b)
+        if rest:
+            items.append({"role": role, "content": rest})
+            positions.append(where)
+    if thinking:
+        notes.append(f"{thinking} thinking block{'s' if thinking > 1 else ''} left out")
+    return items, positions
+
+
+def _transcript_items(body: dict[str, Any], notes: list[str]) -> tuple[list[Any], list[str]]:
+    """Return the messages of a transcript object as role dicts (non-messages as found, for the reader to refuse) and their positions; ``notes`` gets what is left out."""
+    if _is_anthropic(body):
+        return _from_anthropic(body, notes)
+    items: list[Any] = []
+    positions: list[str] = []
+    for n, message in enumerate(body["messages"]):
+        if isinstance(message, dict) and "role" in message and "data" not in message:
+            message = {k: v for k, v in message.items() if k in _PROVIDER_KEYS}
+            if message.get("content") is None:
+                message["content"] = ""
+        items.append(message)
+        positions.append(f"message {n}")
+    return items, positions
+
+
+def _transcript_tools(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Return the tool schemas a transcript object's requests carried: its ``tools`` (or OpenAI's older ``functions`` as tools)."""
+    tools = body.get("tools")
+    if isinstance(tools, list):
+        return [t for t in tools if isinstance(t, dict)]
+    functions = body.get("functions")
+    if isinstance(functions, list):
+        return [{"type": "function", "function": f} for f in functions if isinstance(f, dict)]
+    return []
+
 
 _LANGCHAIN_TYPES = ("ai", "chat", "function", "human", "system", "tool")
 """The ``type`` of ``messages_to_dict`` dicts (``messages_from_dict`` also reads chunks and ``remove``)."""
@@ -110,14 +201,8 @@ def _read_text(source: str) -> str:
         raise _bad_input(source, f"not UTF-8 text (byte {exc.start} is 0x{data[exc.start]:02x})") from None
 
 
-def _parse_items(
-    source: str, text: str, notes: list[str] | None = None, tools: list[dict[str, Any]] | None = None
-) -> tuple[list[Any], list[str]]:
-    """Return the JSON values of a conversation file and their positions (``message N`` or ``line N``).
-
-    A transcript object (a dict holding a ``messages`` list) gives its messages; what it
-    leaves out is added to ``notes``, its tool schemas to ``tools``.
-    """
+def _parse_items(source: str, text: str, notes: list[str], tools: list[dict[str, Any]]) -> tuple[list[Any], list[str]]:
+    """Return the JSON values of a conversation file and their positions (``message N`` or ``line N``); a transcript object's notes and tools are added."""
     if not text.strip():
         raise _bad_input(source, "empty: expected a JSON array of messages or JSON lines")
     try:
@@ -130,10 +215,9 @@ def _parse_items(
     else:
         if isinstance(whole, list):
             return whole, [f"message {i}" for i in range(len(whole))]
-        if is_transcript_object(whole):
-            if tools is not None:
-                tools += transcript_tools(whole)
-            return transcript_items(whole, notes if notes is not None else [])
+        if isinstance(whole, dict) and isinstance(whole.get("messages"), list) and "role" not in whole and "data" not in whole:
+            tools += _transcript_tools(whole)  # a transcript object
+            return _transcript_items(whole, notes)
         if isinstance(whole, dict):
             return [whole], ["message 0"]
         raise _bad_input(source, f"expected a JSON array of messages, got {_JSON_TYPES.get(type(whole), 'a value')}")
@@ -167,7 +251,7 @@ def _to_message(item: Any) -> tuple[BaseMessage, str]:
     role = item.get("role", item.get("type"))
     if role is None:
         raise ValueError(f"a message needs a 'role' (or 'type') key; got keys: {', '.join(map(str, item)) or 'none'}")
-    if role not in _ROLES:
+    if role not in CHAT_ROLES:
         raise _UnknownRole(role)
     problem = tool_arguments_problem(item)
     if problem is not None:
@@ -179,11 +263,7 @@ def _to_message(item: Any) -> tuple[BaseMessage, str]:
 
 
 def _unanswered_tail(messages: list[BaseMessage], violations: list[Any]) -> int | None:
-    """Return where the final unanswered model call starts when that is the only pairing problem, else None.
-
-    The call must be the last ``AIMessage``, every violation a missing output of it, and no
-    tool output may follow it.
-    """
+    """Return where the final unanswered model call (the last ``AIMessage``, no output after it) starts when that is the only pairing problem, else None."""
     last_ai = next((i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], AIMessage)), None)
     if last_ai is None or any(v.kind != "missing_output" or v.index != last_ai for v in violations):
         return None
@@ -195,11 +275,9 @@ def _unanswered_tail(messages: list[BaseMessage], violations: list[Any]) -> int 
 def read_conversation(source: str) -> ConversationFile:
     """Return the conversation in ``source`` (a path or '-'), refusing anything a provider would reject.
 
-    Raises :class:`InvalidMessagesError` with one line naming the file, the position and
-    the problem: not UTF-8, not JSON, not a message, two dict styles, or a broken tool
-    call/output pairing, or no message with a chat role. A file that cannot be read raises
-    the ``OSError``. A message whose role no provider reads is left out and a final call
-    without outputs is held out as ``pending``, each with a line in ``notes``.
+    Raises:
+        InvalidMessagesError: One line naming the file, the position and the problem.
+        OSError: The file cannot be read.
     """
     notes: list[str] = []
     tools: list[dict[str, Any]] = []
@@ -212,7 +290,8 @@ def read_conversation(source: str) -> ConversationFile:
         try:
             message, item_style = _to_message(item)
         except _UnknownRole as exc:
-            notes.append(unknown_role_note(position, exc.role))
+            what = HARNESS_ROLES.get(exc.role) if isinstance(exc.role, str) else None
+            notes.append(f"{position}: role {exc.role!r} is not a chat role ({what or 'known: ' + ', '.join(CHAT_ROLES)}); left out")
             unknown_roles.append(exc.role)
             continue
         except ValueError as exc:
@@ -227,7 +306,7 @@ def read_conversation(source: str) -> ConversationFile:
         kept.append(position)
     if unknown_roles and not messages:  # nothing left to work on: a file of another format, not a conversation
         found = ", ".join(dict.fromkeys(repr(role) for role in unknown_roles))
-        raise _bad_input(source, f"no message has a chat role (found {found}; understood: {', '.join(_ROLES)})")
+        raise _bad_input(source, f"no message has a chat role (found {found}; understood: {', '.join(CHAT_ROLES)})")
     pending: list[BaseMessage] = []
     violations = find_tool_pair_violations(messages)
     tail = _unanswered_tail(messages, violations) if violations else None
@@ -254,10 +333,6 @@ def read_conversation(source: str) -> ConversationFile:
 
 
 def dump_messages(messages: list[BaseMessage], style: str | None) -> str:
-    """Return ``messages`` as an indented JSON array in ``style`` (``"langchain"``, else role dicts).
-
-    Writing back in the style the file came in lets the output replace the input in
-    whatever tool produced it.
-    """
+    """Return ``messages`` as an indented JSON array in ``style`` (``"langchain"``, else role dicts), so the output may replace the input."""
     data = messages_to_dict(messages) if style == "langchain" else convert_to_openai_messages(messages)
     return json.dumps(data, indent=2, ensure_ascii=False, default=str)

@@ -1,14 +1,9 @@
 """The settings page's options table (``docs/settings.md``), written from the strategies' options classes and the settings.
 
-Each row is an option of one or more built-in strategies (its ``options`` class: option
-name -> settings key) or a setting read without an option (:data:`OTHER_READERS`); the
-settings key's doc, environment variables and default come from
-:class:`~langchain_promptstrat.settings.Settings`. Nothing here is written twice: a new
-option appears in the table when it is added to a strategy's options class.
-
-``python -m langchain_promptstrat.docs_tables`` rewrites the table in ``docs/settings.md`` (the
-lines between :data:`BEGIN` and :data:`END`); ``--check`` only says whether it is stale
-(exit 1), as ``tests/test_options.py`` does.
+Each row is an option of built-in strategies or a setting read without one
+(:data:`OTHER_READERS`); docs, environment variables and defaults come from
+:class:`~langchain_promptstrat.settings.Settings`. ``python -m langchain_promptstrat.docs_tables``
+rewrites the table between :data:`BEGIN` and :data:`END`; ``--check`` exits 1 when it is stale.
 """
 
 from __future__ import annotations
@@ -23,7 +18,6 @@ from pathlib import Path
 from langchain_promptstrat.settings import Settings, documented_default, environment_variables, option_keys
 from langchain_promptstrat.strategy_names import BUILTIN_STRATEGIES
 
-__all__ = ["BEGIN", "DEFAULT_PAGE", "END", "OTHER_READERS", "options_table", "with_options_table"]
 
 BEGIN = "<!-- options table: written by python -m langchain_promptstrat.docs_tables -->"
 END = "<!-- end of the options table -->"

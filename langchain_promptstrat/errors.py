@@ -44,10 +44,8 @@ class InboxError(PromptStratError, OSError):
 class InboxAborted(PromptStratError, RuntimeError):
     """A person asked the run to stop by dropping an ``abort`` file into the inbox.
 
-    ``reason`` is the file's stripped content (or a sentence saying it was empty or
-    unreadable; never a path), ``path`` where the consumed file now lies (for a local
-    caller: a server's interrupt payload leaves it out unless asked), and ``delivered`` the
-    notices consumed before it in the same pickup, so a caller can still show them.
+    ``reason``: the file's stripped content (never a path); ``path``: where the consumed
+    file now lies; ``delivered``: the notices consumed before it in the same pickup.
     """
 
     def __init__(self, reason: str, *, path: str | None = None, delivered: Sequence[BaseMessage] | None = None) -> None:

@@ -1,17 +1,12 @@
-"""The optional extras and the install hint an error gives when one is missing: :func:`install_hint`.
+"""The optional extras (as in ``pyproject.toml``) and the install hint an error gives when one is missing.
 
-The extras are declared in ``pyproject.toml`` (``[project.optional-dependencies]``); the
-package is installed from its folder, not from a package index, so a hint never names the
-distribution with an extra (the index has no such name). It names what to install, which
-works however the package was installed, and the extra that brings it, spelled as it works
-from the project folder.
-Imports nothing (a leaf, like :mod:`langchain_promptstrat.defaults`), so the CLI may use it
-without loading anything; nothing but the extras and their hint belongs here.
+The package is installed from its folder, not an index, so a hint names the requirement and
+the extra spelled as it works from the project folder. A leaf, like
+:mod:`langchain_promptstrat.defaults`: imports nothing.
 """
 
 from __future__ import annotations
 
-__all__ = ["EXTRAS", "install_hint"]
 
 EXTRAS = {
     "agents": "langchain>=1.0",
@@ -24,9 +19,6 @@ EXTRAS = {
 
 def install_hint(extra: str) -> str:
     """Return the install command for ``extra``: its requirement, or the extra itself from the project folder.
-
-    ``install_hint("plot")`` is ``pip install matplotlib (or the plot extra: pip install ".[plot]"
-    in the project folder)``.
 
     Raises:
         KeyError: ``extra`` is not one of :data:`EXTRAS`.

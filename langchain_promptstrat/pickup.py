@@ -11,10 +11,8 @@ notices, and only then acknowledges::
         pickup.acknowledge()
 
 An exception inside the block acknowledges nothing; the notices come back at the next
-pickup under the same message ids, and one the stored conversation already holds (the
-process died between the save and the acknowledgement) is acknowledged, not delivered
-again: exactly once in the stored conversation, as with the graph front ends. It builds on
-the registry and :mod:`~langchain_promptstrat.inbox.delivery` and knows no adapter.
+pickup under the same ids, and one the stored conversation already holds is acknowledged,
+not delivered again: exactly once. Knows no adapter.
 """
 
 from __future__ import annotations
@@ -34,8 +32,6 @@ from langchain_promptstrat.messages import coerce_messages
 from langchain_promptstrat.registry import StrategySpec, prompt_for_model, resolve_strategies
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.inbox import Inbox
-
-__all__ = ["InboxPickup", "inbox_pickup"]
 
 
 @dataclass
@@ -70,19 +66,16 @@ def inbox_pickup(
     """Yield the prompt for ``messages`` with the inbox's notices taken but not yet acknowledged.
 
     Args:
-        messages: the stored conversation (notices it already holds are acknowledged, not
-            delivered again).
-        strategies: as :func:`~langchain_promptstrat.registry.prepare_prompt`; the notices
-            go where the ``inbox`` strategy stands (no ``inbox`` strategy: no pickup).
+        messages: the stored conversation (notices it already holds are acknowledged, not delivered again).
+        strategies: as :func:`~langchain_promptstrat.registry.prepare_prompt`; the notices go where
+            the ``inbox`` strategy stands (none: no pickup).
         save_file: the conversation's save file, whose inbox is read.
-        backend: where inboxes live (a provider such as ``PostgresInboxes``, or a bound
-            backend); default the ``inbox`` strategy's, else the directory.
+        backend: where inboxes live; default the ``inbox`` strategy's, else the directory.
         settings: as ``prepare_prompt``.
         max_tokens: the context ceiling, as ``prepare_prompt``.
 
     Returns:
-        A context manager yielding an :class:`InboxPickup`; nothing is acknowledged unless
-        its ``acknowledge()`` is called.
+        A context manager yielding an :class:`InboxPickup`; nothing is acknowledged before its ``acknowledge()``.
 
     Raises:
         InboxAborted: on an ``abort`` file (consumed); the notices taken before it stay

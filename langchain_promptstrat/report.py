@@ -19,7 +19,6 @@ from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_promptstrat.messages import message_chars
 from langchain_promptstrat.messages.keys import message_keys
 
-__all__ = ["Compacted", "StrategyReport", "logger", "make_report"]
 
 logger = logging.getLogger("langchain_promptstrat")
 """The package logger; every strategy call's report is logged here at DEBUG."""
@@ -46,7 +45,6 @@ class StrategyReport:
         return bool(self.shortened or self.dropped or self.messages_in != self.messages_out or self.chars_before != self.chars_after)
 
     def as_dict(self) -> dict[str, Any]:
-        """Return the report as one flat, JSON-friendly dict (details merged in)."""
         data = {k: v for k, v in self.__dict__.items() if k != "details"}
         data.update(self.details)
         return data
@@ -69,11 +67,7 @@ def make_report(
     protected: int = 0,
     **details: Any,
 ) -> StrategyReport:
-    """Return a report for a call that turned ``before`` into ``after``.
-
-    Characters are counted only when the lists differ; an untouched list reports the same
-    figure twice without walking it a second time.
-    """
+    """Return a report for a call that turned ``before`` into ``after`` (an untouched list is measured once)."""
     chars_before = _running_chars.total(before)
     chars_after = chars_before if _same(before, after) else _running_chars.total(after)
     return StrategyReport(
@@ -95,15 +89,7 @@ def _same(a: Sequence[BaseMessage], b: Sequence[BaseMessage]) -> bool:
 
 
 class _RunningChars:
-    """The character totals of the last lists measured, reused for a list whose messages start with the same keys.
-
-    A strategy runs before every model call on a conversation that only grows, and a
-    cache-friendly prompt starts with the previous prompt: a list that extends one measured
-    before (the same objects, or equal ones loaded again) is measured only after it. The
-    keys come from :func:`~langchain_promptstrat.messages.keys.message_keys`, which the
-    replaying strategies have asked for the same list already; comparing them is a pass in C.
-    Holds keys and totals, no message.
-    """
+    """The character totals of the last lists measured (keys and totals, no message): a list extending one of them is measured only after it."""
 
     size = 8
 
@@ -112,7 +98,7 @@ class _RunningChars:
         self._lock = threading.Lock()
 
     def total(self, messages: Sequence[BaseMessage]) -> int:
-        """Return ``sum(map(message_chars, messages))``, measuring only what follows the longest list measured before that it extends."""
+        """Return ``sum(map(message_chars, messages))``."""
         if not messages:
             return 0
         try:
@@ -120,7 +106,7 @@ class _RunningChars:
         except (TypeError, AttributeError):  # not a pydantic message: measured, not remembered
             return sum(map(message_chars, messages))
         with self._lock:
-            items = sorted(self._items, key=_measured_length, reverse=True)  # the longest list it extends is the first that matches
+            items = sorted(self._items, key=lambda item: len(item[0]), reverse=True)  # the longest list it extends is the first that matches
         n = len(keys)
         best = next((item for item in items if len(item[0]) <= n and item[0] == keys[: len(item[0])]), None)
         done = len(best[0]) if best is not None else 0
@@ -128,10 +114,6 @@ class _RunningChars:
         with self._lock:
             self._items = [*self._items[-(self.size - 1):], (keys, total)]
         return total
-
-
-def _measured_length(item: tuple[list[int], int]) -> int:
-    return len(item[0])
 
 
 _running_chars = _RunningChars()

@@ -1,15 +1,9 @@
 """Strategy names -> strategies: the built-in table, ``register_strategy``, entry points, ``resolve_strategies``.
 
-A name resolves, in order, to a strategy registered with :func:`register_strategy`, a
-built-in (imported on first use), or an entry point of the group
-``langchain_promptstrat.strategies``. What a name resolves to may be a ``PromptStrategy``
-subclass (built with the settings), a ``PromptStrategy`` instance (used as is) or a plain
-callable ``messages -> messages`` (called with the messages only, as in the reference).
-
-This module sits below the strategies (a ladder's rungs and the breakpoint strategy's inner
-strategies may be given by name): it imports no strategy module, and finds a built-in by
-its ``"module:Class"`` string on first use, as an entry point is found. Applying
-strategies to a conversation is :mod:`langchain_promptstrat.registry`'s.
+A name resolves, in order, to a registered strategy, a built-in (imported on first use by
+its ``"module:Class"`` string) or an entry point of ``langchain_promptstrat.strategies``: a
+``PromptStrategy`` class (built with the settings), an instance (used as is) or a plain
+``messages -> messages`` callable. Sits below the strategies: imports no strategy module.
 """
 
 from __future__ import annotations
@@ -31,19 +25,6 @@ from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import Settings, environment_variables, settings_with_options
 from langchain_promptstrat.strategy import PromptStrategy
 
-__all__ = [
-    "BUILTIN_STRATEGIES",
-    "DEFAULT_STRATEGIES",
-    "ENTRY_POINT_GROUP",
-    "CallableStrategy",
-    "StrategySpec",
-    "available_strategies",
-    "get_strategy",
-    "register_strategy",
-    "resolve_strategies",
-    "split_strategy_names",
-    "unregister_strategy",
-]
 
 BUILTIN_STRATEGIES: dict[str, str] = {
     "none": "langchain_promptstrat.strategies.none:NoStrategy",
@@ -100,11 +81,7 @@ class CallableStrategy(PromptStrategy):
 
 
 def register_strategy(name: str, factory: type[PromptStrategy] | PromptStrategy | Callable[..., Any]) -> None:
-    """Make ``name`` resolve to ``factory``: a strategy class, a strategy, or a ``messages -> messages`` callable.
-
-    A registration shadows a built-in or entry point of the same name until it is removed
-    with :func:`unregister_strategy`.
-    """
+    """Make ``name`` resolve to ``factory`` (a strategy class, a strategy, or a ``messages -> messages`` callable), shadowing a built-in of that name."""
     if not isinstance(name, str) or not name or "," in name or name.strip() != name:
         raise ConfigError(f"strategy name must be a non-empty string without commas or spaces, got {name!r}")
     if not callable(factory) and not isinstance(factory, PromptStrategy):
@@ -157,14 +134,12 @@ def _resolve_factory(name: str) -> Any:
 def get_strategy(name: str, /, settings: Settings | None = None, **options: Any) -> PromptStrategy:
     """Return the strategy registered as ``name``, built with ``settings`` and ``options``.
 
-    ``options`` are the strategy class's keyword arguments (``get_strategy(
-    "shorten_tools_epoch_stable", epoch_size=40)``); a settings key of one of its options
-    (``stable_epoch_size``) works too. They win over ``settings``. A built-in strategy raises
-    :class:`ConfigError` naming its options for one it does not take; ``settings`` itself is
-    never checked, so one ``Settings`` may serve every strategy. A name registered as a
-    strategy object or a plain callable takes no options (:class:`ConfigError` if given).
-    Raises :class:`UnknownStrategyError` listing the known names when ``name`` resolves to
-    nothing.
+    ``options`` are the strategy class's keyword arguments (or their settings keys) and win
+    over ``settings``, which is never checked, so one ``Settings`` may serve every strategy.
+
+    Raises:
+        ConfigError: An option the strategy does not take (a strategy object or a callable takes none).
+        UnknownStrategyError: ``name`` resolves to nothing; lists the known names.
     """
     factory = _resolve_factory(name)
     if isinstance(factory, type) and issubclass(factory, PromptStrategy):
@@ -178,11 +153,7 @@ def get_strategy(name: str, /, settings: Settings | None = None, **options: Any)
 
 
 def split_strategy_names(text: str, *, source: str = "the strategy list") -> list[str]:
-    """Return the names of a comma-separated strategy list, stripped of spaces, in order.
-
-    An empty name (``"shorten_tools,,inbox"``, a comma at either end) is a slip that would
-    silently leave out the strategy meant there, so it is refused. ``source`` says in the
-    error where the list came from (``PROMPT_STRATEGY``, a ladder's rungs...).
+    """Return the names of a comma-separated strategy list, stripped of spaces, in order; ``source`` names the list in errors.
 
     Raises:
         ConfigError: The list is empty, or one of its names is.
@@ -219,11 +190,9 @@ def resolve_strategies(
 ) -> list[PromptStrategy]:
     """Return the strategies a spec names, in order, ready to apply.
 
-    ``None`` falls back to ``PROMPT_STRATEGY`` (the ``prompt_strategy`` setting), then to
-    :data:`DEFAULT_STRATEGIES`; a string is a comma-separated list of names; a list holds
-    names, ``PromptStrategy`` instances or callables; a single callable is used as is.
-    Unknown names raise, except entries of the built-in default list that are not installed,
-    which are skipped with a warning (so the default never breaks a call).
+    ``None``: ``PROMPT_STRATEGY``, then :data:`DEFAULT_STRATEGIES` (whose entries that are not
+    installed are skipped with a warning); a string: comma-separated names; a list: names,
+    strategies or callables; a single callable as is. Unknown names raise.
     """
     settings = Settings.load(settings)
     lenient = False

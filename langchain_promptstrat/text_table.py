@@ -1,10 +1,8 @@
 """Plain-text tables for the command line, fitted to the terminal's width.
 
-One formatter for every table the package prints (``promptstrat simulate`` and ``stats``):
-the first column is left-aligned (names), the others right-aligned (figures). When the
-table is wider than the terminal, column titles wrap onto several lines at their spaces;
-when that is not enough, the columns are split over several tables that each repeat the
-first column, so no figure is ever cut or lost.
+The first column is left-aligned (names), the others right-aligned (figures). Too wide,
+titles wrap at their spaces, then the columns split over tables that each repeat the first
+column: no figure is ever cut.
 """
 
 from __future__ import annotations
@@ -15,12 +13,9 @@ import sys
 import textwrap
 from collections.abc import Sequence
 
-__all__ = ["fit_lines", "render_table", "terminal_width"]
 
 GAP = 2
 """Spaces between two columns."""
-
-
 PIPE_WIDTH = 100
 """The width output to a pipe or a file fits (a log, an issue, a review read it)."""
 

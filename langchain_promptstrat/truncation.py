@@ -10,14 +10,6 @@ from __future__ import annotations
 
 import hashlib
 
-__all__ = [
-    "DEFAULT_ARGUMENT_SIZE",
-    "DEFAULT_OUTPUT_SIZE",
-    "DEFAULT_TRUNCATE_SIZE",
-    "shorten_by_lines",
-    "shorten_string",
-    "truncate_string",
-]
 
 DEFAULT_TRUNCATE_SIZE = 150
 """The reference's default ``max`` for :func:`truncate_string`."""
@@ -36,12 +28,11 @@ def _marker(s: str) -> str:
 
 
 def truncate_string(s: str, max_length: int = DEFAULT_TRUNCATE_SIZE) -> str:
-    """Return ``s`` unchanged when it fits, else its head, an md5 marker, and its tail.
+    """Return ``s`` unchanged when it fits, else its head, an md5 marker ``<...LENGTH - MD5PREFIX...>``, and its tail.
 
-    The marker reads ``<...LENGTH - MD5PREFIX...>``. The head is ``half - 1`` characters and
-    the tail ``half`` characters, where ``half = (max_length - len(marker)) // 2`` — the
-    reference's exact layout. When ``max_length`` cannot even hold the marker, the result is
-    the marker alone (or ``s`` when even that is not shorter): never a negative slice that would leak the whole string or garbage.
+    The head is ``half - 1`` characters and the tail ``half``, ``half = (max_length -
+    len(marker)) // 2`` (the reference's layout); the marker alone (or ``s``, when not
+    longer) when ``max_length`` cannot hold more.
     """
     if max_length < 0:
         raise ValueError(f"max_length must be >= 0, got {max_length}")
@@ -55,11 +46,7 @@ def truncate_string(s: str, max_length: int = DEFAULT_TRUNCATE_SIZE) -> str:
 
 
 def shorten_string(s: str, size: int = DEFAULT_OUTPUT_SIZE, warning: str = "Truncated") -> str:
-    """Return ``s`` unchanged when it fits, else ``"<warning> (<length>): "`` + its truncation.
-
-    The prefix tells the model (and a human reading the prompt) that the value was cut and
-    how long it really was.
-    """
+    """Return ``s`` unchanged when it fits, else ``"<warning> (<length>): "`` + its truncation."""
     t = truncate_string(s, size)
     if len(t) < len(s):
         return f"{warning} ({len(s)}): {t}"
@@ -69,12 +56,8 @@ def shorten_string(s: str, size: int = DEFAULT_OUTPUT_SIZE, warning: str = "Trun
 def shorten_by_lines(text: str, size: int) -> str:
     """Return ``text`` when it fits in ``size`` characters, else whole lines of its head and tail around one marker.
 
-    The head and the tail each take the most whole lines that fit in half of ``size``; the
-    marker between them reads ``<...N lines of LENGTH chars - MD5PREFIX...>`` (the md5 stamp
-    matches the full text in the stored conversation, as :func:`truncate_string`'s does).
-    ``text`` itself comes back when no line would be left out; when no whole line fits in
-    either half (one giant line), the hash-stamped head and tail of ``size`` characters
-    (:func:`shorten_string`).
+    Head and tail each take the most whole lines that fit in half of ``size``, around
+    ``<...N lines of LENGTH chars - MD5PREFIX...>``; :func:`shorten_string` when no whole line fits.
     """
     if len(text) <= size:
         return text

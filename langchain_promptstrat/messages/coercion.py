@@ -1,12 +1,4 @@
-"""Reading input as messages: :func:`coerce_messages` and Anthropic ``tool_result`` blocks as ``ToolMessage``s.
-
-A strategy accepts whatever LangChain accepts as a prompt (a ``PromptValue``, messages,
-dicts, tuples) and works on ``BaseMessage`` objects; a raw Anthropic transcript answers a
-call with ``tool_result`` blocks in a user message, which become the ``ToolMessage``s
-LangChain uses for them (:func:`tool_results_as_tool_messages`), so every strategy sees
-the pair. :func:`is_tool_result_block` is shared with the pair checks;
-:func:`tool_arguments_problem` with the conversation-file reader, so both name a role
-dict's unreadable tool-call arguments the same way.
+"""Reading input as messages: :func:`coerce_messages`, and Anthropic ``tool_result`` blocks as ``ToolMessage``s so every strategy sees the pair.
 
 Must not edit a message's calls (``edits`` does) nor know any strategy.
 """
@@ -22,17 +14,16 @@ from langchain_core.prompt_values import PromptValue
 
 from langchain_promptstrat.errors import InvalidMessagesError
 
-__all__ = ["coerce_messages", "is_tool_result_block", "tool_arguments_problem", "tool_results_as_tool_messages"]
 
 _QUOTED_CHARS = 60
 """Longest stretch of unreadable arguments quoted in an error (they can be a whole file)."""
 
 
 def coerce_messages(value: Any) -> list[BaseMessage]:
-    """Return ``value`` as a new list of messages: a ``PromptValue``, messages, dicts or tuples.
+    """Return ``value`` (a ``PromptValue``, messages, dicts or tuples) as a new list of messages.
 
-    Raises :class:`InvalidMessagesError` naming the position of the first item that is not
-    a message in any form ``langchain_core.messages.convert_to_messages`` understands.
+    Raises:
+        InvalidMessagesError: Naming the position of the first item that is not a message.
     """
     if isinstance(value, PromptValue):
         return list(value.to_messages())
@@ -64,11 +55,9 @@ def coerce_messages(value: Any) -> list[BaseMessage]:
 
 
 def tool_arguments_problem(message: Any) -> str | None:
-    """Return what is wrong with a role dict's tool-call arguments, naming the field and quoting what arrived; None when nothing is (or it is no dict).
+    """Return what is wrong with a role dict's tool-call arguments, naming the field and quoting what arrived; None when nothing is.
 
-    OpenAI records a call's arguments as a JSON string (``tool_calls[i].function.arguments``)
-    that must hold an object. ``convert_to_messages`` parses it, and its own error
-    (``Expecting value: line 1 column 1 (char 0)``) names neither the call nor the field.
+    ``convert_to_messages``'s own error names neither the call nor the field.
     """
     calls = message.get("tool_calls") if isinstance(message, Mapping) else None
     if not isinstance(calls, list):
@@ -102,11 +91,8 @@ def is_tool_result_block(block: Any) -> bool:
 def tool_results_as_tool_messages(messages: list[BaseMessage]) -> list[BaseMessage]:
     """Return ``messages`` with each Anthropic ``tool_result`` block of a user message as a ``ToolMessage``.
 
-    A raw Anthropic transcript answers a ``tool_use`` with a user message holding
-    ``tool_result`` blocks; LangChain represents the same thing as ``ToolMessage``s (and
-    langchain-anthropic sends those back as those blocks). Turning them into ``ToolMessage``s
-    lets every strategy see the pair: the results come first, in order, then a user message
-    with the remaining blocks, if any. Returns ``messages`` itself when there is none.
+    The results come first, in order, then a user message with the remaining blocks, if any;
+    ``messages`` itself when there is none (langchain-anthropic sends them back as blocks).
     """
     if not any(
         isinstance(m, HumanMessage) and isinstance(m.content, list) and any(is_tool_result_block(b) for b in m.content)

@@ -18,8 +18,6 @@ from langchain_promptstrat.messages.edits import drop_tool_call
 from langchain_promptstrat.messages.marks import is_real_user_message, leading_system_count
 from langchain_promptstrat.messages.pairs import find_tool_pair_violations
 
-__all__ = ["keep_prompt_floor"]
-
 
 _logger = logging.getLogger("langchain_promptstrat")
 """The package logger (``report.logger``), looked up by name: ``report`` imports this module."""
@@ -70,15 +68,9 @@ def _anchor_position(source: Sequence[BaseMessage], anchor: BaseMessage, prompt:
 def keep_prompt_floor(source: Sequence[BaseMessage], prompt: Sequence[BaseMessage]) -> list[BaseMessage]:
     """Return ``prompt``, restored where a strategy broke the floor, with a warning naming the repair.
 
-    The floor: the system block of ``source`` (when it has one) leads, the newest real user
-    message of ``source`` is present, tool calls and outputs pair up, and the prompt is not
-    empty. A prompt without them makes the provider reject the request or leaves the model
-    with nothing to act on (the peers' trimming examples return ``[]`` or a lone system
-    message in single-task agent runs). When ``source`` itself holds an unpaired call or
-    output (a run killed mid-tool-call), the warning says so instead of blaming the
-    strategies. Repairs are deterministic: the system block goes
-    back in front, unpaired calls and outputs are removed, the user message goes back at
-    its place in the original order.
+    The floor: the system block of ``source`` leads, its newest real user message is present
+    (back at its place in the original order), calls and outputs pair up (unpaired ones are
+    removed; when ``source`` itself holds them, the warning says so), and the prompt is not empty.
     """
     out, repaired = list(prompt), []
     system = list(source[: leading_system_count(source)])

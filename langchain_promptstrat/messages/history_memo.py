@@ -1,30 +1,13 @@
 """The replay engine: the history's model calls (:func:`call_points`) and one memo of earlier replays, keyed by what the history is.
 
-A strategy whose prompt depends on the history's earlier calls (the ladder's watermark,
-``shorten_tools_epoch_stable`` under a ceiling) replays those calls: its state after the
-call at history length ``p`` is a function of ``messages[:p]`` alone, because every prefix
-of a history has the same call points up to its length. So a state remembered for a
-prefix that is a call point resumes the replay: only :func:`call_points` after it are run
-through the strategy's step.
-
-:class:`ReplayMemo` remembers such states. A state is found again for a history whose
-first messages are *equal* to those it was built on, not only the same objects: a
-conversation loaded from a checkpoint (every run of a LangGraph server thread, a new
-process) is the same conversation. The key (:class:`HistoryKey`) is each message's key
-(type, id, content, tool calls and call ids: :func:`message_keys`, computed once per
-history and shared with the report), plus weak references for the usual case, the same
-objects, checked first in C. It holds no message alive; what a state holds is the
-strategy's business (indices and its own edited copies, bounded by the characters given
-to :meth:`ReplayMemo.remember`).
-
-The two bounded tables every other memo of the package is built from live here too:
-:class:`IdentityMemo` (a value per live object, held weakly, bounded by a count: a
-strategy object's token costs, the token counter's) and :class:`SizedCache` (a value per
-equal key, bounded by the total size of what it holds). Both are safe to share between
-threads: lookups and inserts are single dict operations under the GIL, eviction runs under
-a lock, and the weakref callback takes no lock.
-
-Must not decide anything: the strategies' steps do.
+A strategy whose prompt depends on the history's earlier calls replays them: its state
+after the call at history length ``p`` is a function of ``messages[:p]`` alone, so a state
+remembered for a call point resumes the replay. :class:`ReplayMemo` finds a state again for
+a history whose first messages are the same objects or *equal* ones (a conversation loaded
+from a checkpoint is the same conversation), by :func:`message_keys`; it holds no message
+alive. :class:`IdentityMemo` and :class:`SizedCache` are the bounded tables the other memos
+are built from; all are thread-safe (single dict operations under the GIL, eviction under a
+lock). Must not decide anything: the strategies' steps do.
 """
 
 from __future__ import annotations
@@ -40,26 +23,12 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langchain_promptstrat.messages.keys import compute_keys, message_keys
 
-__all__ = [
-    "EMPTY_HISTORY",
-    "HistoryKey",
-    "IdentityMemo",
-    "ReplayMemo",
-    "SizedCache",
-    "call_points",
-    "describes",
-    "history_key",
-    "is_call_point",
-]
-
 
 def call_points(messages: Sequence[BaseMessage], after: int = 0) -> list[int]:
-    """Return the history lengths at which an agent loop calls the model, oldest first (those after ``after`` only).
+    """Return the history lengths after ``after`` at which an agent loop calls the model, oldest first.
 
-    A prompt never ends between a call and its outputs, nor with the assistant's own
-    message; the full history is always a call point. Every prefix of a history has the
-    same call points up to its length, which is what makes a replay a function of the
-    history alone. Only the messages after ``after`` are read.
+    Never between a call and its outputs, nor after the assistant's own message; the full
+    history always. Every prefix has the same call points up to its length.
     """
     n = len(messages)
     points = [
@@ -106,11 +75,7 @@ def history_key(messages: Sequence[BaseMessage], start: HistoryKey | None = None
 
 
 def describes(history: HistoryKey, messages: Sequence[BaseMessage]) -> bool:
-    """Return whether ``history`` is the key of the first messages of ``messages``: the same objects, or equal ones.
-
-    What a state claims to describe is checked before it is resumed, so a conversation
-    edited behind it is replayed again, never trusted.
-    """
+    """Return whether ``history`` is the key of the first messages of ``messages`` (the same objects, or equal ones): checked before a state is resumed."""
     n = history.length
     if n > len(messages):
         return False
@@ -119,14 +84,14 @@ def describes(history: HistoryKey, messages: Sequence[BaseMessage]) -> bool:
     return message_keys(messages)[:n] == history.keys
 
 
-class Remembered(Protocol):
+class _Remembered(Protocol):
     """A state of a replay: a dataclass whose ``history`` field says what it was built on."""
 
     @property
     def history(self) -> HistoryKey: ...
 
 
-S = TypeVar("S", bound=Remembered)
+S = TypeVar("S", bound=_Remembered)
 
 
 class ReplayMemo(Generic[S]):
@@ -146,13 +111,10 @@ class ReplayMemo(Generic[S]):
         return sum(chars for _, chars, _ in self._items)
 
     def recall(self, messages: Sequence[BaseMessage], budget: int | None = None) -> S | None:
-        """Return the remembered state of the longest call point of ``messages`` whose history equals their first messages, else None.
+        """Return the remembered state (made for ``budget``) of the longest call point of ``messages`` whose history equals their first messages, else None.
 
-        Only a state remembered with the same ``budget`` applies. The same objects are
-        recognised by one identity pass in C; equal new objects (a reloaded conversation)
-        by their keys (:func:`message_keys`, computed once per recall and only when identity
-        fails), compared as lists in C. A state found by its keys comes back (a copy)
-        holding the new objects, so :func:`history_key` extends it as it does the same objects.
+        The same objects are recognised by identity, equal ones by their keys; a state found
+        by its keys comes back as a copy holding the new objects.
         """
         found = self._find(messages, budget)
         return found[1] if found is not None else None
@@ -172,7 +134,7 @@ class ReplayMemo(Generic[S]):
             items = [state for state, _, made_for in self._items if made_for == budget]
         n = len(messages)
         items = [s for s in items if s.history.length <= n and is_call_point(messages, s.history.length)]
-        items.sort(key=_length, reverse=True)
+        items.sort(key=lambda state: state.history.length, reverse=True)
         for state in items:  # the usual hit: the previous call of the same conversation, the same objects
             if all(map(operator.is_, map(_DEREF, state.history.refs), messages)):
                 return state, state
@@ -199,16 +161,9 @@ class ReplayMemo(Generic[S]):
             self._items = items
 
     def forget(self) -> None:
-        """Forget every state."""
         with self._lock:
             self._items = []
 
-
-def _length(state: Remembered) -> int:
-    return state.history.length
-
-
-# ---- the bounded tables ---------------------------------------------------------------------
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -232,11 +187,8 @@ class _KeyedRef(weakref.ref):  # type: ignore[type-arg]
 class IdentityMemo(Generic[V]):
     """A value per live object, found by identity, holding the object only weakly.
 
-    ``check`` values given to :meth:`put` are compared on :meth:`get` (identity first, then
-    equality), so an object whose fields were replaced by different values
-    (``message.content = ...``) is a miss. They should be
-    the object's own attributes: they are held while the entry lives, and the entry dies
-    with the object.
+    ``check`` values (the object's own attributes) given to :meth:`put` are compared on
+    :meth:`get`, so an object whose fields were replaced (``message.content = ...``) is a miss.
     """
 
     def __init__(self, max_entries: int) -> None:
@@ -258,10 +210,7 @@ class IdentityMemo(Generic[V]):
         return len(self._entries)
 
     def get(self, obj: Any, *check: Any) -> V | None:
-        """Return the value remembered for ``obj`` with the same (or equal) ``check`` objects, else None.
-
-        The tuple comparison tries identity first, so the usual hit costs no content comparison.
-        """
+        """Return the value remembered for ``obj`` with the same (or equal) ``check`` objects, else None."""
         entry = self._lookup(id(obj))
         if entry is not None and entry[0]() is obj and entry[1] == check:
             return entry[2]
@@ -286,7 +235,6 @@ class IdentityMemo(Generic[V]):
             entries[key] = (ref, check, value)
 
     def clear(self) -> None:
-        """Forget every entry."""
         with self._lock:
             self._entries.clear()
 
@@ -300,20 +248,16 @@ class SizedCache(Generic[K, V]):
         self.max_entries = max_entries
         self.size = 0
         self._entries: dict[K, tuple[V, int]] = {}
-        self.lookup = self._entries.get
-        """``lookup(key)``: the ``(value, size)`` stored under ``key``, or None (a C call, for hot paths)."""
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def get(self, key: K, default: Any = None) -> Any:
-        """Return the value stored under ``key``, else ``default``."""
         entry = self._entries.get(key)
         return default if entry is None else entry[0]
 
     def put(self, key: K, value: V, size: int) -> None:
-        """Store ``value`` under ``key``, counting ``size`` against the bound."""
         if size > self.max_size or self.max_entries == 0:
             return
         with self._lock:
@@ -324,18 +268,12 @@ class SizedCache(Generic[K, V]):
             while entries and (
                 self.size + size > self.max_size or (self.max_entries is not None and len(entries) >= self.max_entries)
             ):
-                _, (_, evicted) = _pop_oldest(entries)
-                self.size -= evicted
+                self.size -= entries.pop(next(iter(entries)))[1]
             entries[key] = (value, size)
             self.size += size
 
     def clear(self) -> None:
-        """Forget every entry."""
         with self._lock:
             self._entries.clear()
             self.size = 0
 
-
-def _pop_oldest(entries: dict[Any, Any]) -> tuple[Any, Any]:
-    key = next(iter(entries))
-    return key, entries.pop(key)

@@ -1,11 +1,9 @@
 """This package's marks on the messages it creates, and who speaks: real user messages, the task, the system block.
 
-A strategy's notice (a summary, an inbox notice, an elision note) is a user message too;
-:func:`mark` records under :data:`MARK_KEY` in ``additional_kwargs`` that the package wrote
-it, so :func:`is_real_user_message` never takes it for a person's message (turns, the
-sliding window's anchor, the task). Chat-model integrations do not send that key.
-
-Must not read where a tool call is recorded (``recorded_calls`` does) nor know any strategy.
+A strategy's notice is a user message too; :func:`mark` records under :data:`MARK_KEY` in
+``additional_kwargs`` (which chat-model integrations do not send) that the package wrote
+it, so :func:`is_real_user_message` never takes it for a person's message. Must not read
+where a tool call is recorded nor know any strategy.
 """
 
 from __future__ import annotations
@@ -15,26 +13,16 @@ from typing import Any, TypeVar
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-__all__ = ["MARK_KEY", "is_real_user_message", "leading_system_count", "mark", "mark_of", "task_index"]
-
 
 MARK_KEY = "promptstrat"
-"""Key in ``additional_kwargs`` under which this package marks the messages it creates.
-
-Chat-model integrations do not send unknown ``additional_kwargs`` keys of a user message to
-the provider, so the mark is visible to code and invisible to the model.
-"""
+"""Key in ``additional_kwargs`` under which this package marks the messages it creates."""
 
 
 _Message = TypeVar("_Message", bound=BaseMessage)
 
 
 def mark(message: _Message, kind: str, *, notice: bool, **meta: Any) -> _Message:
-    """Return a copy of ``message`` marked as produced by this package (``kind``, ``meta``).
-
-    ``notice=True`` says the message was written by a strategy, not by a person: it is
-    never taken for a real user message (sliding-window anchor, turn counting).
-    """
+    """Return a copy of ``message`` marked as produced by this package; ``notice=True``: never a real user message."""
     kwargs = dict(message.additional_kwargs)
     kwargs[MARK_KEY] = {"kind": kind, "notice": notice, **meta}
     return message.model_copy(update={"additional_kwargs": kwargs})
@@ -55,12 +43,7 @@ def is_real_user_message(message: BaseMessage) -> bool:
 
 
 def task_index(messages: Sequence[BaseMessage]) -> int | None:
-    """Return the index of the run's task: the first real user message, or None when there is none.
-
-    Agent harnesses speak as the user too ("No tool calls found...", format errors), so the
-    newest user message is not always what the model was asked to do; the first one is.
-    Bounded strategies keep both.
-    """
+    """Return the index of the run's task: the first real user message (harnesses speak as the user too), or None."""
     return next((i for i, m in enumerate(messages) if is_real_user_message(m)), None)
 
 

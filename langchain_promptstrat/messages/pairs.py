@@ -18,8 +18,6 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_promptstrat.messages.coercion import coerce_messages, is_tool_result_block
 from langchain_promptstrat.messages.recorded_calls import tool_call_ids
 
-__all__ = ["ToolPairViolation", "check_tool_pairs", "find_tool_pair_violations"]
-
 
 @dataclass(frozen=True)
 class ToolPairViolation:
@@ -77,10 +75,5 @@ def find_tool_pair_violations(messages: Sequence[BaseMessage]) -> list[ToolPairV
 
 
 def check_tool_pairs(messages: Sequence[BaseMessage] | Any) -> list[str]:
-    """Return one readable line per tool call/output pairing violation; empty when valid.
-
-    A violation is an output that answers no call of its step, a call without an output,
-    or a second output for the same call: each makes OpenAI and Anthropic reject the
-    request. Calls are read from all three places they may be recorded.
-    """
+    """Return one readable line per tool call/output pairing violation (see :class:`ToolPairViolation`); empty when valid."""
     return [str(v) for v in find_tool_pair_violations(coerce_messages(messages))]

@@ -1,16 +1,9 @@
 """Where a tool call is recorded: reading a message's calls from ``tool_calls``, OpenAI's ``additional_kwargs``, call blocks and ``invalid_tool_calls``.
 
-A real conversation may carry the same call in several places: ``tool_calls``, OpenAI's
-``additional_kwargs["tool_calls"]``, and content blocks (:data:`CALL_BLOCK_TYPES`:
-Anthropic's ``tool_use``, LangChain v1 ``tool_call``, OpenAI Responses ``function_call``);
-a call whose arguments did not parse lives in ``invalid_tool_calls``. :func:`tool_call_ids`
-and :func:`recorded_calls` read a message's calls from all of them, each call once, and
-:func:`repeat_key` says when two calls make the same request. :func:`openai_calls`,
-:func:`call_blocks` and :func:`keyed_calls` serve the sibling modules (the index and the
-edits); :func:`recorded_calls` also serves a reader of one message's calls (the token
-count, a transcript).
-
-Must not change a message (``edits`` does) nor know any strategy.
+A real conversation may carry the same call in several places (:data:`CALL_BLOCK_TYPES` for
+the content blocks); a call whose arguments did not parse lives in ``invalid_tool_calls``.
+:func:`recorded_calls` reads each call once from all of them; :func:`repeat_key` says when
+two calls make the same request. Must not change a message (``edits`` does) nor know any strategy.
 """
 
 from __future__ import annotations
@@ -20,17 +13,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
-
-__all__ = [
-    "CALL_BLOCK_TYPES",
-    "call_block_id",
-    "call_blocks",
-    "keyed_calls",
-    "openai_calls",
-    "recorded_calls",
-    "repeat_key",
-    "tool_call_ids",
-]
 
 
 def openai_calls(message: BaseMessage) -> list[dict[str, Any]]:
@@ -125,11 +107,6 @@ def _call_name_and_args(message: AIMessage, call_id: str) -> tuple[str, Any]:
 
 def recorded_calls(message: AIMessage) -> Sequence[tuple[str, str, Any]]:
     """Return ``(id, name, args)`` of each call ``message`` records, in order, each once."""
-    return _read_recorded_calls(message)
-
-
-def _read_recorded_calls(message: AIMessage) -> list[tuple[str, str, Any]]:
-    """Return what :func:`recorded_calls` remembers; most messages record their calls in ``tool_calls`` only, read in one pass."""
     if not openai_calls(message) and not isinstance(message.content, list) and not message.invalid_tool_calls:
         out: list[tuple[str, str, Any]] = []
         seen: set[str] = set()
@@ -143,14 +120,10 @@ def _read_recorded_calls(message: AIMessage) -> list[tuple[str, str, Any]]:
 
 
 def repeat_key(name: str, args: Any) -> str:
-    """Return the identity of a call for repeat detection: tool name plus canonical JSON args.
-
-    Keys are sorted at every depth and the generated call id is not part of the key, so the
-    same request made twice has the same key.
-    """
+    """Return the identity of a call for repeat detection: tool name plus canonical JSON args (no call id)."""
     return name + "\x00" + json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
 
 
 def keyed_calls(message: AIMessage) -> tuple[tuple[str, str, Any, str], ...]:
     """Return ``(id, name, args, repeat key)`` of each call ``message`` records (:func:`recorded_calls` with keys)."""
-    return tuple((call_id, name, args, repeat_key(name, args)) for call_id, name, args in _read_recorded_calls(message))
+    return tuple((call_id, name, args, repeat_key(name, args)) for call_id, name, args in recorded_calls(message))

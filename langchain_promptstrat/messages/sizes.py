@@ -1,7 +1,4 @@
-"""Cheap sizes of messages for reports: the text of a content, the characters of a value or a message.
-
-Not token counts (``tokens/`` counts what a provider is sent); a call mirrored in several
-places is counted once.
+"""Cheap sizes of messages for reports (not token counts): the text of a content, the characters of a value or a message.
 
 Must not count tokens nor know any strategy.
 """
@@ -11,8 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
-
-__all__ = ["content_text", "message_chars", "value_chars"]
 
 
 def content_text(content: Any) -> str:
@@ -30,12 +25,7 @@ def content_text(content: Any) -> str:
 
 
 def value_chars(value: Any) -> int:
-    """Return the characters of a value's strings, keys and scalars, walking containers.
-
-    The walk keeps its own stack rather than recursing, so arguments nested deeper than
-    Python's recursion limit (a JSON file may nest a thousand levels) are measured, not
-    turned into a ``RecursionError``.
-    """
+    """Return the characters of a value's strings, keys and scalars, walking containers with its own stack (no ``RecursionError``)."""
     if isinstance(value, str):
         return len(value)
     total = 0
@@ -55,11 +45,7 @@ def value_chars(value: Any) -> int:
 
 
 def message_chars(message: BaseMessage) -> int:
-    """Return the characters a message carries: its text plus its calls' names and arguments.
-
-    A cheap size for reports, not a token count; a call mirrored in several places is
-    counted once.
-    """
+    """Return the characters a message carries: its text plus its calls' names and arguments."""
     n = len(content_text(message.content))
     if isinstance(message, AIMessage):
         for call in message.tool_calls:

@@ -1,13 +1,9 @@
 """The tool-call index of a conversation: each call, its output and its position; steps and turns.
 
-Strategies work on positions (1-based, counted from the newest ``ToolMessage``; a call
-shares its output's position), steps (an ``AIMessage`` and the ``ToolMessage``s right
-after it) and turns (a real user message and everything up to the next one).
-:func:`index_tool_calls` builds a :class:`ToolIndex` of a list; :meth:`ToolIndex.extend`
-reads only the messages appended since, for a strategy that runs before every model call
-of a growing conversation. An output is matched only within its step.
-
-Must not read a message's call fields itself (``recorded_calls`` does) nor edit a message.
+Positions are 1-based from the newest ``ToolMessage`` (a call shares its output's); a step
+is an ``AIMessage`` and the ``ToolMessage``s right after it, where its outputs are matched; a
+turn is a real user message up to the next one. Must not read a message's call fields
+itself (``recorded_calls`` does) nor edit a message.
 """
 
 from __future__ import annotations
@@ -19,8 +15,6 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langchain_promptstrat.messages.marks import is_real_user_message
 from langchain_promptstrat.messages.recorded_calls import keyed_calls
-
-__all__ = ["ToolCallRecord", "ToolIndex", "index_tool_calls", "split_steps", "split_turns"]
 
 
 class ToolCallRecord(NamedTuple):
@@ -50,19 +44,10 @@ _new_tuple = tuple.__new__
 class ToolIndex:
     """Every tool call of a message list that only grows at its end, oldest first: extended by the new messages, never rebuilt.
 
-    A strategy runs before every model call on the same conversation plus a few new
-    messages, and indexing the whole list again each time costs more than everything else
-    it does. Positions counted from the newest output change with every output appended,
-    so the index records forward positions (1 = oldest output), which never change as the
-    list grows: what was indexed stays true, and :meth:`extend` only reads the messages
-    after :attr:`length`.
-
-    An index is never changed once built: :meth:`extend` returns a new one (copying the
-    tables, a few C-level copies), so an index remembered for a shorter history stays valid
-    for it while a longer one is in use (another thread, a previous-prompt comparison). It
-    holds no message, only indices and the calls' ids, names, arguments and keys; the caller
-    must check that the list it extends starts with the messages this index was built on:
-    that is what makes extending safe.
+    It records forward positions (1 = oldest output), which never change as the list grows,
+    so :meth:`extend` reads only the messages after :attr:`length` and returns a new index
+    (this one stays valid for the shorter history). It holds no message; the caller checks
+    that the list it extends starts with the messages this index was built on.
     """
 
     __slots__ = ("length", "calls", "outputs", "call_of_output", "completed_per_ai", "calls_per_ai", "completed", "repeats", "_keys", "_step")
@@ -153,12 +138,7 @@ _EMPTY = ToolIndex()
 
 
 def index_tool_calls(messages: Sequence[BaseMessage]) -> ToolIndex:
-    """Return the tool-call index of ``messages``: each call, its output and its position (the empty index extended by them).
-
-    An output is matched only within its step (the ``AIMessage`` right before the run of
-    ``ToolMessage``s it belongs to). Orphan and duplicate outputs still count towards
-    positions (the reference counts ToolMessages), but they belong to no call.
-    """
+    """Return the tool-call index of ``messages``; orphan and duplicate outputs count towards positions but belong to no call."""
     return _EMPTY.extend(messages)
 
 
@@ -179,10 +159,6 @@ def split_steps(messages: Sequence[BaseMessage]) -> list[range]:
 
 
 def split_turns(messages: Sequence[BaseMessage]) -> list[range]:
-    """Return the index ranges of the turns: a real user message up to the next one.
-
-    Messages before the first real user message belong to no turn. Strategy notices are
-    not real user messages, so they never start a turn.
-    """
+    """Return the index ranges of the turns: a real user message (never a strategy notice) up to the next one."""
     starts = [i for i, m in enumerate(messages) if is_real_user_message(m)]
     return [range(s, e) for s, e in zip(starts, starts[1:] + [len(messages)])]

@@ -1,15 +1,8 @@
-"""Deterministic synthetic text for the test doubles: word lists, pools of realistic lines, and size draws.
+"""Deterministic synthetic text for the test doubles: word lists, a ~64 KB pool of realistic lines per output style, and size draws.
 
-Holds the words, directory names and file extensions the synthetic runs are made of, a
-~64 KB pool of realistic ASCII lines per output style (log lines, JSON, file listings,
-code, grep hits, search results, CSV), and the two size distributions: a truncated Pareto
-for tool outputs (most small, a long tail) and a log-uniform one for arguments. Used by
-the run builders (:mod:`~langchain_promptstrat.testing.agent_run`), the tools
-(:mod:`~langchain_promptstrat.testing.tools`) and the scripted model's long runs.
-
-Must stay a pure function of the seeded ``random.Random`` it is handed: no ``hash()``, no
-clock, no uuid, so the same seed gives the same text in every process. It builds no
-messages and imports nothing from LangChain: what the text is for belongs to its users.
+Sizes: a truncated Pareto for tool outputs (most small, a long tail), log-uniform for
+arguments. Must stay a pure function of the seeded ``random.Random`` it is handed (no
+``hash()``, clock or uuid); builds no messages and imports nothing from LangChain.
 """
 
 from __future__ import annotations
@@ -19,7 +12,6 @@ import random
 from dataclasses import dataclass
 from functools import lru_cache
 
-__all__ = ["DIRS", "EXTS", "WORDS", "heavy_tailed", "log_uniform", "pool_text", "sized_text"]
 
 _PARETO_ALPHA = 0.7
 """Tail index of the truncated Pareto used for output sizes: median ~2.7x the minimum,
@@ -76,6 +68,7 @@ def _pool_lines(style: str, rng: random.Random, n: int) -> list[str]:
     for i in range(n):
         a, b, c, d = rng.choice(w), rng.choice(w), rng.choice(w), rng.choice(w)
         num = rng.randint(1, 99999)
+        names = dict(a=a, b=b, c=c, d=d, n=num % 1000, A=a.capitalize(), B=b.capitalize(), C=c.capitalize())
         ts = (
             f"2024-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T"
             f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}"
@@ -102,21 +95,10 @@ def _pool_lines(style: str, rng: random.Random, n: int) -> list[str]:
                 f"{path}/{a}_{b}{rng.choice(EXTS)}"
             )
         elif style == "code":
-            tpl = rng.choice(_CODE_TEMPLATES)
-            lines.append(
-                tpl.format(
-                    a=a, b=b, c=c, d=d, n=num % 1000,
-                    A=a.capitalize(), B=b.capitalize(), C=c.capitalize(),
-                )
-            )
+            lines.append(rng.choice(_CODE_TEMPLATES).format(**names))
         elif style == "grep":
-            depth = rng.randint(1, 3)
-            path = "/".join(rng.choice(DIRS) for _ in range(depth))
-            tpl = rng.choice(_CODE_TEMPLATES) or "    pass"
-            code = tpl.format(
-                a=a, b=b, c=c, d=d, n=num % 1000,
-                A=a.capitalize(), B=b.capitalize(), C=c.capitalize(),
-            )
+            path = "/".join(rng.choice(DIRS) for _ in range(rng.randint(1, 3)))
+            code = (rng.choice(_CODE_TEMPLATES) or "    pass").format(**names)
             lines.append(f"{path}/{a}_{b}.py:{rng.randint(1, 2400)}:{code}")
         elif style == "search":
             k = i % 3
@@ -125,13 +107,9 @@ def _pool_lines(style: str, rng: random.Random, n: int) -> list[str]:
             elif k == 1:
                 lines.append(f"   https://{a}.example.org/{b}/{c}-{d}-{num}")
             else:
-                lines.append(
-                    "   " + " ".join(rng.choice(w) for _ in range(rng.randint(8, 20))) + "..."
-                )
+                lines.append("   " + " ".join(rng.choice(w) for _ in range(rng.randint(8, 20))) + "...")
         elif style == "csv":
-            lines.append(
-                f"{num},{a}_{b},{c},{rng.randint(-500, 5000)},{rng.random():.3f},{ts}"
-            )
+            lines.append(f"{num},{a}_{b},{c},{rng.randint(-500, 5000)},{rng.random():.3f},{ts}")
         else:  # pragma: no cover - internal
             raise AssertionError(style)
     return lines

@@ -1,40 +1,33 @@
-"""The tools of synthetic agent runs: the simulated tools the run builders call, and a real sized LangChain tool.
+"""Synthetic agent runs: the simulated tools, the run builders, and a real sized LangChain tool.
 
 * :data:`SIMULATED_TOOLS` -- read_file, run_shell, web_search, grep, http_get, edit_file,
-  query_db, list_dir: for each, its weight, its output style, a builder of realistic
-  arguments (ints, bools, lists, nested dicts, one main string of a chosen length) and
-  the header its output starts with. :func:`~langchain_promptstrat.testing.build_agent_run`
-  draws its tool calls from them; no tool is ever run.
-* :data:`AGENT_RUN_TOOLS` -- the schemas (OpenAI tool format) of those same tools, which
-  every request of the simulated agent carries; ``simulate`` counts them in every prompt.
-* :func:`make_sized_tool` -- a ``StructuredTool`` whose output size and text depend only
-  on its arguments, to drive a real agent graph with
-  :meth:`~langchain_promptstrat.testing.ScriptedChatModel.long_run`.
+  query_db, list_dir: each with its weight, output style, argument builder and output
+  header; :data:`AGENT_RUN_TOOLS` -- their schemas, which every simulated request carries.
+* :func:`iter_agent_run` / :func:`build_agent_run` -- the prompt of every model call of a
+  synthetic run, calls drawn from those tools, optionally recorded the way an OpenAI or
+  Anthropic integration does (test data only: reading a call is :mod:`~langchain_promptstrat.messages`'s).
+* :func:`make_sized_tool` -- a ``StructuredTool`` whose output depends only on its
+  arguments, to drive a real agent graph with :meth:`ScriptedChatModel.long_run`.
 
-Must not build messages (the run builders do) and must stay deterministic: the output
-text comes from :mod:`~langchain_promptstrat.testing.text_pools` and a seeded
-``random.Random``, never from the network, a clock or ``hash()``.
+Must stay deterministic (text from :mod:`~langchain_promptstrat.testing.text_pools` and
+seeded ``random.Random`` streams, never the network, a clock or ``hash()``): the digests
+replay these runs.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import random
-from collections.abc import Sequence
-from typing import Any, Callable
+from collections.abc import Iterator, Sequence
+from typing import Any, Callable, Literal
 
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
 from langchain_promptstrat.errors import ConfigError
-from langchain_promptstrat.testing.text_pools import DIRS, EXTS, WORDS, heavy_tailed, pool_text, sized_text
-
-__all__ = ["AGENT_RUN_TOOLS", "SIMULATED_TOOLS", "SIMULATED_TOOL_WEIGHTS", "SimulatedTool", "make_sized_tool"]
-
-
-# --------------------------------------------------------------------------------------
-# Simulated tools (their calls and outputs are built, never run)
-# --------------------------------------------------------------------------------------
+from langchain_promptstrat.testing.text_pools import DIRS, EXTS, WORDS, heavy_tailed, log_uniform, pool_text, sized_text
 
 
 def _words(rng: random.Random, length: int, sep: str = " ") -> str:
@@ -111,105 +104,41 @@ SimulatedTool = tuple[
 ]
 
 SIMULATED_TOOLS: tuple[SimulatedTool, ...] = (
-    (
-        "read_file",
-        0.22,
-        "code",
-        lambda rng, L: {
-            "path": _path(rng),
-            "start_line": (s := rng.randint(1, 800)),
-            "end_line": s + rng.randint(20, 400),
-        },
-        lambda a: f"# {a['path']} lines {a['start_line']}-{a['end_line']}\n",
-    ),
-    (
-        "run_shell",
-        0.18,
-        "log",
-        lambda rng, L: {
-            "command": _command(rng, L),
-            "timeout_s": rng.choice((30, 60, 120, 600)),
-            "env": {"CI": "1", "PYTHONHASHSEED": str(rng.randint(0, 9))},
-        },
-        lambda a: f"$ {a['command'][:100]}\nexit code: 0\n",
-    ),
-    (
-        "web_search",
-        0.14,
-        "search",
-        lambda rng, L: {
-            "query": _words(rng, L),
-            "max_results": rng.choice((5, 10, 20)),
-            "filters": {
-                "site": rng.choice((None, "stackoverflow.com", "github.com", "docs.python.org")),
-                "date_range": {"from": _date(rng), "to": "2025-01-01"},
-            },
-        },
-        lambda a: f"Results for: {a['query'][:100]}\n",
-    ),
-    (
-        "grep",
-        0.12,
-        "grep",
-        lambda rng, L: {
-            "pattern": "(" + _words(rng, max(L - 2, 1), "|") + ")",
-            "paths": [f"{rng.choice(DIRS)}/" for _ in range(rng.randint(1, 4))],
-            "options": {"ignore_case": rng.random() < 0.5, "context_lines": rng.randint(0, 5)},
-        },
-        lambda a: f"grep -rn {a['pattern'][:60]!r} {' '.join(a['paths'])}\n",
-    ),
-    (
-        "http_get",
-        0.10,
-        "json",
-        lambda rng, L: {
-            "url": _url(rng, L),
-            "headers": {"Accept": "application/json", "X-Request-Id": f"{rng.getrandbits(32):08x}"},
-        },
-        lambda a: f"HTTP/1.1 200 OK  GET {a['url'][:100]}\n[\n",
-    ),
-    (
-        "edit_file",
-        0.10,
-        "code",
-        lambda rng, L: {
-            "path": _path(rng),
-            "old_text": pool_text("code", rng, max(L // 3, 1)),
-            "new_text": pool_text("code", rng, L),
-        },
-        lambda a: f"Edited {a['path']}. New contents around the edit:\n",
-    ),
-    (
-        "query_db",
-        0.08,
-        "csv",
-        lambda rng, L: {
-            "sql": _sql(rng, L),
-            "params": [rng.randint(1, 10**6), rng.choice(WORDS), rng.random() < 0.5],
-            "limit": rng.choice((50, 100, 500, 1000)),
-        },
-        lambda a: f"-- {a['sql'][:100]}\nid,name,kind,value,ratio,updated_at\n",
-    ),
-    (
-        "list_dir",
-        0.06,
-        "listing",
-        lambda rng, L: {
-            "path": "/workspace/repo/" + "/".join(rng.choice(DIRS) for _ in range(rng.randint(1, 4))),
-            "glob": f"*{rng.choice(WORDS)}*{rng.choice(EXTS)}",
-            "depth": rng.randint(1, 4),
-            "max_entries": rng.randint(50, 5000),
-            "ignore": [".git", "__pycache__", *rng.sample(("node_modules", "*.pyc", ".venv", "build"), 2)],
-        },
-        lambda a: f"{a['path']}:\ntotal {len(a['path']) * 37}\n",
-    ),
+    ("read_file", 0.22, "code",
+     lambda rng, L: {"path": _path(rng), "start_line": (s := rng.randint(1, 800)), "end_line": s + rng.randint(20, 400)},
+     lambda a: f"# {a['path']} lines {a['start_line']}-{a['end_line']}\n"),
+    ("run_shell", 0.18, "log",
+     lambda rng, L: {"command": _command(rng, L), "timeout_s": rng.choice((30, 60, 120, 600)),
+                     "env": {"CI": "1", "PYTHONHASHSEED": str(rng.randint(0, 9))}},
+     lambda a: f"$ {a['command'][:100]}\nexit code: 0\n"),
+    ("web_search", 0.14, "search",
+     lambda rng, L: {"query": _words(rng, L), "max_results": rng.choice((5, 10, 20)), "filters": {
+         "site": rng.choice((None, "stackoverflow.com", "github.com", "docs.python.org")),
+         "date_range": {"from": _date(rng), "to": "2025-01-01"}}},
+     lambda a: f"Results for: {a['query'][:100]}\n"),
+    ("grep", 0.12, "grep",
+     lambda rng, L: {"pattern": "(" + _words(rng, max(L - 2, 1), "|") + ")",
+                     "paths": [f"{rng.choice(DIRS)}/" for _ in range(rng.randint(1, 4))],
+                     "options": {"ignore_case": rng.random() < 0.5, "context_lines": rng.randint(0, 5)}},
+     lambda a: f"grep -rn {a['pattern'][:60]!r} {' '.join(a['paths'])}\n"),
+    ("http_get", 0.10, "json",
+     lambda rng, L: {"url": _url(rng, L), "headers": {"Accept": "application/json", "X-Request-Id": f"{rng.getrandbits(32):08x}"}},
+     lambda a: f"HTTP/1.1 200 OK  GET {a['url'][:100]}\n[\n"),
+    ("edit_file", 0.10, "code",
+     lambda rng, L: {"path": _path(rng), "old_text": pool_text("code", rng, max(L // 3, 1)), "new_text": pool_text("code", rng, L)},
+     lambda a: f"Edited {a['path']}. New contents around the edit:\n"),
+    ("query_db", 0.08, "csv",
+     lambda rng, L: {"sql": _sql(rng, L), "params": [rng.randint(1, 10**6), rng.choice(WORDS), rng.random() < 0.5],
+                     "limit": rng.choice((50, 100, 500, 1000))},
+     lambda a: f"-- {a['sql'][:100]}\nid,name,kind,value,ratio,updated_at\n"),
+    ("list_dir", 0.06, "listing",
+     lambda rng, L: {"path": "/workspace/repo/" + "/".join(rng.choice(DIRS) for _ in range(rng.randint(1, 4))),
+                     "glob": f"*{rng.choice(WORDS)}*{rng.choice(EXTS)}", "depth": rng.randint(1, 4),
+                     "max_entries": rng.randint(50, 5000),
+                     "ignore": [".git", "__pycache__", *rng.sample(("node_modules", "*.pyc", ".venv", "build"), 2)]},
+     lambda a: f"{a['path']}:\ntotal {len(a['path']) * 37}\n"),
 )
 SIMULATED_TOOL_WEIGHTS = tuple(t[1] for t in SIMULATED_TOOLS)
-
-
-# --------------------------------------------------------------------------------------
-# Schemas of the simulated tools (what the simulated agent's requests carry)
-# --------------------------------------------------------------------------------------
 
 
 def _tool(name: str, description: str, properties: dict[str, Any], required: Sequence[str]) -> dict[str, Any]:
@@ -270,15 +199,8 @@ AGENT_RUN_TOOLS: tuple[dict[str, Any], ...] = (
         "ignore": _param("array", "Names or patterns to leave out.", items={"type": "string"}),
     }, ["path"]),
 )
-"""The schemas (OpenAI tool format) of the tools the agent of a simulated run calls
-(:func:`~langchain_promptstrat.testing.iter_agent_run`: read_file, run_shell, web_search,
-grep, http_get, edit_file, query_db, list_dir), with the arguments it passes. Every request
-of the simulated agent carries them, as ``create_agent`` binds its tools to the model."""
+"""The schemas (OpenAI tool format) of :data:`SIMULATED_TOOLS`, which every request of a simulated run carries."""
 
-
-# --------------------------------------------------------------------------------------
-# Sized tool
-# --------------------------------------------------------------------------------------
 
 _OUTPUT_STYLES = ("log", "json", "listing", "code", "grep", "search", "csv")
 
@@ -290,15 +212,11 @@ def make_sized_tool(
     seed: int = 0,
     description: str | None = None,
 ) -> BaseTool:
-    """Return a LangChain tool ``name(query: str, page: int = 0) -> str`` with sized, deterministic output.
+    """Return a LangChain tool ``name(query: str, page: int = 0) -> str`` with sized, deterministic output (sync and async).
 
-    The output length (characters == bytes, ASCII) is ``sizes`` if an int, else drawn
-    from a truncated Pareto over the ``(min, max)`` range, so most outputs are small
-    and a few reach the maximum -- the shape that makes prompt strategies matter. The
-    size and text depend only on ``(seed, name, query, page)`` through a SHA-256 digest,
-    so a repeated call returns the identical output and runs reproduce across
-    processes. Matches the calls scripted by :meth:`ScriptedChatModel.long_run`. Sync
-    and async.
+    The output length (ASCII) is ``sizes`` if an int, else drawn from a truncated Pareto over
+    ``(min, max)``; size and text depend only on ``(seed, name, query, page)`` (a SHA-256
+    digest), so a repeated call returns the identical output in every process.
     """
     if isinstance(sizes, int):
         lo = hi = sizes
@@ -329,3 +247,179 @@ def make_sized_tool(
         description=description
         or f"Fetch page `page` of results for `query` ({name}). Returns plain text.",
     )
+
+
+Mirror = Literal["openai", "anthropic", "mixed"]
+
+_AI_TEXTS = (
+    "Let me look at that.",
+    "I'll check the relevant files first.",
+    "Checking the logs for the failing request.",
+    "Searching for prior reports of this error.",
+    "That narrows it down; reading the handler next.",
+    "Running the tests to confirm.",
+    "I need more context on the schema.",
+    "Comparing the two versions now.",
+    "The previous output was truncated, fetching the rest.",
+    "Let me verify the fix before moving on.",
+    "Looking for other call sites.",
+    "Re-reading the config to be sure.",
+)
+
+_USER_TURNS = (
+    "Also check whether the migration handles NULL values in the legacy rows.",
+    "Quick update: the staging deploy failed again, please look at that first.",
+    "Can you summarize what you found so far before continuing?",
+    "Please don't touch the public API; keep the changes internal.",
+    "The customer says the timeout happens only with large batches, focus there.",
+    "Skip the docs for now and concentrate on the failing tests.",
+    "Good progress. Please also compare with how version 2.3 behaved.",
+    "One more thing: make sure the fix works on Python 3.10 too.",
+)
+
+
+def _check_range(name: str, value: tuple[int, int]) -> tuple[int, int]:
+    try:
+        lo, hi = value
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be a (min, max) pair, got {value!r}") from None
+    if lo < 0 or hi < lo:
+        raise ConfigError(f"{name} must satisfy 0 <= min <= max, got {value!r}")
+    return int(lo), int(hi)
+
+
+def _ai_message(text: str, calls: list[tuple[str, str, dict[str, Any]]], style: str | None, msg_id: str) -> AIMessage:
+    """Return the AIMessage carrying ``calls`` in the shape provider ``style`` produces."""
+    tool_calls = [{"name": name, "args": args, "id": cid, "type": "tool_call"} for cid, name, args in calls]
+    if style == "openai":
+        raw = [{"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args, separators=(",", ":"))}}
+               for cid, name, args in calls]
+        return AIMessage(content=text, tool_calls=tool_calls, additional_kwargs={"tool_calls": raw},
+                         response_metadata={"model_provider": "openai"}, id=msg_id)
+    if style == "anthropic":
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+        blocks.extend({"type": "tool_use", "id": cid, "name": name, "input": copy.deepcopy(args)} for cid, name, args in calls)
+        return AIMessage(content=blocks,  # type: ignore[arg-type]
+                         tool_calls=tool_calls, response_metadata={"model_provider": "anthropic"}, id=msg_id)
+    return AIMessage(content=text, tool_calls=tool_calls, id=msg_id)
+
+
+_DEFAULT_TASK = (
+    "Users report intermittent 503 errors from the ingestion API since the last release. "
+    "Find the root cause in the repository, fix it, make sure the test suite passes, and "
+    "write a short summary of what changed and why."
+)
+
+
+def iter_agent_run(
+    n_tool_calls: int = 400,
+    *,
+    seed: int = 0,
+    parallel_max: int = 3,
+    repeat_rate: float = 0.08,
+    user_turn_every: tuple[int, int] | None = (60, 120),
+    output_bytes: tuple[int, int] = (200, 20_000),
+    arg_bytes: tuple[int, int] = (20, 600),
+    system: str | None = "You are a careful research agent.",
+    task: str = _DEFAULT_TASK,
+    mirror: Mirror | None = None,
+) -> Iterator[list[BaseMessage]]:
+    """Yield the prompt of every model call of a synthetic agent run (see :func:`build_agent_run`), as a growing list.
+
+    First ``[SystemMessage?, HumanMessage(task)]``, then each time one more step (and a user
+    turn when due). Every yield is a new list; the message objects are shared between
+    yields and must not be mutated.
+    """
+    if n_tool_calls < 0:
+        raise ConfigError(f"n_tool_calls must be >= 0, got {n_tool_calls}")
+    if parallel_max < 1:
+        raise ConfigError(f"parallel_max must be >= 1, got {parallel_max}")
+    if not 0.0 <= repeat_rate <= 1.0:
+        raise ConfigError(f"repeat_rate must be in [0, 1], got {repeat_rate}")
+    if mirror not in (None, "openai", "anthropic", "mixed"):
+        raise ConfigError(f"mirror must be None, 'openai', 'anthropic' or 'mixed', got {mirror!r}")
+    out_lo, out_hi = _check_range("output_bytes", output_bytes)
+    arg_lo, arg_hi = _check_range("arg_bytes", arg_bytes)
+    arg_lo = max(arg_lo, 1)
+    arg_hi = max(arg_hi, arg_lo)
+    user_range = None if user_turn_every is None else _check_range("user_turn_every", user_turn_every)
+    if user_range is not None and user_range[0] < 1:
+        raise ConfigError(f"user_turn_every must be >= 1, got {user_turn_every!r}")
+
+    # Independent streams, so e.g. changing mirror or output_bytes leaves the tool
+    # calls (names, args, ids) untouched.
+    def stream(purpose: str) -> random.Random:
+        return random.Random(f"promptstrat:agent_run:{seed}:{purpose}")
+
+    rng_steps, rng_args, rng_out, rng_user, rng_mirror = map(stream, ("steps", "args", "outputs", "user", "mirror"))
+
+    parallel_choices = list(range(1, parallel_max + 1))
+    parallel_weights = [1.0 / k for k in parallel_choices]
+
+    messages: list[BaseMessage] = []
+
+    def next_id() -> str:
+        return f"msg_{len(messages):05d}"
+
+    if system is not None:
+        messages.append(SystemMessage(content=system, id=next_id()))
+    messages.append(HumanMessage(content=task, id=next_id()))
+    yield list(messages)
+
+    history: list[tuple[str, dict[str, Any], str]] = []  # (name, args, output)
+    next_user_at = rng_user.randint(*user_range) if user_range is not None else n_tool_calls + 1
+    made = 0
+    while made < n_tool_calls:
+        k = min(rng_steps.choices(parallel_choices, parallel_weights)[0], n_tool_calls - made)
+        text = rng_steps.choice(_AI_TEXTS) if rng_steps.random() < 0.35 else ""
+        calls: list[tuple[str, str, dict[str, Any]]] = []
+        outputs: list[str] = []
+        for _ in range(k):
+            made += 1
+            call_id = f"call_{made:04d}"
+            if history and rng_steps.random() < repeat_rate:
+                name, args, output = history[rng_steps.randrange(len(history))]
+                args = copy.deepcopy(args)
+            else:
+                spec = rng_steps.choices(SIMULATED_TOOLS, SIMULATED_TOOL_WEIGHTS)[0]
+                name, _, style, make_args, header = spec
+                args = make_args(rng_args, log_uniform(rng_args, arg_lo, arg_hi))
+                size = heavy_tailed(rng_out, out_lo, out_hi)
+                output = sized_text(header(args), style, rng_out, size)
+            calls.append((call_id, name, args))
+            outputs.append(output)
+        # repeats copy earlier steps only, never a sibling in the same step
+        history.extend((name, args, output) for (_, name, args), output in zip(calls, outputs))
+
+        style_now: str | None = rng_mirror.choice((None, "openai", "anthropic")) if mirror == "mixed" else mirror
+        messages.append(_ai_message(text, calls, style_now, next_id()))
+        for (call_id, name, _), output in zip(calls, outputs):
+            messages.append(ToolMessage(content=output, tool_call_id=call_id, name=name, id=next_id()))
+        if made >= next_user_at and made < n_tool_calls:
+            messages.append(HumanMessage(content=rng_user.choice(_USER_TURNS), id=next_id()))
+            next_user_at = made + rng_user.randint(*user_range)  # type: ignore[misc]
+        yield list(messages)
+
+
+def build_agent_run(n_tool_calls: int = 400, **options: Any) -> list[BaseMessage]:
+    """Return the message list of a synthetic long agent run, ending after its ``n_tool_calls``-th ToolMessage.
+
+    ``options`` are :func:`iter_agent_run`'s keywords (a seed, sizes, a system prompt, a task, ``mirror``):
+
+    * After ``[SystemMessage(system)?, HumanMessage(task)]``, steps of an AIMessage (a third
+      with a short text) with 1..``parallel_max`` parallel calls (ids ``call_0001``... in
+      order), then one ToolMessage per call, in call order.
+    * Each call's main string argument has a log-uniform length in ``arg_bytes``; outputs are
+      ASCII text of a kind per tool, their length a truncated Pareto over ``output_bytes``.
+    * About ``repeat_rate`` of the calls repeat an earlier step's call (new id, identical output).
+    * A user turn after every ``user_turn_every`` (min, max) calls, never after the last; None: none.
+    * ``mirror`` also records the calls as an integration does: ``"openai"`` in
+      ``additional_kwargs``, ``"anthropic"`` as ``tool_use`` blocks, ``"mixed"`` one per step.
+
+    Deterministic from the arguments, message ids (``msg_00000``...) included; the calls do
+    not depend on ``mirror``, ``output_bytes`` or ``user_turn_every``.
+    """
+    last: list[BaseMessage] = []
+    for last in iter_agent_run(n_tool_calls, **options):
+        pass
+    return last

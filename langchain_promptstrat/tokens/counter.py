@@ -1,32 +1,113 @@
-"""The token counter: :class:`TokenCounter` (a message list's tokens, cached per message) and :func:`as_token_counter`.
+"""The token counter: what a provider encodes of a message, :class:`TokenCounter`, :func:`as_token_counter`, and the call ids and tool schemas beyond the messages.
 
-A :class:`TokenCounter` counts each message as the sum of the texts it sends
-(:mod:`~langchain_promptstrat.tokens.message_parts`) encoded with the encoding
-:mod:`~langchain_promptstrat.tokens.encodings` loads, or approximately when none loads; a
-list counts as the sum of its messages. :func:`as_token_counter` turns whatever counts
-tokens (None, ``"approximate"``, a counter, a chat model, a function) into a function of a
-message list, and holds the process-wide default counter.
-
-Must not load encodings itself (it asks ``encodings``) nor decide what a message sends
-(``message_parts`` does).
+A message counts as the texts it sends (:func:`_sent_parts`, the rules in
+:mod:`langchain_promptstrat.tokens`) encoded with the encoding :mod:`.encodings` loads, or
+approximately when none loads. Must not load encodings itself nor decide which calls a
+message holds (:mod:`langchain_promptstrat.messages` does).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import tiktoken
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    FunctionMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from langchain_promptstrat.messages.history_memo import IdentityMemo, SizedCache
 from langchain_promptstrat.defaults import DEFAULT_ENCODING
 from langchain_promptstrat.errors import ConfigError, InvalidMessagesError
+from langchain_promptstrat.messages import call_block_id, content_text, recorded_calls
+from langchain_promptstrat.messages.history_memo import IdentityMemo, SizedCache
 from langchain_promptstrat.tokens.encodings import DEFAULT_LOAD_TIMEOUT, _encoding_for_model, _load_encoding
-from langchain_promptstrat.tokens.message_parts import _sent_parts
 
-__all__ = ["DEFAULT_CACHE_SIZE", "TokenCounter", "as_token_counter"]
+
+TOKENS_PER_MESSAGE = 3
+TOKENS_PER_NAME = 1
+TOKENS_PER_IMAGE = 85
+
+_IMAGE_BLOCKS = frozenset({"image", "image_url", "input_image"})
+
+
+def _role(message: BaseMessage) -> str:
+    if isinstance(message, ChatMessage):
+        return message.role
+    if isinstance(message, AIMessage):
+        return "assistant"
+    if isinstance(message, HumanMessage):
+        return "user"
+    if isinstance(message, SystemMessage):
+        role = message.additional_kwargs.get("__openai_role__")  # "developer" for o-series
+        return role if isinstance(role, str) else "system"
+    if isinstance(message, ToolMessage):
+        return "tool"
+    if isinstance(message, FunctionMessage):
+        return "function"
+    return message.type
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _call_ids_text(message: BaseMessage) -> str:
+    """Return the call ids ``message`` sends as one text: its calls' ids joined by spaces, or a tool output's ``tool_call_id``."""
+    if isinstance(message, ToolMessage):
+        return message.tool_call_id or ""
+    if isinstance(message, AIMessage):
+        return " ".join(call_id for call_id, _, _ in recorded_calls(message) if call_id)
+    return ""
+
+
+def _sent_parts(message: BaseMessage, call_ids: bool = True) -> tuple[tuple[str, ...], int]:
+    """Return the texts a provider encodes for ``message`` and its fixed extra tokens: a count's cache key."""
+    texts = [_role(message)]
+    fixed = TOKENS_PER_MESSAGE
+    if message.name and not isinstance(message, ToolMessage):
+        texts.append(message.name)
+        fixed += TOKENS_PER_NAME
+    if call_ids:
+        texts.append(_call_ids_text(message))
+
+    counted_calls: set[str] = set()
+    if isinstance(message, AIMessage):
+        invalid_ids = {bad.get("id") for bad in message.invalid_tool_calls}
+        for call_id, name, args in recorded_calls(message):
+            counted_calls.add(call_id)
+            if call_id not in invalid_ids:  # an invalid call's OpenAI mirror is counted below
+                texts += (name, _json(args))
+        for tool_call in message.tool_calls:
+            if not tool_call.get("id"):  # no id, so no mirror to match: counted from tool_calls alone
+                texts += (tool_call.get("name") or "", _json(tool_call.get("args")))
+        for bad in message.invalid_tool_calls:
+            texts += (bad.get("name") or "", bad.get("args") or "")
+
+    content = message.content
+    texts.append(content_text(content))
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, str):
+                continue  # in content_text
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind == "text" and isinstance(block.get("text"), str):
+                continue  # in content_text
+            if kind in _IMAGE_BLOCKS:
+                fixed += TOKENS_PER_IMAGE
+            elif call_block_id(block) in counted_calls:
+                continue  # counted above as a call
+            else:
+                texts.append(_json(block))
+    return tuple(t for t in texts if t), fixed
 
 
 DEFAULT_CACHE_SIZE = 50_000
@@ -35,31 +116,21 @@ DEFAULT_CACHE_SIZE = 50_000
 _CONTENT_CACHE_CHARS = 4_000_000
 """Characters of message text whose counts a :class:`TokenCounter` remembers by content."""
 
+
 class TokenCounter:
     """Count the tokens of messages with a tiktoken encoding; call it on a message list.
 
     ``TokenCounter()`` uses cl100k_base, ``TokenCounter("o200k_base")`` an encoding by
-    name, ``TokenCounter(model="gpt-4o")`` the encoding of a model (o200k_base for current
-    OpenAI models, cl100k_base otherwise). ``counter(messages)`` fits the
-    ``token_counter`` argument of ``langchain_core.messages.trim_messages``. Call ids are
-    counted (every request carries them); ``call_ids=False`` leaves them out, which is
-    closer to an OpenAI bill (see :mod:`langchain_promptstrat.tokens`).
+    name, ``TokenCounter(model="gpt-4o")`` the encoding of a model. ``counter(messages)``
+    fits ``trim_messages(token_counter=...)``. ``call_ids=False`` leaves call ids out, closer
+    to an OpenAI bill. The encoding loads at the first count (see :mod:`.encodings`: never
+    from the network unless ``download=True``, at most ``load_timeout`` seconds); an unknown
+    encoding name raises :class:`~langchain_promptstrat.errors.ConfigError` then.
 
-    The encoding loads at the first count, not at construction or import. cl100k_base comes
-    from the BPE file this package ships (OpenAI's file, verified by its sha256), so it
-    works without a network or a cache. Other encodings load from tiktoken's disk cache; the network is used only
-    with ``download=True`` (and then for at most ``load_timeout`` seconds), because a
-    count runs before a model call and must never wait on a download. An encoding that
-    cannot be loaded gives one :class:`TokenizerUnavailableWarning` per process and
-    approximate counts (``count_tokens_approximately``) from then on, at once. An encoding name tiktoken does not know
-    raises :class:`~langchain_promptstrat.errors.ConfigError` at the first count.
-
-    Each message's count is cached under exactly what it sends (role, name, texts, tool
-    calls, image count), never under ``id()``: re-created messages hit the cache, two
-    messages that send different text never share an entry, and counting a conversation
-    that grew by one message encodes only that message. That cache is bounded by the
-    characters it holds (a few megabytes), and a per-object memo of ``cache_size``
-    entries holds messages only weakly, so a finished conversation is never kept alive.
+    Each message's count is cached under exactly what it sends, never under ``id()``, so
+    re-created messages hit and a conversation grown by one message encodes only that one;
+    the cache is bounded by the characters it holds, and the per-object memo of
+    ``cache_size`` entries holds messages weakly.
     """
 
     def __init__(
@@ -140,7 +211,6 @@ class TokenCounter:
         return count
 
     def __call__(self, messages: Sequence[BaseMessage], /) -> int:
-        """Return the tokens of ``messages``: the sum of their :meth:`count_message` counts."""
         if isinstance(messages, BaseMessage):
             raise InvalidMessagesError("expected a list of messages, got a single message; wrap it in a list")
         return sum(self.count_message(message) for message in messages)
@@ -152,11 +222,9 @@ _default_counter: TokenCounter | None = None
 def as_token_counter(obj: Any = None) -> Callable[[Sequence[BaseMessage]], int]:
     """Return a function counting the tokens of a message list, from whatever counts tokens.
 
-    Accepts None (one process-wide :class:`TokenCounter`, so its cache carries over
-    between calls), ``"approximate"`` (``count_tokens_approximately``, as in
-    ``trim_messages``), a :class:`TokenCounter`, a chat model or any object with
-    ``get_num_tokens_from_messages`` (its own count, which may need its tokenizer or an
-    API call), or any callable taking a message list.
+    None (one process-wide :class:`TokenCounter`, so its cache carries over), ``"approximate"``
+    (``count_tokens_approximately``), a :class:`TokenCounter`, anything with
+    ``get_num_tokens_from_messages`` (a chat model), or any callable taking a message list.
     """
     global _default_counter
     if isinstance(obj, str) and obj == "approximate":
@@ -180,3 +248,47 @@ def as_token_counter(obj: Any = None) -> Callable[[Sequence[BaseMessage]], int]:
         f"cannot count tokens with a {type(obj).__name__}; pass None, \"approximate\", a TokenCounter, "
         "a chat model or a function taking a message list"
     )
+
+
+def _text_tokens(counter: Any, text: str) -> int:
+    """Return the tokens of ``text`` with ``counter``'s encoding (about four characters a token when it has none)."""
+    encoding = counter.encoding if isinstance(counter, TokenCounter) else None
+    return len(encoding.encode_ordinary(text)) if encoding is not None else -(-len(text) // 4)
+
+
+def call_id_tokens(message: BaseMessage, counter: Any = None) -> int:
+    """Return the tokens of the call ids ``message`` sends, exactly what :meth:`TokenCounter.count_message` adds for them."""
+    counter = as_token_counter(counter)
+    text = _call_ids_text(message)
+    return _text_tokens(counter, text) if text else 0
+
+
+def counts_call_ids(counter: Any) -> bool:
+    """Return whether ``counter``'s count of a message already includes its call ids (False when its rules are unknown)."""
+    if isinstance(counter, TokenCounter):
+        return counter.call_ids or counter.encoding is None
+    return counter is count_tokens_approximately
+
+
+def missing_call_id_tokens(message: BaseMessage, counter: Any = None) -> int:
+    """Return the call-id tokens of ``message`` that ``counter`` leaves out, so a ceiling counts ids once whatever the counter."""
+    counter = as_token_counter(counter)
+    return 0 if counts_call_ids(counter) else call_id_tokens(message, counter)
+
+
+def tool_schema_tokens(tools: Sequence[Any] | None, counter: Any = None) -> int:
+    """Return the tokens of the bound tools' schemas as OpenAI function JSON (by ``repr`` when one cannot be converted).
+
+    Providers wrap these in their own framing, which the ceiling's margin covers.
+    """
+    if not tools:
+        return 0
+    counter = as_token_counter(counter)
+    total = 0
+    for tool in tools:
+        try:
+            text = _json(convert_to_openai_tool(tool))
+        except Exception:  # noqa: BLE001 -- a schema we cannot render is still sent: count something
+            text = repr(tool)
+        total += _text_tokens(counter, text) + TOKENS_PER_MESSAGE
+    return total

@@ -8,8 +8,7 @@ that cannot be loaded is decided once per process, with one
 :class:`TokenizerUnavailableWarning`, and counts then approximate.
 
 Holds the per-process state of those decisions (``_LOADED``, ``_HUNG_LOADS``). Must not
-count messages (:mod:`~langchain_promptstrat.tokens.counter` does) nor know how a message
-is sent (:mod:`~langchain_promptstrat.tokens.message_parts`).
+count messages (:mod:`~langchain_promptstrat.tokens.counter` does).
 """
 
 from __future__ import annotations
@@ -33,17 +32,10 @@ from langchain_promptstrat.defaults import DEFAULT_ENCODING
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.extras import install_hint
 
-__all__ = ["DEFAULT_LOAD_TIMEOUT", "TokenizerUnavailableWarning"]
-
 
 DEFAULT_LOAD_TIMEOUT = 10.0
-"""Seconds the first count waits for tiktoken to load an encoding before approximating.
-
-tiktoken downloads BPE files with ``requests.get`` and no timeout: an unresolvable host
-fails in milliseconds, but a proxy or firewall that accepts the connection and never
-answers blocks for ever. Ten seconds is ample to download a BPE file (1.7 MB for
-cl100k_base, 3.6 MB for o200k_base) on a working network.
-"""
+"""Seconds the first count waits for tiktoken to load an encoding before approximating:
+tiktoken downloads without a timeout, and a proxy that never answers would block for ever."""
 
 _CL100K_FILE = Path(__file__).with_name("cl100k_base.tiktoken.xz")
 CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
@@ -71,9 +63,7 @@ def _bundled_cl100k() -> tiktoken.Encoding:
 
 
 _QUICKTOK_ENCODINGS = ("o200k_base", "o200k_harmony")
-"""Encodings served offline by the optional ``quicktok-v1`` package when it is installed
-(its cl100k_base agrees token for token with tiktoken's on the real transcripts; see the
-docs/performance.md, the token counter against a bill): tiktoken itself must download them."""
+"""Encodings served offline by the optional ``quicktok-v1`` package when it is installed (tiktoken must download them)."""
 
 
 class _QuicktokEncoding:
@@ -83,12 +73,9 @@ class _QuicktokEncoding:
         self._tokenizer = tokenizer
 
     def encode_ordinary(self, text: str) -> list[int]:
-        # quicktok's encode() refuses special-token text (``<|endoftext|>``) as tiktoken's does;
-        # its encode_ordinary counts it as plain text, as the provider does with user text
+        # encode() refuses special-token text (``<|endoftext|>``); encode_ordinary counts it as plain text
         tokenizer: Any = self._tokenizer
-        if hasattr(tokenizer, "encode_ordinary"):
-            return list(tokenizer.encode_ordinary(text))
-        return list(tokenizer.encode(text))
+        return list(tokenizer.encode_ordinary(text) if hasattr(tokenizer, "encode_ordinary") else tokenizer.encode(text))
 
 
 def _offline_encoding(name: str) -> Any:
@@ -114,11 +101,7 @@ class TokenizerUnavailableWarning(UserWarning):
 
 
 def _encoding_for_model(model: str) -> str:
-    """Return ``o200k_base`` for current OpenAI models, ``cl100k_base`` for every other model.
-
-    For models whose tokenizer tiktoken does not have (Anthropic, Gemini, open models)
-    neither encoding is exact; cl100k_base is the one this package ships.
-    """
+    """Return ``o200k_base`` for current OpenAI models, ``cl100k_base`` (shipped, never exact for others) otherwise."""
     return "o200k_base" if _O200K_MODEL.search(model.strip().lower()) else DEFAULT_ENCODING
 
 
@@ -186,19 +169,12 @@ _DOWNLOADED_FILES: dict[str, tuple[str, ...]] = {
 
 def _tiktoken_cache_dir() -> str:
     """Return the directory tiktoken caches downloads in, as tiktoken.load.read_file_cached chooses it."""
-    if "TIKTOKEN_CACHE_DIR" in os.environ:
-        return os.environ["TIKTOKEN_CACHE_DIR"]
-    if "DATA_GYM_CACHE_DIR" in os.environ:
-        return os.environ["DATA_GYM_CACHE_DIR"]
-    return os.path.join(tempfile.gettempdir(), "data-gym-cache")
+    default = os.path.join(tempfile.gettempdir(), "data-gym-cache")
+    return os.environ.get("TIKTOKEN_CACHE_DIR", os.environ.get("DATA_GYM_CACHE_DIR", default))
 
 
 def _needs_download(name: str) -> bool:
-    """Return whether loading ``name`` would fetch a file from the network (it is not in memory nor cached).
-
-    Encodings registered by plugins load from disk, never from the network, so only
-    tiktoken's own downloadable encodings can need it.
-    """
+    """Return whether loading ``name`` would fetch a file from the network (only tiktoken's own encodings can)."""
     if name in tiktoken.registry.ENCODINGS or name not in _DOWNLOADED_FILES:
         return False
     cache_dir = _tiktoken_cache_dir()
@@ -211,13 +187,7 @@ def _needs_download(name: str) -> bool:
 
 
 def _load_encoding(name: str, timeout: float, download: bool = False) -> tiktoken.Encoding | None:
-    """Return the encoding ``name``, or None (after one warning) when it cannot be loaded now.
-
-    ``cl100k_base`` comes from the copy this package ships. Otherwise an encoding is loaded
-    only from memory or tiktoken's disk cache, never from the network, unless ``download``
-    is true: a model call must not wait on a download (behind a proxy that never answers, it
-    would wait ``timeout`` seconds).
-    """
+    """Return the encoding ``name``, or None (after one warning) when it cannot be loaded now; the network only with ``download``."""
     with _LOAD_LOCK:
         if name in _LOADED:
             return _LOADED[name]
@@ -268,11 +238,7 @@ def _load_encoding(name: str, timeout: float, download: bool = False) -> tiktoke
 
 
 def _caller_outside_this_package() -> int:
-    """Return the ``stacklevel`` of the first caller outside the ``tokens`` package, for warnings.
-
-    A load is reached through :class:`~langchain_promptstrat.tokens.counter.TokenCounter`,
-    so the warning points at the code that counted, not at a module of this package.
-    """
+    """Return the ``stacklevel`` of the first caller outside the ``tokens`` package: the warning points at the code that counted."""
     package = __name__.rpartition(".")[0] + "."
     frame: FrameType | None
     level, frame = 1, sys._getframe(1)
