@@ -733,30 +733,18 @@ def _really_shortened(
     source: Sequence[BaseMessage], index: ToolIndex, fates: dict[int, Fate], form: ShortenedForm, short_outputs: Mapping[int, BaseMessage],
 ) -> int:
     """Return how many calls marked SHORTEN change when shortened (output, arguments or narration): the notice counts only those."""
-    changed = 0
-    narration_of: dict[int, bool] = {}  # assistant message index -> whether its narration is shortened and changes
-    if form.narration_chars:
-        calls_of: dict[int, int] = {}
-        frozen_of: dict[int, int] = {}
-        for number, record in enumerate(index.calls):
-            calls_of[record.ai_index] = calls_of.get(record.ai_index, 0) + 1
-            if number in fates:
-                frozen_of[record.ai_index] = frozen_of.get(record.ai_index, 0) + 1
-        for ai, n in frozen_of.items():
-            message = source[ai]
-            narration_of[ai] = n == calls_of[ai] and isinstance(message, AIMessage) and form.narration(message) is not message
-    for number, fate in fates.items():
-        if fate is not Fate.SHORTEN:
-            continue
-        record = index.calls[number]
-        output_index = record.output_index
-        if (
-            short_outputs[output_index] is not source[output_index]  # type: ignore[index]
+    narrated = {  # assistant messages whose calls are all frozen and whose narration changes when shortened
+        ai for ai, numbers in index.calls_per_ai.items()
+        if form.narration_chars and all(n in fates for n in numbers) and isinstance(m := source[ai], AIMessage) and form.narration(m) is not m
+    }
+    return len([
+        number for number, fate in fates.items()
+        if fate is Fate.SHORTEN and (
+            short_outputs[(record := index.calls[number]).output_index] is not source[record.output_index]  # type: ignore[index]
             or shorten_arguments(record.args) is not record.args
-            or narration_of.get(record.ai_index, False)
-        ):
-            changed += 1
-    return changed
+            or record.ai_index in narrated
+        )
+    ])
 
 
 def _freeze(source: list[BaseMessage], index: ToolIndex, edges: Edges, total: int, at: int, form: ShortenedForm) -> Head:
