@@ -236,11 +236,7 @@ def message_keys(messages: Sequence[BaseMessage]) -> list[int]:
 
 
 def keys_computed() -> int:
-    """Return how many message keys :func:`message_keys` has computed in this process (the others were found again).
-
-    A diagnostic: it grows by the messages that had to be hashed, so a caller can see how
-    much of a history was found in the lists keyed before rather than computed.
-    """
+    """Return how many message keys :func:`message_keys` has computed in this process (a diagnostic: the others were found again)."""
     return _recent.computed
 
 

@@ -332,7 +332,7 @@ class ShortenedForm:
     """What the text of an assistant message whose calls are all frozen keeps (``stable_narration_chars``; 0: all of it)."""
 
     def narration(self, message: AIMessage) -> AIMessage:
-        """Return ``message`` with its text (a string, or each text block) shortened to ``narration_chars``, hash-stamped."""
+        """Return ``message`` with its text shortened to ``narration_chars``, hash-stamped."""
         return shorten_text(message, self.narration_chars) if self.narration_chars > 0 else message
 
     def __call__(self, message: ToolMessage, record: ToolCallRecord) -> ToolMessage:
@@ -481,10 +481,8 @@ class Replay:
     """The rule's state after the call point ``len(history)``: its edges and what feeds them."""
 
     history: HistoryKey
-    """The history replayed so far, keyed by what its messages are."""
     budget: int
     index: ToolIndex
-    """The tool-call index of ``history``, extended by a replay that resumes."""
     steps: StepCosts
     edges: Edges
     recent: list[tuple[int, Edges, int]] = field(default_factory=list)
@@ -492,7 +490,7 @@ class Replay:
     previous_edges: tuple[int, int] = (0, 0)
     """The compaction and drop edges of the previous model call's prompt (:func:`_edges_before`)."""
     previous: tuple[Edges, int] | None = None
-    """The edges and outputs counted at the previous model call (everything before the newest assistant message), when it is a recent call point."""
+    """The edges and outputs counted at the previous model call, when it is a recent call point."""
     digest: tuple[int, bytes] | None = None
     """``(length, chain_digest)`` of the first ``length`` messages, once a front end carried this replay."""
     calibration: Calibration = Calibration()
