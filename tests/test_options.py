@@ -86,11 +86,15 @@ def accepted_keys(cls: type) -> set[str]:
     return set(option_keys(cls).values()) | EXTRA_READS.get(cls, set())
 
 
+def kind_of(key: str) -> type:
+    """Return the type a value of setting ``key`` is converted to: its annotation without None."""
+    return next(t for t in typing.get_args(typing.get_type_hints(Settings)[key]) or (typing.get_type_hints(Settings)[key],) if t is not type(None))
+
+
 def sample_value(key: str) -> Any:
     """Return a valid value of setting ``key`` that differs from its default."""
-    field = next(f for f in dataclasses.fields(Settings) if f.name == key)
     default = getattr(Settings(), key)
-    kind = field.metadata["kind"]
+    kind = kind_of(key)
     if kind is bool:
         return not default
     if kind is str:
@@ -220,7 +224,7 @@ class TestSettingsAndPrecedence:
     @given(data=st.data())
     def test_an_explicit_option_wins_over_a_passed_settings_and_sets_its_key(self, cls, option, key, data):
         """An option lands on its settings key and wins over settings=; its key as a keyword does the same; both at once raise."""
-        kind = next(f.metadata["kind"] for f in dataclasses.fields(Settings) if f.name == key)
+        kind = kind_of(key)
         values = {
             bool: st.booleans(),
             int: st.integers(1, 10_000),
