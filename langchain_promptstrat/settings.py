@@ -186,7 +186,9 @@ class Settings:
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
-_KIND = {key: next(t for t in typing.get_args(hint) or (hint,) if t is not type(None)) for key, hint in typing.get_type_hints(Settings).items()}
+_KIND = {
+    key: next(t for t in typing.get_args(hint) or (hint,) if t is not type(None)) for key, hint in typing.get_type_hints(Settings).items()
+}
 """Each key's type without None: what a value given for it is converted to."""
 _ENV = {key: f.metadata["env"] or key.upper() for key, f in _FIELDS.items()}
 _VARIABLES = {key: (env,) if env.startswith(ENV_PREFIX) else (ENV_PREFIX + env, env) for key, env in _ENV.items()}
