@@ -343,6 +343,13 @@ class TestOptionsWrittenOnce:
         written = page.split(docs_tables.BEGIN)[1].split(docs_tables.END)[0].strip()
         assert written == docs_tables.options_table(), "stale: run python -m langchain_promptstrat.docs_tables"
 
+    def test_a_setting_names_who_reads_it_exactly_when_no_built_in_strategy_takes_it_as_an_option(self):
+        """A setting's field says who reads it only when no built-in takes it as an option: the table's row comes from one or the other, never a stale second account."""
+        builtins = [getattr(importlib.import_module(m), a) for m, a in (v.split(":") for v in BUILTIN_STRATEGIES.values())]
+        options = {key for cls in builtins for key in option_keys(cls).values()}
+        readers = {f.name for f in dataclasses.fields(Settings) if f.metadata["reader"] is not None}
+        assert readers == set(setting_keys()) - options
+
     @pytest.mark.parametrize("cls", [c for c in STRATEGIES if option_keys(c)], ids=lambda c: c.__name__)
     def test_an_option_is_typed_as_its_settings_key(self, cls):
         """Each option's type (what mypy and pyright check a keyword against) is its settings key's type, None meaning not given."""
