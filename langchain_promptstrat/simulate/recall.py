@@ -48,7 +48,7 @@ Recall is the sum of recalled references over the sum of counted ones, over ever
 every replayed file (likewise old and outputs-only recall). A seeded synthetic run has no
 real next action (its agent is scripted), so nothing is measured there.
 
-Pure functions of message lists: must not build or run strategies (``engine``).
+Pure functions of message lists; the replay that calls them is :mod:`langchain_promptstrat.simulate`.
 """
 
 from __future__ import annotations
@@ -63,11 +63,6 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 
 from langchain_promptstrat.messages import calls_named, content_text, task_index
 from langchain_promptstrat.messages.recorded_calls import recorded_calls
-
-__all__ = [
-    "OLD_AFTER", "CallTargets", "LostReference", "RecallCounts", "TermIndex", "code_references", "lost_references", "message_text",
-    "recall_counts", "recalled_references", "terms",
-]
 
 OLD_AFTER = 10
 """A reference is old when at least this many tool outputs came after the newest one that holds it."""
@@ -131,28 +126,22 @@ def code_references(text: str) -> list[str]:
 
 
 class TermIndex:
-    """The terms of every message seen during one replay, remembered per message object.
+    """The text and terms of every message seen during one replay, read once per message object (the prompts of a run share them).
 
-    The prompts of one run share their message objects (each prompt extends the previous
-    one), so each message is read once; the index keeps the messages alive while it lives,
-    so their ``id()`` stays theirs.
+    It holds the messages while it lives, so their ``id()`` stays theirs.
     """
 
     def __init__(self) -> None:
+        self._texts: dict[int, tuple[BaseMessage, str]] = {}
         self._terms: dict[int, frozenset[str]] = {}
-        self._texts: dict[int, str] = {}
-        self._alive: list[BaseMessage] = []
         self._copies: dict[tuple[int, str], frozenset[str]] = {}
 
     def text(self, message: BaseMessage) -> str:
-        """Return :func:`message_text` of ``message``, read once per object."""
-        key = id(message)
-        found = self._texts.get(key)
+        """Return :func:`message_text` of ``message``."""
+        found = self._texts.get(id(message))
         if found is None:
-            found = message_text(message)
-            self._texts[key] = found
-            self._alive.append(message)
-        return found
+            found = self._texts[id(message)] = (message, message_text(message))
+        return found[1]
 
     def copy_terms(self, original: BaseMessage, text: str) -> frozenset[str]:
         """Return the terms of the lines of ``text`` (a copy's) that are whole lines of ``original``, remembered per pair."""
@@ -169,12 +158,10 @@ class TermIndex:
         return found
 
     def terms(self, message: BaseMessage) -> frozenset[str]:
-        """Return the terms of ``message``, read once per object."""
-        key = id(message)
-        found = self._terms.get(key)
+        """Return the terms of ``message``."""
+        found = self._terms.get(id(message))
         if found is None:
-            found = terms(self.text(message))
-            self._terms[key] = found
+            found = self._terms[id(message)] = terms(self.text(message))
         return found
 
 
