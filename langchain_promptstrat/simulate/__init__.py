@@ -46,6 +46,7 @@ from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.extras import install_hint
 from langchain_promptstrat.messages import content_text, is_real_user_message, task_index
 from langchain_promptstrat.registry import CallableStrategy, available_strategies, get_strategy, split_strategy_names
+from langchain_promptstrat.report import Compacted
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.simulate.output import (
     DEFAULT_LIST_ROW, SimulationResult, StrategyRun, estimated_cost, format_table, plot, result_from_json, result_to_json,
@@ -139,21 +140,8 @@ def _shared_prefix(
 
 def shared_prefix_length(previous: Sequence[BaseMessage], current: Sequence[BaseMessage]) -> int:
     """Return how many leading messages of ``current`` are byte-identical to those of ``previous``."""
-    return _shared_prefix(previous, [None] * len(previous), current)[0]
-
-
-def cache_reuse(prompts: Iterable[Sequence[BaseMessage]], token_counter: Any = None) -> list[float]:
-    """Return, for each prompt, the share of its tokens that is a cached prefix of the previous prompt (0 for the first)."""
-    tokens = _PromptTokens(as_token_counter(token_counter))
-    out: list[float] = []
-    previous: Sequence[BaseMessage] | None = None
-    keys: list[str | None] | None = None
-    for prompt in prompts:
-        j, keys_now = _shared_prefix(previous, keys, prompt)
-        total, cached = tokens.count(prompt, j)
-        out.append(cached / total if total else 0.0)
-        previous, keys = prompt, keys_now
-    return out
+    no_keys: list[str | None] = [None] * len(previous)
+    return _shared_prefix(previous, no_keys, current)[0]
 
 
 def is_degenerate(before: Sequence[BaseMessage], after: Sequence[BaseMessage]) -> bool:
@@ -346,7 +334,7 @@ def _pipeline(strategies: Sequence[PromptStrategy], tools: Sequence[Any] = ()) -
 
     def apply(prompt: list[BaseMessage]) -> list[BaseMessage]:
         for strategy in strategies:
-            bounded = getattr(strategy, "compact_for_request", None)
+            bounded: Callable[..., Compacted] | None = getattr(strategy, "compact_for_request", None)
             prompt = bounded(prompt, tools=tools).messages if tools and callable(bounded) else strategy.compact(prompt).messages
         return prompt
 
@@ -485,27 +473,18 @@ def simulate(
 ) -> SimulationResult:
     """Return every strategy's replay of one simulated agent run, or of your ``prompts`` (the figures are in the module's docstring).
 
-    Args:
-        strategies: registry names (a comma-separated name is a pipeline), ``PromptStrategy``
-            objects or ``messages -> messages`` callables; None: :func:`default_rows`.
-        n_tool_calls: tool calls of the simulated run (:func:`~langchain_promptstrat.testing.iter_agent_run`).
-        seed: its seed.
-        token_counter: anything :func:`~langchain_promptstrat.tokens.as_token_counter` accepts.
-        cached_fraction: the share of the price billed for cached input.
-        peers: also replay ``trim_messages``, ``ClearToolUsesEdit`` and observation masking.
-        max_tokens: the target of the peers and of the strategies that take one.
-        progress: None: a bar on stderr only when it is a terminal; True/False force it; a
-            callable ``hook(label, done, total)`` is called after each prompt.
-        settings: build the named strategies (default: the environment, then the defaults).
-        price_per_mtok: adds a cost in dollars.
-        run_options: go to ``iter_agent_run`` (``mirror``, ``user_turn_every``...).
-        prompts: your own prompts instead of the simulated run (``n_tool_calls`` and ``seed`` are then not recorded).
-        cache: ``openai`` or ``anthropic`` adds that provider's cache figures (:mod:`~langchain_promptstrat.cache_rules`).
-        tools: the tools bound to the model, whose schemas every prompt carries; None:
-            :data:`AGENT_RUN_TOOLS` for the simulated run, none for ``prompts``.
-        next_actions: the answer to each of ``prompts`` (None where unknown), from which recall
-            is measured; None: each prompt's answer as the next prompt holds it. A simulated run
-            measures no recall: its next actions are scripted.
+    ``strategies``: registry names (a comma-separated name is a pipeline), ``PromptStrategy``
+    objects or ``messages -> messages`` callables; None: :func:`default_rows`, built from
+    ``settings`` (default: the environment). ``peers=True`` adds the peers. ``progress``: None
+    draws a bar on stderr only when it is a terminal, True/False force it, a callable
+    ``hook(label, done, total)`` is called after each prompt. ``run_options`` go to
+    :func:`~langchain_promptstrat.testing.iter_agent_run`; ``prompts`` replace its run (then
+    ``n_tool_calls`` and ``seed`` are not recorded). ``cache`` (``openai``, ``anthropic``) adds
+    that provider's figures (:mod:`~langchain_promptstrat.cache_rules`). ``tools`` are the
+    tools bound to the model (None: :data:`AGENT_RUN_TOOLS` for the simulated run, none for
+    ``prompts``). ``next_actions`` (one per prompt, None where unknown; None: each answer as
+    the next prompt holds it) measure recall; a simulated run measures none (its next
+    actions are scripted).
 
     Raises:
         ConfigError: an unknown cache rule or strategy, a figure out of range, or ``next_actions`` not one per prompt.
@@ -570,6 +549,12 @@ def simulate(
         tool_schemas=[(len(bound), schemas.tokens if schemas is not None else 0)],
         recall_measured=targets is not None,
     )
+
+
+def cache_reuse(prompts: Iterable[Sequence[BaseMessage]], token_counter: Any = None) -> list[float]:
+    """Return, for each prompt, the share of its tokens that is a cached prefix of the previous prompt (0 for the first)."""
+    sent = [list(p) for p in prompts]
+    return _replay("", "", list, {}, sent, as_token_counter(token_counter), None, "prefix", None, None, TermIndex()).reuse
 
 
 def answers_in_prompts(prompts: Sequence[Sequence[BaseMessage]]) -> list[BaseMessage | None]:
