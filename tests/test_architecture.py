@@ -376,7 +376,7 @@ def test_the_layers_are_the_documented_ones():
     assert names == ["front ends", "measuring", "registry", "strategies", "base", "inbox", "foundations"]
     expected = {
         "": "front ends", "adapters.langgraph": "front ends", "cli.entry": "front ends",
-        "simulate.engine": "measuring", "registry": "registry",
+        "simulate.output": "measuring", "registry": "registry",
         "strategies": "strategies", "strategies.ladder": "strategies", "strategies.epoch_machinery.frozen_region": "strategies",
         "strategy": "base", "strategy_names": "base", "inbox.delivery": "inbox",
         "messages.pairs": "foundations", "defaults": "foundations", "testing.scripted_model": "foundations",
