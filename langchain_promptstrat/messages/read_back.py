@@ -22,12 +22,9 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from langchain_promptstrat.messages.coercion import tool_results_as_tool_messages
-from langchain_promptstrat.messages.recorded_calls import recorded_calls
-from langchain_promptstrat.messages.sizes import content_text
+from langchain_promptstrat.messages.pairs import tool_results_as_tool_messages
+from langchain_promptstrat.messages.recorded_calls import content_text, recorded_calls
 from langchain_promptstrat.messages.tool_index import ToolCallRecord, index_tool_calls
-
-__all__ = ["PAGE_CHARS", "PAGE_LINES", "READ_BACK_TOOL", "calls_named", "handle_text", "keep_read_backs_whole", "range_text", "read_back"]
 
 READ_BACK_TOOL = "read_back"
 """The name of the read-back tool, which every handle names."""
