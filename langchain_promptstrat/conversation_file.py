@@ -1,16 +1,11 @@
 """Conversation files: a JSON array or JSON lines of messages, read into messages and written back.
 
-A file holds LangChain dicts (as ``messages_to_dict`` writes them) or role dicts (OpenAI's
-format), one style for every message, or one transcript object holding a ``messages`` list
-(an OpenAI chat body, an Anthropic Messages API body, a mini-swe-agent ``.traj.json``), of
-which only what a provider receives is kept: an Anthropic body's ``tool_use`` blocks become
-tool calls and its ``tool_result`` blocks tool messages, ``thinking`` blocks are left out,
-and its ``tools`` (or OpenAI's ``functions``) are every call's tool schemas.
-
-Reading refuses anything a provider would reject, naming the position (``message N`` from 0,
-``line N`` from 1). A message whose role no provider reads (mini-swe-agent's ``exit``) is
-left out with a note; a final model call whose tool calls have no output yet is held out as
-``pending`` (``apply`` writes it back after the result).
+A file holds LangChain dicts (``messages_to_dict``'s) or role dicts (OpenAI's), one style for
+every message, or one transcript object with a ``messages`` list (an OpenAI or Anthropic
+request body, a mini-swe-agent ``.traj.json``) of which only what a provider receives is kept
+(``thinking`` blocks are left out; its ``tools`` are kept). Reading refuses what a provider
+would reject, naming the position; a role no provider reads is left out with a note, and a
+final model call whose calls have no output yet is held out as ``pending``.
 """
 
 from __future__ import annotations

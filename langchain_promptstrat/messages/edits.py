@@ -73,11 +73,12 @@ def _has_text(content: Any) -> bool:
     for block in content if isinstance(content, list) else ():
         if isinstance(block, str) and block.strip():
             return True
-        kind = block.get("type") if isinstance(block, dict) else None
-        if kind == "text" and str(block.get("text") or "").strip():
-            return True
-        if isinstance(block, dict) and kind not in ("text", "thinking", "redacted_thinking", "reasoning", *CALL_BLOCK_TYPES):
-            return True  # images, documents, ...: real content the message still carries
+        if isinstance(block, dict):
+            kind = block.get("type")
+            if kind == "text" and str(block.get("text") or "").strip():
+                return True
+            if kind not in ("text", "thinking", "redacted_thinking", "reasoning", *CALL_BLOCK_TYPES):
+                return True  # images, documents, ...: real content the message still carries
     return False
 
 
