@@ -18,15 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    ToolMessage,
-    convert_to_messages,
-    convert_to_openai_messages,
-    messages_from_dict,
-    messages_to_dict,
-)
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, convert_to_messages, convert_to_openai_messages, messages_from_dict, messages_to_dict
 
 from langchain_promptstrat.errors import InvalidMessagesError
 from langchain_promptstrat.messages import find_tool_pair_violations, tool_arguments_problem
@@ -43,15 +35,8 @@ _PROVIDER_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
 
 
 def _is_anthropic(body: dict[str, Any]) -> bool:
-    if "system" in body:
-        return True
-    for message in body["messages"]:
-        content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, list) and any(
-            isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result") for b in content
-        ):
-            return True
-    return False
+    blocks = (b for m in body["messages"] if isinstance(m, dict) and isinstance(m.get("content"), list) for b in m["content"])
+    return "system" in body or any(isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result") for b in blocks)
 
 
 def _text_of(content: Any) -> str:

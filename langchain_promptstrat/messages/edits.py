@@ -211,15 +211,12 @@ def apply_fates(
     narration_chars: int = 0,
     leave_out: Collection[int] = (),
 ) -> list[BaseMessage]:
-    """Return a new list with each completed call's ``(call fate, output fate)`` applied.
+    """Return a new list with each completed call's ``(call fate, output fate)`` (``fates`` by number in ``index.calls``) applied.
 
-    ``fates`` maps a position in ``index.calls`` to the fates of its call and its output;
-    calls not in it are kept. A pair is dropped whole or not at all: if either side is
-    dropped, both are. Messages that do not change are reused, not copied. A shortened
-    output is its entry in ``shortened_outputs`` (by message index) when it has one, else
-    :func:`shorten_tool_output`. With ``narration_chars``, an assistant message with a shortened
-    call and no call left whole (none pending) has its text shortened to that size too
-    (:func:`shorten_text`). The messages at ``leave_out`` (indices) are not in the result.
+    A pair is dropped whole or not at all; unchanged messages are reused. A shortened output is
+    its entry in ``shortened_outputs`` (by message index), else :func:`shorten_tool_output`. With
+    ``narration_chars``, an assistant message whose calls are all shortened (or dropped, one at
+    least shortened) has its text shortened to that size. The messages at ``leave_out`` are left out.
     """
     ai_edits: dict[int, tuple[set[str], set[str]]] = {}
     output_fate: dict[int, Fate] = {}

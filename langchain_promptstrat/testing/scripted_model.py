@@ -39,14 +39,13 @@ _Step = AIMessage | BaseException | Callable[[list[BaseMessage]], Any]
 
 @dataclass
 class _ScriptState:
-    """Mutable replay state, shared by every binding and copy of one model (deep copies too)."""
+    """Mutable replay state, shared by every binding and copy of one model (deep copies too); a server calls it from several threads."""
 
     positions: dict[str | None, int] = field(default_factory=dict)
     """The next script step of each thread id (None: calls made outside any thread)."""
     calls: list[list[BaseMessage]] = field(default_factory=list)
     call_kwargs: list[dict[str, Any]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
-    """A server answers several threads at once, from worker threads."""
 
     def __deepcopy__(self, memo: dict[int, Any]) -> _ScriptState:
         return self
