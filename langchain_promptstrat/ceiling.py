@@ -64,16 +64,11 @@ def model_window(model: Any) -> tuple[int | None, int | None, str]:
     name = str(getattr(model, "model_name", None) or getattr(model, "model", None) or type(model).__name__)
     if not isinstance(profile, dict):
         return None, None, name
-    window, reply = profile.get("max_input_tokens"), profile.get("max_output_tokens")
-    return _positive(window), _positive(reply), name
+    return _positive(profile.get("max_input_tokens")), _positive(profile.get("max_output_tokens")), name
 
 
 def _positive(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-
-
-def _reply_room(window: int, reply: int | None) -> int:
-    return min(reply if reply is not None else DEFAULT_REPLY_ROOM, DEFAULT_REPLY_ROOM, window // 4)
 
 
 def resolve_ceiling(max_tokens: MaxTokens = None, *, model: Any = None, settings: Settings | None = None) -> Ceiling:
@@ -94,6 +89,6 @@ def resolve_ceiling(max_tokens: MaxTokens = None, *, model: Any = None, settings
             raise ConfigError(f"{where}={configured!r} must be a positive number of tokens")
         return Ceiling(configured, where)
     if window is not None:
-        room = _reply_room(window, reply)
+        room = min(reply if reply is not None else DEFAULT_REPLY_ROOM, DEFAULT_REPLY_ROOM, window // 4)
         return Ceiling(window - room, f"{name}'s max_input_tokens {window:,} minus {room:,} for the reply")
     return Ceiling(DEFAULT_CEILING, f"default: a {DEFAULT_CONTEXT_WINDOW:,}-token window minus {DEFAULT_REPLY_ROOM:,} for the reply")
