@@ -48,8 +48,6 @@ from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV, canonical_thread_id
 from langchain_promptstrat.inbox.postgres import DSN_ENV, PostgresInboxes
 
-__all__ = ["app", "thread_inbox"]
-
 MAX_THREAD_ID_CHARS = 256
 MAX_PAGE = 1000
 """Most entries of each kind one ``GET`` answers (``limit``)."""

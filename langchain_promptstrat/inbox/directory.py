@@ -2,18 +2,18 @@
 
 Why no file is delivered twice and none is overwritten:
 
-1. ``claim`` opens the pending file (``O_NOFOLLOW | O_NONBLOCK``) and renames it to a private
-   staging name in the history directory: ``rename`` is atomic, so of all racing readers
-   exactly one moves it (a name reused meanwhile: the staged inode is the one read).
-2. The staged file takes its history name with ``os.link``, which fails rather than replace
-   (``name``, ``name.1.ext``, ...; without hard links, an ``O_EXCL`` placeholder is replaced).
+1. ``claim`` renames the pending file to a private staging name in the history directory:
+   of all racing readers exactly one moves it (if the name was reused meanwhile, the staged
+   inode is the one read).
+2. A file takes its history name with ``os.link``, which fails rather than replace (``name``,
+   ``name.1.ext``, ...; without hard links, an ``O_EXCL`` placeholder is replaced).
 3. Writers write a hidden temporary file, fsync it, and link it to its name, read-only.
-4. ``lease`` renames the pending file into ``<history>/.claims/<token>.<owner>/``: neither
-   pending nor delivered; ``acknowledge`` moves it into the history as in 2 (a reader killed
-   between link and unlink leaves one inode in both places: recognised as recorded);
-   ``take_over`` renames the claim directory to the caller's owner: one winner, same token.
+4. ``lease`` renames the pending file into ``<history>/.claims/<token>.<owner>/``;
+   ``acknowledge`` moves it into the history as in 2 (a reader killed between link and unlink
+   leaves one inode in both places: recognised as recorded); ``take_over`` renames the claim
+   directory to the caller's owner: one winner, same token.
 
-A symlinked inbox or history directory is refused with one warning. No LangChain import.
+Files are opened ``O_NOFOLLOW | O_NONBLOCK``; a symlinked inbox or history directory is refused.
 """
 
 from __future__ import annotations
@@ -43,10 +43,7 @@ from langchain_promptstrat.inbox.contract import (
 )
 from langchain_promptstrat.inbox.paths import inbox_dir, inbox_removed_dir, resolve_save_file, thread_save_file
 
-__all__ = ["DirectoryInbox", "post_to_inbox", "request_abort"]
-
-CLAIMS_DIR = ".claims"
-"""Hidden directory inside the history directory holding one sub-directory per in-flight claim."""
+CLAIMS_DIR = ".claims"  # in the history directory: one sub-directory per claim in flight
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 _NO_LINK_ERRNOS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS, errno.EXDEV}
 
@@ -225,11 +222,7 @@ def _read_claim(claim_dir: Path, name: str, token: str, need_content: bool, limi
 
 
 class DirectoryInbox(NoticeStore[Path]):
-    """The inbox of one conversation as two directories: pending files and delivered ones.
-
-    Build it with :meth:`for_save_file` or :meth:`for_thread`; the class itself, with those
-    two classmethods, is the directory backend's inbox provider.
-    """
+    """The inbox of one conversation as two directories, pending files and delivered ones; the class is the provider."""
 
     def __init__(
         self,
@@ -267,7 +260,6 @@ class DirectoryInbox(NoticeStore[Path]):
 
     @property
     def claims_path(self) -> Path:
-        """Return the hidden directory holding the in-flight claims (inside the history directory)."""
         return self.removed_path / CLAIMS_DIR
 
     def _safe(self, *, inbox_only: bool = False) -> bool:
@@ -286,8 +278,6 @@ class DirectoryInbox(NoticeStore[Path]):
             )
             return False
         return True
-
-    # ----------------------------------------------------------------- reading
 
     def pending(self) -> list[str]:
         """Return the names of the pending notices, sorted: regular files not starting with a dot; nothing is created."""
@@ -322,8 +312,6 @@ class DirectoryInbox(NoticeStore[Path]):
             if self._fits(item.name, st.st_size, os.fsencode(item.name).decode("utf-8", "backslashreplace")):
                 names.append(item.name)
         return sorted(names)
-
-    # ----------------------------------------------------------------- claiming
 
     def _open_pending(self, src: Path, need_content: bool) -> tuple[int | None, os.stat_result | None] | None:
         """Open pending ``src``: its descriptor and stat, (None, None) when unopenable without ``need_content``, None when gone."""
@@ -487,8 +475,6 @@ class DirectoryInbox(NoticeStore[Path]):
             return None
         _drop_claim_dir(claim_dir)
         return final
-
-    # ----------------------------------------------------------------- writing
 
     def _write(self, data: bytes, name: str | None) -> Path:
         """Write ``data`` as a new read-only file under ``name`` (or a fresh name): hidden temporary, fsync, link."""
