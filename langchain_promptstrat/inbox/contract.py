@@ -161,16 +161,11 @@ class Lease:
 
     @property
     def state(self) -> str:
-        """Return whose it is: ``"mine"``, or, for another owner, ``"expired"``, ``"dead"``, ``"held"`` (alive, in lease)."""
+        """Return whose it is: ``"mine"``, or, for another owner, ``"expired"``, ``"dead"``, ``"held"`` (alive, in lease: not to be taken over)."""
         who = owner_state(self.owner)
         if who in ("mine", "dead"):
             return who
         return "expired" if time.time() > self.leased_at + self.lease_seconds else "held"
-
-    @property
-    def recoverable(self) -> bool:
-        """Whether this process may take the claim over (its own, or its owner dead or out of lease)."""
-        return self.state != "held"
 
     @property
     def listed_state(self) -> str:

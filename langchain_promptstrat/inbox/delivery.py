@@ -309,7 +309,7 @@ def pick_up(
             if acknowledge(leasing, lease.token, lease.name) is not False:
                 result.acknowledged.append(printable(lease.name))
             continue
-        if nid in held or not lease.recoverable:
+        if nid in held or lease.state == "held":
             continue
         if over_budget(lease.size) and lease.name != ABORT_FILE:
             result.waiting += 1

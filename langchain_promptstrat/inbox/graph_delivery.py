@@ -31,7 +31,6 @@ from langchain_promptstrat.ceiling import MaxTokens
 from langchain_promptstrat.errors import InboxAborted
 from langchain_promptstrat.inbox.contract import ABORT_FILE, InboxBackend, LeasingInbox, pickup_budget
 from langchain_promptstrat.inbox.delivery import acknowledge, notice_ids, pick_up, printable, settle_when_stored
-from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.inbox.locate import InboxBackendSpec, check_backend, inbox_for_config, save_file_for_config
 from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV, inbox_root
 from langchain_promptstrat.messages import mark, mark_of
@@ -176,14 +175,14 @@ class InboxDelivery(NamedTuple):
 
 
 def deliver_inbox(
-    inbox: str | os.PathLike[str] | InboxBackend,
+    store: InboxBackend,
     config: RunnableConfig,
     *,
     include_paths: bool = False,
     budget_bytes: int | None = None,
     **options: Unpack[DeliveryOptions],
 ) -> InboxDelivery:
-    """Return the notices of ``inbox`` (a save file, or any inbox backend), handling ``abort`` as ``on_abort`` says.
+    """Return the notices of ``store`` (any inbox backend), handling ``abort`` as ``on_abort`` says.
 
     ``seen``, ``held`` and ``settle`` (default True) are :func:`~langchain_promptstrat.inbox.delivery.pick_up`'s;
     with ``stored`` the notices are acknowledged once it lists them (:func:`~langchain_promptstrat.inbox.delivery.settle_when_stored`).
@@ -195,7 +194,6 @@ def deliver_inbox(
     on_abort = options.get("on_abort", "interrupt")
     seen, held = options.get("seen", frozenset()), options.get("held", frozenset())
     settle, stored = options.get("settle", True), options.get("stored")
-    store = DirectoryInbox.for_save_file(inbox) if isinstance(inbox, (str, os.PathLike)) else inbox
     notices: list[BaseMessage] = []
     payload: dict[str, Any] | None = None
     while payload is None:
