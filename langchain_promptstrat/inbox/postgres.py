@@ -388,8 +388,6 @@ class PostgresInbox(NoticeStore[str]):
     def _claimed(self, name: str, content: Any, posted_at: Any, token: str) -> Claimed:
         return Claimed(name=name, path=f"{self.location}/{name}", mtime=posted_at.timestamp(), data=bytes(content), token=token)
 
-    # ----------------------------------------------------------------- reading
-
     def pending(self) -> list[str]:
         """Return the names of the thread's pending notices, sorted by code point; none before the first post."""
         return [entry.name for entry in self.pending_entries()]
@@ -416,8 +414,6 @@ class PostgresInbox(NoticeStore[str]):
                   None if head is None else bytes(head))
             for token, name, owner, leased, posted, size, head in rows
         ]
-
-    # ----------------------------------------------------------------- claiming
 
     def claim(self, name: str, *, need_content: bool = True) -> Claimed | None:
         """Take pending notice ``name`` and record it in the history, in one transaction; None when another reader has it.
@@ -488,8 +484,6 @@ class PostgresInbox(NoticeStore[str]):
 
     def _before_commit(self, cursor: Any, name: str, history_name: str) -> None:
         """Run inside the claim's transaction just before COMMIT; a seam for tests that stop a reader in mid-claim."""
-
-    # ----------------------------------------------------------------- writing
 
     def _write(self, data: bytes, name: str | None) -> str:
         for _ in range(_MAX_NAME_ATTEMPTS):
