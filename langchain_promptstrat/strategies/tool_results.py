@@ -108,7 +108,5 @@ class ToolResults(Rung):
 
     def plan(self, messages: Sequence[BaseMessage], *, target: int, counter: CountTokens) -> Plan:
         """Return the plan of :func:`rewrite` (it needs no model call)."""
-        return done(rewrite(
-            messages, target=target, counter=counter,
-            min_tokens=self.settings.tool_results_min_tokens, keep_steps=self.settings.keep_steps,
-        ))
+        settings = self.settings
+        return done(rewrite(messages, target=target, counter=counter, min_tokens=settings.tool_results_min_tokens, keep_steps=settings.keep_steps))
