@@ -1,18 +1,14 @@
 """cache_breakpoints: Anthropic ``cache_control`` breakpoints where the strategy knows the prompt is stable.
 
 Anthropic caches only at breakpoints (4 per request), each reaching back 20 blocks. An epoch
-advance of ``shorten_tools_epoch_stable`` rewrites the prompt from its compaction edge on,
-out of a tail breakpoint's reach, so this strategy places four: the **system** message, the
-**previous compaction edge** (read by the first call after an advance), the **current
-edge** (written once per epoch for the next advance) and the **tail** (read by the next call
-of the epoch). The edges come from the report (``compaction_edge``, ``epoch_size``,
-``drop_edge``); for the ladder's ``tool_results`` they are its last two placeholders (it
-clears oldest first). An edge mark sits on the tool result at that forward position (a
-parallel step's later results are shortened at the next advance). Beside
-``AnthropicPromptCachingMiddleware`` (system, last tool, tail) one mark is left here: the
-previous edge right after an advance, the current one otherwise. A mark goes on the last
-content block (a string becomes one ``text`` block); an empty message passes it to the
-nearest earlier one.
+advance rewrites the prompt from its compaction edge on, out of a tail breakpoint's reach, so
+four go on: the **system** message, the **previous compaction edge** (read by the first call
+after an advance), the **current edge** (written once per epoch for the next advance) and the
+**tail**. The edges come from the report (``compaction_edge``, ``epoch_size``, ``drop_edge``)
+or, for the ladder's ``tool_results``, are its last two placeholders. A mark goes on the last
+content block of the tool result at that forward position (an empty message passes it to the
+nearest earlier one). Beside ``AnthropicPromptCachingMiddleware`` (system, last tool, tail)
+the middleware keeps one edge mark: the previous edge right after an advance, else the current one.
 """
 
 from __future__ import annotations
@@ -62,28 +58,14 @@ def clearing_edge_ids(messages: Sequence[BaseMessage]) -> tuple[str | None, str 
 
 
 def mark_cache_control(message: BaseMessage, cache_control: dict[str, Any] | None = None) -> BaseMessage | None:
-    """Return a copy of ``message`` with ``cache_control`` on its last content block, or None when it has no content to mark."""
+    """Return a copy of ``message`` with ``cache_control`` on its last content block (a string becomes one ``text`` block), or None when it has no content."""
     control = dict(cache_control or DEFAULT_CACHE_CONTROL)
-    content = message.content
-    if isinstance(content, str):
-        if not content:
-            return None
-        blocks: list[Any] = [{"type": "text", "text": content, "cache_control": control}]
-    elif isinstance(content, list) and content:
-        blocks = list(content)
-        last = blocks[-1]
-        blocks[-1] = {**last, "cache_control": control} if isinstance(last, dict) else {"type": "text", "text": last, "cache_control": control}
-    else:
+    if not message.content:
         return None
+    blocks: list[Any] = [message.content] if isinstance(message.content, str) else list(message.content)
+    last = blocks[-1]
+    blocks[-1] = {**last, "cache_control": control} if isinstance(last, dict) else {"type": "text", "text": last, "cache_control": control}
     return message.model_copy(update={"content": blocks})
-
-
-def _markable_at_or_before(messages: Sequence[BaseMessage], index: int, floor: int = 0) -> int | None:
-    for i in range(index, floor - 1, -1):
-        content = messages[i].content
-        if (isinstance(content, str) and content) or (isinstance(content, list) and content):
-            return i
-    return None
 
 
 def mark_breakpoints(
@@ -113,13 +95,11 @@ def mark_breakpoints(
         wanted.append(0)
     chosen: list[int] = []
     for index in wanted:
-        target = _markable_at_or_before(out, index)
+        target = next((i for i in range(index, -1, -1) if out[i].content), None)  # an empty message passes its mark back
         if target is not None and target not in chosen and len(chosen) < limit:
             chosen.append(target)
     for index in chosen:
-        marked = mark_cache_control(out[index], cache_control)
-        if marked is not None:
-            out[index] = marked
+        out[index] = mark_cache_control(out[index], cache_control) or out[index]
     return out, sorted(chosen)
 
 
