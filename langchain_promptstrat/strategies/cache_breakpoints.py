@@ -27,7 +27,6 @@ from langchain_promptstrat.report import Compacted, StrategyReport, make_report
 from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.strategies.ladder import PLACEHOLDER_KIND, kind_of
 
-STRATEGY_NAME = "cache_breakpoints"
 DEFAULT_CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
 
 
@@ -49,12 +48,6 @@ def compaction_edge_ids(before: Sequence[BaseMessage], report: StrategyReport) -
         previous_edge = details["previous_compaction_edge"]
     previous = outputs[previous_edge - 1] if drop < previous_edge <= len(outputs) else None
     return previous, current
-
-
-def clearing_edge_ids(messages: Sequence[BaseMessage]) -> tuple[str | None, str | None]:
-    """Return the tool call ids of the last two placeholders the ladder left (``tool_results``), or None for each missing."""
-    ids = [m.tool_call_id for m in messages if isinstance(m, ToolMessage) and kind_of(m) == PLACEHOLDER_KIND]
-    return (ids[-2] if len(ids) > 1 else None), (ids[-1] if ids else None)
 
 
 def mark_cache_control(message: BaseMessage, cache_control: dict[str, Any] | None = None) -> BaseMessage | None:
@@ -110,7 +103,7 @@ class CacheBreakpoints(PromptStrategy):
     ``breakpoints`` (indices marked), ``previous_edge_id`` and ``current_edge_id``.
     """
 
-    strategy_name = STRATEGY_NAME
+    strategy_name = "cache_breakpoints"
     carries_replay = True
     """It hands a carried replay on to the strategies it wraps that carry one."""
 
@@ -159,7 +152,7 @@ class CacheBreakpoints(PromptStrategy):
         return self._compact(messages, save_file, {})
 
     def compact_for_request(self, messages: Sequence[BaseMessage], **request: Any) -> Compacted:
-        """Return :meth:`compact`'s prompt, the wrapped strategies bounded by a ceiling given ``request`` (``model``, ``tools``, ``system``, ``max_tokens``) as the adapters give it."""
+        """Return :meth:`compact`'s prompt, the wrapped strategies given the adapters' ``request`` (``model``, ``tools``, ``system``, ``max_tokens``)."""
         return self._compact(list(messages), None, request)
 
     def _compact(self, messages: list[BaseMessage], save_file: str | os.PathLike[str] | None, request: dict[str, Any]) -> Compacted:
@@ -175,18 +168,17 @@ class CacheBreakpoints(PromptStrategy):
             if "compaction_edge" in result.report.details:
                 previous_id, current_id = compaction_edge_ids(current, result.report)
                 advanced = bool(result.report.details.get("boundary_moved"))
-            elif result.report.changed:
-                cleared = clearing_edge_ids(result.messages)
-                if cleared != (None, None):
-                    previous_id, current_id = cleared
+            elif result.report.changed:  # the ladder's tool_results clears oldest first: its last two placeholders are the edges
+                cleared = [m.tool_call_id for m in result.messages if isinstance(m, ToolMessage) and kind_of(m) == PLACEHOLDER_KIND]
+                if cleared:
+                    previous_id, current_id = (cleared[-2] if len(cleared) > 1 else None), cleared[-1]
             current = result.messages
         out, marked = mark_breakpoints(
             current, previous_edge=previous_id, current_edge=current_id, system=self.system, tail=self.tail,
             limit=self.limit, advanced=advanced, cache_control=self.cache_control,
         )
-        return Compacted(out, make_report(
-            STRATEGY_NAME, messages, out, breakpoints=marked, previous_edge_id=previous_id, current_edge_id=current_id,
-        ))
+        report = make_report(self.strategy_name, messages, out, breakpoints=marked, previous_edge_id=previous_id, current_edge_id=current_id)
+        return Compacted(out, report)
 
     def __repr__(self) -> str:
         return f"CacheBreakpoints({self.label!r})"
@@ -195,10 +187,7 @@ class CacheBreakpoints(PromptStrategy):
 def wrap_for_breakpoints(
     strategies: Sequence[PromptStrategy], *, system: bool = True, tail: bool = True, limit: int = ANTHROPIC_MAX_BREAKPOINTS
 ) -> list[PromptStrategy]:
-    """Return ``strategies`` with those before the first inbox grouped into one :class:`CacheBreakpoints` (``cache_breakpoints=True``).
-
-    The inbox's notices come after the marks, so a one-off notice never moves the tail breakpoint.
-    """
+    """Return ``strategies`` with those before the first inbox in one :class:`CacheBreakpoints`: a one-off notice never moves the tail mark."""
     split = next((i for i, s in enumerate(strategies) if s.uses_save_file), len(strategies))
     if split == 0:
         return list(strategies)

@@ -35,16 +35,17 @@ def pointer_text(lines: int, call_id: str, tool: str) -> str:
 
 @dataclass
 class _Reading:
-    """How far one history has been read (the state the replay engine's memo keeps)."""
+    """How far one history has been read (the state the replay engine's memo keeps).
+
+    ``seen``: each line longer than the minimum -> the call id of the newest output holding
+    it; ``tools``: call id -> tool name; ``results``: per message read, its edited copy or None.
+    """
 
     history: HistoryKey = EMPTY_HISTORY
     seen: dict[str, str] = field(default_factory=dict)
-    """A line longer than the minimum -> the call id of the newest earlier output holding it."""
     tools: dict[str, str] = field(default_factory=dict)
-    """Call id -> the name of its tool, for the pointer's words."""
     outputs: int = 0
     results: list[BaseMessage | None] = field(default_factory=list)
-    """Per message read: its edited copy, or None when it is sent as it is."""
     edited: int = 0
     lines_pointed: int = 0
 

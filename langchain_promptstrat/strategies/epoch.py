@@ -33,16 +33,7 @@ from langchain_promptstrat.messages import Fate, ToolCallRecord, index_tool_call
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.strategies.epoch_machinery.frozen_region import (
-    Decisions,
-    EpochState,
-    _pinned,
-    apply_frozen,
-    decide,
-    epoch_boundary,
-    increment_schedule,
-    prefix_change,
-    previous_total,
-    repeat_positions,
+    Decisions, EpochState, _pinned, apply_frozen, decide, epoch_boundary, increment_schedule, prefix_change, previous_total, repeat_positions,
 )
 from langchain_promptstrat.strategies.epoch_machinery.notice import compaction_notice, is_compaction_notice, notice_index
 from langchain_promptstrat.strategy import PromptStrategy

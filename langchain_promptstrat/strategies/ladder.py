@@ -1,23 +1,20 @@
 """CompactionLadder: token-target rungs run cheapest first, with a low watermark; and what its rungs share.
 
 While the prompt counts more than ``max_tokens``, the next rung (``tool_results``,
-``sliding_window``, ``summary``: each its own module) is asked for a rewrite, taken only when
-it counts fewer tokens; each rung is asked at most once per pass (:func:`ladder_pass`), and a
-target no rung reaches leaves the smallest prompt reached with ``met: False``.
-
-With a low watermark (``low_tokens``, default ``ladder_low_ratio`` = 70% of ``max_tokens``)
-the prompt is defined by replaying the history's own model calls (:func:`call_points`), so
-the cut holds still between compaction events and the provider's prefix cache hits::
+``sliding_window``, ``summary``) is asked once for a rewrite, taken only when it counts fewer
+tokens (:func:`ladder_pass`); a target no rung reaches leaves the smallest prompt reached
+with ``met: False``. With a low watermark (``low_tokens``, default 70% of ``max_tokens``) the
+history's own model calls are replayed, so the cut holds still between compaction events
+and the provider's prefix cache hits::
 
     prompt(first call) = the history so far
     prompt(next call)  = prompt(previous call) + the messages added since,
                          unless that counts more than max_tokens: then the rungs run on it
                          with low_tokens as their target (a *compaction event*)
 
-The replay resumes from the replay engine's memo (:mod:`langchain_promptstrat.messages.history_memo`),
-which never changes a result and holds no caller's message. The rungs share this module's
-marks, token shares, plan protocol (a rung's plan yields model requests and ends with a
-:class:`Rewrite`, run sync or async) and :class:`Rung` base.
+The replay resumes from the replay engine's memo (``messages/history_memo``). The rungs share
+this module's marks, the plan protocol (a plan yields model requests and ends with a
+:class:`Rewrite`, run sync or async) and the :class:`Rung` base.
 """
 
 from __future__ import annotations
@@ -72,10 +69,7 @@ def represented(message: BaseMessage) -> int:
 
 
 class _Tally:
-    """A :class:`TokenCounter` remembering each message object's count for one call (a pass counts the same messages often).
-
-    It holds the messages it counted, so an ``id`` is never reused while it lives.
-    """
+    """A :class:`TokenCounter` remembering each message object's count for one call (holding the messages, so an ``id`` stays theirs)."""
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
@@ -99,12 +93,7 @@ def tally(counter: CountTokens) -> CountTokens:
 
 
 def message_counter(counter: CountTokens) -> Callable[[BaseMessage], int]:
-    """Return a function giving one message's share of ``counter``'s count of a list.
-
-    A :class:`TokenCounter` is exactly the sum of its messages; another counter is taken as
-    its count of an empty list plus per-message counts (every decision is checked with
-    ``counter`` itself).
-    """
+    """Return one message's share of ``counter``'s count of a list: exact for a :class:`TokenCounter`, else its count alone minus an empty list's."""
     if isinstance(counter, (TokenCounter, _Tally)):
         return counter.count_message
     base = counter([])
@@ -168,8 +157,7 @@ class PlannedStrategy(PromptStrategy):
     """A strategy whose work is a plan that may call a chat model: ``compact`` answers it synchronously, ``ainvoke`` awaits it."""
 
     @abstractmethod
-    def _compaction(self, messages: list[BaseMessage]) -> Generator[RungRequest, Any, Compacted]:
-        """Return the plan that ends with this strategy's result for ``messages``."""
+    def _compaction(self, messages: list[BaseMessage]) -> Generator[RungRequest, Any, Compacted]: ...
 
     def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
         """Return the prompt for ``messages`` and the report."""
@@ -197,12 +185,7 @@ class RungOptions(TypedDict, total=False):
 
 
 class Rung(PlannedStrategy):
-    """Base of the token-target rungs: a plan toward a target, usable alone or in a ladder.
-
-    On its own, a rung aims at ``max_tokens`` (default: the ``ladder_max_tokens`` setting)
-    with its own ``token_counter`` (default cl100k_base) and keeps its rewrite only when it
-    counts fewer tokens; inside a :class:`CompactionLadder` the ladder's target and counter are used.
-    """
+    """Base of the token-target rungs: a plan toward a target, usable alone (``max_tokens``, its ``token_counter``) or in a ladder (the ladder's)."""
 
     options = RungOptions
 
@@ -246,25 +229,20 @@ class Rung(PlannedStrategy):
 
 @dataclass
 class LadderPass:
-    """The outcome of one pass of the rungs: the prompt, its count and what each rung did."""
+    """The outcome of one pass of the rungs: the prompt, its count, the rungs taken (``{strategy, before, after}``) and every rung asked."""
 
     messages: list[BaseMessage]
     tokens_before: int
     tokens: int
     taken: list[dict[str, Any]] = field(default_factory=list)
-    """``{strategy, before, after}`` for each rung whose rewrite was taken, in order."""
     asked: list[dict[str, Any]] = field(default_factory=list)
-    """Every rung asked: ``{strategy, outcome, ...details}``; outcome taken, declined or not_smaller."""
+    """``{strategy, outcome, ...details}``; outcome taken, declined or not_smaller."""
 
 
 def ladder_pass(
     messages: Sequence[BaseMessage], rungs: Sequence[Rung], *, target: int, counter: CountTokens
 ) -> Generator[RungRequest, Any, LadderPass]:
-    """Run ``rungs`` in order on ``messages`` while over ``target``; return the :class:`LadderPass`.
-
-    A rewrite is taken only when it counts fewer tokens than the prompt it was given, and
-    each rung is asked at most once, so the pass ends.
-    """
+    """Return the :class:`LadderPass` of ``rungs`` asked in order, each once, while over ``target``; a rewrite is taken only when it counts fewer tokens."""
     current = list(messages)
     tokens = before = counter(current)
     result = LadderPass(current, before, tokens)
@@ -303,7 +281,7 @@ class CompactionLadder(PlannedStrategy):
     """A token budget: rungs run cheapest first while over ``max_tokens``, with a low watermark.
 
     ``CompactionLadder([ToolResults(), Summary(model), SlidingWindow()], max_tokens=120_000)``
-    or by registry names (``"tool_results,sliding_window"``). The report adds ``target``,
+    or ``CompactionLadder("tool_results,sliding_window", ...)``. The report adds ``target``,
     ``low_tokens``, ``tokens_before``, ``tokens_after``, ``met``, ``rungs`` (taken at this
     call), ``asked``, and with the watermark ``event``, ``events`` and ``last_event``.
     """
@@ -433,20 +411,22 @@ class CompactionLadder(PlannedStrategy):
 
 @dataclass(frozen=True)
 class _Replay:
-    """Where a replay stands after the call point ``len(history)``, holding no caller's message (picks into the history, own copies)."""
+    """Where a replay stands after the call point ``len(history)``, holding no caller's message.
+
+    The prompt is ``history[pick]`` for a pick >= 0, ``copies[-pick - 1]`` for a negative one;
+    ``chars`` counts the copies (what remembering it costs); ``last_pass`` is the pass of an
+    event at the history's own length, without its messages.
+    """
 
     history: HistoryKey
     picks: tuple[int, ...]
-    """The prompt: ``history[pick]`` for a pick >= 0, ``copies[-pick - 1]`` for a negative one."""
     copies: tuple[BaseMessage, ...]
     chars: int
-    """Characters of :attr:`copies` (what remembering this replay costs)."""
     tokens: int
     history_tokens: int
     events: int
     last_event: int | None
     last_pass: LadderPass | None
-    """The pass of an event at the history's own length, without its messages (None when that call did not compact)."""
     calibration: Calibration
 
     def prompt(self, messages: Sequence[BaseMessage]) -> list[BaseMessage]:

@@ -37,20 +37,19 @@ def note(dropped: int) -> HumanMessage:
 class Layout:
     """The parts of a conversation the token rungs work with, as index ranges, oldest first.
 
-    ``history``: units before the anchor (whole turns); ``task``: units after it (whole
-    steps) up to ``protected_from``. A note or summary is a unit of its own.
+    ``system``: the leading system block's length; ``anchor``: the newest real user message
+    (None when none); ``run_task``: the run's task (first real user message) when before the
+    anchor, kept too; ``history``: whole turns before the anchor; ``task``: whole steps after
+    it up to ``protected_from``, where the newest ``keep_steps`` steps begin. A note or summary
+    is a unit of its own.
     """
 
     system: int
-    """Length of the leading system block."""
     anchor: int | None
-    """Index of the newest real user message, None when there is none."""
     run_task: int | None
-    """Index of the run's task (the first real user message) when it comes before the anchor, else None: never dropped either."""
     history: tuple[range, ...]
     task: tuple[range, ...]
     protected_from: int
-    """Index from which nothing may be given up: the newest ``keep_steps`` steps and after."""
 
 
 def layout(messages: Sequence[BaseMessage], keep_steps: int, *, keep_task: bool = False) -> Layout:

@@ -124,34 +124,31 @@ def _next_stretch(messages: Sequence[BaseMessage], keep_steps: int, count_one: C
 
 @dataclass
 class _ModelRequest:
-    """One summary to write: the prompt for ``model``; answers the text, or the exception raised."""
+    """One summary to write: ``prompt`` for ``model``; answers the text, or the exception raised."""
 
     model: Any
     prompt: list[BaseMessage]
     answers: SizedCache[tuple[str, ...], str]
-    """Answers by the text sent; a hit is stored again, so the answers used last are the ones kept."""
+    """Answers by the text sent; one used is stored again, so the answers used last are the ones kept."""
 
-    def _answer(self, response: Any) -> str:
-        text = content_text(getattr(response, "content", response))
+    def _sent(self) -> tuple[str, ...]:
+        return tuple(content_text(m.content) for m in self.prompt)
+
+    def _remember(self, answer: Any) -> str:
+        text = content_text(getattr(answer, "content", answer))
         if text.strip():
-            self.answers.put(tuple(content_text(m.content) for m in self.prompt), text, 1)
+            self.answers.put(self._sent(), text, 1)
         return text
-
-    def _known(self) -> str | None:
-        known: str | None = self.answers.get(tuple(content_text(m.content) for m in self.prompt))
-        return known
 
     def ask(self) -> Any:
         try:
-            known = self._known()
-            return self._answer(known if known is not None else self.model.invoke(self.prompt))
+            return self._remember(self.answers.get(self._sent()) or self.model.invoke(self.prompt))
         except Exception as exc:  # a failing summariser ends the rounds, it never breaks the prompt
             return exc
 
     async def aask(self) -> Any:
         try:
-            known = self._known()
-            return self._answer(known if known is not None else await self.model.ainvoke(self.prompt))
+            return self._remember(self.answers.get(self._sent()) or await self.model.ainvoke(self.prompt))
         except Exception as exc:
             return exc
 
@@ -161,7 +158,7 @@ class SummaryFailedWarning(RuntimeWarning):
 
 
 class _LazyChatModel:
-    """A chat model named by a string (``"openai:gpt-4o-mini"``), built by ``init_chat_model`` at its first call (a failure is a failed model call)."""
+    """A chat model named by a string (``"openai:gpt-4o-mini"``), built by ``init_chat_model`` at its first call."""
 
     def __init__(self, spec: str) -> None:
         self.spec = spec
@@ -172,7 +169,6 @@ class _LazyChatModel:
         return f"init_chat_model({self.spec!r})"
 
     def resolve(self) -> Any:
-        """Return the chat model, building it on first use."""
         with self._lock:
             if self._model is None:
                 try:
