@@ -1,11 +1,8 @@
-"""``promptstrat apply`` and ``stats``: the commands that read a conversation file.
+"""``promptstrat apply`` and ``stats``: the commands that read a conversation file (docs/cli.md).
 
-``apply`` prints the messages the model would see as JSON on stdout and one report line
-per strategy on stderr (exit status 3 when the inbox holds an abort request); ``stats``
-prints a conversation's counts and what each built-in strategy would send. Parses and
-prints only: reading the file is :mod:`langchain_promptstrat.conversation_file`'s job,
-applying strategies the registry's. Everything that can be refused is refused before a
-strategy runs, so the inbox never consumes notices for a result that is then thrown away.
+Parses and prints only: :mod:`~langchain_promptstrat.conversation_file` reads the file, the
+registry applies the strategies. ``apply`` refuses everything it can before a strategy runs,
+so the inbox never consumes notices for a result that is then thrown away.
 """
 
 from __future__ import annotations
@@ -15,27 +12,15 @@ import json
 import re
 import sys
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_promptstrat.ceiling import DEFAULT_CEILING, resolve_ceiling
-from langchain_promptstrat.cli.common import (
-    EXIT_ABORTED,
-    PROG,
-    add_counter_options,
-    one_line,
-    positive_int,
-    token_counter,
-)
+from langchain_promptstrat.cli.common import EXIT_ABORTED, PROG, add_counter_options, one_line, positive_int, token_counter
 from langchain_promptstrat.errors import InboxAborted, InvalidMessagesError
 from langchain_promptstrat.text_table import fit_lines, render_table, terminal_width
 
-if TYPE_CHECKING:
-    from langchain_promptstrat.report import StrategyReport
-
 # LangChain, LangGraph and tiktoken are imported by the commands that use them, not here:
 # `promptstrat --help` and `--version` answer without them (tests/test_cli_startup.py).
-
-__all__ = ["add_conversation_commands"]
 
 
 def add_conversation_commands(commands: argparse._SubParsersAction[Any], detailed: bool = True) -> None:
@@ -60,36 +45,21 @@ def add_conversation_commands(commands: argparse._SubParsersAction[Any], detaile
     )
     if not detailed:
         return
-
-    apply.add_argument("file", metavar="FILE", help="the conversation, or '-' for standard input")
-    apply.add_argument("--strategy", metavar="SPEC",
-                       help="comma-separated strategy names, applied in order (default: $PROMPT_STRATEGY, "
-                       "then the default list)")
-    apply.add_argument("--max-tokens", type=positive_int, default=None, metavar="N",
-                       help="context ceiling of the default strategy (default: $PROMPTSTRAT_MAX_TOKENS, else "
-                       f"{DEFAULT_CEILING:,}; stats uses the same)")
-    apply.add_argument("--save-file", metavar="PATH",
-                       help="the conversation's save file: the inbox strategy delivers (and consumes) the notices "
-                       "of its .inbox sibling")
+    for command in (apply, stats):
+        command.add_argument("file", metavar="FILE", help="the conversation, or '-' for standard input")
+    apply.add_argument("--strategy", metavar="SPEC", help="comma-separated strategy names, applied in order "
+                       "(default: $PROMPT_STRATEGY, then the default list)")
+    apply.add_argument("--max-tokens", type=positive_int, default=None, metavar="N", help="context ceiling of the default "
+                       f"strategy (default: $PROMPTSTRAT_MAX_TOKENS, else {DEFAULT_CEILING:,}; stats uses the same)")
+    apply.add_argument("--save-file", metavar="PATH", help="the conversation's save file: the inbox strategy delivers "
+                       "(and consumes) the notices of its .inbox sibling")
     apply.set_defaults(func=_apply)
-
-    stats.add_argument("file", metavar="FILE", help="the conversation, or '-' for standard input")
-    stats.add_argument("--max-tokens", type=positive_int, default=None, metavar="N",
-                       help="token target of strategies that take one, the default strategy's ceiling included "
-                       f"(default: $PROMPTSTRAT_MAX_TOKENS, else {DEFAULT_CEILING:,}, as for apply)")
+    stats.add_argument("--max-tokens", type=positive_int, default=None, metavar="N", help="token target of strategies that "
+                       "take one, the default strategy's ceiling included (default: $PROMPTSTRAT_MAX_TOKENS, else "
+                       f"{DEFAULT_CEILING:,}, as for apply)")
     add_counter_options(stats)
     stats.add_argument("--json", action="store_true", help="print the figures as JSON")
     stats.set_defaults(func=_stats)
-
-
-def _report_line(report: StrategyReport) -> str:
-    line = (
-        f"{report.strategy}: messages {report.messages_in} -> {report.messages_out}, shortened {report.shortened}, "
-        f"dropped {report.dropped}, chars {report.chars_before:,} -> {report.chars_after:,}"
-    )
-    if "delivered" in report.details:
-        line += f", delivered {report.details['delivered']}"
-    return line
 
 
 def _read_conversation(source: str) -> Any:
@@ -112,10 +82,7 @@ def _dump_or_refuse(messages: list[Any], style: str | None, what: str) -> str:
         raise InvalidMessagesError(f"{what}: cannot be written back as JSON: {one_line(exc).split(' Full ')[0]}") from None
     # A lone surrogate (valid in a JSON string escape, not in UTF-8) is written as its JSON
     # escape, so stdout always gets valid UTF-8 that reads back as the same string.
-    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", output)
-
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+    return re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", output)
 
 
 def _apply(args: argparse.Namespace) -> int:
@@ -142,8 +109,10 @@ def _apply(args: argparse.Namespace) -> int:
     output = _dump_or_refuse([*messages, *conversation.pending], conversation.style, "the result")
     sys.stdout.write(output + "\n")
     sys.stdout.flush()
-    for report in reports:
-        print(_report_line(report), file=sys.stderr)
+    for r in reports:
+        delivered = f", delivered {r.details['delivered']}" if "delivered" in r.details else ""
+        print(f"{r.strategy}: messages {r.messages_in} -> {r.messages_out}, shortened {r.shortened}, dropped {r.dropped}, "
+              f"chars {r.chars_before:,} -> {r.chars_after:,}{delivered}", file=sys.stderr)
     return 0
 
 
@@ -162,8 +131,7 @@ def _stats(args: argparse.Namespace) -> int:
     totals = {"messages": 0, "tool_calls": 0, "tokens": 0}
     rows: dict[str, dict[str, Any]] = {name: {"strategy": name, "messages": 0, "tokens": 0, "shortened": 0, "dropped": 0} for name in names}
     pipelines = {  # built once for every file; the default list is a pipeline of two
-        name: [build_strategy(part, max_tokens=args.max_tokens, token_counter=counter)[0] for part in split_strategy_names(name)]
-        for name in names
+        name: [build_strategy(part, max_tokens=args.max_tokens, token_counter=counter)[0] for part in split_strategy_names(name)] for name in names
     }
     for file in files:
         messages = _read_conversation(file).messages
@@ -184,15 +152,9 @@ def _stats(args: argparse.Namespace) -> int:
             row["tokens"] += counter(after)
     for row in rows.values():
         row["share"] = row["tokens"] / totals["tokens"] if totals["tokens"] else 1.0
-    summary = {
-        "file": args.file,
-        "files": len(files),
-        **totals,
-        "by_type": dict(by_type),
-        "token_counter": {"encoding": counter.encoding_name, "exact": counter.exact},
-        "max_tokens": args.max_tokens,
-        "strategies": list(rows.values()),
-    }
+    summary = {"file": args.file, "files": len(files), **totals, "by_type": dict(by_type),
+               "token_counter": {"encoding": counter.encoding_name, "exact": counter.exact},
+               "max_tokens": args.max_tokens, "strategies": list(rows.values())}
     print(json.dumps(summary, indent=2) if args.json else _stats_table(summary, terminal_width()))
     return 0
 
