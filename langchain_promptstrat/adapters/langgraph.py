@@ -1,9 +1,7 @@
 """LangGraph front ends: the pre-model hook, the inbox node and the ``read_back`` tool.
 
-Like the ``create_agent`` middleware, the hook picks up the thread's inbox
-(:mod:`langchain_promptstrat.inbox.graph_delivery`) and hands the conversation to
-:func:`~langchain_promptstrat.registry.prompt_for_model`, the one apply path; it only reads
-the graph state and shapes the update.
+The hook, like the middleware, picks up the inbox (:mod:`~langchain_promptstrat.inbox.graph_delivery`)
+and hands the conversation to :func:`~langchain_promptstrat.registry.prompt_for_model`, the one apply path.
 """
 
 from __future__ import annotations
@@ -25,6 +23,7 @@ from langchain_promptstrat.inbox.locate import InboxBackendSpec, check_backend, 
 from langchain_promptstrat.messages import PAGE_CHARS, PAGE_LINES, READ_BACK_TOOL, keep_prompt_floor, read_back  # keep_prompt_floor: re-exported
 from langchain_promptstrat.registry import StrategySpec, prompt_for_model, resolve_strategies
 from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.strategies.cache_breakpoints import wrap_for_breakpoints
 
 __all__ = ["GraphHook", "keep_prompt_floor", "make_inbox_node", "pre_model_hook", "read_back_tool", "state_messages"]
 
@@ -70,34 +69,27 @@ def pre_model_hook(
 ) -> GraphHook:
     """Return a pre-model hook ``(state, config) -> {"llm_input_messages": prompt}`` applying ``strategies``.
 
-    For ``create_react_agent(pre_model_hook=...)`` (sync and async) or a ``StateGraph`` node whose
-    state declares ``llm_input_messages``; ``messages`` keeps full fidelity. The prompt is returned
-    on every call and never empty: an empty ``llm_input_messages`` would fall back to the full
-    history, a stale one be reused. The inbox: docs/inbox.md; the ceiling: docs/default.md.
+    For ``create_react_agent(pre_model_hook=...)`` or a ``StateGraph`` node; ``messages`` keeps full
+    fidelity. The prompt is returned on every call, never empty: LangGraph would send the full
+    history for an empty ``llm_input_messages``, and reuse a stale one. The inbox: docs/inbox.md.
 
     Args:
-        strategies: names, instances or callables, resolved now (an unknown name raises
-            :class:`UnknownStrategyError` here); default ``PROMPT_STRATEGY``, else the default list.
-        inbox_root: the thread's inbox is ``<inbox_root>/<thread_id>.inbox`` (default
-            ``$PROMPTSTRAT_INBOX_ROOT``), unless the run config names a ``save_file``.
-        persist_inbox: notices join ``messages``, acknowledged once a stored checkpoint holds
-            them; ``False`` shows each to one model call, acknowledged when handed over.
+        strategies: names, instances or callables, resolved now; default ``PROMPT_STRATEGY``, else the default list.
+        inbox_root: the inbox is ``<inbox_root>/<thread_id>.inbox`` (default ``$PROMPTSTRAT_INBOX_ROOT``), or the run's ``save_file``'s.
+        persist_inbox: notices join ``messages`` (acknowledged once a stored checkpoint holds them), else one model call.
         settings: the settings the strategies are built with.
         backend: where inboxes live (``PostgresInboxes(dsn)``); default the ``Inbox`` strategy's.
-        max_tokens: the context ceiling, tokens or ``("fraction", 0.8)`` of ``model``'s window.
+        max_tokens: the context ceiling, tokens or ``("fraction", 0.8)`` of ``model``'s window (docs/default.md).
         model: the chat model, whose profile gives the window when ``max_tokens`` does not.
         tools: the agent's tools, whose schemas count against the ceiling.
         system_prompt: the agent's prompt, which ``create_react_agent`` adds after the hook.
-        cache_breakpoints: mark up to four Anthropic ``cache_control`` breakpoints (only with
-            an Anthropic model: the hook does not see the model).
+        cache_breakpoints: mark up to four Anthropic ``cache_control`` breakpoints (with an Anthropic model only).
     """
     resolved = resolve_strategies(strategies, settings=settings)
     inbox = InboxSource(resolved, inbox_root, backend, check_max_tokens(max_tokens))
     system = [system_prompt if isinstance(system_prompt, BaseMessage) else SystemMessage(system_prompt)] if system_prompt is not None else []
     request = {"max_tokens": check_max_tokens(max_tokens), "model": model, "tools": list(tools or []), "system": system}
     if cache_breakpoints:
-        from langchain_promptstrat.strategies.cache_breakpoints import wrap_for_breakpoints  # only when asked for
-
         resolved = wrap_for_breakpoints(resolved)
 
     def promptstrat_pre_model_hook(state: Any, config: RunnableConfig) -> dict[str, Any]:
@@ -121,17 +113,13 @@ def make_inbox_node(
 ) -> GraphHook:
     """Return a node ``(state, config) -> update`` that delivers the thread's inbox notices (no update without an inbox).
 
-    An ``abort`` file interrupts the graph with the :func:`abort_payload` (under
-    ``__interrupt__``; without a checkpointer it raises :class:`InboxAborted`), and
-    ``Command(resume=value)`` continues: the pickup is a LangGraph task, so the notices
-    consumed before the abort are returned once, never lost; a non-empty string ``value``
-    becomes a user message. Acknowledged as :func:`pre_model_hook`'s. See docs/inbox.md.
+    An ``abort`` interrupts the graph (without a checkpointer: :class:`InboxAborted`);
+    ``Command(resume=value)`` continues, the notices consumed before it returned once, a
+    non-empty string ``value`` as a user message (docs/inbox.md).
 
     Args:
-        root: the thread's inbox is ``<root>/<thread_id>.inbox`` (default ``$PROMPTSTRAT_INBOX_ROOT``,
-            read on each call), unless the run config names a ``save_file`` and ``allow_save_file``.
-        persist: return ``{"messages": notices}``, stored in the checkpoint; ``False`` returns
-            ``{"llm_input_messages": messages + notices}``, seen by one model call, as a pre-model hook.
+        root: the inbox is ``<root>/<thread_id>.inbox`` (default ``$PROMPTSTRAT_INBOX_ROOT``, read on each call).
+        persist: return ``{"messages": notices}``; ``False``: ``{"llm_input_messages": messages + notices}``, as a hook.
         backend: where inboxes live (``PostgresInboxes(dsn)``); ``root`` goes with the directory only.
         allow_save_file: let a run config's ``save_file`` win over ``root``.
         include_paths: add the server paths ``path`` and ``inbox`` to the interrupt payload.
@@ -152,9 +140,7 @@ def make_inbox_node(
 def read_back_tool(page_chars: int = PAGE_CHARS) -> BaseTool:
     """Return the ``read_back`` tool: a tool output of the graph state's ``messages`` as stored, a page of at most ``page_chars`` characters, or searched.
 
-    Give it to the agent beside the hook (the middleware adds it itself): every shortened
-    output's handle and the compaction notice name it. It reads the state, never runs a tool
-    again (see :func:`~langchain_promptstrat.messages.read_back`).
+    Give it to the agent beside the hook (the middleware adds it itself): the shortened outputs' handles name it.
     """
 
     def read_back_(

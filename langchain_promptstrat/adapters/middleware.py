@@ -1,11 +1,8 @@
 """``PromptStrategyMiddleware``: the strategies as a ``langchain.agents.create_agent`` middleware.
 
-``before_model`` (a graph node, the one that may jump to the end) picks up the inbox;
-``wrap_model_call`` / ``awrap_model_call`` rewrite the request's messages through
-:func:`~langchain_promptstrat.registry.prompt_for_model`, the one apply path, and carry the
-default's replay in the state. Without an ``inbox`` strategy the class chosen has no
-``before_model`` node. ``request.messages`` excludes the system message, which
-``create_agent`` prepends itself.
+``before_model`` (a graph node, which may jump to the end) picks up the inbox; ``wrap_model_call``
+rewrites the request's messages through :func:`~langchain_promptstrat.registry.prompt_for_model`,
+the one apply path, and carries the default's replay in the state.
 """
 
 from __future__ import annotations
@@ -40,8 +37,8 @@ from langchain_promptstrat.inbox.locate import InboxBackendSpec
 from langchain_promptstrat.messages import PAGE_CHARS
 from langchain_promptstrat.registry import StrategySpec, prompt_for_model, resolve_strategies
 from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.strategies.cache_breakpoints import DEFAULT_CACHE_CONTROL, is_anthropic_model, mark_cache_control, wrap_for_breakpoints
 from langchain_promptstrat.strategies.epoch_stable import CarriedReplay
-from langchain_promptstrat.strategies.inbox import Inbox
 from langchain_promptstrat.strategy import PromptStrategy
 
 __all__ = ["ABORT_KEY", "ANSWERED_KEY", "PENDING_KEY", "REPLAY_KEY", "PromptStrategyMiddleware", "PromptStratState"]
@@ -78,29 +75,21 @@ class PromptStratState(AgentState):
 class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
     """Applies prompt strategies to every model request of a ``create_agent`` agent; the state keeps full fidelity.
 
-    A notice is acknowledged once a stored checkpoint holds it (in ``messages``, or its id
-    under :data:`ANSWERED_KEY` for a one-call notice), without a checkpointer once the model
-    call that received it returned; a crash before that delivers it again under the same id
-    (docs/inbox.md). On Python 3.10 an async model call cannot reach the run's config: its
-    reports are logged, not dispatched as ``promptstrat`` events.
+    A notice is acknowledged once a stored checkpoint holds it (in ``messages``, or its id under
+    :data:`ANSWERED_KEY`), without a checkpointer once the model answered (docs/inbox.md). On
+    Python 3.10 an async model call cannot reach the run's config: no ``promptstrat`` events.
 
     Args:
         strategies: names, instances or callables; default ``PROMPT_STRATEGY``, else the default list.
-        inbox_root: the thread's inbox is ``<inbox_root>/<thread_id>.inbox`` (default
-            ``$PROMPTSTRAT_INBOX_ROOT``), unless the run config names a ``save_file``.
+        inbox_root: the inbox is ``<inbox_root>/<thread_id>.inbox`` (default ``$PROMPTSTRAT_INBOX_ROOT``), or the run's ``save_file``'s.
         persist_inbox: notices join ``messages``; ``False``: each reaches exactly one model request.
-        on_abort: what an inbox ``abort`` does: ``"interrupt"`` (resumable with
-            ``Command(resume=...)``; needs a checkpointer, else :class:`InboxAborted`), ``"end"``
-            (the run ends, the abort recorded under :data:`ABORT_KEY`) or ``"raise"``.
+        on_abort: ``"interrupt"`` (resumable; without a checkpointer :class:`InboxAborted`), ``"end"``
+            (the run ends, the abort under :data:`ABORT_KEY`) or ``"raise"``.
         settings: the settings the strategies are built with.
         backend: where inboxes live (``PostgresInboxes(dsn)``); default the ``Inbox`` strategy's.
-        max_tokens: the context ceiling, tokens or ``("fraction", 0.8)`` of the model's window;
-            the request's system message and tool schemas count against it (docs/default.md).
-        cache_breakpoints: mark Anthropic ``cache_control`` breakpoints where the prompt is
-            stable, only for a ``ChatAnthropic`` request, at most four in all beside
-            ``AnthropicPromptCachingMiddleware`` in either order (docs/agents.md).
-        read_back: give the agent the :func:`~langchain_promptstrat.adapters.langgraph.read_back_tool`,
-            its answers at most a fifth of a ``max_tokens`` given in tokens (4 characters a token).
+        max_tokens: the ceiling, tokens or ``("fraction", 0.8)`` of the model's window; system message and tools count.
+        cache_breakpoints: mark Anthropic ``cache_control`` breakpoints, for a ``ChatAnthropic`` only (docs/agents.md).
+        read_back: add the ``read_back`` tool, its pages a fifth of a ``max_tokens`` in tokens (4 characters a token).
     """
 
     state_schema = PromptStratState
@@ -110,14 +99,10 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
     def __new__(
         cls, strategies: StrategySpec | Sequence[StrategySpec] | None = None, *, settings: Settings | None = None, **_: Any
     ) -> PromptStrategyMiddleware:
-        """Return the middleware over the resolved strategies: without an inbox among them, of a class with no ``before_model`` node.
-
-        ``create_agent`` gives a node (one more step and checkpoint per model call) to every
-        middleware class that overrides ``before_model``.
-        """
+        """Return the middleware, without an inbox of a class with no ``before_model``: create_agent gives that one a node, a step per call."""
         resolved = resolve_strategies(strategies, settings=settings)
         chosen: type[PromptStrategyMiddleware] = cls
-        if cls is PromptStrategyMiddleware and not any(isinstance(s, Inbox) for s in resolved):
+        if cls is PromptStrategyMiddleware and not any(s.places_notices for s in resolved):
             chosen = _PromptStrategyCompactionMiddleware
         middleware = object.__new__(chosen)
         middleware.strategies = resolved
@@ -147,8 +132,6 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
         """Ids of the notices this middleware handed over and has not yet seen through a model call."""
         self.cache_breakpoints = cache_breakpoints
         if cache_breakpoints:
-            from langchain_promptstrat.strategies.cache_breakpoints import wrap_for_breakpoints  # only when asked for
-
             # the messages get the edges only: system, last tool and tail are marked where
             # AnthropicPromptCachingMiddleware marks them, so its re-marking adds nothing
             self._marking_alone = wrap_for_breakpoints(self.strategies, system=False, tail=False, limit=2)
@@ -197,8 +180,6 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
 
     def _marking(self, request: ModelRequest) -> tuple[Any, dict[str, Any]]:
         """Return the strategies for this request and the request overrides breakpoints add (none unless Anthropic)."""
-        from langchain_promptstrat.strategies.cache_breakpoints import DEFAULT_CACHE_CONTROL, is_anthropic_model, mark_cache_control
-
         if not self.cache_breakpoints or not is_anthropic_model(request.model):
             return self.strategies, {}
         if request.model_settings.get("cache_control"):  # AnthropicPromptCachingMiddleware ran before this one
@@ -232,9 +213,7 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
         strategies, overrides = self._marking(request)
         system: list[BaseMessage] = [request.system_message] if request.system_message is not None else []
         carried = CarriedReplay(state.get(REPLAY_KEY))
-        bounds: dict[str, Any] = {
-            "max_tokens": self.max_tokens, "model": request.model, "tools": list(request.tools or []), "system": system, "carried": carried,
-        }
+        bounds = {"max_tokens": self.max_tokens, "model": request.model, "tools": list(request.tools or []), "system": system, "carried": carried}
         prompt = prompt_for_model(strategies, request.messages, pending, save_file=save_file, config=config, request=bounds)
         # the strategies return the concrete message classes AnyMessage names, typed as BaseMessage
         return request.override(messages=cast("list[AnyMessage]", prompt), **overrides), list(pending), carried
@@ -242,14 +221,13 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
     def _after_answer(self, request: ModelRequest, pending: list[AnyMessage], carried: CarriedReplay) -> Command[Any] | None:
         """Return the state update that goes with the model's answer, the notices it received acknowledged and the replay carried.
 
-        Unpersisted notices (``pending``) are acknowledged whoever picked them up, and their
-        ids go into :data:`ANSWERED_KEY` in the same step as the answer, so a crash before
-        the acknowledgement is settled by the next pickup, never by a second model call.
+        The ids of unpersisted notices (``pending``) go into :data:`ANSWERED_KEY` with the answer, so a
+        crash before the acknowledgement is settled by the next pickup, never by a second model call.
         """
         state = cast(PromptStratState, request.state)
         shown = {m.id for m in request.messages}
         pending = [m for m in pending if m.id in shown]  # one the strategies left out is claimed still: sent again
-        received = [m for m in request.messages if m.id in self._unacknowledged]
+        received = [m for m in request.messages if m.id in self._unacknowledged] if self._unacknowledged else []
         ids = {m.id for m in received}
         received += [m for m in pending if m.id not in ids]
         config = _run_config()
