@@ -12,6 +12,10 @@ beside the repository (``--into`` elsewhere):
   holding exactly one ```bash block becomes a ``bash`` tool call (``call_0001``, ...) and the
   next user message its output; the ``exit`` message becomes the output of a still-pending
   call, else is dropped; provider responses and other harness fields are left out;
+* ``usage/NAME.usage.json``: beside each converted file, what the provider billed for the request
+  behind each of its assistant messages, in order: ``{"prompt_tokens", "cached_tokens"}`` read from
+  the response the trajectory kept (``null`` where it kept none); ``provider_counts.py``,
+  ``provider_ceiling.py`` and ``promptstrat simulate``'s bill line read these;
 * ``raw/NAME.traj.json``: two trajectories as saved, which ``tokenizer_error.py`` reads.
 
     python benchmarks/get_realruns.py && python benchmarks/recall.py
@@ -138,6 +142,25 @@ def convert(trajectory: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def usage(trajectory: dict[str, Any]) -> list[dict[str, int | None]]:
+    """Return what the provider billed for each assistant message's request, in order (``None`` where the response is missing)."""
+    out: list[dict[str, int | None]] = []
+    for m in trajectory["messages"]:
+        if m["role"] == "assistant":
+            billed = ((m.get("extra") or {}).get("response") or {}).get("usage") or {}
+            out.append({"prompt_tokens": billed.get("prompt_tokens"),
+                        "cached_tokens": (billed.get("prompt_tokens_details") or {}).get("cached_tokens")})
+    return out
+
+
+def write(target: Path, data: bytes) -> None:
+    """Write ``data`` to ``target`` whole: into a partial file, renamed into place."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".partial")
+    partial.write_bytes(data)
+    partial.replace(target)
+
+
 def fetch(url: str, sha256: str) -> bytes:
     """Return the bytes at ``url``, or raise ValueError when their sha256 is not ``sha256``."""
     with urllib.request.urlopen(url, timeout=60) as response:
@@ -162,14 +185,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"get_realruns: {name}: {exc}", file=sys.stderr)
             return 2
         if name.startswith("converted/"):
-            data = "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in convert(json.loads(data))).encode()
-        target = args.into / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(target.name + ".partial")
-        partial.write_bytes(data)
-        partial.replace(target)
+            trajectory = json.loads(data)
+            data = "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in convert(trajectory)).encode()
+            write(args.into / "usage" / Path(name).with_suffix(".usage.json").name, json.dumps(usage(trajectory)).encode())
+        write(args.into / name, data)
         print(f"{name} ({len(data):,} bytes)")
-    print(f"{len(SOURCES)} files in {args.into}")
+    print(f"{len(SOURCES)} files in {args.into}, and usage/ beside converted/")
     return 0
 
 

@@ -25,7 +25,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_promptstrat.conversation_file import read_conversation
 from langchain_promptstrat.replay import find_transcripts, usage_beside
-from langchain_promptstrat.simulate.figures import estimated_cost, shared_prefix_length
+from langchain_promptstrat.simulate import estimated_cost, shared_prefix_length
 from langchain_promptstrat.simulate.recall import CallTargets, TermIndex, recall_counts
 from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable
 from langchain_promptstrat.text_table import render_table

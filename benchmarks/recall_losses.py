@@ -28,7 +28,7 @@ from langchain_core.messages import BaseMessage
 from langchain_promptstrat.conversation_file import read_conversation
 from langchain_promptstrat.replay import find_transcripts, transcript_answers, transcript_prompts
 from langchain_promptstrat.simulate import DEFAULT_LIST_ROW
-from langchain_promptstrat.simulate.engine import build_strategy
+from langchain_promptstrat.simulate import build_strategy
 from langchain_promptstrat.simulate.recall import CallTargets, TermIndex, lost_references, recall_counts
 from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.strategy_names import get_strategy, split_strategy_names

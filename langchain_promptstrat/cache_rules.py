@@ -1,25 +1,17 @@
 """What a provider's prompt cache would serve and bill, call by call, under its own rules.
 
-The simulation's ``prefix`` figure (leading messages identical to the previous prompt's) is
-an upper bound; providers bill differently, by how far behind the tail a strategy edits.
-Each rule sees the prompts sent, in order, with each message's token count, and returns per
-prompt the tokens **read** from the cache and **written** to it. Messages are compared by a
-hash chain over :func:`~langchain_promptstrat.simulate.canonical_message`; the bound tools'
-schemas (:class:`ToolSchemas`) come first in the chain, as both providers cache them first.
+The simulation's ``prefix`` figure is an upper bound; a rule sees the prompts sent, in order,
+with each message's token count, and returns per prompt the tokens **read** from the cache and
+**written** to it. Messages are compared by a hash chain over their canonical form, after the
+bound tools' schemas (:class:`ToolSchemas`), which both providers cache first.
 
-``openai`` — automatic prefix caching: the longest prefix of whole messages shared with the
-previous prompt, rounded down to ``1024 + 128 k`` (0 below 1,024); nothing billed for
-writing. Cost: ``read * cached_fraction + (tokens - read)``.
-
-``anthropic`` — explicit breakpoints: the messages carrying ``cache_control`` (else, as
-``AnthropicPromptCachingMiddleware`` asks: the last tool, the system message and the last
-message), the last 4 honoured. Each looks for an entry at its position and up to 20 blocks
-before it (a block per content block, per tool call, per tool); the longest hit is
-**read**. An earlier prompt's breakpoint over a prefix of at least ``min_tokens`` (1,024)
-made an entry. The tokens from the read position to the last breakpoint are **written**.
-Cost: ``read * cached_fraction + written * 1.25 + the rest``.
-
-``prefix`` — the upper bound: leading whole messages identical to the previous prompt's.
+``openai``: the longest prefix of whole messages shared with the previous prompt, rounded down
+to ``1024 + 128 k`` (0 below 1,024); nothing billed for writing. ``anthropic``: the messages
+carrying ``cache_control`` (else, as ``AnthropicPromptCachingMiddleware`` asks, the last tool,
+the system message and the last message), the last 4 honoured; each looks for an entry at its
+position and up to 20 blocks before it (a block per content block, tool call and tool), the
+longest hit is read; an earlier breakpoint over at least 1,024 tokens made an entry; the tokens
+from the read position to the last breakpoint are written, billed at 1.25.
 
 By hand: a 2,000-token system message, then 10 messages of 100 tokens. Under ``openai`` the
 second prompt (two messages more) reads ``1024 + 128 * 15 = 2944``. Under ``anthropic`` the
@@ -79,15 +71,24 @@ class ToolSchemas:
     key: str = ""
 
 
-class _Chain:
-    """Prefix hashes of a prompt, reusing the canonical key of message objects seen in the previous prompt."""
+@dataclass
+class CacheRule:
+    """A provider's cache over one replay: feed it each prompt sent, in order, with its per-message token counts."""
 
-    def __init__(self, canonical: Callable[[BaseMessage], str], start: int = 0) -> None:
-        self.canonical = canonical
-        self.start = start
-        self._keys: dict[int, tuple[BaseMessage, str]] = {}
+    canonical: Callable[[BaseMessage], str]
+    name: str = "prefix"
+    write_multiplier: float = 0.0
+    tools: ToolSchemas | None = None
+    """The tool schemas every prompt carries before its messages (None: no tools)."""
+    _keys: dict[int, tuple[BaseMessage, str]] = field(default_factory=dict, init=False)
+
+    @property
+    def start(self) -> int:
+        """Return the hash the chain starts from: the tool schemas'."""
+        return hash(("tools", self.tools.key)) if self.tools else 0
 
     def hashes(self, prompt: Sequence[BaseMessage]) -> list[int]:
+        """Return the prefix hashes of ``prompt``, reusing the canonical key of message objects seen in the previous prompt."""
         keys: dict[int, tuple[BaseMessage, str]] = {}
         out: list[int] = []
         h = self.start
@@ -99,21 +100,6 @@ class _Chain:
             out.append(h)
         self._keys = keys
         return out
-
-
-@dataclass
-class CacheRule:
-    """A provider's cache over one replay: feed it each prompt sent, in order, with its per-message token counts."""
-
-    canonical: Callable[[BaseMessage], str]
-    name: str = "prefix"
-    write_multiplier: float = 0.0
-    tools: ToolSchemas | None = None
-    """The tool schemas every prompt carries before its messages (None: no tools)."""
-    _chain: _Chain = field(init=False)
-
-    def __post_init__(self) -> None:
-        self._chain = _Chain(self.canonical, hash(("tools", self.tools.key)) if self.tools else 0)
 
     def observe(self, prompt: Sequence[BaseMessage], counts: Sequence[int]) -> tuple[int, int]:  # pragma: no cover - abstract
         """Return (tokens read from the cache, tokens written to it) for ``prompt``."""
@@ -130,7 +116,7 @@ class OpenAICache(CacheRule):
 
     def observe(self, prompt: Sequence[BaseMessage], counts: Sequence[int]) -> tuple[int, int]:
         """Return (read, 0): the tool schemas and the shared whole-message prefix with the previous prompt, rounded as OpenAI caches it."""
-        hashes = self._chain.hashes(prompt)
+        hashes = self.hashes(prompt)
         shared = self.tools.tokens if self.tools is not None and self._seen else 0
         for i, (now, before) in enumerate(zip(hashes, self._previous)):
             if now != before:
@@ -164,7 +150,7 @@ class AnthropicCache(CacheRule):
         if not prompt:
             return 0, 0
         marks = [b + 1 for b in self.breakpoints(prompt)]  # positions: 0 holds the tool schemas, message i is i + 1
-        hashes = [self._chain.start, *self._chain.hashes(prompt)]
+        hashes = [self.start, *self.hashes(prompt)]
         schemas = self.tools.tokens if self.tools is not None else 0
         ends: list[int] = [self.tools.blocks if self.tools is not None else 0]  # block index at the end of each position
         cumulative: list[int] = [schemas]  # tokens through each position
@@ -192,10 +178,7 @@ class AnthropicCache(CacheRule):
 
 def make_cache_rule(name: str, canonical: Callable[[BaseMessage], str], **options: Any) -> CacheRule | None:
     """Return a fresh rule named ``name`` with ``options`` as its fields (None for ``prefix``, which the simulation computes itself)."""
-    if name == "openai":
-        return OpenAICache(canonical, **options)
-    if name == "anthropic":
-        return AnthropicCache(canonical, **options)
-    if name == "prefix":
-        return None
-    raise ValueError(f"unknown cache rule {name!r}; known: {', '.join(CACHE_RULES)}")
+    if name not in CACHE_RULES:
+        raise ValueError(f"unknown cache rule {name!r}; known: {', '.join(CACHE_RULES)}")
+    rule = {"openai": OpenAICache, "anthropic": AnthropicCache}.get(name)
+    return rule(canonical, **options) if rule is not None else None

@@ -1,19 +1,12 @@
-"""The context ceiling of the bounded default: how many tokens a prompt may reach, and where that number came from.
+"""The context ceiling of the bounded default, so a user who changes nothing never sends a prompt the provider rejects; first to last:
 
-A user who installs the package and changes nothing must not send a prompt the provider
-rejects, so the default strategy always works under a ceiling. It is, first to last:
-
-1. ``max_tokens`` given to the strategy, ``prepare_prompt``, ``pre_model_hook`` or
-   ``PromptStrategyMiddleware``: a number of tokens, or the peers' form ``("fraction", 0.8)``
-   (that share of the model's input window);
-2. the setting ``max_context_tokens`` (environment variable ``PROMPTSTRAT_MAX_TOKENS``);
-3. the model's own input window from its LangChain profile (``model.profile["max_input_tokens"]``,
-   ``create_agent``'s ``request.model`` or ``pre_model_hook(model=...)``), minus room for the
-   reply (its ``max_output_tokens``, at most 16,384 and a quarter of the window);
-4. :data:`DEFAULT_CEILING`: 128,000 − 16,384 = 111,616 tokens, 128k being the smallest window
-   of the current mainstream tool-calling models.
-
-The strategy keeps a further ``stable_token_margin`` of the ceiling free for the counter's error.
+1. ``max_tokens`` given to the strategy or a front end: tokens, or ``("fraction", 0.8)`` of
+   the model's input window;
+2. the setting ``max_context_tokens`` (``PROMPTSTRAT_MAX_TOKENS``);
+3. the model's input window from its LangChain profile (``max_input_tokens``), minus room for
+   the reply (its ``max_output_tokens``, at most 16,384 and a quarter of the window);
+4. :data:`DEFAULT_CEILING`: 128,000 − 16,384 = 111,616 tokens (128k: the smallest window of
+   the mainstream tool-calling models).
 """
 
 from __future__ import annotations
@@ -71,16 +64,11 @@ def model_window(model: Any) -> tuple[int | None, int | None, str]:
     name = str(getattr(model, "model_name", None) or getattr(model, "model", None) or type(model).__name__)
     if not isinstance(profile, dict):
         return None, None, name
-    window, reply = profile.get("max_input_tokens"), profile.get("max_output_tokens")
-    return _positive(window), _positive(reply), name
+    return _positive(profile.get("max_input_tokens")), _positive(profile.get("max_output_tokens")), name
 
 
 def _positive(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-
-
-def _reply_room(window: int, reply: int | None) -> int:
-    return min(reply if reply is not None else DEFAULT_REPLY_ROOM, DEFAULT_REPLY_ROOM, window // 4)
 
 
 def resolve_ceiling(max_tokens: MaxTokens = None, *, model: Any = None, settings: Settings | None = None) -> Ceiling:
@@ -101,6 +89,6 @@ def resolve_ceiling(max_tokens: MaxTokens = None, *, model: Any = None, settings
             raise ConfigError(f"{where}={configured!r} must be a positive number of tokens")
         return Ceiling(configured, where)
     if window is not None:
-        room = _reply_room(window, reply)
+        room = min(reply if reply is not None else DEFAULT_REPLY_ROOM, DEFAULT_REPLY_ROOM, window // 4)
         return Ceiling(window - room, f"{name}'s max_input_tokens {window:,} minus {room:,} for the reply")
     return Ceiling(DEFAULT_CEILING, f"default: a {DEFAULT_CONTEXT_WINDOW:,}-token window minus {DEFAULT_REPLY_ROOM:,} for the reply")

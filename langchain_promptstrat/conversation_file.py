@@ -1,16 +1,11 @@
 """Conversation files: a JSON array or JSON lines of messages, read into messages and written back.
 
-A file holds LangChain dicts (as ``messages_to_dict`` writes them) or role dicts (OpenAI's
-format), one style for every message, or one transcript object holding a ``messages`` list
-(an OpenAI chat body, an Anthropic Messages API body, a mini-swe-agent ``.traj.json``), of
-which only what a provider receives is kept: an Anthropic body's ``tool_use`` blocks become
-tool calls and its ``tool_result`` blocks tool messages, ``thinking`` blocks are left out,
-and its ``tools`` (or OpenAI's ``functions``) are every call's tool schemas.
-
-Reading refuses anything a provider would reject, naming the position (``message N`` from 0,
-``line N`` from 1). A message whose role no provider reads (mini-swe-agent's ``exit``) is
-left out with a note; a final model call whose tool calls have no output yet is held out as
-``pending`` (``apply`` writes it back after the result).
+A file holds LangChain dicts (``messages_to_dict``'s) or role dicts (OpenAI's), one style for
+every message, or one transcript object with a ``messages`` list (an OpenAI or Anthropic
+request body, a mini-swe-agent ``.traj.json``) of which only what a provider receives is kept
+(``thinking`` blocks are left out; its ``tools`` are kept). Reading refuses what a provider
+would reject, naming the position; a role no provider reads is left out with a note, and a
+final model call whose calls have no output yet is held out as ``pending``.
 """
 
 from __future__ import annotations
@@ -23,15 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    ToolMessage,
-    convert_to_messages,
-    convert_to_openai_messages,
-    messages_from_dict,
-    messages_to_dict,
-)
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, convert_to_messages, convert_to_openai_messages, messages_from_dict, messages_to_dict
 
 from langchain_promptstrat.errors import InvalidMessagesError
 from langchain_promptstrat.messages import find_tool_pair_violations, tool_arguments_problem
@@ -48,15 +35,8 @@ _PROVIDER_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
 
 
 def _is_anthropic(body: dict[str, Any]) -> bool:
-    if "system" in body:
-        return True
-    for message in body["messages"]:
-        content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, list) and any(
-            isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result") for b in content
-        ):
-            return True
-    return False
+    blocks = (b for m in body["messages"] if isinstance(m, dict) and isinstance(m.get("content"), list) for b in m["content"])
+    return "system" in body or any(isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result") for b in blocks)
 
 
 def _text_of(content: Any) -> str:

@@ -1,9 +1,8 @@
 """The settings page's options table (``docs/settings.md``), written from the strategies' options classes and the settings.
 
-Each row is an option of built-in strategies or a setting read without one
-(:data:`OTHER_READERS`); docs, environment variables and defaults come from
-:class:`~langchain_promptstrat.settings.Settings`. ``python -m langchain_promptstrat.docs_tables``
-rewrites the table between :data:`BEGIN` and :data:`END`; ``--check`` exits 1 when it is stale.
+A row is an option of built-in strategies, or a setting that is no strategy's option (its
+field names who reads it). ``python -m langchain_promptstrat.docs_tables`` rewrites the table
+between :data:`BEGIN` and :data:`END`; ``--check`` exits 1 when it is stale.
 """
 
 from __future__ import annotations
@@ -23,33 +22,21 @@ BEGIN = "<!-- options table: written by python -m langchain_promptstrat.docs_tab
 END = "<!-- end of the options table -->"
 DEFAULT_PAGE = "docs/settings.md"
 
-OTHER_READERS: dict[str, tuple[str, str]] = {
-    "max_context_tokens": ("`shorten_tools_epoch_stable`", "`max_tokens` (tokens, or a share of the model's window)"),
-    "ladder_low_ratio": ("`CompactionLadder`", "`low_tokens` (= ratio × `max_tokens`)"),
-    "prompt_strategy": ("`prepare_prompt`, hook, middleware", "`strategies`"),
-    "inbox_quiet_seconds": ("`inbox` (read at each pickup)", "—"),
-    "inbox_lease_seconds": ("`inbox` (read at each pickup)", "—"),
-    "inbox_max_notice_bytes": ("`inbox` (read at each pickup)", "—"),
-    "inbox_pickup_share": ("`inbox` (read at each pickup)", "—"),
-}
-"""Settings key -> (who reads it, the argument that sets it) for each setting that is no strategy's option."""
-
 
 def _rows() -> list[tuple[str, str, str]]:
-    """Return ``(strategies, option, key)`` for every option of the built-ins, strategies sharing one option in one row."""
+    """Return ``(strategies, option, key)`` for every option of the built-ins (one row for strategies sharing one), then every other setting."""
     shared: dict[tuple[str, str], list[str]] = {}
     for name, target in BUILTIN_STRATEGIES.items():
         module, attribute = target.split(":")
         for option, key in option_keys(getattr(importlib.import_module(module), attribute)).items():
             shared.setdefault((option, key), []).append(f"`{name}`")
     rows = [(", ".join(names), f"`{option}`", key) for (option, key), names in shared.items()]
-    keys = {key for _, _, key in rows}
+    taken = {key for _, key in shared}
     for f in dataclasses.fields(Settings):
-        if f.name not in keys:
-            if f.name not in OTHER_READERS:
-                raise LookupError(f"setting {f.name!r} is no built-in strategy's option and not in OTHER_READERS")
-            reader, argument = OTHER_READERS[f.name]
-            rows.append((reader, argument, f.name))
+        if f.name not in taken:
+            if f.metadata["reader"] is None:
+                raise LookupError(f"setting {f.name!r} is no built-in strategy's option and names no reader")
+            rows.append((*f.metadata["reader"], f.name))
     return rows
 
 

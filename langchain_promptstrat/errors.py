@@ -6,7 +6,7 @@ built-in exception callers already catch, so ``except ValueError`` keeps working
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -52,14 +52,7 @@ class InboxAborted(PromptStratError, RuntimeError):
         self.reason = reason
         self.path = path
         self.delivered: list[BaseMessage] = list(delivered or [])
-        super().__init__(reason)
-
-    def __reduce__(self) -> tuple[Callable[..., InboxAborted], tuple[str, str | None, list[BaseMessage]]]:
-        return (_rebuild_inbox_aborted, (self.reason, self.path, self.delivered))
-
-
-def _rebuild_inbox_aborted(reason: str, path: str | None, delivered: list[BaseMessage]) -> InboxAborted:
-    return InboxAborted(reason, path=path, delivered=delivered)
+        super().__init__(reason)  # pickled as InboxAborted(reason) and its attributes
 
 
 class ContextWindowError(PromptStratError, ValueError):

@@ -1,18 +1,15 @@
-"""``inbox_pickup``: the two-phase pickup for a custom loop built on ``prepare_prompt``.
+"""``inbox_pickup``: the two-phase pickup of a custom loop that stores its own conversation, so a failed model call loses no notice.
 
-``prepare_prompt`` acknowledges the notices it delivers at once, so a loop whose model call
-then fails (or whose process dies) has lost them: at most once. A loop that stores its own
-conversation takes the notices here, calls the model, stores the answer together with the
-notices, and only then acknowledges::
+``prepare_prompt`` acknowledges what it delivers at once (at most once); here the loop takes
+the notices, calls the model, stores the answer with them, and only then acknowledges::
 
     with inbox_pickup(history, save_file="agent.chat") as pickup:
         reply = model.invoke(pickup.messages)
         save(history + pickup.notices + [reply])  # your durable store
         pickup.acknowledge()
 
-An exception inside the block acknowledges nothing; the notices come back at the next
-pickup under the same ids, and one the stored conversation already holds is acknowledged,
-not delivered again: exactly once. Knows no adapter.
+An exception inside the block acknowledges nothing: the notices come back under the same ids,
+and one the stored conversation already holds is acknowledged, not delivered again.
 """
 
 from __future__ import annotations
@@ -74,19 +71,13 @@ def inbox_pickup(
         settings: as ``prepare_prompt``.
         max_tokens: the context ceiling, as ``prepare_prompt``.
 
-    Returns:
-        A context manager yielding an :class:`InboxPickup`; nothing is acknowledged before its ``acknowledge()``.
-
     Raises:
-        InboxAborted: on an ``abort`` file (consumed); the notices taken before it stay
-            claimed and come back at the next pickup.
+        InboxAborted: on an ``abort`` file (consumed); the notices taken before it come back at the next pickup.
     """
     resolved = resolve_strategies(strategies, settings=settings)
     history = coerce_messages(messages)
     inbox = next((s for s in resolved if isinstance(s, Inbox)), None)
-    store = None
-    if inbox is not None:
-        store = inbox_for_save_file(save_file, backend if backend is not None else inbox.backend)
+    store = None if inbox is None else inbox_for_save_file(save_file, backend if backend is not None else inbox.backend)
     notices: list[BaseMessage] = []
     if store is not None:
         taken = pick_up(store, seen=notice_ids(history), settle=False)

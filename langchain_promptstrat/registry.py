@@ -1,11 +1,8 @@
 """Applying strategies to a conversation: ``prepare_prompt``, ``apply_strategies``, ``prompt_for_model``.
 
-Each resolves its strategies and hands them to the one apply path,
-:func:`~langchain_promptstrat.strategy.apply_in_order` (the notices at the inbox's place,
-the reports, the prompt floor). Names resolve to strategies in
-:mod:`langchain_promptstrat.strategy_names`, below the strategies; its public names are
-re-exported here (``from langchain_promptstrat.registry import get_strategy`` keeps
-working). This module is above the strategies; no strategy imports it.
+Each hands its strategies to the one apply path, :func:`~langchain_promptstrat.strategy.apply_in_order`.
+Names resolve to strategies in :mod:`langchain_promptstrat.strategy_names` (whose public
+names are also importable from here). Above the strategies: no strategy imports it.
 """
 
 from __future__ import annotations
@@ -24,19 +21,12 @@ from langchain_promptstrat.messages import coerce_messages, tool_results_as_tool
 from langchain_promptstrat.report import StrategyReport
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategy import PromptStrategy, apply_in_order
-from langchain_promptstrat.strategy_names import DEFAULT_STRATEGIES as DEFAULT_STRATEGIES
-from langchain_promptstrat.strategy_names import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
-from langchain_promptstrat.strategy_names import CallableStrategy as CallableStrategy
-from langchain_promptstrat.strategy_names import StrategySpec as StrategySpec
-from langchain_promptstrat.strategy_names import available_strategies as available_strategies
-from langchain_promptstrat.strategy_names import get_strategy as get_strategy
-from langchain_promptstrat.strategy_names import registrations
-from langchain_promptstrat.strategy_names import register_strategy as register_strategy
-from langchain_promptstrat.strategy_names import resolve_strategies as resolve_strategies
-from langchain_promptstrat.strategy_names import split_strategy_names as split_strategy_names
-from langchain_promptstrat.strategy_names import unregister_strategy as unregister_strategy
-
-__all__ = ["apply_strategies", "prepare_prompt", "prompt_for_model"]
+from langchain_promptstrat.strategy_names import (
+    DEFAULT_STRATEGIES as DEFAULT_STRATEGIES, CallableStrategy as CallableStrategy, StrategySpec as StrategySpec,
+    available_strategies as available_strategies, get_strategy as get_strategy, register_strategy as register_strategy,
+    registrations, resolve_strategies as resolve_strategies, split_strategy_names as split_strategy_names,
+    unregister_strategy as unregister_strategy,
+)
 
 
 def apply_strategies(
@@ -50,9 +40,8 @@ def apply_strategies(
 ) -> tuple[list[BaseMessage], list[StrategyReport]]:
     """Return the messages after every strategy in sequence, kept above the prompt floor, and each strategy's report.
 
-    ``max_tokens`` (tokens, or ``("fraction", share)``) is the context ceiling of the
-    strategies that take one (the default ``shorten_tools_epoch_stable``). The ``inbox``
-    strategy picks up its notices where it stands in the list and acknowledges them at once.
+    ``max_tokens`` (tokens, or ``("fraction", share)``) is the ceiling of the strategies that
+    take one. The ``inbox`` picks up its notices where it stands and acknowledges them at once.
     """
     request = {"max_tokens": check_max_tokens(max_tokens)} if max_tokens is not None else None
     resolved = _strategies_for_call(strategies, settings)
@@ -67,11 +56,9 @@ _shared_lock = threading.Lock()
 def _strategies_for_call(strategies: StrategySpec | Sequence[StrategySpec] | None, settings: Settings | None) -> list[PromptStrategy]:
     """Return the strategies of a spec of names: the same objects while the names, settings and registrations are.
 
-    A replaying strategy remembers the histories it replayed last (the default's memo), so
-    a loop calling ``prepare_prompt`` before every model call resumes from its previous call
-    instead of replaying the whole history again. A strategy's prompt is a pure function of
-    the history, so sharing its object changes no prompt. A spec holding strategy objects
-    or callables is resolved as given.
+    A loop calling ``prepare_prompt`` before every model call then resumes from its previous
+    call (the default's memo) instead of replaying the history; a prompt is a pure function of
+    the history, so sharing the objects changes none. Objects and callables are used as given.
     """
     if isinstance(strategies, (tuple, list)):
         objects = [s for s in strategies if isinstance(s, PromptStrategy)]
@@ -102,17 +89,17 @@ def prepare_prompt(
     settings: Settings | None = None,
     max_tokens: MaxTokens = None,
 ) -> list[BaseMessage]:
-    """Return the messages the model should see, after applying ``strategies`` in sequence.
+    """Return the messages the model should see, after applying ``strategies`` in sequence; the input is never mutated.
 
-    ``max_tokens``: the context ceiling of the default strategy (tokens, or ``("fraction",
-    0.8)`` of the model window); without it ``PROMPTSTRAT_MAX_TOKENS``, else 111,616 tokens
-    (see :mod:`langchain_promptstrat.ceiling`).
-
-    ``strategies`` takes the reference's four forms: a callable (called with the messages),
-    ``None`` (``PROMPT_STRATEGY``, then :data:`DEFAULT_STRATEGIES`), a comma-separated string,
-    or a list of names, ``PromptStrategy`` instances and callables. ``"none"`` is a no-op.
-    ``save_file`` reaches only the strategies that use it (the inbox). The result keeps the
-    prompt floor, as every front end's does. The input is never mutated.
+    Args:
+        messages: The conversation (messages, dicts or tuples).
+        strategies: A callable (called with the messages); ``None`` (``PROMPT_STRATEGY``, then
+            :data:`DEFAULT_STRATEGIES`); a comma-separated string of names; or a list of names,
+            ``PromptStrategy`` objects and callables. ``"none"`` applies nothing.
+        save_file: The conversation's save file, for the strategies that use it (the inbox).
+        settings: Thresholds for the strategies named (default: read from the environment).
+        max_tokens: The default strategy's context ceiling (tokens, or ``("fraction", 0.8)`` of
+            the model window); without it ``PROMPTSTRAT_MAX_TOKENS``, else 111,616 tokens.
     """
     return apply_strategies(messages, strategies, save_file=save_file, settings=settings, max_tokens=max_tokens)[0]
 
@@ -126,11 +113,10 @@ def prompt_for_model(
     config: RunnableConfig | None = None,
     request: dict[str, Any] | None = None,
 ) -> list[BaseMessage]:
-    """Return what the model should see when the caller has picked up the notices: :func:`apply_strategies` with ``notices``.
+    """Return what the model should see when the caller picked up the notices (to acknowledge them once stored or answered).
 
-    The graph front ends and :func:`~langchain_promptstrat.pickup.inbox_pickup` take the
-    notices themselves (to acknowledge them only once they are stored or answered); the
-    ``inbox`` strategy then only places them, after the compaction with the default order.
+    The graph front ends and :func:`~langchain_promptstrat.pickup.inbox_pickup` come here; the
+    ``inbox`` strategy then only places the notices.
     """
     source = tool_results_as_tool_messages(list(messages))
     return apply_in_order(strategies, source, notices=notices, save_file=save_file, config=config, request=request)[0]

@@ -1,8 +1,4 @@
-"""What a strategy call did: a small report returned next to the messages.
-
-Strategies return their report instead of logging and forgetting it; the adapters decide
-whether to log it, dispatch it as a callback event, or print it.
-"""
+"""What a strategy call did: a small report returned next to the messages (:class:`Compacted`), for the caller to log, dispatch or print."""
 
 from __future__ import annotations
 
@@ -10,8 +6,8 @@ import logging
 import operator
 import threading
 from collections.abc import Sequence
-from itertools import repeat
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any, NamedTuple
 
 from langchain_core.messages import BaseMessage, ToolMessage
@@ -45,6 +41,7 @@ class StrategyReport:
         return bool(self.shortened or self.dropped or self.messages_in != self.messages_out or self.chars_before != self.chars_after)
 
     def as_dict(self) -> dict[str, Any]:
+        """Return the counts and the details as one flat dict (the ``promptstrat`` event's data)."""
         data = {k: v for k, v in self.__dict__.items() if k != "details"}
         data.update(self.details)
         return data
@@ -89,7 +86,7 @@ def _same(a: Sequence[BaseMessage], b: Sequence[BaseMessage]) -> bool:
 
 
 class _RunningChars:
-    """The character totals of the last lists measured (keys and totals, no message): a list extending one of them is measured only after it."""
+    """The character totals of the last lists measured (their message keys, no message): a list extending one is measured only after it."""
 
     size = 8
 

@@ -1,28 +1,14 @@
 """HTTP routes that steer a deployed agent: a Starlette app for LangGraph Server's ``http.app``.
 
-``langgraph.json``: ``"http": {"app": "langchain_promptstrat.server:app"}``. Routes (JSON
-in, JSON out; an error is ``{"detail": sentence}`` with a 4xx status, or 503 when the inbox
-store cannot be used):
-
-* ``POST /threads/{thread_id}/inbox`` with ``{"content": "...", "name"?: "..."}``: post a notice (201);
-* ``POST /threads/{thread_id}/abort`` with ``{"reason"?: "..."}``: ask the run to stop (201);
-* ``GET /threads/{thread_id}/inbox?offset=0&limit=100``: the notices pending, in flight and
-  delivered, a page of each (``limit`` at most 1000) with their totals.
-
-A POST takes ``application/json`` only (415 otherwise): a browser sends ``text/plain``
-across origins without asking first. A taken name is a 409.
-
-The inbox is PostgreSQL's when ``PROMPTSTRAT_INBOX_DSN`` is set, else the directory under
-``PROMPTSTRAT_INBOX_ROOT``, which must be absolute (a relative root would follow the
-server's working directory); both are read on every request. A UUID thread id names one
-inbox however it is spelled. Answers never name a server path or a database.
-
-Inside LangGraph Server a request is first put to the server's own thread routes with the
-caller's headers, so the server's auth (its custom auth included) decides: ``GET`` needs
-what ``GET /threads/{thread_id}`` needs (read); a POST needs what ``PATCH
-/threads/{thread_id}`` needs (update), sent with empty metadata, which changes nothing but
-the thread's ``updated_at``. An unknown thread is a 404. Outside LangGraph Server there is
-no such check: whoever reaches the app may post. Every inbox rule lives in ``inbox/``.
+``langgraph.json``: ``"http": {"app": "langchain_promptstrat.server:app"}``. ``POST
+/threads/{id}/inbox`` posts a notice, ``POST /threads/{id}/abort`` asks the run to stop,
+``GET /threads/{id}/inbox?offset=0&limit=100`` lists a page of each state (docs/deploying.md).
+JSON only (a browser sends ``text/plain`` across origins without asking); an error is
+``{"detail": sentence}``, 4xx, or 503 when the store fails. The inbox is
+``PROMPTSTRAT_INBOX_DSN``'s, else the one under an absolute ``PROMPTSTRAT_INBOX_ROOT``, read
+per request; answers never name a path or a database. Inside LangGraph Server the caller's
+headers are first put to its own thread route (``GET`` for a listing, an empty ``PATCH`` for a
+post), so the server's auth decides: reading and steering are separate permissions.
 """
 
 from __future__ import annotations
@@ -33,6 +19,7 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -51,21 +38,17 @@ from langchain_promptstrat.inbox.contract import (
     InboxEntry,
     LeasingInbox,
     NoticeNameTaken,
-    abort_reason_bytes,
-    check_notice_name,
-    check_notice_size,
-    notice_bytes,
+    NoticeTooLarge,
+    notice_data,
     notice_limits,
     printable_name,
+    text_bytes,
 )
 from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV, canonical_thread_id
 from langchain_promptstrat.inbox.postgres import DSN_ENV, PostgresInboxes
 
-__all__ = ["app", "thread_inbox"]
-
 MAX_THREAD_ID_CHARS = 256
-"""Longest thread id a route accepts."""
 MAX_PAGE = 1000
 """Most entries of each kind one ``GET`` answers (``limit``)."""
 
@@ -81,7 +64,7 @@ class _Refused(Exception):
 
 
 class _NoInbox(InboxError):
-    """The server's environment names no usable inbox: the sentence says which settings to give (no path in it)."""
+    """The server's environment names no usable inbox (503, naming the settings, no path)."""
 
 
 def thread_inbox(thread_id: str) -> InboxBackend:
@@ -151,27 +134,23 @@ async def _body(request: Request) -> dict[str, Any]:
     return body
 
 
-def _text_field(body: dict[str, Any], key: str, *, required: bool) -> str | None:
+def _text_field(body: dict[str, Any], key: str, *, required: bool = False) -> str | None:
     value = body.get(key)
-    if value is None:
-        if required:
-            raise _Refused(422, f"the request body has no {key!r} field; send {{\"{key}\": \"...\"}}")
-        return None
-    if not isinstance(value, str):
+    if value is None and required:
+        raise _Refused(422, f"the request body has no {key!r} field; send {{\"{key}\": \"...\"}}")
+    if value is not None and not isinstance(value, str):
         raise _Refused(422, f"field {key!r} must be a string, got {type(value).__name__}")
     return value
 
 
-def _checked_text(to_bytes: Any, text: str, what: str) -> None:
-    """Refuse ``text`` as every writer would: 422 when it is not text, 413 over the cap."""
+def _checked(check: Callable[..., bytes], *args: Any) -> None:
+    """Refuse what every writer refuses, before any store is opened: 413 over the notice cap, else 422."""
     try:
-        data = to_bytes(text)
+        check(*args, notice_limits()[2])
+    except NoticeTooLarge as exc:
+        raise _Refused(413, str(exc)) from None
     except InboxError as exc:
         raise _Refused(422, str(exc)) from None
-    try:
-        check_notice_size(data, notice_limits()[2], what)
-    except InboxError as exc:
-        raise _Refused(413, str(exc)) from None
 
 
 def _entry(entry: InboxEntry) -> dict[str, Any]:
@@ -225,30 +204,25 @@ async def _answer(request: Request, action: str) -> JSONResponse:
         if action == "list":
             return JSONResponse(await run_in_threadpool(_listing, thread_id, _page(request)))
         body = await _body(request)
-        if action == "post":
-            content = _text_field(body, "content", required=True) or ""
-            if not content.strip():
-                raise _Refused(422, "the notice is empty; give it some text")
-            _checked_text(notice_bytes, content, "notice")
-            name = _text_field(body, "name", required=False)
-            if name is not None:
-                try:
-                    check_notice_name(name)
-                except InboxError as exc:
-                    raise _Refused(422, str(exc)) from None
-                if name == ABORT_FILE:
-                    raise _Refused(422, "'abort' is reserved; POST /threads/{thread_id}/abort asks the run to stop")
-            return JSONResponse(await run_in_threadpool(_post, thread_id, content, name), status_code=201)
-        reason = _text_field(body, "reason", required=False) or ""
-        _checked_text(abort_reason_bytes, reason, "abort reason")
-        return JSONResponse(await run_in_threadpool(_abort, thread_id, reason), status_code=201)
+        if action == "abort":
+            reason = _text_field(body, "reason") or ""
+            _checked(text_bytes, reason, "abort reason")
+            return JSONResponse(await run_in_threadpool(_abort, thread_id, reason), status_code=201)
+        content = _text_field(body, "content", required=True) or ""
+        if not content.strip():
+            raise _Refused(422, "the notice is empty; give it some text")
+        name = _text_field(body, "name")
+        if name == ABORT_FILE:
+            raise _Refused(422, "'abort' is reserved; POST /threads/{thread_id}/abort asks the run to stop")
+        _checked(notice_data, content, name)
+        return JSONResponse(await run_in_threadpool(_post, thread_id, content, name), status_code=201)
     except _Refused as refused:
         return JSONResponse({"detail": refused.detail}, status_code=refused.status)
     except NoticeNameTaken as exc:
         return JSONResponse({"detail": str(exc)}, status_code=409)
     except _NoInbox as exc:
         return JSONResponse({"detail": str(exc)}, status_code=503)
-    except Exception:  # the store's side (no inbox configured, the database or disk failing), not the caller's
+    except Exception:  # the store's side (the database or disk failing), not the caller's
         _log.exception("inbox route %s %s failed", request.method, request.url.path)
         detail = "the inbox store cannot be used right now; the server's log says why"
         return JSONResponse({"detail": detail}, status_code=503)

@@ -1,15 +1,8 @@
-"""``PromptStrategy``, the base of every strategy: a pure ``compact`` that is also a LangChain ``Runnable``.
+"""``PromptStrategy``, the base of every strategy, and ``apply_in_order``, the one path every front end applies strategies by.
 
-The strategy logic is a pure function over a message list (:meth:`PromptStrategy.compact`);
-this module only reads the input, calls it, and tells the world what happened
-(:func:`emit_report`): the report is logged at DEBUG on the ``langchain_promptstrat``
-logger and, inside a LangChain run, dispatched as the custom event ``promptstrat`` so
-``astream_events`` shows it. Every strategy, the registry and the adapters build on it.
-
-It must never import an adapter (``langchain_promptstrat.adapters``: the pre-model hook,
-the inbox node, the middleware) nor the CLI: the adapters build on this module, and
-``tests/test_architecture.py`` fails on an import that points up. Wrap a strategy with
-``pre_model_hook(strategy)`` or ``PromptStrategyMiddleware(strategy)``.
+A strategy is a pure ``compact`` over a message list that is also a LangChain ``Runnable``;
+each call's report is logged at DEBUG and, inside a run, dispatched as the ``promptstrat``
+event (:func:`emit_report`). Never imports an adapter or the CLI, which build on it.
 """
 
 from __future__ import annotations
@@ -30,19 +23,12 @@ from langchain_promptstrat.messages import coerce_messages, keep_prompt_floor, k
 from langchain_promptstrat.report import Compacted, StrategyReport, logger, make_report
 from langchain_promptstrat.settings import Settings, document_options, option_keys
 
-__all__ = ["REPORT_EVENT", "PromptStrategy", "apply_in_order", "emit_report"]
-
 REPORT_EVENT = "promptstrat"
 """Name of the custom callback event that carries each strategy call's report."""
 
 
 def emit_report(result: Compacted, config: RunnableConfig | None = None) -> None:
-    """Log ``result.report`` at DEBUG and, inside a LangChain run, dispatch it as an event.
-
-    Without ``config``, the run is the one the caller is inside, if any (LangChain keeps
-    it in a context variable): ``prepare_prompt`` called from a node, a tool or a
-    ``RunnableLambda`` reports like the Runnable does.
-    """
+    """Log ``result.report`` at DEBUG and, inside a LangChain run (``config``, else the one the caller is in), dispatch it as an event."""
     data = result.report.as_dict()
     logger.debug("%s: %s", result.report.strategy, data)
     if config is None:
@@ -61,23 +47,18 @@ def emit_report(result: Compacted, config: RunnableConfig | None = None) -> None
 
 
 class PromptStrategy(Runnable[Any, list[BaseMessage]], ABC):
-    """A named prompt strategy: a pure message-list transform that is also a ``Runnable``.
+    """A named prompt strategy: a pure message-list transform that is also a ``Runnable`` (``prompt | ShortenTools() | model``).
 
-    Input: a list of messages (or dicts, tuples) or a ``PromptValue``; output: a new
-    ``list[BaseMessage]``. The input is never mutated, so the stored conversation keeps
-    full fidelity while the model sees the compacted prompt. Compose with ``|``:
-    ``prompt | ShortenTools() | model``.
-
-    Subclasses set ``strategy_name`` (the registry key) and implement :meth:`compact`.
-    Those that need the conversation's save file (the inbox) set ``uses_save_file``. Those
-    with options that are settings declare them once, in ``options`` (see
-    :class:`~langchain_promptstrat.settings.SettingKey`), take them as ``**options:
-    Unpack[...]`` and pass them to ``settings_with_options``; their constructor's ``Args:``
-    section gets an entry for each, written from the setting's own doc.
+    The input (messages, dicts, tuples or a ``PromptValue``) is never mutated: the stored
+    conversation keeps full fidelity while the model sees the compacted prompt. Subclasses set
+    ``strategy_name`` (the registry key) and implement :meth:`compact`; options that are
+    settings are one ``TypedDict``, ``options`` (see :mod:`langchain_promptstrat.settings`),
+    whose ``Args:`` entries are added to the constructor's docstring.
     """
 
     strategy_name: ClassVar[str] = "strategy"
     uses_save_file: ClassVar[bool] = False
+    """True for the inbox: it gets the conversation's save file."""
     places_notices: ClassVar[bool] = False
     """True for the inbox: where it stands in a list is where notices a caller picked up go (:func:`apply_in_order`)."""
     carries_replay: ClassVar[bool] = False
@@ -106,11 +87,7 @@ class PromptStrategy(Runnable[Any, list[BaseMessage]], ABC):
     def pick_up_notices(
         self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None, config: RunnableConfig | None = None
     ) -> Compacted:
-        """Return ``messages`` with the notices this strategy places (``places_notices``) appended: where :func:`apply_in_order` picks them up.
-
-        Only the inbox places notices; it finds the run's inbox from ``save_file``, else from
-        ``config`` (``configurable.save_file`` or ``thread_id``). Any other strategy just compacts.
-        """
+        """Return ``messages`` with the notices this strategy places appended (the inbox's override); any other strategy compacts."""
         return self.compact(messages, save_file=save_file)
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> list[BaseMessage]:
@@ -161,16 +138,13 @@ def apply_in_order(
 ) -> tuple[list[BaseMessage], list[StrategyReport]]:
     """Return what the model should see and each strategy's report: the one path of every front end.
 
-    ``prepare_prompt``, the CLI, the hook, the inbox node, the middleware, ``inbox_pickup`` and
-    each strategy's ``invoke`` all come here. The strategies run in order on ``source``;
-    where the inbox stands (``places_notices``) the notices go: ``notices`` when the caller
-    picked them up (the graph front ends do, as a checkpointed task), else the inbox picks
-    them up there itself. Each report is emitted as the ``promptstrat`` event of the run
-    ``config``. Whatever a strategy returned, the result keeps the prompt floor
-    (:func:`~langchain_promptstrat.messages.keep_prompt_floor`): never a prompt without the
-    task, never a broken tool call/output pair; a read-back answer in the newest step stays
-    whole (:func:`~langchain_promptstrat.messages.keep_read_backs_whole`). ``request`` (``model``, ``tools``,
-    ``system``, ``max_tokens``) reaches the strategies bounded by a context ceiling.
+    The strategies run in order on ``source``. Where the inbox stands (``places_notices``) the
+    notices go: ``notices`` when the caller picked them up (the graph front ends, as a
+    checkpointed task), else the inbox picks them up there itself. Each report is emitted in
+    the run ``config``; ``request`` (``model``, ``tools``, ``system``, ``max_tokens``) reaches
+    the strategies bounded by a ceiling. Whatever a strategy returned, the result keeps the
+    prompt floor (never without the task, never a broken tool pair) and the newest step's
+    read-back answers whole.
     """
     current = list(source)
     delivered: list[BaseMessage] = []

@@ -1,15 +1,14 @@
 """Strategy names -> strategies: the built-in table, ``register_strategy``, entry points, ``resolve_strategies``.
 
-A name resolves, in order, to a registered strategy, a built-in (imported on first use by
-its ``"module:Class"`` string) or an entry point of ``langchain_promptstrat.strategies``: a
-``PromptStrategy`` class (built with the settings), an instance (used as is) or a plain
-``messages -> messages`` callable. Sits below the strategies: imports no strategy module.
+A name resolves to a registered strategy, else a built-in (imported on first use from its
+``"module:Class"`` string, so this module sits below the strategies), else an entry point of
+``langchain_promptstrat.strategies``: a class is built with the settings, an instance is used
+as is, a plain ``messages -> messages`` callable is wrapped.
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import os
 import threading
 import warnings
@@ -49,7 +48,7 @@ StrategySpec = str | PromptStrategy | Callable[[list[BaseMessage]], Any]
 
 _registered: dict[str, Any] = {}
 _registrations = 0
-"""How many times a name was registered or removed: a list of names resolved before means something else after."""
+"""How many times a name was registered or removed (see :func:`registrations`)."""
 _lock = threading.Lock()
 _warned_missing_defaults: set[str] = set()
 
@@ -106,23 +105,16 @@ def _entry_points() -> dict[str, Any]:
     return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
-def _builtin_importable(name: str) -> bool:
-    module = BUILTIN_STRATEGIES[name].split(":")[0]
-    return importlib.util.find_spec(module) is not None
-
-
 def available_strategies() -> list[str]:
     """Return every name :func:`get_strategy` can resolve, sorted."""
-    names = {n for n in BUILTIN_STRATEGIES if _builtin_importable(n)}
-    names |= set(_registered) | set(_entry_points())
-    return sorted(names)
+    return sorted({*BUILTIN_STRATEGIES, *_registered, *_entry_points()})
 
 
 def _resolve_factory(name: str) -> Any:
     with _lock:
         if name in _registered:
             return _registered[name]
-    if name in BUILTIN_STRATEGIES and _builtin_importable(name):
+    if name in BUILTIN_STRATEGIES:
         module, attr = BUILTIN_STRATEGIES[name].split(":")
         return getattr(importlib.import_module(module), attr)
     eps = _entry_points()
@@ -132,10 +124,7 @@ def _resolve_factory(name: str) -> Any:
 
 
 def get_strategy(name: str, /, settings: Settings | None = None, **options: Any) -> PromptStrategy:
-    """Return the strategy registered as ``name``, built with ``settings`` and ``options``.
-
-    ``options`` are the strategy class's keyword arguments (or their settings keys) and win
-    over ``settings``, which is never checked, so one ``Settings`` may serve every strategy.
+    """Return the strategy registered as ``name``, built with ``settings`` and ``options`` (which win over it).
 
     Raises:
         ConfigError: An option the strategy does not take (a strategy object or a callable takes none).
@@ -179,7 +168,7 @@ def _prompt_strategy_source() -> str:
 
 
 def registrations() -> int:
-    """Return how many times a strategy name was registered or removed in this process."""
+    """Return how many times a strategy name was registered or removed: a list of names resolved before may mean something else after."""
     return _registrations
 
 

@@ -1,15 +1,8 @@
-"""Hash-stamped truncation: ``truncate_string`` and ``shorten_string``.
-
-The output is a pure function of the input: the same string always gives the same bytes,
-which is what lets a provider's prompt cache keep serving a compacted prefix. The md5
-stamp lets a reader match a shortened value against the full one kept in the stored
-conversation or in logs.
-"""
+"""Hash-stamped truncation: the same string always gives the same bytes (so a provider's cache keeps serving a compacted prefix), and the md5 stamp matches it to the whole value kept in the stored conversation."""
 
 from __future__ import annotations
 
 import hashlib
-
 
 DEFAULT_TRUNCATE_SIZE = 150
 """The reference's default ``max`` for :func:`truncate_string`."""

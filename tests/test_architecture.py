@@ -376,7 +376,7 @@ def test_the_layers_are_the_documented_ones():
     assert names == ["front ends", "measuring", "registry", "strategies", "base", "inbox", "foundations"]
     expected = {
         "": "front ends", "adapters.langgraph": "front ends", "cli.entry": "front ends",
-        "simulate.engine": "measuring", "registry": "registry",
+        "simulate.output": "measuring", "registry": "registry",
         "strategies": "strategies", "strategies.ladder": "strategies", "strategies.epoch_machinery.frozen_region": "strategies",
         "strategy": "base", "strategy_names": "base", "inbox.delivery": "inbox",
         "messages.pairs": "foundations", "defaults": "foundations", "testing.scripted_model": "foundations",
@@ -463,8 +463,9 @@ def test_the_old_circle_through_the_runnable_module_would_be_caught():
 
 
 def test_the_facade_lists_each_public_name_once_and_each_resolves_to_its_module():
-    """__init__'s TYPE_CHECKING block names each public name once, as ``name as name`` (exported for mypy and pyright);
-    ``__all__`` is exactly those names, and each is the object its module defines."""
+    """__init__'s TYPE_CHECKING block names each public name once, as ``name as name`` (exported for mypy and pyright),
+    from the module its run-time table ``_PUBLIC`` gives: the checkers and ``__getattr__`` see the same names; ``__all__``
+    is exactly those names, and each is the object its module defines."""
     import importlib
 
     import langchain_promptstrat
@@ -476,6 +477,7 @@ def test_the_facade_lists_each_public_name_once_and_each_resolves_to_its_module(
     imported = [(node.module, alias) for node in block.body if isinstance(node, ast.ImportFrom) for alias in node.names]
     names = [alias.name for _, alias in imported]
     assert len(names) == len(set(names)) and all(alias.asname == alias.name for _, alias in imported)
+    assert {alias.name: module for module, alias in imported} == langchain_promptstrat._MODULE_OF
     assert langchain_promptstrat.__all__ == sorted(names) and len(names) >= 49
     for module, alias in imported:
         assert getattr(langchain_promptstrat, alias.name) is getattr(importlib.import_module(str(module)), alias.name)

@@ -53,11 +53,13 @@ def server(mirror: Path) -> Iterator[str]:
 
 def test_the_downloaded_files_are_converted_into_exactly_what_the_benchmarks_read(server: str, tmp_path: Path,
                                                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    """Over HTTP, each pinned file is checked and written: converted/ and raw/ equal the shared copies byte for byte."""
+    """Over HTTP, each pinned file is checked and written: converted/, raw/ and the usage/ sidecars equal the shared copies byte for byte."""
     assert get_realruns.main(["--source", server, "--into", str(tmp_path / "out")]) == 0
-    for name in get_realruns.SOURCES:
+    sidecars = [f"usage/{Path(name).stem}.usage.json" for name in get_realruns.SOURCES if name.startswith("converted/")]
+    assert len(sidecars) == 2
+    for name in [*get_realruns.SOURCES, *sidecars]:
         assert (tmp_path / "out" / name).read_bytes() == (REALRUNS / name).read_bytes(), name
-    assert capsys.readouterr().out.endswith(f"4 files in {tmp_path / 'out'}\n")
+    assert capsys.readouterr().out.endswith(f"4 files in {tmp_path / 'out'}, and usage/ beside converted/\n")
 
 
 def test_a_file_whose_sha256_differs_is_refused_in_one_line_and_nothing_is_written(mirror: Path, tmp_path: Path,

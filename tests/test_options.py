@@ -86,11 +86,15 @@ def accepted_keys(cls: type) -> set[str]:
     return set(option_keys(cls).values()) | EXTRA_READS.get(cls, set())
 
 
+def kind_of(key: str) -> type:
+    """Return the type a value of setting ``key`` is converted to: its annotation without None."""
+    return next(t for t in typing.get_args(typing.get_type_hints(Settings)[key]) or (typing.get_type_hints(Settings)[key],) if t is not type(None))
+
+
 def sample_value(key: str) -> Any:
     """Return a valid value of setting ``key`` that differs from its default."""
-    field = next(f for f in dataclasses.fields(Settings) if f.name == key)
     default = getattr(Settings(), key)
-    kind = field.metadata["kind"]
+    kind = kind_of(key)
     if kind is bool:
         return not default
     if kind is str:
@@ -220,7 +224,7 @@ class TestSettingsAndPrecedence:
     @given(data=st.data())
     def test_an_explicit_option_wins_over_a_passed_settings_and_sets_its_key(self, cls, option, key, data):
         """An option lands on its settings key and wins over settings=; its key as a keyword does the same; both at once raise."""
-        kind = next(f.metadata["kind"] for f in dataclasses.fields(Settings) if f.name == key)
+        kind = kind_of(key)
         values = {
             bool: st.booleans(),
             int: st.integers(1, 10_000),
@@ -338,6 +342,13 @@ class TestOptionsWrittenOnce:
         page = (ROOT / docs_tables.DEFAULT_PAGE).read_text(encoding="utf-8")
         written = page.split(docs_tables.BEGIN)[1].split(docs_tables.END)[0].strip()
         assert written == docs_tables.options_table(), "stale: run python -m langchain_promptstrat.docs_tables"
+
+    def test_a_setting_names_who_reads_it_exactly_when_no_built_in_strategy_takes_it_as_an_option(self):
+        """A setting's field says who reads it only when no built-in takes it as an option: the table's row comes from one or the other, never a stale second account."""
+        builtins = [getattr(importlib.import_module(m), a) for m, a in (v.split(":") for v in BUILTIN_STRATEGIES.values())]
+        options = {key for cls in builtins for key in option_keys(cls).values()}
+        readers = {f.name for f in dataclasses.fields(Settings) if f.metadata["reader"] is not None}
+        assert readers == set(setting_keys()) - options
 
     @pytest.mark.parametrize("cls", [c for c in STRATEGIES if option_keys(c)], ids=lambda c: c.__name__)
     def test_an_option_is_typed_as_its_settings_key(self, cls):

@@ -1,6 +1,4 @@
-"""Thin adapters over the core: the LangGraph pre-model hook and inbox node, the ``create_agent`` middleware.
+"""The graph front ends over the core: the LangGraph hook, inbox node and ``read_back`` tool (``langgraph``), the ``create_agent`` middleware (``middleware``).
 
-They import the core (``strategy``, ``registry``, ``inbox``, ...) and nothing in the core
-imports them (``tests/test_architecture.py``). The Runnable surface is the core's own
-(:class:`~langchain_promptstrat.strategy.PromptStrategy`).
+Nothing in the core imports them (``tests/test_architecture.py``).
 """

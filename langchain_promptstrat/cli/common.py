@@ -1,11 +1,7 @@
-"""What every ``promptstrat`` command shares: the program name, exit codes, the one-line error, shared options.
+"""What every ``promptstrat`` command shares: the program name, exit codes, the one-line error, option values.
 
-Holds the argparse parser class that turns a rejected command line into a
-:class:`UsageError` (printed as one line like every other error, never argparse's usage
-dump), :func:`one_line` that flattens an error to the line the CLI prints, and the option
-values and token-counter options more than one command takes. Must stay light: nothing
-here may import LangChain, LangGraph or tiktoken at module level, and no command logic
-belongs here.
+Must stay light: nothing here imports LangChain, LangGraph or tiktoken at module level
+(``--help`` answers without them, tests/test_cli_startup.py).
 """
 
 from __future__ import annotations
@@ -13,25 +9,11 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, NoReturn
 
+from langchain_promptstrat.defaults import DEFAULT_ENCODING
 from langchain_promptstrat.errors import PromptStratError
 
 if TYPE_CHECKING:
     from langchain_promptstrat.tokens import TokenCounter
-
-# Imports inside functions exist only to keep `promptstrat --help` (and each command's
-# --help) from loading LangChain, LangGraph or tiktoken (tests/test_cli_startup.py).
-
-__all__ = [
-    "EXIT_ABORTED",
-    "EXIT_ERROR",
-    "PROG",
-    "Parser",
-    "UsageError",
-    "add_counter_options",
-    "one_line",
-    "positive_int",
-    "token_counter",
-]
 
 PROG = "promptstrat"
 EXIT_ERROR = 2
@@ -44,19 +26,19 @@ class UsageError(Exception):
 
 
 class Parser(argparse.ArgumentParser):
+    """An argparse parser whose rejection is a :class:`UsageError`, never argparse's usage dump."""
+
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (see {self.prog} --help)")
 
 
 def one_line(exc: BaseException) -> str:
+    """Return the error as the one line the CLI prints (an ``OSError`` with the file it names)."""
     if isinstance(exc, OSError) and not isinstance(exc, PromptStratError) and exc.filename is not None:
         text = f"{exc.strerror or exc}: {exc.filename}"
     else:
         text = str(exc)
     return " ".join(text.split())
-
-
-# --------------------------------------------------------------------------- option values
 
 
 def positive_int(text: str) -> int:
@@ -70,14 +52,12 @@ def positive_int(text: str) -> int:
 
 
 def add_counter_options(parser: argparse.ArgumentParser) -> None:
-    from langchain_promptstrat.defaults import DEFAULT_ENCODING
-
     counter = parser.add_mutually_exclusive_group()
     counter.add_argument("--encoding", metavar="NAME", help=f"tiktoken encoding that counts tokens (default: {DEFAULT_ENCODING})")
     counter.add_argument("--model", metavar="NAME", help="count tokens with this model's encoding (o200k_base for current OpenAI models)")
 
 
 def token_counter(args: argparse.Namespace) -> TokenCounter:
-    from langchain_promptstrat.tokens import TokenCounter
+    from langchain_promptstrat.tokens import TokenCounter  # loads tiktoken: only when a command runs
 
     return TokenCounter(args.encoding, model=args.model)

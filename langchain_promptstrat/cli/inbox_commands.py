@@ -25,8 +25,6 @@ from langchain_promptstrat.inbox.postgres import DSN_ENV, PostgresInboxes
 if TYPE_CHECKING:
     from langchain_promptstrat.inbox.contract import InboxBackend
 
-__all__ = ["CLAIM_STATES", "INBOX_ACTIONS", "add_inbox_commands"]
-
 INBOX_ACTIONS = {
     "post": ("deliver a notice", "deliver a notice to the agent's next model call"),
     "abort": ("ask it to stop", "ask the agent to stop at its next model call"),

@@ -1,10 +1,7 @@
-"""``promptstrat simulate``: its options, and the replay of a simulated run or saved transcripts into a table, JSON or a plot.
+"""``promptstrat simulate``: parse, replay (:mod:`langchain_promptstrat.simulate`, :mod:`~langchain_promptstrat.replay` for transcripts), print.
 
-Parses and prints only: the replay is :func:`langchain_promptstrat.simulate.simulate` (or
-:func:`~langchain_promptstrat.replay.simulate_files` for transcripts), the table
-:func:`~langchain_promptstrat.simulate.format_table`. Everything that can be refused
-(the plot's file type, directory, matplotlib) is refused before the replay runs, and the
-plot is written through a temporary file so a failure never leaves half a file.
+What can be refused (the plot's file type, directory, matplotlib) is refused before the replay
+runs, and the plot is written through a temporary file so a failure never leaves half a file.
 """
 
 from __future__ import annotations
@@ -16,6 +13,7 @@ import math
 import os
 import secrets
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,24 +44,19 @@ def plot(*args: Any, **kwargs: Any) -> Any:
     return draw(*args, **kwargs)
 
 
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"must be a number between 0 and 1, got {text!r}")
-    return value
+def _number(wanted: str, accept: Callable[[float], bool]) -> Callable[[str], float]:
+    """Return an argparse type reading a number that ``accept`` takes (not a number never is), else saying it ``must be {wanted}``."""
 
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not accept(value):
+            raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}")
+        return value
 
-def _price(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"must be a non-negative number of dollars, got {text!r}")
-    return value
+    return parse
 
 
 def add_simulate_commands(commands: argparse._SubParsersAction[Any], detailed: bool = True) -> None:
@@ -102,9 +95,11 @@ def add_simulate_commands(commands: argparse._SubParsersAction[Any], detailed: b
     sim.add_argument("--max-tokens", type=positive_int, default=DEFAULT_MAX_TOKENS, metavar="N",
                      help=f"token target of the peers and of strategies that take one (default: {DEFAULT_MAX_TOKENS:,}, "
                      f"simulate's own; apply and stats use $PROMPTSTRAT_MAX_TOKENS, else {DEFAULT_CEILING:,})")
-    sim.add_argument("--cached-fraction", type=_fraction, default=DEFAULT_CACHED_FRACTION, metavar="F",
+    fraction = _number("a number between 0 and 1", lambda v: 0 <= v <= 1)
+    price = _number("a non-negative number of dollars", lambda v: math.isfinite(v) and v >= 0)
+    sim.add_argument("--cached-fraction", type=fraction, default=DEFAULT_CACHED_FRACTION, metavar="F",
                      help=f"share of the input price billed for cached input tokens (default: {DEFAULT_CACHED_FRACTION})")
-    sim.add_argument("--price-per-mtok", type=_price, metavar="USD",
+    sim.add_argument("--price-per-mtok", type=price, metavar="USD",
                      help="input price per million tokens; adds a cost in dollars")
     sim.add_argument("--cache", choices=CACHE_RULES, default="prefix",
                      help="also show what a provider's cache would serve and bill: openai (automatic prefix cache, "

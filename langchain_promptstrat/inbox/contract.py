@@ -1,28 +1,21 @@
 """The inbox contract every backend keeps, the records that cross it, and the rules every backend shares.
 
-An :class:`InboxBackend` is the inbox of **one** conversation; an :class:`InboxProvider`
-hands out the backend of any conversation (the ``DirectoryInbox`` class,
-``PostgresInboxes(dsn)``), since a run's thread is only known from its config.
-:class:`NoticeStore` is what both built-in backends share: refusing a notice with the same
-words, the size limit of ``ready()``; each backend only stores.
-
+An :class:`InboxBackend` is the inbox of one conversation; an :class:`InboxProvider` hands out
+the backend of any conversation (the ``DirectoryInbox`` class, ``PostgresInboxes(dsn)``).
+:class:`NoticeStore` holds the rules both built-in backends share; each backend only stores.
 The contract (``tests/test_inbox_backends.py`` runs it against every backend):
 
 1. ``pending()`` lists names sorted by code point; reading creates nothing.
-2. ``claim(name)`` gives a pending notice to exactly one caller and records it in the
-   history with its posting time, under ``name`` or the first free ``stem.N.ext``; None
-   when another reader took it first; ``OSError`` (usually ``InboxError``) when it cannot,
-   the notice then still pending.
-3. ``post`` refuses a pending name, the reserved ``abort``, hidden or path-like names and
-   empty content; ``request_abort`` writes ``abort`` and refuses a second one.
-4. The history (``delivered_entries``) keeps every delivered notice with its posting time.
-5. Leases (:class:`LeasingInbox`): ``lease`` claims without recording; ``acknowledge``
-   records; ``in_flight`` lists the claims with their owner; ``take_over`` gives a claim to
-   exactly one caller, keeping its token. A notice is pending, in flight or delivered, never
-   two of them and never none.
+2. ``claim(name)`` gives a pending notice to exactly one caller and records it in the history
+   with its posting time, under ``name`` or the first free ``stem.N.ext``; None when another
+   reader took it first; ``OSError`` when it cannot, the notice then still pending.
+3. ``post`` refuses a pending name, the reserved ``abort``, hidden or path-like names and empty
+   content; ``request_abort`` writes ``abort`` and refuses a second one.
+4. Leases (:class:`LeasingInbox`): ``lease`` claims without recording; ``acknowledge`` records;
+   ``take_over`` gives a claim to exactly one caller, keeping its token. A notice is pending,
+   in flight or delivered, never two of them and never none.
 
-A lease's owner is ``<host id>-<pid>-<process start time>`` (:func:`owner_state`). No
-LangChain here: the CLI's ``inbox`` commands import this.
+No LangChain here: the CLI's ``inbox`` commands import this.
 """
 
 from __future__ import annotations
@@ -51,7 +44,6 @@ ABORT_FILE = "abort"
 PREVIEW_BYTES = 240
 """Bytes of a notice a listing reads for its preview."""
 PREVIEW_CHARS = 80
-"""Characters a preview shows at most (the last one an ellipsis when the notice is longer)."""
 MAX_NAME_BYTES = 255
 
 _log = logging.getLogger("langchain_promptstrat")
@@ -62,6 +54,10 @@ _owner_cache: dict[int, str] = {}
 
 class NoticeNameTaken(InboxError, FileExistsError):
     """A notice (or an abort) of that name is already pending: wait for it to be delivered, or pick another name."""
+
+
+class NoticeTooLarge(InboxError):
+    """A notice or an abort reason is over ``INBOX_MAX_NOTICE_BYTES``."""
 
 
 # --------------------------------------------------------------------------- owners
@@ -118,11 +114,10 @@ def owner_state(owner: str) -> str:
 
 @dataclass(frozen=True)
 class Claimed:
-    """A notice this reader took out of the inbox: where it lies now and what it held."""
+    """A notice this reader took out of the inbox: where it lies now (a file, or ``pg:...``) and what it held."""
 
     name: str
     path: Path | str
-    """The file in the history (or claim) directory, or a ``pg:...`` string naming the row."""
     mtime: float
     """When it was posted, in seconds since the epoch."""
     data: bytes | None
@@ -133,16 +128,13 @@ class Claimed:
 
 @dataclass(frozen=True)
 class InboxEntry:
-    """One notice of the inbox or of its history, for listings."""
+    """One notice of the inbox or of its history, for listings: its posting time, size, delivery time (PostgreSQL), first bytes."""
 
     name: str
     mtime: float
-    """When it was posted, in seconds since the epoch."""
     size: int
     delivered_at: float | None = None
-    """When it was delivered, where the backend records it (PostgreSQL)."""
     head: bytes | None = None
-    """The first bytes (up to :data:`PREVIEW_BYTES`), for previews; None if unreadable."""
 
     @property
     def preview(self) -> str | None:
@@ -156,10 +148,9 @@ class InboxEntry:
 
 @dataclass(frozen=True)
 class Lease:
-    """A notice claimed but not yet acknowledged: out of the pending set, not yet in the history."""
+    """A notice claimed but not yet acknowledged; ``token`` is kept when another reader takes it over."""
 
     token: str
-    """Stable identity of the claim, kept when another reader takes it over."""
     name: str
     owner: str
     leased_at: float
@@ -170,16 +161,11 @@ class Lease:
 
     @property
     def state(self) -> str:
-        """Return whose it is: ``"mine"``, or, for another owner, ``"expired"``, ``"dead"``, ``"held"`` (alive, in lease)."""
+        """Return whose it is: ``"mine"``, or, for another owner, ``"expired"``, ``"dead"``, ``"held"`` (alive, in lease: not to be taken over)."""
         who = owner_state(self.owner)
         if who in ("mine", "dead"):
             return who
         return "expired" if time.time() > self.leased_at + self.lease_seconds else "held"
-
-    @property
-    def recoverable(self) -> bool:
-        """Whether this process may take the claim over (its own, or its owner dead or out of lease)."""
-        return self.state != "held"
 
     @property
     def listed_state(self) -> str:
@@ -188,7 +174,6 @@ class Lease:
 
     @property
     def entry(self) -> InboxEntry:
-        """Return the claimed notice as a listing entry."""
         return InboxEntry(self.name, self.mtime, self.size, head=self.head)
 
 
@@ -301,43 +286,43 @@ def check_notice_name(name: str) -> None:
         raise InboxError(f"notice name is longer than {MAX_NAME_BYTES} bytes")
 
 
-def check_notice_size(data: bytes, cap: int, what: str = "notice") -> bytes:
-    """Return ``data`` when it fits the notice cap; raise :class:`InboxError` with the one sentence every writer gives otherwise."""
+def text_bytes(content: object, what: str, cap: int) -> bytes:
+    """Return a notice (str or bytes) or an abort reason (str) as UTF-8 bytes within ``cap``, before anything is written.
+
+    Raises :class:`InboxError` for anything else (``bytes(42)`` would be 42 NUL bytes, a lone
+    surrogate cannot be encoded) and :class:`NoticeTooLarge` over ``cap``: every writer's sentences.
+    """
+    notice = what == "notice"
+    if isinstance(content, str):
+        try:
+            data = content.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InboxError(f"the {what} is not valid text: character {exc.start} is a lone surrogate") from None
+    elif notice and isinstance(content, (bytes, bytearray, memoryview)):
+        data = bytes(content)
+    else:
+        kind = "text (str, or UTF-8 bytes)" if notice else "text (str)"
+        raise InboxError(f"{'a notice' if notice else 'an abort reason'} is {kind}, got {type(content).__name__}")
     if len(data) > cap:
-        raise InboxError(f"the {what} is {len(data)} bytes; this inbox takes at most {cap} (INBOX_MAX_NOTICE_BYTES)")
+        raise NoticeTooLarge(f"the {what} is {len(data)} bytes; this inbox takes at most {cap} (INBOX_MAX_NOTICE_BYTES)")
+    return data
+
+
+def notice_data(content: object, name: str | None, cap: int) -> bytes:
+    """Return a notice's bytes once it may be posted under ``name`` (None: a fresh name); :class:`InboxError` saying why not."""
+    if name is not None:
+        check_notice_name(name)
+        if name == ABORT_FILE:
+            raise InboxError("'abort' is reserved for abort requests; use request_abort() or `promptstrat inbox abort`")
+    data = text_bytes(content, "notice", cap)
+    if not data.strip():
+        raise InboxError("refusing to post an empty notice; give it some content")
     return data
 
 
 def default_notice_name() -> str:
     """Return a fresh notice name that sorts in arrival order: UTC time to the microsecond, a random suffix."""
     return f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S_%f}Z-{secrets.token_hex(3)}.txt"
-
-
-def text_bytes(content: object, what: str, *, allow_bytes: bool) -> bytes:
-    """Return a notice (``allow_bytes``: str or bytes) or an abort reason (str) as UTF-8 bytes, before anything is written.
-
-    ``bytes(42)`` would be 42 NUL bytes and a lone surrogate cannot be encoded: both are
-    refused with :class:`InboxError`.
-    """
-    if isinstance(content, str):
-        try:
-            return content.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise InboxError(f"the {what} is not valid text: character {exc.start} is a lone surrogate") from None
-    if allow_bytes and isinstance(content, (bytes, bytearray, memoryview)):
-        return bytes(content)
-    kind = "text (str, or UTF-8 bytes)" if allow_bytes else "text (str)"
-    raise InboxError(f"{'a notice' if allow_bytes else 'an abort reason'} is {kind}, got {type(content).__name__}")
-
-
-def notice_bytes(content: object) -> bytes:
-    """Return a notice's content as UTF-8 bytes; refuse anything that is not text."""
-    return text_bytes(content, "notice", allow_bytes=True)
-
-
-def abort_reason_bytes(reason: object) -> bytes:
-    """Return an abort reason as UTF-8 bytes; refuse anything that is not text."""
-    return text_bytes(reason, "abort reason", allow_bytes=False)
 
 
 W = TypeVar("W", Path, str)
@@ -366,18 +351,11 @@ class NoticeStore(Generic[W]):
         names, empty content, content over :attr:`max_notice_bytes`, and a name already
         pending (:class:`NoticeNameTaken`).
         """
-        if name is not None:
-            check_notice_name(name)
-            if name == ABORT_FILE:
-                raise InboxError("'abort' is reserved for abort requests; use request_abort() or `promptstrat inbox abort`")
-        data = check_notice_size(notice_bytes(content), self.max_notice_bytes)
-        if not data.strip():
-            raise InboxError("refusing to post an empty notice; give it some content")
-        return self._write(data, name)
+        return self._write(notice_data(content, name, self.max_notice_bytes), name)
 
     def request_abort(self, reason: str = "") -> W:
         """Post the reserved ``abort`` notice holding ``reason`` and return where it lies; refuses a second pending one."""
-        return self._write(check_notice_size(abort_reason_bytes(reason), self.max_notice_bytes, "abort reason"), ABORT_FILE)
+        return self._write(text_bytes(reason, "abort reason", self.max_notice_bytes), ABORT_FILE)
 
     def _taken(self, name: str) -> NoticeNameTaken:
         what = "an abort is" if name == ABORT_FILE else f"a notice named {name!r} is"

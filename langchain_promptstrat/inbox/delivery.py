@@ -1,16 +1,10 @@
 """Claim, deliver, acknowledge: how the notices of one inbox become user messages, each exactly once to a model.
 
-:func:`pick_up` *leases* a notice (out of the pending set, not yet in the history), hands it
-over as a user message whose id comes from the claim (``promptstrat-inbox-<token>``), and
-*acknowledges* it (records it in the history) only once it is safe: at once for one-call
-delivery (``settle=True``: the Runnable, the ``inbox`` strategy, ``prepare_prompt``), or,
-where the notice persists in a checkpointed conversation, once the *stored* conversation
-holds it (:func:`settle_when_stored`, or a later pickup finding it in ``seen``). A claim whose
-reader died, or whose lease ran out, is taken over and delivered again under the same id,
-so LangGraph's ``add_messages`` replaces rather than duplicates it.
-
-Any backend of :mod:`~langchain_promptstrat.inbox.contract` will do; which inbox a run uses is
-:mod:`~langchain_promptstrat.inbox.locate`'s business.
+:func:`pick_up` *leases* a notice, hands it over as a user message whose id comes from the claim
+(``promptstrat-inbox-<token>``), and *acknowledges* it only once that is safe: at once for
+one-call delivery (``settle=True``), or once the *stored* conversation holds it
+(:func:`settle_when_stored`, or a later pickup finding it in ``seen``). A claim whose reader died
+or whose lease ran out is delivered again under the same id, which ``add_messages`` replaces.
 """
 
 from __future__ import annotations
@@ -31,26 +25,10 @@ from langchain_promptstrat.inbox.contract import ABORT_FILE, Claimed, InboxBacke
 from langchain_promptstrat.messages import mark, mark_of
 from langchain_promptstrat.report import logger
 
-__all__ = [
-    "DELIVERY_KIND",
-    "NOTICE_ID_PREFIX",
-    "Pickup",
-    "acknowledge",
-    "acknowledge_notices",
-    "notice_id",
-    "notice_ids",
-    "pick_up",
-    "printable",
-    "settle_when_stored",
-    "wait_settled",
-]
-
 DELIVERY_KIND = "inbox_delivery"
 """Mark kind of a delivered notice (``mark_of(m)["kind"]``); it is a real user message."""
 NOTICE_ID_PREFIX = "promptstrat-inbox-"
-"""Start of the message id of every delivered notice (the claim's token follows)."""
-SETTLE_WAIT_SECONDS = 600.0
-"""How long a watcher waits for the stored conversation when the backend names no lease."""
+SETTLE_WAIT_SECONDS = 600.0  # how long a watcher waits for the stored conversation when the backend names no lease
 
 
 def notice_id(token: str) -> str:
@@ -66,11 +44,6 @@ def notice_ids(messages: Sequence[BaseMessage]) -> frozenset[str]:
 def printable(text: str) -> str:
     """Return ``text`` with the lone surrogates of an undecodable file name as ``\\xNN`` escapes (valid UTF-8)."""
     try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        pass
-    try:
         raw = text.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:
         raw = text.encode("utf-8", "surrogatepass")
@@ -79,33 +52,30 @@ def printable(text: str) -> str:
 
 @dataclass
 class Pickup:
-    """What one pass over the inbox took: notices, an abort request, and the files it skipped."""
+    """What one pass over the inbox took: notices, an abort request, and the files it skipped.
+
+    ``abort_reason`` is None when no ``abort`` was consumed; ``abort_token`` is its claim while it
+    awaits acknowledgement (``settle=False``). ``skipped``: ``{"file", "error"}`` for each notice
+    that could not be read or moved, left in place; ``replaced_characters``: notices decoded with
+    U+FFFD; ``empty``: blank ones consumed, not sent (providers reject an empty user message);
+    ``acknowledged``: earlier deliveries recorded now (``seen``); ``unavailable``: why the inbox
+    could not be read; ``waiting``: notices left for later, over ``budget_bytes``.
+    """
 
     delivered: list[HumanMessage] = field(default_factory=list)
     abort_reason: str | None = None
-    """None when no ``abort`` was consumed."""
     abort_path: str | None = None
-    """Where the consumed ``abort`` now lies."""
     abort_token: str | None = None
-    """The abort's claim token while it awaits acknowledgement (``settle=False``)."""
     skipped: list[dict[str, str]] = field(default_factory=list)
-    """``{"file", "error"}`` for each notice left in place because it could not be read or moved."""
     replaced_characters: list[str] = field(default_factory=list)
-    """Names of the notices that were not valid UTF-8 and were decoded with U+FFFD."""
     empty: list[str] = field(default_factory=list)
-    """Names of the blank notices consumed but not delivered: providers reject an empty user message."""
     acknowledged: list[str] = field(default_factory=list)
-    """Names of earlier deliveries recorded now, because the conversation holds them (``seen``)."""
     unavailable: str | None = None
-    """Why the inbox could not be read this time (a database outage)."""
     budget_bytes: int = 0
-    """The most notice bytes this pickup admits."""
     waiting: int = 0
-    """Notices left for a later pickup because this one's budget was spent (their order kept)."""
 
     @property
     def aborted(self) -> bool:
-        """Whether the pickup consumed an ``abort``."""
         return self.abort_reason is not None
 
     def error(self) -> InboxAborted:
@@ -114,11 +84,7 @@ class Pickup:
 
 
 def _notice(claimed: Claimed) -> tuple[HumanMessage, bool]:
-    """Return the user message a notice becomes, and whether its bytes needed replacing.
-
-    Its mark names the notice (``file``, ``mtime``), never a path: the message is stored in
-    the conversation, which every API client of a server can read.
-    """
+    """Return the user message a notice becomes (its mark names the notice, never a path: clients read it), and whether its bytes needed replacing."""
     data = claimed.data or b""
     try:
         text, replaced = data.decode("utf-8"), False
@@ -154,11 +120,7 @@ def _outage(store: InboxBackend, exc: OSError | None) -> None:
 
 
 def acknowledge(store: LeasingInbox, token: str, name: str) -> Path | str | None | Literal[False]:
-    """Record claim ``token`` as delivered and return where it lies (None: not in flight); False, with a warning, when it fails.
-
-    A failed abort is honoured regardless (its claim stays listed until recovered); a failed
-    notice will be delivered again.
-    """
+    """Record claim ``token`` as delivered and return where it lies (None: not in flight); False, with a warning, when it fails."""
     try:
         return store.acknowledge(token, name)
     except OSError as exc:
@@ -187,8 +149,7 @@ def acknowledge_notices(store: InboxBackend | None, notices: Sequence[BaseMessag
     return sum(acknowledge(store, token, name) is not False for _, token, name in _leased(notices))
 
 
-_settling: set[str] = set()
-"""Tokens of the claims this process handed over and waits to see stored: no pickup of this process takes them over."""
+_settling: set[str] = set()  # tokens this process waits to see stored: no pickup of this process takes them over
 _watchers: set[_Watcher] = set()
 _settling_lock = threading.Lock()
 
@@ -242,13 +203,11 @@ def settle_when_stored(
 ) -> bool:
     """Acknowledge each leased notice among ``notices`` once ``stored()`` lists its message id; return whether any waits.
 
-    ``stored`` reads the ids the *durable* conversation holds (LangGraph: the checkpointer's
-    stored state, which ``durability="async"`` writes behind the run), or None while it cannot
-    tell. It is polled from a background thread for up to ``wait`` seconds (default: the
-    backend's lease), then the claims stay in flight for a later pickup, which acknowledges
-    them through ``seen``; the process's exit checks once more. Meanwhile no pickup of this
-    process takes them over. A crash before the acknowledgement leaves the claim to the next
-    reader: never lost, never twice.
+    ``stored`` reads the ids the *durable* conversation holds (the checkpointer's, written behind
+    the run with ``durability="async"``), or None while it cannot tell. A background thread polls
+    it for up to ``wait`` seconds (default: the lease); then a later pickup acknowledges them
+    through ``seen``, and the process's exit checks once more. A crash before that leaves the
+    claim to the next reader: never lost, never twice.
     """
     if not isinstance(store, LeasingInbox):
         return False
@@ -265,10 +224,7 @@ def settle_when_stored(
 
 
 def wait_settled(timeout: float = 5.0) -> bool:
-    """Return whether every notice this process waits to see stored was acknowledged (or released) within ``timeout`` s.
-
-    For tests and for scripts that want ``inbox ls`` settled before they exit.
-    """
+    """Return whether every notice this process waits to see stored was acknowledged (or released) within ``timeout`` s (tests, scripts)."""
     deadline = time.monotonic() + timeout
     while True:
         with _settling_lock:
@@ -294,10 +250,7 @@ def _settle_at_exit() -> None:
 
 
 def _abort(store: InboxBackend, claimed: Claimed, result: Pickup, settle: bool) -> None:
-    """Put the abort request ``claimed`` in ``result``; with ``settle`` it is recorded as consumed at once.
-
-    Without ``settle`` it stays claimed (``abort_token``) until the caller has acted on it.
-    """
+    """Put the abort request ``claimed`` in ``result``: recorded as consumed at once with ``settle``, else left claimed (``abort_token``)."""
     where: Path | str | None = claimed.path
     if claimed.token and not settle:
         result.abort_token = claimed.token
@@ -322,17 +275,13 @@ def pick_up(
 ) -> Pickup:
     """Return the notices claimed from ``store`` (any backend), in order, stopping at an ``abort``.
 
-    First the claims in flight: one whose id is in ``seen`` (the stored conversation holds it)
-    is acknowledged, not delivered again; one in ``held`` (awaiting its model call) or waiting
-    to be seen stored is left alone; one of this process, of a dead reader or out of lease is
-    taken over and delivered again under its id. Then the ``ready()`` notices, each leased.
-    With ``settle`` each is acknowledged before returning; without, the caller does
-    (:func:`acknowledge_notices`) or a later pickup through ``seen``.
-
-    One that cannot be read or moved stays (``skipped``); a blank one is consumed, not sent
-    (``empty``); an unreachable backend gives nothing (``unavailable``, one warning per
-    outage). Notices are admitted in order while their bytes fit ``budget_bytes``, the first
-    always; the rest wait (``waiting``), a leased one first next time; an ``abort`` is honoured now.
+    First the claims in flight: one in ``seen`` (the stored conversation holds it) is
+    acknowledged, not sent again; one in ``held`` (awaiting its model call) or waiting to be
+    seen stored is left alone; one of this process, of a dead reader or out of lease is taken
+    over and sent again under its id. Then the ``ready()`` notices, each leased. With ``settle``
+    each is acknowledged before returning; without, the caller does (:func:`acknowledge_notices`).
+    Notices are admitted in order while their bytes fit ``budget_bytes`` (the first always); an
+    unreachable backend gives nothing, with one warning per outage.
     """
     result = Pickup(budget_bytes=pickup_budget() if budget_bytes is None else budget_bytes)
     leasing = store if isinstance(store, LeasingInbox) else None
@@ -360,7 +309,7 @@ def pick_up(
             if acknowledge(leasing, lease.token, lease.name) is not False:
                 result.acknowledged.append(printable(lease.name))
             continue
-        if nid in held or not lease.recoverable:
+        if nid in held or lease.state == "held":
             continue
         if over_budget(lease.size) and lease.name != ABORT_FILE:
             result.waiting += 1

@@ -2,18 +2,16 @@
 
 Why no file is delivered twice and none is overwritten:
 
-1. ``claim`` opens the pending file (``O_NOFOLLOW | O_NONBLOCK``) and renames it to a private
-   staging name in the history directory: ``rename`` is atomic, so of all racing readers
-   exactly one moves it (a name reused meanwhile: the staged inode is the one read).
-2. The staged file takes its history name with ``os.link``, which fails rather than replace
-   (``name``, ``name.1.ext``, ...; without hard links, an ``O_EXCL`` placeholder is replaced).
-3. Writers write a hidden temporary file, fsync it, and link it to its name, read-only.
-4. ``lease`` renames the pending file into ``<history>/.claims/<token>.<owner>/``: neither
-   pending nor delivered; ``acknowledge`` moves it into the history as in 2 (a reader killed
-   between link and unlink leaves one inode in both places: recognised as recorded);
-   ``take_over`` renames the claim directory to the caller's owner: one winner, same token.
+1. ``lease`` renames the pending file into ``<history>/.claims/<token>.<owner>/``: of all
+   racing readers exactly one moves it, and the moved inode is the one read.
+2. ``acknowledge`` gives it its history name with ``os.link``, which fails rather than replace
+   (``name``, ``name.1.ext``, ...; without hard links, an ``O_EXCL`` placeholder is replaced);
+   a reader killed between link and unlink leaves one inode in both places, recognised as
+   recorded. ``claim`` is a lease acknowledged at once.
+3. ``take_over`` renames the claim directory to the caller's owner: one winner, same token.
+4. Writers write a hidden temporary file, fsync it, and link it to its name, read-only.
 
-A symlinked inbox or history directory is refused with one warning. No LangChain import.
+Files are opened ``O_NOFOLLOW | O_NONBLOCK``; a symlinked inbox or history directory is refused.
 """
 
 from __future__ import annotations
@@ -43,10 +41,7 @@ from langchain_promptstrat.inbox.contract import (
 )
 from langchain_promptstrat.inbox.paths import inbox_dir, inbox_removed_dir, resolve_save_file, thread_save_file
 
-__all__ = ["DirectoryInbox", "post_to_inbox", "request_abort"]
-
-CLAIMS_DIR = ".claims"
-"""Hidden directory inside the history directory holding one sub-directory per in-flight claim."""
+CLAIMS_DIR = ".claims"  # in the history directory: one sub-directory per claim in flight
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 _NO_LINK_ERRNOS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS, errno.EXDEV}
 
@@ -225,11 +220,7 @@ def _read_claim(claim_dir: Path, name: str, token: str, need_content: bool, limi
 
 
 class DirectoryInbox(NoticeStore[Path]):
-    """The inbox of one conversation as two directories: pending files and delivered ones.
-
-    Build it with :meth:`for_save_file` or :meth:`for_thread`; the class itself, with those
-    two classmethods, is the directory backend's inbox provider.
-    """
+    """The inbox of one conversation as two directories, pending files and delivered ones; the class is the provider."""
 
     def __init__(
         self,
@@ -267,7 +258,6 @@ class DirectoryInbox(NoticeStore[Path]):
 
     @property
     def claims_path(self) -> Path:
-        """Return the hidden directory holding the in-flight claims (inside the history directory)."""
         return self.removed_path / CLAIMS_DIR
 
     def _safe(self, *, inbox_only: bool = False) -> bool:
@@ -286,8 +276,6 @@ class DirectoryInbox(NoticeStore[Path]):
             )
             return False
         return True
-
-    # ----------------------------------------------------------------- reading
 
     def pending(self) -> list[str]:
         """Return the names of the pending notices, sorted: regular files not starting with a dot; nothing is created."""
@@ -323,75 +311,38 @@ class DirectoryInbox(NoticeStore[Path]):
                 names.append(item.name)
         return sorted(names)
 
-    # ----------------------------------------------------------------- claiming
-
-    def _open_pending(self, src: Path, need_content: bool) -> tuple[int | None, os.stat_result | None] | None:
-        """Open pending ``src``: its descriptor and stat, (None, None) when unopenable without ``need_content``, None when gone."""
+    def _is_pending(self, src: Path, need_content: bool) -> bool:
+        """Return whether pending ``src`` is there to take; ``OSError`` when it cannot be opened and ``need_content``."""
         if not self._safe():
             raise InboxError(f"refusing to claim from {self.path}: the inbox or its removed directory is a symbolic link")
         try:
-            return _open_regular(src)
+            fd, _ = _open_regular(src)
         except FileNotFoundError:
-            return None
+            return False
         except OSError:
             if need_content:
                 raise
-            return None, None
+            return True
+        os.close(fd)
+        return True
 
     def claim(self, name: str, *, need_content: bool = True) -> Claimed | None:
-        """Move pending file ``name`` into the history and return it with its bytes; None when another reader took it.
+        """Lease pending file ``name`` and record it in the history at once; None when another reader took it.
 
         With ``need_content`` a file this process cannot open stays pending (``OSError``);
         without, it is claimed anyway with ``data=None``.
         """
-        src = self.path / name
-        pending = self._open_pending(src, need_content)
-        if pending is None:
+        claimed = self.lease(name, need_content=need_content)
+        if claimed is None or claimed.token is None:
             return None
-        fd, opened = pending
-        try:
-            self.removed_path.mkdir(parents=True, exist_ok=True)
-            staging = self.removed_path / f".claim-{os.getpid()}-{secrets.token_hex(8)}"
-            try:
-                os.rename(src, staging)
-            except FileNotFoundError:
-                return None  # another reader won the race
-            staged = os.lstat(staging)
-            if not stat.S_ISREG(staged.st_mode):  # something else was swapped in under that name
-                _move_back(staging, src)
-                raise OSError(errno.EINVAL, "not a regular file; left in place", str(src))
-            if opened is None or (opened.st_dev, opened.st_ino) != (staged.st_dev, staged.st_ino):
-                # Not the file we opened (a writer reused the name), or none: read what we claimed.
-                if fd is not None:
-                    os.close(fd)
-                try:
-                    fd, _ = _open_regular(staging)
-                except OSError:
-                    fd = None
-                    if need_content:
-                        final = _into_history(staging, staged, self.removed_path, name)
-                        raise OSError(errno.EACCES, f"claimed but unreadable; left at {final}", str(src)) from None
-            final = _into_history(staging, staged, self.removed_path, name)
-            data = None
-            if fd is not None:
-                try:
-                    data = _read_all(fd, self.max_notice_bytes)
-                except OSError as exc:
-                    if need_content:
-                        raise OSError(exc.errno, f"claimed but unreadable ({exc.strerror}); left at {final}", str(src)) from None
-            return Claimed(name=name, path=final, mtime=staged.st_mtime, data=data)
-        finally:
-            if fd is not None:
-                os.close(fd)
+        final = self.acknowledge(claimed.token, name)
+        return None if final is None else Claimed(name=name, path=final, mtime=claimed.mtime, data=claimed.data)
 
     def lease(self, name: str, *, need_content: bool = True) -> Claimed | None:
         """Take pending file ``name`` into a claim of this process and return it with its token; None when another reader took it."""
         src = self.path / name
-        pending = self._open_pending(src, need_content)
-        if pending is None:
+        if not self._is_pending(src, need_content):
             return None
-        if pending[0] is not None:
-            os.close(pending[0])
         token = secrets.token_hex(16)
         self.removed_path.mkdir(parents=True, exist_ok=True)
         claim_dir = new_claim_dir(self.claims_path, token)
@@ -487,8 +438,6 @@ class DirectoryInbox(NoticeStore[Path]):
             return None
         _drop_claim_dir(claim_dir)
         return final
-
-    # ----------------------------------------------------------------- writing
 
     def _write(self, data: bytes, name: str | None) -> Path:
         """Write ``data`` as a new read-only file under ``name`` (or a fresh name): hidden temporary, fsync, link."""

@@ -1,11 +1,9 @@
 """The inbox inside a LangGraph run: the pickup as a task, what the checkpointer stored, an abort as an interrupt.
 
-The hook, the inbox node and the middleware pick up a thread's inbox here: :class:`InboxSource`
-finds the run's inbox and :func:`deliver_inbox` claims its notices in a LangGraph task (a
-step re-executed on resume replays the task's result instead of touching the inbox again),
+:class:`InboxSource` finds a run's inbox for the hook and the middleware; :func:`deliver_inbox`
+claims its notices in a LangGraph task (a step re-executed on resume replays the task's result),
 turns an ``abort`` into a resumable ``interrupt``, and acknowledges a notice once the
-checkpointer has stored a checkpoint holding it (:class:`StoredNoticeIds`,
-:func:`stored_reader`). Nothing of the inbox's stores imports this module.
+checkpointer has stored it (:class:`StoredNoticeIds`, :func:`stored_reader`).
 """
 
 from __future__ import annotations
@@ -33,30 +31,13 @@ from langchain_promptstrat.ceiling import MaxTokens
 from langchain_promptstrat.errors import InboxAborted
 from langchain_promptstrat.inbox.contract import ABORT_FILE, InboxBackend, LeasingInbox, pickup_budget
 from langchain_promptstrat.inbox.delivery import acknowledge, notice_ids, pick_up, printable, settle_when_stored
-from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.inbox.locate import InboxBackendSpec, check_backend, inbox_for_config, save_file_for_config
 from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV, inbox_root
 from langchain_promptstrat.messages import mark, mark_of
 from langchain_promptstrat.report import logger
 
-__all__ = [
-    "INBOX_ABORT",
-    "RESUME_KIND",
-    "InboxDelivery",
-    "InboxSource",
-    "StoredNoticeIds",
-    "abort_payload",
-    "deliver_inbox",
-    "has_checkpointer",
-    "stored_notice_ids",
-    "stored_reader",
-]
-
-INBOX_ABORT = "inbox_abort"
-"""``type`` of the interrupt payload raised on an ``abort`` file."""
-
-RESUME_KIND = "inbox_resume"
-"""Mark kind of the user message a non-empty string ``Command(resume=...)`` becomes."""
+INBOX_ABORT = "inbox_abort"  # the interrupt payload's type
+RESUME_KIND = "inbox_resume"  # the mark of the user message a string Command(resume=...) becomes
 
 NO_CHECKPOINTER_NOTE = (
     "The graph was compiled without a checkpointer, so the abort could not pause the run for a "
@@ -78,16 +59,10 @@ def _pick_up(
 # langgraph types task(name=...) as a decorator whose ParamSpec and TypeVar are solved (to Never) before
 # it sees the function, so mypy rejects any function here; pyright accepts it
 _pick_up_once: Callable[[InboxBackend, Collection[str], Collection[str], bool, int | None], Future[dict[str, Any]]] = task(name="promptstrat_inbox_pickup")(_pick_up)  # type: ignore[arg-type, assignment]
-"""The pickup as a LangGraph task: its result is checkpointed, so a node re-executed on
-resume gets the same notices back instead of touching the inbox again."""
 
 
 def _with_run_config(config: RunnableConfig, func: Callable[..., Any], *args: Any) -> Any:
-    """Return ``func(*args)``, run where LangGraph's ``get_config()`` finds the run's config.
-
-    Python 3.10 does not carry the context variable holding it into an async graph's nodes
-    (asyncio tasks take a context only from 3.11 on): there ``config`` is set for the call.
-    """
+    """Return ``func(*args)`` where ``get_config()`` finds the run's config (Python 3.10 does not carry it into an async graph's nodes)."""
     try:
         get_config()
     except RuntimeError:
@@ -112,12 +87,9 @@ def has_checkpointer(config: RunnableConfig | None) -> bool:
 
 
 def stored_notice_ids(config: RunnableConfig | None, keys: Sequence[str] = ()) -> frozenset[str] | None:
-    """Return the inbox notice ids the run's checkpointer has *stored* for its thread, or None when it cannot tell.
+    """Return the notice ids the checkpointer has *stored* for the run's thread (in ``messages`` and under ``keys``), None when it cannot tell.
 
-    Read back from the checkpointer (the thread's latest checkpoint in the graph's namespace),
-    not from the run's memory: with ``durability="async"`` a step's checkpoint is written
-    behind the run. The ids are those of the notices in ``messages`` plus those listed under
-    each state key of ``keys``. None without a checkpointer or a thread id.
+    Read back from the checkpointer, not the run's memory: ``durability="async"`` writes behind the run.
     """
     configurable = (config or {}).get("configurable", {})
     saver, thread = configurable.get(CONFIG_KEY_CHECKPOINTER), configurable.get("thread_id")
@@ -176,12 +148,7 @@ def _add_note(error: BaseException, note: str) -> None:
 
 
 def abort_payload(config: RunnableConfig | None, reason: str, path: str | None, notices: Sequence[BaseMessage]) -> dict[str, Any]:
-    """Return the interrupt payload of an inbox abort: ``type``, ``thread_id``, ``reason``, ``abort`` and ``notices``.
-
-    ``abort`` is the name the consumed abort bears in the history (``abort``, ``abort.1``, ...)
-    and ``notices`` the names of the notices consumed before it. No server path: an API
-    client reads this payload.
-    """
+    """Return the interrupt payload of an inbox abort: ``type``, ``thread_id``, ``reason``, ``abort`` (its history name), ``notices`` (taken before it); no server path."""
     thread = ((config or {}).get("configurable") or {}).get("thread_id")
     marks = [mark_of(m) or {} for m in notices]
     names = [str(m["file"]) for m in marks if m.get("file") is not None]
@@ -208,31 +175,25 @@ class InboxDelivery(NamedTuple):
 
 
 def deliver_inbox(
-    inbox: str | os.PathLike[str] | InboxBackend,
+    store: InboxBackend,
     config: RunnableConfig,
     *,
     include_paths: bool = False,
     budget_bytes: int | None = None,
     **options: Unpack[DeliveryOptions],
 ) -> InboxDelivery:
-    """Return the notices of ``inbox`` (a save file, or any inbox backend), handling ``abort`` as ``on_abort`` says.
+    """Return the notices of ``store`` (any inbox backend), handling ``abort`` as ``on_abort`` says.
 
     ``seen``, ``held`` and ``settle`` (default True) are :func:`~langchain_promptstrat.inbox.delivery.pick_up`'s;
-    with ``stored`` (a reader of the ids the checkpointer has stored) the notices returned
-    are acknowledged once it lists them (:func:`~langchain_promptstrat.inbox.delivery.settle_when_stored`).
-
-    ``on_abort="interrupt"`` (the default) calls ``interrupt`` with the :func:`abort_payload`
-    (the server paths ``path`` and ``inbox`` too with ``include_paths=True``) and, once
-    resumed, picks up again (a non-empty string resume value becomes a user message marked
-    ``inbox_resume``); without a checkpointer it raises :class:`InboxAborted` at once, with a
-    note saying so. ``raise`` always raises; ``return`` returns the abort's payload next to
-    the notices consumed before it. Each pickup is a LangGraph task, so a step re-executed
-    on resume replays it: the abort is not seen twice, no notice lost or delivered twice.
+    with ``stored`` the notices are acknowledged once it lists them (:func:`~langchain_promptstrat.inbox.delivery.settle_when_stored`).
+    ``on_abort="interrupt"`` (the default) interrupts with the :func:`abort_payload` (plus ``path``
+    and ``inbox`` with ``include_paths``) and, once resumed, picks up again (a string resume value
+    becomes a user message); without a checkpointer it raises :class:`InboxAborted`, with a note.
+    ``raise`` always raises; ``return`` returns the payload beside the notices taken before it.
     """
     on_abort = options.get("on_abort", "interrupt")
     seen, held = options.get("seen", frozenset()), options.get("held", frozenset())
     settle, stored = options.get("settle", True), options.get("stored")
-    store = DirectoryInbox.for_save_file(inbox) if isinstance(inbox, (str, os.PathLike)) else inbox
     notices: list[BaseMessage] = []
     payload: dict[str, Any] | None = None
     while payload is None:
@@ -285,8 +246,7 @@ class InboxSource:
             inbox_root(root)  # a root that is not a directory fails now, not at the first model call
         self.enabled = bool(inboxes)
         self.needed = any(getattr(s, "uses_save_file", False) for s in strategies)
-        self.ceiling = max_tokens if isinstance(max_tokens, int) else None
-        """The adapter's own ceiling when it is a token count: a pickup admits a share of it (:func:`pickup_budget`)."""
+        self.ceiling = max_tokens if isinstance(max_tokens, int) else None  # a pickup admits a share of it
         self._warned = False
 
     def save_file(self, config: RunnableConfig) -> Path | None:

@@ -1,11 +1,8 @@
 """Which inbox serves a run: the ``backend=`` argument, and the save file or thread a run's config names.
 
-With the directory backend (the default) a thread's inbox lies under the inbox root
-(``root=``, else ``$PROMPTSTRAT_INBOX_ROOT``); a provider such as ``PostgresInboxes(dsn)``
-serves any thread; a backend bound to one conversation serves every run. A run config's
-``configurable.save_file`` names the inbox only where nothing else does (the directory
-backend with no root) or where the code says so (``allow_save_file=True``): a request's
-config never moves its run to another thread's inbox.
+A request's config never moves its run to another thread's inbox: ``configurable.save_file``
+names the inbox only where nothing else does (the directory backend with no root) or where the
+code says so (``allow_save_file=True``).
 """
 
 from __future__ import annotations
@@ -22,11 +19,8 @@ from langchain_promptstrat.inbox.contract import InboxBackend, InboxProvider, is
 from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.inbox.paths import inbox_root, thread_save_file
 
-__all__ = ["InboxBackendSpec", "check_backend", "inbox_for_config", "inbox_for_save_file", "save_file_for_config"]
-
 InboxBackendSpec = InboxBackend | InboxProvider | type[DirectoryInbox] | None
-"""What ``backend=`` accepts: a provider (``PostgresInboxes(dsn)``, the ``DirectoryInbox``
-class), one conversation's backend, or None for the directory default."""
+"""What ``backend=`` accepts: a provider (``PostgresInboxes(dsn)``, the ``DirectoryInbox`` class), one conversation's backend, or None."""
 
 
 def save_file_for_config(
@@ -34,9 +28,8 @@ def save_file_for_config(
 ) -> Path | None:
     """Return the save file a run's config names: ``<root>/<thread_id>.chat``, or ``configurable.save_file`` where no root is set.
 
-    ``root`` defaults to ``$PROMPTSTRAT_INBOX_ROOT``, read now. With a root, a ``save_file``
-    is ignored with one warning unless ``allow_save_file=True``; with none, a thread has no
-    inbox and a ``save_file`` names the one inbox (a script's own run).
+    ``root`` defaults to ``$PROMPTSTRAT_INBOX_ROOT``, read now; with one, a ``save_file`` is
+    ignored with one warning unless ``allow_save_file=True``.
     """
     configurable = (config or {}).get("configurable") or {}
     rooted = inbox_root(root) is not None
@@ -90,8 +83,7 @@ def inbox_for_config(
 ) -> InboxBackend | None:
     """Return the inbox of a run: its ``configurable.thread_id``'s (or ``save_file``'s, see :func:`save_file_for_config`), else None.
 
-    With the directory backend a thread's inbox lies under ``root`` and without a root there
-    is none; a provider needs no root. A backend bound to one conversation is returned as is.
+    A backend bound to one conversation is returned as is; the directory backend needs a root.
     """
     if is_inbox_backend(backend):
         return backend

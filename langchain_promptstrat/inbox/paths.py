@@ -1,8 +1,7 @@
-"""Where a conversation's inbox lies: the sibling rule, thread ids as file names, the inbox root.
+"""Where a conversation's inbox lies: ``x/agent.chat`` has ``x/agent.inbox`` and ``x/agent.inbox_removed``.
 
-A conversation saved to ``x/agent.chat`` has its inbox in ``x/agent.inbox`` and its history
-in ``x/agent.inbox_removed``; a LangGraph thread's save file is ``<root>/<encoded thread
-id>.chat`` (``root=`` or ``$PROMPTSTRAT_INBOX_ROOT``). Paths only: nothing is created here.
+A LangGraph thread's save file is ``<root>/<encoded thread id>.chat`` (``root=`` or
+``$PROMPTSTRAT_INBOX_ROOT``). Paths only: nothing is created here.
 """
 
 from __future__ import annotations
@@ -15,9 +14,6 @@ from pathlib import Path
 from langchain_promptstrat.errors import InboxError
 from langchain_promptstrat.inbox.contract import name_stem
 
-__all__ = ["INBOX_ROOT_ENV", "canonical_thread_id", "encode_thread_id", "inbox_dir", "inbox_removed_dir", "inbox_root",
-           "resolve_save_file", "thread_save_file"]
-
 INBOX_ROOT_ENV = "PROMPTSTRAT_INBOX_ROOT"
 """Environment variable naming the directory that holds one inbox per LangGraph thread."""
 
@@ -26,9 +22,7 @@ REMOVED_SUFFIX = ".inbox_removed"
 THREAD_SAVE_SUFFIX = ".chat"
 
 _SAFE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
-_MAX_ENCODED = 180
-"""Longest encoded thread id kept verbatim: with ``.inbox_removed`` it stays under the
-255-byte file-name limit of common filesystems."""
+_MAX_ENCODED = 180  # with ".inbox_removed", within the 255-byte file names of common filesystems
 _LONG_PREFIX = 96
 
 
@@ -50,10 +44,7 @@ def inbox_removed_dir(save_file: str | os.PathLike[str]) -> Path:
 
 
 def canonical_thread_id(thread_id: str) -> str:
-    """Return the one spelling of a thread id that names its inbox: a UUID in lowercase hyphenated form, any other id as it is.
-
-    LangGraph Server takes a UUID in any spelling :class:`uuid.UUID` reads as one thread.
-    """
+    """Return the one spelling of a thread id that names its inbox (LangGraph Server's): a UUID lowercase and hyphenated, any other id as it is."""
     try:
         return str(uuid.UUID(thread_id))
     except (ValueError, TypeError, AttributeError):
@@ -64,9 +55,8 @@ def encode_thread_id(thread_id: str) -> str:
     """Return ``thread_id`` as one safe file-name component, readable when it already is one.
 
     Every character outside ``[A-Za-z0-9._-]``, and a leading dot, becomes ``%XX`` per UTF-8
-    byte, so no id leaves the root or hides a directory; the mapping is injective. An encoding
-    over 180 characters is cut to its first 96 plus ``~`` and the id's SHA-256 (``~`` never
-    appears in a short one).
+    byte (injective; no id leaves the root); over 180 characters, the first 96, ``~`` and the
+    id's SHA-256 (``~`` never appears in a short one).
     """
     if not isinstance(thread_id, str):
         raise InboxError(f"thread_id must be a string, got {type(thread_id).__name__}")

@@ -1,27 +1,13 @@
 """The inbox in PostgreSQL (:class:`PostgresInbox`, :class:`PostgresInboxes`): the directory backend's contract in two tables.
 
-``promptstrat_inbox_pending`` stands for the ``.inbox`` directory (one row per notice, keyed
-by thread and name) and ``promptstrat_inbox_delivered`` for the history (every delivered
-notice under its history name, with its original name, content, posting and delivery
-time). ``setup()`` creates them once, like LangGraph's ``PostgresSaver.setup()``;
-``promptstrat_inbox_migrations`` records the schema version applied.
-
-Claim (each notice reaches exactly one reader, none is lost): one transaction deletes the
-pending row (``FOR UPDATE SKIP LOCKED``, then ``DELETE ... RETURNING``) and inserts it into
-the history under the first free name (``name``, ``stem.1.ext``, ...), then commits. A
-reader that finds the row locked skips it; the history's primary key makes an overwrite
-impossible (a lost race for a free name tries the next one, in the same transaction). The
-notice is handed over only after COMMIT; anything failing before leaves it pending.
-
-Leases: ``lease`` marks the row with a token, its owner and the time (``UPDATE ... WHERE
-claim_token IS NULL``: one winner); ``acknowledge`` moves it into the history as ``claim``
-does; ``take_over`` re-owns it (``WHERE claimed_by = <old owner>``: one winner).
-
-Connections: a connection string (a new connection per operation: simple, fork-safe), a
-``psycopg_pool.ConnectionPool``, or a ``psycopg.Connection`` in autocommit mode or idle (used
-under a lock; never share one across ``fork``). psycopg is imported when a backend is built.
-Table names appear in the SQL as ``{pending}``, ``{delivered}``, ``{version}``, filled with
-quoted identifiers; values are always parameters.
+``promptstrat_inbox_pending`` stands for the ``.inbox`` directory (leased rows carry their
+claim) and ``promptstrat_inbox_delivered`` for the history; ``setup()`` creates them once and
+records the schema version, like LangGraph's ``PostgresSaver.setup()``. A claim deletes the
+pending row (``FOR UPDATE SKIP LOCKED``) and inserts it under the first free history name in
+one transaction, handed over only after COMMIT; ``lease`` and ``take_over`` are one ``UPDATE``
+each with one winner. ``conn`` is a DSN (a connection per operation: fork-safe), a
+``psycopg_pool.ConnectionPool`` or an idle or autocommit ``psycopg.Connection`` (used under a
+lock). Table names are quoted identifiers, values always parameters.
 """
 
 from __future__ import annotations
@@ -51,8 +37,6 @@ from langchain_promptstrat.inbox.paths import canonical_thread_id, encode_thread
 if TYPE_CHECKING:
     import psycopg
     from typing_extensions import LiteralString  # psycopg's sql.SQL takes only literal text: no injection
-
-__all__ = ["DSN_ENV", "PostgresInbox", "PostgresInboxes", "save_file_thread_id"]
 
 _MAX_NAME_ATTEMPTS = 100
 _MAX_THREAD_ID_BYTES = 2048
@@ -89,8 +73,7 @@ MIGRATIONS: list[list[LiteralString]] = [
             ADD COLUMN IF NOT EXISTS leased_at timestamptz""",
     ],
 ]
-"""Schema versions, oldest first: ``MIGRATIONS[v - 1]`` takes the schema from version v-1 to v.
-Append, never edit: a database records the versions it applied in ``promptstrat_inbox_migrations``."""
+"""Schema versions, oldest first (``MIGRATIONS[v - 1]`` takes v-1 to v): append, never edit."""
 
 # The first free history name among name, stem.1.ext, stem.2.ext, ...: the candidates run
 # from 0 to the number of history rows of the thread that could hold one of them (the name
@@ -201,11 +184,10 @@ _locks_guard = threading.Lock()
 
 
 class PostgresInboxes:
-    """The PostgreSQL inboxes of every conversation in one database: an inbox provider.
+    """The PostgreSQL inboxes of every conversation in one database: an inbox provider (``backend=``).
 
-    Pass it as ``backend=`` to the ``Inbox`` strategy and the adapters, which ask it for
-    each run's thread. ``conn`` is a connection string, a ``psycopg_pool.ConnectionPool`` or
-    a ``psycopg.Connection``; ``schema`` places the tables there (default: the search path).
+    ``conn`` is a connection string, a ``psycopg_pool.ConnectionPool`` or a ``psycopg.Connection``;
+    ``schema`` places the tables there (default: the search path).
     """
 
     def __init__(self, conn: str | psycopg.Connection | Any, *, schema: str | None = None) -> None:
@@ -344,19 +326,11 @@ class PostgresInboxes:
 
 
 def save_file_thread_id(save_file: str | os.PathLike[str]) -> str:
-    """Return the thread id that stands for a save file in the database: the absolute path of its inbox sibling.
-
-    The sibling rule still applies (``x/agent.chat`` and ``x/agent.json`` share
-    ``/abs/x/agent.inbox``); ``.`` and ``..`` are resolved lexically, symbolic links are not.
-    """
+    """Return the thread id that stands for a save file in the database: the absolute path of its inbox sibling (lexically resolved)."""
     return os.path.abspath(inbox_dir(save_file))
 
 
-def _check_thread_id(thread_id: object) -> str:
-    if not isinstance(thread_id, str):
-        raise InboxError(f"thread_id must be a string, got {type(thread_id).__name__}")
-    if not thread_id:
-        raise InboxError("thread_id is empty; an inbox needs a non-empty thread id")
+def _check_thread_id(thread_id: str) -> str:
     try:
         encoded = thread_id.encode("utf-8")
     except UnicodeEncodeError:
@@ -369,11 +343,9 @@ def _check_thread_id(thread_id: object) -> str:
 
 
 class PostgresInbox(NoticeStore[str]):
-    """The inbox of one conversation (a thread) in PostgreSQL.
+    """The inbox of one conversation (a thread) in PostgreSQL; ``conn`` as :class:`PostgresInboxes`, or one.
 
-    Build it with ``PostgresInbox(conn, thread_id=...)``, :meth:`for_thread` or a
-    :class:`PostgresInboxes`; call :meth:`setup` once per database. Failures are raised as
-    :class:`InboxError`: a notice whose claim failed stays pending for the next pickup.
+    Failures are raised as :class:`InboxError`: a notice whose claim failed stays pending.
     """
 
     def __init__(
@@ -386,23 +358,11 @@ class PostgresInbox(NoticeStore[str]):
         max_notice_bytes: int | None = None,
     ) -> None:
         self._db = conn if isinstance(conn, PostgresInboxes) else PostgresInboxes(conn, schema=schema)
+        self._key = encode_thread_id(thread_id)  # refuses a thread id that is not a non-empty string
         self.thread_id = _check_thread_id(thread_id)
-        self._key = encode_thread_id(thread_id)
         _, lease, cap = notice_limits()
         self.lease_seconds = lease if lease_seconds is None else lease_seconds
         self.max_notice_bytes = cap if max_notice_bytes is None else max_notice_bytes
-
-    @classmethod
-    def for_thread(cls, thread_id: str, conn: str | psycopg.Connection | Any, *, schema: str | None = None) -> PostgresInbox:
-        """Return the inbox of LangGraph thread ``thread_id`` in the database ``conn``."""
-        return cls(conn, thread_id=thread_id, schema=schema)
-
-    @classmethod
-    def for_save_file(
-        cls, save_file: str | os.PathLike[str], conn: str | psycopg.Connection | Any, *, schema: str | None = None
-    ) -> PostgresInbox:
-        """Return the inbox of the conversation saved to ``save_file`` in the database ``conn``."""
-        return cls(conn, thread_id=save_file_thread_id(save_file), schema=schema)
 
     def __repr__(self) -> str:
         return f"PostgresInbox({self._db._describe()!r}, thread_id={self.thread_id!r})"
@@ -427,8 +387,6 @@ class PostgresInbox(NoticeStore[str]):
 
     def _claimed(self, name: str, content: Any, posted_at: Any, token: str) -> Claimed:
         return Claimed(name=name, path=f"{self.location}/{name}", mtime=posted_at.timestamp(), data=bytes(content), token=token)
-
-    # ----------------------------------------------------------------- reading
 
     def pending(self) -> list[str]:
         """Return the names of the thread's pending notices, sorted by code point; none before the first post."""
@@ -456,8 +414,6 @@ class PostgresInbox(NoticeStore[str]):
                   None if head is None else bytes(head))
             for token, name, owner, leased, posted, size, head in rows
         ]
-
-    # ----------------------------------------------------------------- claiming
 
     def claim(self, name: str, *, need_content: bool = True) -> Claimed | None:
         """Take pending notice ``name`` and record it in the history, in one transaction; None when another reader has it.
@@ -528,8 +484,6 @@ class PostgresInbox(NoticeStore[str]):
 
     def _before_commit(self, cursor: Any, name: str, history_name: str) -> None:
         """Run inside the claim's transaction just before COMMIT; a seam for tests that stop a reader in mid-claim."""
-
-    # ----------------------------------------------------------------- writing
 
     def _write(self, data: bytes, name: str | None) -> str:
         for _ in range(_MAX_NAME_ATTEMPTS):

@@ -1,44 +1,41 @@
-"""Edits of tool calls and outputs: shorten or drop a call in every place it is recorded, shorten an output, apply fates.
+"""Edits of tool calls and outputs, and the prompt floor that repairs what a strategy broke.
 
-Messages are treated as immutable: an edit returns a copy (or the message itself when
-nothing changes), so the input list and the stored conversation keep full fidelity. A
-call is shortened or dropped in ``tool_calls``, OpenAI's ``additional_kwargs``, its call
-blocks and ``invalid_tool_calls`` at once, because a provider sees whichever its
-integration serialises. :func:`apply_fates` applies a strategy's decisions (:class:`Fate`
-of each side of each completed call) to a whole list, dropping a pair whole or not at all.
-
-Must not decide what to shorten or drop (the strategies do) nor repair a broken list
-(``floor`` does).
+An edit returns a copy (or the message itself when nothing changes): the input list and the
+stored conversation keep full fidelity. A call is shortened or dropped in every place it is
+recorded at once, because a provider sees whichever its integration serialises;
+:func:`apply_fates` drops a pair whole or not at all. :func:`keep_prompt_floor` judges the
+strategies' output, whichever ran. Must not decide what to shorten or drop (strategies do).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Mapping, Sequence
+import logging
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from enum import IntEnum
 from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from langchain_promptstrat.messages.pairs import find_tool_pair_violations
 from langchain_promptstrat.messages.read_back import handle_text
-from langchain_promptstrat.messages.recorded_calls import CALL_BLOCK_TYPES, call_block_id, call_blocks, openai_calls
-from langchain_promptstrat.messages.sizes import content_text
+from langchain_promptstrat.messages.recorded_calls import (
+    CALL_BLOCK_TYPES,
+    call_block_id,
+    call_blocks,
+    content_text,
+    is_real_user_message,
+    leading_system_count,
+    openai_calls,
+    parsed_json,
+)
 from langchain_promptstrat.messages.tool_index import ToolIndex
 from langchain_promptstrat.truncation import DEFAULT_ARGUMENT_SIZE, DEFAULT_OUTPUT_SIZE, shorten_string
 
 M = TypeVar("M", bound=BaseMessage)
 
-__all__ = [
-    "Fate",
-    "apply_fates",
-    "drop_tool_call",
-    "edit_ai_message",
-    "shorten_arguments",
-    "shorten_tool_call",
-    "shorten_text",
-    "shorten_tool_output",
-    "with_handle",
-]
+_logger = logging.getLogger("langchain_promptstrat")
+"""The package logger (``report.logger``), looked up by name: ``report`` imports this module."""
 
 
 class Fate(IntEnum):
@@ -49,49 +46,45 @@ class Fate(IntEnum):
     KEEP = 2
 
 
-def shorten_arguments(args: Any, size: int = DEFAULT_ARGUMENT_SIZE) -> Any:
-    """Return ``args`` with each top-level string value shortened; the same object if none is."""
+def _shortened(args: Any, size: int, as_json: bool = False) -> Any:
+    """Return ``args`` with each top-level string value shortened (``as_json``: arguments as JSON text); the same object if none is."""
+    if as_json:
+        if not isinstance(args, str):
+            return args
+        parsed = parsed_json(args)
+        if parsed is args:  # not JSON: shortened as text
+            return shorten_string(args, size)
+        short = _shortened(parsed, size)
+        return args if short is parsed else json.dumps(short, ensure_ascii=False)
     if not isinstance(args, dict):
         return args
-    changed = False
-    out: dict[str, Any] = {}
-    for k, v in args.items():
-        if isinstance(v, str):
-            short = shorten_string(v, size)
-            changed = changed or short is not v
-            out[k] = short
-        else:
-            out[k] = v
-    return out if changed else args
+    out = {k: shorten_string(v, size) if isinstance(v, str) else v for k, v in args.items()}
+    return args if all(out[k] is v for k, v in args.items()) else out
 
 
-def _shorten_json_arguments(raw: Any, size: int) -> Any:
-    if not isinstance(raw, str):
-        return raw
-    try:
-        parsed = json.loads(raw)
-    except ValueError:
-        return shorten_string(raw, size)
-    short = shorten_arguments(parsed, size)
-    return raw if short is parsed else json.dumps(short, ensure_ascii=False)
+def shorten_arguments(args: Any, size: int = DEFAULT_ARGUMENT_SIZE) -> Any:
+    """Return ``args`` with each top-level string value shortened; the same object if none is."""
+    return _shortened(args, size)
 
 
 def _has_text(content: Any) -> bool:
     if isinstance(content, str):
         return bool(content.strip())
-    if isinstance(content, list):
-        for block in content:
-            if isinstance(block, str):
-                if block.strip():
-                    return True
-            elif isinstance(block, dict):
-                kind = block.get("type")
-                if kind == "text":
-                    if str(block.get("text") or "").strip():
-                        return True
-                elif kind not in CALL_BLOCK_TYPES and kind not in ("thinking", "redacted_thinking", "reasoning"):
-                    return True  # images, documents, ...: real content the message still carries
+    for block in content if isinstance(content, list) else ():
+        if isinstance(block, str) and block.strip():
+            return True
+        if isinstance(block, dict):
+            kind = block.get("type")
+            if kind == "text" and str(block.get("text") or "").strip():
+                return True
+            if kind not in ("text", "thinking", "redacted_thinking", "reasoning", *CALL_BLOCK_TYPES):
+                return True  # images, documents, ...: real content the message still carries
     return False
+
+
+def _edited(items: Sequence[Any], call_id: Callable[[Any], Any], shortened: Callable[[Any], Any], shorten: set[str], drop: set[str]) -> list[Any]:
+    """Return ``items`` (one place a message records calls) without the dropped calls, the shortened ones shortened."""
+    return [shortened(item) if call_id(item) in shorten else item for item in items if call_id(item) not in drop]
 
 
 def edit_ai_message(
@@ -101,89 +94,50 @@ def edit_ai_message(
     drop: Iterable[str] = (),
     argument_size: int = DEFAULT_ARGUMENT_SIZE,
 ) -> AIMessage | None:
-    """Return a copy of ``message`` with some calls shortened and some dropped, in every place.
+    """Return a copy of ``message`` with the calls ``shorten`` shortened (each string argument to ``argument_size``) and ``drop`` dropped, in every place.
 
-    ``shorten`` and ``drop`` are call ids. Shortening truncates each string-valued argument
-    to ``argument_size`` (non-string values stay). Returns ``message`` itself when nothing
-    changes, and None when no call and no text is left: an empty assistant message is
-    rejected by providers and tells the model nothing.
+    Returns ``message`` itself when nothing changes, and None when no call and no text is
+    left: an empty assistant message is rejected by providers and tells the model nothing.
     """
     shorten, drop = set(shorten) - set(drop), set(drop)
     if not shorten and not drop:
         return message
     update: dict[str, Any] = {}
 
-    new_calls = []
-    calls_changed = False
-    call: Mapping[str, Any]  # a LangChain ToolCall or a copy, then an OpenAI call dict
-    for call in message.tool_calls:
-        cid = call.get("id")
-        if cid in drop:
-            calls_changed = True
-            continue
-        if cid in shorten:
-            args = shorten_arguments(call.get("args"), argument_size)
-            if args is not call.get("args"):
-                call = {**call, "args": args}
-                calls_changed = True
-        new_calls.append(call)
-    if calls_changed:
-        update["tool_calls"] = new_calls
+    def with_args(call: dict[str, Any], key: str, short: Any) -> dict[str, Any]:
+        return call if short is call.get(key) else {**call, key: short}
 
-    new_invalid = []
-    for invalid in message.invalid_tool_calls:
-        cid = invalid.get("id")
-        if cid in drop:
-            continue
-        if cid in shorten and isinstance(invalid.get("args"), str):
-            invalid = {**invalid, "args": shorten_arguments(invalid["args"], argument_size)}
-        new_invalid.append(invalid)
-    if new_invalid != message.invalid_tool_calls:
-        update["invalid_tool_calls"] = new_invalid
+    calls = _edited(message.tool_calls, lambda c: c.get("id"), lambda c: with_args(c, "args", _shortened(c.get("args"), argument_size)), shorten, drop)
+    if len(calls) < len(message.tool_calls) or any(a is not b for a, b in zip(calls, message.tool_calls)):
+        update["tool_calls"] = calls
+    invalid = [c for c in message.invalid_tool_calls if c.get("id") not in drop]  # unparsed arguments are not shortened
+    if len(invalid) < len(message.invalid_tool_calls):
+        update["invalid_tool_calls"] = invalid
+    kwargs = message.additional_kwargs
+    if openai_calls(message):
 
-    openai = openai_calls(message)
-    if openai:
-        new_openai = []
-        for call in openai:
-            cid = call.get("id") if isinstance(call, dict) else None
-            if cid in drop:
-                continue
-            if cid in shorten and isinstance(call.get("function"), dict):
-                function = call["function"]
-                arguments = _shorten_json_arguments(function.get("arguments"), argument_size)
-                if arguments is not function.get("arguments"):
-                    call = {**call, "function": {**function, "arguments": arguments}}
-            new_openai.append(call)
-        kwargs = dict(message.additional_kwargs)
-        if new_openai:
-            kwargs["tool_calls"] = new_openai
+        def short_openai(call: dict[str, Any]) -> dict[str, Any]:
+            function = call.get("function")
+            if not isinstance(function, dict):
+                return call
+            return with_args(call, "function", with_args(function, "arguments", _shortened(function.get("arguments"), argument_size, as_json=True)))
+
+        openai = _edited(openai_calls(message), lambda c: c.get("id") if isinstance(c, dict) else None, short_openai, shorten, drop)
+        kwargs = dict(kwargs)
+        if openai:
+            kwargs["tool_calls"] = openai
         else:
-            kwargs.pop("tool_calls", None)
+            del kwargs["tool_calls"]
         update["additional_kwargs"] = kwargs
-
     content = message.content
-    if isinstance(content, list) and any(True for _ in call_blocks(content)):
-        new_content: list[Any] = []
-        for block in content:
-            cid = call_block_id(block)
-            if cid is not None and isinstance(block, dict):  # only a dict block records a call
-                if cid in drop:
-                    continue
-                if cid in shorten:
-                    key = CALL_BLOCK_TYPES[block["type"]][1]
-                    if block["type"] == "function_call":
-                        short = _shorten_json_arguments(block.get(key), argument_size)
-                    else:
-                        short = shorten_arguments(block.get(key), argument_size)
-                    if short is not block.get(key):
-                        block = {**block, key: short}
-            new_content.append(block)
-        update["content"] = new_content
-        content = new_content
+    if any(True for _ in call_blocks(content)):
 
-    remaining = new_calls or (update.get("additional_kwargs", message.additional_kwargs).get("tool_calls"))
-    invalid_left = update.get("invalid_tool_calls", message.invalid_tool_calls)
-    if not remaining and not invalid_left and not any(True for _ in call_blocks(content)) and not _has_text(content):
+        def short_block(block: dict[str, Any]) -> dict[str, Any]:
+            key = CALL_BLOCK_TYPES[block["type"]][1]
+            return with_args(block, key, _shortened(block.get(key), argument_size, as_json=block["type"] == "function_call"))
+
+        content = update["content"] = _edited(content, call_block_id, short_block, shorten, drop)
+    if not calls and not kwargs.get("tool_calls") and not invalid and not any(True for _ in call_blocks(content)) and not _has_text(content):
         return None
     return message.model_copy(update=update) if update else message
 
@@ -214,24 +168,17 @@ def shorten_text(message: M, size: int) -> M:
     if isinstance(content, str):
         short = shorten_string(content, size)
         return message if short is content else message.model_copy(update={"content": short})
-    if isinstance(content, list):
-        changed = False
-        new: list[Any] = []
-        for block in content:
-            if isinstance(block, str):
-                short = shorten_string(block, size)
-                changed = changed or short is not block
-                new.append(short)
-            elif isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
-                short = shorten_string(block["text"], size)
-                if short is not block["text"]:
-                    changed = True
-                    block = {**block, "text": short}
-                new.append(block)
-            else:
-                new.append(block)
-        return message.model_copy(update={"content": new}) if changed else message
-    return message
+    new = [_short_text_block(block, size) for block in content]
+    return message if all(a is b for a, b in zip(new, content)) else message.model_copy(update={"content": new})
+
+
+def _short_text_block(block: Any, size: int) -> Any:
+    if isinstance(block, str):
+        return shorten_string(block, size)
+    if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+        short = shorten_string(block["text"], size)
+        return block if short is block["text"] else {**block, "text": short}
+    return block
 
 
 def shorten_tool_output(message: ToolMessage, size: int = DEFAULT_OUTPUT_SIZE, call: int | str | None = None) -> ToolMessage:
@@ -264,15 +211,12 @@ def apply_fates(
     narration_chars: int = 0,
     leave_out: Collection[int] = (),
 ) -> list[BaseMessage]:
-    """Return a new list with each completed call's ``(call fate, output fate)`` applied.
+    """Return a new list with each completed call's ``(call fate, output fate)`` (``fates`` by number in ``index.calls``) applied.
 
-    ``fates`` maps a position in ``index.calls`` to the fates of its call and its output;
-    calls not in it are kept. A pair is dropped whole or not at all: if either side is
-    dropped, both are. Messages that do not change are reused, not copied. A shortened
-    output is its entry in ``shortened_outputs`` (by message index) when it has one, else
-    :func:`shorten_tool_output`. With ``narration_chars``, an assistant message with a shortened
-    call and no call left whole (none pending) has its text shortened to that size too
-    (:func:`shorten_text`). The messages at ``leave_out`` (indices) are not in the result.
+    A pair is dropped whole or not at all; unchanged messages are reused. A shortened output is
+    its entry in ``shortened_outputs`` (by message index), else :func:`shorten_tool_output`. With
+    ``narration_chars``, an assistant message whose calls are all shortened (or dropped, one at
+    least shortened) has its text shortened to that size. The messages at ``leave_out`` are left out.
     """
     ai_edits: dict[int, tuple[set[str], set[str]]] = {}
     output_fate: dict[int, Fate] = {}
@@ -290,10 +234,6 @@ def apply_fates(
             shorten.add(record.id)
         output_fate[record.output_index] = out_fate
         output_call[record.output_index] = number + 1
-    calls_of: dict[int, int] = {}
-    if narration_chars > 0:
-        for record in index.calls:
-            calls_of[record.ai_index] = calls_of.get(record.ai_index, 0) + 1
     out: list[BaseMessage] = []
     for i, message in enumerate(messages):
         if i in leave_out:
@@ -302,7 +242,7 @@ def apply_fates(
         if edit is not None:
             edited = edit_ai_message(message, shorten=edit[0], drop=edit[1])  # type: ignore[arg-type]
             if edited is not None:
-                if narration_chars > 0 and edit[0] and len(edit[0]) + len(edit[1]) == calls_of.get(i, 0):
+                if narration_chars > 0 and edit[0] and len(edit[0]) + len(edit[1]) == len(index.calls_per_ai[i]):
                     edited = shorten_text(edited, narration_chars)
                 out.append(edited)
             continue
@@ -314,4 +254,85 @@ def apply_fates(
             out.append(short if short is not None else shorten_tool_output(message, call=output_call[i]))  # type: ignore[arg-type]
         else:
             out.append(message)
+    return out
+
+
+def _key(message: BaseMessage) -> tuple[str, Any]:
+    return ("id", message.id) if message.id else ("object", id(message))
+
+
+def _is_copy(message: BaseMessage, original: BaseMessage) -> bool:
+    return _key(message) == _key(original) or (type(message) is type(original) and message.content == original.content)
+
+
+def _repair_pairs(messages: list[BaseMessage]) -> list[BaseMessage]:
+    """Return ``messages`` without orphan or duplicate outputs and without calls that lost their output."""
+    violations = find_tool_pair_violations(messages)
+    extra_outputs = {v.index for v in violations if v.kind != "missing_output"}
+    lost: dict[int, list[str]] = {}
+    for v in violations:
+        if v.kind == "missing_output":
+            lost.setdefault(v.index, []).append(v.call_id)
+    out: list[BaseMessage] = []
+    message: BaseMessage | None
+    for i, message in enumerate(messages):
+        if i in extra_outputs:
+            continue
+        for call_id in lost.get(i, ()):
+            message = drop_tool_call(message, call_id) if isinstance(message, AIMessage) else message
+            if message is None:
+                break
+        if message is not None:
+            out.append(message)
+    return out
+
+
+def _anchor_position(source: Sequence[BaseMessage], anchor: BaseMessage, prompt: list[BaseMessage]) -> int:
+    """Return where ``anchor`` goes back: before the first kept message that followed it, at a step's start."""
+    order = {_key(m): i for i, m in enumerate(source)}
+    at, start = order[_key(anchor)], leading_system_count(prompt)
+    for j in range(start, len(prompt)):
+        if order.get(_key(prompt[j]), -1) > at:
+            while j > start and isinstance(prompt[j], ToolMessage):
+                j -= 1  # a user message between a call and its output breaks the pair
+            return j
+    return len(prompt)
+
+
+def keep_prompt_floor(source: Sequence[BaseMessage], prompt: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """Return ``prompt``, restored where a strategy broke the floor, with a warning naming the repair.
+
+    The floor: the system block of ``source`` leads, its newest real user message is present
+    (back at its place in the original order), calls and outputs pair up (unpaired ones are
+    removed; when ``source`` itself holds them, the warning says so), and the prompt is not empty.
+    """
+    out, repaired = list(prompt), []
+    system = list(source[: leading_system_count(source)])
+    if system and not leading_system_count(out):
+        keys = {_key(m) for m in system}
+        out = [*system, *(m for m in out if _key(m) not in keys)]
+        repaired.append("the system message")
+    inherited = False
+    broken = find_tool_pair_violations(out)
+    if broken:
+        out = _repair_pairs(out)
+        # a conversation resumed after a kill mid-tool-call holds the broken pair itself: not the strategies' doing
+        given = {(v.kind, v.call_id) for v in find_tool_pair_violations(source)}
+        inherited = all((v.kind, v.call_id) in given for v in broken)
+        if not inherited:
+            repaired.append("tool call/output pairs")
+    anchor = next((m for m in reversed(source) if is_real_user_message(m)), None)
+    if anchor is not None and not any(_is_copy(m, anchor) for m in out):
+        out.insert(_anchor_position(source, anchor, out), anchor)
+        repaired.append("the newest user message")
+    if not out and source:
+        out = _repair_pairs(list(source)) or list(source)
+        repaired.append("a non-empty prompt (the unchanged conversation)")
+    if inherited:
+        _logger.warning(
+            "prompt floor: left out tool calls without outputs (or outputs without calls) that the conversation "
+            "itself holds, as a run stopped mid-tool-call leaves them; the stored conversation keeps them"
+        )
+    if repaired:
+        _logger.warning("prompt floor: restored %s after the strategies broke it", ", ".join(repaired))
     return out

@@ -34,7 +34,7 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from langchain_promptstrat.messages.sizes import message_chars
+from langchain_promptstrat.messages.recorded_calls import message_chars
 
 _DEREF = weakref.ref.__call__
 """Dereference a weak reference, as a C function ``map`` can call without a Python frame."""

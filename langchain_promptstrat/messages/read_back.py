@@ -1,16 +1,10 @@
-"""Reading a tool output back from the stored conversation: the handle a stub carries and the read-back itself.
+"""Reading a tool output back from the stored conversation, which still holds every output whole: the handle a stub carries and the read-back.
 
-Strategies are ephemeral: the stored conversation still holds every output whole, so what a
-prompt shortened or dropped is one call away. A shortened output ends with its handle,
-``[whole: read_back(call=N)]``, N being the call's number in the conversation (1 = its first
-call), which never changes as the conversation grows, so a stub frozen in a cached prefix
-never changes either. :func:`read_back` answers from the messages alone, never by running a
-tool again: an output whole when it fits a page, else a page of its lines, or the lines of
-one output or of every output matching a pattern. Its answers in the newest step reach the
-model whole (:func:`keep_read_backs_whole`, applied after every strategy), so an agent never
-loops on a read-back that was cut again.
-
-Must not know any strategy nor any front end (the tool around :func:`read_back` is an adapter).
+A shortened output ends with its handle, ``[whole: read_back(call=N)]``, N the call's number
+in the conversation (1 = first), which never changes as it grows. :func:`read_back` answers
+from the messages alone, never by running a tool again; its answers in the newest step reach
+the model whole (:func:`keep_read_backs_whole`), so an agent never loops on a read-back cut again.
+Must not know any strategy nor front end (the tool around :func:`read_back` is an adapter).
 """
 
 from __future__ import annotations
@@ -22,12 +16,9 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from langchain_promptstrat.messages.coercion import tool_results_as_tool_messages
-from langchain_promptstrat.messages.recorded_calls import recorded_calls
-from langchain_promptstrat.messages.sizes import content_text
+from langchain_promptstrat.messages.pairs import tool_results_as_tool_messages
+from langchain_promptstrat.messages.recorded_calls import content_text, recorded_calls
 from langchain_promptstrat.messages.tool_index import ToolCallRecord, index_tool_calls
-
-__all__ = ["PAGE_CHARS", "PAGE_LINES", "READ_BACK_TOOL", "calls_named", "handle_text", "keep_read_backs_whole", "range_text", "read_back"]
 
 READ_BACK_TOOL = "read_back"
 """The name of the read-back tool, which every handle names."""

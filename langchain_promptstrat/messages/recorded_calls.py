@@ -1,25 +1,20 @@
-"""Where a tool call is recorded: reading a message's calls from ``tool_calls``, OpenAI's ``additional_kwargs``, call blocks and ``invalid_tool_calls``.
+"""What a message records: its tool calls from every place they are kept, its text and sizes, and this package's marks.
 
-A real conversation may carry the same call in several places (:data:`CALL_BLOCK_TYPES` for
-the content blocks); a call whose arguments did not parse lives in ``invalid_tool_calls``.
-:func:`recorded_calls` reads each call once from all of them; :func:`repeat_key` says when
-two calls make the same request. Must not change a message (``edits`` does) nor know any strategy.
+A call may be kept in ``tool_calls``, OpenAI's ``additional_kwargs["tool_calls"]``, content
+blocks (:data:`CALL_BLOCK_TYPES`) and ``invalid_tool_calls``; :func:`recorded_calls` reads
+each once, from the first place it is found. Must not change a message (``edits`` does).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard, TypeVar
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-
-def openai_calls(message: BaseMessage) -> list[dict[str, Any]]:
-    """Return the calls ``message`` records in OpenAI's ``additional_kwargs["tool_calls"]`` (a list, maybe empty)."""
-    calls = message.additional_kwargs.get("tool_calls") if message.additional_kwargs else None
-    return calls if isinstance(calls, list) else []
-
+MARK_KEY = "promptstrat"
+"""Key in ``additional_kwargs`` (which integrations do not send) under which this package marks the messages it creates."""
 
 CALL_BLOCK_TYPES: dict[str, tuple[str, str]] = {
     "tool_use": ("id", "input"),  # Anthropic
@@ -27,6 +22,14 @@ CALL_BLOCK_TYPES: dict[str, tuple[str, str]] = {
     "function_call": ("call_id", "arguments"),  # OpenAI Responses API (arguments as JSON text)
 }
 """Content block types that record a call: ``type -> (key of the call id, key of its arguments)``."""
+
+_Message = TypeVar("_Message", bound=BaseMessage)
+
+
+def openai_calls(message: BaseMessage) -> list[dict[str, Any]]:
+    """Return the calls ``message`` records in OpenAI's ``additional_kwargs["tool_calls"]`` (a list, maybe empty)."""
+    calls = message.additional_kwargs.get("tool_calls") if message.additional_kwargs else None
+    return calls if isinstance(calls, list) else []
 
 
 def call_block_id(block: Any) -> str | None:
@@ -40,83 +43,53 @@ def call_block_id(block: Any) -> str | None:
 
 
 def call_blocks(content: Any) -> Iterable[dict[str, Any]]:
-    """Yield the content blocks of ``content`` that record a call (see :data:`CALL_BLOCK_TYPES`)."""
+    """Yield the content blocks of ``content`` that record a call."""
     if isinstance(content, list):
         for block in content:
             if isinstance(block, dict) and block.get("type") in CALL_BLOCK_TYPES:
                 yield block
 
 
-def _block_args(block: dict[str, Any]) -> Any:
-    raw = block.get(CALL_BLOCK_TYPES[block["type"]][1])
-    if block["type"] == "function_call" and isinstance(raw, str):
-        try:
-            return json.loads(raw)
-        except ValueError:
-            return raw
-    return raw
+def parsed_json(raw: Any) -> Any:
+    """Return ``raw`` parsed when it is JSON text, else ``raw`` itself."""
+    try:
+        return json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        return raw
 
 
-def tool_call_ids(message: BaseMessage) -> list[str]:
-    """Return the ids of the calls ``message`` records, in order, each once, from all three places."""
-    if not isinstance(message, AIMessage):
-        return []
-    ids: list[str] = []
-    seen: set[str] = set()
-
-    def add(call_id: Any) -> None:
-        if isinstance(call_id, str) and call_id and call_id not in seen:
-            seen.add(call_id)
-            ids.append(call_id)
-
-    call: Mapping[str, Any]  # a LangChain ToolCall, then an OpenAI call dict
-    for call in message.tool_calls:
-        add(call.get("id"))
-    for call in openai_calls(message):
-        if isinstance(call, dict):
-            add(call.get("id"))
-    for block in call_blocks(message.content):
-        add(call_block_id(block))
-    for invalid in message.invalid_tool_calls:
-        add(invalid.get("id"))
-    return ids
-
-
-def _call_name_and_args(message: AIMessage, call_id: str) -> tuple[str, Any]:
-    call: Mapping[str, Any]  # a LangChain ToolCall, then an OpenAI call dict
-    for call in message.tool_calls:
-        if call.get("id") == call_id:
-            return call.get("name") or "", call.get("args")
-    for call in openai_calls(message):
-        if isinstance(call, dict) and call.get("id") == call_id:
-            function = call.get("function") or {}
-            raw = function.get("arguments")
-            try:
-                args = json.loads(raw) if isinstance(raw, str) else raw
-            except ValueError:
-                args = raw
-            return function.get("name") or "", args
-    for block in call_blocks(message.content):
-        if call_block_id(block) == call_id:
-            return block.get("name") or "", _block_args(block)
-    for invalid in message.invalid_tool_calls:
-        if invalid.get("id") == call_id:
-            return invalid.get("name") or "", invalid.get("args")
-    return "", None
+def _is_new(call_id: Any, calls: Mapping[str, Any]) -> TypeGuard[str]:
+    return isinstance(call_id, str) and call_id != "" and call_id not in calls
 
 
 def recorded_calls(message: AIMessage) -> Sequence[tuple[str, str, Any]]:
     """Return ``(id, name, args)`` of each call ``message`` records, in order, each once."""
-    if not openai_calls(message) and not isinstance(message.content, list) and not message.invalid_tool_calls:
-        out: list[tuple[str, str, Any]] = []
-        seen: set[str] = set()
-        for call in message.tool_calls:
-            call_id = call.get("id")
-            if isinstance(call_id, str) and call_id and call_id not in seen:
-                seen.add(call_id)
-                out.append((call_id, call.get("name") or "", call.get("args")))
-        return out
-    return [(call_id, *_call_name_and_args(message, call_id)) for call_id in tool_call_ids(message)]
+    calls: dict[str, tuple[str, str, Any]] = {}
+    call: Mapping[str, Any]  # a LangChain ToolCall, then an OpenAI call dict
+    for call in message.tool_calls:
+        call_id = call.get("id")
+        if _is_new(call_id, calls):
+            calls[call_id] = (call_id, call.get("name") or "", call.get("args"))
+    for call in openai_calls(message):
+        call_id = call.get("id") if isinstance(call, dict) else None
+        if _is_new(call_id, calls):
+            function = call.get("function") or {}
+            calls[call_id] = (call_id, function.get("name") or "", parsed_json(function.get("arguments")))
+    for block in call_blocks(message.content):
+        call_id = call_block_id(block)
+        if _is_new(call_id, calls):
+            args = block.get(CALL_BLOCK_TYPES[block["type"]][1])
+            calls[call_id] = (call_id, block.get("name") or "", parsed_json(args) if block["type"] == "function_call" else args)
+    for call in message.invalid_tool_calls:
+        call_id = call.get("id")
+        if _is_new(call_id, calls):
+            calls[call_id] = (call_id, call.get("name") or "", call.get("args"))
+    return list(calls.values())
+
+
+def tool_call_ids(message: BaseMessage) -> list[str]:
+    """Return the ids of the calls ``message`` records, in order, each once, from every place."""
+    return [call[0] for call in recorded_calls(message)] if isinstance(message, AIMessage) else []
 
 
 def repeat_key(name: str, args: Any) -> str:
@@ -124,6 +97,72 @@ def repeat_key(name: str, args: Any) -> str:
     return name + "\x00" + json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def keyed_calls(message: AIMessage) -> tuple[tuple[str, str, Any, str], ...]:
-    """Return ``(id, name, args, repeat key)`` of each call ``message`` records (:func:`recorded_calls` with keys)."""
-    return tuple((call_id, name, args, repeat_key(name, args)) for call_id, name, args in recorded_calls(message))
+def content_text(content: Any) -> str:
+    """Return the text of a message content: the string, or its text blocks joined."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "".join(
+        block if isinstance(block, str) else block["text"]
+        for block in content
+        if isinstance(block, str) or (isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str))
+    )
+
+
+def value_chars(value: Any) -> int:
+    """Return the characters of a value's strings, keys and scalars, walking containers with its own stack (no ``RecursionError``)."""
+    total = 0
+    pending: list[Any] = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            total += len(item)
+        elif isinstance(item, dict):
+            total += sum(len(str(k)) for k in item)
+            pending.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            pending.extend(item)
+        elif item is not None:
+            total += len(str(item))
+    return total
+
+
+def message_chars(message: BaseMessage) -> int:
+    """Return the characters a message carries (not tokens): its text plus its calls' names and arguments."""
+    n = len(content_text(message.content))
+    if isinstance(message, AIMessage):
+        for call in message.tool_calls:
+            n += len(call.get("name") or "") + value_chars(call.get("args"))
+    return n
+
+
+def mark(message: _Message, kind: str, *, notice: bool, **meta: Any) -> _Message:
+    """Return a copy of ``message`` marked as produced by this package; ``notice=True``: never a real user message."""
+    kwargs = dict(message.additional_kwargs)
+    kwargs[MARK_KEY] = {"kind": kind, "notice": notice, **meta}
+    return message.model_copy(update={"additional_kwargs": kwargs})
+
+
+def mark_of(message: BaseMessage) -> dict[str, Any] | None:
+    """Return this package's mark on ``message`` (``{"kind": ..., ...}``), or None."""
+    value = message.additional_kwargs.get(MARK_KEY) if message.additional_kwargs else None
+    return value if isinstance(value, dict) else None
+
+
+def is_real_user_message(message: BaseMessage) -> bool:
+    """Return whether ``message`` is a user message a person wrote, not a strategy's notice."""
+    if not isinstance(message, HumanMessage):
+        return False
+    m = mark_of(message)
+    return not (m and m.get("notice"))
+
+
+def task_index(messages: Sequence[BaseMessage]) -> int | None:
+    """Return the index of the run's task: the first real user message (harnesses speak as the user too), or None."""
+    return next((i for i, m in enumerate(messages) if is_real_user_message(m)), None)
+
+
+def leading_system_count(messages: Sequence[BaseMessage]) -> int:
+    """Return how many messages at the head are ``SystemMessage``s (the system block)."""
+    return next((i for i, m in enumerate(messages) if not isinstance(m, SystemMessage)), len(messages))

@@ -1,9 +1,7 @@
-"""The tool-call index of a conversation: each call, its output and its position; steps and turns.
+"""The tool-call index of a conversation (each call, its output and its position), steps and turns.
 
-Positions are 1-based from the newest ``ToolMessage`` (a call shares its output's); a step
-is an ``AIMessage`` and the ``ToolMessage``s right after it, where its outputs are matched; a
-turn is a real user message up to the next one. Must not read a message's call fields
-itself (``recorded_calls`` does) nor edit a message.
+A step's outputs are matched among the ``ToolMessage``s right after its ``AIMessage``. Must
+not read a message's call fields itself (``recorded_calls`` does) nor edit a message.
 """
 
 from __future__ import annotations
@@ -13,8 +11,7 @@ from typing import Any, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from langchain_promptstrat.messages.marks import is_real_user_message
-from langchain_promptstrat.messages.recorded_calls import keyed_calls
+from langchain_promptstrat.messages.recorded_calls import is_real_user_message, recorded_calls, repeat_key
 
 
 class ToolCallRecord(NamedTuple):
@@ -121,13 +118,13 @@ class ToolIndex:
                 continue
             step = {}
             if isinstance(message, AIMessage):
-                recorded = keyed_calls(message)
+                recorded = recorded_calls(message)
                 if recorded:
                     first = len(calls)
-                    for call_id, name, args, key in recorded:
+                    for call_id, name, args in recorded:
                         number = len(calls)
                         step[call_id] = number
-                        calls.append(_new_tuple(ToolCallRecord, (number, call_id, name, args, key, i, None, 0)))
+                        calls.append(_new_tuple(ToolCallRecord, (number, call_id, name, args, repeat_key(name, args), i, None, 0)))
                     calls_per_ai[i] = list(range(first, len(calls)))
         self._step = step
         self.repeats = repeats
@@ -145,16 +142,12 @@ def index_tool_calls(messages: Sequence[BaseMessage]) -> ToolIndex:
 def split_steps(messages: Sequence[BaseMessage]) -> list[range]:
     """Return the index ranges of the steps: an ``AIMessage`` and the ToolMessages right after it."""
     steps: list[range] = []
-    i, n = 0, len(messages)
-    while i < n:
-        if isinstance(messages[i], AIMessage):
+    for i, message in enumerate(messages):
+        if isinstance(message, AIMessage):
             j = i + 1
-            while j < n and isinstance(messages[j], ToolMessage):
+            while j < len(messages) and isinstance(messages[j], ToolMessage):
                 j += 1
             steps.append(range(i, j))
-            i = j
-        else:
-            i += 1
     return steps
 
 

@@ -1,25 +1,24 @@
-"""A replay's result for people: the aligned text table ``promptstrat simulate`` prints, and the plot.
+"""A replay's result: :class:`StrategyRun` and :class:`SimulationResult`, their JSON, the table ``promptstrat simulate`` prints, and the plot.
 
-:func:`format_table` lays the rows out with :mod:`langchain_promptstrat.text_table` (the
-formatter the CLI uses too); :func:`plot` draws tokens and cache reuse per call with
-matplotlib, imported only when a plot is asked for (the ``plot`` extra).
-
-Must not compute a figure (it reads a :class:`~langchain_promptstrat.simulate.results.SimulationResult`).
+The table is laid out by :mod:`langchain_promptstrat.text_table`; the plot needs matplotlib
+(the ``plot`` extra), imported only when one is drawn. Nothing here replays: see
+:mod:`langchain_promptstrat.simulate`.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_promptstrat.cache_rules import ANTHROPIC_WRITE_MULTIPLIER
 from langchain_promptstrat.ceiling import DEFAULT_CEILING
-from langchain_promptstrat.defaults import DEFAULT_MAX_TOKENS
+from langchain_promptstrat.defaults import DEFAULT_CACHED_FRACTION, DEFAULT_MAX_TOKENS
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.extras import install_hint
-from langchain_promptstrat.simulate.engine import DEFAULT_LIST_ROW
+from langchain_promptstrat.registry import DEFAULT_STRATEGIES
 from langchain_promptstrat.simulate.recall import OLD_AFTER
-from langchain_promptstrat.simulate.results import SimulationResult
 from langchain_promptstrat.text_table import fit_lines, render_table
 
 if TYPE_CHECKING:
@@ -27,7 +26,238 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from matplotlib.transforms import Bbox
 
-__all__ = ["format_table", "plot"]
+
+DEFAULT_LIST_ROW = ",".join(n for n in DEFAULT_STRATEGIES if n != "inbox")
+"""The default list as a replay's row: :data:`DEFAULT_STRATEGIES` without the inbox (a replay has none)."""
+
+
+def estimated_cost(tokens: int, cached_tokens: int, cached_fraction: float = DEFAULT_CACHED_FRACTION) -> float:
+    """Return the cost of a prompt in input-token units, cached tokens billed at ``cached_fraction``."""
+    return cached_tokens * cached_fraction + (tokens - cached_tokens)
+
+
+@dataclass
+class StrategyRun:
+    """One strategy's replay: per-call figures, in model-call order.
+
+    ``kind`` is ``"ours"`` (registry strategies), ``"peer"`` or ``"custom"`` (objects and
+    callables passed in); ``options`` the arguments it was built with beyond its settings.
+    """
+
+    name: str
+    kind: str
+    tokens: list[int] = field(default_factory=list)
+    cached_tokens: list[int] = field(default_factory=list)
+    reuse: list[float] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)
+    degenerate: list[bool] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
+    provider_cached_tokens: list[int] = field(default_factory=list)
+    """Tokens read from the cache under the provider rule (``cache`` not ``prefix``)."""
+    provider_written_tokens: list[int] = field(default_factory=list)
+    """Tokens written to the cache under the provider rule (billed at the write multiplier)."""
+    recall: list[list[int]] = field(default_factory=list)
+    """Per call, :meth:`RecallCounts.as_list`; empty when the replay measured none."""
+
+    @property
+    def calls(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(self.tokens)
+
+    @property
+    def peak_tokens(self) -> int:
+        return max(self.tokens, default=0)
+
+    @property
+    def mean_reuse(self) -> float:
+        return sum(self.reuse) / len(self.reuse) if self.reuse else 0.0
+
+    @property
+    def strategy_seconds(self) -> float:
+        return sum(self.seconds)
+
+    @property
+    def degenerate_calls(self) -> int:
+        return sum(self.degenerate)
+
+    @property
+    def mean_tokens(self) -> float:
+        return self.total_tokens / self.calls if self.calls else 0.0
+
+    def recall_summary(self) -> dict[str, Any] | None:
+        """Return recall, old and outputs-only recall with their reference counts (None when not measured; a share of 0 references is None)."""
+        if not self.recall:
+            return None
+        sums = [sum(call[i] for call in self.recall if i < len(call)) for i in range(7)]
+
+        def share(kept: int, of: int) -> float | None:
+            return kept / of if of else None
+
+        return {
+            "references": sums[0],
+            "recall": share(sums[1], sums[0]),
+            "old_references": sums[2],
+            "old_recall": share(sums[3], sums[2]),
+            "outputs_only_references": sums[4],
+            "outputs_only_recall": share(sums[5], sums[4]),
+            "recoverable": share(sums[6], sums[4] - sums[5]),
+        }
+
+    def cost(self, cached_fraction: float = DEFAULT_CACHED_FRACTION) -> float:
+        """Return the run's input cost in input-token units."""
+        return sum(estimated_cost(t, c, cached_fraction) for t, c in zip(self.tokens, self.cached_tokens))
+
+    def provider_cost(self, cached_fraction: float = DEFAULT_CACHED_FRACTION, write_multiplier: float = 0.0) -> float:
+        """Return the run's input cost under the provider rule: reads at ``cached_fraction``, writes at ``write_multiplier``."""
+        return sum(
+            r * cached_fraction + w * write_multiplier + (t - r - w)
+            for t, r, w in zip(self.tokens, self.provider_cached_tokens, self.provider_written_tokens)
+        )
+
+    def provider_summary(self, cached_fraction: float = DEFAULT_CACHED_FRACTION, write_multiplier: float = 0.0) -> dict[str, Any]:
+        """Return the provider-rule figures: tokens read and written, mean reuse, cost and price multiplier."""
+        total = self.total_tokens
+        cost = self.provider_cost(cached_fraction, write_multiplier)
+        reuse = [r / t if t else 0.0 for t, r in zip(self.tokens, self.provider_cached_tokens)]
+        return {
+            "cached_tokens": sum(self.provider_cached_tokens),
+            "written_tokens": sum(self.provider_written_tokens),
+            "cache_reuse": sum(reuse) / len(reuse) if reuse else 0.0,
+            "cost_units": cost,
+            "price_multiplier": cost / total if total else 0.0,
+        }
+
+    def summary(self, cached_fraction: float = DEFAULT_CACHED_FRACTION, price_per_mtok: float | None = None) -> dict[str, Any]:
+        """Return the run's summary figures as a flat, JSON-friendly dict."""
+        total = self.total_tokens
+        cost = self.cost(cached_fraction)
+        data: dict[str, Any] = {
+            "model_calls": self.calls,
+            "tokens_sent": total,
+            "peak_tokens": self.peak_tokens,
+            "cached_tokens": sum(self.cached_tokens),
+            "cache_reuse": self.mean_reuse,
+            "cost_units": cost,
+            "price_multiplier": cost / total if total else 0.0,
+            "strategy_seconds": self.strategy_seconds,
+            "strategy_ms_per_call": 1000 * self.strategy_seconds / self.calls if self.calls else 0.0,
+            "degenerate_calls": self.degenerate_calls,
+            "mean_tokens": self.mean_tokens,
+        }
+        data.update(self.recall_summary() or {})
+        if price_per_mtok is not None:
+            data["cost_dollars"] = cost * price_per_mtok / 1_000_000
+        return data
+
+
+@dataclass
+class SimulationResult:
+    """Every replay of one run, with what is needed to read the figures."""
+
+    runs: list[StrategyRun]
+    n_tool_calls: int | None
+    seed: int | None
+    model_calls: int
+    cached_fraction: float
+    max_tokens: int
+    token_counter: str
+    exact_tokens: bool | None
+    price_per_mtok: float | None = None
+    notes: list[str] = field(default_factory=list)
+    cache_rule: str = "prefix"
+    """The provider cache rule shown beside the prefix upper bound (``prefix``: none besides it)."""
+    files: list[str] = field(default_factory=list)
+    """The transcripts replayed, when the prompts came from files (:mod:`langchain_promptstrat.replay`)."""
+    tool_schemas: list[tuple[int, int]] = field(default_factory=list)
+    """``(tools, tokens)`` of the tool schemas counted in every prompt, one pair per replayed run (one per file)."""
+    recall_measured: bool = False
+
+    @property
+    def write_multiplier(self) -> float:
+        """Return the price multiplier of cache writes under ``cache_rule`` (1.25 for Anthropic, else 0)."""
+        return ANTHROPIC_WRITE_MULTIPLIER if self.cache_rule == "anthropic" else 0.0
+
+    @property
+    def baseline(self) -> StrategyRun | None:
+        """Return the ``none`` run the ratio columns compare with, if there is one."""
+        return next((r for r in self.runs if r.name == "none"), None)
+
+    def run(self, name: str) -> StrategyRun:
+        """Return the run labelled ``name``; raise ``KeyError`` naming the labels otherwise."""
+        for r in self.runs:
+            if r.name == name:
+                return r
+        raise KeyError(f"no run named {name!r}; runs: {', '.join(r.name for r in self.runs)}")
+
+
+def result_to_json(result: SimulationResult) -> dict[str, Any]:
+    """Return what ``promptstrat simulate --json`` prints: run parameters, then per strategy its summary and per-call figures."""
+    provider = result.cache_rule != "prefix"
+    return {
+        "n_tool_calls": result.n_tool_calls,
+        "seed": result.seed,
+        "model_calls": result.model_calls,
+        "cached_fraction": result.cached_fraction,
+        "max_tokens": result.max_tokens,
+        "price_per_mtok": result.price_per_mtok,
+        "token_counter": {"name": result.token_counter, "exact": result.exact_tokens},
+        "baseline": result.baseline.name if result.baseline else None,
+        "notes": list(result.notes),
+        "cache_rule": result.cache_rule,
+        "files": list(result.files),
+        "tool_schemas": [{"tools": n, "tokens": t} for n, t in result.tool_schemas],
+        "recall_measured": result.recall_measured,
+        "strategies": [
+            {
+                "name": run.name,
+                "kind": run.kind,
+                "options": dict(run.options),
+                "summary": run.summary(result.cached_fraction, result.price_per_mtok),
+                **({"provider_summary": run.provider_summary(result.cached_fraction, result.write_multiplier)} if provider else {}),
+                "per_call": {
+                    "tokens": list(run.tokens),
+                    "cached_tokens": list(run.cached_tokens),
+                    "reuse": list(run.reuse),
+                    "seconds": list(run.seconds),
+                    "degenerate": list(run.degenerate),
+                    **({"recall": [list(c) for c in run.recall]} if result.recall_measured else {}),
+                    **({"provider_cached_tokens": list(run.provider_cached_tokens),
+                        "provider_written_tokens": list(run.provider_written_tokens)} if provider else {}),
+                },
+            }
+            for run in result.runs
+        ],
+    }
+
+
+def result_from_json(data: Mapping[str, Any]) -> SimulationResult:
+    """Return the :class:`SimulationResult` that :func:`result_to_json` wrote (summaries are recomputed)."""
+    try:
+        runs = [
+            StrategyRun(name=s["name"], kind=s["kind"], options=dict(s.get("options") or {}), **{k: list(v) for k, v in s["per_call"].items()})
+            for s in data["strategies"]
+        ]
+        return SimulationResult(
+            runs=runs,
+            n_tool_calls=data["n_tool_calls"],
+            seed=data["seed"],
+            model_calls=data["model_calls"],
+            cached_fraction=data["cached_fraction"],
+            max_tokens=data["max_tokens"],
+            token_counter=data["token_counter"]["name"],
+            exact_tokens=data["token_counter"]["exact"],
+            price_per_mtok=data.get("price_per_mtok"),
+            notes=list(data.get("notes") or []),
+            cache_rule=data.get("cache_rule", "prefix"),
+            files=list(data.get("files") or []),
+            tool_schemas=[(int(t["tools"]), int(t["tokens"])) for t in data.get("tool_schemas") or []],
+            recall_measured=bool(data.get("recall_measured", False)),
+        )
+    except (KeyError, TypeError) as exc:
+        raise ConfigError(f"not a simulation result written by result_to_json: missing or malformed {exc}") from None
 
 
 def _ratio(value: float, base: float) -> str:
@@ -38,20 +268,12 @@ def _share(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def _seconds(value: float) -> str:
-    return f"{value:.2f} s" if value >= 0.1 else f"{1000 * value:.1f} ms"
-
-
 DEFAULT_MARK = "* default list"
 """The default list's row label: first in the table, its strategies named in the header."""
 
 
 def _ceiling_line(result: SimulationResult) -> list[str]:
-    """Return the header line giving the ceiling of the rows that take one, and where it came from (none if no row takes one).
-
-    simulate's default differs from the one ``apply``, ``stats`` and the agents use, so a
-    reader comparing them must see which one a table was made with.
-    """
+    """Return the header line giving the ceiling of the rows that take one and where it came from: simulate's default is not apply's."""
     if not any(r.options.get("max_tokens") or r.options.get("trigger") for r in result.runs):
         return []
     source = (f"simulate's default; apply and stats use {DEFAULT_CEILING:,}" if result.max_tokens == DEFAULT_MAX_TOKENS
@@ -74,10 +296,8 @@ def _source_line(result: SimulationResult) -> str:
 def format_table(result: SimulationResult, width: int | None = None) -> str:
     """Return the result as an aligned text table, the default list's row first, with a short header and footnotes.
 
-    When the result holds a ``none`` run and others, ``cost/none`` gives each run's cost as a
-    multiple of it. Every line fits ``width`` (e.g. the terminal's; see
-    :mod:`langchain_promptstrat.text_table`); None: no limit. The figures left out (tokens
-    sent, strategy time in total) are in :func:`~langchain_promptstrat.simulate.result_to_json`.
+    With a ``none`` run among others, ``cost/none`` is each run's cost as a multiple of it.
+    Every line fits ``width`` (None: no limit); the figures left out are in :func:`result_to_json`.
     """
     base = result.baseline if len(result.runs) > 1 else None
     columns = ["strategy", "peak tokens", "cache reuse", "cost/none" if base else "cost (units)"]
@@ -166,17 +386,12 @@ def _is_default(name: str) -> bool:
 
 
 def plot(result: SimulationResult, path: str | os.PathLike[str]) -> Figure:
-    """Write a figure to ``path`` and return it: prompt tokens and cache reuse per call, one line per strategy, and cost against recall.
+    """Write a figure to ``path`` (its format from the suffix) and return it: prompt tokens and cache reuse per call, and cost against recall.
 
-    The default strategy's line is drawn bold. When recall was measured (replayed
-    transcripts) and a ``none`` row exists, a third panel puts each strategy at its cost
-    (÷ none) and its outputs-only recall (filled) and old recall (hollow), one point per
-    strategy. The points carry numbers, not names (a dozen names would cover each other
-    where strategies score alike), placed where they overlap no other label and no point,
-    and one key under the panels gives each number's strategy and line style. Needs
-    matplotlib (the ``plot`` extra); it is imported here, not with the package. The figure
-    is drawn without pyplot, so no display or backend choice is involved; the file format
-    follows the suffix (``.png``, ``.svg``, ``.pdf``).
+    The default list's line is bold. With recall measured and a ``none`` row, a third panel
+    puts each strategy at its cost (÷ none) and outputs-only (filled) and old (hollow) recall,
+    numbered rather than named (a dozen names would cover each other), with one key under the
+    panels. Drawn without pyplot, so no display or backend is involved.
     """
     try:
         from matplotlib.figure import Figure
@@ -197,7 +412,7 @@ def plot(result: SimulationResult, path: str | os.PathLike[str]) -> Figure:
         bold = _is_default(run.name)
         style: dict[str, Any] = {"color": _color(i), "linewidth": 2.4 if bold else 1.0, "alpha": 1.0 if bold else 0.6,
                  "linestyle": "--" if run.kind == "peer" else "-", "zorder": 3 if bold else 2}
-        label = _label(run.name, run.kind)
+        label = f"{run.name} (peer)" if run.kind == "peer" else run.name
         calls = range(1, run.calls + 1)
         tokens_ax.plot(calls, run.tokens, label=f"{i + 1}  {label}" if frontier else label, **style)
         reuse_ax.plot(calls, run.reuse, **style)
@@ -238,10 +453,6 @@ _SIZE, _DEFAULT_SIZE = 60, 140
 
 def _color(i: int) -> str:
     return f"C{i % 10}"
-
-
-def _label(name: str, kind: str) -> str:
-    return f"{name} (peer)" if kind == "peer" else name
 
 
 def _plot_frontier(result: SimulationResult, fig: Figure, ax: Axes) -> None:
@@ -292,13 +503,11 @@ _DISTANCES = (0, 6, 13, 22, 34)
 
 def _place_labels(fig: Figure, ax: Axes, labels: list[tuple[float, float, int, bool]],
                   points: list[tuple[float, float, float]]) -> None:
-    """Number each ``(x, y, number, bold)`` point at the nearest place where the label covers no other label, no point and stays in ``ax``.
+    """Number each ``(x, y, number, bold)`` point at the nearest place where its label covers no other label, no point (``points``: every marker, ``(x, y, size)``) and stays in ``ax``.
 
-    Measured once the layout is fixed, with the renderer the figure is drawn with, so what is
-    checked is what is drawn. Points whose markers touch share one label (``4,5``); the
-    default's label is placed first. A label with no free place takes the one covering
-    least; one placed away from its point gets a thin line to it. ``points`` are every
-    marker drawn, ``(x, y, size)``.
+    Measured with the figure's own renderer once the layout is fixed. Touching markers share
+    one label (``4,5``); the default's is placed first; a label with no free place takes the
+    one covering least, with a thin line to its point when it stands away.
     """
     from matplotlib.transforms import Bbox
 

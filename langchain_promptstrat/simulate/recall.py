@@ -1,9 +1,8 @@
 """Next-action recall: does the prompt a strategy sent still hold what the agent used next?
 
-A replayed transcript records what the model did after every prompt: its next assistant
-message. The references of that message which came from earlier tool outputs are what the
-agent *used*; a strategy that dropped or shortened them away made the model work without
-them. This module defines the figure precisely; the simulation engine computes it per call.
+A replayed transcript records the model's next assistant message after every prompt. Its
+references that came from earlier tool outputs are what the agent *used*; a strategy that
+dropped or shortened them away made the model work without them.
 
 Terms of a text
     Every maximal run of the characters ``A-Z a-z 0-9 _ . / -`` (leading and trailing
@@ -14,29 +13,26 @@ Terms of a text
     A text *holds* a reference when the reference is one of its terms.
 
 References of the next action
-    The words of the next assistant message (its text and every tool call's arguments)
-    that look like code: at least three characters and one of: an ``_``, a ``/``, a ``.``
-    between two characters, a lower-case letter followed by an upper-case one (camelCase),
-    letters and digits together, or all digits (line numbers, ids). Each counts once per
-    call. Words the system prompt or the task (the first real user message) holds are left
-    out: the model was told them, it did not find them.
+    The words of the next assistant message (its text and every tool call's arguments) that
+    look like code: at least three characters and one of: an ``_``, a ``/``, a ``.`` between
+    two characters, camelCase, letters and digits together, or all digits. Each counts once
+    per call. Words the system prompt or the task (the first real user message) holds are
+    left out: the model was told them, it did not find them.
 
 Counted, old, outputs-only
-    A reference *counts* when a tool output of the history (the prompt before the
-    strategy) holds it. It is *old* when at least :data:`OLD_AFTER` tool outputs came after
-    the newest output that holds it (exactly what "keep the last 10 observations" hides),
-    and *outputs-only* when it is old and no other message of the history (the model's own
-    text and commands, other user messages) holds it: the column that separates
-    strategies, since nothing but the old output could have told the model.
+    A reference *counts* when a tool output of the history (the prompt before the strategy)
+    holds it. It is *old* when at least :data:`OLD_AFTER` tool outputs came after the newest
+    output that holds it (what "keep the last 10 observations" hides), and *outputs-only*
+    when it is old and no other message of the history holds it: nothing but the old output
+    could have told the model.
 
 Recalled
     A counted reference is *recalled* when the prompt sent holds it **inside text that came
     from an original message**: a message of the history sent unchanged, or the lines of an
     edited copy that are whole lines of the message it copies (a tool output matched by its
     ``tool_call_id``, another message by its ``id``, its tool calls or its text). Text a
-    strategy wrote itself (a notice, a summary, a list of names) recalls nothing, so no
-    strategy can raise its figure by writing bare names. ``none`` sends the history
-    unchanged and scores exactly 1.0.
+    strategy wrote itself (a notice, a summary) recalls nothing, so no strategy can raise its
+    figure by writing bare names. ``none`` scores exactly 1.0.
 
 Recoverable
     An outputs-only reference the prompt lost is *recoverable* when the prompt names, in text
@@ -45,10 +41,9 @@ Recoverable
     (:func:`~langchain_promptstrat.messages.calls_named`). The peers name none.
 
 Recall is the sum of recalled references over the sum of counted ones, over every call of
-every replayed file (likewise old and outputs-only recall). A seeded synthetic run has no
-real next action (its agent is scripted), so nothing is measured there.
-
-Pure functions of message lists: must not build or run strategies (``engine``).
+every replayed file (likewise old and outputs-only recall). A seeded synthetic run has no real
+next action (its agent is scripted), so nothing is measured there. Pure functions of message
+lists; the replay that calls them is :mod:`langchain_promptstrat.simulate`.
 """
 
 from __future__ import annotations
@@ -63,11 +58,6 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 
 from langchain_promptstrat.messages import calls_named, content_text, task_index
 from langchain_promptstrat.messages.recorded_calls import recorded_calls
-
-__all__ = [
-    "OLD_AFTER", "CallTargets", "LostReference", "RecallCounts", "TermIndex", "code_references", "lost_references", "message_text",
-    "recall_counts", "recalled_references", "terms",
-]
 
 OLD_AFTER = 10
 """A reference is old when at least this many tool outputs came after the newest one that holds it."""
@@ -131,28 +121,22 @@ def code_references(text: str) -> list[str]:
 
 
 class TermIndex:
-    """The terms of every message seen during one replay, remembered per message object.
+    """The text and terms of every message seen during one replay, read once per message object (the prompts of a run share them).
 
-    The prompts of one run share their message objects (each prompt extends the previous
-    one), so each message is read once; the index keeps the messages alive while it lives,
-    so their ``id()`` stays theirs.
+    It holds the messages while it lives, so their ``id()`` stays theirs.
     """
 
     def __init__(self) -> None:
+        self._texts: dict[int, tuple[BaseMessage, str]] = {}
         self._terms: dict[int, frozenset[str]] = {}
-        self._texts: dict[int, str] = {}
-        self._alive: list[BaseMessage] = []
         self._copies: dict[tuple[int, str], frozenset[str]] = {}
 
     def text(self, message: BaseMessage) -> str:
-        """Return :func:`message_text` of ``message``, read once per object."""
-        key = id(message)
-        found = self._texts.get(key)
+        """Return :func:`message_text` of ``message``."""
+        found = self._texts.get(id(message))
         if found is None:
-            found = message_text(message)
-            self._texts[key] = found
-            self._alive.append(message)
-        return found
+            found = self._texts[id(message)] = (message, message_text(message))
+        return found[1]
 
     def copy_terms(self, original: BaseMessage, text: str) -> frozenset[str]:
         """Return the terms of the lines of ``text`` (a copy's) that are whole lines of ``original``, remembered per pair."""
@@ -169,12 +153,10 @@ class TermIndex:
         return found
 
     def terms(self, message: BaseMessage) -> frozenset[str]:
-        """Return the terms of ``message``, read once per object."""
-        key = id(message)
-        found = self._terms.get(key)
+        """Return the terms of ``message``."""
+        found = self._terms.get(id(message))
         if found is None:
-            found = terms(self.text(message))
-            self._terms[key] = found
+            found = self._terms[id(message)] = terms(self.text(message))
         return found
 
 

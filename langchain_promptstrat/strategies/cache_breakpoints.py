@@ -1,18 +1,14 @@
 """cache_breakpoints: Anthropic ``cache_control`` breakpoints where the strategy knows the prompt is stable.
 
 Anthropic caches only at breakpoints (4 per request), each reaching back 20 blocks. An epoch
-advance of ``shorten_tools_epoch_stable`` rewrites the prompt from its compaction edge on,
-out of a tail breakpoint's reach, so this strategy places four: the **system** message, the
-**previous compaction edge** (read by the first call after an advance), the **current
-edge** (written once per epoch for the next advance) and the **tail** (read by the next call
-of the epoch). The edges come from the report (``compaction_edge``, ``epoch_size``,
-``drop_edge``); for the ladder's ``tool_results`` they are its last two placeholders (it
-clears oldest first). An edge mark sits on the tool result at that forward position (a
-parallel step's later results are shortened at the next advance). Beside
-``AnthropicPromptCachingMiddleware`` (system, last tool, tail) one mark is left here: the
-previous edge right after an advance, the current one otherwise. A mark goes on the last
-content block (a string becomes one ``text`` block); an empty message passes it to the
-nearest earlier one.
+advance rewrites the prompt from its compaction edge on, out of a tail breakpoint's reach, so
+four go on: the **system** message, the **previous compaction edge** (read by the first call
+after an advance), the **current edge** (written once per epoch for the next advance) and the
+**tail**. The edges come from the report (``compaction_edge``, ``epoch_size``, ``drop_edge``)
+or, for the ladder's ``tool_results``, are its last two placeholders. A mark goes on the last
+content block of the tool result at that forward position (an empty message passes it to the
+nearest earlier one). Beside ``AnthropicPromptCachingMiddleware`` (system, last tool, tail)
+the middleware keeps one edge mark: the previous edge right after an advance, else the current one.
 """
 
 from __future__ import annotations
@@ -31,7 +27,6 @@ from langchain_promptstrat.report import Compacted, StrategyReport, make_report
 from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.strategies.ladder import PLACEHOLDER_KIND, kind_of
 
-STRATEGY_NAME = "cache_breakpoints"
 DEFAULT_CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
 
 
@@ -55,35 +50,15 @@ def compaction_edge_ids(before: Sequence[BaseMessage], report: StrategyReport) -
     return previous, current
 
 
-def clearing_edge_ids(messages: Sequence[BaseMessage]) -> tuple[str | None, str | None]:
-    """Return the tool call ids of the last two placeholders the ladder left (``tool_results``), or None for each missing."""
-    ids = [m.tool_call_id for m in messages if isinstance(m, ToolMessage) and kind_of(m) == PLACEHOLDER_KIND]
-    return (ids[-2] if len(ids) > 1 else None), (ids[-1] if ids else None)
-
-
 def mark_cache_control(message: BaseMessage, cache_control: dict[str, Any] | None = None) -> BaseMessage | None:
-    """Return a copy of ``message`` with ``cache_control`` on its last content block, or None when it has no content to mark."""
+    """Return a copy of ``message`` with ``cache_control`` on its last content block (a string becomes one ``text`` block), or None when it has no content."""
     control = dict(cache_control or DEFAULT_CACHE_CONTROL)
-    content = message.content
-    if isinstance(content, str):
-        if not content:
-            return None
-        blocks: list[Any] = [{"type": "text", "text": content, "cache_control": control}]
-    elif isinstance(content, list) and content:
-        blocks = list(content)
-        last = blocks[-1]
-        blocks[-1] = {**last, "cache_control": control} if isinstance(last, dict) else {"type": "text", "text": last, "cache_control": control}
-    else:
+    if not message.content:
         return None
+    blocks: list[Any] = [message.content] if isinstance(message.content, str) else list(message.content)
+    last = blocks[-1]
+    blocks[-1] = {**last, "cache_control": control} if isinstance(last, dict) else {"type": "text", "text": last, "cache_control": control}
     return message.model_copy(update={"content": blocks})
-
-
-def _markable_at_or_before(messages: Sequence[BaseMessage], index: int, floor: int = 0) -> int | None:
-    for i in range(index, floor - 1, -1):
-        content = messages[i].content
-        if (isinstance(content, str) and content) or (isinstance(content, list) and content):
-            return i
-    return None
 
 
 def mark_breakpoints(
@@ -113,13 +88,11 @@ def mark_breakpoints(
         wanted.append(0)
     chosen: list[int] = []
     for index in wanted:
-        target = _markable_at_or_before(out, index)
+        target = next((i for i in range(index, -1, -1) if out[i].content), None)  # an empty message passes its mark back
         if target is not None and target not in chosen and len(chosen) < limit:
             chosen.append(target)
     for index in chosen:
-        marked = mark_cache_control(out[index], cache_control)
-        if marked is not None:
-            out[index] = marked
+        out[index] = mark_cache_control(out[index], cache_control) or out[index]
     return out, sorted(chosen)
 
 
@@ -130,7 +103,7 @@ class CacheBreakpoints(PromptStrategy):
     ``breakpoints`` (indices marked), ``previous_edge_id`` and ``current_edge_id``.
     """
 
-    strategy_name = STRATEGY_NAME
+    strategy_name = "cache_breakpoints"
     carries_replay = True
     """It hands a carried replay on to the strategies it wraps that carry one."""
 
@@ -179,7 +152,7 @@ class CacheBreakpoints(PromptStrategy):
         return self._compact(messages, save_file, {})
 
     def compact_for_request(self, messages: Sequence[BaseMessage], **request: Any) -> Compacted:
-        """Return :meth:`compact`'s prompt, the wrapped strategies bounded by a ceiling given ``request`` (``model``, ``tools``, ``system``, ``max_tokens``) as the adapters give it."""
+        """Return :meth:`compact`'s prompt, the wrapped strategies given the adapters' ``request`` (``model``, ``tools``, ``system``, ``max_tokens``)."""
         return self._compact(list(messages), None, request)
 
     def _compact(self, messages: list[BaseMessage], save_file: str | os.PathLike[str] | None, request: dict[str, Any]) -> Compacted:
@@ -195,18 +168,17 @@ class CacheBreakpoints(PromptStrategy):
             if "compaction_edge" in result.report.details:
                 previous_id, current_id = compaction_edge_ids(current, result.report)
                 advanced = bool(result.report.details.get("boundary_moved"))
-            elif result.report.changed:
-                cleared = clearing_edge_ids(result.messages)
-                if cleared != (None, None):
-                    previous_id, current_id = cleared
+            elif result.report.changed:  # the ladder's tool_results clears oldest first: its last two placeholders are the edges
+                cleared = [m.tool_call_id for m in result.messages if isinstance(m, ToolMessage) and kind_of(m) == PLACEHOLDER_KIND]
+                if cleared:
+                    previous_id, current_id = (cleared[-2] if len(cleared) > 1 else None), cleared[-1]
             current = result.messages
         out, marked = mark_breakpoints(
             current, previous_edge=previous_id, current_edge=current_id, system=self.system, tail=self.tail,
             limit=self.limit, advanced=advanced, cache_control=self.cache_control,
         )
-        return Compacted(out, make_report(
-            STRATEGY_NAME, messages, out, breakpoints=marked, previous_edge_id=previous_id, current_edge_id=current_id,
-        ))
+        report = make_report(self.strategy_name, messages, out, breakpoints=marked, previous_edge_id=previous_id, current_edge_id=current_id)
+        return Compacted(out, report)
 
     def __repr__(self) -> str:
         return f"CacheBreakpoints({self.label!r})"
@@ -215,10 +187,7 @@ class CacheBreakpoints(PromptStrategy):
 def wrap_for_breakpoints(
     strategies: Sequence[PromptStrategy], *, system: bool = True, tail: bool = True, limit: int = ANTHROPIC_MAX_BREAKPOINTS
 ) -> list[PromptStrategy]:
-    """Return ``strategies`` with those before the first inbox grouped into one :class:`CacheBreakpoints` (``cache_breakpoints=True``).
-
-    The inbox's notices come after the marks, so a one-off notice never moves the tail breakpoint.
-    """
+    """Return ``strategies`` with those before the first inbox in one :class:`CacheBreakpoints`: a one-off notice never moves the tail mark."""
     split = next((i for i, s in enumerate(strategies) if s.uses_save_file), len(strategies))
     if split == 0:
         return list(strategies)

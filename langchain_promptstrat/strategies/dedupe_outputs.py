@@ -23,7 +23,7 @@ from typing_extensions import Unpack
 from langchain_promptstrat.messages.recorded_calls import recorded_calls
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
-from langchain_promptstrat.messages.history_memo import HistoryKey, ReplayMemo, history_key
+from langchain_promptstrat.messages.history_memo import EMPTY_HISTORY, HistoryKey, ReplayMemo, history_key
 from langchain_promptstrat.strategy import PromptStrategy
 
 
@@ -34,41 +34,43 @@ def pointer_text(lines: int, call_id: str, tool: str) -> str:
 
 
 @dataclass
-class _Progress:
-    """How far one history has been read: the line -> newest holder table and each message's result."""
+class _Reading:
+    """How far one history has been read (the state the replay engine's memo keeps).
 
+    ``seen``: each line longer than the minimum -> the call id of the newest output holding
+    it; ``tools``: call id -> tool name; ``results``: per message read, its edited copy or None.
+    """
+
+    history: HistoryKey = EMPTY_HISTORY
     seen: dict[str, str] = field(default_factory=dict)
-    """A line longer than the minimum -> the call id of the newest earlier output holding it."""
     tools: dict[str, str] = field(default_factory=dict)
-    """Call id -> the name of its tool, for the pointer's words."""
     outputs: int = 0
     results: list[BaseMessage | None] = field(default_factory=list)
-    """Per message read: its edited copy, or None when it is sent as it is."""
     edited: int = 0
     lines_pointed: int = 0
 
 
-def _dedupe_one(message: ToolMessage, progress: _Progress, settings: Settings) -> ToolMessage | None:
+def _dedupe_one(message: ToolMessage, reading: _Reading, settings: Settings) -> ToolMessage | None:
     """Return ``message`` with its repeated runs pointed back (None when nothing changes), and record its lines."""
     content = message.content
     if not isinstance(content, str):
         return None
     minimum = settings.dedupe_min_line_chars
     lines = content.split("\n")
-    active = progress.outputs > settings.dedupe_tool_call_threshold
+    active = reading.outputs > settings.dedupe_tool_call_threshold
     out: list[str] = []
     changed = 0
     i = 0
     while active and i < len(lines):
-        holder = progress.seen.get(lines[i]) if len(lines[i]) > minimum else None
+        holder = reading.seen.get(lines[i]) if len(lines[i]) > minimum else None
         if holder is None:
             out.append(lines[i])
             i += 1
             continue
         j = i + 1
-        while j < len(lines) and len(lines[j]) > minimum and lines[j] in progress.seen:
+        while j < len(lines) and len(lines[j]) > minimum and lines[j] in reading.seen:
             j += 1
-        pointer = pointer_text(j - i, holder, progress.tools.get(holder, ""))
+        pointer = pointer_text(j - i, holder, reading.tools.get(holder, ""))
         if len(pointer) < sum(len(line) + 1 for line in lines[i:j]):
             out.append(pointer)
             changed += j - i
@@ -77,41 +79,34 @@ def _dedupe_one(message: ToolMessage, progress: _Progress, settings: Settings) -
         i = j
     for line in lines:
         if len(line) > minimum:
-            progress.seen[line] = message.tool_call_id
+            reading.seen[line] = message.tool_call_id
     if not changed:
         return None
-    progress.edited += 1
-    progress.lines_pointed += changed
+    reading.edited += 1
+    reading.lines_pointed += changed
     return message.model_copy(update={"content": "\n".join(out)})
 
 
-def _read(messages: Sequence[BaseMessage], progress: _Progress, start: int, settings: Settings) -> None:
-    """Extend ``progress`` over ``messages[start:]``."""
-    for message in messages[start:]:
+def _read_on(messages: Sequence[BaseMessage], reading: _Reading, settings: Settings) -> Compacted:
+    """Return the result for ``messages``, extending ``reading`` over the messages it has not read yet."""
+    for message in messages[len(reading.results):]:
         result: BaseMessage | None = None
         if isinstance(message, AIMessage):
             for call_id, name, _ in recorded_calls(message):
-                progress.tools[call_id] = name
+                reading.tools[call_id] = name
         elif isinstance(message, ToolMessage):
-            progress.outputs += 1
-            result = _dedupe_one(message, progress, settings)
-        progress.results.append(result)
-
-
-def _compacted(messages: Sequence[BaseMessage], progress: _Progress) -> Compacted:
-    out = [r if r is not None else m for m, r in zip(messages, progress.results)]
-    report = make_report(
-        "dedupe_outputs", messages, out, shortened=progress.edited,
-        outputs_edited=progress.edited, lines_pointed_back=progress.lines_pointed,
-    )
-    return Compacted(out, report)
+            reading.outputs += 1
+            result = _dedupe_one(message, reading, settings)
+        reading.results.append(result)
+    out = [r if r is not None else m for m, r in zip(messages, reading.results)]
+    return Compacted(out, make_report(
+        "dedupe_outputs", messages, out, shortened=reading.edited, outputs_edited=reading.edited, lines_pointed_back=reading.lines_pointed,
+    ))
 
 
 def dedupe_outputs(messages: Sequence[BaseMessage], /, *, settings: Settings) -> Compacted:
     """Return ``messages`` with each tool output's already-shown lines pointed back to the earlier output; the report adds ``outputs_edited`` and ``lines_pointed_back``."""
-    progress = _Progress()
-    _read(messages, progress, 0, settings)
-    return _compacted(messages, progress)
+    return _read_on(messages, _Reading(), settings)
 
 
 class DedupeOutputsOptions(TypedDict, total=False):
@@ -119,14 +114,6 @@ class DedupeOutputsOptions(TypedDict, total=False):
 
     tool_call_threshold: Annotated[int | None, SettingKey("dedupe_tool_call_threshold")]
     min_line_chars: Annotated[int | None, SettingKey("dedupe_min_line_chars")]
-
-
-@dataclass
-class _Reading:
-    """A reading remembered in the replay engine's memo: the history it covers and how far it got."""
-
-    history: HistoryKey
-    progress: _Progress
 
 
 class DedupeOutputs(PromptStrategy):
@@ -157,8 +144,8 @@ class DedupeOutputs(PromptStrategy):
 
     def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
         """Return :func:`dedupe_outputs` of ``messages``, resuming the remembered reading of an earlier call."""
-        best = self._memo.take(messages)  # taken out: its reading is extended in place, for the longer history
-        progress = best.progress if best is not None else _Progress()
-        _read(messages, progress, best.history.length if best is not None else 0, self.settings)
-        self._memo.remember(_Reading(history_key(messages, best.history if best is not None else None), progress))
-        return _compacted(messages, progress)
+        reading = self._memo.take(messages) or _Reading()  # taken out: it is extended in place, for the longer history
+        result = _read_on(messages, reading, self.settings)
+        reading.history = history_key(messages, reading.history)
+        self._memo.remember(reading)
+        return result

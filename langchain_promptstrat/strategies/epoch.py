@@ -11,54 +11,41 @@ and moves only when an epoch is full::
 
 Counted from the oldest output (the *forward* position, which never changes), forward
 positions ``<= pinned_total - full`` are frozen and the rest stays whole, so within an epoch
-the compacted prefix is byte-identical from one model call to the next.
-``shorten_tools_epoch`` has fixed epochs and window; ``shorten_tools_epoch_increment`` grows
-both with the conversation and with repeated calls. In both the newest occurrence of a
-repeated call stays whole, and one notice says what was shortened or dropped. The shared
-machinery is :mod:`langchain_promptstrat.strategies.epoch_machinery.frozen_region`.
+the compacted prefix is byte-identical from one model call to the next. The two strategies
+share one body and differ in their schedule: fixed epochs and window, or both growing with
+the conversation and with repeated calls. In both the newest occurrence of a repeated call
+stays whole, and one notice says what was shortened or dropped. The boundary and the fates
+are computed in :mod:`langchain_promptstrat.strategies.epoch_machinery.frozen_region`.
 """
 
 from __future__ import annotations
 
 import bisect
 import os
-from collections.abc import Callable, Mapping, Sequence
-from typing import Annotated, TypedDict
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any, TypedDict
 
 from typing_extensions import Unpack
 
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
-from langchain_promptstrat.messages import Fate, ToolCallRecord, ToolIndex, index_tool_calls, shorten_arguments, shorten_tool_output
+from langchain_promptstrat.messages import Fate, ToolCallRecord, index_tool_calls, shorten_arguments, shorten_tool_output
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.strategies.epoch_machinery.frozen_region import (
-    Decisions,
-    EpochState,
-    _inactive,
-    _pinned,
-    apply_frozen,
-    decide,
-    epoch_boundary,
-    increment_schedule,
-    prefix_change,
-    previous_total,
-    repeat_positions,
+    Decisions, EpochState, _pinned, apply_frozen, decide, epoch_boundary, increment_schedule, prefix_change, previous_total, repeat_positions,
 )
 from langchain_promptstrat.strategies.epoch_machinery.notice import compaction_notice, is_compaction_notice, notice_index
 from langchain_promptstrat.strategy import PromptStrategy
 
 
 Schedule = Callable[[int, Sequence[int], Settings], "EpochState | None"]
+STATE_FIELDS = ("epoch_index", "pinned_total", "new_calls", "epoch_size", "compacted_window", "keep_full", "truncate_to")
+"""The :class:`EpochState` figures the report carries (None below the threshold)."""
 
 
 def _decisions_before(
-    calls: Sequence[ToolCallRecord],
-    now: Decisions,
-    repeats: Sequence[int],
-    before_total: int,
-    schedule: Schedule,
-    settings: Settings,
+    calls: Sequence[ToolCallRecord], now: Decisions, repeats: Sequence[int], before_total: int, schedule: Schedule, settings: Settings
 ) -> Decisions:
     """Return the decisions for the history that had ``before_total`` outputs (``now``'s when no region moved and no repeat is new)."""
     assert now.state is not None
@@ -71,64 +58,44 @@ def _decisions_before(
     return decide(calls[: bisect.bisect_right([c.forward for c in calls], before_total)], state)
 
 
-def _changed_by_shortening(source: Sequence[BaseMessage], index: ToolIndex, fates: Mapping[int, Fate]) -> int:
-    """Return how many calls given the shorten fate really changed (an already short call keeps every byte and is not counted)."""
-    changed = 0
-    for number, fate in fates.items():
-        if fate is not Fate.SHORTEN:
-            continue
-        record = index.calls[number]
-        output = source[record.output_index] if record.output_index is not None else None
-        output_changes = isinstance(output, ToolMessage) and shorten_tool_output(output, call=number + 1) is not output
-        if output_changes or shorten_arguments(record.args) is not record.args:
-            changed += 1
-    return changed
+def epoch_compact(messages: Sequence[BaseMessage], /, *, settings: Settings, name: str) -> Compacted:
+    """Return ``messages`` with old tool calls shortened and dropped behind the boundary strategy ``name``'s schedule pins, and the report.
 
-
-def _compact(messages: Sequence[BaseMessage], settings: Settings, schedule: Schedule, name: str) -> Compacted:
-    """Return the compacted messages and the report, with epochs from ``schedule``.
-
-    A compaction notice already in the input (a stored compacted prompt) is left out first:
-    its counts describe another state.
+    The report adds the :data:`STATE_FIELDS`, ``repeats``, ``notice`` and, against the
+    previous model call (the newest ``AIMessage``, read off the history), ``boundary_moved``
+    and ``prefix_change`` (None, ``boundary``, ``repeat`` or ``boundary+repeat``). A
+    compaction notice already in the input (a stored compacted prompt) is left out first: its
+    counts describe another state.
     """
+    schedule = SCHEDULES[name]
     source = [m for m in messages if not (isinstance(m, HumanMessage) and is_compaction_notice(m))]
     index = index_tool_calls(source)
-    total = index.total_outputs
-    if _inactive(total, settings):
-        out = list(source)
-        return Compacted(out, make_report(
-            name, messages, out, epoch_index=None, pinned_total=None, new_calls=None, epoch_size=None,
-            compacted_window=None, keep_full=None, truncate_to=None, repeats=None,
-            boundary_moved=False, prefix_change=None, notice=False,
-        ))
-
     calls = index.completed
     repeats = repeat_positions(calls)
-    state = schedule(total, repeats, settings)
+    state = schedule(index.total_outputs, repeats, settings)
+    if state is None:
+        out = list(source)
+        below: dict[str, Any] = dict.fromkeys(STATE_FIELDS)
+        return Compacted(out, make_report(name, messages, out, **below, repeats=None, boundary_moved=False, prefix_change=None, notice=False))
     now = decide(calls, state)
-
-    before_total = previous_total(source, total)
+    before_total = previous_total(source, state.total)
     before = _decisions_before(calls, now, repeats, before_total, schedule, settings)
-
     out = apply_frozen(source, index, now.fates)
-    shortened = _changed_by_shortening(source, index, now.fates)
+    shortened = 0  # the calls the shorten fate really changed: an already short call keeps every byte
+    for number, fate in now.fates.items():
+        record = index.calls[number]
+        output = source[record.output_index] if record.output_index is not None else None
+        if fate is Fate.SHORTEN and (
+            (isinstance(output, ToolMessage) and shorten_tool_output(output, call=number + 1) is not output)
+            or shorten_arguments(record.args) is not record.args
+        ):
+            shortened += 1
     notice = bool(shortened or now.dropped)
     if notice:
         out.insert(notice_index(out), compaction_notice(shortened, now.dropped, strategy=name, fates=now.fates))
-
-    assert state is not None
     return Compacted(out, make_report(
-        name, messages, out,
-        shortened=shortened,
-        dropped=now.dropped,
-        protected=len(now.protected),
-        epoch_index=state.epoch_index,
-        pinned_total=state.pinned_total,
-        new_calls=state.new_calls,
-        epoch_size=state.epoch_size,
-        compacted_window=state.compacted_window,
-        keep_full=state.keep_full,
-        truncate_to=state.truncate_to,
+        name, messages, out, shortened=shortened, dropped=now.dropped, protected=len(now.protected),
+        **{field: getattr(state, field) for field in STATE_FIELDS},
         repeats=len(repeats),
         boundary_moved=_pinned(before.state) != state.pinned_total,
         prefix_change=prefix_change(calls, before, now, before_total=before_total),
@@ -136,25 +103,21 @@ def _compact(messages: Sequence[BaseMessage], settings: Settings, schedule: Sche
     ))
 
 
-def _fixed(total: int, repeats: Sequence[int], settings: Settings) -> EpochState | None:
-    return epoch_boundary(total, settings)
+SCHEDULES: dict[str, Schedule] = {
+    "shorten_tools_epoch": lambda total, repeats, settings: epoch_boundary(total, settings),
+    "shorten_tools_epoch_increment": increment_schedule,
+}
+"""Each strategy's epochs: fixed-size (:func:`epoch_boundary`), or growing with the conversation and its repeats (:func:`increment_schedule`)."""
 
 
 def shorten_tools_epoch(messages: Sequence[BaseMessage], /, *, settings: Settings) -> Compacted:
-    """Return ``messages`` with old tool calls shortened and dropped behind a boundary frozen per fixed-size epoch.
-
-    The report adds ``epoch_index``, ``pinned_total``, ``new_calls``, ``epoch_size``,
-    ``compacted_window``, ``keep_full``, ``truncate_to``, ``repeats``, ``protected``,
-    ``notice`` (None below the threshold), and, against the previous model call (the newest
-    ``AIMessage``, read off the history), ``boundary_moved`` and ``prefix_change`` (None,
-    ``boundary``, ``repeat`` or ``boundary+repeat``).
-    """
-    return _compact(messages, settings, _fixed, "shorten_tools_epoch")
+    """Return :func:`epoch_compact` of ``messages`` with fixed-size epochs."""
+    return epoch_compact(messages, settings=settings, name="shorten_tools_epoch")
 
 
 def shorten_tools_epoch_increment(messages: Sequence[BaseMessage], /, *, settings: Settings) -> Compacted:
-    """Return ``messages`` compacted like :func:`shorten_tools_epoch`, with epochs and window that grow (:func:`increment_schedule`)."""
-    return _compact(messages, settings, increment_schedule, "shorten_tools_epoch_increment")
+    """Return :func:`epoch_compact` of ``messages`` with epochs and window that grow."""
+    return epoch_compact(messages, settings=settings, name="shorten_tools_epoch_increment")
 
 
 class ShortenToolsEpochOptions(TypedDict, total=False):
@@ -200,11 +163,11 @@ class ShortenToolsEpoch(PromptStrategy):
         super().__init__(settings_with_options(type(self), settings, options))
 
     def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
-        """Return :func:`shorten_tools_epoch` of ``messages`` with this strategy's settings."""
-        return shorten_tools_epoch(messages, settings=self.settings)
+        """Return :func:`epoch_compact` of ``messages`` with this strategy's settings and schedule."""
+        return epoch_compact(messages, settings=self.settings, name=self.strategy_name)
 
 
-class ShortenToolsEpochIncrement(PromptStrategy):
+class ShortenToolsEpochIncrement(ShortenToolsEpoch):
     """``shorten_tools_epoch_increment`` (the reference default): epochs and compacted window that grow.
 
     ``ShortenToolsEpochIncrement(epoch_size=20, max_size=60)``: the options of
@@ -225,8 +188,4 @@ class ShortenToolsEpochIncrement(PromptStrategy):
         Raises:
             ConfigError: A value is out of range, or a keyword is not one of these options.
         """
-        super().__init__(settings_with_options(type(self), settings, options))
-
-    def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
-        """Return :func:`shorten_tools_epoch_increment` of ``messages`` with this strategy's settings."""
-        return shorten_tools_epoch_increment(messages, settings=self.settings)
+        PromptStrategy.__init__(self, settings_with_options(type(self), settings, options))

@@ -1,24 +1,20 @@
 """CompactionLadder: token-target rungs run cheapest first, with a low watermark; and what its rungs share.
 
 While the prompt counts more than ``max_tokens``, the next rung (``tool_results``,
-``sliding_window``, ``summary``: each its own module) is asked for a rewrite, taken only when
-it counts fewer tokens; each rung is asked at most once per pass (:func:`ladder_pass`), and a
-target no rung reaches leaves the smallest prompt reached with ``met: False``.
-
-With a low watermark (``low_tokens``, default ``ladder_low_ratio`` = 70% of ``max_tokens``)
-the prompt is defined by replaying the history's own model calls (:func:`call_points`), so
-the cut holds still between compaction events and the provider's prefix cache hits::
+``sliding_window``, ``summary``) is asked once for a rewrite, taken only when it counts fewer
+tokens (:func:`ladder_pass`); a target no rung reaches leaves the smallest prompt reached
+with ``met: False``. With a low watermark (``low_tokens``, default 70% of ``max_tokens``) the
+history's own model calls are replayed, so the cut holds still between compaction events
+and the provider's prefix cache hits::
 
     prompt(first call) = the history so far
     prompt(next call)  = prompt(previous call) + the messages added since,
                          unless that counts more than max_tokens: then the rungs run on it
                          with low_tokens as their target (a *compaction event*)
 
-The replay resumes from the replay engine's memo (:mod:`langchain_promptstrat.messages.history_memo`),
-which never changes a result and holds no caller's message. This module also holds what the
-rungs share: their marks' kinds, per-message token shares, the plan protocol (a rung's plan
-yields model requests and ends with a :class:`Rewrite`, run sync or async) and the
-:class:`Rung` base.
+The replay resumes from the replay engine's memo (``messages/history_memo``). The rungs share
+this module's marks, the plan protocol (a plan yields model requests and ends with a
+:class:`Rewrite`, run sync or async) and the :class:`Rung` base.
 """
 
 from __future__ import annotations
@@ -29,6 +25,8 @@ from abc import abstractmethod
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, NamedTuple, NoReturn, Protocol, TypedDict, TypeVar
+
+from typing_extensions import Unpack
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun
 from langchain_core.messages import BaseMessage
@@ -62,19 +60,16 @@ def kind_of(message: BaseMessage) -> str | None:
 
 def represented(message: BaseMessage) -> int:
     """Return how many original messages ``message`` stands for: a note or summary counts what it replaced."""
-    m = mark_of(message)
-    if m and m.get("kind") == NOTE_KIND:
+    m = mark_of(message) or {}
+    if m.get("kind") == NOTE_KIND:
         return int(m.get("dropped", 1))
-    if m and m.get("kind") == SUMMARY_KIND:
+    if m.get("kind") == SUMMARY_KIND:
         return int(m.get("messages", 1))
     return 1
 
 
 class _Tally:
-    """A :class:`TokenCounter` remembering each message object's count for one call (a pass counts the same messages often).
-
-    It holds the messages it counted, so an ``id`` is never reused while it lives.
-    """
+    """A :class:`TokenCounter` remembering each message object's count for one call (holding the messages, so an ``id`` stays theirs)."""
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
@@ -97,26 +92,12 @@ def tally(counter: CountTokens) -> CountTokens:
     return _Tally(counter) if isinstance(counter, TokenCounter) else counter
 
 
-def list_overhead(counter: CountTokens) -> int:
-    """Return what ``counter`` counts for an empty list (0 for a :class:`TokenCounter`)."""
-    return 0 if isinstance(counter, (TokenCounter, _Tally)) else counter([])
-
-
 def message_counter(counter: CountTokens) -> Callable[[BaseMessage], int]:
-    """Return a function giving one message's share of ``counter``'s count of a list.
-
-    A :class:`TokenCounter` is exactly the sum of its messages; another counter is taken as
-    its count of an empty list plus per-message counts (the ladder checks every decision
-    with ``counter`` itself).
-    """
+    """Return one message's share of ``counter``'s count of a list: exact for a :class:`TokenCounter`, else its count alone minus an empty list's."""
     if isinstance(counter, (TokenCounter, _Tally)):
         return counter.count_message
     base = counter([])
-
-    def count_one(message: BaseMessage) -> int:
-        return counter([message]) - base
-
-    return count_one
+    return lambda message: counter([message]) - base
 
 
 # --------------------------------------------------------------------------- the plan protocol
@@ -173,11 +154,18 @@ def done(outcome: Rewrite) -> Plan:
 
 
 class PlannedStrategy(PromptStrategy):
-    """A strategy whose work is a plan that may call a chat model: ``ainvoke`` awaits :meth:`acompact` (no thread hop)."""
+    """A strategy whose work is a plan that may call a chat model: ``compact`` answers it synchronously, ``ainvoke`` awaits it."""
 
     @abstractmethod
+    def _compaction(self, messages: list[BaseMessage]) -> Generator[RungRequest, Any, Compacted]: ...
+
+    def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
+        """Return the prompt for ``messages`` and the report."""
+        return run_plan(self._compaction(list(messages)))
+
     async def acompact(self, messages: list[BaseMessage]) -> Compacted:
-        """Return :meth:`compact` of ``messages``, awaiting any model call."""
+        """Return :meth:`compact` of ``messages``, awaiting any model call (no thread hop)."""
+        return await arun_plan(self._compaction(list(messages)))
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> list[BaseMessage]:
         """Return the transformed messages, awaiting any model call (no thread hop)."""
@@ -197,22 +185,23 @@ class RungOptions(TypedDict, total=False):
 
 
 class Rung(PlannedStrategy):
-    """Base of the token-target rungs: a plan toward a target, usable alone or in a ladder.
+    """Base of the token-target rungs: a plan toward a target, usable alone (``max_tokens``, its ``token_counter``) or in a ladder (the ladder's)."""
 
-    On its own, a rung aims at ``max_tokens`` (default: the ``ladder_max_tokens`` setting)
-    with its own ``token_counter`` (default cl100k_base) and keeps its rewrite only when it
-    counts fewer tokens; inside a :class:`CompactionLadder` the ladder's target and counter are used.
-    """
+    options = RungOptions
 
-    def __init__(
-        self,
-        settings: Settings | None = None,
-        *,
-        max_tokens: int | None = None,
-        token_counter: Any = None,
-        **setting_overrides: Any,
-    ) -> None:
-        super().__init__(settings, ladder_max_tokens=max_tokens, **setting_overrides)
+    def __init__(self, settings: Settings | None = None, *, token_counter: Any = None, **options: Unpack[RungOptions]) -> None:
+        """Build the rung; an option left at None comes from ``settings``, else the environment, else its default.
+
+        Args:
+            settings: Thresholds shared with other strategies (default: read from the
+                environment now); the options below win over it.
+            token_counter: None (cl100k_base), a ``TokenCounter``, a chat model or any
+                ``messages -> int`` callable (a ladder uses its own).
+
+        Raises:
+            ConfigError: A value is out of range, or a keyword is not one of these options.
+        """
+        super().__init__(settings_with_options(type(self), settings, options))
         self.token_counter: CountTokens = as_token_counter(token_counter)
 
     @property
@@ -225,47 +214,35 @@ class Rung(PlannedStrategy):
         """Return a plan (a generator) that ends with this rung's :class:`Rewrite` of ``messages``."""
 
     def rewrite(self, messages: Sequence[BaseMessage], *, target: int | None = None, counter: Any = None) -> list[BaseMessage] | None:
-        """Return this rung's rewrite of ``messages`` toward ``target``, or None when it declines."""
-        return run_plan(self._plan_for(messages, target, counter)).messages
-
-    def _plan_for(self, messages: Sequence[BaseMessage], target: int | None, counter: Any) -> Plan:
+        """Return this rung's rewrite of ``messages`` toward ``target`` (default ``max_tokens``), or None when it declines."""
         count = tally(self.token_counter if counter is None else as_token_counter(counter))
-        return self.plan(list(messages), target=self.max_tokens if target is None else target, counter=count)
+        return run_plan(self.plan(list(messages), target=self.max_tokens if target is None else target, counter=count)).messages
 
-    def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
-        """Return ``messages`` with this rung applied once toward ``max_tokens``, and a report."""
-        return run_plan(self._single(messages))
-
-    async def acompact(self, messages: list[BaseMessage]) -> Compacted:
-        """Return :meth:`compact` of ``messages``, awaiting any model call."""
-        return await arun_plan(self._single(messages))
-
-    def _single(self, messages: list[BaseMessage]) -> Generator[RungRequest, Any, Compacted]:
+    def _compaction(self, messages: list[BaseMessage]) -> Generator[RungRequest, Any, Compacted]:
         done_pass = yield from ladder_pass(messages, [self], target=self.max_tokens, counter=tally(self.token_counter))
-        return Compacted(done_pass.messages, _pass_report(self.strategy_name, messages, done_pass, self.max_tokens))
+        return Compacted(done_pass.messages, _report(
+            self.strategy_name, messages, done_pass.messages, done_pass,
+            target=self.max_tokens, tokens_before=done_pass.tokens_before, tokens_after=done_pass.tokens,
+            met=done_pass.tokens <= self.max_tokens, rungs=done_pass.taken, asked=done_pass.asked,
+        ))
 
 
 @dataclass
 class LadderPass:
-    """The outcome of one pass of the rungs: the prompt, its count and what each rung did."""
+    """The outcome of one pass of the rungs: the prompt, its count, the rungs taken (``{strategy, before, after}``) and every rung asked."""
 
     messages: list[BaseMessage]
     tokens_before: int
     tokens: int
     taken: list[dict[str, Any]] = field(default_factory=list)
-    """``{strategy, before, after}`` for each rung whose rewrite was taken, in order."""
     asked: list[dict[str, Any]] = field(default_factory=list)
-    """Every rung asked: ``{strategy, outcome, ...details}``; outcome taken, declined or not_smaller."""
+    """``{strategy, outcome, ...details}``; outcome taken, declined or not_smaller."""
 
 
 def ladder_pass(
     messages: Sequence[BaseMessage], rungs: Sequence[Rung], *, target: int, counter: CountTokens
 ) -> Generator[RungRequest, Any, LadderPass]:
-    """Run ``rungs`` in order on ``messages`` while over ``target``; return the :class:`LadderPass`.
-
-    A rewrite is taken only when it counts fewer tokens than the prompt it was given, and
-    each rung is asked at most once, so the pass ends.
-    """
+    """Return the :class:`LadderPass` of ``rungs`` asked in order, each once, while over ``target``; a rewrite is taken only when it counts fewer tokens."""
     current = list(messages)
     tokens = before = counter(current)
     result = LadderPass(current, before, tokens)
@@ -288,27 +265,13 @@ def ladder_pass(
     return result
 
 
-def _pass_report(name: str, messages: Sequence[BaseMessage], done_pass: LadderPass, target: int, **extra: Any) -> StrategyReport:
-    return make_report(
-        name, messages, done_pass.messages,
-        **_counts(done_pass),
-        target=target,
-        tokens_before=done_pass.tokens_before,
-        tokens_after=done_pass.tokens,
-        met=done_pass.tokens <= target,
-        rungs=done_pass.taken,
-        asked=done_pass.asked,
-        **extra,
-    )
-
-
-def _counts(done_pass: LadderPass | None) -> dict[str, int]:
-    """Return the report's ``shortened`` (outputs cleared) and ``dropped`` (messages dropped) of a pass."""
+def _report(name: str, messages: Sequence[BaseMessage], prompt: list[BaseMessage], done_pass: LadderPass | None, **figures: Any) -> StrategyReport:
+    """Return the report of a ladder or a rung: ``shortened`` (outputs cleared) and ``dropped`` (messages dropped) by the pass's taken rungs, and ``figures``."""
     taken = [a for a in (done_pass.asked if done_pass else []) if a["outcome"] == "taken"]
-    return {
-        "shortened": sum(a.get("replaced", 0) for a in taken),
-        "dropped": sum(a.get("dropped", 0) for a in taken),
-    }
+    return make_report(
+        name, messages, prompt,
+        shortened=sum(a.get("replaced", 0) for a in taken), dropped=sum(a.get("dropped", 0) for a in taken), **figures,
+    )
 
 
 # --------------------------------------------------------------------------- the ladder
@@ -318,7 +281,7 @@ class CompactionLadder(PlannedStrategy):
     """A token budget: rungs run cheapest first while over ``max_tokens``, with a low watermark.
 
     ``CompactionLadder([ToolResults(), Summary(model), SlidingWindow()], max_tokens=120_000)``
-    or by registry names (``"tool_results,sliding_window"``). The report adds ``target``,
+    or ``CompactionLadder("tool_results,sliding_window", ...)``. The report adds ``target``,
     ``low_tokens``, ``tokens_before``, ``tokens_after``, ``met``, ``rungs`` (taken at this
     call), ``asked``, and with the watermark ``event``, ``events`` and ``last_event``.
     """
@@ -375,26 +338,27 @@ class CompactionLadder(PlannedStrategy):
         self.token_counter: CountTokens = as_token_counter(token_counter)
         self._memo: ReplayMemo[_Replay] = ReplayMemo(self.memo_size)
 
-    @property
-    def watermark(self) -> bool:
-        """Return whether compaction is held still between events (``low_tokens < max_tokens``)."""
-        return self.low_tokens < self.max_tokens
-
     def __repr__(self) -> str:
         names = ", ".join(r.strategy_name for r in self.rungs)
         return f"CompactionLadder([{names}], max_tokens={self.max_tokens}, low_tokens={self.low_tokens})"
 
-    # ---- the rule --------------------------------------------------------------------
+    def forget(self) -> None:
+        """Drop the remembered replays (results do not change; the next call replays from scratch)."""
+        self._memo.forget()
 
-    def _run(self, messages: list[BaseMessage]) -> Generator[RungRequest, Any, Compacted]:
+    def _compaction(self, messages: list[BaseMessage]) -> Generator[RungRequest, Any, Compacted]:
         counter = tally(self.token_counter)
-        if not self.watermark:
+        if self.low_tokens == self.max_tokens:  # no watermark: the rungs run on the whole history at every call
             done_pass = yield from ladder_pass(messages, self.rungs, target=self.max_tokens, counter=counter)
-            report = _pass_report(self.strategy_name, messages, done_pass, self.max_tokens, low_tokens=self.low_tokens, watermark=False)
-            return Compacted(done_pass.messages, report)
+            return Compacted(done_pass.messages, _report(
+                self.strategy_name, messages, done_pass.messages, done_pass,
+                target=self.max_tokens, tokens_before=done_pass.tokens_before, tokens_after=done_pass.tokens,
+                met=done_pass.tokens <= self.max_tokens, rungs=done_pass.taken, asked=done_pass.asked,
+                low_tokens=self.low_tokens, watermark=False,
+            ))
 
         count_one = message_counter(counter)
-        base = list_overhead(counter)
+        base = 0 if isinstance(counter, _Tally) else counter([])  # what the counter counts for an empty list
         prior = calibration_for(None, messages)
         start = self._memo.recall(messages)
         if start is None or start.calibration.prior != prior.prior:
@@ -428,9 +392,8 @@ class CompactionLadder(PlannedStrategy):
 
         if not isinstance(counter, _Tally):  # the replay added per-message shares; report the counter's own figures
             history_tokens, tokens = counter(messages), counter(prompt)
-        report = make_report(
-            self.strategy_name, messages, prompt,
-            **_counts(last_pass),
+        return Compacted(prompt, _report(
+            self.strategy_name, messages, prompt, last_pass,
             target=self.max_tokens,
             low_tokens=self.low_tokens,
             tokens_before=history_tokens,
@@ -443,40 +406,27 @@ class CompactionLadder(PlannedStrategy):
             events=events,
             last_event=last_event,
             **calibration.report(self._memo),
-        )
-        return Compacted(prompt, report)
-
-    def forget(self) -> None:
-        """Drop the remembered replays (results do not change; the next call replays from scratch)."""
-        self._memo.forget()
-
-    # ---- PromptStrategy --------------------------------------------------------------
-
-    def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
-        """Return the prompt for ``messages`` under the budget, and the report."""
-        return run_plan(self._run(list(messages)))
-
-    async def acompact(self, messages: list[BaseMessage]) -> Compacted:
-        """Return :meth:`compact` of ``messages``, awaiting any model call."""
-        return await arun_plan(self._run(list(messages)))
+        ))
 
 
 @dataclass(frozen=True)
 class _Replay:
-    """Where a replay stands after the call point ``len(history)``, holding no caller's message (picks into the history, own copies)."""
+    """Where a replay stands after the call point ``len(history)``, holding no caller's message.
+
+    The prompt is ``history[pick]`` for a pick >= 0, ``copies[-pick - 1]`` for a negative one;
+    ``chars`` counts the copies (what remembering it costs); ``last_pass`` is the pass of an
+    event at the history's own length, without its messages.
+    """
 
     history: HistoryKey
     picks: tuple[int, ...]
-    """The prompt: ``history[pick]`` for a pick >= 0, ``copies[-pick - 1]`` for a negative one."""
     copies: tuple[BaseMessage, ...]
     chars: int
-    """Characters of :attr:`copies` (what remembering this replay costs)."""
     tokens: int
     history_tokens: int
     events: int
     last_event: int | None
     last_pass: LadderPass | None
-    """The pass of an event at the history's own length, without its messages (None when that call did not compact)."""
     calibration: Calibration
 
     def prompt(self, messages: Sequence[BaseMessage]) -> list[BaseMessage]:

@@ -15,28 +15,11 @@ from typing_extensions import Unpack
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from langchain_promptstrat.strategy import PromptStrategy
-from langchain_promptstrat.messages import (
-    Fate,
-    apply_fates,
-    content_text,
-    index_tool_calls,
-    is_real_user_message,
-    shorten_arguments,
-    value_chars,
-)
+from langchain_promptstrat.messages import Fate, apply_fates, content_text, index_tool_calls, is_real_user_message, shorten_arguments, value_chars
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
+from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.truncation import DEFAULT_OUTPUT_SIZE, shorten_string
-
-
-def _judge(position: int, size: int, shortened_size: int, *, full: int, maximum: int, budget: int, used: int, protected: bool) -> tuple[Fate, int]:
-    """Return the fate of one side of a call and the characters it adds to the kept budget."""
-    if protected or position < full or used < budget:
-        return Fate.KEEP, size
-    if position > maximum:
-        return Fate.DROP, 0
-    return Fate.SHORTEN, shortened_size
 
 
 def shorten_tools(messages: Sequence[BaseMessage], /, *, settings: Settings) -> Compacted:
@@ -50,30 +33,32 @@ def shorten_tools(messages: Sequence[BaseMessage], /, *, settings: Settings) -> 
     never splits: both sides take the milder fate, since a provider rejects half a pair.
     """
     index = index_tool_calls(messages)
-    number_of_output = index.call_of_output
     calls_of_message: dict[int, list[int]] = {}
     for k, rec in enumerate(index.calls):
         if rec.output_index is not None:
             calls_of_message.setdefault(rec.ai_index, []).append(k)
-
-    fates: dict[int, list[Fate]] = {}
-    budget = settings.max_tool_chars
-    used = 0
+    fates: dict[int, list[Fate]] = {}  # call number -> [the call's fate, its output's]
+    used = protected = outputs_seen = 0
     user_messages = 0 if settings.protect_current_turn else 1
-    protected = 0
-    outputs_seen = 0
+
+    def judge(position: int, size: int, shortened_size: int, full: int, maximum: int) -> Fate:
+        """Return the fate of one side of a call, adding the characters it keeps to ``used``."""
+        nonlocal used
+        if user_messages == 0 or position < full or used < settings.max_tool_chars:
+            used += size
+            return Fate.KEEP
+        if position > maximum:
+            return Fate.DROP
+        used += shortened_size
+        return Fate.SHORTEN
+
     for i in range(len(messages) - 1, -1, -1):
         message = messages[i]
         if isinstance(message, ToolMessage):
             outputs_seen += 1
             text = content_text(message.content)
-            fate, added = _judge(
-                outputs_seen, len(text), len(shorten_string(text, DEFAULT_OUTPUT_SIZE)),
-                full=settings.full_tool_outputs, maximum=settings.max_tool_outputs or 0,
-                budget=budget, used=used, protected=user_messages == 0,
-            )
-            used += added
-            number = number_of_output.get(i)
+            fate = judge(outputs_seen, len(text), len(shorten_string(text, DEFAULT_OUTPUT_SIZE)), settings.full_tool_outputs, settings.max_tool_outputs or 0)
+            number = index.call_of_output.get(i)
             if number is not None:
                 fates[number] = [Fate.KEEP, fate]
                 if user_messages == 0 and settings.protect_current_turn:
@@ -81,15 +66,8 @@ def shorten_tools(messages: Sequence[BaseMessage], /, *, settings: Settings) -> 
         elif isinstance(message, AIMessage):
             for k in reversed(calls_of_message.get(i, ())):
                 rec = index.calls[k]
-                size = value_chars(rec.args)
-                short = value_chars(shorten_arguments(rec.args))
-                fate, added = _judge(
-                    index.position(rec) or 0, size, short,
-                    full=settings.full_tool_calls, maximum=settings.max_tool_calls,
-                    budget=budget, used=used, protected=user_messages == 0,
-                )
-                used += added
-                fates[k][0] = fate
+                size, short = value_chars(rec.args), value_chars(shorten_arguments(rec.args))
+                fates[k][0] = judge(index.position(rec) or 0, size, short, settings.full_tool_calls, settings.max_tool_calls)
         elif is_real_user_message(message):
             user_messages += 1
 

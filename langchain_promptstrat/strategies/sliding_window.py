@@ -12,18 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any
-
-from typing_extensions import Unpack
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_promptstrat.messages import is_real_user_message, leading_system_count, mark, task_index
-from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.strategies.ladder import (
-    NOTE_KIND, SUMMARY_KIND, CountTokens, Plan, Rewrite, Rung, RungOptions, done, kind_of, message_counter, represented,
+    NOTE_KIND, SUMMARY_KIND, CountTokens, Plan, Rewrite, Rung, done, kind_of, message_counter, represented,
 )
-
 
 NOTE_TEXT = (
     "[compacted:sliding_window] {n} earlier {messages} of this conversation {were} removed to stay "
@@ -42,20 +37,19 @@ def note(dropped: int) -> HumanMessage:
 class Layout:
     """The parts of a conversation the token rungs work with, as index ranges, oldest first.
 
-    ``history``: units before the anchor (whole turns); ``task``: units after it (whole
-    steps) up to ``protected_from``. A note or summary is a unit of its own.
+    ``system``: the leading system block's length; ``anchor``: the newest real user message
+    (None when none); ``run_task``: the run's task (first real user message) when before the
+    anchor, kept too; ``history``: whole turns before the anchor; ``task``: whole steps after
+    it up to ``protected_from``, where the newest ``keep_steps`` steps begin. A note or summary
+    is a unit of its own.
     """
 
     system: int
-    """Length of the leading system block."""
     anchor: int | None
-    """Index of the newest real user message, None when there is none."""
     run_task: int | None
-    """Index of the run's task (the first real user message) when it comes before the anchor, else None: never dropped either."""
     history: tuple[range, ...]
     task: tuple[range, ...]
     protected_from: int
-    """Index from which nothing may be given up: the newest ``keep_steps`` steps and after."""
 
 
 def layout(messages: Sequence[BaseMessage], keep_steps: int, *, keep_task: bool = False) -> Layout:
@@ -151,21 +145,6 @@ class SlidingWindow(Rung):
     """
 
     strategy_name = "sliding_window"
-    options = RungOptions
-
-    def __init__(self, settings: Settings | None = None, *, token_counter: Any = None, **options: Unpack[RungOptions]) -> None:
-        """Build the rung; an option left at None comes from ``settings``, else the environment, else its default.
-
-        Args:
-            settings: Thresholds shared with other strategies (default: read from the
-                environment now); the options below win over it.
-            token_counter: None (cl100k_base), a ``TokenCounter``, a chat model or any
-                ``messages -> int`` callable (a ladder uses its own).
-
-        Raises:
-            ConfigError: A value is out of range, or a keyword is not one of these options.
-        """
-        super().__init__(settings_with_options(type(self), settings, options), token_counter=token_counter)
 
     def plan(self, messages: Sequence[BaseMessage], *, target: int, counter: CountTokens) -> Plan:
         """Return the plan of :func:`rewrite` (it needs no model call)."""

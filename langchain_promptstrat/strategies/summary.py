@@ -3,10 +3,9 @@
 In a ladder it goes after ``ToolResults`` and before ``SlidingWindow`` (which would drop what
 it summarises). Each round, while over target, takes the first tier with work: the oldest
 earlier turns; their summaries combined; the task's oldest steps (never the newest
-``keep_steps``); the task's summaries combined. A stretch is whole turns or steps, sent to
-the model as plain text, so no tool pair is split. A model that fails, answers nothing or
-answers no smaller ends the rounds. Answers are remembered per :class:`Summary` by the text
-sent, so the ladder's replays ask once per stretch.
+``keep_steps``); the task's summaries combined. A stretch is whole turns or steps, sent as
+plain text, so no tool pair is split. A model that fails, answers nothing or answers no
+smaller ends the rounds. Answers are remembered by the text sent, so replays ask once.
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ from langchain_promptstrat.messages import content_text, index_tool_calls, is_re
 from langchain_promptstrat.messages.history_memo import SizedCache
 from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.strategies.ladder import (
-    NOTE_KIND, SUMMARY_KIND, CountTokens, Plan, Rewrite, Rung, RungOptions, RungRequest, kind_of, message_counter, represented,
+    NOTE_KIND, SUMMARY_KIND, CountTokens, Plan, Rewrite, Rung, RungOptions, kind_of, message_counter, represented,
 )
 from langchain_promptstrat.strategies.sliding_window import layout
 
@@ -120,106 +119,36 @@ def _next_stretch(messages: Sequence[BaseMessage], keep_steps: int, count_one: C
     return None
 
 
-def summary_plan(
-    messages: Sequence[BaseMessage],
-    /,
-    *,
-    target: int,
-    counter: CountTokens,
-    ask: Callable[[list[BaseMessage]], RungRequest],
-    keep_steps: int = 1,
-    summary_tokens: int = DEFAULT_SUMMARY_TOKENS,
-    on_error: str = "warn",
-) -> Plan:
-    """Return the plan of the summary rounds; ``ask(prompt)`` makes the request a driver answers.
-
-    Declines when under target, when nothing is left, or when the first round fails. A
-    failing model is never silent: ``on_error="warn"`` warns (:class:`SummaryFailedWarning`)
-    and reports the reason, ``"raise"`` raises its exception.
-    """
-    current = list(messages)
-    tokens = counter(current)
-    if tokens <= target:
-        return Rewrite(None, {"reason": "under target"})
-    count_one = message_counter(counter)
-    words = max(summary_tokens * 3 // 4, 20)
-    rounds: list[dict[str, Any]] = []
-    stopped = "nothing left to summarise"
-    for _ in range(len(current) + 1):  # each round consumes a unit or merges summaries, so this bound is never met
-        if tokens <= target:
-            stopped = "under target"
-            break
-        choice = _next_stretch(current, keep_steps, count_one, tokens - target + summary_tokens)
-        if choice is None:
-            stopped = "nothing left to summarise"
-            break
-        tier, span = choice
-        stretch = current[span.start : span.stop]
-        combine = tier.endswith("summaries")
-        instructions = (COMBINE_INSTRUCTIONS if combine else SUMMARY_INSTRUCTIONS).format(words=words)
-        answer = yield ask([SystemMessage(instructions), HumanMessage(render(stretch))])
-        if isinstance(answer, BaseException):
-            if on_error == "raise":
-                raise answer
-            stopped = f"model failed: {type(answer).__name__}: {str(answer)[:200]}"
-            warnings.warn(
-                f"summary: the model failed ({type(answer).__name__}: {' '.join(str(answer).split())[:300]}); "
-                "the prompt goes to the model without this summary. Summary(..., on_error='raise') raises instead.",
-                SummaryFailedWarning,
-                stacklevel=2,
-            )
-            break
-        text = str(answer or "").strip()
-        if not text:
-            stopped = "model answered nothing"
-            break
-        replacement = summary_message(text, messages=sum(represented(m) for m in stretch), tier=tier)
-        stretch_tokens = sum(count_one(m) for m in stretch)
-        summary_tokens_now = count_one(replacement)
-        if summary_tokens_now >= stretch_tokens:
-            stopped = f"summary no smaller ({summary_tokens_now} >= {stretch_tokens} tokens)"
-            break
-        current = [*current[: span.start], replacement, *current[span.stop :]]
-        tokens = counter(current)
-        rounds.append({"tier": tier, "messages": len(stretch), "replaced": stretch_tokens, "summary": summary_tokens_now})
-    if not rounds:
-        return Rewrite(None, {"reason": stopped})
-    return Rewrite(current, {"rounds": rounds, "stopped": stopped})
-
-
 # --------------------------------------------------------------------------- asking the model
 
 
 @dataclass
 class _ModelRequest:
-    """One summary to write: the prompt for ``model``; answers the text, or the exception raised."""
+    """One summary to write: ``prompt`` for ``model``; answers the text, or the exception raised."""
 
     model: Any
     prompt: list[BaseMessage]
     answers: SizedCache[tuple[str, ...], str]
+    """Answers by the text sent; one used is stored again, so the answers used last are the ones kept."""
 
-    def _known(self) -> str | None:
-        key = tuple(content_text(m.content) for m in self.prompt)
-        known: str | None = self.answers.get(key)
-        if known is not None:
-            self.answers.put(key, known, 1)  # stored again: the answers used last are the ones kept
-        return known
+    def _sent(self) -> tuple[str, ...]:
+        return tuple(content_text(m.content) for m in self.prompt)
 
-    def _keep(self, response: Any) -> str:
-        text = content_text(getattr(response, "content", response))
+    def _remember(self, answer: Any) -> str:
+        text = content_text(getattr(answer, "content", answer))
         if text.strip():
-            self.answers.put(tuple(content_text(m.content) for m in self.prompt), text, 1)
+            self.answers.put(self._sent(), text, 1)
         return text
 
     def ask(self) -> Any:
         try:
-            return self._known() or self._keep(self.model.invoke(self.prompt))
+            return self._remember(self.answers.get(self._sent()) or self.model.invoke(self.prompt))
         except Exception as exc:  # a failing summariser ends the rounds, it never breaks the prompt
             return exc
 
     async def aask(self) -> Any:
         try:
-            return self._known() or self._keep(await self.model.ainvoke(self.prompt))
+            return self._remember(self.answers.get(self._sent()) or await self.model.ainvoke(self.prompt))
         except Exception as exc:
             return exc
 
@@ -229,7 +158,7 @@ class SummaryFailedWarning(RuntimeWarning):
 
 
 class _LazyChatModel:
-    """A chat model named by a string (``"openai:gpt-4o-mini"``), built by ``init_chat_model`` at its first call (a failure is a failed model call)."""
+    """A chat model named by a string (``"openai:gpt-4o-mini"``), built by ``init_chat_model`` at its first call."""
 
     def __init__(self, spec: str) -> None:
         self.spec = spec
@@ -240,15 +169,12 @@ class _LazyChatModel:
         return f"init_chat_model({self.spec!r})"
 
     def resolve(self) -> Any:
-        """Return the chat model, building it on first use."""
         with self._lock:
             if self._model is None:
                 try:
                     from langchain.chat_models import init_chat_model
                 except ImportError:
-                    raise ConfigError(
-                        f"the model string {self.spec!r} needs the langchain package: {install_hint('agents')}"
-                    ) from None
+                    raise ConfigError(f"the model string {self.spec!r} needs the langchain package: {install_hint('agents')}") from None
                 self._model = init_chat_model(self.spec)
             return self._model
 
@@ -267,7 +193,6 @@ class Summary(Rung):
     """
 
     strategy_name = "summary"
-    options = RungOptions
 
     def __init__(
         self,
@@ -305,11 +230,10 @@ class Summary(Rung):
             if settings is not None:
                 raise ConfigError("settings given twice: as the first argument and as settings=")
             model, settings = None, model
-        if "model" in extra:
-            keyword = extra.pop("model")
-            if model is not None and keyword is not None:
-                raise ConfigError("model given twice: positionally and as model=")
-            model = model if keyword is None else keyword
+        keyword = extra.pop("model", None)
+        if model is not None and keyword is not None:
+            raise ConfigError("model given twice: positionally and as model=")
+        model = model if keyword is None else keyword
         resolved = settings_with_options(type(self), settings, extra)
         if model is None:
             raise ConfigError(
@@ -337,9 +261,56 @@ class Summary(Rung):
         return f"Summary({self.model!r})" if isinstance(self.model, _LazyChatModel) else f"Summary({type(self.model).__name__})"
 
     def plan(self, messages: Sequence[BaseMessage], *, target: int, counter: CountTokens) -> Plan:
-        """Return the plan of the summary rounds, asking this rung's model (answers remembered)."""
-        return summary_plan(
-            messages, target=target, counter=counter,
-            keep_steps=self.settings.keep_steps, summary_tokens=self.summary_tokens, on_error=self.on_error,
-            ask=lambda prompt: _ModelRequest(self.model, prompt, self._answers),
-        )
+        """Return the plan of the summary rounds, asking this rung's model (answers remembered).
+
+        Declines when under target, when nothing is left, or when the first round fails. A
+        failing model is never silent: ``on_error="warn"`` warns (:class:`SummaryFailedWarning`)
+        and reports the reason, ``"raise"`` raises its exception.
+        """
+        current = list(messages)
+        tokens = counter(current)
+        if tokens <= target:
+            return Rewrite(None, {"reason": "under target"})
+        count_one = message_counter(counter)
+        words = max(self.summary_tokens * 3 // 4, 20)
+        rounds: list[dict[str, Any]] = []
+        stopped = "nothing left to summarise"
+        for _ in range(len(current) + 1):  # each round consumes a unit or merges summaries
+            if tokens <= target:
+                stopped = "under target"
+                break
+            choice = _next_stretch(current, self.settings.keep_steps, count_one, tokens - target + self.summary_tokens)
+            if choice is None:
+                stopped = "nothing left to summarise"
+                break
+            tier, span = choice
+            stretch = current[span.start : span.stop]
+            instructions = (COMBINE_INSTRUCTIONS if tier.endswith("summaries") else SUMMARY_INSTRUCTIONS).format(words=words)
+            answer = yield _ModelRequest(self.model, [SystemMessage(instructions), HumanMessage(render(stretch))], self._answers)
+            if isinstance(answer, BaseException):
+                if self.on_error == "raise":
+                    raise answer
+                stopped = f"model failed: {type(answer).__name__}: {str(answer)[:200]}"
+                warnings.warn(
+                    f"summary: the model failed ({type(answer).__name__}: {' '.join(str(answer).split())[:300]}); "
+                    "the prompt goes to the model without this summary. Summary(..., on_error='raise') raises instead.",
+                    SummaryFailedWarning,
+                    stacklevel=2,
+                )
+                break
+            text = str(answer or "").strip()
+            if not text:
+                stopped = "model answered nothing"
+                break
+            replacement = summary_message(text, messages=sum(represented(m) for m in stretch), tier=tier)
+            stretch_tokens = sum(count_one(m) for m in stretch)
+            summary_tokens = count_one(replacement)
+            if summary_tokens >= stretch_tokens:
+                stopped = f"summary no smaller ({summary_tokens} >= {stretch_tokens} tokens)"
+                break
+            current = [*current[: span.start], replacement, *current[span.stop :]]
+            tokens = counter(current)
+            rounds.append({"tier": tier, "messages": len(stretch), "replaced": stretch_tokens, "summary": summary_tokens})
+        if not rounds:
+            return Rewrite(None, {"reason": stopped})
+        return Rewrite(current, {"rounds": rounds, "stopped": stopped})

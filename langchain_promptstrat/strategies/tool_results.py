@@ -18,7 +18,6 @@ from langchain_promptstrat.messages import index_tool_calls, mark, split_steps, 
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.strategies.ladder import PLACEHOLDER_KIND, CountTokens, Plan, Rewrite, Rung, RungOptions, done, kind_of, message_counter
 
-
 PLACEHOLDER_TEXT = (
     "[compacted:tool_results] This {name} result ({tokens} tokens) was cleared to free context. "
     "Call {name} again if you need it."
@@ -30,12 +29,6 @@ def placeholder(output: ToolMessage, name: str, tokens: int) -> ToolMessage:
     text = PLACEHOLDER_TEXT.format(name=name or "tool", tokens=tokens)
     cleared = output.model_copy(update={"content": text, "artifact": None})
     return mark(cleared, PLACEHOLDER_KIND, notice=True, strategy="tool_results", tokens=tokens)
-
-
-def _protected_outputs(messages: Sequence[BaseMessage], keep_steps: int) -> set[int]:
-    """Return the indices of the outputs in the newest ``keep_steps`` steps that call a tool."""
-    calling = [step for step in split_steps(messages) if tool_call_ids(messages[step.start])]
-    return {i for step in calling[-keep_steps:] for i in step if isinstance(messages[i], ToolMessage)}
 
 
 def rewrite(
@@ -51,7 +44,8 @@ def rewrite(
     if tokens <= target:
         return Rewrite(None, {"reason": "under target"})
     count_one = message_counter(counter)
-    protected = _protected_outputs(messages, keep_steps)
+    calling = [step for step in split_steps(messages) if tool_call_ids(messages[step.start])]
+    protected = {i for step in calling[-keep_steps:] for i in step if isinstance(messages[i], ToolMessage)}  # the newest steps' outputs
     index = index_tool_calls(messages)
     out = list(messages)
     replaced = freed = 0
@@ -108,7 +102,5 @@ class ToolResults(Rung):
 
     def plan(self, messages: Sequence[BaseMessage], *, target: int, counter: CountTokens) -> Plan:
         """Return the plan of :func:`rewrite` (it needs no model call)."""
-        return done(rewrite(
-            messages, target=target, counter=counter,
-            min_tokens=self.settings.tool_results_min_tokens, keep_steps=self.settings.keep_steps,
-        ))
+        settings = self.settings
+        return done(rewrite(messages, target=target, counter=counter, min_tokens=settings.tool_results_min_tokens, keep_steps=settings.keep_steps))

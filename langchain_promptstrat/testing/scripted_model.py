@@ -1,15 +1,8 @@
-"""A chat model that replays a fixed script of answers and records every prompt it is sent.
+"""A chat model that replays a fixed script of answers and records every prompt it is sent, for tests, notebooks and benchmarks.
 
-:class:`ScriptedChatModel` stands in for a provider's chat model wherever a test, a
-notebook or a benchmark runs a real LangChain or LangGraph agent: it binds tools, works
-with ``create_agent`` and ``create_react_agent``, answers with tool calls or text from its
-script, raises scripted exceptions, and keeps the message list of each call so a test can
-check what the model saw. :meth:`ScriptedChatModel.long_run` scripts hundreds of tool
-calls matching :func:`~langchain_promptstrat.testing.make_sized_tool`.
-
-Must not reach the network. It looks at its prompt only through a script step that is a
-function of it (an agent reading a handle out of its prompt); any other answer depends only
-on the script and the thread's call number, so a run replays identically.
+It binds tools and works with ``create_agent`` and ``create_react_agent``. Must not reach
+the network; an answer depends only on the script and the thread's call number (or, for a
+step that is a function, on its prompt), so a run replays identically.
 """
 
 from __future__ import annotations
@@ -22,10 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForLLMRun,
-    CallbackManagerForLLMRun,
-)
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -49,25 +39,20 @@ _Step = AIMessage | BaseException | Callable[[list[BaseMessage]], Any]
 
 @dataclass
 class _ScriptState:
-    """Mutable replay state, shared by every binding and copy of one model (deep copies too)."""
+    """Mutable replay state, shared by every binding and copy of one model (deep copies too); a server calls it from several threads."""
 
     positions: dict[str | None, int] = field(default_factory=dict)
     """The next script step of each thread id (None: calls made outside any thread)."""
     calls: list[list[BaseMessage]] = field(default_factory=list)
     call_kwargs: list[dict[str, Any]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
-    """A server answers several threads at once, from worker threads."""
 
     def __deepcopy__(self, memo: dict[int, Any]) -> _ScriptState:
         return self
 
 
 def _run_thread_id(run_manager: CallbackManagerForLLMRun | AsyncCallbackManagerForLLMRun | None) -> str | None:
-    """Return the thread id of the run making this model call (``configurable.thread_id``), or None outside a thread.
-
-    Read from the run's config, else from the call's metadata, where LangGraph copies it
-    (the config is not in context in an async call on Python 3.10).
-    """
+    """Return the run's ``configurable.thread_id``, or None outside a thread; from the call's metadata when the config is not in context (async, Python 3.10)."""
     thread = (ensure_config().get("configurable") or {}).get("thread_id")
     if thread is None and run_manager is not None:
         thread = (run_manager.metadata or {}).get("thread_id")
@@ -83,11 +68,7 @@ def _numbered(kind: str, prefix: str, n: int) -> str:
 
 
 def _normalize_step(step: Any, counter: list[int], prefix: str = "") -> _Step:
-    """Return the AIMessage (or exception) one script step stands for.
-
-    Tool-call ids that are missing are numbered from ``counter`` so the ids depend only
-    on ``prefix`` and the position of the call in the script.
-    """
+    """Return the AIMessage (or exception) one script step stands for; missing call ids numbered from ``counter`` (the call's script position)."""
     if isinstance(step, BaseException) or (callable(step) and not isinstance(step, AIMessage)):
         return step  # a function of the prompt: normalized when it is called
     if isinstance(step, str):
@@ -104,10 +85,7 @@ def _normalize_step(step: Any, counter: list[int], prefix: str = "") -> _Step:
     if isinstance(step, dict):
         unknown = set(step) - {"tool_calls", "content", "id"}
         if unknown:
-            raise ConfigError(
-                f"script step has unknown keys {sorted(unknown)}; "
-                "expected 'tool_calls', 'content', 'id'"
-            )
+            raise ConfigError(f"script step has unknown keys {sorted(unknown)}; expected 'tool_calls', 'content', 'id'")
         calls = []
         for spec in step.get("tool_calls") or []:
             if not isinstance(spec, dict) or "name" not in spec:
@@ -116,61 +94,24 @@ def _normalize_step(step: Any, counter: list[int], prefix: str = "") -> _Step:
             if extra:
                 raise ConfigError(f"tool call spec has unknown keys {sorted(extra)}")
             counter[0] += 1
-            calls.append(
-                {
-                    "name": spec["name"],
-                    "args": dict(spec.get("args") or {}),
-                    "id": spec.get("id") or _numbered("call", prefix, counter[0]),
-                    "type": "tool_call",
-                }
-            )
+            call_id = spec.get("id") or _numbered("call", prefix, counter[0])
+            calls.append({"name": spec["name"], "args": dict(spec.get("args") or {}), "id": call_id, "type": "tool_call"})
         return AIMessage(content=step.get("content", ""), tool_calls=calls, id=step.get("id"))
-    raise ConfigError(
-        "a script step must be an AIMessage, a str, a {'tool_calls': [...]} dict or an "
-        f"exception, got {type(step).__name__}"
-    )
+    raise ConfigError(f"a script step must be an AIMessage, a str, a {{'tool_calls': [...]}} dict or an exception, got {type(step).__name__}")
 
 
 class ScriptedChatModel(BaseChatModel):
     """A chat model that replays a fixed script of answers and records every prompt.
 
-    Each model call returns the next step of ``script``:
-
-    * an ``AIMessage`` -- returned as is (a copy), with ``id`` and missing tool-call ids
-      filled in;
-    * a ``str`` -- a final text answer;
-    * a dict ``{"tool_calls": [{"name": ..., "args": {...}, "id"?: ...}], "content"?: str}``
-      -- an answer with tool calls; ids are generated as ``call_<prefix>_0001``,
-      ``call_<prefix>_0002``... numbered by the position of the call in the script;
-    * an exception instance -- raised by that call (to test retries and error paths);
-    * a function of the prompt (the call's message list) returning one of the above: an
-      agent that reads something out of its prompt (a handle) and acts on it.
-
-    Once the script is exhausted every further call answers ``final_answer`` (default
-    ``"done"``), so an agent loop always terminates. Answer ids are ``ai_<prefix>_0001``,
-    ``ai_<prefix>_0002``... by the call's script position.
-
-    Each thread plays the script from its own position: a call made in a run whose config
-    names ``configurable.thread_id`` takes that thread's next step, so one model served to
-    many threads (as a LangGraph Server serves one graph) gives each its whole script;
-    calls outside any thread share one position. ``<prefix>`` is ``id_prefix``, by default
-    drawn at random for each instance, so two instances never hand out the same message
-    or tool-call id: a model rebuilt after a server restart adds to a stored conversation
-    instead of replacing its messages through ``add_messages``. ``id_prefix=""`` gives the
-    plain ``ai_0001`` / ``call_0001`` ids, the same in every run (for digests of prompts).
-
-    ``calls`` holds a copy of each message list the model was sent (a new list holding
-    the same message objects, in order) and ``call_kwargs`` the keyword arguments of
-    that call (``tools``, ``tool_choice``... from :meth:`bind_tools`). Both, and the script
-    positions, live in one private state object shared by ``bind_tools``/``bind`` bindings
-    and ``model_copy`` copies, so whatever runnable an agent framework wraps around the
-    model, tests read the record from the original instance. Use :meth:`reset` to
-    replay from the start. Calls from several threads at once are safe; a thread's
-    position advances once per call in call order.
-
-    ``with_structured_output`` works through the default implementation: script a tool
-    call named after the schema (e.g. ``{"tool_calls": [{"name": "Answer", "args":
-    {...}}]}``).
+    Each call answers the next step: an ``AIMessage`` (a copy), a ``str`` (a final answer), a
+    dict ``{"tool_calls": [{"name", "args", "id"?}], "content"?}``, an exception (raised), or a
+    function of the prompt returning one of those. Then ``final_answer``, so a loop ends. Each
+    ``configurable.thread_id`` plays the script from its own position (calls outside a thread
+    share one). Ids missing from the script are ``ai_<prefix>_0001`` / ``call_<prefix>_0001``
+    by script position; ``id_prefix`` is random per instance (a model rebuilt after a restart
+    adds to a stored conversation instead of replacing its messages), ``""`` for plain ids.
+    ``calls`` and ``call_kwargs`` record each call's messages and keywords, shared by every
+    binding and copy of the model; :meth:`reset` replays from the start. Thread-safe.
     """
 
     script: list[Any] = Field(default_factory=list)
@@ -196,8 +137,6 @@ class ScriptedChatModel(BaseChatModel):
         super().__init__(**kwargs)
         counter = [0]
         self._steps = [_normalize_step(step, counter, self.id_prefix) for step in self.script]
-
-    # ---- record -----------------------------------------------------------------------
 
     @property
     def calls(self) -> list[list[BaseMessage]]:
@@ -231,15 +170,9 @@ class ScriptedChatModel(BaseChatModel):
             self._state.calls.clear()
             self._state.call_kwargs.clear()
 
-    # ---- BaseChatModel ----------------------------------------------------------------
-
     @property
     def _llm_type(self) -> str:
         return "scripted-chat-model"
-
-    @property
-    def _identifying_params(self) -> dict[str, Any]:
-        return {"n_steps": len(self.script), "final_answer": self.final_answer}
 
     def bind_tools(
         self,
@@ -248,13 +181,7 @@ class ScriptedChatModel(BaseChatModel):
         tool_choice: str | dict[str, Any] | bool | None = None,
         **kwargs: Any,
     ) -> Runnable[LanguageModelInput, AIMessage]:
-        """Return a binding of this same model with ``tools`` recorded in OpenAI format.
-
-        The tools are converted with ``convert_to_openai_tool`` because
-        ``create_react_agent`` inspects ``binding.kwargs["tools"]`` for
-        ``{"type": "function", ...}`` dicts when handed a pre-bound model. The script
-        does not look at the tools; they only end up in ``call_kwargs``.
-        """
+        """Return a binding of this model with ``tools`` in OpenAI format (``create_react_agent`` reads them so from a pre-bound model)."""
         formatted = [convert_to_openai_tool(t) for t in tools]
         if tool_choice is not None:
             kwargs["tool_choice"] = tool_choice
@@ -305,8 +232,6 @@ class ScriptedChatModel(BaseChatModel):
         message = self._next_message(messages, kwargs, _run_thread_id(run_manager))
         return ChatResult(generations=[ChatGeneration(message=message)])
 
-    # ---- long runs --------------------------------------------------------------------
-
     @classmethod
     def long_run(
         cls,
@@ -319,17 +244,11 @@ class ScriptedChatModel(BaseChatModel):
         final_answer: str = DEFAULT_FINAL_ANSWER,
         id_prefix: str | None = None,
     ) -> ScriptedChatModel:
-        """Return a model scripted to make ``n_tool_calls`` tool calls, then answer ``final_answer``.
+        """Return a model scripted to make ``n_tool_calls`` calls, ``parallel`` per answer, then answer ``final_answer``.
 
-        Calls are grouped ``parallel`` per model answer (the last answer may carry fewer),
-        so the run takes ``ceil(n_tool_calls / parallel) + 1`` model calls. Each call has
-        args ``{"query": str, "page": int}`` -- the signature of :func:`make_sized_tool`
-        -- varied from ``seed``; about ``repeat_rate`` of the calls repeat an earlier
-        call's name and args exactly (with a new id). With several ``tool_name`` values
-        each call picks one from the seed. ``id_prefix`` as in the class (None: random).
-
-        For langgraph versions older than 1.x, whose default recursion limit is 25,
-        pass ``config={"recursion_limit": 2 * model_calls + 5}``.
+        Each call's args are ``{"query": str, "page": int}`` (:func:`make_sized_tool`'s), drawn
+        from ``seed``; about ``repeat_rate`` of them repeat an earlier call (a new id). Several
+        ``tool_name`` values: each call picks one. ``id_prefix`` as in the class (None: random).
         """
         if n_tool_calls < 0:
             raise ConfigError(f"n_tool_calls must be >= 0, got {n_tool_calls}")
@@ -341,7 +260,6 @@ class ScriptedChatModel(BaseChatModel):
         if not names:
             raise ConfigError("tool_name must name at least one tool")
         rng = random.Random(f"promptstrat:long_run:{seed}")
-        words = WORDS
         history: list[tuple[str, dict[str, Any]]] = []
         script: list[Any] = []
         made = 0
@@ -354,13 +272,10 @@ class ScriptedChatModel(BaseChatModel):
                     args = copy.deepcopy(args)
                 else:
                     name = rng.choice(names)
-                    n_words = rng.randint(2, 12)
-                    query = " ".join(rng.choice(words) for _ in range(n_words))
+                    query = " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 12)))
                     args = {"query": query, "page": rng.randint(0, 9)}
                 step_calls.append({"name": name, "args": args})
             history.extend((c["name"], c["args"]) for c in step_calls)
             script.append({"tool_calls": step_calls})
             made += k
-        if id_prefix is None:
-            return cls(script, final_answer=final_answer)
-        return cls(script, final_answer=final_answer, id_prefix=id_prefix)
+        return cls(script, final_answer=final_answer, **({} if id_prefix is None else {"id_prefix": id_prefix}))

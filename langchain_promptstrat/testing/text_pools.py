@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass
 from functools import lru_cache
 
 
@@ -115,36 +114,23 @@ def _pool_lines(style: str, rng: random.Random, n: int) -> list[str]:
     return lines
 
 
-@dataclass(frozen=True)
-class _Pool:
-    text: str  # the pool twice over, so any slice of up to len(pool) is contiguous
-    size: int
-    starts: tuple[int, ...]  # offsets of line starts in the first copy
-
-
 @lru_cache(maxsize=None)
-def _pool(style: str) -> _Pool:
-    """Return ~64 KB of realistic ASCII lines of one style, the same in every process."""
-    rng = random.Random(f"promptstrat:pool:{style}")
-    lines = _pool_lines(style, rng, 900)
-    text = "\n".join(lines) + "\n"
+def _pool(style: str) -> tuple[str, list[int]]:
+    """Return ~64 KB of realistic ASCII lines of one style (the same in every process) and where its lines start."""
+    lines = _pool_lines(style, random.Random(f"promptstrat:pool:{style}"), 900)
     starts = [0]
-    for i, ch in enumerate(text[:-1]):
-        if ch == "\n":
-            starts.append(i + 1)
-    return _Pool(text=text + text, size=len(text), starts=tuple(starts))
+    for line in lines[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+    return "\n".join(lines) + "\n", starts
 
 
 def pool_text(style: str, rng: random.Random, length: int) -> str:
-    """Return ``length`` characters of pool text, starting at a random line."""
+    """Return ``length`` characters of pool text, starting at a random line (the pool repeated as often as needed)."""
     if length <= 0:
         return ""
-    pool = _pool(style)
-    start = rng.choice(pool.starts)
-    if length <= pool.size:
-        return pool.text[start : start + length]
-    reps = length // pool.size + 2
-    return (pool.text[pool.size :] * reps)[start : start + length]
+    text, starts = _pool(style)
+    start = rng.choice(starts)
+    return (text * (length // len(text) + 2))[start : start + length]
 
 
 def heavy_tailed(rng: random.Random, lo: int, hi: int) -> int:

@@ -1,21 +1,12 @@
-"""Synthetic agent runs: the simulated tools, the run builders, and a real sized LangChain tool.
+"""Synthetic agent runs: the simulated tools and their schemas, the run builders, and a sized LangChain tool.
 
-* :data:`SIMULATED_TOOLS` -- read_file, run_shell, web_search, grep, http_get, edit_file,
-  query_db, list_dir: each with its weight, output style, argument builder and output
-  header; :data:`AGENT_RUN_TOOLS` -- their schemas, which every simulated request carries.
-* :func:`iter_agent_run` / :func:`build_agent_run` -- the prompt of every model call of a
-  synthetic run, calls drawn from those tools, optionally recorded the way an OpenAI or
-  Anthropic integration does (test data only: reading a call is :mod:`~langchain_promptstrat.messages`'s).
-* :func:`make_sized_tool` -- a ``StructuredTool`` whose output depends only on its
-  arguments, to drive a real agent graph with :meth:`ScriptedChatModel.long_run`.
-
-Must stay deterministic (text from :mod:`~langchain_promptstrat.testing.text_pools` and
-seeded ``random.Random`` streams, never the network, a clock or ``hash()``): the digests
-replay these runs.
+Must stay deterministic (text from :mod:`~langchain_promptstrat.testing.text_pools` and seeded
+``random.Random`` streams, never the network, a clock or ``hash()``): the digests replay these runs.
 """
 
 from __future__ import annotations
 
+import collections
 import copy
 import hashlib
 import json
@@ -212,20 +203,16 @@ def make_sized_tool(
     seed: int = 0,
     description: str | None = None,
 ) -> BaseTool:
-    """Return a LangChain tool ``name(query: str, page: int = 0) -> str`` with sized, deterministic output (sync and async).
+    """Return a tool ``name(query: str, page: int = 0) -> str`` (sync and async) whose output depends only on ``(seed, name, query, page)``.
 
-    The output length (ASCII) is ``sizes`` if an int, else drawn from a truncated Pareto over
-    ``(min, max)``; size and text depend only on ``(seed, name, query, page)`` (a SHA-256
-    digest), so a repeated call returns the identical output in every process.
+    Its length is ``sizes``, or drawn from a truncated Pareto over ``(min, max)``: a repeated
+    call returns the identical output in every process.
     """
-    if isinstance(sizes, int):
-        lo = hi = sizes
-    else:
-        lo, hi = sizes
+    lo, hi = (sizes, sizes) if isinstance(sizes, int) else sizes
     if lo < 0 or hi < lo:
         raise ConfigError(f"sizes must be an int >= 0 or a (min, max) range, got {sizes!r}")
 
-    def _output(query: str, page: int = 0) -> str:
+    def fetch(query: str, page: int = 0) -> str:
         key = json.dumps([seed, name, query, page])
         digest = hashlib.sha256(key.encode()).hexdigest()
         rng = random.Random(int(digest[:16], 16))
@@ -234,19 +221,11 @@ def make_sized_tool(
         header = f"[{name} page={page}] {query[:80]}\n"
         return sized_text(header, style, rng, size)
 
-    def fetch(query: str, page: int = 0) -> str:
-        return _output(query, page)
-
     async def afetch(query: str, page: int = 0) -> str:
-        return _output(query, page)
+        return fetch(query, page)
 
-    return StructuredTool.from_function(
-        func=fetch,
-        coroutine=afetch,
-        name=name,
-        description=description
-        or f"Fetch page `page` of results for `query` ({name}). Returns plain text.",
-    )
+    description = description or f"Fetch page `page` of results for `query` ({name}). Returns plain text."
+    return StructuredTool.from_function(func=fetch, coroutine=afetch, name=name, description=description)
 
 
 Mirror = Literal["openai", "anthropic", "mixed"]
@@ -324,12 +303,7 @@ def iter_agent_run(
     task: str = _DEFAULT_TASK,
     mirror: Mirror | None = None,
 ) -> Iterator[list[BaseMessage]]:
-    """Yield the prompt of every model call of a synthetic agent run (see :func:`build_agent_run`), as a growing list.
-
-    First ``[SystemMessage?, HumanMessage(task)]``, then each time one more step (and a user
-    turn when due). Every yield is a new list; the message objects are shared between
-    yields and must not be mutated.
-    """
+    """Yield the prompt of every model call of :func:`build_agent_run`'s run: a new list each time, sharing message objects (never mutate them)."""
     if n_tool_calls < 0:
         raise ConfigError(f"n_tool_calls must be >= 0, got {n_tool_calls}")
     if parallel_max < 1:
@@ -402,24 +376,15 @@ def iter_agent_run(
 
 
 def build_agent_run(n_tool_calls: int = 400, **options: Any) -> list[BaseMessage]:
-    """Return the message list of a synthetic long agent run, ending after its ``n_tool_calls``-th ToolMessage.
+    """Return the messages of a synthetic agent run, ending after its ``n_tool_calls``-th ToolMessage; ``options`` as :func:`iter_agent_run`.
 
-    ``options`` are :func:`iter_agent_run`'s keywords (a seed, sizes, a system prompt, a task, ``mirror``):
-
-    * After ``[SystemMessage(system)?, HumanMessage(task)]``, steps of an AIMessage (a third
-      with a short text) with 1..``parallel_max`` parallel calls (ids ``call_0001``... in
-      order), then one ToolMessage per call, in call order.
-    * Each call's main string argument has a log-uniform length in ``arg_bytes``; outputs are
-      ASCII text of a kind per tool, their length a truncated Pareto over ``output_bytes``.
-    * About ``repeat_rate`` of the calls repeat an earlier step's call (new id, identical output).
-    * A user turn after every ``user_turn_every`` (min, max) calls, never after the last; None: none.
-    * ``mirror`` also records the calls as an integration does: ``"openai"`` in
-      ``additional_kwargs``, ``"anthropic"`` as ``tool_use`` blocks, ``"mixed"`` one per step.
-
-    Deterministic from the arguments, message ids (``msg_00000``...) included; the calls do
-    not depend on ``mirror``, ``output_bytes`` or ``user_turn_every``.
+    After ``[SystemMessage(system)?, HumanMessage(task)]``: steps of an AIMessage with
+    1..``parallel_max`` calls (``call_0001``...) and their ToolMessages; argument lengths
+    log-uniform in ``arg_bytes``, output lengths a truncated Pareto over ``output_bytes``;
+    about ``repeat_rate`` of the calls repeat an earlier step's; a user turn every
+    ``user_turn_every`` (min, max) calls (None: none); ``mirror`` also records the calls as
+    an integration does (``"openai"``, ``"anthropic"``, or ``"mixed"`` per step). The same
+    arguments give the same messages, ids included; the calls do not depend on ``mirror``,
+    ``output_bytes`` or ``user_turn_every``.
     """
-    last: list[BaseMessage] = []
-    for last in iter_agent_run(n_tool_calls, **options):
-        pass
-    return last
+    return collections.deque(iter_agent_run(n_tool_calls, **options), maxlen=1)[0]

@@ -1,9 +1,15 @@
-"""The token counter: what a provider encodes of a message, :class:`TokenCounter`, :func:`as_token_counter`, and the call ids and tool schemas beyond the messages.
+"""The token counter, :class:`TokenCounter`: close to what the provider bills, cheap on a growing conversation, offline.
 
-A message counts as the texts it sends (:func:`_sent_parts`, the rules in
-:mod:`langchain_promptstrat.tokens`) encoded with the encoding :mod:`.encodings` loads, or
-approximately when none loads. Must not load encodings itself nor decide which calls a
-message holds (:mod:`langchain_promptstrat.messages` does).
+A message counts 3 tokens (the OpenAI cookbook's ``tokens_per_message``) plus the encoded
+texts it sends: its role; a set ``name`` (1 token more; not a ``ToolMessage``'s, which
+integrations do not send); its call ids (joined by spaces, or a ``ToolMessage``'s
+``tool_call_id``: OpenAI does not bill them, ``call_ids=False`` leaves them out); each tool
+call once wherever recorded (name plus ``json.dumps(args, sort_keys=True,
+ensure_ascii=False)``; ``invalid_tool_calls`` by name and raw arguments); the text of its
+content, 85 tokens per image block, any other block by its JSON. Nothing else, not the bound
+tools (:func:`tool_schema_tokens`) nor the reply's priming, so ``count(a + b) == count(a) +
+count(b)``, as budget arithmetic and ``trim_messages`` need. Text is encoded with
+``encode_ordinary``; without an encoding (see :mod:`.encodings`) counts approximate.
 """
 
 from __future__ import annotations
@@ -13,15 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import tiktoken
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    ChatMessage,
-    FunctionMessage,
-    HumanMessage,
-    SystemMessage,
-    ToolMessage,
-)
+from langchain_core.messages import AIMessage, BaseMessage, ChatMessage, FunctionMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
@@ -42,18 +40,11 @@ _IMAGE_BLOCKS = frozenset({"image", "image_url", "input_image"})
 def _role(message: BaseMessage) -> str:
     if isinstance(message, ChatMessage):
         return message.role
-    if isinstance(message, AIMessage):
-        return "assistant"
-    if isinstance(message, HumanMessage):
-        return "user"
     if isinstance(message, SystemMessage):
         role = message.additional_kwargs.get("__openai_role__")  # "developer" for o-series
         return role if isinstance(role, str) else "system"
-    if isinstance(message, ToolMessage):
-        return "tool"
-    if isinstance(message, FunctionMessage):
-        return "function"
-    return message.type
+    roles = ((AIMessage, "assistant"), (HumanMessage, "user"), (ToolMessage, "tool"), (FunctionMessage, "function"))
+    return next((role for kind, role in roles if isinstance(message, kind)), message.type)
 
 
 def _json(value: Any) -> str:
@@ -94,43 +85,32 @@ def _sent_parts(message: BaseMessage, call_ids: bool = True) -> tuple[tuple[str,
 
     content = message.content
     texts.append(content_text(content))
-    if isinstance(content, list):
-        for block in content:
-            if isinstance(block, str):
-                continue  # in content_text
-            kind = block.get("type") if isinstance(block, dict) else None
-            if kind == "text" and isinstance(block.get("text"), str):
-                continue  # in content_text
-            if kind in _IMAGE_BLOCKS:
-                fixed += TOKENS_PER_IMAGE
-            elif call_block_id(block) in counted_calls:
-                continue  # counted above as a call
-            else:
-                texts.append(_json(block))
+    for block in content if isinstance(content, list) else ():
+        kind = block.get("type") if isinstance(block, dict) else None
+        if isinstance(block, str) or (kind == "text" and isinstance(block.get("text"), str)):
+            continue  # in content_text
+        if kind in _IMAGE_BLOCKS:
+            fixed += TOKENS_PER_IMAGE
+        elif call_block_id(block) not in counted_calls:  # a call block is counted above as a call
+            texts.append(_json(block))
     return tuple(t for t in texts if t), fixed
 
 
 DEFAULT_CACHE_SIZE = 50_000
 """Live message objects whose counts a :class:`TokenCounter` remembers (oldest dropped first)."""
-
 _CONTENT_CACHE_CHARS = 4_000_000
 """Characters of message text whose counts a :class:`TokenCounter` remembers by content."""
 
 
 class TokenCounter:
-    """Count the tokens of messages with a tiktoken encoding; call it on a message list.
+    """Count the tokens of messages with a tiktoken encoding; call it on a message list (it fits ``trim_messages(token_counter=...)``).
 
-    ``TokenCounter()`` uses cl100k_base, ``TokenCounter("o200k_base")`` an encoding by
-    name, ``TokenCounter(model="gpt-4o")`` the encoding of a model. ``counter(messages)``
-    fits ``trim_messages(token_counter=...)``. ``call_ids=False`` leaves call ids out, closer
-    to an OpenAI bill. The encoding loads at the first count (see :mod:`.encodings`: never
-    from the network unless ``download=True``, at most ``load_timeout`` seconds); an unknown
-    encoding name raises :class:`~langchain_promptstrat.errors.ConfigError` then.
-
-    Each message's count is cached under exactly what it sends, never under ``id()``, so
-    re-created messages hit and a conversation grown by one message encodes only that one;
-    the cache is bounded by the characters it holds, and the per-object memo of
-    ``cache_size`` entries holds messages weakly.
+    ``TokenCounter()`` uses cl100k_base, ``TokenCounter("o200k_base")`` an encoding by name,
+    ``TokenCounter(model="gpt-4o")`` a model's. The encoding loads at the first count, never
+    from the network unless ``download=True``; an unknown name raises
+    :class:`~langchain_promptstrat.errors.ConfigError` then. A count is cached under exactly
+    what the message sends (re-created messages hit; the cache is bounded by characters) and,
+    weakly, by message object (``cache_size`` entries).
     """
 
     def __init__(
@@ -145,9 +125,7 @@ class TokenCounter:
     ) -> None:
         """Build a counter for ``encoding`` or ``model`` (not both); nothing is loaded yet."""
         if encoding is not None and model is not None:
-            raise ConfigError(
-                f"give encoding={encoding!r} or model={model!r}, not both: the model only chooses the encoding"
-            )
+            raise ConfigError(f"give encoding={encoding!r} or model={model!r}, not both: the model only chooses the encoding")
         if encoding is not None and not isinstance(encoding, str):
             raise ConfigError(f"encoding must be a tiktoken encoding name, got {type(encoding).__name__}")
         if encoding is None:
@@ -160,9 +138,7 @@ class TokenCounter:
         self._download = download
         self._resolved = False
         self._encoding: tiktoken.Encoding | None = None
-        self._by_content: SizedCache[tuple[tuple[str, ...], int], int] = SizedCache(
-            _CONTENT_CACHE_CHARS, max_entries=max(cache_size, 0)
-        )
+        self._by_content: SizedCache[tuple[tuple[str, ...], int], int] = SizedCache(_CONTENT_CACHE_CHARS, max_entries=max(cache_size, 0))
         self._by_identity: IdentityMemo[int] = IdentityMemo(cache_size)
 
     def __repr__(self) -> str:
@@ -193,15 +169,10 @@ class TokenCounter:
     def count_message(self, message: BaseMessage) -> int:
         """Return the tokens ``message`` costs in a prompt: overhead, content and tool calls."""
         if not isinstance(message, BaseMessage):
-            raise InvalidMessagesError(
-                f"expected a BaseMessage, got {type(message).__name__}; "
-                "convert with langchain_core.messages.convert_to_messages first"
-            )
+            raise InvalidMessagesError(f"expected a BaseMessage, got {type(message).__name__}; convert with langchain_core.messages.convert_to_messages first")
         if self.encoding is None:
             return count_tokens_approximately([message])
-        # Fast path: the same message object counted again (a replay, a trimmer probing
-        # many cut points). The memo holds the message weakly (a finished conversation is
-        # freed) and checks the content and calls objects, so replacing either is a miss.
+        # the same object counted again (a replay, a trimmer probing cut points); replacing its content or calls misses
         calls = getattr(message, "tool_calls", None)
         content = message.content
         count = self._by_identity.get(message, content, calls)
@@ -263,17 +234,14 @@ def call_id_tokens(message: BaseMessage, counter: Any = None) -> int:
     return _text_tokens(counter, text) if text else 0
 
 
-def counts_call_ids(counter: Any) -> bool:
-    """Return whether ``counter``'s count of a message already includes its call ids (False when its rules are unknown)."""
-    if isinstance(counter, TokenCounter):
-        return counter.call_ids or counter.encoding is None
-    return counter is count_tokens_approximately
-
-
 def missing_call_id_tokens(message: BaseMessage, counter: Any = None) -> int:
     """Return the call-id tokens of ``message`` that ``counter`` leaves out, so a ceiling counts ids once whatever the counter."""
     counter = as_token_counter(counter)
-    return 0 if counts_call_ids(counter) else call_id_tokens(message, counter)
+    if isinstance(counter, TokenCounter):
+        counted = counter.call_ids or counter.encoding is None
+    else:
+        counted = counter is count_tokens_approximately  # a foreign counter's rules are unknown: add them
+    return 0 if counted else call_id_tokens(message, counter)
 
 
 def tool_schema_tokens(tools: Sequence[Any] | None, counter: Any = None) -> int:

@@ -1,14 +1,8 @@
-"""Loading tiktoken encodings without waiting on the network: which encoding, from where, how long.
+"""Loading tiktoken encodings without waiting on the network: cl100k_base from the file this package ships, o200k_base from quicktok-v1, others from tiktoken's cache.
 
-A count runs before every model call, so an encoding must come from disk: cl100k_base from
-the BPE file this package ships (``CL100K_SHA256``), o200k_base from the optional
-quicktok-v1 package, any other from tiktoken's disk cache. tiktoken downloads
-only when asked (``download=True``), in a daemon thread bounded by a timeout; an encoding
-that cannot be loaded is decided once per process, with one
-:class:`TokenizerUnavailableWarning`, and counts then approximate.
-
-Holds the per-process state of those decisions (``_LOADED``, ``_HUNG_LOADS``). Must not
-count messages (:mod:`~langchain_promptstrat.tokens.counter` does).
+tiktoken downloads only with ``download=True``, in a daemon thread bounded by a timeout. An
+encoding that cannot be loaded is decided once per process (``_LOADED``), with one
+:class:`TokenizerUnavailableWarning`; counts then approximate.
 """
 
 from __future__ import annotations

@@ -1,22 +1,13 @@
-"""What a provider billed for a request, as the answer to it reports: the input tokens and their cached part.
+"""What a provider billed for a request, as its answer reports it, and the :class:`Calibration` a ceiling is divided by.
 
-Every LangChain chat model puts it on its answer as ``usage_metadata`` (``input_tokens``,
-``input_token_details["cache_read"]``), the provider's own figures summed the same way for
-every provider (Anthropic's cache reads and writes are in ``input_tokens``). An answer read
-from an OpenAI-format file may have only the provider's ``usage`` dict, kept in
-``response_metadata`` (``token_usage`` or ``usage``: ``prompt_tokens`` and
-``prompt_tokens_details.cached_tokens``, or Anthropic's ``input_tokens`` with its cache
-fields). A transcript file can carry it beside it, as ``NAME.usage.json``: one entry per
-assistant message, in order, ``{"prompt_tokens": int | null, "cached_tokens": int | null}``.
-
-Anything else (a missing field, zero, a negative or non-integer count, a string) is not a
-figure: :func:`billed_input` answers None for it and never raises, so one odd answer can
-only be left out of an estimate, never break a model call.
-
-:class:`Calibration` is what a strategy under a ceiling learns from those figures: the
-provider's count over its own for the prompts it sent, so the ceiling holds on the
-provider's count. A replay carries it from call to call (``observe`` each answer with what
-was sent for it) and reads its budget from it; it is a function of the history.
+LangChain puts it on an answer as ``usage_metadata`` (``input_tokens``,
+``input_token_details["cache_read"]``); an answer read from a file may have only the
+provider's ``usage`` dict in ``response_metadata`` (OpenAI's ``prompt_tokens`` and
+``prompt_tokens_details.cached_tokens``, or Anthropic's ``input_tokens`` and cache fields); a
+transcript may carry a ``NAME.usage.json`` beside it, one ``{"prompt_tokens", "cached_tokens"}``
+entry per assistant message. Anything else is no figure: :func:`billed_input` answers None,
+never raises. A replay carries the calibration from call to call (``observe`` each answer with
+what was sent for it): a function of the history.
 """
 
 from __future__ import annotations
