@@ -1,24 +1,12 @@
 """Replay saved transcripts call by call: what would each strategy have sent and cost on *my* runs?
 
-A transcript records every model call's answer. The prompt of the call that produced the
-assistant message at position ``i`` was the conversation before it, ``messages[:i]``, so a
-replay applies each strategy to each of these histories in order (a strategy object sees
-them as it would inside the agent) and measures what it sends, exactly as the simulated
-run does (:func:`~langchain_promptstrat.simulate.simulate` with ``prompts=``). The final call
-a run left unanswered counts too: its prompt is the history before it.
-
-Several files, or a folder of them (``*.json``, ``*.jsonl``, read recursively), are
-replayed one by one, each with fresh strategies and an empty cache, and their per-call
-figures are concatenated per strategy, so the table's sums and means are over every call
-of every file. A file that a folder holds but that cannot be read is skipped with a note;
-a file named explicitly that cannot be read raises. A file that saved its requests'
-``tools`` (an OpenAI or Anthropic request body) has their schemas counted in every prompt
-and given to the strategies that take them, as in the agent that made it.
-
-A transcript with a usage file (``NAME.usage.json`` beside it or in ``../usage/``, see
-:mod:`langchain_promptstrat.tokens.usage`) adds one note: what the provider billed for the
-calls that report it, input and cached, against the ``none`` row's count of the same calls
-(cached as the prefix upper bound, and under the ``cache`` rule when one is given).
+The prompt of the call that produced the assistant message at position ``i`` was
+``messages[:i]``, so a replay applies each strategy to each of these histories in order and
+measures them as the simulated run does (:func:`~langchain_promptstrat.simulate.simulate` with
+``prompts=``). Each file is replayed with fresh strategies, its per-call figures concatenated
+per strategy; a file a folder holds that cannot be read is skipped with a note, one named
+explicitly raises. A transcript's saved ``tools`` are counted and given to the strategies; a
+usage file beside it (``NAME.usage.json``, or in ``../usage/``) adds what the provider billed.
 """
 
 from __future__ import annotations
@@ -34,8 +22,6 @@ from langchain_promptstrat.conversation_file import read_conversation
 from langchain_promptstrat.errors import ConfigError, PromptStratError
 from langchain_promptstrat.simulate import DEFAULT_MAX_TOKENS, SimulationResult, StrategyEntry, default_rows, simulate
 from langchain_promptstrat.tokens.usage import BilledInput, read_usage_file
-
-__all__ = ["TRANSCRIPT_SUFFIXES", "find_transcripts", "simulate_files", "transcript_answers", "transcript_prompts"]
 
 TRANSCRIPT_SUFFIXES = (".json", ".jsonl")
 """File endings a folder is searched for (``.traj.json`` ends in ``.json``)."""

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from langchain_promptstrat.messages import message_chars
-from langchain_promptstrat.messages.keys import message_keys
+from langchain_promptstrat.messages.history_memo import message_keys
 
 
 logger = logging.getLogger("langchain_promptstrat")

@@ -239,3 +239,44 @@ def test_a_page_cites_outside_the_clone_only_what_get_realruns_downloads(page: P
     cited = set(re.findall(r"\.\./shared/\w*", text))
     assert cited <= {"../shared/realruns"}, f"{page.name} cites {sorted(cited)}"
     assert not cited or "python benchmarks/get_realruns.py" in text, f"{page.name} cites ../shared/realruns without its download command"
+
+
+BELOW_THE_CEILING = re.compile(
+    r"(\d+) tool calls at (\d+)% of the default ceiling come\s+back with their (\d+) oldest calls shortened "
+    r"\((\d+) of their outputs are long enough to change\) and the\s+newest (\d+) whole"
+)
+
+
+def test_every_page_gives_one_true_account_of_what_the_default_does_below_the_ceiling() -> None:
+    """The default shortens by count well below its ceiling; a page saying it waits for the ceiling would mislead a reader.
+
+    docs/default.md states the figure (a history at about half the ceiling, its oldest calls
+    shortened), recomputed here; README, docs/strategies.md and the notebooks give the same
+    threshold and none says the prompt is left alone below the ceiling.
+    """
+    from langchain_core.messages import ToolMessage
+
+    from langchain_promptstrat import ShortenToolsEpochStable
+    from langchain_promptstrat.settings import Settings
+    from langchain_promptstrat.testing import build_agent_run
+    from langchain_promptstrat.tokens import TokenCounter
+
+    found = BELOW_THE_CEILING.search((ROOT / "docs" / "default.md").read_text(encoding="utf-8"))
+    assert found, "docs/default.md states what the default does below the ceiling"
+    calls, share, shortened, changed, whole = map(int, found.groups())
+    history = build_agent_run(calls)
+    result = ShortenToolsEpochStable(max_tokens=DEFAULT_CEILING).compact(history)
+    stored = {m.tool_call_id: m.content for m in history if isinstance(m, ToolMessage)}
+    assert round(100 * TokenCounter()(history) / DEFAULT_CEILING) == share < 100
+    assert result.report.details["compaction_edge"] == shortened == calls - whole
+    assert sum(isinstance(m, ToolMessage) and m.content != stored[m.tool_call_id] for m in result.messages) == changed
+    threshold = Settings().stable_tool_call_threshold
+    notebooks = {name: (ROOT / "notebooks" / name).read_text(encoding="utf-8") for name in ("01_quickstart.ipynb", "03_cache_and_cost.ipynb")}
+    pages = {"README.md": (ROOT / "README.md").read_text(encoding="utf-8"), **notebooks,
+             "strategies.md": (ROOT / "docs" / "strategies.md").read_text(encoding="utf-8")}
+    assert f"from the {threshold + 1}st call on" in pages["README.md"]
+    assert f"by count past {threshold} tool calls" in pages["strategies.md"]
+    assert f"Past {threshold} tool calls it shortens" in pages["01_quickstart.ipynb"]
+    assert f"by count only from the {threshold + 1}st" in pages["03_cache_and_cost.ipynb"]
+    wrong = re.compile(r"leaves the prompt alone|only acts near|(?<!by tokens )only near the (ceiling|model's window)", re.I)
+    assert {name: wrong.findall(text) for name, text in pages.items() if wrong.search(text)} == {}

@@ -94,7 +94,7 @@ def test_sized_cache_is_bounded_by_the_total_size_of_its_entries() -> None:
 
 def test_the_epoch_head_cache_is_bounded_by_the_characters_it_holds(monkeypatch: pytest.MonkeyPatch) -> None:
     """Compacted heads of many conversations never hold more characters than the bound, however few heads that is."""
-    from langchain_promptstrat.strategies.epoch_machinery import frozen_region as caches
+    from langchain_promptstrat.messages import history_memo as caches
 
     caches.clear_caches()
     runs = [build_agent_run(200, seed=seed) for seed in range(6)]

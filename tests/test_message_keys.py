@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage, messages_from_dict, messages_to_dict
 
-from langchain_promptstrat.messages.keys import message_key, message_keys
+from langchain_promptstrat.messages.history_memo import message_key, message_keys
 from langchain_promptstrat.testing import iter_agent_run
 
 

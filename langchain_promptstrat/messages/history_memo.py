@@ -1,27 +1,270 @@
-"""The replay engine: the history's model calls (:func:`call_points`) and one memo of earlier replays, keyed by what the history is.
+"""The memos, keyed by what a history *is*, and the bounded tables the others are built from: none changes a result.
 
-A strategy whose prompt depends on the history's earlier calls replays them: its state
-after the call at history length ``p`` is a function of ``messages[:p]`` alone, so a state
-remembered for a call point resumes the replay. :class:`ReplayMemo` finds a state again for
-a history whose first messages are the same objects or *equal* ones (a conversation loaded
-from a checkpoint is the same conversation), by :func:`message_keys`; it holds no message
-alive. :class:`IdentityMemo` and :class:`SizedCache` are the bounded tables the other memos
-are built from; all are thread-safe (single dict operations under the GIL, eviction under a
-lock). Must not decide anything: the strategies' steps do.
+* :func:`message_key` says what a message is as one number (type, id, content, calls, extra
+  fields, usage), so a conversation loaded from a checkpoint, new objects equal to the old
+  ones, is recognised; :func:`message_keys` keys a list, reusing the keys of the last lists
+  keyed; :func:`chain_digest` is the same across processes, for a state carried in a checkpoint;
+* :func:`call_points` are the history lengths at which an agent loop calls the model, and
+  :class:`ReplayMemo` the states of recent replays of one strategy object (the default, the
+  ladder, ``dedupe_outputs``), found again by :class:`HistoryKey`; :func:`describes` checks a
+  state against the history it claims to describe before it is resumed;
+* the head cache (:func:`recall_head`, :func:`remember_head`): a compacted head of a
+  conversation, shared by the epoch strategies, bounded by entries and characters;
+* :class:`IdentityMemo` and :class:`SizedCache`, the bounded tables of the token counter's,
+  the summary's and the default's per-message memos.
+
+Everything holds the caller's messages weakly and is bounded; it is thread-safe (single dict
+operations under the GIL, eviction under a lock). Must not decide anything: the strategies do.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
+import marshal
 import operator
 import threading
 import weakref
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import repeat
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from langchain_promptstrat.messages.keys import compute_keys, message_keys
+from langchain_promptstrat.messages.recorded_calls import message_chars
+
+_DEREF = weakref.ref.__call__
+"""Dereference a weak reference, as a C function ``map`` can call without a Python frame."""
+
+
+# ---- what a message is, as one number ------------------------------------------------------
+
+
+RECENT_LISTS = 8
+"""How many keyed lists :func:`message_keys` remembers (the oldest goes first)."""
+
+_SEARCHED = 3
+"""How many of the newest lists a message not in the list it extends is looked for in (the prompt built from the history just keyed)."""
+
+_get: Callable[[Mapping[str, Any], str], Any] = cast(Any, dict.get)
+"""``dict.get`` as a C function ``map`` can call (typed for what it is given here)."""
+_is = operator.is_
+
+
+def _calls_key(calls: Any) -> Any:
+    """Return a hash of a list of tool calls: of its marshal bytes (in C), else of its repr."""
+    try:
+        return hash(marshal.dumps(calls, 2))  # version 2 writes no back-references: equal values, equal bytes
+    except (ValueError, TypeError):  # a value marshal cannot write (a custom object in the arguments)
+        return hash(repr(calls))
+
+
+def _compute(
+    messages: Sequence[BaseMessage], fields: Sequence[Mapping[str, Any]], read: tuple[list[Any], list[Any], list[Any]] | None = None,
+) -> list[int]:
+    """Return the key of each message (``fields`` are their ``vars``), in passes over the list (most of them in C).
+
+    ``read`` is their ``content``, ``tool_calls`` and ``additional_kwargs`` when the caller has them already.
+    """
+    contents, calls, extras = read if read is not None else (_column(fields, "content"), _column(fields, "tool_calls"), _column(fields, "additional_kwargs"))
+    if not set(map(type, contents)) <= {str}:
+        contents = [c if type(c) is str else repr(c) for c in contents]
+    columns = (
+        _keyed(extras, repr), _keyed(calls, _calls_key), _keyed(_column(fields, "invalid_tool_calls"), _calls_key),
+        _keyed(_column(fields, "usage_metadata"), repr),  # the ceiling reads the usage an answer reports
+    )
+    ids, call_ids, names = (_column(fields, name) for name in ("id", "tool_call_id", "name"))
+    try:
+        return list(map(hash, zip(map(type, messages), ids, contents, call_ids, names, *columns)))
+    except TypeError:  # an unhashable id or name: by its repr
+        ids, call_ids, names = ([v if type(v) in _PLAIN else repr(v) for v in values] for values in (ids, call_ids, names))
+        return list(map(hash, zip(map(type, messages), ids, contents, call_ids, names, *columns)))
+
+
+def _column(fields: Sequence[Mapping[str, Any]], name: str) -> list[Any]:
+    return list(map(_get, fields, repeat(name)))
+
+
+def _keyed(values: list[Any], how: Callable[[Any], Any]) -> Iterable[Any]:
+    """Return ``how(value)`` for each value that is not empty, else None (most messages have none of these fields)."""
+    return [how(v) if v else None for v in values] if any(values) else repeat(None)
+
+
+_PLAIN = (str, type(None))
+
+
+def compute_keys(messages: Sequence[BaseMessage]) -> list[int]:
+    """Return ``[message_key(m) for m in messages]``, computed, not looked up (for the few new messages of a known history)."""
+    return _compute(messages, list(map(vars, messages)))
+
+
+def message_key(message: BaseMessage) -> int:
+    """Return a hash of what a strategy reads of ``message``: type, id, content, name, call id, tool calls, extra fields, usage.
+
+    Read from the fields directly (a pydantic attribute miss costs microseconds); string
+    values are hashed as they are (in C, and cached by the string), tool calls by their
+    marshal bytes, others by their repr. Equal messages have equal keys whether or not they
+    are the same objects.
+    """
+    return _compute([message], [vars(message)])[0]
+
+
+@dataclass(eq=False)
+class _Keyed:
+    """One list keyed by :func:`message_keys`: its messages (weakly), the field objects keyed, the keys, and where each message is."""
+
+    refs: list[weakref.ref[BaseMessage]]
+    contents: list[Any]
+    calls: list[Any]
+    extras: list[Any]
+    keys: list[int]
+    where: dict[int, int]
+    """The position of each message in the list, by ``id`` (checked against :attr:`refs` before use)."""
+    watch: weakref.ref[BaseMessage] | None = None
+    """A weak reference to the newest message (its own conversation's, unlike a shared system message) that forgets the list."""
+
+    def shares_start(self, messages: Sequence[BaseMessage], fields: Sequence[Mapping[str, Any]]) -> bool:
+        """Return whether ``messages`` and this list start with the same objects, holding the same field objects, up to the shorter's end."""
+        return (
+            self.refs[0]() is messages[0]
+            and all(map(_is, map(_DEREF, self.refs), messages))
+            and all(map(_is, self.contents, map(_get, fields, repeat("content"))))
+            and all(map(_is, self.calls, map(_get, fields, repeat("tool_calls"))))
+            and all(map(_is, self.extras, map(_get, fields, repeat("additional_kwargs"))))
+        )
+
+
+class _RecentLists:
+    """The last lists keyed, newest last; safe to share between threads."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.items: list[_Keyed] = []
+        self.lock = threading.Lock()
+        self.computed = 0
+        """Keys computed so far (the others were found in a remembered list)."""
+
+    def keys(self, messages: Sequence[BaseMessage]) -> list[int]:
+        if not messages:
+            return []
+        fields = list(map(vars, messages))
+        with self.lock:
+            items = list(self.items)
+        best = next((item for item in sorted(items, key=_length, reverse=True) if item.shares_start(messages, fields)), None)
+        done = min(len(best.refs), len(messages)) if best is not None else 0
+        if best is not None and done == len(messages):  # the same list again (another memo of this call), or a start of it
+            return best.keys[:done]
+        tail, new = fields[done:], messages[done:]
+        contents, calls, extras = _column(tail, "content"), _column(tail, "tool_calls"), _column(tail, "additional_kwargs")
+        found = self._found(new, contents, calls, extras, items[: -_SEARCHED - 1 : -1]) if tail else []
+        if found.count(None) == len(found):  # none known (a conversation loaded again, or only new messages)
+            computed = _compute(new, tail, (contents, calls, extras))
+        else:
+            missing = [i for i, k in enumerate(found) if k is None]
+            fill = iter(_compute([new[i] for i in missing], [tail[i] for i in missing]))
+            computed = [next(fill) if k is None else k for k in found]
+        self.computed += found.count(None)  # a diagnostic: an update lost between threads is harmless
+        keys = best.keys + computed if best is not None else computed
+        try:
+            refs = list(map(weakref.ref, new))
+        except TypeError:  # not weakly referenceable: keyed, not remembered
+            return list(keys)
+        if best is not None:
+            where = best.where.copy()
+            where.update(zip(map(id, new), range(done, len(messages))))
+            entry = _Keyed(best.refs + refs, best.contents + contents, best.calls + calls, best.extras + extras, keys, where)
+        else:
+            entry = _Keyed(refs, contents, calls, extras, keys, dict(zip(map(id, messages), range(len(messages)))))
+        self._remember(entry)
+        return list(keys)
+
+    @staticmethod
+    def _found(messages: Sequence[BaseMessage], contents: list[Any], calls: list[Any], extras: list[Any], items: list[_Keyed]) -> list[int | None]:
+        """Return each message's key from a remembered list holding the same object with the same fields, else None."""
+        found: list[int | None] = [None] * len(messages)
+        ids = list(map(id, messages))
+        for item in items:
+            positions = list(map(item.where.get, ids))
+            if positions.count(None) == len(positions):
+                continue
+            refs, keys = item.refs, item.keys
+            for i, p in enumerate(positions):
+                if (
+                    p is not None and found[i] is None and refs[p]() is messages[i] and item.contents[p] is contents[i]
+                    and item.calls[p] is calls[i] and item.extras[p] is extras[i]
+                ):
+                    found[i] = keys[p]
+        return found
+
+    def _remember(self, entry: _Keyed) -> None:
+        """Remember ``entry`` (the oldest beyond the size goes), until its last message is collected."""
+        items, held = self.items, weakref.ref(entry)
+
+        def forget(_: object) -> None:  # no lock: it may run in a garbage collection inside a locked region
+            alive = held()
+            try:
+                if alive is not None:
+                    items.remove(alive)
+            except ValueError:  # pushed out already
+                pass
+
+        entry.watch = weakref.ref(entry.refs[-1](), forget)  # type: ignore[arg-type]  # alive: the caller holds it
+        with self.lock:
+            items.append(entry)
+            del items[: max(0, len(items) - self.size)]
+
+
+def _length(item: _Keyed) -> int:
+    return len(item.refs)
+
+
+_recent = _RecentLists(RECENT_LISTS)
+
+
+def message_keys(messages: Sequence[BaseMessage]) -> list[int]:
+    """Return ``[message_key(m) for m in messages]``, reusing the keys of the lists keyed recently.
+
+    A list that starts with the objects of one keyed before (with the same ``content``,
+    ``tool_calls`` and ``additional_kwargs`` objects) reuses its keys after a few passes in
+    C; a message found in another remembered list reuses its key there; only the others are
+    computed. The result is what :func:`message_key` gives for each message.
+    """
+    return _recent.keys(messages)
+
+
+def keys_computed() -> int:
+    """Return how many message keys :func:`message_keys` has computed in this process (a diagnostic: the others were found again)."""
+    return _recent.computed
+
+
+def chain_digest(start: bytes, messages: Sequence[BaseMessage]) -> bytes:
+    """Return the digest of a history extended by ``messages``, ``start`` being that of the messages before them (``b""`` for none).
+
+    Unlike :func:`message_key` (Python's ``hash``, salted per process) it is the same in every
+    process, so a state carried in a checkpoint can say which history it describes. Every
+    field a strategy may read is part of it; a value JSON cannot write is taken by its
+    ``repr``, which at worst makes two equal histories differ (a state then recomputed, never
+    a wrong one trusted).
+    """
+    digest = start
+    for message in messages:
+        fields = vars(message)
+        content = fields.get("content")
+        rest = {k: v for k, v in fields.items() if k != "content" or not isinstance(v, str)}
+        h = hashlib.blake2b(digest, digest_size=16)
+        h.update(type(message).__name__.encode())
+        h.update(json.dumps(rest, sort_keys=True, default=repr, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        if isinstance(content, str):
+            h.update(b"\x00")
+            h.update(content.encode("utf-8", "surrogatepass"))
+        digest = h.digest()
+    return digest
+
+
+# ---- a history's model calls and the memo of their replays ---------------------------------
 
 
 def call_points(messages: Sequence[BaseMessage], after: int = 0) -> list[int]:
@@ -49,7 +292,7 @@ def is_call_point(messages: Sequence[BaseMessage], length: int) -> bool:
 
 
 class HistoryKey(NamedTuple):
-    """What a remembered state was built on: the messages, weakly, and their :func:`~langchain_promptstrat.messages.keys.message_key`, in order."""
+    """What a remembered state was built on: the messages, weakly, and their :func:`message_key`, in order."""
 
     refs: tuple[weakref.ref[BaseMessage], ...]
     keys: list[int]
@@ -61,8 +304,6 @@ class HistoryKey(NamedTuple):
 
 EMPTY_HISTORY = HistoryKey((), [])
 """The key of the empty history, where every replay starts."""
-_DEREF = weakref.ref.__call__
-"""Dereference a weak reference, as a C function ``map`` can call without a Python frame."""
 
 
 def history_key(messages: Sequence[BaseMessage], start: HistoryKey | None = None) -> HistoryKey:
@@ -277,3 +518,115 @@ class SizedCache(Generic[K, V]):
             self._entries.clear()
             self.size = 0
 
+
+# ---- the head cache of the epoch strategies ------------------------------------------------
+
+
+@dataclass
+class Head:
+    """A compacted head: ``(source[:at] + copies)[pick]`` for each pick, with the notice that follows it and its counts.
+
+    A hit hands back the same copy and notice objects.
+    """
+
+    at: int
+    """How many input messages the picks index (the copies come after them)."""
+    picks: list[int]
+    copies: list[BaseMessage]
+    notice: BaseMessage | None = None
+    shortened: int = 0
+    dropped: int = 0
+    protected: int = 0
+    chars: int = 0
+    """Characters of the copies and the notice (what remembering this head costs)."""
+    counted: tuple[weakref.ref[Any], int] | None = None
+    """The tokens of the head and its notice for the last counter that counted them, weakly (the strategy counts them
+    once and writes them here, so a conversation loaded again, which finds its head, does not count its head again)."""
+
+    def messages(self, source: Sequence[BaseMessage]) -> list[BaseMessage]:
+        """Return the compacted head for ``source`` (whose first ``at`` messages are those it was built from)."""
+        pool = list(source[: self.at])
+        pool += self.copies
+        return list(map(pool.__getitem__, self.picks))
+
+
+def encode_head(
+    source: Sequence[BaseMessage], at: int, messages: Sequence[BaseMessage], notice: BaseMessage | None = None,
+    shortened: int = 0, dropped: int = 0, protected: int = 0,
+) -> Head:
+    """Return ``messages`` (a compacted ``source[:at]``) as a :class:`Head`: the messages passed through as indices, the others copies."""
+    position = {id(m): i for i, m in enumerate(source[:at])}
+    picks: list[int] = []
+    copies: list[BaseMessage] = []
+    for m in messages:
+        i = position.get(id(m))
+        if i is None:
+            i = at + len(copies)
+            copies.append(m)
+        picks.append(i)
+    chars = sum(map(message_chars, copies)) + (message_chars(notice) if notice is not None else 0)
+    return Head(at, picks, copies, notice, shortened, dropped, protected, chars)
+
+
+@dataclass
+class _Entry:
+    check: Any
+    history: HistoryKey
+    head: Head
+
+
+_SIZE = 64
+_CHARS = 16_000_000
+"""At most this many characters of edited copies are kept, whatever the number of heads."""
+_heads: OrderedDict[Hashable, _Entry] = OrderedDict()
+_heads_chars = 0
+_lock = threading.Lock()
+
+
+def _slot(messages: Sequence[BaseMessage], length: int, key: Hashable) -> Hashable:
+    return (key, length, message_key(messages[0]), message_key(messages[length - 1]))
+
+
+def recall_head(messages: Sequence[BaseMessage], length: int, key: Hashable, check: Any = None) -> Head | None:
+    """Return the head remembered under ``key`` (and an equal ``check``) for a history starting with ``messages[:length]``, else None."""
+    if length == 0:
+        return None
+    slot = _slot(messages, length, key)
+    with _lock:
+        entry = _heads.get(slot)
+        if entry is not None:
+            _heads.move_to_end(slot)
+    if entry is None or entry.check != check:
+        return None
+    if all(map(operator.is_, map(_DEREF, entry.history.refs), messages[:length])):
+        return entry.head
+    history = history_key(messages[:length])
+    if history.keys != entry.history.keys:
+        return None
+    entry.history = history  # equal objects: found by identity next time
+    return entry.head
+
+
+def remember_head(messages: Sequence[BaseMessage], length: int, key: Hashable, head: Head, check: Any = None) -> None:
+    """Remember ``head``, built from ``messages[:length]``, under ``key`` and ``check``, unless it holds too many characters."""
+    global _heads_chars
+    if length == 0 or head.chars > _CHARS:
+        return
+    slot = _slot(messages, length, key)
+    entry = _Entry(check, history_key(messages[:length]), head)
+    with _lock:
+        replaced = _heads.pop(slot, None)
+        if replaced is not None:
+            _heads_chars -= replaced.head.chars
+        _heads[slot] = entry
+        _heads_chars += head.chars
+        while len(_heads) > _SIZE or _heads_chars > _CHARS:
+            _heads_chars -= _heads.popitem(last=False)[1].head.chars
+
+
+def clear_caches() -> None:
+    """Forget every remembered head (for measurements; results never depend on them)."""
+    global _heads_chars
+    with _lock:
+        _heads.clear()
+        _heads_chars = 0

@@ -1,61 +1,46 @@
-"""shorten_tools_epoch_stable, the default strategy: its rule, top to bottom, then the strategy that applies it.
+"""shorten_tools_epoch_stable, the default strategy: its rule top to bottom, then the strategy that applies it.
 
 A provider's prefix cache re-sends everything after the first message that changed, so the
-rule orders its changes by what they cost the cache. In forward positions (1 = oldest tool
-output; a call shares its output's position) a history's ``T`` outputs fall in four regions::
+rule changes the front of the prompt rarely. In forward positions (1 = oldest tool output; a
+call shares its output's position) a history's ``T`` outputs fall in four regions::
 
     1 .. head                   shortened   the kept head: fixed at the first drop under a ceiling
-    head+1 .. drop_edge         dropped     grows only at a front drop, by a chunk
-    drop_edge+1 .. compaction   shortened   only ever appended to, at its end
+    head+1 .. drop_edge         dropped     grows only at a front drop
+    drop_edge+1 .. compaction   shortened   only ever appended to
     compaction+1 .. T           whole       the newest calls
 
-The edges (:class:`Edges`) only move forward, at the history's model calls, so the prompt is a
-function of the history alone. Three questions, each decided by one line:
+The edges (:class:`Edges`) only move forward, at the history's model calls (:func:`advance`),
+so the prompt is a function of the history alone.
 
-**How many recent calls stay whole?** By count, every ``stable_epoch_size`` calls past
-``stable_tool_call_threshold`` the compaction edge moves to the epoch's ``pinned_total -
-stable_full_tool_calls`` (:func:`stable_boundary`: ``edge = max(epoch.frozen_edge, 0)``): the
-epoch's new calls and ``stable_full_tool_calls`` before them stay whole. Under a ceiling (the
-strategy object always has one) a *ceiling event* (the estimated prompt would cross it,
-:func:`advance`) moves the edge early to :func:`whole_from`: the newest step stays whole, and an
-older step joins it only while ``whole[t] - whole[ends[k]] <= whole_budget and t - ends[k] <=
-settings.stable_full_tool_calls``: at most ``stable_full_tool_calls`` calls within
-``stable_whole_ratio`` of the budget, so with its default of 0.0 only the newest step.
+**How many recent calls stay whole?** By count, whatever the ceiling: past
+``stable_tool_call_threshold`` (120) the compaction edge moves every ``stable_epoch_size`` (80)
+calls to ``stable_full_tool_calls`` (20) before the newest (``edge = max(epoch.frozen_edge, 0)``
+in :func:`stable_boundary`), so the newest 21 to 100 calls stay whole. When the prompt would
+cross the ceiling (``if steps.estimate(edges.compaction_edge, edges.drop_edge, edges.head) >
+budget - budget // 100:`` in :func:`advance`) the edge moves early (:func:`whole_from`): the
+newest step stays whole, an older one only while ``whole[t] - whole[ends[k]] <= whole_budget and
+t - ends[k] <= settings.stable_full_tool_calls``; with ``stable_whole_ratio`` 0.0, none.
 
-**When does the front move?** Only at a front drop, which comes with an advance of the
-compaction edge: by count when the shortened region would hold more than
-``stable_max_compacted_tool_calls`` calls (:func:`front_drop_edge`: ``return min(chunk *
--(-(compaction_edge - bound) // chunk), compaction_edge)``, whole chunks of
-``stable_front_drop_chunk``, so with the defaults once every 120 calls); under a ceiling when
-the advanced prompt is still above ``stable_low_ratio`` of the budget (:func:`ceiling_event`: ``if
-steps.estimate(c, edges.drop_edge, head) <= int(budget * settings.stable_low_ratio):`` is the
-test that returns without a drop).
+**When does the front move?** Only at a front drop: by count when more than
+``stable_max_compacted_tool_calls`` (240) calls would be shortened, in chunks of
+``stable_front_drop_chunk`` (``return min(chunk * -(-(compaction_edge - bound) // chunk),
+compaction_edge)``: once every 120 calls); under a ceiling when the prompt, its edge advanced,
+is still above ``stable_low_ratio`` of the budget (``if steps.estimate(c, edges.drop_edge, head)
+<= int(budget * settings.stable_low_ratio):`` returns without a drop).
 
-**What goes first?** The oldest frozen calls after the kept head (:func:`call_fates`:
-``fates[number] = Fate.DROP if head < forward <= drop else Fate.SHORTEN``). The first drop
-under a ceiling fixes the kept head (the oldest steps within ``stable_head_ratio`` of the
-budget) and every drop takes whole steps after it, down to ``stable_front_ratio`` (``chosen =
-next(...)`` in :func:`ceiling_event`), so the system block, the task and the head stay the cached
-prefix. A dropped step takes its assistant message's narration with it and, under a ceiling,
-the loose messages of the dropped span, never the task nor the newest user message
-(:func:`_left_out`). The newest occurrence of a repeated call stays whole, decided against
-the history as it was when the call was frozen or at the last front drop
-(:meth:`Edges.decided_at`), so a newer occurrence changes the front only at the next drop.
+**What goes first?** The oldest shortened steps after the kept head (``fates[number] = Fate.DROP
+if head < forward <= drop else Fate.SHORTEN`` in :func:`call_fates`), down to
+``stable_front_ratio`` of the budget; the first drop under a ceiling fixes the head (the oldest
+steps within ``stable_head_ratio``), so the system block, the task and the head stay cached. A
+dropped step takes its narration with it and, under a ceiling, the loose messages of its span,
+never the task nor the newest user message (:func:`left_out`). The newest occurrence of a
+repeated call stays whole.
 
-A frozen call keeps a form fitted to its kind
-(:mod:`~langchain_promptstrat.strategies.epoch_machinery.shortened_form`: a file read keeps
-whole lines of its head and tail, any other output 400 characters, the narration of a step
-whose calls are all frozen ``stable_narration_chars``); the compaction notice
-(:mod:`~langchain_promptstrat.strategies.epoch_machinery.notice`) sits right after the step
-holding the last shortened call, so it moves only when the compaction edge does.
-
-The module reads in that order: the regions by count; the edges and one model call
-(:func:`advance`); each frozen call's fate; what the rule reads (:class:`StepCosts`, each
-call's tokens whole and shortened as prefix sums); the replay of the history's model calls
-(:func:`replay_history`, resumed from the strategy object's :class:`BoundedMemo`, the replay
-engine's memo); the prompt (:func:`frozen_prompt`, its compacted head in the epoch strategies'
-head cache); the strategy (:func:`shorten_tools_epoch_stable`, :class:`ShortenToolsEpochStable`:
-the ceiling check, the ladder fallback for a giant output, the report).
+A shortened call keeps a form fitted to its kind (:class:`ShortenedForm`); the compaction notice
+(:mod:`~langchain_promptstrat.strategies.epoch_machinery.notice`) follows the step of the newest
+shortened call. The rule's state is the replay of the history's model calls (:class:`Replay`),
+resumed from the memo of :mod:`~langchain_promptstrat.messages.history_memo` or from the
+:class:`CarriedReplay` a front end keeps with the conversation.
 """
 
 from __future__ import annotations
@@ -66,6 +51,8 @@ import hashlib
 import importlib.metadata
 import json
 import os
+import re
+import shlex
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -73,59 +60,29 @@ from typing import Annotated, Any, TypedDict
 
 from typing_extensions import Unpack
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
 from langchain_promptstrat.ceiling import Ceiling, MaxTokens, check_max_tokens, resolve_ceiling
 from langchain_promptstrat.errors import ContextWindowError
 from langchain_promptstrat.messages import (
-    Fate,
-    ToolCallRecord,
-    ToolIndex,
-    apply_fates,
-    edit_ai_message,
-    index_tool_calls,
-    is_real_user_message,
-    leading_system_count,
-    recorded_calls,
-    shorten_arguments,
-    shorten_tool_output,
-    task_index,
+    Fate, ToolCallRecord, ToolIndex, apply_fates, edit_ai_message, index_tool_calls, is_real_user_message, leading_system_count,
+    recorded_calls, shorten_arguments, shorten_text, shorten_tool_output, task_index, with_handle,
 )
-from langchain_promptstrat.messages.keys import chain_digest
 from langchain_promptstrat.messages.history_memo import (
-    EMPTY_HISTORY, HistoryKey, IdentityMemo, ReplayMemo, call_points, describes, history_key, is_call_point,
+    EMPTY_HISTORY, Head, HistoryKey, IdentityMemo, ReplayMemo, call_points, chain_digest, describes, encode_head, history_key,
+    is_call_point, recall_head, remember_head,
 )
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
-from langchain_promptstrat.strategies.epoch_machinery.frozen_region import (
-    EpochState, Head, encode_head, epoch_boundary, previous_total, recall_head, remember_head,
-)
+from langchain_promptstrat.strategies.epoch_machinery.frozen_region import EpochState, previous_total
 from langchain_promptstrat.strategies.epoch_machinery.notice import compaction_notice, is_compaction_notice
-from langchain_promptstrat.strategies.epoch_machinery.shortened_form import ShortenedForm
 from langchain_promptstrat.strategies.ladder import CountTokens, LadderPass, ladder_pass, message_counter, run_plan
 from langchain_promptstrat.strategies.sliding_window import SlidingWindow
 from langchain_promptstrat.strategies.tool_results import ToolResults
 from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.tokens import TokenCounter, as_token_counter, missing_call_id_tokens, tool_schema_tokens
 from langchain_promptstrat.tokens.usage import Calibration, calibration_for
-
-__all__ = [
-    "STRATEGY_NAME",
-    "CarriedReplay",
-    "Edges",
-    "ShortenToolsEpochStable",
-    "ShortenToolsEpochStableOptions",
-    "StableState",
-    "advance",
-    "call_fates",
-    "count_edges",
-    "front_drop_edge",
-    "replay_history",
-    "shorten_tools_epoch_stable",
-    "stable_boundary",
-    "whole_from",
-]
-
+from langchain_promptstrat.truncation import shorten_by_lines
 
 STRATEGY_NAME = "shorten_tools_epoch_stable"
 
@@ -138,34 +95,19 @@ class StableState:
     """Where the regions sit by count for ``epoch.total`` tool outputs, in forward positions (1 = oldest)."""
 
     epoch: EpochState
-    """The fixed-size epoch, as :func:`~langchain_promptstrat.strategies.epoch.epoch_boundary` computes it."""
     compaction_edge: int
-    """Forward positions at or below this are frozen (shortened or dropped); the rest are whole."""
+    """Forward positions at or below this are shortened or dropped; the rest are whole."""
     drop_edge: int
     """Forward positions at or below this are dropped."""
     front_total: int
     """``pinned_total`` of the first epoch with this drop edge: the front has not changed since."""
 
 
-@functools.lru_cache(maxsize=32)
-def _epoch_settings(settings: Settings) -> Settings:
-    """Return ``settings`` with the epoch keys :func:`epoch_boundary` reads set to the stable ones."""
-    return settings.replace(
-        epoch_tool_call_threshold=settings.stable_tool_call_threshold,
-        epoch_full_tool_calls=settings.stable_full_tool_calls,
-        epoch_compacted_tool_calls=settings.stable_max_compacted_tool_calls,
-        epoch_size=settings.stable_epoch_size,
-    )
-
-
 def front_drop_edge(compaction_edge: int, settings: Settings) -> int:
-    """Return the drop edge for ``compaction_edge``: 0, or a multiple of the chunk that bounds the shortened region.
+    """Return the drop edge for ``compaction_edge``: 0, or the smallest multiple of the chunk that leaves at most the maximum shortened.
 
-    While ``compaction_edge <= stable_max_compacted_tool_calls`` nothing is dropped. Past
-    it, the oldest calls go in multiples of ``stable_front_drop_chunk``: the smallest
-    multiple that leaves at most the maximum shortened. With the defaults (240, 120) the
-    shortened region holds 121..240 calls once it is full, and the front changes once
-    every 120 calls. Never past the compaction edge.
+    With the defaults (240, 120) the shortened region holds 121..240 calls once it is full,
+    and the front changes once every 120 calls. Never past the compaction edge.
     """
     bound, chunk = settings.stable_max_compacted_tool_calls, settings.stable_front_drop_chunk
     if compaction_edge <= bound:
@@ -174,24 +116,25 @@ def front_drop_edge(compaction_edge: int, settings: Settings) -> int:
 
 
 def stable_boundary(total: int, settings: Settings) -> StableState | None:
-    """Return the regions ``total`` outputs fall in by count, or None when nothing is compacted.
+    """Return the regions ``total`` outputs fall in by count, or None when nothing is shortened.
 
-    Nothing is compacted at or below ``stable_tool_call_threshold``, when
-    ``stable_epoch_size`` is 0, or when both ``stable_full_tool_calls`` and
-    ``stable_max_compacted_tool_calls`` are 0. Past the threshold the compaction edge moves
-    every ``stable_epoch_size`` outputs: calls ``threshold+1 .. threshold+size`` all see
-    ``pinned_total = threshold`` and a compaction edge of ``threshold - full``.
+    Nothing is at or below ``stable_tool_call_threshold``, with ``stable_epoch_size`` 0, or with
+    both ``stable_full_tool_calls`` and ``stable_max_compacted_tool_calls`` 0. Past the
+    threshold calls ``threshold+1 .. threshold+size`` all see ``pinned_total = threshold`` and
+    a compaction edge of ``threshold - full``; the edge moves every ``stable_epoch_size`` calls.
     """
-    epoch = epoch_boundary(total, _epoch_settings(settings))
-    if epoch is None:
+    threshold, size, full = settings.stable_tool_call_threshold, settings.stable_epoch_size, settings.stable_full_tool_calls
+    bound = settings.stable_max_compacted_tool_calls
+    if total <= threshold or (full == 0 and bound == 0) or size <= 0:
         return None
+    index = (total - threshold - 1) // size
+    epoch = EpochState(total, index, threshold + index * size, size, bound, full)
     edge = max(epoch.frozen_edge, 0)
     drop = front_drop_edge(edge, settings)
-    index = epoch.epoch_index
-    while index > 0 and front_drop_edge(max(epoch.frozen_edge - (epoch.epoch_index - index + 1) * epoch.epoch_size, 0), settings) == drop:
-        index -= 1
-    front_total = epoch.pinned_total - (epoch.epoch_index - index) * epoch.epoch_size
-    return StableState(epoch, edge, drop, front_total)
+    first = index  # the first epoch with this drop edge
+    while first > 0 and front_drop_edge(max(epoch.frozen_edge - (index - first + 1) * size, 0), settings) == drop:
+        first -= 1
+    return StableState(epoch, edge, drop, epoch.pinned_total - (index - first) * size)
 
 
 # ---- the edges and one model call ---------------------------------------------------------
@@ -203,12 +146,12 @@ class Edges:
 
     compaction_edge: int = 0
     prior_edge: int = 0
-    """The compaction edge before its last move (where the cache entry of the last event's re-send starts)."""
+    """The compaction edge before its last move."""
     drop_edge: int = 0
     token_drop_edge: int = 0
     """The drop edge as far as a drop removed the loose messages too (the count rule drops calls only)."""
     head: int = 0
-    """Forward positions at or below this are the kept head: set at the first ceiling-driven drop, never changed after."""
+    """Forward positions at or below this are the kept head: set at the first drop under a ceiling, never changed after."""
     segments: tuple[tuple[int, int], ...] = ()
     """``(edge, decided_at)``: calls up to ``edge`` (after the previous segment's) were frozen when the history had ``decided_at`` outputs."""
     front_total: int = 0
@@ -220,7 +163,7 @@ class Edges:
     """Whether the call just replayed was a ceiling event."""
 
     def decided_at(self, forward: int, total: int) -> int:
-        """Return how many outputs the history had when the protection of the frozen call at ``forward`` was decided."""
+        """Return how many outputs the history had when the repeat protection of the frozen call at ``forward`` was decided."""
         at = total
         for edge, decided in self.segments:
             if forward <= edge:
@@ -234,7 +177,7 @@ class Edges:
 
 
 def count_edges(state: StableState | None) -> Edges:
-    """Return the edges of the count-only rule (no ceiling) for ``state``: each epoch's calls decided at its pinned total."""
+    """Return the edges of the count rule alone (no ceiling) for ``state``: each epoch's calls decided at its pinned total."""
     if state is None:
         return Edges()
     e = state.epoch
@@ -247,12 +190,7 @@ def count_edges(state: StableState | None) -> Edges:
 
 
 def whole_from(steps: StepCosts, budget: int, settings: Settings) -> int:
-    """Return where the whole region starts after a ceiling event: the oldest step end whose newer calls may all stay whole.
-
-    The newest step always stays whole; older steps join it while the calls after them
-    number at most ``stable_full_tool_calls`` and take at most ``stable_whole_ratio`` of
-    the budget (the count rule keeps ``stable_full_tool_calls`` beyond the epoch's new calls).
-    """
+    """Return where the whole region starts after a ceiling event: the newest step, and older ones within ``stable_full_tool_calls`` and ``stable_whole_ratio``."""
     t, ends, whole = steps.total, steps.end_edges(), steps.whole
     whole_budget = int(budget * settings.stable_whole_ratio)
     newest = len(ends) - 2
@@ -265,7 +203,7 @@ def whole_from(steps: StepCosts, budget: int, settings: Settings) -> int:
 
 
 def ceiling_event(edges: Edges, steps: StepCosts, budget: int, settings: Settings) -> Edges:
-    """Return ``edges`` brought under the ceiling: an early advance, then a chunked front drop to the low watermark."""
+    """Return ``edges`` brought under the ceiling: an early advance, then a front drop in one chunk to the low watermark."""
     t = steps.total
     edge = whole_from(steps, budget, settings)
     if edge > edges.compaction_edge:  # advance as far as the whole region allows, never back
@@ -275,7 +213,7 @@ def ceiling_event(edges: Edges, steps: StepCosts, budget: int, settings: Setting
         return edges
     ends = steps.end_edges()
     if edges.drop_edge == 0 and settings.stable_head_ratio > 0:
-        # the first drop: the oldest steps that fit in stable_head_ratio of the budget stay for good,
+        # the first drop: the oldest steps within stable_head_ratio of the budget stay for good,
         # so every later drop removes steps after them and their cache entry survives
         limit = int(budget * settings.stable_head_ratio)
         for e in ends:
@@ -310,7 +248,7 @@ def advance(edges: Edges, steps: StepCosts, budget: int, settings: Settings) -> 
     return edges
 
 
-# ---- each frozen call's fate -----------------------------------------------------------------
+# ---- each frozen call's fate, and its shortened form ------------------------------------------
 
 
 def call_fates(calls: Sequence[ToolCallRecord], edges: Edges, total: int) -> tuple[dict[int, Fate], frozenset[int]]:
@@ -342,6 +280,70 @@ def call_fates(calls: Sequence[ToolCallRecord], edges: Edges, total: int) -> tup
     return fates, frozenset(rescued)
 
 
+READ_COMMANDS = frozenset({"cat", "nl", "head", "tail", "less", "more", "sed"})
+"""Shell commands that print a file (``sed`` only without ``-i``, which edits in place)."""
+READ_TOOL_WORDS = ("read", "view", "open", "cat", "show")
+"""A tool whose name holds one of these words (``read_file``, ``view``, ``open_file``) reads a file."""
+_LEADING_COMMENTS = re.compile(r"^(?:\s*#[^\n]*\n)+")
+_CD_PREFIX = re.compile(r"^\s*cd\s+[^;&|]+(?:&&|;)\s*")
+
+
+def reads_a_file(name: str, args: Any) -> bool:
+    """Return whether the call ``name(args)`` prints a file: a reading tool, or a shell command that starts by reading one.
+
+    ``nl -ba app.py | sed -n '40,80p'`` reads (after leading comments and a ``cd DIR &&``);
+    ``python -m pytest`` and ``sed -i 's/a/b/' app.py`` do not.
+    """
+    if isinstance(args, dict):
+        args = next((args[key] for key in ("command", "cmd") if isinstance(args.get(key), str)), None)
+    return _reads(name, args if isinstance(args, str) else None)
+
+
+@functools.lru_cache(maxsize=4096)
+def _reads(name: str, command: str | None) -> bool:
+    if any(word in name.lower() for word in READ_TOOL_WORDS):
+        return True
+    if command is None:
+        return False
+    first_stage = _CD_PREFIX.sub("", _LEADING_COMMENTS.sub("", command), count=1).lstrip().split("|", 1)[0]
+    try:
+        words = shlex.split(first_stage, comments=False)
+    except ValueError:  # an unbalanced quote: read the words plainly
+        words = first_stage.split()
+    if not words or words[0] not in READ_COMMANDS:
+        return False
+    return not (words[0] == "sed" and any(w == "-i" or w.startswith(("-i", "--in-place")) for w in words[1:]))
+
+
+@dataclass(frozen=True)
+class ShortenedForm:
+    """What a frozen call looks like: its output by the kind of call, its message's narration (equal forms shorten alike).
+
+    An agent works from the files it read (it edits the lines it saw, quotes their numbers),
+    while the logs of programs it ran hold little beyond their last lines: a call that reads a
+    file keeps whole lines of its head and tail, any other output the usual hash-stamped stub.
+    Under a ceiling old narration is what fills the prompt next, so it is stubbed the same way.
+    The form depends on the call alone, so the same call always gets the same bytes.
+    """
+
+    read_chars: int
+    """What a call that reads a file keeps, in characters of whole lines (``stable_read_output_chars``; 0: the usual stub)."""
+    narration_chars: int = 0
+    """What the text of an assistant message whose calls are all frozen keeps (``stable_narration_chars``; 0: all of it)."""
+
+    def narration(self, message: AIMessage) -> AIMessage:
+        """Return ``message`` with its text shortened to ``narration_chars``, hash-stamped."""
+        return shorten_text(message, self.narration_chars) if self.narration_chars > 0 else message
+
+    def __call__(self, message: ToolMessage, record: ToolCallRecord) -> ToolMessage:
+        """Return ``message``, the output of ``record``, shortened, ending with the handle that reads it back."""
+        call, content = record.number + 1, message.content
+        if self.read_chars > 0 and isinstance(content, str) and reads_a_file(record.name, record.args):
+            short = shorten_by_lines(content, self.read_chars)
+            return with_handle(message, message if short is content else message.model_copy(update={"content": short}), call)
+        return shorten_tool_output(message, call=call)
+
+
 # ---- what the rule reads: each call's tokens, as prefix sums -------------------------------
 
 
@@ -350,12 +352,7 @@ NOTICE_TOKENS = 90
 
 
 class Costs:
-    """Per-message token costs for one counter: content, tool calls and call ids, remembered by message object.
-
-    The memos hold messages weakly and at most ``limit`` of them (a strategy object lives as
-    long as the hook or middleware that holds it, so it must never keep a finished
-    conversation alive); they never change a result, only how fast it comes.
-    """
+    """Per-message tokens for one counter, whole and shortened, remembered weakly by message object (never changing a result)."""
 
     limit = 200_000
 
@@ -373,11 +370,7 @@ class Costs:
         return tokens
 
     def shortened(self, message: BaseMessage, form: ShortenedForm, record: ToolCallRecord | None = None) -> int:
-        """Return the tokens of ``message`` once shortened by ``form``: a tool output (``record`` is its call), or an assistant message with every call shortened.
-
-        ``form`` is one strategy's, the same for every call of a message, so the tokens are
-        remembered per message.
-        """
+        """Return the tokens of ``message`` shortened by ``form``: a tool output (``record`` is its call), or an assistant message with every call shortened."""
         tokens = self._short.get(message)
         if tokens is not None:
             return tokens
@@ -398,12 +391,11 @@ class Costs:
 
 @dataclass
 class StepCosts:
-    """The history's calls as prefix sums, in forward positions (1 = oldest output): what the rule's estimate reads.
+    """The history's calls as prefix sums by forward position: what the rule's estimate reads.
 
-    ``whole``/``short`` are prefix sums of each call's cost kept whole or shortened (its
-    output plus its share of the assistant message), ``loose_before[f]`` the tokens of the
-    messages that are not part of a step (user messages, plain assistant text) placed
-    before output ``f``; ``fixed`` the system block and the task, always sent.
+    ``whole``/``short``: each call's cost kept whole or shortened (its output plus its share of
+    the assistant message); ``loose_before[f]``: the messages outside any step (user messages,
+    plain assistant text) before output ``f``; ``fixed``: the system block and the task.
     """
 
     fixed: int = 0
@@ -411,7 +403,7 @@ class StepCosts:
     short: list[int] = field(default_factory=lambda: [0])
     loose_before: list[int] = field(default_factory=lambda: [0])
     loose_after: int = 0
-    """Loose tokens after the newest output (position ``T``), not yet closed by a later output."""
+    """Loose tokens after the newest output, not yet closed by a later output."""
     ends: list[int] = field(default_factory=list)
     """Forward positions that end a step, ascending."""
     keys: set[str] = field(default_factory=set)
@@ -429,10 +421,7 @@ class StepCosts:
         return len(self.whole) - 1
 
     def estimate(self, compaction: int, drop: int, head: int) -> int:
-        """Return the estimated tokens of the prompt with these edges (the notice included when anything is frozen).
-
-        Positions ``head+1 .. drop`` are dropped, ``.. compaction`` shortened, the rest whole.
-        """
+        """Return the estimated tokens of the prompt with these edges: ``head+1 .. drop`` dropped, ``.. compaction`` shortened, the notice if any."""
         t = self.total
         h = min(head, drop)
         loose = self.loose_before[t] + self.loose_after - self.loose_before[drop] + self.loose_before[h]
@@ -449,7 +438,7 @@ class StepCosts:
         self, messages: Sequence[BaseMessage], start: int, stop: int, index: ToolIndex, costs: Costs, task: int | None, system: int,
         form: ShortenedForm,
     ) -> None:
-        """Add the costs of ``messages[start:stop]`` (``index`` is their tool-call index; ``form`` shortens a call)."""
+        """Add the costs of ``messages[start:stop]`` (``index`` is their tool-call index)."""
         completed_per_ai, call_of_output = index.completed_per_ai, index.call_of_output
         for i in range(start, stop):
             message = messages[i]
@@ -489,38 +478,29 @@ class StepCosts:
 
 @dataclass
 class Replay:
-    """Where a replay of the ceiling stands after the call point ``len(history)``: the rule's edges and what feeds them."""
+    """The rule's state after the call point ``len(history)``: its edges and what feeds them."""
 
     history: HistoryKey
-    """The history replayed so far, as the replay engine keys it (weakly, and by content)."""
     budget: int
     index: ToolIndex
-    """The tool-call index of ``history``: a replay that resumes extends it by the new messages (see :func:`replay_history`)."""
     steps: StepCosts
     edges: Edges
     recent: list[tuple[int, Edges, int]] = field(default_factory=list)
     """``(call point, edges, outputs counted)`` after each of the last call points replayed."""
     previous_edges: tuple[int, int] = (0, 0)
-    """The compaction and drop edges of the previous model call's prompt (see :func:`_edges_before`)."""
+    """The compaction and drop edges of the previous model call's prompt (:func:`_edges_before`)."""
     previous: tuple[Edges, int] | None = None
-    """The edges and outputs counted at the previous model call's history (everything before the newest assistant
-    message), when that history is one of the recent call points: what its prompt is built from."""
+    """The edges and outputs counted at the previous model call, when it is a recent call point."""
     digest: tuple[int, bytes] | None = None
-    """``(length, chain_digest)`` of the first ``length`` messages of the history, once a front end carried this replay."""
+    """``(length, chain_digest)`` of the first ``length`` messages, once a front end carried this replay."""
     calibration: Calibration = Calibration()
-    """The provider's count over the estimate of each prompt sent, from the answers replayed: each call's budget is divided by it."""
+    """The provider's count over the estimate of each prompt sent, learned from the answers replayed: each call's budget is divided by it."""
     extra: int = 0
     sent: int = 0
     """The estimate of the prompt sent at the call point ``len(history)``, which the answer after it is read against."""
 
 
-class BoundedMemo(ReplayMemo[Replay]):
-    """The recent replays of one strategy object (the replay engine's memo), and the token costs of its counter."""
-
-    def __init__(self) -> None:
-        super().__init__(8)
-        self.costs: Costs | None = None
-        """Per-message token costs for the counter last used (a cache: never changes a result)."""
+_RECENT_POINTS = 16
 
 
 def replay_history(
@@ -529,17 +509,11 @@ def replay_history(
 ) -> Replay:
     """Return the replay of ``source``'s call points under ``budget``, advanced from ``start``: a pure function of the history.
 
-    The rule's state is this value: ``start`` (the replay of an earlier call of the same
-    conversation, or None) advanced by the calls after it. ``start`` is used only when it
-    describes the first messages of ``source`` (the same objects, or equal ones loaded again)
-    under the same budget; else the replay starts from the first message. Resuming is safe
-    because every prefix of a history has the same call points up to its length and the
-    replay of a call point reads nothing after it, so the resumed replay is the one a replay
-    from the first message would reach.
-
-    Each call's budget is ``budget`` (``extra`` tokens are sent beside the messages) divided by
-    the calibration learned from the answers before it, starting from ``calibration``'s prior:
-    an answer's usage over the estimate of the prompt it answered (:class:`Calibration`).
+    ``start`` (the replay of an earlier call of the same conversation) is used only when it
+    describes the first messages of ``source`` under the same budget, else the replay starts
+    from the first message; a replay of a call point reads nothing after it, so resuming
+    reaches what a replay from the first message would. Each call's budget is divided by the
+    calibration learned from the answers before it (``extra`` tokens are sent beside the messages).
     """
     if start is not None and (
         (start.budget, start.extra, start.calibration.prior) != (budget, extra, calibration.prior) or not describes(start.history, source)
@@ -573,14 +547,10 @@ def replay_history(
 
 
 def _replay(
-    source: list[BaseMessage], budget: int, settings: Settings, costs: Costs, memo: BoundedMemo | None, calibration: Calibration, extra: int,
-    carried: CarriedReplay | None = None,
+    source: list[BaseMessage], budget: int, settings: Settings, costs: Costs, memo: ReplayMemo[Replay] | None, calibration: Calibration,
+    extra: int, carried: CarriedReplay | None = None,
 ) -> Replay:
-    """Return :func:`replay_history` of ``source``, advanced from the replay ``memo`` remembers for its longest call point, else from ``carried``.
-
-    With ``carried`` (what a front end keeps in the graph state) the replay is resumed from
-    its value when that describes ``source`` and set to the new replay's value after.
-    """
+    """Return :func:`replay_history` of ``source``, resumed from ``memo``'s replay of its longest call point, else from ``carried`` (which it then updates)."""
     start = memo.recall(source, budget) if memo is not None else None
     fingerprint = _fingerprint(settings, costs.counter, (budget, extra, calibration.prior)) if carried is not None else None
     if start is None and carried is not None and fingerprint is not None:
@@ -593,15 +563,11 @@ def _replay(
     return replay
 
 
-_RECENT_POINTS = 16
-
-
 def _edges_before(replay: Replay, previous: int) -> tuple[int, int]:
-    """Return the edges at the previous model call (the newest call point at or before ``previous`` messages).
+    """Return the edges at the previous model call: the newest call point at or before ``previous`` messages.
 
-    Not simply those of the call point before the last: a history may hold call points where
-    no model was called (a user message right after the tool outputs), and an edge that moved
-    there still changed the prompt since the previous one.
+    Not simply the call point before the last: a user message right after tool outputs makes
+    a call point where no model was called, and an edge that moved there changed the prompt too.
     """
     for point, edges, _ in reversed(replay.recent):
         if point <= previous:
@@ -613,18 +579,11 @@ def _edges_before(replay: Replay, previous: int) -> tuple[int, int]:
 
 
 def previous_length(messages: Sequence[BaseMessage]) -> int:
-    """Return the length of :func:`_previous_history` without copying it."""
+    """Return the length of the previous model call's history: everything before the newest assistant message."""
     for i in range(len(messages) - 1, -1, -1):
         if isinstance(messages[i], AIMessage):
             return i
     return 0
-
-
-def memo_costs(memo: BoundedMemo, counter: CountTokens) -> Costs:
-    costs = memo.costs
-    if costs is None or costs.counter is not counter:
-        costs = memo.costs = Costs(counter)
-    return costs
 
 
 # ---- the replay as a value a front end carries -----------------------------------------------
@@ -634,18 +593,18 @@ def memo_costs(memo: BoundedMemo, counter: CountTokens) -> Costs:
 class CarriedReplay:
     """A conversation's replay as a front end carries it between model calls: in the graph state, checkpointed with it.
 
-    ``value`` (plain JSON: edges, prefix sums, recent call points) is read before a call,
-    None when nothing is carried, and set after it. It is resumed from only when it
-    describes the history the strategy is given: the same messages by a digest that holds
-    across processes (:func:`~langchain_promptstrat.messages.keys.chain_digest`), the same
-    budget, settings, token counter and package version; anything else is replayed from
-    the first message, so a conversation edited behind it is recomputed, never trusted.
+    ``value`` (plain JSON; None when nothing is carried) is read before a call and set after
+    it. It is resumed from only when it describes the history given: the same messages by a
+    digest that holds across processes (:func:`~langchain_promptstrat.messages.history_memo.chain_digest`),
+    the same budget, settings, token counter and package version, and an intact checksum;
+    anything else is replayed from the first message, never trusted.
     """
 
     value: dict[str, Any] | None = None
 
 
 CARRY_FORMAT = 1
+_CHECKED = ("format", "fingerprint", "length", "digest", "steps", "edges", "recent", "calibration")
 
 
 def _fingerprint(settings: Settings, counter: CountTokens, budget: tuple[int, int, float]) -> str | None:
@@ -655,16 +614,17 @@ def _fingerprint(settings: Settings, counter: CountTokens, budget: tuple[int, in
 
 @functools.lru_cache(maxsize=64)
 def _fingerprint_of(settings: Settings, counter: str, exact: bool, budget: tuple[int, int, float]) -> str:
-    what = [CARRY_FORMAT, _package_version(), counter, exact, budget, sorted(settings.as_dict().items())]
+    try:
+        version = importlib.metadata.version("langchain-promptstrat")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    what = [CARRY_FORMAT, version, counter, exact, budget, sorted(settings.as_dict().items())]
     return hashlib.blake2b(json.dumps(what, default=repr).encode(), digest_size=16).hexdigest()
 
 
-@functools.cache
-def _package_version() -> str:
-    try:
-        return importlib.metadata.version("langchain-promptstrat")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
+def _check(value: dict[str, Any]) -> str:
+    """Return the checksum of a carried value's fields: a value spoiled in storage is replayed, not trusted."""
+    return hashlib.blake2b(json.dumps([value[k] for k in _CHECKED], separators=(",", ":")).encode(), digest_size=16).hexdigest()
 
 
 def _carried_value(replay: Replay, source: Sequence[BaseMessage], fingerprint: str) -> dict[str, Any]:
@@ -672,22 +632,16 @@ def _carried_value(replay: Replay, source: Sequence[BaseMessage], fingerprint: s
     length = replay.history.length
     done, digest = replay.digest if replay.digest is not None and replay.digest[0] <= length else (0, b"")
     replay.digest = (length, chain_digest(digest, source[done:length]))
-    steps = replay.steps
+    s, c = replay.steps, replay.calibration
     value: dict[str, Any] = {
         "format": CARRY_FORMAT, "fingerprint": fingerprint, "length": length, "digest": replay.digest[1].hex(),
-        "steps": [steps.fixed, steps.whole, steps.short, steps.loose_before, steps.loose_after, steps.ends, steps.last_ai],
+        "steps": [s.fixed, s.whole, s.short, s.loose_before, s.loose_after, s.ends, s.last_ai],
         "edges": _edges_value(replay.edges),
         "recent": [[point, _edges_value(edges), total] for point, edges, total in replay.recent],
-        "calibration": [list(replay.calibration.ratios), replay.calibration.answers, replay.calibration.ignored, replay.sent],
+        "calibration": [list(c.ratios), c.answers, c.ignored, replay.sent],
     }
     value["check"] = _check(value)
     return value
-
-
-def _check(value: dict[str, Any]) -> str:
-    """Return the checksum of a carried value's fields: a value spoiled in storage is replayed, not trusted."""
-    fields_ = [value[k] for k in ("format", "fingerprint", "length", "digest", "steps", "edges", "recent", "calibration")]
-    return hashlib.blake2b(json.dumps(fields_, separators=(",", ":")).encode(), digest_size=16).hexdigest()
 
 
 def _edges_value(edges: Edges) -> list[Any]:
@@ -723,10 +677,8 @@ def _resumed(value: Any, source: list[BaseMessage], budget: int, fingerprint: st
             return None
         fixed, whole, short, loose_before, loose_after, ends, last_ai = value["steps"]
         steps = StepCosts(int(fixed), _ints(whole), _ints(short), _ints(loose_before), int(loose_after), _ints(ends), set(), int(last_ai))
-        if not len(whole) == len(short) == len(loose_before):
-            return None
         index = ToolIndex().extend(source[:length])
-        if len(index.completed) < steps.total:
+        if not len(whole) == len(short) == len(loose_before) or len(index.completed) < steps.total:
             return None
         steps.keys = {record.key for record in index.completed[: steps.total]}
         recent = [(int(point), _edges_from(edges), int(total)) for point, edges, total in value["recent"]]
@@ -753,11 +705,8 @@ def step_end(messages: Sequence[BaseMessage], outputs: Sequence[int], forward: i
     return j
 
 
-def _left_out(source: list[BaseMessage], index: ToolIndex, fates: dict[int, Fate], drop_end: int, keep: set[int], head_end: int) -> set[int]:
-    """Return the indices of the assistant messages whose calls are all dropped (their narration goes with them), their outputs, and the loose messages from ``head_end`` to ``drop_end``.
-
-    ``keep`` holds indices never removed (the task, the newest user message).
-    """
+def left_out(source: list[BaseMessage], index: ToolIndex, fates: dict[int, Fate], drop_end: int, keep: set[int], head_end: int) -> set[int]:
+    """Return what a front drop removes besides the dropped calls: the assistant messages whose calls are all dropped, with their outputs, and the loose messages from ``head_end`` to ``drop_end``, except ``keep``."""
     completed_per_ai, calls_per_ai = index.completed_per_ai, index.calls_per_ai
     dropped_by_ai: dict[int, int] = {}
     for number, fate in fates.items():
@@ -781,51 +730,23 @@ def _left_out(source: list[BaseMessage], index: ToolIndex, fates: dict[int, Fate
 def _really_shortened(
     source: Sequence[BaseMessage], index: ToolIndex, fates: dict[int, Fate], form: ShortenedForm, short_outputs: Mapping[int, BaseMessage],
 ) -> int:
-    """Return how many calls marked SHORTEN change when shortened (output, arguments or narration): the notice counts only those.
-
-    ``short_outputs`` holds each such call's output as shortened, by message index.
-    """
-    changed = 0
-    narration_of: dict[int, bool] = {}  # assistant message index -> whether its narration is shortened and changes
-    if form.narration_chars:
-        calls_of: dict[int, int] = {}
-        frozen_of: dict[int, int] = {}
-        for number, record in enumerate(index.calls):
-            calls_of[record.ai_index] = calls_of.get(record.ai_index, 0) + 1
-            if number in fates:
-                frozen_of[record.ai_index] = frozen_of.get(record.ai_index, 0) + 1
-        for ai, n in frozen_of.items():
-            message = source[ai]
-            narration_of[ai] = n == calls_of[ai] and isinstance(message, AIMessage) and form.narration(message) is not message
-    for number, fate in fates.items():
-        if fate is not Fate.SHORTEN:
-            continue
-        record = index.calls[number]
-        output_index = record.output_index
-        if (
-            short_outputs[output_index] is not source[output_index]  # type: ignore[index]
+    """Return how many calls marked SHORTEN change when shortened (output, arguments or narration): the notice counts only those."""
+    narrated = {  # assistant messages whose calls are all frozen and whose narration changes when shortened
+        ai for ai, numbers in index.calls_per_ai.items()
+        if form.narration_chars and all(n in fates for n in numbers) and isinstance(m := source[ai], AIMessage) and form.narration(m) is not m
+    }
+    return len([
+        number for number, fate in fates.items()
+        if fate is Fate.SHORTEN and (
+            short_outputs[(record := index.calls[number]).output_index] is not source[record.output_index]  # type: ignore[index]
             or shorten_arguments(record.args) is not record.args
-            or narration_of.get(record.ai_index, False)
-        ):
-            changed += 1
-    return changed
-
-
-def _frozen_key(edges: Edges) -> tuple[Any, ...] | None:
-    """Return what the compacted head depends on besides the messages it reads, or None when it also depends on the total.
-
-    :meth:`Edges.decided_at` reads the total only for a call above every segment's edge;
-    the last segment is where the compaction edge moved to, so that never happens for a
-    frozen call, and the guard only keeps that reasoning checked.
-    """
-    segments = edges.segments
-    if edges.compaction_edge and (not segments or max(edge for edge, _ in segments) < edges.compaction_edge):
-        return None
-    return (edges.compaction_edge, edges.drop_edge, edges.token_drop_edge, edges.head, edges.front_total, segments)
+            or record.ai_index in narrated
+        )
+    ])
 
 
 def _freeze(source: list[BaseMessage], index: ToolIndex, edges: Edges, total: int, at: int, form: ShortenedForm) -> Head:
-    """Return the compacted head of ``source`` under ``edges``: decide each frozen call, leave out what dropped steps take with them, apply the fates."""
+    """Return the compacted head of ``source`` under ``edges``: each frozen call's fate applied, what dropped steps take with them left out, the notice."""
     fates, rescued = call_fates(index.completed, edges, total)
     dropped = sum(1 for f in fates.values() if f is Fate.DROP)
     calls = index.calls
@@ -835,17 +756,17 @@ def _freeze(source: list[BaseMessage], index: ToolIndex, edges: Edges, total: in
         if fate is Fate.SHORTEN and (i := (record := calls[number]).output_index) is not None
     }
     shortened = _really_shortened(source, index, fates, form, short_outputs)
-    # loose messages (user turns, harness messages, plain assistant text) go only with a ceiling-driven front drop;
+    # loose messages (user turns, harness messages, plain assistant text) go only with a front drop under a ceiling;
     # the task and the newest user message of the dropped span stay (a function of the drop edge, so stable between drops)
     outputs = index.outputs
     drop_end = step_end(source, outputs, edges.token_drop_edge) if edges.token_drop_edge else 0
     head_end = step_end(source, outputs, edges.head) if edges.head and drop_end else 0
-    task, anchor = task_index(source), _newest_user(source[:drop_end])
-    keep = {i for i in (task, anchor) if i is not None}
+    newest_user = next((i for i in range(drop_end - 1, -1, -1) if is_real_user_message(source[i])), None)
+    keep = {i for i in (task_index(source), newest_user) if i is not None}
     head = apply_fates(
         source[:at], index, {number: (fate, fate) for number, fate in fates.items()},
         shortened_outputs=short_outputs, narration_chars=form.narration_chars,
-        leave_out=_left_out(source, index, fates, drop_end, keep, head_end),
+        leave_out=left_out(source, index, fates, drop_end, keep, head_end),
     )
     notice = compaction_notice(shortened, dropped, strategy=STRATEGY_NAME, fates=fates) if shortened > 0 or dropped > 0 else None
     return encode_head(source, at, head, notice, shortened, dropped, len(rescued))
@@ -853,39 +774,39 @@ def _freeze(source: list[BaseMessage], index: ToolIndex, edges: Edges, total: in
 
 def frozen_prompt(
     source: list[BaseMessage], index: ToolIndex, edges: Edges, total: int, previous_edges: tuple[int, int], settings: Settings,
-) -> tuple[list[BaseMessage], dict[str, Any], Head]:
-    """Return the prompt with ``edges`` applied and the notice placed, the report details, and the compacted head.
+) -> tuple[list[BaseMessage], dict[str, Any], Head | None]:
+    """Return the prompt with ``edges`` applied and the notice placed, the report's details, and the compacted head (None while nothing is frozen).
 
-    ``index`` is ``source``'s tool-call index, ``total`` the output count the rule counted,
-    ``previous_edges`` the compaction and drop edges of the previous model call. The head
-    (``source[:head.at]`` compacted, then the notice) is a function of the messages up to
-    the edges' latest decision (:meth:`Edges.latest_decision`) and of the edges (:func:`_frozen_key`): every decision reads only
-    calls at or below the compaction edge and, for repeats, calls up to that history length; the
-    notice's counts are counted over the same calls; the loose messages dropped lie before
-    the drop edge's step end. So it is remembered in the head cache under that key, and a
-    later call of the same conversation (or of the same conversation loaded again) finds it
-    instead of deciding every call again.
+    ``total`` is the output count the rule counted, ``previous_edges`` the compaction and drop
+    edges of the previous model call. The head reads only the messages up to the edges' latest
+    decision, so it is remembered in the head cache under the edges and found again by a later
+    call of the same conversation, or of the same conversation loaded again.
     """
+    if edges.compaction_edge == 0 and edges.drop_edge == 0:
+        details: dict[str, Any] = dict.fromkeys((*_EPOCH_FIELDS, *_EDGE_FIELDS))
+        details.update(boundary_moved=False, front_moved=False, prefix_change=None, prefix_change_reason=None, notice=False)
+        return list(source), details, None
     outputs = index.outputs
     at = step_end(source, outputs, edges.compaction_edge) if edges.compaction_edge else 0
-    key = _frozen_key(edges)
+    segments = edges.segments
+    # decided_at reads the total only for a call above every segment's edge, never a frozen one: the guard keeps that checked
+    known = not edges.compaction_edge or bool(segments and max(edge for edge, _ in segments) >= edges.compaction_edge)
     form = ShortenedForm(settings.stable_read_output_chars, settings.stable_narration_chars)
     latest = edges.latest_decision()
     reads = max(at, outputs[latest - 1] + 1 if latest else 0)
-    cache_key = (STRATEGY_NAME, key, at, form)
-    head = recall_head(source, reads, cache_key) if key is not None else None
+    key = (STRATEGY_NAME, (edges.compaction_edge, edges.drop_edge, edges.token_drop_edge, edges.head, edges.front_total, segments), at, form)
+    head = recall_head(source, reads, key) if known else None
     if head is None:
         head = _freeze(source, index, edges, total, at, form)
-        if key is not None:
-            remember_head(source, reads, cache_key, head)
+        if known:
+            remember_head(source, reads, key, head)
     out = head.messages(source)
     if head.notice is not None:
         out.append(head.notice)
     out += source[at:]
-    counts = head.shortened, head.dropped, head.protected
-    notice = head.notice is not None
     state = stable_boundary(index.total_outputs, settings)
     epoch = state.epoch if state is not None else None
+    details = {name: getattr(epoch, name) if epoch else None for name in _EPOCH_FIELDS}
     before_c, before_d = previous_edges
     moved_c, moved_d = before_c != edges.compaction_edge, before_d != edges.drop_edge
     if not (moved_c or moved_d):
@@ -896,68 +817,19 @@ def frozen_prompt(
         region, reason = "front", "front_drop"
     else:
         region, reason = "middle", "advance"
-    details: dict[str, Any] = dict(
-        shortened=counts[0],
-        dropped=counts[1],
-        protected=counts[2],
-        epoch_index=epoch.epoch_index if epoch else None,
-        pinned_total=epoch.pinned_total if epoch else None,
-        new_calls=epoch.new_calls if epoch else None,
-        epoch_size=epoch.epoch_size if epoch else None,
-        keep_full=epoch.keep_full if epoch else None,
-        compaction_edge=edges.compaction_edge,
-        drop_edge=edges.drop_edge,
-        head_edge=edges.head,
-        front_total=edges.front_total,
-        repeats=index.repeats,
-        boundary_moved=moved_c,
-        front_moved=moved_d,
-        prefix_change=region,
-        prefix_change_reason=reason,
-        notice=notice,
+    details.update(
+        compaction_edge=edges.compaction_edge, drop_edge=edges.drop_edge, head_edge=edges.head, front_total=edges.front_total,
+        repeats=index.repeats, boundary_moved=moved_c, front_moved=moved_d, prefix_change=region, prefix_change_reason=reason,
+        notice=head.notice is not None,
     )
     return out, details, head
 
 
-def _newest_user(messages: Sequence[BaseMessage]) -> int | None:
-    return next((i for i in range(len(messages) - 1, -1, -1) if is_real_user_message(messages[i])), None)
+_EPOCH_FIELDS = ("epoch_index", "pinned_total", "new_calls", "epoch_size", "keep_full")
+_EDGE_FIELDS = ("compaction_edge", "drop_edge", "head_edge", "front_total", "repeats")
 
 
 # ---- the strategy ---------------------------------------------------------------------------
-
-
-def _floor_error(source: Sequence[BaseMessage], costs: Costs, budget: int, extra: int, ceiling: int) -> ContextWindowError:
-    system = leading_system_count(source)
-    task = task_index(source)
-    system_tokens = costs(source[:system]) + extra
-    task_tokens = costs([source[task]]) if task is not None else 0
-    return ContextWindowError(
-        f"the system prompt ({system_tokens:,} tokens, bound tools included) and the task ({task_tokens:,} tokens) "
-        f"alone exceed the context ceiling of {ceiling:,} tokens ({budget + extra:,} after the counter's margin); "
-        "raise max_tokens or shorten the system prompt"
-    )
-
-
-def _last_resort(prompt: list[BaseMessage], budget: int, costs: Costs) -> list[BaseMessage]:
-    """Return ``prompt`` with the tool outputs still over budget shortened, largest first (one giant output)."""
-    order = sorted((i for i, m in enumerate(prompt) if isinstance(m, ToolMessage)), key=lambda i: -costs.whole(prompt[i]))
-    out = list(prompt)
-    tokens = costs(out)
-    for i in order:
-        if tokens <= budget:
-            break
-        short = shorten_tool_output(out[i], call=out[i].tool_call_id)  # type: ignore[arg-type,attr-defined]
-        tokens += costs.whole(short) - costs.whole(out[i])
-        out[i] = short
-    return out
-
-
-def _inactive_details() -> dict[str, Any]:
-    return dict(
-        epoch_index=None, pinned_total=None, new_calls=None, epoch_size=None, keep_full=None,
-        compaction_edge=None, drop_edge=None, head_edge=None, front_total=None, repeats=None,
-        boundary_moved=False, front_moved=False, prefix_change=None, prefix_change_reason=None, notice=False,
-    )
 
 
 def shorten_tools_epoch_stable(
@@ -970,50 +842,35 @@ def shorten_tools_epoch_stable(
     token_counter: Any = None,
     ceiling_source: str | None = None,
 ) -> Compacted:
-    """Return ``messages`` compacted in front-stable epochs, and under ``max_tokens`` when a ceiling is given.
+    """Return ``messages`` compacted by the rule of the module docstring: by count, and under ``max_tokens`` when a ceiling is given.
 
-    Without a ceiling, the call-count design described in the module docstring. With
-    ``max_tokens``, the prompt plus ``extra_tokens`` (what the provider also receives: the
-    system prompt kept outside ``messages``, the bound tools' schemas) stays under the
-    ceiling minus ``stable_token_margin`` for the counter's error. The model calls of the
-    history are replayed (:func:`~langchain_promptstrat.strategies.ladder.call_points`); when a
-    call's prompt would cross the ceiling, the compaction edge advances early, down to the
-    newest calls that fit in ``stable_whole_ratio`` of the ceiling (at most
-    ``stable_full_tool_calls``, always the newest step), and, if the prompt is still above
-    ``stable_low_ratio`` of the ceiling, frozen steps are dropped in one chunk down to
-    ``stable_front_ratio``: the steps right after the kept head (the oldest steps within
-    ``stable_head_ratio`` of the ceiling, fixed at the first drop), so the head stays cached.
-    Between these events the front of the prompt does not change.
-    A dropped step takes its assistant message's narration with it; the run's task (the first
-    real user message) and the newest user message are never dropped. Where the edges cannot
-    fit (a giant output among the newest calls), the ladder's ``tool_results`` and
-    ``sliding_window`` rungs run on the prompt, then the largest outputs are shortened;
-    :class:`ContextWindowError` is raised when the system prompt and the task alone are over.
+    With ``max_tokens`` the prompt plus ``extra_tokens`` (the system prompt kept outside
+    ``messages``, the bound tools' schemas) stays under the ceiling minus ``stable_token_margin``.
+    Where the edges cannot fit (a giant output among the newest calls), the ladder's
+    ``tool_results`` and ``sliding_window`` rungs run on the prompt, then the largest outputs are
+    shortened; :class:`ContextWindowError` is raised when the system prompt and the task alone
+    are over.
 
-    The report adds ``epoch_index``, ``pinned_total``, ``new_calls``, ``epoch_size``,
-    ``keep_full``, ``compaction_edge``, ``drop_edge``, ``head_edge`` (with a ceiling: the kept
-    head's last forward position, 0 before the first drop), ``front_total`` (the pinned total since
-    which the front is unchanged), ``repeats``, ``protected``, ``notice``, and, compared with
-    the prompt of the previous model call, ``boundary_moved`` (compaction edge),
-    ``front_moved`` (drop edge), ``prefix_change`` (None, ``front`` or ``middle``) and
-    ``prefix_change_reason`` (None, ``compaction_started``, ``front_drop`` or ``advance``);
-    with a ceiling also ``ceiling``, ``ceiling_source``, ``budget``, ``tokens_after``
-    (estimated as sent, margin not included), ``met``, ``ceiling_events``, ``ceiling_event``
-    (this call) and ``fallback``. Stateless: everything is computed from the history; the
-    comparison with the previous model call's prompt is built from the replay's state for that
-    call, not by running the strategy again.
+    The report adds the epoch (``epoch_index``, ``pinned_total``, ``new_calls``,
+    ``epoch_size``, ``keep_full``), the edges (``compaction_edge``, ``drop_edge``,
+    ``head_edge``, ``front_total``), ``repeats``, ``protected``, ``notice``, and, against the
+    previous model call's prompt, ``boundary_moved``, ``front_moved``, ``prefix_change`` (None,
+    ``front`` or ``middle``: None when no byte changed) and ``prefix_change_reason``
+    (``compaction_started``, ``front_drop`` or ``advance``); with a ceiling also ``ceiling``,
+    ``ceiling_source``, ``budget``, ``tokens_after`` (as sent, margin not included), ``met``,
+    ``ceiling_events``, ``ceiling_event`` (this call) and ``fallback``.
     """
-    return _compact(messages, settings, max_tokens, extra_tokens, as_token_counter(token_counter), ceiling_source, None)
+    counter = as_token_counter(token_counter)
+    return _compact(messages, settings, max_tokens, extra_tokens, counter, ceiling_source, None, Costs(counter))
 
 
 def _compact(
-    messages: Sequence[BaseMessage], settings: Settings, max_tokens: int | None, extra_tokens: int,
-    counter: CountTokens, ceiling_source: str | None, memo: BoundedMemo | None, carried: CarriedReplay | None = None, model: Any = None,
+    messages: Sequence[BaseMessage], settings: Settings, max_tokens: int | None, extra_tokens: int, counter: CountTokens,
+    ceiling_source: str | None, memo: ReplayMemo[Replay] | None, costs: Costs, carried: CarriedReplay | None = None, model: Any = None,
 ) -> Compacted:
-    """Return :func:`shorten_tools_epoch_stable` of ``messages``, resuming the replay from ``memo`` (a strategy object's) when given."""
-    source = _without_notices(messages)
+    """Return :func:`shorten_tools_epoch_stable` of ``messages``, the replay resumed from ``memo`` (a strategy object's) when given."""
+    source = [m for m in messages if not is_compaction_notice(m)]  # the notices of earlier calls
     budget = 1 << 62 if max_tokens is None else int(max_tokens * (1 - settings.stable_token_margin)) - extra_tokens
-    costs = Costs(counter) if memo is None else memo_costs(memo, counter)
     if max_tokens is not None and budget <= 0:
         raise _floor_error(source, costs, max(budget, 0), extra_tokens, max_tokens)
 
@@ -1034,38 +891,29 @@ def _compact(
         previous_state, calibration = replay.previous, replay.calibration
         budget = calibration.budget(budget, extra_tokens)
 
-    out, details, head = _edges_applied(source, index, edges, total, previous_edges, settings)
+    out, details, head = frozen_prompt(source, index, edges, total, previous_edges, settings)
     if details["boundary_moved"] or details["front_moved"]:
         # edges that moved over calls whose fate stays the same change nothing: say so only when bytes changed
         before_history = source[:previous]
         if previous_state is None:  # the previous call's history is no call point of this one: replay it
             replay_before = _replay(before_history, base, settings, costs, memo, prior, extra_tokens)
             previous_state = replay_before.edges, replay_before.steps.total
-        prompt_before, _, head_before = _edges_applied(before_history, index, *previous_state, (0, 0), settings)
+        prompt_before, _, head_before = frozen_prompt(before_history, index, *previous_state, (0, 0), settings)
         if max_tokens is not None:
             prompt_before = _under_ceiling(before_history, prompt_before, head_before, costs, budget, extra_tokens, max_tokens, settings)[0]
         if len(prompt_before) <= len(out) and all(a is b or a == b for a, b in zip(prompt_before, out)):
             details["prefix_change"] = details["prefix_change_reason"] = None
-    ceiling_details: dict[str, Any] = {}
     if max_tokens is not None:
         out, tokens, fallback = _under_ceiling(source, out, head, costs, budget, extra_tokens, max_tokens, settings)
-        ceiling_details = dict(
+        details.update(
             previous_compaction_edge=edges.prior_edge,
             ceiling=max_tokens, ceiling_source=ceiling_source or "max_tokens argument", budget=budget + extra_tokens,
             extra_tokens=extra_tokens, tokens_after=tokens, met=tokens <= budget + extra_tokens,
             ceiling_events=edges.events, ceiling_event=edges.event_here, fallback=fallback,
             **calibration.report(memo if memo is not None else _compact),
         )
-    return Compacted(out, make_report(STRATEGY_NAME, messages, out, **details, **ceiling_details))
-
-
-def _edges_applied(
-    source: list[BaseMessage], index: ToolIndex, edges: Edges, total: int, previous_edges: tuple[int, int], settings: Settings,
-) -> tuple[list[BaseMessage], dict[str, Any], Head | None]:
-    """Return the prompt with ``edges`` applied, the report's details and the compacted head (None while nothing is frozen)."""
-    if edges.compaction_edge == 0 and edges.drop_edge == 0:
-        return list(source), _inactive_details(), None
-    return frozen_prompt(source, index, edges, total, previous_edges, settings)
+    return Compacted(out, make_report(STRATEGY_NAME, messages, out, shortened=head.shortened if head else 0,
+                                      dropped=head.dropped if head else 0, protected=head.protected if head else 0, **details))
 
 
 def _under_ceiling(
@@ -1082,52 +930,33 @@ def _under_ceiling(
         tokens = counted[1] + sum(map(costs.whole, source[head.at:])) + extra
     if tokens - extra <= budget:
         return prompt, tokens, None
-    prompt, how = _fallback(source, prompt, budget, costs, extra, ceiling, settings)
-    return prompt, costs(prompt) + extra, how
-
-
-def _without_notices(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """Return ``messages`` without the compaction notices of earlier calls (a new list).
-
-    Only user messages can be notices, and a conversation holds few of them: their classes
-    are found among the distinct message classes and their places by ``list.index``, in C,
-    instead of testing every message in Python before every model call.
-    """
-    classes = list(map(type, messages))
-    found: list[int] = []
-    for cls in set(classes):
-        if not issubclass(cls, HumanMessage):
-            continue
-        i = -1
-        try:
-            while True:
-                i = classes.index(cls, i + 1)
-                if is_compaction_notice(messages[i]):
-                    found.append(i)
-        except ValueError:
-            pass
-    if not found:
-        return list(messages)
-    gone = set(found)
-    return [m for i, m in enumerate(messages) if i not in gone]
-
-
-def _fallback(
-    source: list[BaseMessage], prompt: list[BaseMessage], budget: int, costs: Costs, extra: int, ceiling: int, settings: Settings
-) -> tuple[list[BaseMessage], str]:
-    """Return ``prompt`` brought under ``budget`` by the ladder's rungs, then by shortening the largest outputs."""
     system = leading_system_count(source)
     task = task_index(source)
-    floor = costs(source[:system]) + (costs([source[task]]) if task is not None else 0)
-    if floor > budget:
+    if costs(source[:system]) + (costs([source[task]]) if task is not None else 0) > budget:
         raise _floor_error(source, costs, budget, extra, ceiling)
-    rungs = [ToolResults(settings), SlidingWindow(settings)]
-    done_pass: LadderPass = run_plan(ladder_pass(prompt, rungs, target=budget, counter=costs))
-    out, how = done_pass.messages, "+".join(t["strategy"] for t in done_pass.taken) or "none"
-    if costs(out) > budget:
-        out = _last_resort(out, budget, costs)
+    done_pass: LadderPass = run_plan(ladder_pass(prompt, [ToolResults(settings), SlidingWindow(settings)], target=budget, counter=costs))
+    out, how = list(done_pass.messages), "+".join(t["strategy"] for t in done_pass.taken) or "none"
+    if costs(out) > budget:  # one giant output: shorten the outputs still over budget, largest first
+        tokens = costs(out)
+        for i in sorted((i for i, m in enumerate(out) if isinstance(m, ToolMessage)), key=lambda i: -costs.whole(out[i])):
+            if tokens <= budget:
+                break
+            short = shorten_tool_output(out[i], call=out[i].tool_call_id)  # type: ignore[arg-type,attr-defined]
+            tokens += costs.whole(short) - costs.whole(out[i])
+            out[i] = short
         how += "+shortened_outputs"
-    return out, how
+    return out, costs(out) + extra, how
+
+
+def _floor_error(source: Sequence[BaseMessage], costs: Costs, budget: int, extra: int, ceiling: int) -> ContextWindowError:
+    task = task_index(source)
+    system_tokens = costs(source[: leading_system_count(source)]) + extra
+    task_tokens = costs([source[task]]) if task is not None else 0
+    return ContextWindowError(
+        f"the system prompt ({system_tokens:,} tokens, bound tools included) and the task ({task_tokens:,} tokens) "
+        f"alone exceed the context ceiling of {ceiling:,} tokens ({budget + extra:,} after the counter's margin); "
+        "raise max_tokens or shorten the system prompt"
+    )
 
 
 class ShortenToolsEpochStableOptions(TypedDict, total=False):
@@ -1199,7 +1028,8 @@ class ShortenToolsEpochStable(PromptStrategy):
         self.model = model
         self.tools = list(tools) if tools else []
         self.token_counter = as_token_counter(token_counter)
-        self._memo = BoundedMemo()
+        self._memo: ReplayMemo[Replay] = ReplayMemo(8)
+        self._costs = Costs(self.token_counter)
 
     def ceiling(self, model: Any = None) -> Ceiling:
         """Return the ceiling for a call to ``model`` (default: this strategy's model) and where it came from."""
@@ -1227,11 +1057,10 @@ class ShortenToolsEpochStable(PromptStrategy):
         (:class:`CarriedReplay`), resumed from when it describes ``messages`` and updated.
         """
         given = check_max_tokens(max_tokens) if max_tokens is not None else self.max_tokens
-        ceiling = resolve_ceiling(given, model=model if model is not None else self.model, settings=self.settings)
+        model = model if model is not None else self.model
+        ceiling = resolve_ceiling(given, model=model, settings=self.settings)
         extra = tool_schema_tokens(tools if tools is not None else self.tools, self.token_counter)
-        if system:
-            extra += Costs(self.token_counter)(system)
-        return _compact(
-            messages, self.settings, ceiling.tokens, extra, self.token_counter, ceiling.source, self._memo, carried,
-            model if model is not None else self.model,
-        )
+        if self._costs.counter is not self.token_counter:
+            self._costs = Costs(self.token_counter)
+        extra += self._costs(system)
+        return _compact(messages, self.settings, ceiling.tokens, extra, self.token_counter, ceiling.source, self._memo, self._costs, carried, model)

@@ -136,7 +136,7 @@ class TestPureFunctionOfTheHistory:
 
     def test_a_head_too_large_to_remember_is_rebuilt_with_the_same_bytes(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """With no room to remember compacted heads, every prompt is rebuilt, byte for byte what the remembering run sends."""
-        from langchain_promptstrat.strategies.epoch_machinery import frozen_region as caches
+        from langchain_promptstrat.messages import history_memo as caches
 
         caches.clear_caches()
         prompts = list(iter_agent_run(150, seed=10))

@@ -28,8 +28,8 @@ from langchain_promptstrat.strategies.epoch import (
     shorten_tools_epoch,
     shorten_tools_epoch_increment,
 )
+from langchain_promptstrat.messages.history_memo import clear_caches
 from langchain_promptstrat.strategies.epoch_machinery.frozen_region import (
-    clear_caches,
     compacted_window,
     epoch_boundary,
     increment_schedule,

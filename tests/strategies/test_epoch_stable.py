@@ -21,7 +21,7 @@ from langchain_promptstrat import Settings, check_tool_pairs, get_strategy
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.report import Compacted
 from langchain_promptstrat.messages import index_tool_calls, is_real_user_message, mark_of, split_turns
-from langchain_promptstrat.strategies.epoch_machinery.frozen_region import clear_caches
+from langchain_promptstrat.messages.history_memo import clear_caches
 from langchain_promptstrat.strategies.epoch_stable import count_edges
 from langchain_promptstrat.strategies.epoch_stable import (
     ShortenToolsEpochStable,

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import BaseMessage, ToolMessage, messages_from_dict, messages_to_dict
 
-from langchain_promptstrat.messages.keys import keys_computed
+from langchain_promptstrat.messages.history_memo import keys_computed
 from langchain_promptstrat.strategies.dedupe_outputs import DedupeOutputs
 from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable
 from langchain_promptstrat.strategies.ladder import CompactionLadder

@@ -1,40 +1,25 @@
-"""The frozen region the epoch strategies share: where the boundary is, each call's fate, and the one head cache.
+"""What the epoch strategies share: where the boundary is for ``T`` outputs, repeats, and each call's fate.
 
-``shorten_tools_epoch``, ``shorten_tools_epoch_increment`` (:mod:`langchain_promptstrat.strategies.epoch`, where the rule is
-stated) and ``shorten_tools_epoch_stable`` freeze old tool calls behind a boundary that moves
-once per epoch:
-
-* the boundary for ``T`` tool outputs (:class:`EpochState`): :func:`epoch_boundary` (fixed
-  epochs), :func:`increment_schedule` and :func:`compacted_window` (growing ones);
-* repeated calls (:func:`repeat_positions`, :func:`protected_calls`: the newest occurrence of
-  a repeated call stays whole);
-* each completed call's fate (:func:`decide`) and why the prefix changed since the previous
-  model call (:func:`previous_total`, :func:`prefix_change`), read off the history itself;
-* the head cache: a compacted head (:class:`Head`) remembered by what its messages are (the
-  same objects, or equal ones: a conversation loaded again is the same conversation),
-  holding none of the caller's messages, bounded by entries and characters, thread-safe;
-  a miss recomputes exactly what a hit returns (:func:`clear_caches` forgets all).
-
-Calls are read from the one tool-call index, :class:`~langchain_promptstrat.messages.ToolIndex`.
+``shorten_tools_epoch`` and ``shorten_tools_epoch_increment`` (:mod:`langchain_promptstrat.strategies.epoch`,
+where their rule is stated) freeze old tool calls behind a boundary that moves once per epoch:
+:func:`epoch_boundary` (fixed epochs), :func:`increment_schedule` (growing ones); the newest
+occurrence of a repeated call stays whole (:func:`protected_calls`); :func:`decide` gives each
+call's fate and :func:`prefix_change` why it changed since the previous model call.
+:func:`apply_frozen` applies the fates through the head cache of
+:mod:`~langchain_promptstrat.messages.history_memo`. The default reads :class:`EpochState`.
 """
 
 from __future__ import annotations
 
 import bisect
 import math
-import operator
-import threading
-import weakref
-from collections import OrderedDict
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from langchain_promptstrat.messages import Fate, ToolCallRecord, ToolIndex, apply_fates, message_chars
-from langchain_promptstrat.messages.history_memo import HistoryKey, history_key
-from langchain_promptstrat.messages.keys import message_key
+from langchain_promptstrat.messages import Fate, ToolCallRecord, ToolIndex, apply_fates
+from langchain_promptstrat.messages.history_memo import encode_head, recall_head, remember_head
 from langchain_promptstrat.settings import Settings
 
 
@@ -290,112 +275,6 @@ def previous_total(messages: Sequence[BaseMessage], total: int) -> int:
     return total - trailing
 
 
-# --------------------------------------------------------------------------- the head cache
-
-
-@dataclass
-class Head:
-    """A compacted head: ``(source[:at] + copies)[pick]`` for each pick, with the notice that follows it and its counts.
-
-    A hit hands back the same copy and notice objects.
-    """
-
-    at: int
-    """How many input messages the picks index (the copies come after them)."""
-    picks: list[int]
-    copies: list[BaseMessage]
-    notice: BaseMessage | None = None
-    shortened: int = 0
-    dropped: int = 0
-    protected: int = 0
-    chars: int = 0
-    """Characters of the copies and the notice (what remembering this head costs)."""
-    counted: tuple[weakref.ref[Any], int] | None = None
-    """The tokens of the head and its notice for the last counter that counted them, weakly (the strategy counts them
-    once and writes them here, so a conversation loaded again, which finds its head, does not count its head again)."""
-
-    def messages(self, source: Sequence[BaseMessage]) -> list[BaseMessage]:
-        """Return the compacted head for ``source`` (whose first ``at`` messages are those it was built from)."""
-        pool = list(source[: self.at])
-        pool += self.copies
-        return list(map(pool.__getitem__, self.picks))
-
-
-def encode_head(
-    source: Sequence[BaseMessage], at: int, messages: Sequence[BaseMessage], notice: BaseMessage | None = None,
-    shortened: int = 0, dropped: int = 0, protected: int = 0,
-) -> Head:
-    """Return ``messages`` (a compacted ``source[:at]``) as a :class:`Head`: the messages passed through as indices, the others copies."""
-    position = {id(m): i for i, m in enumerate(source[:at])}
-    picks: list[int] = []
-    copies: list[BaseMessage] = []
-    for m in messages:
-        i = position.get(id(m))
-        if i is None:
-            i = at + len(copies)
-            copies.append(m)
-        picks.append(i)
-    chars = sum(map(message_chars, copies)) + (message_chars(notice) if notice is not None else 0)
-    return Head(at, picks, copies, notice, shortened, dropped, protected, chars)
-
-
-@dataclass
-class _Entry:
-    check: Any
-    history: HistoryKey
-    head: Head
-
-
-_SIZE = 64
-_CHARS = 16_000_000
-"""At most this many characters of edited copies are kept, whatever the number of heads."""
-_heads: OrderedDict[Hashable, _Entry] = OrderedDict()
-_heads_chars = 0
-_lock = threading.Lock()
-_DEREF = weakref.ref.__call__
-
-
-def _slot(messages: Sequence[BaseMessage], length: int, key: Hashable) -> Hashable:
-    return (key, length, message_key(messages[0]), message_key(messages[length - 1]))
-
-
-def recall_head(messages: Sequence[BaseMessage], length: int, key: Hashable, check: Any = None) -> Head | None:
-    """Return the head remembered under ``key`` (and an equal ``check``) for a history starting with ``messages[:length]``, else None."""
-    if length == 0:
-        return None
-    slot = _slot(messages, length, key)
-    with _lock:
-        entry = _heads.get(slot)
-        if entry is not None:
-            _heads.move_to_end(slot)
-    if entry is None or entry.check != check:
-        return None
-    if all(map(operator.is_, map(_DEREF, entry.history.refs), messages[:length])):
-        return entry.head
-    history = history_key(messages[:length])
-    if history.keys != entry.history.keys:
-        return None
-    entry.history = history  # equal objects: found by identity next time
-    return entry.head
-
-
-def remember_head(messages: Sequence[BaseMessage], length: int, key: Hashable, head: Head, check: Any = None) -> None:
-    """Remember ``head``, built from ``messages[:length]``, under ``key`` and ``check``, unless it holds too many characters."""
-    global _heads_chars
-    if length == 0 or head.chars > _CHARS:
-        return
-    slot = _slot(messages, length, key)
-    entry = _Entry(check, history_key(messages[:length]), head)
-    with _lock:
-        replaced = _heads.pop(slot, None)
-        if replaced is not None:
-            _heads_chars -= replaced.head.chars
-        _heads[slot] = entry
-        _heads_chars += head.chars
-        while len(_heads) > _SIZE or _heads_chars > _CHARS:
-            _heads_chars -= _heads.popitem(last=False)[1].head.chars
-
-
 def apply_frozen(messages: list[BaseMessage], index: ToolIndex, fates: Mapping[int, Fate]) -> list[BaseMessage]:
     """Return ``messages`` with ``fates`` applied (a call and its output share one), reusing the compacted head of an earlier call.
 
@@ -413,11 +292,3 @@ def apply_frozen(messages: list[BaseMessage], index: ToolIndex, fates: Mapping[i
         remember_head(messages, end, key, encode_head(head_in, end, head_out), dict(fates))
         return head_out + messages[end:]
     return head.messages(messages) + messages[end:]
-
-
-def clear_caches() -> None:
-    """Forget every remembered head (for measurements; results never depend on them)."""
-    global _heads_chars
-    with _lock:
-        _heads.clear()
-        _heads_chars = 0

@@ -1,11 +1,7 @@
 """The compaction notice: the marked user message that tells the model what compaction did, and where it goes.
 
-Shared by every epoch strategy, and public as ``langchain_promptstrat.is_compaction_notice``
-so other code (and the strategies themselves, on a stored compacted prompt) never takes a
-notice for something a person wrote. Its text is part of the cached prefix: the same
-counts must give the same bytes.
-
-Must not decide the counts it reports (``decisions`` does).
+Public as ``langchain_promptstrat.is_compaction_notice``, so no code takes a notice for
+something a person wrote. Its text is part of the cached prefix: the same counts give the same bytes.
 """
 
 from __future__ import annotations
@@ -15,8 +11,6 @@ from collections.abc import Mapping, Sequence
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from langchain_promptstrat.messages import READ_BACK_TOOL, Fate, range_text, is_real_user_message, leading_system_count, mark, mark_of, tool_call_ids
-
-__all__ = ["NOTICE_KIND", "compaction_notice", "compaction_notice_text", "is_compaction_notice", "notice_index"]
 
 NOTICE_KIND = "compaction_notice"
 """The ``kind`` of this module's mark on the compaction notice."""
