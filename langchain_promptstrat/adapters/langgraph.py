@@ -1,6 +1,6 @@
 """LangGraph front ends: the pre-model hook, the inbox node and the ``read_back`` tool.
 
-The hook, like the middleware, picks up the inbox (:mod:`~langchain_promptstrat.inbox.graph_delivery`)
+The hook, like the middleware, picks up the inbox (:mod:`~langchain_promptstrat.inbox.delivery`)
 and hands the conversation to :func:`~langchain_promptstrat.registry.prompt_for_model`, the one apply path.
 """
 
@@ -17,8 +17,7 @@ from langgraph.prebuilt import InjectedState
 
 from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
 from langchain_promptstrat.errors import InvalidMessagesError
-from langchain_promptstrat.inbox.delivery import notice_ids
-from langchain_promptstrat.inbox.graph_delivery import DeliveryOptions, InboxSource, StoredNoticeIds, deliver_inbox, has_checkpointer, stored_reader
+from langchain_promptstrat.inbox.delivery import DeliveryOptions, InboxSource, StoredNoticeIds, deliver_inbox, has_checkpointer, notice_ids, stored_reader
 from langchain_promptstrat.inbox.locate import InboxBackendSpec, check_backend, inbox_for_config
 from langchain_promptstrat.messages import PAGE_CHARS, PAGE_LINES, READ_BACK_TOOL, keep_prompt_floor, read_back  # keep_prompt_floor: re-exported
 from langchain_promptstrat.registry import StrategySpec, prompt_for_model, resolve_strategies

@@ -31,8 +31,8 @@ from langchain_promptstrat.adapters.langgraph import read_back_tool
 from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
 from langchain_promptstrat.errors import ConfigError, InboxError
 from langchain_promptstrat.inbox.contract import LeasingInbox
-from langchain_promptstrat.inbox.delivery import acknowledge_notices, notice_id, notice_ids, settle_when_stored
-from langchain_promptstrat.inbox.graph_delivery import InboxSource, StoredNoticeIds, has_checkpointer, stored_reader
+from langchain_promptstrat.inbox.delivery import (InboxSource, StoredNoticeIds, acknowledge_notices, has_checkpointer, notice_id, notice_ids,
+                                                   settle_when_stored, stored_reader)
 from langchain_promptstrat.inbox.locate import InboxBackendSpec
 from langchain_promptstrat.messages import PAGE_CHARS
 from langchain_promptstrat.registry import StrategySpec, prompt_for_model, resolve_strategies

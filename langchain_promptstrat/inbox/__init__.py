@@ -2,8 +2,7 @@
 
 Modules, lowest first: ``contract`` (the protocols, records and shared rules), ``paths``
 (where a directory inbox lies), ``directory`` and ``postgres`` (the two backends),
-``locate`` (which inbox serves a run), ``delivery`` (claim, deliver, acknowledge) and
-``graph_delivery`` (the same inside a LangGraph run). This file imports nothing, so the
-CLI's ``inbox`` commands load neither LangChain nor psycopg; the public names are exported
-by ``langchain_promptstrat``.
+``locate`` (which inbox serves a run) and ``delivery`` (claim, deliver, acknowledge, in a
+LangGraph run or outside one). This file imports nothing, so the CLI's ``inbox`` commands
+load neither LangChain nor psycopg; the public names are exported by ``langchain_promptstrat``.
 """
