@@ -31,7 +31,7 @@ from langchain_promptstrat.simulate import DEFAULT_LIST_ROW
 from langchain_promptstrat.simulate import build_strategy
 from langchain_promptstrat.simulate.recall import CallTargets, TermIndex, lost_references, recall_counts
 from langchain_promptstrat.strategy import PromptStrategy
-from langchain_promptstrat.strategy_names import get_strategy, split_strategy_names
+from langchain_promptstrat.registry import get_strategy, split_strategy_names
 
 REALRUNS = Path(os.environ.get("PROMPTSTRAT_REALRUNS") or Path(__file__).resolve().parents[1].parent / "shared" / "realruns")
 AGE_BUCKET = 10
