@@ -34,7 +34,7 @@ from langchain_promptstrat.conversation_file import read_conversation
 from langchain_promptstrat.replay import find_transcripts, transcript_prompts
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable, shorten_tools_epoch_stable
-from langchain_promptstrat.strategy_names import get_strategy
+from langchain_promptstrat.registry import get_strategy
 from langchain_promptstrat.testing import iter_agent_run
 
 REALRUNS = Path(os.environ.get("PROMPTSTRAT_REALRUNS") or Path(__file__).resolve().parents[1].parent / "shared" / "realruns")

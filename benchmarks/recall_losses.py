@@ -21,21 +21,56 @@ import argparse
 import os
 import sys
 from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, ToolMessage
 
 from langchain_promptstrat.conversation_file import read_conversation
 from langchain_promptstrat.replay import find_transcripts, transcript_answers, transcript_prompts
 from langchain_promptstrat.simulate import DEFAULT_LIST_ROW
 from langchain_promptstrat.simulate import build_strategy
-from langchain_promptstrat.simulate.recall import CallTargets, TermIndex, lost_references, recall_counts
+from langchain_promptstrat.simulate.recall import CallTargets, TermIndex, recall_counts, recalled_references
 from langchain_promptstrat.strategy import PromptStrategy
-from langchain_promptstrat.strategy_names import get_strategy, split_strategy_names
+from langchain_promptstrat.registry import get_strategy, split_strategy_names
 
 REALRUNS = Path(os.environ.get("PROMPTSTRAT_REALRUNS") or Path(__file__).resolve().parents[1].parent / "shared" / "realruns")
 AGE_BUCKET = 10
 """Ages are shown in buckets of this many tool outputs."""
+
+
+@dataclass(frozen=True)
+class LostReference:
+    """An outputs-only reference a prompt lost, and what became of the tool outputs of the history that held it."""
+
+    reference: str
+    age: int
+    """Tool outputs of the history after the newest one that holds it."""
+    dropped: int
+    """Holders the prompt no longer has at all (no output of the same ``tool_call_id``)."""
+    shortened: int
+    """Holders the prompt still has, as a copy that no longer holds the reference."""
+
+    @property
+    def cause(self) -> str:
+        """``"dropped"``, ``"shortened"`` (every holder) or ``"both"``."""
+        return "both" if self.dropped and self.shortened else "dropped" if self.dropped else "shortened"
+
+
+def lost_references(targets: CallTargets, history: Sequence[BaseMessage], sent: Sequence[BaseMessage], index: TermIndex) -> list[LostReference]:
+    """Return each outputs-only reference of ``targets`` that ``sent`` does not recall, with what became of its holders."""
+    lost = sorted(targets.outputs_only - set(recalled_references(targets, history, sent, index)))
+    if not lost:
+        return []
+    outputs = [m for m in history if isinstance(m, ToolMessage)]
+    kept = {m.tool_call_id for m in sent if isinstance(m, ToolMessage)}
+    found = []
+    for ref in lost:
+        holders = [i for i, m in enumerate(outputs) if ref in index.terms(m)]
+        dropped = sum(1 for i in holders if outputs[i].tool_call_id not in kept)
+        found.append(LostReference(ref, len(outputs) - 1 - holders[-1], dropped, len(holders) - dropped))
+    return found
 
 
 def build(names: list[str], target: int | None) -> list[PromptStrategy]:

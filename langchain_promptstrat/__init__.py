@@ -29,7 +29,9 @@ _PUBLIC = {
     "inbox.postgres": ("PostgresInbox", "PostgresInboxes"),
     "messages": ("check_tool_pairs", "read_back"),
     "pickup": ("InboxPickup", "inbox_pickup"),
-    "registry": ("prepare_prompt",),
+    "registry": (
+        "DEFAULT_STRATEGIES", "available_strategies", "get_strategy", "prepare_prompt", "register_strategy", "unregister_strategy",
+    ),
     "report": ("Compacted", "StrategyReport"),
     "settings": ("Settings",),
     "strategies.dedupe_outputs": ("DedupeOutputs",),
@@ -44,7 +46,6 @@ _PUBLIC = {
     "strategies.summary": ("Summary", "SummaryFailedWarning"),
     "strategies.tool_results": ("ToolResults",),
     "strategy": ("PromptStrategy",),
-    "strategy_names": ("DEFAULT_STRATEGIES", "available_strategies", "get_strategy", "register_strategy", "unregister_strategy"),
     "tokens": ("TokenCounter", "as_token_counter"),
     "truncation": ("shorten_string", "truncate_string"),
 }
@@ -73,7 +74,10 @@ if TYPE_CHECKING:  # the same names for the checkers (``name as name`` marks eac
     from langchain_promptstrat.inbox.postgres import PostgresInbox as PostgresInbox, PostgresInboxes as PostgresInboxes
     from langchain_promptstrat.messages import check_tool_pairs as check_tool_pairs, read_back as read_back
     from langchain_promptstrat.pickup import InboxPickup as InboxPickup, inbox_pickup as inbox_pickup
-    from langchain_promptstrat.registry import prepare_prompt as prepare_prompt
+    from langchain_promptstrat.registry import (
+        DEFAULT_STRATEGIES as DEFAULT_STRATEGIES, available_strategies as available_strategies, get_strategy as get_strategy,
+        prepare_prompt as prepare_prompt, register_strategy as register_strategy, unregister_strategy as unregister_strategy,
+    )
     from langchain_promptstrat.report import Compacted as Compacted, StrategyReport as StrategyReport
     from langchain_promptstrat.settings import Settings as Settings
     from langchain_promptstrat.strategies.dedupe_outputs import DedupeOutputs as DedupeOutputs
@@ -90,10 +94,6 @@ if TYPE_CHECKING:  # the same names for the checkers (``name as name`` marks eac
     from langchain_promptstrat.strategies.summary import Summary as Summary, SummaryFailedWarning as SummaryFailedWarning
     from langchain_promptstrat.strategies.tool_results import ToolResults as ToolResults
     from langchain_promptstrat.strategy import PromptStrategy as PromptStrategy
-    from langchain_promptstrat.strategy_names import (
-        DEFAULT_STRATEGIES as DEFAULT_STRATEGIES, available_strategies as available_strategies, get_strategy as get_strategy,
-        register_strategy as register_strategy, unregister_strategy as unregister_strategy,
-    )
     from langchain_promptstrat.tokens import TokenCounter as TokenCounter, as_token_counter as as_token_counter
     from langchain_promptstrat.truncation import shorten_string as shorten_string, truncate_string as truncate_string
 else:  # checkers see the imports above, and no catch-all that would hide a misspelt name

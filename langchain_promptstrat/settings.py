@@ -105,8 +105,9 @@ class Settings:
     # shorten_tools_epoch_stable
     stable_tool_call_threshold: int = _setting(120, "No compaction at or below this many tool calls.")
     stable_full_tool_calls: int = _setting(
-        20, "At most this many tool calls beyond the epoch's new ones stay whole; under a ceiling, also at most "
-        "stable_whole_ratio of it (at 0.0, the default, only the newest step stays whole).",
+        20, "By count, this many tool calls beyond the epoch's new ones stay whole; when a prompt would cross the ceiling "
+        "the edge moves up to the newest step, keeping an older call whole only within this count and stable_whole_ratio "
+        "of the ceiling (at 0.0, the default, none).",
     )
     stable_epoch_size: int = _setting(80, "New tool calls before the whole ones graduate to shortened.")
     stable_read_output_chars: int = _setting(

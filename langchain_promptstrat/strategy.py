@@ -106,19 +106,18 @@ class PromptStrategy(Runnable[Any, list[BaseMessage]], ABC):
         return f"{type(self).__name__}()"
 
 
-def _compact_one(strategy: PromptStrategy, messages: list[BaseMessage], save_file: Any, request: dict[str, Any] | None) -> Compacted:
-    """Return ``strategy``'s result; a strategy bounded by a ceiling also gets the request's model, tools, system prompt and ``max_tokens``."""
+def compact_one(strategy: PromptStrategy, messages: list[BaseMessage], save_file: Any, request: dict[str, Any] | None) -> Compacted:
+    """Return ``strategy``'s result; a strategy bounded by a ceiling also gets the request's model, tools, system prompt and ``max_tokens``.
+
+    ``carried`` (the replay a graph front end keeps in the conversation's state) goes only to a
+    strategy that carries its replay.
+    """
     bounded = getattr(strategy, "compact_for_request", None)
     if request and callable(bounded):
-        return bounded(messages, **request_for(strategy, request))  # type: ignore[no-any-return]
+        if "carried" in request and not strategy.carries_replay:
+            request = {k: v for k, v in request.items() if k != "carried"}
+        return bounded(messages, **request)  # type: ignore[no-any-return]
     return strategy.compact(messages, save_file=save_file if strategy.uses_save_file else None)
-
-
-def request_for(strategy: PromptStrategy, request: dict[str, Any]) -> dict[str, Any]:
-    """Return ``request`` as ``strategy``'s ``compact_for_request`` takes it: ``carried`` only for a strategy that carries its replay."""
-    if "carried" in request and not strategy.carries_replay:
-        return {k: v for k, v in request.items() if k != "carried"}
-    return request
 
 
 def _with_notices(messages: list[BaseMessage], notices: list[BaseMessage]) -> Compacted:
@@ -155,7 +154,7 @@ def apply_in_order(
         elif strategy.places_notices:
             result = strategy.pick_up_notices(current, save_file=save_file, config=config)
         else:
-            result = _compact_one(strategy, current, save_file, request)
+            result = compact_one(strategy, current, save_file, request)
         if strategy.places_notices:
             delivered += result.messages[len(current):]
         emit_report(result, config)

@@ -361,7 +361,7 @@ def test_the_subpackages_of_strategies_define_no_strategy():
 
 def test_every_built_in_strategy_lives_directly_in_strategies():
     """The registry's built-in table points at modules directly in ``strategies/``, never into a machinery subpackage."""
-    from langchain_promptstrat.strategy_names import BUILTIN_STRATEGIES
+    from langchain_promptstrat.registry import BUILTIN_STRATEGIES
 
     direct, _ = strategy_modules()
     assert [target for target in BUILTIN_STRATEGIES.values() if target.partition(":")[0] not in direct] == []
@@ -371,14 +371,14 @@ def test_every_built_in_strategy_lives_directly_in_strategies():
 
 
 def test_the_layers_are_the_documented_ones():
-    """The diagram reads as drawn: the facade, adapters and CLI on top, the registry above the strategies, the names below them."""
+    """The diagram reads as drawn: the facade, adapters, pickup and CLI on top, the registry below the strategies that resolve names in it."""
     names = [layer.name for layer in LAYERS]
-    assert names == ["front ends", "measuring", "registry", "strategies", "base", "inbox", "foundations"]
+    assert names == ["front ends", "measuring", "strategies", "base", "inbox", "foundations"]
     expected = {
         "": "front ends", "adapters.langgraph": "front ends", "cli.entry": "front ends",
-        "simulate.output": "measuring", "registry": "registry",
+        "pickup": "front ends", "simulate.output": "measuring", "registry": "base",
         "strategies": "strategies", "strategies.ladder": "strategies", "strategies.epoch_machinery.frozen_region": "strategies",
-        "strategy": "base", "strategy_names": "base", "inbox.delivery": "inbox",
+        "strategy": "base", "inbox.delivery": "inbox",
         "messages.pairs": "foundations", "defaults": "foundations", "testing.scripted_model": "foundations",
     }
     placed = {name: layer_of_module(f"{PACKAGE}.{name}".rstrip(".")) for name in expected}
@@ -386,12 +386,12 @@ def test_the_layers_are_the_documented_ones():
 
 
 def test_an_import_that_points_up_is_caught():
-    """A strategy importing the registry (what ladder.py and cache_breakpoints.py once did) is reported; one pointing down is not."""
-    layer_of = {f"{PACKAGE}.{m}": layer_of_module(f"{PACKAGE}.{m}") for m in ("strategies.ladder", "registry", "strategy_names")}
+    """A strategy importing the simulation (which replays strategies) is reported; one importing the registry below it is not."""
+    layer_of = {f"{PACKAGE}.{m}": layer_of_module(f"{PACKAGE}.{m}") for m in ("strategies.ladder", "simulate", "registry")}
     imports = {
-        f"{PACKAGE}.strategies.ladder": [Import(f"{PACKAGE}.registry", True, 59), Import(f"{PACKAGE}.strategy_names", True, 60)],
+        f"{PACKAGE}.strategies.ladder": [Import(f"{PACKAGE}.simulate", True, 59), Import(f"{PACKAGE}.registry", True, 60)],
     }
-    assert upward_imports(imports, layer_of) == [f"{PACKAGE}.strategies.ladder -> {PACKAGE}.registry (line 59)"]
+    assert upward_imports(imports, layer_of) == [f"{PACKAGE}.strategies.ladder -> {PACKAGE}.simulate (line 59)"]
 
 
 def test_the_diagram_reader_takes_paths_continuations_and_the_most_specific_match():

@@ -25,7 +25,7 @@ from langchain_core.messages import BaseMessage
 
 import langchain_promptstrat
 from langchain_promptstrat import prepare_prompt
-from langchain_promptstrat.strategy_names import resolve_strategies
+from langchain_promptstrat.registry import resolve_strategies
 from langchain_promptstrat.testing import iter_agent_run
 
 PACKAGE_DIR = Path(langchain_promptstrat.__file__).resolve().parent

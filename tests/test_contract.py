@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 
 from langchain_promptstrat import Settings, get_strategy
 from langchain_promptstrat.messages import find_tool_pair_violations
-from langchain_promptstrat.strategy_names import BUILTIN_STRATEGIES
+from langchain_promptstrat.registry import BUILTIN_STRATEGIES
 
 TIGHT = Settings(
     full_tool_outputs=2, max_tool_calls=6, max_tool_chars=500,

@@ -24,7 +24,7 @@ from hypothesis import given, settings as hypothesis_settings, strategies as st
 
 import langchain_promptstrat
 from langchain_promptstrat import ConfigError, Settings, ShortenTools, ShortenToolsEpochStable, get_strategy
-from langchain_promptstrat.registry import CallableStrategy, register_strategy, resolve_strategies, unregister_strategy
+from langchain_promptstrat.registry import BUILTIN_STRATEGIES, CallableStrategy, register_strategy, resolve_strategies, unregister_strategy
 from langchain_promptstrat import docs_tables
 from langchain_promptstrat.settings import (
     ENV_PREFIX,
@@ -36,7 +36,6 @@ from langchain_promptstrat.settings import (
     settings_with_options,
     strategy_options,
 )
-from langchain_promptstrat.strategy_names import BUILTIN_STRATEGIES
 from langchain_promptstrat.strategies.ladder import CompactionLadder
 from langchain_promptstrat.strategies.summary import Summary
 from langchain_promptstrat.testing import ScriptedChatModel

@@ -23,11 +23,11 @@ from langchain_promptstrat import (
     register_strategy,
     unregister_strategy,
 )
-from langchain_promptstrat import strategy_names
+from langchain_promptstrat import registry
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.strategies.ladder import CompactionLadder
 from langchain_promptstrat.report import Compacted, make_report
-from langchain_promptstrat.strategy_names import BUILTIN_STRATEGIES
+from langchain_promptstrat.registry import BUILTIN_STRATEGIES
 from langchain_promptstrat.testing import build_agent_run, iter_agent_run
 
 
@@ -177,15 +177,15 @@ class TestRegistry:
     def test_missing_default_entry_is_skipped_with_a_warning(self, conversation, monkeypatch):
         """An entry of the default list that is not installed never breaks prepare_prompt(messages)."""
         monkeypatch.delenv("PROMPT_STRATEGY", raising=False)
-        monkeypatch.setattr(strategy_names, "DEFAULT_STRATEGIES", ("not_built_yet", "none"))
-        strategy_names._warned_missing_defaults.discard("not_built_yet")
+        monkeypatch.setattr(registry, "DEFAULT_STRATEGIES", ("not_built_yet", "none"))
+        registry._warned_missing_defaults.discard("not_built_yet")
         with pytest.warns(RuntimeWarning, match="not_built_yet"):
             assert prepare_prompt(conversation) == conversation
 
     def test_entry_point_strategies_are_discovered(self, conversation, monkeypatch):
         """A third-party strategy in the entry-point group resolves by name."""
-        ep = EntryPoint(name="append_note", value="plugin_strategies:append_note", group=strategy_names.ENTRY_POINT_GROUP)
-        monkeypatch.setattr(strategy_names, "entry_points", lambda group: [ep] if group == strategy_names.ENTRY_POINT_GROUP else [])
+        ep = EntryPoint(name="append_note", value="plugin_strategies:append_note", group=registry.ENTRY_POINT_GROUP)
+        monkeypatch.setattr(registry, "entry_points", lambda group: [ep] if group == registry.ENTRY_POINT_GROUP else [])
         assert "append_note" in available_strategies()
         assert prepare_prompt(conversation, "append_note") == [*conversation, HumanMessage("a note from the plugin")]
 
@@ -204,7 +204,7 @@ class TestStrategyLists:
     def test_a_comma_list_gives_its_names_in_order_whatever_the_spaces(self, names, spaces):
         """'a, b' and 'a,b' name the same strategies: spaces around a name are never part of it."""
         text = ",".join(f"{spaces[2 * k]}{name}{spaces[2 * k + 1]}" for k, name in enumerate(names))
-        assert strategy_names.split_strategy_names(text) == names
+        assert registry.split_strategy_names(text) == names
 
     @given(names=NAMES, data=st.data())
     def test_an_empty_name_anywhere_in_a_list_is_refused(self, names, data):
@@ -213,7 +213,7 @@ class TestStrategyLists:
         blank = data.draw(SPACES, label="the empty name")
         text = ",".join([*names[:at], blank, *names[at:]])
         with pytest.raises(ConfigError, match="has an empty name"):
-            strategy_names.split_strategy_names(text)
+            registry.split_strategy_names(text)
 
     @pytest.mark.parametrize(("spec", "where"), [
         ("shorten_tools,,inbox", "between 'shorten_tools' and 'inbox'"),

@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from langchain_promptstrat import Settings, check_tool_pairs, get_strategy, prepare_prompt
 from langchain_promptstrat.messages import find_tool_pair_violations, tool_call_ids, tool_results_as_tool_messages
-from langchain_promptstrat.strategy_names import BUILTIN_STRATEGIES
+from langchain_promptstrat.registry import BUILTIN_STRATEGIES
 
 from test_contract import TIGHT
 

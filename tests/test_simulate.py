@@ -47,7 +47,7 @@ from langchain_promptstrat.simulate import (
     shared_prefix_length,
     simulate,
 )
-from langchain_promptstrat.strategy_names import BUILTIN_STRATEGIES
+from langchain_promptstrat.registry import BUILTIN_STRATEGIES
 from langchain_promptstrat.testing import iter_agent_run
 from langchain_promptstrat.tokens import TokenCounter, as_token_counter, tool_schema_tokens
 from realruns import realruns_dir

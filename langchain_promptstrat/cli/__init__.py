@@ -180,7 +180,7 @@ def _stats(args: argparse.Namespace) -> int:
     from langchain_promptstrat.messages import index_tool_calls
     from langchain_promptstrat.replay import find_transcripts
     from langchain_promptstrat.simulate import build_strategy, default_rows
-    from langchain_promptstrat.strategy_names import split_strategy_names
+    from langchain_promptstrat.registry import split_strategy_names
 
     files = [args.file] if args.file == "-" else [str(path) for path, _ in find_transcripts([args.file])]
     counter = token_counter(args)

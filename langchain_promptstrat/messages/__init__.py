@@ -7,8 +7,8 @@ call shares its output's), steps (an ``AIMessage`` and the ``ToolMessage``s righ
 and turns (a real user message up to the next one). Messages are immutable: an edit returns a
 copy. Read next: ``recorded_calls`` (what a message records), ``pairs`` (input and pair
 checks), ``tool_index`` (the one tool-call index), ``edits`` (edits and the prompt floor),
-``read_back`` (handles and reading an output back); ``keys`` and ``history_memo`` (the replay
-engine) are imported by their own names.
+``read_back`` (handles and reading an output back); ``history_memo`` (the memos: message keys,
+the replay memo, the head cache) is imported by its own name.
 """
 
 from __future__ import annotations

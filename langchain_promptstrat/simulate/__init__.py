@@ -45,7 +45,7 @@ from langchain_promptstrat.defaults import DEFAULT_CACHED_FRACTION, DEFAULT_MAX_
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.extras import install_hint
 from langchain_promptstrat.messages import content_text, is_real_user_message, task_index
-from langchain_promptstrat.registry import CallableStrategy, available_strategies, get_strategy, split_strategy_names
+from langchain_promptstrat.registry import BUILTIN_STRATEGIES, CallableStrategy, available_strategies, get_strategy, split_strategy_names
 from langchain_promptstrat.report import Compacted
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.simulate.output import (
@@ -54,7 +54,6 @@ from langchain_promptstrat.simulate.output import (
 from langchain_promptstrat.simulate.recall import OLD_AFTER, CallTargets, RecallCounts, TermIndex, code_references, recall_counts, terms
 from langchain_promptstrat.strategies.cache_breakpoints import CacheBreakpoints
 from langchain_promptstrat.strategy import PromptStrategy
-from langchain_promptstrat.strategy_names import BUILTIN_STRATEGIES
 from langchain_promptstrat.testing import ScriptedChatModel, iter_agent_run
 from langchain_promptstrat.testing.tools import AGENT_RUN_TOOLS
 from langchain_promptstrat.tokens import TokenCounter, as_token_counter, tool_schema_tokens

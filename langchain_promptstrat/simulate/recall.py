@@ -322,36 +322,3 @@ def _recoverable(lost: frozenset[str], history: Sequence[BaseMessage], sent: Seq
 
     holders = [m for m in history if isinstance(m, ToolMessage) and named(m)]
     return sum(1 for ref in lost if any(ref in index.terms(m) for m in holders))
-
-
-@dataclass(frozen=True)
-class LostReference:
-    """An outputs-only reference a prompt lost, and what became of the tool outputs of the history that held it."""
-
-    reference: str
-    age: int
-    """Tool outputs of the history after the newest one that holds it."""
-    dropped: int
-    """Holders the prompt no longer has at all (no output of the same ``tool_call_id``)."""
-    shortened: int
-    """Holders the prompt still has, as a copy that no longer holds the reference."""
-
-    @property
-    def cause(self) -> str:
-        """``"dropped"``, ``"shortened"`` (every holder) or ``"both"``."""
-        return "both" if self.dropped and self.shortened else "dropped" if self.dropped else "shortened"
-
-
-def lost_references(targets: CallTargets, history: Sequence[BaseMessage], sent: Sequence[BaseMessage], index: TermIndex) -> list[LostReference]:
-    """Return each outputs-only reference of ``targets`` that ``sent`` does not recall, with what became of its holders."""
-    lost = sorted(targets.outputs_only - set(recalled_references(targets, history, sent, index)))
-    if not lost:
-        return []
-    outputs = [m for m in history if isinstance(m, ToolMessage)]
-    kept = {m.tool_call_id for m in sent if isinstance(m, ToolMessage)}
-    found = []
-    for ref in lost:
-        holders = [i for i, m in enumerate(outputs) if ref in index.terms(m)]
-        dropped = sum(1 for i in holders if outputs[i].tool_call_id not in kept)
-        found.append(LostReference(ref, len(outputs) - 1 - holders[-1], dropped, len(holders) - dropped))
-    return found

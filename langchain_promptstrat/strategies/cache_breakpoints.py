@@ -14,15 +14,15 @@ the middleware keeps one edge mark: the previous edge right after an advance, el
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 
-from langchain_promptstrat.strategy import PromptStrategy, request_for
+from langchain_promptstrat.strategy import PromptStrategy, compact_one
 from langchain_promptstrat.cache_rules import ANTHROPIC_MAX_BREAKPOINTS
 from langchain_promptstrat.errors import ConfigError
-from langchain_promptstrat.strategy_names import resolve_strategies
+from langchain_promptstrat.registry import resolve_strategies
 from langchain_promptstrat.report import Compacted, StrategyReport, make_report
 from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.strategies.ladder import PLACEHOLDER_KIND, kind_of
@@ -160,11 +160,7 @@ class CacheBreakpoints(PromptStrategy):
         previous_id = current_id = None
         advanced = False
         for strategy in self.strategies:
-            bounded: Callable[..., Compacted] | None = getattr(strategy, "compact_for_request", None)
-            if request and callable(bounded):
-                result = bounded(current, **request_for(strategy, request))
-            else:
-                result = strategy.compact(current, save_file=save_file if strategy.uses_save_file else None)
+            result = compact_one(strategy, current, save_file, request)
             if "compaction_edge" in result.report.details:
                 previous_id, current_id = compaction_edge_ids(current, result.report)
                 advanced = bool(result.report.details.get("boundary_moved"))

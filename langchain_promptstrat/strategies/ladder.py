@@ -38,7 +38,7 @@ from langchain_promptstrat.messages.history_memo import EMPTY_HISTORY, HistoryKe
 from langchain_promptstrat.report import Compacted, StrategyReport, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.strategy import PromptStrategy, emit_report
-from langchain_promptstrat.strategy_names import get_strategy, split_strategy_names  # rungs may be given by registry key
+from langchain_promptstrat.registry import get_strategy, split_strategy_names  # rungs may be given by registry key
 from langchain_promptstrat.tokens import TokenCounter, as_token_counter
 from langchain_promptstrat.tokens.usage import Calibration, calibration_for
 
