@@ -86,7 +86,7 @@ class CallableStrategy(PromptStrategy):
 
 def register_strategy(name: str, factory: type[PromptStrategy] | PromptStrategy | Callable[..., Any]) -> None:
     """Make ``name`` resolve to ``factory`` (a strategy class, a strategy, or a ``messages -> messages`` callable), shadowing a built-in of that name."""
-    if not isinstance(name, str) or not name or "," in name or name.strip() != name:
+    if not isinstance(name, str) or not name or "," in name or any(c.isspace() for c in name):
         raise ConfigError(f"strategy name must be a non-empty string without commas or spaces, got {name!r}")
     if not callable(factory) and not isinstance(factory, PromptStrategy):
         raise ConfigError(f"strategy {name!r}: expected a PromptStrategy or a callable, got {type(factory).__name__}")

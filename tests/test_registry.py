@@ -158,6 +158,13 @@ class TestRegistry:
         unregister_strategy("temp")
         assert "temp" not in available_strategies()
 
+    @pytest.mark.parametrize("name", ["a b", " temp", "temp\t", "a,b", ""])
+    def test_a_name_with_a_space_or_a_comma_is_refused_as_its_message_says(self, registered, name):
+        """A name a comma-separated list could not spell back (a comma, or whitespace anywhere in it) is a ConfigError, never registered."""
+        with pytest.raises(ConfigError, match="without commas or spaces"):
+            register_strategy(name, ShortenTools)
+        assert name not in available_strategies()
+
     def test_get_strategy_passes_settings_to_classes(self):
         """get_strategy(name, **settings) builds the class with those settings."""
         assert get_strategy("shorten_tools", full_tool_outputs=4).settings.full_tool_outputs == 4
