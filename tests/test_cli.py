@@ -104,6 +104,22 @@ class TestHelp:
         commands = [line.split()[0] for line in out.splitlines() if line.startswith("    ") and not line.startswith("     ")]
         assert commands == ["simulate", "apply", "stats", "inbox"]
 
+    @pytest.mark.parametrize("command", ["apply", "stats"])
+    def test_a_conversation_command_help_lists_every_setting_with_its_variables_and_default(
+        self, capsys: pytest.CaptureFixture[str], command: str
+    ) -> None:
+        """`promptstrat apply|stats --help` list every setting as declared once in `Settings`: its variables, its default and its meaning."""
+        import dataclasses
+
+        from langchain_promptstrat.settings import Settings, documented_default, environment_variables
+
+        code, out, err = run(capsys, command, "--help")
+        assert code == 0 and err == ""
+        listed = " ".join(out.split())
+        for f in dataclasses.fields(Settings):
+            entry = f"{' or '.join(environment_variables(f.name))} (default {documented_default(f.name)})".replace("`", "")
+            assert f"{entry} {f.metadata['doc'].replace('`', '')}" in listed, f.name
+
     def test_no_command_is_a_one_line_error(self, capsys: pytest.CaptureFixture[str]) -> None:
         """Without a command the CLI says what to do in one line, exit 2."""
         assert run(capsys) == (2, "", "promptstrat: error: choose a command (see promptstrat --help)\n")

@@ -21,8 +21,8 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from langchain_promptstrat.ceiling import DEFAULT_CEILING, resolve_ceiling
-from langchain_promptstrat.cli.common import (EXIT_ABORTED, EXIT_ERROR, PROG, Parser, UsageError, add_counter_options, one_line,
-                                              positive_int, token_counter)
+from langchain_promptstrat.cli.common import (EXIT_ABORTED, EXIT_ERROR, PROG, KeepsLines, Parser, UsageError, add_counter_options,
+                                              one_line, positive_int, settings_help, token_counter)
 from langchain_promptstrat.cli.inbox_commands import add_inbox_commands
 from langchain_promptstrat.cli.simulate_command import add_simulate_commands
 from langchain_promptstrat.errors import InboxAborted, InvalidMessagesError, PromptStratError
@@ -106,6 +106,7 @@ def _add_conversation_commands(commands: argparse._SubParsersAction[Any], detail
     if not detailed:
         return
     for command in (apply, stats):
+        command.formatter_class, command.epilog = KeepsLines, settings_help()
         command.add_argument("file", metavar="FILE", help="the conversation, or '-' for standard input")
     apply.add_argument("--strategy", metavar="SPEC", help="comma-separated strategy names, applied in order "
                        "(default: $PROMPT_STRATEGY, then the default list)")
