@@ -6,7 +6,9 @@ measures them as the simulated run does (:func:`~langchain_promptstrat.simulate.
 ``prompts=``). Each file is replayed with fresh strategies, its per-call figures concatenated
 per strategy; a file a folder holds that cannot be read is skipped with a note, one named
 explicitly raises. A transcript's saved ``tools`` are counted and given to the strategies; a
-usage file beside it (``NAME.usage.json``, or in ``../usage/``) adds what the provider billed.
+usage file beside it (``NAME.usage.json``, or in ``../usage/``), else the usage on its answers,
+adds what the provider billed: a note beside the ``none`` row, and with ``bill="provider"`` the
+figures of every row.
 """
 
 from __future__ import annotations
