@@ -19,6 +19,7 @@ is listed once.
 
     python benchmarks/recall.py                      # the README's table (about 2 minutes)
     python benchmarks/recall.py --json out.json      # also the figures as JSON
+    python benchmarks/recall.py --bill provider      # cost on the providers' own bills (the usage files)
     python benchmarks/recall.py my/transcripts/      # your own runs
 """
 
@@ -31,6 +32,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from langchain_promptstrat.defaults import BILLS
 from langchain_promptstrat.replay import simulate_files
 from langchain_promptstrat.simulate import DEFAULT_LIST_ROW, SimulationResult, StrategyRun
 from langchain_core.messages import BaseMessage
@@ -97,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="*", help="transcript files or folders (default: ../shared/realruns/converted)")
     parser.add_argument("--targets", type=int, nargs="+", default=[32_000, 16_000], help="token targets (default: 32000 16000)")
+    parser.add_argument("--bill", choices=BILLS, default="package", help="provider: each call scaled to the provider's bill "
+                        "where the transcript carries usage, as promptstrat simulate --bill provider (default: package)")
     parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     args = parser.parse_args(argv)
     paths = args.paths or [str(REALRUNS / "converted")]
@@ -109,14 +113,14 @@ def main(argv: list[str] | None = None) -> int:
     def default_list(messages: list[BaseMessage]) -> list[BaseMessage]:
         return bounded.compact(dedupe.compact(messages).messages).messages
 
-    first = simulate_files(paths, ["none", default_list, ShortenToolsEpochStable(), *UNBOUNDED], progress=False)
+    first = simulate_files(paths, ["none", default_list, ShortenToolsEpochStable(), *UNBOUNDED], bill=args.bill, progress=False)
     rows = rows_of(first, "-")
     rows[1]["strategy"] = f"{DEFAULT} (default list, no settings)"
     rows[2]["strategy"] = f"{BOUNDED} alone, no settings"
     masking_listed = False
     for target in args.targets:
         ladder = CompactionLadder(LADDER_RUNGS, max_tokens=target)
-        result = simulate_files(paths, ["none", DEFAULT, BOUNDED, ladder], peers=True, max_tokens=target, progress=False)
+        result = simulate_files(paths, ["none", DEFAULT, BOUNDED, ladder], bill=args.bill, peers=True, max_tokens=target, progress=False)
         for r in rows_of(result, f"{target:,}"):
             if r["strategy"] == "none":
                 continue
@@ -130,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
 
     refs = rows[0]["references"]
     print(f"Replayed {len(first.files)} transcripts, {first.model_calls:,} model calls; counter {first.token_counter}; "
-          f"cached input billed at {first.cached_fraction:g}.")
+          f"cached input billed at {first.cached_fraction:g}{'; each call scaled to the provider bill' if args.bill == 'provider' else ''}.")
     print(f"Next-action references: {refs[0]:,} counted, {refs[1]:,} old, {refs[2]:,} outputs-only (the same for every row).")
     print()
     columns = ["strategy", "target", "cost/none", "mean prompt", "peak", "recall", "old recall", "outputs-only", "recoverable", "degenerate", "frontier"]

@@ -21,3 +21,6 @@ DEFAULT_ENCODING = "cl100k_base"
 
 CACHE_RULES = ("prefix", "openai", "anthropic")
 """The cache rules ``simulate --cache`` knows (see :mod:`langchain_promptstrat.cache_rules`)."""
+
+BILLS = ("package", "provider")
+"""Whose count a replay of transcripts bills (``simulate --bill``): the package's, or the provider's where a transcript carries usage."""

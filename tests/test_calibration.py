@@ -136,8 +136,48 @@ class TestEveryFrontEnd:
             path = tmp_path / "run.json"
             path.write_text(json.dumps(messages_to_dict(messages)))
             assert main(["stats", str(path), "--max-tokens", str(CEILING)]) == 0
-            lines.append(next(line for line in capsys.readouterr().out.splitlines() if "the ceiling holds on it" in line))
+            out = capsys.readouterr().out.replace("\n  ", " ")
+            lines.append(next(line for line in out.splitlines() if line.startswith("the default's factor")))
         assert "from usage (" in lines[0] and "1.0 (none" in lines[1]
+
+    def test_stats_gives_the_providers_factor_against_the_whole_history_sent(self, tmp_path, capsys):
+        """A run recorded without a strategy was billed for the whole history before each answer: stats divides by
+        that, so it finds the provider's 1.2 whether the usage is on the answers, in NAME.usage.json beside the file
+        or in a usage file given, where the default's own estimate (against its shorter prompts) reads more."""
+        from langchain_promptstrat.cli import main
+
+        history = run_loop(lambda messages: messages, scripted(usage_times(1.2), calls=8))
+        stripped = [m.model_copy(update={"usage_metadata": None}) if isinstance(m, AIMessage) else m for m in history]
+        sidecar = [{"prompt_tokens": m.usage_metadata["input_tokens"], "cached_tokens": None} for m in history
+                   if isinstance(m, AIMessage) and m.usage_metadata]
+        (tmp_path / "own").mkdir()
+        (tmp_path / "own" / "run.json").write_text(json.dumps(messages_to_dict(history)))
+        (tmp_path / "run.json").write_text(json.dumps(messages_to_dict(stripped)))
+        (tmp_path / "run.usage.json").write_text(json.dumps(sidecar))
+        (tmp_path / "elsewhere.json").write_text(json.dumps(sidecar))
+        found = []
+        for argv in ([str(tmp_path / "own" / "run.json")], [str(tmp_path / "run.json")],
+                     [str(tmp_path / "own" / "run.json"), "--usage", str(tmp_path / "elsewhere.json")]):
+            assert main(["stats", *argv, "--max-tokens", str(CEILING), "--json"]) == 0
+            summary = json.loads(capsys.readouterr().out)
+            found.append(summary["usage"][0])
+            assert 1.15 < summary["usage"][0]["factor"] <= 1.2
+        assert [u["source"] for u in found] == ["usage (9 answers) in its answers' usage_metadata", "usage (9 answers) in run.usage.json",
+                                                "usage (9 answers) in elsewhere.json"]
+        default = next(r for r in summary["strategies"] if "usage_factors" in r)["usage_factors"][0][0]
+        assert default > found[0]["factor"] + 0.5
+
+    def test_stats_refuses_a_usage_file_that_does_not_fit_in_one_line(self, tmp_path, capsys):
+        """A usage file whose entries are not one per assistant message, or that does not exist: one error line, exit 2."""
+        from langchain_promptstrat.cli import main
+
+        history = run_loop(lambda messages: messages, scripted(None, calls=3))
+        (tmp_path / "run.json").write_text(json.dumps(messages_to_dict(history)))
+        (tmp_path / "short.json").write_text(json.dumps([{"prompt_tokens": 5, "cached_tokens": None}]))
+        for usage, said in (("short.json", "1 entries for 4 assistant messages"), ("missing.json", "no such file or folder")):
+            assert main(["stats", str(tmp_path / "run.json"), "--usage", str(tmp_path / usage)]) == 2
+            out, err = capsys.readouterr()
+            assert out == "" and err.count("\n") == 1 and said in err
 
     def test_the_report_says_the_factor_and_where_it_came_from(self):
         """The report shows the factor learned and its source (usage with its count of answers, a prior); without either

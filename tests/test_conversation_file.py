@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 
 from langchain_promptstrat.conversation_file import ConversationFile, dump_messages, read_conversation
 from langchain_promptstrat.errors import InvalidMessagesError
+from langchain_promptstrat.tokens.usage import BilledInput, billed_input
 
 
 @pytest.fixture
@@ -59,6 +60,24 @@ class TestReadConversation:
         with pytest.raises(InvalidMessagesError) as caught:
             read_conversation(str(path))
         assert str(caught.value) == f"{path}: line 2 (tool): output for call 'x' answers no call of its step"
+
+
+    @pytest.mark.parametrize("style", ["langchain", "role usage_metadata", "role response_metadata", "role usage"])
+    def test_an_answers_usage_reads_back_in_both_dict_styles(self, tmp_path, conversation, style):
+        """A file carries what the provider billed on its answers: LangChain's usage_metadata (a LangChain dict's data,
+        or a key of a role dict), or the provider's usage dict (response_metadata's token_usage, or a role dict's usage)."""
+        usage = {"input_tokens": 120, "output_tokens": 3, "total_tokens": 123, "input_token_details": {"cache_read": 100}}
+        openai = {"prompt_tokens": 120, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 100}}
+        if style == "langchain":
+            data = messages_to_dict([*conversation[:4], conversation[4].model_copy(update={"usage_metadata": usage})])
+        else:
+            data = convert_to_openai_messages(conversation)
+            data[-1].update({"role usage_metadata": {"usage_metadata": usage}, "role usage": {"usage": openai},
+                             "role response_metadata": {"response_metadata": {"token_usage": openai}}}[style])
+        path = tmp_path / "c.json"
+        path.write_text(json.dumps(data))
+        answers = [m for m in read_conversation(str(path)).messages if isinstance(m, AIMessage)]
+        assert [billed_input(m) for m in answers] == [None, BilledInput(120, 100)]
 
 
 class TestDumpMessages:

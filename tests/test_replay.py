@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, convert_to_messages, convert_to_openai_messages, messages_to_dict
 
 from langchain_promptstrat.cli import main
-from langchain_promptstrat.replay import simulate_files, transcript_prompts
+from langchain_promptstrat.conversation_file import read_conversation
+from langchain_promptstrat.replay import simulate_files, transcript_prompts, usage_of
 from langchain_promptstrat.simulate import format_table
 from langchain_promptstrat.tokens import tool_schema_tokens
 from realruns import realruns_dir
@@ -99,3 +105,110 @@ class TestCli:
         assert len(data["files"]) == len(list(raw.glob("*.json"))) + len(list(converted.glob("*.jsonl")))
         assert [s["name"] for s in data["strategies"]] == ["none", "shorten_tools_epoch_stable"]
         assert all(s["provider_summary"]["cached_tokens"] > 0 for s in data["strategies"])
+
+
+def write_run(folder, name="run", usage=None):
+    """Write RUN as JSON lines in ``folder``, with ``usage`` (one entry per assistant message) beside it when given."""
+    (folder / f"{name}.jsonl").write_text("\n".join(json.dumps(m) for m in RUN))
+    if usage is not None:
+        (folder / f"{name}.usage.json").write_text(json.dumps(usage))
+    return folder / f"{name}.jsonl"
+
+
+def last_only(messages):
+    """A strategy whose prompt differs from none's: the last message alone."""
+    return messages[-1:]
+
+
+class TestProviderBill:
+    entry = st.one_of(st.none(), st.builds(lambda t, share: {"prompt_tokens": t, "cached_tokens": int(t * share)},
+                                           st.integers(1, 10_000), st.floats(0, 1)))
+
+    @settings(max_examples=40, deadline=None)
+    @given(usage=st.lists(entry, min_size=2, max_size=2).filter(any), cache=st.sampled_from(["prefix", "openai", "anthropic"]))
+    def test_every_row_is_scaled_by_each_calls_ratio_and_the_none_row_is_the_providers_bill(self, usage, cache):
+        """Per call with usage, ratio = billed / the none row's count: every row's tokens and cached tokens times it (the
+        cache rule's share for the strategies), the none row exactly the provider's input and cached tokens; a call
+        without usage keeps the package's figures."""
+        with tempfile.TemporaryDirectory() as folder:
+            path = write_run(Path(folder), usage=usage)
+            common = dict(token_counter=chars, cache=cache, progress=False)
+            package = simulate_files([path], ["none", last_only], **common)
+            provider = simulate_files([path], ["none", last_only], bill="provider", **common)
+        none = package.run("none")
+        for k, entry in enumerate(usage):
+            ratio = entry["prompt_tokens"] / none.tokens[k] if entry else 1.0
+            for before, after in zip(package.runs, provider.runs):
+                assert after.tokens[k] == round(before.tokens[k] * ratio)
+                rule_lists = ["cached_tokens"] + (["provider_cached_tokens"] if cache != "prefix" else [])
+                for figures in rule_lists:
+                    if before.name == "none" and entry:
+                        assert (after.tokens[k], getattr(after, figures)[k]) == (entry["prompt_tokens"], entry["cached_tokens"])
+                    else:
+                        assert getattr(after, figures)[k] == min(after.tokens[k], round(getattr(before, figures)[k] * ratio))
+                assert len(after.provider_written_tokens) == (0 if cache == "prefix" else 2)
+        assert provider.bill == "provider" and f"{usage.count(None)} of 2 calls report no usage" in provider.notes[-1]
+
+    @pytest.mark.parametrize("style", ["langchain usage_metadata", "role usage_metadata", "role response_metadata"])
+    def test_usage_on_the_answers_bills_as_a_usage_file_does(self, tmp_path, style):
+        """A conversation file carries usage on its answers (LangChain's usage_metadata in either dict style, or the
+        provider's usage dict in response_metadata): the replay bills from it as from NAME.usage.json."""
+        usage = [{"prompt_tokens": 30, "cached_tokens": 4}, {"prompt_tokens": 50, "cached_tokens": 20}]
+        messages = convert_to_messages(RUN)
+        answers = [m for m in messages if isinstance(m, AIMessage)]
+        for answer, entry in zip(answers, usage):
+            if style == "role response_metadata":
+                answer.response_metadata = {"token_usage": {"prompt_tokens": entry["prompt_tokens"],
+                                                            "prompt_tokens_details": {"cached_tokens": entry["cached_tokens"]}}}
+            else:
+                answer.usage_metadata = {"input_tokens": entry["prompt_tokens"], "output_tokens": 1, "total_tokens": entry["prompt_tokens"] + 1,
+                                         "input_token_details": {"cache_read": entry["cached_tokens"]}}
+        if style == "langchain usage_metadata":
+            data = messages_to_dict(messages)
+        else:
+            data = convert_to_openai_messages(messages)
+            for item, answer in zip([d for d in data if d["role"] == "assistant"], answers):
+                item.update({"usage_metadata": answer.usage_metadata} if answer.usage_metadata else {"response_metadata": answer.response_metadata})
+        (tmp_path / "own").mkdir()
+        (tmp_path / "own" / "run.json").write_text(json.dumps(data))
+        sidecar = write_run(tmp_path, usage=usage)
+        own, beside = (simulate_files([p], ["none"], token_counter=chars, bill="provider", progress=False).run("none")
+                       for p in (tmp_path / "own" / "run.json", sidecar))
+        assert own.tokens == beside.tokens == [30, 50] and own.cached_tokens == beside.cached_tokens == [4, 20]
+
+    def test_a_strategy_list_without_none_gets_the_none_row_it_is_scaled_against(self, tmp_path):
+        path = write_run(tmp_path, usage=[{"prompt_tokens": 14, "cached_tokens": 0}, None])
+        result = simulate_files([path], [last_only], token_counter=chars, bill="provider", progress=False)
+        assert [r.name for r in result.runs][0] == "none" and result.run("none").tokens == [14, 11]
+
+    def test_the_provider_bill_is_refused_in_one_line_where_nothing_reports_usage(self, tmp_path, capsys):
+        """--bill provider on files without usage, or on the simulated run: one error line, exit 2, nothing on stdout."""
+        path = write_run(tmp_path)
+        for argv, said in (([str(path)], "cannot bill as the provider billed: no model call"), ([], "name a file or folder")):
+            assert main(["simulate", *argv, "none", "--bill", "provider", "--no-progress"]) == 2
+            out, err = capsys.readouterr()
+            assert out == "" and err.count("\n") == 1 and err.startswith("promptstrat: error: ") and said in err
+
+    def test_a_usage_file_that_does_not_match_the_answers_is_a_note_not_a_bill(self, tmp_path):
+        path = write_run(tmp_path, usage=[{"prompt_tokens": 14, "cached_tokens": 0}])
+        result = simulate_files([path], ["none"], token_counter=chars, progress=False)
+        assert result.run("none").tokens == [7, 11] and "1 entries for 2 assistant messages" in result.notes[0]
+
+    def test_the_none_rows_bill_and_cached_tokens_are_the_providers_on_the_shared_transcripts(self):
+        """On the real runs, the none row's input is what the provider reported for each call within 1%, and its
+        cached tokens exactly the provider's; the note checks the openai rule against them."""
+        converted = realruns_dir("converted")
+        result = simulate_files([converted], ["none"], bill="provider", cache="openai", progress=False)
+        none, k = result.run("none"), 0
+        for file in result.files:
+            recorded = read_conversation(file).messages + read_conversation(file).pending
+            found = usage_of(Path(file), recorded)
+            answers = [i for i, m in enumerate(recorded) if isinstance(m, AIMessage)]
+            for i, entry in zip(answers, found[0] if found else [None] * len(answers)):
+                if not i:
+                    continue
+                if entry is not None:
+                    assert abs(none.tokens[k] - entry.tokens) <= 0.01 * entry.tokens
+                    assert none.cached_tokens[k] == entry.cached or entry.cached is None
+                k += 1
+        assert k == result.model_calls and any("under the openai rule" in n for n in result.notes)

@@ -18,6 +18,7 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any
 
 from langchain_promptstrat.ceiling import DEFAULT_CEILING, resolve_ceiling
@@ -118,6 +119,9 @@ def _add_conversation_commands(commands: argparse._SubParsersAction[Any], detail
     stats.add_argument("--max-tokens", type=positive_int, default=None, metavar="N", help="token target of strategies that "
                        "take one, the default strategy's ceiling included (default: $PROMPTSTRAT_MAX_TOKENS, else "
                        f"{DEFAULT_CEILING:,}, as for apply)")
+    stats.add_argument("--usage", type=Path, metavar="PATH", help="what the provider billed for each answer: a "
+                       "NAME.usage.json file, or a folder of them (default: NAME.usage.json beside FILE or in ../usage/, else "
+                       "the answers' own usage_metadata)")
     add_counter_options(stats)
     stats.add_argument("--json", action="store_true", help="print the figures as JSON")
     stats.set_defaults(func=_stats)
@@ -179,7 +183,8 @@ def _apply(args: argparse.Namespace) -> int:
 
 def _stats(args: argparse.Namespace) -> int:
     from langchain_promptstrat.messages import index_tool_calls
-    from langchain_promptstrat.replay import find_transcripts
+    from langchain_promptstrat.replay import find_transcripts, usage_of
+    from langchain_promptstrat.tokens.usage import history_calibration
     from langchain_promptstrat.simulate import build_strategy, default_rows
     from langchain_promptstrat.registry import split_strategy_names
 
@@ -194,8 +199,17 @@ def _stats(args: argparse.Namespace) -> int:
     pipelines = {  # built once for every file; the default list is a pipeline of two
         name: [build_strategy(part, max_tokens=args.max_tokens, token_counter=counter)[0] for part in split_strategy_names(name)] for name in names
     }
+    if args.usage is not None and not args.usage.exists():
+        raise UsageError(f"--usage {str(args.usage)!r}: no such file or folder")
+    usage: list[dict[str, Any]] = []
     for file in files:
-        messages = _read_conversation(file).messages
+        conversation = _read_conversation(file)
+        messages = conversation.messages
+        recorded = [*messages, *conversation.pending]
+        found = usage_of(None if file == "-" else Path(file), recorded, args.usage)
+        if found is not None:
+            calibration = history_calibration(recorded, found[0], counter)
+            usage.append({"file": file, "factor": round(calibration.factor, 4), "source": f"{calibration.source} in {found[1]}"})
         by_type.update(m.type for m in messages)  # in order of first appearance
         totals["messages"] += len(messages)
         totals["tool_calls"] += len(index_tool_calls(messages).calls)
@@ -215,7 +229,7 @@ def _stats(args: argparse.Namespace) -> int:
         row["share"] = row["tokens"] / totals["tokens"] if totals["tokens"] else 1.0
     summary = {"file": args.file, "files": len(files), **totals, "by_type": dict(by_type),
                "token_counter": {"encoding": counter.encoding_name, "exact": counter.exact},
-               "max_tokens": args.max_tokens, "strategies": list(rows.values())}
+               "max_tokens": args.max_tokens, "usage": usage, "strategies": list(rows.values())}
     print(json.dumps(summary, indent=2) if args.json else _stats_table(summary, terminal_width()))
     return 0
 
@@ -229,12 +243,15 @@ def _stats_table(summary: dict[str, Any], width: int | None = None) -> str:
     files = f"{summary['files']:,} transcripts, " if summary["files"] > 1 else ""
     factors: list[list[Any]] = next((r["usage_factors"] for r in summary["strategies"] if r["strategy"] == DEFAULT_LIST_ROW and "usage_factors" in r), [])
     usage = "; ".join(f"{factor} from {source}" for factor, source in factors[:3]) + (f" ... ({len(factors)} files)" if len(factors) > 3 else "")
+    sent = "; ".join(f"{u['factor']} from {u['source']}" for u in summary["usage"][:3]) + (f" ... ({len(summary['usage'])} files)" if len(summary["usage"]) > 3 else "")
     head = [
         f"{summary['file']}: {files}{summary['messages']:,} messages" + (f" ({kinds})" if kinds else ""),
         f"tool calls: {summary['tool_calls']:,}; tokens: {summary['tokens']:,} ({summary['token_counter']['encoding']}, {exact})",
         f"{DEFAULT_MARK}: {DEFAULT_LIST_ROW}, what an agent gets when it names no strategy (here without its inbox).",
         f"what each strategy would send (token target {summary['max_tokens']:,} for those that take one):",
-        f"the provider's count over the package's (the ceiling holds on it): {usage or '1.0 (none: no usage, no prior)'}",
+        f"the provider's count over the package's, for what was sent (the whole history before each answer): {sent or '- (no usage)'}",
+        f"the default's factor, learned against the prompts it sends (the ceiling of apply on this file holds on it; "
+        f"right for a run recorded with the default): {usage or '1.0 (none: no usage, no prior)'}",
     ]
     cells = [
         [DEFAULT_MARK if r["strategy"] == DEFAULT_LIST_ROW else r["strategy"], f"{r['messages']:,}", f"{r['tokens']:,}",

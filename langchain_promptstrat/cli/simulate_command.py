@@ -75,7 +75,7 @@ def add_simulate_commands(commands: argparse._SubParsersAction[Any], detailed: b
     if not detailed:
         return
     from langchain_promptstrat.ceiling import DEFAULT_CEILING
-    from langchain_promptstrat.defaults import CACHE_RULES
+    from langchain_promptstrat.defaults import BILLS, CACHE_RULES
     from langchain_promptstrat.defaults import DEFAULT_CACHED_FRACTION, DEFAULT_MAX_TOKENS, DEFAULT_TOOL_CALLS
 
     sim.add_argument(
@@ -105,6 +105,11 @@ def add_simulate_commands(commands: argparse._SubParsersAction[Any], detailed: b
                      help="also show what a provider's cache would serve and bill: openai (automatic prefix cache, "
                      "from 1,024 tokens in 128-token steps) or anthropic (cache_control breakpoints, 20-block "
                      "lookback, writes at 1.25x); prefix (default) shows only the upper bound")
+    sim.add_argument("--bill", choices=BILLS, default="package",
+                     help="provider: replaying transcripts that carry usage (NAME.usage.json beside them, or usage_metadata "
+                     "on their answers), scale each call's tokens in every row by the provider's billed input over the none "
+                     "row's count of it; the none row's cached tokens are the provider's, the others' --cache's; calls "
+                     "without usage keep the package's count (default: package)")
     sim.add_argument("--breakpoints", action="store_true",
                      help="also replay each strategy with Anthropic cache breakpoints marked (system, previous and "
                      "current compaction edges, tail; rows named STRATEGY+breakpoints) beside the same strategy "
@@ -165,6 +170,8 @@ def _simulate(args: argparse.Namespace) -> int:
     for name in names:
         if os.sep in name or name.endswith((".json", ".jsonl")):  # meant as a transcript: say what is missing
             raise UsageError(f"no such file or folder: {name!r} (a strategy name has neither '/' nor a .json suffix)")
+    if args.bill != "package" and not files:
+        raise UsageError(f"--bill {args.bill} replays transcripts that carry usage: name a file or folder")
     common: dict[str, Any] = dict(
         token_counter=token_counter(args),
         cached_fraction=args.cached_fraction,
@@ -184,7 +191,7 @@ def _simulate(args: argparse.Namespace) -> int:
     if files:
         from langchain_promptstrat.replay import simulate_files
 
-        result = simulate_files(files, strategies, **common)
+        result = simulate_files(files, strategies, bill=args.bill, **common)
     else:
         result = simulate(
             strategies,

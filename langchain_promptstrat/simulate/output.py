@@ -174,6 +174,8 @@ class SimulationResult:
     tool_schemas: list[tuple[int, int]] = field(default_factory=list)
     """``(tools, tokens)`` of the tool schemas counted in every prompt, one pair per replayed run (one per file)."""
     recall_measured: bool = False
+    bill: str = "package"
+    """``provider``: each call of a transcript that carries usage is scaled to what the provider billed (:mod:`langchain_promptstrat.replay`)."""
 
     @property
     def write_multiplier(self) -> float:
@@ -210,6 +212,7 @@ def result_to_json(result: SimulationResult) -> dict[str, Any]:
         "files": list(result.files),
         "tool_schemas": [{"tools": n, "tokens": t} for n, t in result.tool_schemas],
         "recall_measured": result.recall_measured,
+        "bill": result.bill,
         "strategies": [
             {
                 "name": run.name,
@@ -255,6 +258,7 @@ def result_from_json(data: Mapping[str, Any]) -> SimulationResult:
             files=list(data.get("files") or []),
             tool_schemas=[(int(t["tools"]), int(t["tokens"])) for t in data.get("tool_schemas") or []],
             recall_measured=bool(data.get("recall_measured", False)),
+            bill=data.get("bill", "package"),
         )
     except (KeyError, TypeError) as exc:
         raise ConfigError(f"not a simulation result written by result_to_json: missing or malformed {exc}") from None
@@ -330,9 +334,10 @@ def format_table(result: SimulationResult, width: int | None = None) -> str:
         rows.append(row)
     exact = {True: "exact", False: "approximate", None: "as counted"}[result.exact_tokens]
     price = f"; ${result.price_per_mtok:g} per million input tokens" if result.price_per_mtok is not None else ""
+    billed = ", each call scaled to the provider's bill where it reports usage (--bill provider)" if result.bill == "provider" else ""
     ids = ", call ids included" if result.exact_tokens is not None and "call_ids=False" not in result.token_counter else ""
     header = [_source_line(result), *_ceiling_line(result),
-              f"Tokens: {result.token_counter} ({exact}){ids}{_schemas_text(result)}; cached input at {result.cached_fraction:g} of the price{price}."]
+              f"Tokens: {result.token_counter} ({exact}){ids}{_schemas_text(result)}{billed}; cached input at {result.cached_fraction:g} of the price{price}."]
     if any(_is_default(run.name) for run in runs):
         header.append(f"{DEFAULT_MARK}: {DEFAULT_LIST_ROW}, what an agent gets when it names no strategy (a replay has no inbox).")
     out = [*fit_lines(header, width), "", *render_table(columns, rows, width), ""]

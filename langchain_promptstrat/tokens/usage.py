@@ -15,14 +15,14 @@ from __future__ import annotations
 import json
 import logging
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-__all__ = ["BilledInput", "Calibration", "billed_input", "calibration_for", "read_usage_file"]
+__all__ = ["BilledInput", "Calibration", "billed_input", "calibration_for", "history_calibration", "read_usage_file"]
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,11 @@ class Calibration:
         billed = billed_input(message)
         if billed is None:
             return replace(self, ignored=self.ignored + 1) if _reported(message) else self
-        return replace(self, ratios=(*self.ratios[1 - RECENT:], billed.tokens / sent), answers=self.answers + 1)
+        return self.learn(billed.tokens, sent)
+
+    def learn(self, billed: int, sent: int) -> Calibration:
+        """Return this calibration with one more answer: the provider billed ``billed`` for a prompt of ``sent`` tokens on the package's count."""
+        return replace(self, ratios=(*self.ratios[1 - RECENT:], billed / sent), answers=self.answers + 1)
 
     def budget(self, tokens: int, extra: int = 0) -> int:
         """Return the tokens left for the messages, on the package's count, of a ceiling of ``tokens`` with ``extra`` sent beside them."""
@@ -179,3 +183,15 @@ def calibration_for(model: Any, messages: Sequence[BaseMessage]) -> Calibration:
         name = next((m.response_metadata.get("model_name") for m in reversed(messages) if isinstance(m, AIMessage)), None)
     family = next((f for f in PRIORS if isinstance(name, str) and f in name.lower()), None)
     return Calibration(prior=PRIORS[family], family=family) if family else Calibration()
+
+
+def history_calibration(
+    history: Sequence[BaseMessage], billed: Sequence[BilledInput | None], count: Callable[[Sequence[BaseMessage]], int]
+) -> Calibration:
+    """Return the calibration of a run recorded without a strategy: each answer's ``billed`` input (one entry per assistant message of ``history``, None where unreported) over ``count`` of the whole history before it, which is what was sent."""
+    calibration = Calibration()
+    answers = [i for i, m in enumerate(history) if isinstance(m, AIMessage)]
+    for i, entry in zip(answers, billed):
+        sent = count(history[:i]) if entry is not None and i else 0
+        calibration = calibration.learn(entry.tokens, sent) if entry is not None and sent > 0 else calibration
+    return calibration
