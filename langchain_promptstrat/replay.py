@@ -70,8 +70,11 @@ def _bill(result: SimulationResult, billed: Sequence[BilledInput | None], check:
     """Add the provider's figures of each call that reports them to ``check``, beside the ``none`` row's; with ``provider``, bill every row as the provider did.
 
     A call's ratio is the provider's input over the ``none`` row's count of the call (the whole
-    history); every row's figures of that call are multiplied by it, and the ``none`` row's cached
-    tokens are the provider's own (the other rows keep the share their cache rule gives).
+    history); every row's figures of that call are multiplied by it. The ``none`` row's cached
+    tokens are the provider's own; every other row's are its cache rule's, times the share of the
+    rule's that the provider served on the ``none`` row's prompt for that call (its evictions and
+    misses, which no rule models, are taken to hit every row alike; 1 where the provider reported no
+    cached figure or the rule caches nothing of that prompt).
     """
     none = result.baseline
     assert none is not None  # simulate_files replays none beside the strategies
@@ -83,14 +86,20 @@ def _bill(result: SimulationResult, billed: Sequence[BilledInput | None], check:
         check[:] = [a + b for a, b in zip(check, figures)]
         if provider:
             ratio = entry.tokens / none.tokens[k]
+            served = [1.0 if entry.cached is None or not s[k] else entry.cached / (s[k] * ratio) for s in _cached(none)]
             for run in result.runs:
-                own = entry.cached if run is none else None
                 run.tokens[k] = tokens = round(run.tokens[k] * ratio)
-                for cached in [run.cached_tokens, *([run.provider_cached_tokens] if run.provider_cached_tokens else [])]:
-                    cached[k] = min(tokens, round(cached[k] * ratio) if own is None else own)
+                for cached, share in zip(_cached(run), served):
+                    own = entry.cached if run is none else None
+                    cached[k] = min(tokens, round(cached[k] * ratio * share) if own is None else own)
                 if run.provider_written_tokens:
                     run.provider_written_tokens[k] = min(tokens - run.provider_cached_tokens[k], round(run.provider_written_tokens[k] * ratio))
                 run.reuse[k] = run.cached_tokens[k] / tokens if tokens else 0.0
+
+
+def _cached(run: Any) -> list[list[int]]:
+    """Return a row's cached tokens per call: the prefix bound's, then the ``--cache`` rule's when one was asked for."""
+    return [run.cached_tokens, *([run.provider_cached_tokens] if run.provider_cached_tokens else [])]
 
 
 def _bill_notes(check: list[int], calls: int, cache: str | None, provider: bool) -> list[str]:

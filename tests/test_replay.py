@@ -127,9 +127,9 @@ class TestProviderBill:
     @settings(max_examples=40, deadline=None)
     @given(usage=st.lists(entry, min_size=2, max_size=2).filter(any), cache=st.sampled_from(["prefix", "openai", "anthropic"]))
     def test_every_row_is_scaled_by_each_calls_ratio_and_the_none_row_is_the_providers_bill(self, usage, cache):
-        """Per call with usage, ratio = billed / the none row's count: every row's tokens and cached tokens times it (the
-        cache rule's share for the strategies), the none row exactly the provider's input and cached tokens; a call
-        without usage keeps the package's figures."""
+        """Per call with usage, ratio = billed / the none row's count: every row's tokens times it, the none row exactly
+        the provider's input and cached tokens, a strategy's cached tokens its cache rule's times the ratio and the share
+        of the rule's the provider served on the none row's prompt; a call without usage keeps the package's figures."""
         with tempfile.TemporaryDirectory() as folder:
             path = write_run(Path(folder), usage=usage)
             common = dict(token_counter=chars, cache=cache, progress=False)
@@ -142,12 +142,34 @@ class TestProviderBill:
                 assert after.tokens[k] == round(before.tokens[k] * ratio)
                 rule_lists = ["cached_tokens"] + (["provider_cached_tokens"] if cache != "prefix" else [])
                 for figures in rule_lists:
+                    rule_on_none = getattr(none, figures)[k]
+                    served = entry["cached_tokens"] / (rule_on_none * ratio) if entry and rule_on_none else 1.0
                     if before.name == "none" and entry:
                         assert (after.tokens[k], getattr(after, figures)[k]) == (entry["prompt_tokens"], entry["cached_tokens"])
                     else:
-                        assert getattr(after, figures)[k] == min(after.tokens[k], round(getattr(before, figures)[k] * ratio))
+                        assert getattr(after, figures)[k] == min(after.tokens[k], round(getattr(before, figures)[k] * ratio * served))
                 assert len(after.provider_written_tokens) == (0 if cache == "prefix" else 2)
         assert provider.bill == "provider" and f"{usage.count(None)} of 2 calls report no usage" in provider.notes[-1]
+
+    @settings(max_examples=40, deadline=None)
+    @given(usage=st.lists(entry, min_size=2, max_size=2).filter(any), cache=st.sampled_from(["prefix", "openai", "anthropic"]))
+    def test_a_strategy_that_sends_nones_prompts_is_billed_as_none_is(self, usage, cache):
+        """The provider's cache misses on the none row hit a strategy's rows alike: a strategy whose prompts are none's
+        own is billed the provider's input and cached tokens of every call, not its cache rule's optimistic share."""
+
+        def same_as_none(messages):
+            return list(messages)
+
+        with tempfile.TemporaryDirectory() as folder:
+            path = write_run(Path(folder), usage=usage)
+            package = simulate_files([path], ["none"], token_counter=chars, cache=cache, progress=False).run("none")
+            result = simulate_files([path], ["none", same_as_none], bill="provider", token_counter=chars, cache=cache, progress=False)
+        none, same = result.runs
+        assert same.tokens == none.tokens
+        for figures in ["cached_tokens"] + (["provider_cached_tokens"] if cache != "prefix" else []):
+            # where the rule caches nothing of none's prompt (a first call) there is no share to carry over: the rule's 0 stays
+            served = [k for k, entry in enumerate(usage) if entry is None or getattr(package, figures)[k] > 0]
+            assert [getattr(same, figures)[k] for k in served] == [getattr(none, figures)[k] for k in served]
 
     @pytest.mark.parametrize("style", ["langchain usage_metadata", "role usage_metadata", "role response_metadata"])
     def test_usage_on_the_answers_bills_as_a_usage_file_does(self, tmp_path, style):
