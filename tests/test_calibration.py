@@ -229,6 +229,26 @@ class TestEstimator:
         """Usage within the margin of the package's count changes nothing: the factor is exactly 1.0."""
         assert calibration(values).factor == 1.0
 
+    @given(ratios, st.integers(1_000, 400_000), st.integers(0, 900), st.floats(0.0, 0.2))
+    def test_the_budget_keeps_the_margin_on_the_provider_count(self, values, ceiling, extra, margin):
+        """A factor of 1.0 gives exactly today's budget; a larger one divides it, so the margin, kept for the ratio's
+        move from one answer to the next, stays free on the provider's count too."""
+        today = int(ceiling * (1 - margin)) - extra
+        learned = calibration(values)
+        budget = learned.budget(today, extra)
+        if learned.factor == 1.0:
+            assert budget == today
+        else:
+            assert learned.factor * (budget + extra) <= ceiling * (1 - margin)
+            assert budget > (today + extra) / learned.factor - extra - 1
+
+    def test_the_default_keeps_its_margin_under_a_learned_factor(self):
+        """On a provider billing 1.2x, the default's budget is its usual one (the ceiling less 2%) over the factor."""
+        report = ShortenToolsEpochStable(max_tokens=CEILING).compact(runnable_loop(scripted(usage_times(1.2)))).report.details
+        factor = report["usage_factor"]
+        assert factor == pytest.approx(1.2, abs=0.05) and report["extra_tokens"] == 0
+        assert CEILING * 0.98 / factor - 2 <= report["budget"] <= CEILING * 0.98 / factor + 1
+
     def test_a_prior_applies_only_to_a_known_family_before_any_usage(self):
         """Gemini's measured prior before usage; an unknown model keeps today's margin; usage replaces the prior."""
         assert calibration_for("gemini-3-pro-preview", []).factor > 1.0

@@ -157,7 +157,12 @@ class Calibration:
         return replace(self, ratios=(*self.ratios[1 - RECENT:], billed / sent), answers=self.answers + 1)
 
     def budget(self, tokens: int, extra: int = 0) -> int:
-        """Return the tokens left for the messages, on the package's count, of a ceiling of ``tokens`` with ``extra`` sent beside them."""
+        """Return the tokens left for the messages, on the package's count, of a ceiling of ``tokens`` with ``extra`` sent beside them.
+
+        The default's ``tokens`` already keeps its margin free, and the factor divides it: learned
+        from earlier answers, the factor cannot foresee the ratio of the prompt about to be sent
+        (a new output the package undercounts more), and the margin covers that move.
+        """
         factor = self.factor
         return tokens if factor == 1.0 else int((tokens + extra) / factor) - extra
 
