@@ -167,6 +167,11 @@ def edit_ai_message(
     return message.model_copy(update=update) if update else message
 
 
+def shortens_arguments(message: AIMessage, call_id: str, count: CountTokens, number: int | None = None) -> bool:
+    """Return whether shortening call ``call_id`` changes ``message`` (its arguments ending with the handle of ``number``, if given): long enough, and fewer tokens."""
+    return edit_ai_message(message, shorten=[call_id], count=count, handles=None if number is None else {call_id: number}) is not message
+
+
 def shorten_tool_call(message: AIMessage, call_id: str, size: int = DEFAULT_ARGUMENT_SIZE) -> AIMessage:
     """Return a copy of ``message`` whose call ``call_id`` has its string arguments shortened."""
     edited = edit_ai_message(message, shorten=[call_id], argument_size=size)

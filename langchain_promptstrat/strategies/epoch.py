@@ -29,7 +29,7 @@ from typing_extensions import Unpack
 
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
-from langchain_promptstrat.messages import Fate, ToolCallRecord, index_tool_calls, shorten_arguments, shorten_tool_output
+from langchain_promptstrat.messages import Fate, ToolCallRecord, index_tool_calls, shorten_tool_output, shortens_arguments
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.strategies.epoch_machinery.frozen_region import (
@@ -89,7 +89,7 @@ def epoch_compact(messages: Sequence[BaseMessage], /, *, settings: Settings, nam
         output = source[record.output_index] if record.output_index is not None else None
         if fate is Fate.SHORTEN and (
             (isinstance(output, ToolMessage) and shorten_tool_output(output, as_token_counter(None), call=number + 1 if handles else None) is not output)
-            or shorten_arguments(record.args) is not record.args
+            or shortens_arguments(source[record.ai_index], record.id, as_token_counter(None), number + 1 if handles else None)  # type: ignore[arg-type]
         ):
             shortened += 1
     notice = bool(shortened or now.dropped)

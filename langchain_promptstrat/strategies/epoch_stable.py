@@ -66,7 +66,7 @@ from langchain_promptstrat.ceiling import Ceiling, MaxTokens, check_max_tokens, 
 from langchain_promptstrat.errors import ContextWindowError
 from langchain_promptstrat.messages import (
     CountTokens, Fate, ToolCallRecord, ToolIndex, apply_fates, edit_ai_message, index_tool_calls, is_real_user_message, leading_system_count,
-    recorded_calls, shorten_arguments, shorten_text, shorten_tool_output, task_index, with_handle,
+    recorded_calls, shortens_arguments, shorten_text, shorten_tool_output, task_index, with_handle,
 )
 from langchain_promptstrat.messages.history_memo import (
     EMPTY_HISTORY, Head, HistoryKey, IdentityMemo, ReplayMemo, call_points, chain_digest, describes, encode_head, history_key,
@@ -759,7 +759,7 @@ def _really_shortened(
         number for number, fate in fates.items()
         if fate is Fate.SHORTEN and (
             short_outputs[(record := index.calls[number]).output_index] is not source[record.output_index]  # type: ignore[index]
-            or shorten_arguments(record.args) is not record.args
+            or shortens_arguments(source[record.ai_index], record.id, form.count, record.number + 1 if form.handles else None)  # type: ignore[arg-type]
             or record.ai_index in narrated
         )
     ])

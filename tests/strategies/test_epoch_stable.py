@@ -219,10 +219,12 @@ class TestNotice:
         assert result[i + 1].content == "and also" and not check_tool_pairs(result)
 
     def test_a_stale_notice_in_the_input_is_replaced(self) -> None:
-        """Compacting an already compacted prompt keeps exactly one notice."""
+        """Compacting an already compacted prompt grown past the next edge keeps exactly one notice, and its stubs are not cut again."""
         once = stable(run_of(12)).messages
-        again = stable(once + run_of(14)[-4:])
+        again = stable(once + run_of(16)[-8:])
         assert len(notices(again.messages)) == 1
+        stubs = {m.tool_call_id: m.content for m in once if isinstance(m, ToolMessage) and "[whole: read_back" in str(m.content)}
+        assert stubs and all(m.content == stubs[m.tool_call_id] for m in again.messages if isinstance(m, ToolMessage) and m.tool_call_id in stubs)
 
 
 # --------------------------------------------------------------------------- reports
