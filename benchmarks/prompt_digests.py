@@ -72,7 +72,7 @@ def cases(calls: int) -> Iterator[tuple[str, list[list[BaseMessage]], int | None
 
 def compute(calls: int, fresh_every: int) -> dict[str, list[list[str]]]:
     """Return ``{case: [[prompt digest, report digest], ...]}``, checking the fresh-object calls on the way."""
-    settings = Settings()
+    settings = Settings.load()  # the environment's (READ_BACK_HANDLES=0: the prompts without handles)
     out: dict[str, list[list[str]]] = {}
     for name, prompts, ceiling in cases(calls):
         strategy = ShortenToolsEpochStable(max_tokens=ceiling) if ceiling is not None else None

@@ -13,7 +13,9 @@ no inbox) with no settings (its ceiling: the model profile, else 111,616 tokens)
 bounded default alone; the reference strategies (no ceiling); then at each ``--targets``
 (32,000 and 16,000): the default list and the bounded default alone with ``max_tokens``, the ladder (``CompactionLadder`` with the rungs
 ``tool_results,sliding_window`` and its low watermark), and the
-peers ``trim_messages`` and ``ClearToolUsesEdit`` at that target; observation masking
+peers ``trim_messages`` and ``ClearToolUsesEdit`` at that target, and the default list with the
+``read_back_handles`` setting off (the line under the table: what handles and notes add to the
+mean prompt); observation masking
 (SWE-agent's ``LastNObservations``, n=10, with and without ``polling=5``) takes no target and
 is listed once.
 
@@ -34,6 +36,7 @@ from typing import Any
 
 from langchain_promptstrat.defaults import BILLS
 from langchain_promptstrat.replay import simulate_files
+from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.simulate import DEFAULT_LIST_ROW, SimulationResult, StrategyRun
 from langchain_core.messages import BaseMessage
 
@@ -47,6 +50,7 @@ DEFAULT = DEFAULT_LIST_ROW  # the default list without the inbox (a replay has n
 BOUNDED = "shorten_tools_epoch_stable"
 LADDER_RUNGS = "tool_results,sliding_window"
 UNBOUNDED = ["shorten_tools", "shorten_tools_epoch", "shorten_tools_epoch_increment"]
+NO_HANDLES = Settings.load(read_back_handles=False)
 
 
 def rows_of(result: SimulationResult, target: str, keep: set[str] | None = None) -> list[dict[str, Any]]:
@@ -118,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     rows[1]["strategy"] = f"{DEFAULT} (default list, no settings)"
     rows[2]["strategy"] = f"{BOUNDED} alone, no settings"
     masking_listed = False
+    handle_costs = []
     for target in args.targets:
         ladder = CompactionLadder(LADDER_RUNGS, max_tokens=target)
         result = simulate_files(paths, ["none", DEFAULT, BOUNDED, ladder], bill=args.bill, peers=True, max_tokens=target, progress=False)
@@ -130,6 +135,12 @@ def main(argv: list[str] | None = None) -> int:
                 r["target"] = "-"
             rows.append(r)
         masking_listed = True
+        # the same default list with no handle nor note naming read_back: what handles add to a prompt
+        off = rows_of(simulate_files(paths, ["none", DEFAULT], max_tokens=target, settings=NO_HANDLES, progress=False), f"{target:,}", {DEFAULT})[0]
+        off["strategy"] = f"{DEFAULT} (read_back_handles off)"
+        rows.append(off)
+        on = next(r for r in rows if r["strategy"] == DEFAULT and r["target"] == f"{target:,}")
+        handle_costs.append((target, on["mean_tokens"] - off["mean_tokens"], on["mean_tokens"]))
     mark_frontier(rows)
 
     refs = rows[0]["references"]
@@ -145,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
         for r in rows
     ]
     print("\n".join(render_table(columns, table, None)))
+    for target, added, mean in handle_costs:
+        print(f"Handles and notes at {target:,}: {added:+,.0f} tokens of a mean prompt of {mean:,.0f} ({added / mean:+.2%}; the default list against itself with read_back_handles off).")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
     return 0

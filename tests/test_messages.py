@@ -13,6 +13,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.prompt_values import ChatPromptValue
 
 from langchain_promptstrat import InvalidMessagesError, check_tool_pairs
+from langchain_promptstrat.tokens import TokenCounter
 from langchain_promptstrat.messages import (
     ToolIndex,
     coerce_messages,
@@ -170,13 +171,13 @@ class TestEditsInEveryPlace:
         """List content is shortened block by block; non-text blocks stay."""
         image = {"type": "image_url", "image_url": {"url": "data:x"}}
         msg = ToolMessage([{"type": "text", "text": LONG}, image], tool_call_id="c")
-        edited = shorten_tool_output(msg)
+        edited = shorten_tool_output(msg, TokenCounter())
         assert edited.content == [{"type": "text", "text": shorten_string(LONG, 400)}, image]
 
     def test_output_that_fits_is_the_same_object(self) -> None:
         """An output under the size is not copied."""
         msg = ToolMessage("small", tool_call_id="c")
-        assert shorten_tool_output(msg) is msg
+        assert shorten_tool_output(msg, TokenCounter()) is msg
 
 
 class TestCheckToolPairs:

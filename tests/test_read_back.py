@@ -17,7 +17,9 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.prebuilt import create_react_agent
 
 from langchain_promptstrat import PromptStrategyMiddleware, pre_model_hook, prepare_prompt, read_back, read_back_tool
-from langchain_promptstrat.messages import PAGE_CHARS, check_tool_pairs, handle_text, shorten_tool_output
+from langchain_promptstrat.messages import PAGE_CHARS, check_tool_pairs, edit_ai_message, handle_text, shorten_text, shorten_tool_output
+from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable
 from langchain_promptstrat.testing import ScriptedChatModel
 from langchain_promptstrat.tokens import TokenCounter
 
@@ -56,15 +58,94 @@ def test_the_notice_names_the_dropped_calls_as_one_range_and_the_tool() -> None:
     assert "read_back(call=N)" in str(notice.content)
 
 
-def test_a_stub_is_never_larger_than_the_output_it_replaces() -> None:
-    """An output barely longer than the stub stays whole: shortening it would cost more tokens."""
-    barely = ToolMessage("x " * 230, tool_call_id="c0")
-    assert shorten_tool_output(barely, call=1) is barely
-    long = ToolMessage(_output(0), tool_call_id="c0")
-    short = shorten_tool_output(long, call=1)
-    assert str(short.content).endswith(handle_text(1))
+def test_an_output_barely_longer_than_the_stub_stays_whole() -> None:
+    """The issue's case (130 -> 132 tokens): an output just over the stub's 400 characters, whose stub has more tokens, is sent whole, handle or not."""
     count = TokenCounter()
+    barely = ToolMessage("word " * 90, tool_call_id="c0")  # 450 characters, 97 tokens
+    for call, room in ((1, len(handle_text(1)) + 1), (None, 0)):
+        stub = shorten_text(barely, 400 - room)
+        stub = stub.model_copy(update={"content": f"{stub.content}\n{handle_text(call)}"}) if call is not None else stub
+        assert count([stub]) > count([barely])  # 103 and 98 tokens: shortening would grow it
+        assert shorten_tool_output(barely, count, call=call) is barely
+    long = ToolMessage(_output(0), tool_call_id="c0")
+    short = shorten_tool_output(long, count, call=1)
+    assert str(short.content).endswith(handle_text(1))
     assert count([short]) < count([long])
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=st.text(min_size=300, max_size=900), call=st.sampled_from([1, 250, "toolu_01", None]), size=st.integers(50, 700))
+def test_the_form_sent_for_any_output_has_no_more_tokens_than_the_whole(text: str, call: int | str | None, size: int) -> None:
+    """Whatever the text (dense in tokens or not) and wherever the stub is cut, a shortened output never costs more than the output."""
+    count = TokenCounter()
+    whole = ToolMessage(text, tool_call_id="c0")
+    sent = shorten_tool_output(whole, count, size, call)
+    assert count([sent]) <= count([whole])
+    assert sent is whole or count([sent]) < count([whole])
+
+
+@settings(max_examples=40, deadline=None)
+@given(value=st.text(min_size=150, max_size=600), number=st.integers(1, 999))
+def test_shortened_arguments_never_cost_more_than_the_whole_call_in_any_representation(value: str, number: int) -> None:
+    """A call's arguments are shortened only when that leaves the message smaller, in every place the call is recorded."""
+    count = TokenCounter()
+    for message in _call_in_every_representation(value):
+        sent = edit_ai_message(message, shorten=["c0"], count=count, handles={"c0": number})
+        assert sent is not None
+        assert count([sent]) <= count([message])
+        if sent is not message:
+            assert handle_text(number, arguments=True) in json.dumps([sent.content, sent.tool_calls, sent.additional_kwargs])
+
+
+def _call_in_every_representation(value: str) -> list[AIMessage]:
+    """Return one call ``c0`` with ``value`` as its argument: in ``tool_calls``, mirrored in OpenAI ``additional_kwargs``, as an Anthropic block."""
+    args = {"command": value}
+    openai = {"tool_calls": [{"id": "c0", "type": "function", "function": {"name": "bash", "arguments": json.dumps(args)}}]}
+    return [
+        AIMessage("", tool_calls=[{"id": "c0", "name": "bash", "args": args}]),
+        AIMessage("", tool_calls=[{"id": "c0", "name": "bash", "args": args}], additional_kwargs=openai),
+        AIMessage([{"type": "tool_use", "id": "c0", "name": "bash", "input": args}], tool_calls=[{"id": "c0", "name": "bash", "args": args}]),
+    ]
+
+
+def test_a_shortened_call_names_the_handle_of_its_arguments_and_it_never_changes() -> None:
+    """A long command cut in the prompt says how to get it back, and its stub is the same bytes at every later call (the cached front holds)."""
+    messages = _run(140)
+    long_command = "python - <<'EOF'\n" + "\n".join(f"print('line {j} of a long script')" for j in range(40)) + "\nEOF"
+    messages[2] = AIMessage("", tool_calls=[{"id": "c0", "name": "bash", "args": {"command": long_command}}])
+    stubs = []
+    for end in range(len(messages) - 40, len(messages) + 1, 2):
+        prompt = prepare_prompt(messages[:end], "shorten_tools_epoch_stable")
+        assert check_tool_pairs(prompt) == []
+        stubs.append(next(m for m in prompt if isinstance(m, AIMessage) and m.tool_calls and m.tool_calls[0]["id"] == "c0"))
+    command = stubs[0].tool_calls[0]["args"]["command"]
+    assert command != long_command and command.endswith(handle_text(1, arguments=True))
+    assert all(s.tool_calls == stubs[0].tool_calls for s in stubs)
+    assert read_back(messages, 1, arguments=True) == json.dumps({"command": long_command}, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("strategies", ["dedupe_outputs,shorten_tools_epoch_stable", "shorten_tools", "shorten_tools_epoch"])
+def test_with_read_back_handles_off_no_stub_or_notice_names_the_tool(strategies: str) -> None:
+    """An agent without the read_back tool is never told to call it: stubs and notices keep their form without handles."""
+    messages = _run(160)
+    messages[2] = AIMessage("", tool_calls=[{"id": "c0", "name": "bash", "args": {"command": "x" * 900}}])
+    on = prepare_prompt(messages, strategies, max_tokens=16_000)
+    off = prepare_prompt(messages, strategies, max_tokens=16_000, settings=Settings(read_back_handles=False))
+    assert "read_back" in json.dumps([m.model_dump() for m in on], default=str)
+    assert "read_back" not in json.dumps([m.model_dump() for m in off], default=str)
+    assert check_tool_pairs(off) == []
+
+
+def test_the_middleware_without_the_tool_turns_handles_off_for_the_strategies_it_applies() -> None:
+    """``read_back=False`` adds no tool, so no prompt it sends may name one; a strategy object passed in is left as it was."""
+    given = ShortenToolsEpochStable(max_tokens=16_000)
+    middleware = PromptStrategyMiddleware(["dedupe_outputs", given], read_back=False)
+    assert middleware.tools == []
+    assert all(not s.settings.read_back_handles for s in middleware.strategies)
+    assert given.settings.read_back_handles
+    prompt = prepare_prompt(_run(160), middleware.strategies)
+    assert "read_back" not in json.dumps([m.model_dump() for m in prompt], default=str)
+    assert "read_back" in json.dumps([m.model_dump() for m in prepare_prompt(_run(160), ["dedupe_outputs", given])], default=str)
 
 
 @pytest.mark.parametrize(

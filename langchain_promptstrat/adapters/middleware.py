@@ -7,6 +7,8 @@ the one apply path, and carries the default's replay in the state.
 
 from __future__ import annotations
 
+import copy
+
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, Final, Literal, Optional, cast
@@ -72,6 +74,15 @@ class PromptStratState(AgentState):
     promptstrat_replay: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
 
 
+def _without_handles(strategy: PromptStrategy) -> PromptStrategy:
+    """Return ``strategy`` with the ``read_back_handles`` setting off: a copy, or ``strategy`` when it is off already."""
+    if not strategy.settings.read_back_handles:
+        return strategy
+    copied = copy.copy(strategy)
+    copied.settings = strategy.settings.replace(read_back_handles=False)
+    return copied
+
+
 class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
     """Applies prompt strategies to every model request of a ``create_agent`` agent; the state keeps full fidelity.
 
@@ -89,7 +100,8 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
         backend: where inboxes live (``PostgresInboxes(dsn)``); default the ``Inbox`` strategy's.
         max_tokens: the ceiling, tokens or ``("fraction", 0.8)`` of the model's window; system message and tools count.
         cache_breakpoints: mark Anthropic ``cache_control`` breakpoints, for a ``ChatAnthropic`` only (docs/agents.md).
-        read_back: add the ``read_back`` tool, its pages a fifth of a ``max_tokens`` in tokens (4 characters a token).
+        read_back: add the ``read_back`` tool, its pages a fifth of a ``max_tokens`` in tokens (4 characters a token);
+            ``False``: no tool, and no stub or notice names it (``read_back_handles`` off).
     """
 
     state_schema = PromptStratState
@@ -97,10 +109,17 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
     strategies: list[PromptStrategy]
 
     def __new__(
-        cls, strategies: StrategySpec | Sequence[StrategySpec] | None = None, *, settings: Settings | None = None, **_: Any
+        cls, strategies: StrategySpec | Sequence[StrategySpec] | None = None, *, settings: Settings | None = None, read_back: bool = True,
+        **_: Any,
     ) -> PromptStrategyMiddleware:
-        """Return the middleware, without an inbox of a class with no ``before_model``: create_agent gives that one a node, a step per call."""
+        """Return the middleware, without an inbox of a class with no ``before_model``: create_agent gives that one a node, a step per call.
+
+        Without the ``read_back`` tool no stub or notice may name it: each strategy applied gets
+        the ``read_back_handles`` setting off (a copy; an object passed in is left alone).
+        """
         resolved = resolve_strategies(strategies, settings=settings)
+        if not read_back:
+            resolved = [_without_handles(s) for s in resolved]
         chosen: type[PromptStrategyMiddleware] = cls
         if cls is PromptStrategyMiddleware and not any(s.places_notices for s in resolved):
             chosen = _PromptStrategyCompactionMiddleware

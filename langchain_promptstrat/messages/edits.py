@@ -46,20 +46,31 @@ class Fate(IntEnum):
     KEEP = 2
 
 
-def _shortened(args: Any, size: int, as_json: bool = False) -> Any:
-    """Return ``args`` with each top-level string value shortened (``as_json``: arguments as JSON text); the same object if none is."""
-    if as_json:
-        if not isinstance(args, str):
-            return args
+CountTokens = Callable[[Sequence[BaseMessage]], int]
+"""Counts the tokens of a message list (the strategies' counter)."""
+
+
+def _shortened(args: Any, size: int, as_json: bool = False, handle: str = "") -> Any:
+    """Return ``args`` with each top-level string value shortened (``as_json``: arguments as JSON text), the first ending with ``handle``; the same object if none is.
+
+    Unlike an output's, the handle takes no room from the values: they are the agent's own
+    words (the paths and names it works on), kept to ``size`` each.
+    """
+    if as_json and isinstance(args, str):
         parsed = parsed_json(args)
         if parsed is args:  # not JSON: shortened as text
-            return shorten_string(args, size)
-        short = _shortened(parsed, size)
+            return _shortened({"": args}, size, handle=handle)[""]
+        short = _shortened(parsed, size, handle=handle)
         return args if short is parsed else json.dumps(short, ensure_ascii=False)
     if not isinstance(args, dict):
         return args
     out = {k: shorten_string(v, size) if isinstance(v, str) else v for k, v in args.items()}
-    return args if all(out[k] is v for k, v in args.items()) else out
+    changed = [k for k, v in args.items() if out[k] is not v]
+    if not changed:
+        return args
+    if handle:
+        out[changed[0]] = f"{out[changed[0]]} {handle}"
+    return out
 
 
 def shorten_arguments(args: Any, size: int = DEFAULT_ARGUMENT_SIZE) -> Any:
@@ -93,21 +104,35 @@ def edit_ai_message(
     shorten: Iterable[str] = (),
     drop: Iterable[str] = (),
     argument_size: int = DEFAULT_ARGUMENT_SIZE,
+    count: CountTokens | None = None,
+    handles: Mapping[str, int] | None = None,
 ) -> AIMessage | None:
     """Return a copy of ``message`` with the calls ``shorten`` shortened (each string argument to ``argument_size``) and ``drop`` dropped, in every place.
 
-    Returns ``message`` itself when nothing changes, and None when no call and no text is
-    left: an empty assistant message is rejected by providers and tells the model nothing.
+    A call in ``handles`` (call id -> its 1-based number) has its shortened arguments end with
+    the handle that reads them back. With ``count`` (the strategies' counter) a call is
+    shortened only when that leaves the message with fewer tokens: a shortened form is never
+    larger than what it replaces. Returns ``message`` itself when nothing changes, and None
+    when no call and no text is left: an empty assistant message is rejected by providers and
+    tells the model nothing.
     """
     shorten, drop = set(shorten) - set(drop), set(drop)
+    if count is not None and shorten:
+        whole = count([message])
+        shorten = {c for c in shorten if count([edit_ai_message(message, shorten=[c], argument_size=argument_size, handles=handles)]) < whole}  # type: ignore[list-item]
     if not shorten and not drop:
         return message
     update: dict[str, Any] = {}
+    handles = handles or {}
+
+    def short_args(args: Any, call_id: Any, as_json: bool = False) -> Any:
+        number = handles.get(call_id)
+        return _shortened(args, argument_size, as_json, "" if number is None else handle_text(number, arguments=True))
 
     def with_args(call: dict[str, Any], key: str, short: Any) -> dict[str, Any]:
         return call if short is call.get(key) else {**call, key: short}
 
-    calls = _edited(message.tool_calls, lambda c: c.get("id"), lambda c: with_args(c, "args", _shortened(c.get("args"), argument_size)), shorten, drop)
+    calls = _edited(message.tool_calls, lambda c: c.get("id"), lambda c: with_args(c, "args", short_args(c.get("args"), c.get("id"))), shorten, drop)
     if len(calls) < len(message.tool_calls) or any(a is not b for a, b in zip(calls, message.tool_calls)):
         update["tool_calls"] = calls
     invalid = [c for c in message.invalid_tool_calls if c.get("id") not in drop]  # unparsed arguments are not shortened
@@ -120,7 +145,7 @@ def edit_ai_message(
             function = call.get("function")
             if not isinstance(function, dict):
                 return call
-            return with_args(call, "function", with_args(function, "arguments", _shortened(function.get("arguments"), argument_size, as_json=True)))
+            return with_args(call, "function", with_args(function, "arguments", short_args(function.get("arguments"), call.get("id"), as_json=True)))
 
         openai = _edited(openai_calls(message), lambda c: c.get("id") if isinstance(c, dict) else None, short_openai, shorten, drop)
         kwargs = dict(kwargs)
@@ -134,12 +159,17 @@ def edit_ai_message(
 
         def short_block(block: dict[str, Any]) -> dict[str, Any]:
             key = CALL_BLOCK_TYPES[block["type"]][1]
-            return with_args(block, key, _shortened(block.get(key), argument_size, as_json=block["type"] == "function_call"))
+            return with_args(block, key, short_args(block.get(key), call_block_id(block), as_json=block["type"] == "function_call"))
 
         content = update["content"] = _edited(content, call_block_id, short_block, shorten, drop)
     if not calls and not kwargs.get("tool_calls") and not invalid and not any(True for _ in call_blocks(content)) and not _has_text(content):
         return None
     return message.model_copy(update=update) if update else message
+
+
+def shortens_arguments(message: AIMessage, call_id: str, count: CountTokens, number: int | None = None) -> bool:
+    """Return whether shortening call ``call_id`` changes ``message`` (its arguments ending with the handle of ``number``, if given): long enough, and fewer tokens."""
+    return edit_ai_message(message, shorten=[call_id], count=count, handles=None if number is None else {call_id: number}) is not message
 
 
 def shorten_tool_call(message: AIMessage, call_id: str, size: int = DEFAULT_ARGUMENT_SIZE) -> AIMessage:
@@ -181,25 +211,27 @@ def _short_text_block(block: Any, size: int) -> Any:
     return block
 
 
-def shorten_tool_output(message: ToolMessage, size: int = DEFAULT_OUTPUT_SIZE, call: int | str | None = None) -> ToolMessage:
-    """Return a copy of ``message`` with its content shortened to ``size`` (hash-stamped): :func:`shorten_text` of an output, with the handle of ``call``."""
-    return with_handle(message, shorten_text(message, size), call)
+def shorten_tool_output(message: ToolMessage, count: CountTokens, size: int = DEFAULT_OUTPUT_SIZE, call: int | str | None = None) -> ToolMessage:
+    """Return :func:`with_handle` of :func:`shorten_text`: ``message``'s content shortened to ``size`` (hash-stamped), with the handle of ``call``."""
+    return with_handle(message, shorten_text, size, call, count)
 
 
-def with_handle(whole: ToolMessage, short: ToolMessage, call: int | str | None) -> ToolMessage:
-    """Return ``short``, the shortened form of ``whole``, ending with the handle of call ``call`` (1-based, or its id); ``whole`` when that is not shorter.
+def with_handle(whole: M, cut: Callable[[M, int], M], size: int, call: int | str | None, count: CountTokens) -> M:
+    """Return ``cut(whole, size)`` ending with the handle of call ``call`` (1-based, or its id; None: no handle), or ``whole`` when that is not smaller.
 
-    The stub must cost less than what it stands for, in tokens as well as characters: a
-    stub's marker and handle are dense in tokens, so it is kept only when it has at most
-    three quarters of the characters of the whole (a 430-character output stays whole).
+    A shortened form is never larger than what it replaces: it is used only when it has fewer
+    tokens than the whole by ``count``, the strategies' counter (an output barely longer than
+    ``size`` stays whole). The handle takes its room from the preview, so a stub costs about
+    what it would without one.
     """
-    if short is whole or call is None:
-        return short
-    tag = handle_text(call)
-    content: Any = f"{short.content}\n{tag}" if isinstance(short.content, str) else [*short.content, {"type": "text", "text": tag}]
-    if 4 * (len(content_text(short.content)) + len(tag) + 1) > 3 * len(content_text(whole.content)):
+    tag = "" if call is None else handle_text(call)
+    short = cut(whole, max(size - len(tag) - 1, 0) if tag else size)
+    if short is whole:
         return whole
-    return short.model_copy(update={"content": content})
+    if tag:
+        content: Any = f"{short.content}\n{tag}" if isinstance(short.content, str) else [*short.content, {"type": "text", "text": tag}]
+        short = short.model_copy(update={"content": content})
+    return short if count([short]) < count([whole]) else whole
 
 
 def apply_fates(
@@ -207,6 +239,8 @@ def apply_fates(
     index: ToolIndex,
     fates: Mapping[int, tuple[Fate, Fate]],
     *,
+    count: CountTokens,
+    handles: bool = True,
     shortened_outputs: Mapping[int, BaseMessage] | None = None,
     narration_chars: int = 0,
     leave_out: Collection[int] = (),
@@ -214,13 +248,16 @@ def apply_fates(
     """Return a new list with each completed call's ``(call fate, output fate)`` (``fates`` by number in ``index.calls``) applied.
 
     A pair is dropped whole or not at all; unchanged messages are reused. A shortened output is
-    its entry in ``shortened_outputs`` (by message index), else :func:`shorten_tool_output`. With
-    ``narration_chars``, an assistant message whose calls are all shortened (or dropped, one at
-    least shortened) has its text shortened to that size. The messages at ``leave_out`` are left out.
+    its entry in ``shortened_outputs`` (by message index), else :func:`shorten_tool_output`; with
+    ``handles`` each shortened output and arguments end with the handle that reads them back, and
+    each is used only when smaller by ``count``. With ``narration_chars``, an assistant message
+    whose calls are all shortened (or dropped, one at least shortened) has its text shortened to
+    that size. The messages at ``leave_out`` are left out.
     """
     ai_edits: dict[int, tuple[set[str], set[str]]] = {}
     output_fate: dict[int, Fate] = {}
     output_call: dict[int, int] = {}
+    numbers = {index.calls[number].id: number + 1 for number in fates} if handles else {}
     for number, (call_fate, out_fate) in fates.items():
         record = index.calls[number]
         if record.output_index is None:
@@ -240,7 +277,7 @@ def apply_fates(
             continue
         edit = ai_edits.get(i)
         if edit is not None:
-            edited = edit_ai_message(message, shorten=edit[0], drop=edit[1])  # type: ignore[arg-type]
+            edited = edit_ai_message(message, shorten=edit[0], drop=edit[1], count=count, handles=numbers)  # type: ignore[arg-type]
             if edited is not None:
                 if narration_chars > 0 and edit[0] and len(edit[0]) + len(edit[1]) == len(index.calls_per_ai[i]):
                     edited = shorten_text(edited, narration_chars)
@@ -251,7 +288,7 @@ def apply_fates(
             continue
         if fate is Fate.SHORTEN:
             short = shortened_outputs.get(i) if shortened_outputs is not None else None
-            out.append(short if short is not None else shorten_tool_output(message, call=output_call[i]))  # type: ignore[arg-type]
+            out.append(short if short is not None else shorten_tool_output(message, count, call=output_call[i] if handles else None))  # type: ignore[arg-type]
         else:
             out.append(message)
     return out

@@ -1,7 +1,8 @@
 """Reading a tool output back from the stored conversation, which still holds every output whole: the handle a stub carries and the read-back.
 
 A shortened output ends with its handle, ``[whole: read_back(call=N)]``, N the call's number
-in the conversation (1 = first), which never changes as it grows. :func:`read_back` answers
+in the conversation (1 = first), which never changes as it grows; shortened arguments end
+with ``[whole: read_back(call=N, arguments=True)]``. :func:`read_back` answers
 from the messages alone, never by running a tool again; its answers in the newest step reach
 the model whole (:func:`keep_read_backs_whole`), so an agent never loops on a read-back cut again.
 Must not know any strategy nor front end (the tool around :func:`read_back` is an adapter).
@@ -28,9 +29,9 @@ PAGE_CHARS = 12_000
 """The most characters one answer holds: about 3,000 tokens, under a fifth of a 16,000-token ceiling."""
 
 
-def handle_text(call: int | str) -> str:
-    """Return the handle a shortened output of call ``call`` (its 1-based number, or its id) ends with."""
-    return f"[whole: {READ_BACK_TOOL}(call={call!r})]"
+def handle_text(call: int | str, arguments: bool = False) -> str:
+    """Return the handle a shortened output of call ``call`` (its 1-based number, or its id) ends with; ``arguments``: its shortened arguments'."""
+    return f"[whole: {READ_BACK_TOOL}(call={call!r}{', arguments=True' if arguments else ''})]"
 
 
 def range_text(first: int, last: int) -> str:

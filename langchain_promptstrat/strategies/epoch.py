@@ -29,7 +29,7 @@ from typing_extensions import Unpack
 
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
-from langchain_promptstrat.messages import Fate, ToolCallRecord, index_tool_calls, shorten_arguments, shorten_tool_output
+from langchain_promptstrat.messages import Fate, ToolCallRecord, index_tool_calls, shorten_tool_output, shortens_arguments
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.strategies.epoch_machinery.frozen_region import (
@@ -37,6 +37,7 @@ from langchain_promptstrat.strategies.epoch_machinery.frozen_region import (
 )
 from langchain_promptstrat.strategies.epoch_machinery.notice import compaction_notice, is_compaction_notice, notice_index
 from langchain_promptstrat.strategy import PromptStrategy
+from langchain_promptstrat.tokens import as_token_counter
 
 
 Schedule = Callable[[int, Sequence[int], Settings], "EpochState | None"]
@@ -80,19 +81,20 @@ def epoch_compact(messages: Sequence[BaseMessage], /, *, settings: Settings, nam
     now = decide(calls, state)
     before_total = previous_total(source, state.total)
     before = _decisions_before(calls, now, repeats, before_total, schedule, settings)
-    out = apply_frozen(source, index, now.fates)
+    handles = settings.read_back_handles
+    out = apply_frozen(source, index, now.fates, handles)
     shortened = 0  # the calls the shorten fate really changed: an already short call keeps every byte
     for number, fate in now.fates.items():
         record = index.calls[number]
         output = source[record.output_index] if record.output_index is not None else None
         if fate is Fate.SHORTEN and (
-            (isinstance(output, ToolMessage) and shorten_tool_output(output, call=number + 1) is not output)
-            or shorten_arguments(record.args) is not record.args
+            (isinstance(output, ToolMessage) and shorten_tool_output(output, as_token_counter(None), call=number + 1 if handles else None) is not output)
+            or shortens_arguments(source[record.ai_index], record.id, as_token_counter(None), number + 1 if handles else None)  # type: ignore[arg-type]
         ):
             shortened += 1
     notice = bool(shortened or now.dropped)
     if notice:
-        out.insert(notice_index(out), compaction_notice(shortened, now.dropped, strategy=name, fates=now.fates))
+        out.insert(notice_index(out), compaction_notice(shortened, now.dropped, strategy=name, fates=now.fates, handles=handles))
     return Compacted(out, make_report(
         name, messages, out, shortened=shortened, dropped=now.dropped, protected=len(now.protected),
         **{field: getattr(state, field) for field in STATE_FIELDS},

@@ -65,8 +65,8 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 from langchain_promptstrat.ceiling import Ceiling, MaxTokens, check_max_tokens, resolve_ceiling
 from langchain_promptstrat.errors import ContextWindowError
 from langchain_promptstrat.messages import (
-    Fate, ToolCallRecord, ToolIndex, apply_fates, edit_ai_message, index_tool_calls, is_real_user_message, leading_system_count,
-    recorded_calls, shorten_arguments, shorten_text, shorten_tool_output, task_index, with_handle,
+    CountTokens, Fate, ToolCallRecord, ToolIndex, apply_fates, edit_ai_message, index_tool_calls, is_real_user_message, leading_system_count,
+    recorded_calls, shortens_arguments, shorten_text, shorten_tool_output, task_index, with_handle,
 )
 from langchain_promptstrat.messages.history_memo import (
     EMPTY_HISTORY, Head, HistoryKey, IdentityMemo, ReplayMemo, call_points, chain_digest, describes, encode_head, history_key,
@@ -76,7 +76,7 @@ from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.strategies.epoch_machinery.frozen_region import EpochState, previous_total
 from langchain_promptstrat.strategies.epoch_machinery.notice import compaction_notice, is_compaction_notice
-from langchain_promptstrat.strategies.ladder import CountTokens, LadderPass, ladder_pass, message_counter, run_plan
+from langchain_promptstrat.strategies.ladder import LadderPass, ladder_pass, message_counter, run_plan
 from langchain_promptstrat.strategies.sliding_window import SlidingWindow
 from langchain_promptstrat.strategies.tool_results import ToolResults
 from langchain_promptstrat.strategy import PromptStrategy
@@ -328,20 +328,41 @@ class ShortenedForm:
 
     read_chars: int
     """What a call that reads a file keeps, in characters of whole lines (``stable_read_output_chars``; 0: the usual stub)."""
+    count: CountTokens
+    """The strategy's token counter: a shortened form is used only when it has fewer tokens than the whole."""
     narration_chars: int = 0
     """What the text of an assistant message whose calls are all frozen keeps (``stable_narration_chars``; 0: all of it)."""
+    handles: bool = True
+    """Whether a shortened output or call ends with its handle (``read_back_handles``)."""
+
+    @classmethod
+    def of(cls, settings: Settings, count: CountTokens) -> ShortenedForm:
+        """Return the form ``settings`` ask for, judged by ``count``."""
+        return cls(settings.stable_read_output_chars, count, settings.stable_narration_chars, settings.read_back_handles)
 
     def narration(self, message: AIMessage) -> AIMessage:
         """Return ``message`` with its text shortened to ``narration_chars``, hash-stamped."""
         return shorten_text(message, self.narration_chars) if self.narration_chars > 0 else message
 
+    def calls(self, message: AIMessage, numbers: Mapping[str, int]) -> AIMessage | None:
+        """Return ``message`` with every call shortened (``numbers``: call id -> the call's number, for its handle) and its narration."""
+        short = edit_ai_message(
+            message, shorten=[call_id for call_id, _, _ in recorded_calls(message)], count=self.count, handles=numbers if self.handles else None,
+        )
+        return self.narration(short) if short is not None else None
+
     def __call__(self, message: ToolMessage, record: ToolCallRecord) -> ToolMessage:
         """Return ``message``, the output of ``record``, shortened, ending with the handle that reads it back."""
-        call, content = record.number + 1, message.content
-        if self.read_chars > 0 and isinstance(content, str) and reads_a_file(record.name, record.args):
-            short = shorten_by_lines(content, self.read_chars)
-            return with_handle(message, message if short is content else message.model_copy(update={"content": short}), call)
-        return shorten_tool_output(message, call=call)
+        call = record.number + 1 if self.handles else None
+        if self.read_chars > 0 and isinstance(message.content, str) and reads_a_file(record.name, record.args):
+            return with_handle(message, _whole_lines, self.read_chars, call, self.count)
+        return shorten_tool_output(message, self.count, call=call)
+
+
+def _whole_lines(message: ToolMessage, size: int) -> ToolMessage:
+    """Return ``message`` with whole lines of its head and tail within ``size`` characters (:func:`shorten_by_lines`)."""
+    short = shorten_by_lines(message.content, size)  # type: ignore[arg-type]  # a str: checked by the caller
+    return message if short is message.content else message.model_copy(update={"content": short})
 
 
 # ---- what the rule reads: each call's tokens, as prefix sums -------------------------------
@@ -369,18 +390,16 @@ class Costs:
             self._seen.put(message, tokens)
         return tokens
 
-    def shortened(self, message: BaseMessage, form: ShortenedForm, record: ToolCallRecord | None = None) -> int:
-        """Return the tokens of ``message`` shortened by ``form``: a tool output (``record`` is its call), or an assistant message with every call shortened."""
+    def shortened(self, message: BaseMessage, form: ShortenedForm, record: ToolCallRecord | None = None, numbers: Mapping[str, int] | None = None) -> int:
+        """Return the tokens of ``message`` shortened by ``form``: a tool output (``record`` is its call), or an assistant message with every call shortened (``numbers``: their ids -> numbers)."""
         tokens = self._short.get(message)
         if tokens is not None:
             return tokens
         short: BaseMessage | None
         if isinstance(message, ToolMessage):
-            short = form(message, record) if record is not None else shorten_tool_output(message)
+            short = form(message, record) if record is not None else message
         else:
-            short = edit_ai_message(message, shorten=[call_id for call_id, _, _ in recorded_calls(message)])  # type: ignore[arg-type]
-            if short is not None:
-                short = form.narration(short)
+            short = form.calls(message, numbers or {})  # type: ignore[arg-type]
         tokens = self.whole(short) if short is not None else 0
         self._short.put(message, tokens)
         return tokens
@@ -454,7 +473,8 @@ class StepCosts:
             record = index.calls[number]
             ai = messages[record.ai_index]
             n = completed_per_ai.get(record.ai_index, 0)
-            ai_whole, ai_short = costs.whole(ai), costs.shortened(ai, form)
+            numbers = {index.calls[n].id: n + 1 for n in index.calls_per_ai[record.ai_index]}
+            ai_whole, ai_short = costs.whole(ai), costs.shortened(ai, form, numbers=numbers)
             first = record.ai_index != self.last_ai
             share_whole = ai_whole // n + (ai_whole % n if first else 0)
             share_short = ai_short // n + (ai_short % n if first else 0)
@@ -528,7 +548,7 @@ def replay_history(
     task = task_index(source)
     system = leading_system_count(source)
     steps, edges = replay.steps, replay.edges
-    form = ShortenedForm(settings.stable_read_output_chars, settings.stable_narration_chars)
+    form = ShortenedForm.of(settings, costs.counter)
     calibration, sent = replay.calibration, replay.sent
     for point in call_points(source, after=done):
         if done:  # the answer to the previous call point
@@ -739,7 +759,7 @@ def _really_shortened(
         number for number, fate in fates.items()
         if fate is Fate.SHORTEN and (
             short_outputs[(record := index.calls[number]).output_index] is not source[record.output_index]  # type: ignore[index]
-            or shorten_arguments(record.args) is not record.args
+            or shortens_arguments(source[record.ai_index], record.id, form.count, record.number + 1 if form.handles else None)  # type: ignore[arg-type]
             or record.ai_index in narrated
         )
     ])
@@ -764,21 +784,22 @@ def _freeze(source: list[BaseMessage], index: ToolIndex, edges: Edges, total: in
     newest_user = next((i for i in range(drop_end - 1, -1, -1) if is_real_user_message(source[i])), None)
     keep = {i for i in (task_index(source), newest_user) if i is not None}
     head = apply_fates(
-        source[:at], index, {number: (fate, fate) for number, fate in fates.items()},
+        source[:at], index, {number: (fate, fate) for number, fate in fates.items()}, count=form.count, handles=form.handles,
         shortened_outputs=short_outputs, narration_chars=form.narration_chars,
         leave_out=left_out(source, index, fates, drop_end, keep, head_end),
     )
-    notice = compaction_notice(shortened, dropped, strategy=STRATEGY_NAME, fates=fates) if shortened > 0 or dropped > 0 else None
+    notice = compaction_notice(shortened, dropped, strategy=STRATEGY_NAME, fates=fates, handles=form.handles) if shortened > 0 or dropped > 0 else None
     return encode_head(source, at, head, notice, shortened, dropped, len(rescued))
 
 
 def frozen_prompt(
     source: list[BaseMessage], index: ToolIndex, edges: Edges, total: int, previous_edges: tuple[int, int], settings: Settings,
+    count: CountTokens,
 ) -> tuple[list[BaseMessage], dict[str, Any], Head | None]:
     """Return the prompt with ``edges`` applied and the notice placed, the report's details, and the compacted head (None while nothing is frozen).
 
     ``total`` is the output count the rule counted, ``previous_edges`` the compaction and drop
-    edges of the previous model call. The head reads only the messages up to the edges' latest
+    edges of the previous model call, ``count`` the strategy's token counter. The head reads only the messages up to the edges' latest
     decision, so it is remembered in the head cache under the edges and found again by a later
     call of the same conversation, or of the same conversation loaded again.
     """
@@ -791,7 +812,7 @@ def frozen_prompt(
     segments = edges.segments
     # decided_at reads the total only for a call above every segment's edge, never a frozen one: the guard keeps that checked
     known = not edges.compaction_edge or bool(segments and max(edge for edge, _ in segments) >= edges.compaction_edge)
-    form = ShortenedForm(settings.stable_read_output_chars, settings.stable_narration_chars)
+    form = ShortenedForm.of(settings, count)
     latest = edges.latest_decision()
     reads = max(at, outputs[latest - 1] + 1 if latest else 0)
     key = (STRATEGY_NAME, (edges.compaction_edge, edges.drop_edge, edges.token_drop_edge, edges.head, edges.front_total, segments), at, form)
@@ -891,14 +912,14 @@ def _compact(
         previous_state, calibration = replay.previous, replay.calibration
         budget = calibration.budget(budget, extra_tokens)
 
-    out, details, head = frozen_prompt(source, index, edges, total, previous_edges, settings)
+    out, details, head = frozen_prompt(source, index, edges, total, previous_edges, settings, counter)
     if details["boundary_moved"] or details["front_moved"]:
         # edges that moved over calls whose fate stays the same change nothing: say so only when bytes changed
         before_history = source[:previous]
         if previous_state is None:  # the previous call's history is no call point of this one: replay it
             replay_before = _replay(before_history, base, settings, costs, memo, prior, extra_tokens)
             previous_state = replay_before.edges, replay_before.steps.total
-        prompt_before, _, head_before = frozen_prompt(before_history, index, *previous_state, (0, 0), settings)
+        prompt_before, _, head_before = frozen_prompt(before_history, index, *previous_state, (0, 0), settings, counter)
         if max_tokens is not None:
             prompt_before = _under_ceiling(before_history, prompt_before, head_before, costs, budget, extra_tokens, max_tokens, settings)[0]
         if len(prompt_before) <= len(out) and all(a is b or a == b for a, b in zip(prompt_before, out)):
@@ -941,7 +962,8 @@ def _under_ceiling(
         for i in sorted((i for i, m in enumerate(out) if isinstance(m, ToolMessage)), key=lambda i: -costs.whole(out[i])):
             if tokens <= budget:
                 break
-            short = shorten_tool_output(out[i], call=out[i].tool_call_id)  # type: ignore[arg-type,attr-defined]
+            handle = out[i].tool_call_id if settings.read_back_handles else None  # type: ignore[attr-defined]
+            short = shorten_tool_output(out[i], costs, call=handle)  # type: ignore[arg-type]
             tokens += costs.whole(short) - costs.whole(out[i])
             out[i] = short
         how += "+shortened_outputs"

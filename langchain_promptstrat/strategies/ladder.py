@@ -33,7 +33,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from langchain_promptstrat.errors import ConfigError
-from langchain_promptstrat.messages import coerce_messages, mark_of, message_chars
+from langchain_promptstrat.messages import CountTokens, coerce_messages, mark_of, message_chars
 from langchain_promptstrat.messages.history_memo import EMPTY_HISTORY, HistoryKey, ReplayMemo, call_points, history_key
 from langchain_promptstrat.report import Compacted, StrategyReport, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
@@ -48,9 +48,6 @@ PLACEHOLDER_KIND = "ladder_placeholder"
 """``kind`` of the mark on a tool output that ``tool_results`` replaced by a placeholder."""
 SUMMARY_KIND = "summary"
 """``kind`` of the mark on a message written by ``summary``."""
-
-CountTokens = Callable[[Sequence[BaseMessage]], int]
-
 
 def kind_of(message: BaseMessage) -> str | None:
     """Return the ``kind`` of this package's mark on ``message``, or None for an unmarked message."""

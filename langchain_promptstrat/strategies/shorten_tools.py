@@ -19,6 +19,7 @@ from langchain_promptstrat.messages import Fate, apply_fates, content_text, inde
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.strategy import PromptStrategy
+from langchain_promptstrat.tokens import as_token_counter
 from langchain_promptstrat.truncation import DEFAULT_OUTPUT_SIZE, shorten_string
 
 
@@ -83,7 +84,7 @@ def shorten_tools(messages: Sequence[BaseMessage], /, *, settings: Settings) -> 
         else:
             continue
         pair_fates[k] = (call_fate, out_fate)
-    out = apply_fates(messages, index, pair_fates) if pair_fates else list(messages)
+    out = apply_fates(messages, index, pair_fates, count=as_token_counter(None), handles=settings.read_back_handles) if pair_fates else list(messages)
     return Compacted(out, make_report("shorten_tools", messages, out, shortened=shortened, dropped=dropped, protected=protected))
 
 

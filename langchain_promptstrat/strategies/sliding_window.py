@@ -15,9 +15,9 @@ from itertools import accumulate
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langchain_promptstrat.messages import is_real_user_message, leading_system_count, mark, task_index
+from langchain_promptstrat.messages import CountTokens, is_real_user_message, leading_system_count, mark, task_index
 from langchain_promptstrat.strategies.ladder import (
-    NOTE_KIND, SUMMARY_KIND, CountTokens, Plan, Rewrite, Rung, done, kind_of, message_counter, represented,
+    NOTE_KIND, SUMMARY_KIND, Plan, Rewrite, Rung, done, kind_of, message_counter, represented,
 )
 
 NOTE_TEXT = (

@@ -23,11 +23,11 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.extras import install_hint
-from langchain_promptstrat.messages import content_text, index_tool_calls, is_real_user_message, mark, recorded_calls
+from langchain_promptstrat.messages import CountTokens, content_text, index_tool_calls, is_real_user_message, mark, recorded_calls
 from langchain_promptstrat.messages.history_memo import SizedCache
 from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.strategies.ladder import (
-    NOTE_KIND, SUMMARY_KIND, CountTokens, Plan, Rewrite, Rung, RungOptions, kind_of, message_counter, represented,
+    NOTE_KIND, SUMMARY_KIND, Plan, Rewrite, Rung, RungOptions, kind_of, message_counter, represented,
 )
 from langchain_promptstrat.strategies.sliding_window import layout
 

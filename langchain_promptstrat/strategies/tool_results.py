@@ -14,9 +14,9 @@ from typing_extensions import Unpack
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
-from langchain_promptstrat.messages import index_tool_calls, mark, split_steps, tool_call_ids
+from langchain_promptstrat.messages import CountTokens, index_tool_calls, mark, split_steps, tool_call_ids
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
-from langchain_promptstrat.strategies.ladder import PLACEHOLDER_KIND, CountTokens, Plan, Rewrite, Rung, RungOptions, done, kind_of, message_counter
+from langchain_promptstrat.strategies.ladder import PLACEHOLDER_KIND, Plan, Rewrite, Rung, RungOptions, done, kind_of, message_counter
 
 PLACEHOLDER_TEXT = (
     "[compacted:tool_results] This {name} result ({tokens} tokens) was cleared to free context. "

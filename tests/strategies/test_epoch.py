@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage, message_to_dict, messages_from_dict, messages_to_dict
 
 from langchain_promptstrat import Settings, ShortenTools, check_tool_pairs, get_strategy
-from langchain_promptstrat.messages import index_tool_calls, is_real_user_message, mark_of, split_turns
+from langchain_promptstrat.messages import handle_text, index_tool_calls, is_real_user_message, mark_of, split_turns
 from langchain_promptstrat.report import Compacted
 from langchain_promptstrat.strategies.epoch import (
     ShortenToolsEpoch,
@@ -304,12 +304,13 @@ class TestRegions:
         assert result.report.details["pinned_total"] is None and not result.report.changed
 
     def test_shortened_pair_uses_sizes_200_and_400(self) -> None:
-        """A shortened call carries shorten_string(arg, 200) and its output shorten_string(output, 400)."""
+        """A shortened call carries shorten_string of its argument to 200 and of its output within 400 (the output's handle takes its room), each with its handle."""
         result = shorten_tools_epoch(run_of(12), settings=SMALL).messages
         index = index_tool_calls(result)
         rec = next(r for r in index.calls if r.id == "call_5")
-        assert rec.args["query"] == shorten_string(f"q5 {ARG}", 200) and rec.args["page"] == 5
-        assert result[rec.output_index or 0].content == shorten_string(output_of(5), 400) + "\n[whole: read_back(call=6)]"
+        output_handle, arguments_handle = handle_text(6), handle_text(6, arguments=True)
+        assert rec.args["query"] == shorten_string(f"q5 {ARG}", 200) + " " + arguments_handle and rec.args["page"] == 5
+        assert result[rec.output_index or 0].content == shorten_string(output_of(5), 400 - len(output_handle) - 1) + "\n" + output_handle
 
     def test_parallel_calls_have_their_own_positions_and_fates(self) -> None:
         """Steps of 3 calls straddle the edges: call 3 is dropped while 4 and 5 of its step are shortened."""

@@ -20,7 +20,7 @@ from test_epoch import ARG, Serialiser, by_region, fates, growing_conversation, 
 from langchain_promptstrat import Settings, check_tool_pairs, get_strategy
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.report import Compacted
-from langchain_promptstrat.messages import index_tool_calls, is_real_user_message, mark_of, split_turns
+from langchain_promptstrat.messages import handle_text, index_tool_calls, is_real_user_message, mark_of, split_turns
 from langchain_promptstrat.messages.history_memo import clear_caches
 from langchain_promptstrat.strategies.epoch_stable import count_edges
 from langchain_promptstrat.strategies.epoch_stable import (
@@ -119,11 +119,12 @@ class TestRegions:
         assert by_region(stable(run_of(17)).messages, 17) == ([14, 15, 16, 17], [9, 10, 11, 12, 13], list(range(1, 9)))
 
     def test_shortened_pair_uses_sizes_200_and_400(self) -> None:
-        """A shortened call carries shorten_string(arg, 200) and its output shorten_string(output, 400)."""
+        """A shortened call carries shorten_string of its argument to 200 and of its output within 400 (the output's handle takes its room), each with its handle."""
         result = stable(run_of(12)).messages
         rec = next(r for r in index_tool_calls(result).calls if r.id == "call_5")
-        assert rec.args["query"] == shorten_string(f"q5 {ARG}", 200)
-        assert result[rec.output_index or 0].content == shorten_string(output_of(5), 400) + "\n[whole: read_back(call=6)]"
+        output_handle, arguments_handle = handle_text(6), handle_text(6, arguments=True)
+        assert rec.args["query"] == shorten_string(f"q5 {ARG}", 200) + " " + arguments_handle
+        assert result[rec.output_index or 0].content == shorten_string(output_of(5), 400 - len(output_handle) - 1) + "\n" + output_handle
 
     def test_at_the_threshold_nothing_changes(self) -> None:
         """T = threshold returns the same messages and no notice."""
@@ -218,10 +219,12 @@ class TestNotice:
         assert result[i + 1].content == "and also" and not check_tool_pairs(result)
 
     def test_a_stale_notice_in_the_input_is_replaced(self) -> None:
-        """Compacting an already compacted prompt keeps exactly one notice."""
+        """Compacting an already compacted prompt grown past the next edge keeps exactly one notice, and its stubs are not cut again."""
         once = stable(run_of(12)).messages
-        again = stable(once + run_of(14)[-4:])
+        again = stable(once + run_of(16)[-8:])
         assert len(notices(again.messages)) == 1
+        stubs = {m.tool_call_id: m.content for m in once if isinstance(m, ToolMessage) and "[whole: read_back" in str(m.content)}
+        assert stubs and all(m.content == stubs[m.tool_call_id] for m in again.messages if isinstance(m, ToolMessage) and m.tool_call_id in stubs)
 
 
 # --------------------------------------------------------------------------- reports

@@ -7,7 +7,7 @@ from conversations import ai_step, as_ai, blocks, snapshot
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_promptstrat import Settings, ShortenTools, check_tool_pairs
-from langchain_promptstrat.messages import index_tool_calls, mark
+from langchain_promptstrat.messages import handle_text, index_tool_calls, mark
 from langchain_promptstrat.strategies.shorten_tools import shorten_tools
 from langchain_promptstrat.truncation import shorten_string
 
@@ -56,10 +56,11 @@ class TestTiers:
         assert [by_pos[p][0] for p in range(1, 7)] == ["short"] * 6  # full_tool_calls=0 keeps no call whole
 
     def test_shortened_output_uses_size_400_and_arguments_size_200(self) -> None:
-        """A shortened pair carries shorten_string(output, 400) and shorten_string(argument, 200)."""
+        """A shortened pair carries shorten_string of its output within 400 (its handle takes its room) and of its argument to 200, each with its handle."""
         result = shorten_tools(run_of(4), settings=Settings(full_tool_outputs=0, max_tool_chars=0)).messages
-        assert result[-1].content == shorten_string(OUTPUT, 400) + "\n[whole: read_back(call=4)]"
-        assert as_ai(result[-2]).tool_calls[0]["args"]["q"] == shorten_string(ARG, 200)
+        output_handle, arguments_handle = handle_text(4), handle_text(4, arguments=True)
+        assert result[-1].content == shorten_string(OUTPUT, 400 - len(output_handle) - 1) + "\n" + output_handle
+        assert as_ai(result[-2]).tool_calls[0]["args"]["q"] == shorten_string(ARG, 200) + " " + arguments_handle
 
     def test_character_budget_keeps_newest_outputs_whole_until_spent(self) -> None:
         """While tool characters kept so far are under max_tool_chars, outputs stay whole."""

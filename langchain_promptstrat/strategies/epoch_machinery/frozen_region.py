@@ -21,6 +21,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_promptstrat.messages import Fate, ToolCallRecord, ToolIndex, apply_fates
 from langchain_promptstrat.messages.history_memo import encode_head, recall_head, remember_head
 from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.tokens import as_token_counter
 
 
 @dataclass(frozen=True)
@@ -275,20 +276,21 @@ def previous_total(messages: Sequence[BaseMessage], total: int) -> int:
     return total - trailing
 
 
-def apply_frozen(messages: list[BaseMessage], index: ToolIndex, fates: Mapping[int, Fate]) -> list[BaseMessage]:
-    """Return ``messages`` with ``fates`` applied (a call and its output share one), reusing the compacted head of an earlier call.
+def apply_frozen(messages: list[BaseMessage], index: ToolIndex, fates: Mapping[int, Fate], handles: bool = True) -> list[BaseMessage]:
+    """Return ``messages`` with ``fates`` applied (a call and its output share one; ``handles``: stubs name ``read_back``), reusing the compacted head of an earlier call.
 
     Only the head up to the last shortened or dropped output changes, the same way every
-    call of an epoch, so it is compacted once and reused.
+    call of an epoch, so it is compacted once and reused. A stub is used only when it has
+    fewer tokens than the whole by the default counter (cl100k_base).
     """
     if not fates:
         return list(messages)
     end = max(index.calls[number].output_index or 0 for number in fates) + 1  # fates name answered calls only
-    key = "apply_frozen"
+    key = ("apply_frozen", handles)
     head = recall_head(messages, end, key, fates)
     if head is None:
         head_in = messages[:end]
-        head_out = apply_fates(head_in, index, {number: (fate, fate) for number, fate in fates.items()})
+        head_out = apply_fates(head_in, index, {number: (fate, fate) for number, fate in fates.items()}, count=as_token_counter(None), handles=handles)
         remember_head(messages, end, key, encode_head(head_in, end, head_out), dict(fates))
         return head_out + messages[end:]
     return head.messages(messages) + messages[end:]

@@ -20,9 +20,16 @@ def _calls(n: int) -> str:
     return f"{n} older tool call and its result" if n == 1 else f"{n} older tool calls and their results"
 
 
-def compaction_notice_text(shortened: int, dropped: int, dropped_calls: tuple[int, int] | None = None) -> str:
-    """Return the notice's words for ``shortened`` and ``dropped`` calls, the dropped ones among calls ``dropped_calls`` (first, last); the same counts give the same text."""
-    where = f" from {range_text(*dropped_calls)}" if dropped_calls and dropped else ""
+def compaction_notice_text(shortened: int, dropped: int, dropped_calls: tuple[int, int] | None = None, handles: bool = True) -> str:
+    """Return the notice's words for ``shortened`` and ``dropped`` calls, the dropped ones among calls ``dropped_calls`` (first, last); the same counts give the same text.
+
+    Without ``handles`` it names neither the calls nor ``read_back``.
+    """
+    where = f" from {range_text(*dropped_calls)}" if dropped_calls and dropped and handles else ""
+    read_back = (
+        f" {READ_BACK_TOOL}(call=N) gives the whole output of call N (calls count from 1), "
+        f"{READ_BACK_TOOL}(pattern=...) searches every output."
+    ) if handles else ""
     return (
         "[Context compacted] This conversation is long, so older tool activity was compacted before "
         f"this request: {_calls(shortened)} {'was' if shortened == 1 else 'were'} shortened (a cut value "
@@ -30,20 +37,22 @@ def compaction_notice_text(shortened: int, dropped: int, dropped_calls: tuple[in
         f"{'was' if dropped == 1 else 'were'} removed{where}. A result that is missing or cut short here does "
         "not mean the tool never ran: it ran, and its result was seen at the time. Do not repeat a call "
         "only because an older occurrence is no longer visible; call a tool again only when you need "
-        f"its result now. {READ_BACK_TOOL}(call=N) gives the whole output of call N (calls count from 1), "
-        f"{READ_BACK_TOOL}(pattern=...) searches every output."
+        f"its result now.{read_back}"
     )
 
 
-def compaction_notice(shortened: int, dropped: int, *, strategy: str, fates: Mapping[int, Fate] | None = None) -> HumanMessage:
+def compaction_notice(
+    shortened: int, dropped: int, *, strategy: str, fates: Mapping[int, Fate] | None = None, handles: bool = True
+) -> HumanMessage:
     """Return the marked user-role notice telling the model what compaction did and how to read any of it back.
 
     It is a user message because every provider accepts one after tool results, and it is
-    marked as a notice so no strategy ever takes it for something a person wrote. The
-    dropped calls of ``fates`` (call number -> fate) are named as one range.
+    marked as a notice so no strategy ever takes it for something a person wrote. With
+    ``handles`` (the ``read_back_handles`` setting) the dropped calls of ``fates`` (call number
+    -> fate) are named as one range and the notice says how to read any call back.
     """
     gone = [number + 1 for number, fate in (fates or {}).items() if fate is Fate.DROP]
-    message = HumanMessage(compaction_notice_text(shortened, dropped, (min(gone), max(gone)) if gone else None))
+    message = HumanMessage(compaction_notice_text(shortened, dropped, (min(gone), max(gone)) if gone else None, handles))
     return mark(message, NOTICE_KIND, notice=True, strategy=strategy, shortened=shortened, dropped=dropped)
 
 
