@@ -489,8 +489,8 @@ class Replay:
     """``(call point, edges, outputs counted)`` after each of the last call points replayed."""
     previous_edges: tuple[int, int] = (0, 0)
     """The compaction and drop edges of the previous model call's prompt (:func:`_edges_before`)."""
-    previous: tuple[Edges, int] | None = None
-    """The edges and outputs counted at the previous model call, when it is a recent call point."""
+    previous: tuple[Edges, int] = (Edges(), 0)
+    """The edges and outputs counted at the previous model call (the history before the newest assistant message)."""
     digest: tuple[int, bytes] | None = None
     """``(length, chain_digest)`` of the first ``length`` messages, once a front end carried this replay."""
     calibration: Calibration = Calibration()
@@ -523,8 +523,11 @@ def replay_history(
         replay = Replay(EMPTY_HISTORY, budget, ToolIndex(), StepCosts(), Edges(), calibration=calibration, extra=extra)
     else:
         replay = replace(start, steps=start.steps.copy(), recent=list(start.recent))
-    done = replay.history.length
-    index = replay.index = replay.index.extend(source)
+    done, start_index = replay.history.length, replay.index
+    index = replay.index = start_index.extend(source)
+    previous = previous_length(source)
+    if done == previous:  # a start past the previous call holds its state (their newest assistant message is the same)
+        replay.previous = (replay.edges, replay.steps.total)
     task = task_index(source)
     system = leading_system_count(source)
     steps, edges = replay.steps, replay.edges
@@ -533,15 +536,19 @@ def replay_history(
     for point in call_points(source, after=done):
         if done:  # the answer to the previous call point
             calibration = calibration.observe(source[done], sent)
+        if done < previous < point:  # two assistant messages in a row: the previous call's history ends inside this step
+            before = steps.copy()
+            before.add(source, done, previous, start_index.extend(source[:previous]), costs, task, system, form)
+            replay.previous = advance(edges, before, calibration.budget(budget, extra), settings), before.total
         steps.add(source, done, point, index, costs, task, system, form)
         done = point
         edges = advance(edges, steps, calibration.budget(budget, extra), settings)
+        if point == previous:
+            replay.previous = edges, steps.total
         sent = steps.estimate(edges.compaction_edge, edges.drop_edge, edges.head) + extra
         replay.recent = [*replay.recent[-(_RECENT_POINTS - 1):], (point, edges, steps.total)]
     replay.edges, replay.calibration, replay.sent = edges, calibration, sent
-    previous = previous_length(source)
     replay.previous_edges = _edges_before(replay, previous)
-    replay.previous = next(((e, t) for point, e, t in reversed(replay.recent) if point == previous), None)
     replay.history = history_key(source, start.history if start is not None else None)
     return replay
 
@@ -603,8 +610,8 @@ class CarriedReplay:
     value: dict[str, Any] | None = None
 
 
-CARRY_FORMAT = 1
-_CHECKED = ("format", "fingerprint", "length", "digest", "steps", "edges", "recent", "calibration")
+CARRY_FORMAT = 2
+_CHECKED = ("format", "fingerprint", "length", "digest", "steps", "edges", "recent", "previous", "calibration")
 
 
 def _fingerprint(settings: Settings, counter: CountTokens, budget: tuple[int, int, float]) -> str | None:
@@ -638,6 +645,7 @@ def _carried_value(replay: Replay, source: Sequence[BaseMessage], fingerprint: s
         "steps": [s.fixed, s.whole, s.short, s.loose_before, s.loose_after, s.ends, s.last_ai],
         "edges": _edges_value(replay.edges),
         "recent": [[point, _edges_value(edges), total] for point, edges, total in replay.recent],
+        "previous": [_edges_value(replay.previous[0]), replay.previous[1]],
         "calibration": [list(c.ratios), c.answers, c.ignored, replay.sent],
     }
     value["check"] = _check(value)
@@ -682,12 +690,14 @@ def _resumed(value: Any, source: list[BaseMessage], budget: int, fingerprint: st
             return None
         steps.keys = {record.key for record in index.completed[: steps.total]}
         recent = [(int(point), _edges_from(edges), int(total)) for point, edges, total in value["recent"]]
+        previous_edges, previous_total = value["previous"]
         ratios, answers, ignored, sent = value["calibration"]
         if not all(type(r) is float for r in ratios):
             return None
         calibration = replace(prior, ratios=tuple(ratios), answers=int(answers), ignored=int(ignored))
         return Replay(
-            history_key(source[:length]), budget, index, steps, _edges_from(value["edges"]), recent, digest=(length, digest),
+            history_key(source[:length]), budget, index, steps, _edges_from(value["edges"]), recent,
+            previous=(_edges_from(previous_edges), int(previous_total)), digest=(length, digest),
             calibration=calibration, extra=extra, sent=int(sent),
         )
     except (KeyError, TypeError, ValueError, AttributeError):
@@ -874,7 +884,7 @@ def _compact(
     if max_tokens is not None and budget <= 0:
         raise _floor_error(source, costs, max(budget, 0), extra_tokens, max_tokens)
 
-    previous, base, prior = previous_length(source), budget, calibration_for(model, source)
+    previous, prior = previous_length(source), calibration_for(model, source)
     calibration = prior
     if max_tokens is None:  # by count alone
         index = index_tool_calls(source)
@@ -884,7 +894,7 @@ def _compact(
         before_total = previous_total(source, total)
         before = stable_boundary(before_total, settings) if state is not None else None
         previous_edges = (before.compaction_edge, before.drop_edge) if before is not None else (0, 0)
-        previous_state: tuple[Edges, int] | None = (count_edges(before), before_total)
+        previous_state = (count_edges(before), before_total)
     else:
         replay = _replay(source, budget, settings, costs, memo, prior, extra_tokens, carried)
         index, edges, total, previous_edges = replay.index, replay.edges, replay.steps.total, replay.previous_edges
@@ -895,9 +905,6 @@ def _compact(
     if details["boundary_moved"] or details["front_moved"]:
         # edges that moved over calls whose fate stays the same change nothing: say so only when bytes changed
         before_history = source[:previous]
-        if previous_state is None:  # the previous call's history is no call point of this one: replay it
-            replay_before = _replay(before_history, base, settings, costs, memo, prior, extra_tokens)
-            previous_state = replay_before.edges, replay_before.steps.total
         prompt_before, _, head_before = frozen_prompt(before_history, index, *previous_state, (0, 0), settings)
         if max_tokens is not None:
             prompt_before = _under_ceiling(before_history, prompt_before, head_before, costs, budget, extra_tokens, max_tokens, settings)[0]
