@@ -94,13 +94,13 @@ def middleware_after_restart(history: list[BaseMessage], ceiling: int, folder: P
     path, config = folder / "checkpoints.sqlite", {"configurable": {"thread_id": "t"}}
     stored: dict[str, Any] = {"messages": history[:-1]}
     if carried:
-        replay = CarriedReplay()
-        request = {"max_tokens": ceiling, "model": None, "tools": [], "system": [], "carried": replay}
-        prompt_for_model(resolve_strategies(None), history[:previous_length(history)], request=request)
+        replay, served = CarriedReplay(), PromptStrategyMiddleware(max_tokens=ceiling)  # its request: the model, its read_back tool
+        request = {"max_tokens": ceiling, "model": ScriptedChatModel(["done"]), "tools": served.tools, "system": [], "carried": replay}
+        prompt_for_model(served.strategies, history[:previous_length(history)], request=request)
         stored[REPLAY_KEY] = replay.value
     with sqlite3.connect(path, check_same_thread=False) as conn:  # the run so far, stored as the agent stores it
         agent = create_agent(ScriptedChatModel(["done"]), [], checkpointer=SqliteSaver(conn), middleware=[PromptStrategyMiddleware()])
-        agent.update_state(config, stored)  # type: ignore[arg-type]
+        agent.update_state(config, stored, as_node="model")  # type: ignore[arg-type]  # as the model node: it writes private keys
     spent: list[float] = []
 
     class Timed(PromptStrategyMiddleware):
