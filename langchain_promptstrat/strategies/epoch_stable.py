@@ -485,8 +485,8 @@ class Replay:
     index: ToolIndex
     steps: StepCosts
     edges: Edges
-    recent: list[tuple[int, Edges, int]] = field(default_factory=list)
-    """``(call point, edges, outputs counted)`` after each of the last call points replayed."""
+    recent: list[tuple[int, Edges]] = field(default_factory=list)
+    """``(call point, edges)`` after each of the last call points replayed."""
     previous_edges: tuple[int, int] = (0, 0)
     """The compaction and drop edges of the previous model call's prompt (:func:`_edges_before`)."""
     previous: tuple[Edges, int] = (Edges(), 0)
@@ -546,7 +546,7 @@ def replay_history(
         if point == previous:
             replay.previous = edges, steps.total
         sent = steps.estimate(edges.compaction_edge, edges.drop_edge, edges.head) + extra
-        replay.recent = [*replay.recent[-(_RECENT_POINTS - 1):], (point, edges, steps.total)]
+        replay.recent = [*replay.recent[-(_RECENT_POINTS - 1):], (point, edges)]
     replay.edges, replay.calibration, replay.sent = edges, calibration, sent
     replay.previous_edges = _edges_before(replay, previous)
     replay.history = history_key(source, start.history if start is not None else None)
@@ -576,7 +576,7 @@ def _edges_before(replay: Replay, previous: int) -> tuple[int, int]:
     Not simply the call point before the last: a user message right after tool outputs makes
     a call point where no model was called, and an edge that moved there changed the prompt too.
     """
-    for point, edges, _ in reversed(replay.recent):
+    for point, edges in reversed(replay.recent):
         if point <= previous:
             return edges.compaction_edge, edges.drop_edge
     if len(replay.recent) < _RECENT_POINTS:  # every point was kept: the previous call came before any
@@ -644,7 +644,7 @@ def _carried_value(replay: Replay, source: Sequence[BaseMessage], fingerprint: s
         "format": CARRY_FORMAT, "fingerprint": fingerprint, "length": length, "digest": replay.digest[1].hex(),
         "steps": [s.fixed, s.whole, s.short, s.loose_before, s.loose_after, s.ends, s.last_ai],
         "edges": _edges_value(replay.edges),
-        "recent": [[point, _edges_value(edges), total] for point, edges, total in replay.recent],
+        "recent": [[point, _edges_value(edges)] for point, edges in replay.recent],
         "previous": [_edges_value(replay.previous[0]), replay.previous[1]],
         "calibration": [list(c.ratios), c.answers, c.ignored, replay.sent],
     }
@@ -689,16 +689,15 @@ def _resumed(value: Any, source: list[BaseMessage], budget: int, fingerprint: st
         if not len(whole) == len(short) == len(loose_before) or len(index.completed) < steps.total:
             return None
         steps.keys = {record.key for record in index.completed[: steps.total]}
-        recent = [(int(point), _edges_from(edges), int(total)) for point, edges, total in value["recent"]]
+        recent = [(int(point), _edges_from(edges)) for point, edges in value["recent"]]
         previous_edges, previous_total = value["previous"]
         ratios, answers, ignored, sent = value["calibration"]
         if not all(type(r) is float for r in ratios):
             return None
         calibration = replace(prior, ratios=tuple(ratios), answers=int(answers), ignored=int(ignored))
         return Replay(
-            history_key(source[:length]), budget, index, steps, _edges_from(value["edges"]), recent,
-            previous=(_edges_from(previous_edges), int(previous_total)), digest=(length, digest),
-            calibration=calibration, extra=extra, sent=int(sent),
+            history_key(source[:length]), budget, index, steps, _edges_from(value["edges"]), recent, digest=(length, digest),
+            calibration=calibration, extra=extra, sent=int(sent), previous=(_edges_from(previous_edges), int(previous_total)),
         )
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
@@ -884,8 +883,7 @@ def _compact(
     if max_tokens is not None and budget <= 0:
         raise _floor_error(source, costs, max(budget, 0), extra_tokens, max_tokens)
 
-    previous, prior = previous_length(source), calibration_for(model, source)
-    calibration = prior
+    calibration = prior = calibration_for(model, source)
     if max_tokens is None:  # by count alone
         index = index_tool_calls(source)
         total = index.total_outputs
@@ -904,7 +902,7 @@ def _compact(
     out, details, head = frozen_prompt(source, index, edges, total, previous_edges, settings)
     if details["boundary_moved"] or details["front_moved"]:
         # edges that moved over calls whose fate stays the same change nothing: say so only when bytes changed
-        before_history = source[:previous]
+        before_history = source[:previous_length(source)]
         prompt_before, _, head_before = frozen_prompt(before_history, index, *previous_state, (0, 0), settings)
         if max_tokens is not None:
             prompt_before = _under_ceiling(before_history, prompt_before, head_before, costs, budget, extra_tokens, max_tokens, settings)[0]
