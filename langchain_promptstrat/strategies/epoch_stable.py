@@ -526,7 +526,7 @@ def replay_history(
     done, start_index = replay.history.length, replay.index
     index = replay.index = start_index.extend(source)
     previous = previous_length(source)
-    if done == previous:  # a start past the previous call holds its state (their newest assistant message is the same)
+    if done == previous:  # the start is the previous call; a start past it holds that call's edges already
         replay.previous = (replay.edges, replay.steps.total)
     task = task_index(source)
     system = leading_system_count(source)
@@ -690,14 +690,13 @@ def _resumed(value: Any, source: list[BaseMessage], budget: int, fingerprint: st
             return None
         steps.keys = {record.key for record in index.completed[: steps.total]}
         recent = [(int(point), _edges_from(edges)) for point, edges in value["recent"]]
-        previous_edges, previous_total = value["previous"]
         ratios, answers, ignored, sent = value["calibration"]
         if not all(type(r) is float for r in ratios):
             return None
         calibration = replace(prior, ratios=tuple(ratios), answers=int(answers), ignored=int(ignored))
         return Replay(
             history_key(source[:length]), budget, index, steps, _edges_from(value["edges"]), recent, digest=(length, digest),
-            calibration=calibration, extra=extra, sent=int(sent), previous=(_edges_from(previous_edges), int(previous_total)),
+            calibration=calibration, extra=extra, sent=int(sent), previous=(_edges_from(value["previous"][0]), int(value["previous"][1])),
         )
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
