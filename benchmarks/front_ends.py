@@ -17,8 +17,9 @@ the peer is ``trim_messages`` with the same token counter and ceiling:
   and middleware are built again (a restart) and the next model call is made; the figure is
   the middleware's own time in that call (its wrap minus the model), median of ``--repeat``;
 * ``... with the carried replay``: the same, the checkpoint also holding the replay the
-  middleware's previous model call left in the state (as a thread it served holds it), so
-  the call resumes from it instead of replaying the history.
+  middleware's previous model call left in the state (computed on that call's history, the
+  messages before the newest assistant message, as a thread it served holds it), so the call
+  resumes from it instead of replaying the history.
 
 Each figure, ours and the peer's alike, is measured in a fresh interpreter (a cold row's in
 ``--repeat`` of them, the median shown), so neither finds what the other or an earlier
@@ -75,8 +76,9 @@ def middleware_after_restart(history: list[BaseMessage], ceiling: int, folder: P
     """Return the middleware's milliseconds in the first model call after a restart, on a SQLite checkpointer.
 
     ``carried``: the checkpoint also holds the replay the middleware's previous model call
-    left in the state (computed here by the middleware's own call path on the history
-    before the newest message), as a thread it has served holds it; else the history alone.
+    left in the state (computed here by the middleware's own call path on that call's
+    history, the messages before the newest assistant message), as a thread it has served
+    holds it; else the history alone.
     """
     import sqlite3
 
@@ -86,19 +88,19 @@ def middleware_after_restart(history: list[BaseMessage], ceiling: int, folder: P
     from langchain_promptstrat import PromptStrategyMiddleware
     from langchain_promptstrat.adapters.middleware import REPLAY_KEY
     from langchain_promptstrat.registry import prompt_for_model
-    from langchain_promptstrat.strategies.epoch_stable import CarriedReplay
+    from langchain_promptstrat.strategies.epoch_stable import CarriedReplay, previous_length
     from langchain_promptstrat.testing import ScriptedChatModel
 
     path, config = folder / "checkpoints.sqlite", {"configurable": {"thread_id": "t"}}
     stored: dict[str, Any] = {"messages": history[:-1]}
     if carried:
-        replay = CarriedReplay()
-        request = {"max_tokens": ceiling, "model": None, "tools": [], "system": [], "carried": replay}
-        prompt_for_model(resolve_strategies(None), history[:-1], request=request)
+        replay, served = CarriedReplay(), PromptStrategyMiddleware(max_tokens=ceiling)  # its request: the model, its read_back tool
+        request = {"max_tokens": ceiling, "model": ScriptedChatModel(["done"]), "tools": served.tools, "system": [], "carried": replay}
+        prompt_for_model(served.strategies, history[:previous_length(history)], request=request)
         stored[REPLAY_KEY] = replay.value
     with sqlite3.connect(path, check_same_thread=False) as conn:  # the run so far, stored as the agent stores it
         agent = create_agent(ScriptedChatModel(["done"]), [], checkpointer=SqliteSaver(conn), middleware=[PromptStrategyMiddleware()])
-        agent.update_state(config, stored)  # type: ignore[arg-type]
+        agent.update_state(config, stored, as_node="model")  # type: ignore[arg-type]  # as the model node: it writes private keys
     spent: list[float] = []
 
     class Timed(PromptStrategyMiddleware):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from langchain_promptstrat.messages.edits import (
     CountTokens, Fate, apply_fates, drop_tool_call, edit_ai_message, keep_prompt_floor, shorten_arguments, shorten_text, shorten_tool_call,
-    shorten_tool_output, shortens_arguments, with_handle,
+    shorten_lines, shorten_tool_output, shortens_arguments, with_handle,
 )
 from langchain_promptstrat.messages.pairs import (
     ToolPairViolation, check_tool_pairs, coerce_messages, find_tool_pair_violations, tool_arguments_problem,
@@ -33,7 +33,7 @@ __all__ = [
     "ToolPairViolation", "apply_fates", "call_block_id", "calls_named", "check_tool_pairs", "coerce_messages", "content_text",
     "drop_tool_call", "edit_ai_message", "find_tool_pair_violations", "handle_text", "index_tool_calls", "is_real_user_message",
     "keep_prompt_floor", "keep_read_backs_whole", "leading_system_count", "mark", "mark_of", "message_chars", "range_text",
-    "read_back", "recorded_calls", "repeat_key", "shorten_arguments", "shorten_text", "shorten_tool_call", "shorten_tool_output", "shortens_arguments",
+    "read_back", "recorded_calls", "repeat_key", "shorten_arguments", "shorten_lines", "shorten_text", "shorten_tool_call", "shorten_tool_output", "shortens_arguments",
     "split_steps", "split_turns", "task_index", "tool_arguments_problem", "tool_call_ids", "tool_results_as_tool_messages",
     "value_chars", "with_handle",
 ]

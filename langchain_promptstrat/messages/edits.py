@@ -30,7 +30,7 @@ from langchain_promptstrat.messages.recorded_calls import (
     parsed_json,
 )
 from langchain_promptstrat.messages.tool_index import ToolIndex
-from langchain_promptstrat.truncation import DEFAULT_ARGUMENT_SIZE, DEFAULT_OUTPUT_SIZE, shorten_string
+from langchain_promptstrat.truncation import DEFAULT_ARGUMENT_SIZE, DEFAULT_OUTPUT_SIZE, shorten_by_lines, shorten_string
 
 M = TypeVar("M", bound=BaseMessage)
 
@@ -209,6 +209,12 @@ def _short_text_block(block: Any, size: int) -> Any:
         short = shorten_string(block["text"], size)
         return block if short is block["text"] else {**block, "text": short}
     return block
+
+
+def shorten_lines(message: ToolMessage, size: int) -> ToolMessage:
+    """Return ``message`` (its content a string) with whole lines of its head and tail within ``size`` characters (:func:`shorten_by_lines`)."""
+    short = shorten_by_lines(message.content, size)  # type: ignore[arg-type]
+    return message if short is message.content else message.model_copy(update={"content": short})
 
 
 def shorten_tool_output(message: ToolMessage, count: CountTokens, size: int = DEFAULT_OUTPUT_SIZE, call: int | str | None = None) -> ToolMessage:

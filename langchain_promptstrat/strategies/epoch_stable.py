@@ -66,7 +66,7 @@ from langchain_promptstrat.ceiling import Ceiling, MaxTokens, check_max_tokens, 
 from langchain_promptstrat.errors import ContextWindowError
 from langchain_promptstrat.messages import (
     CountTokens, Fate, ToolCallRecord, ToolIndex, apply_fates, edit_ai_message, index_tool_calls, is_real_user_message, leading_system_count,
-    recorded_calls, shortens_arguments, shorten_text, shorten_tool_output, task_index, with_handle,
+    recorded_calls, shortens_arguments, shorten_lines, shorten_text, shorten_tool_output, task_index, with_handle,
 )
 from langchain_promptstrat.messages.history_memo import (
     EMPTY_HISTORY, Head, HistoryKey, IdentityMemo, ReplayMemo, call_points, chain_digest, describes, encode_head, history_key,
@@ -82,7 +82,6 @@ from langchain_promptstrat.strategies.tool_results import ToolResults
 from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.tokens import TokenCounter, as_token_counter, missing_call_id_tokens, tool_schema_tokens
 from langchain_promptstrat.tokens.usage import Calibration, calibration_for
-from langchain_promptstrat.truncation import shorten_by_lines
 
 STRATEGY_NAME = "shorten_tools_epoch_stable"
 
@@ -355,14 +354,8 @@ class ShortenedForm:
         """Return ``message``, the output of ``record``, shortened, ending with the handle that reads it back."""
         call = record.number + 1 if self.handles else None
         if self.read_chars > 0 and isinstance(message.content, str) and reads_a_file(record.name, record.args):
-            return with_handle(message, _whole_lines, self.read_chars, call, self.count)
+            return with_handle(message, shorten_lines, self.read_chars, call, self.count)
         return shorten_tool_output(message, self.count, call=call)
-
-
-def _whole_lines(message: ToolMessage, size: int) -> ToolMessage:
-    """Return ``message`` with whole lines of its head and tail within ``size`` characters (:func:`shorten_by_lines`)."""
-    short = shorten_by_lines(message.content, size)  # type: ignore[arg-type]  # a str: checked by the caller
-    return message if short is message.content else message.model_copy(update={"content": short})
 
 
 # ---- what the rule reads: each call's tokens, as prefix sums -------------------------------
@@ -505,12 +498,12 @@ class Replay:
     index: ToolIndex
     steps: StepCosts
     edges: Edges
-    recent: list[tuple[int, Edges, int]] = field(default_factory=list)
-    """``(call point, edges, outputs counted)`` after each of the last call points replayed."""
+    recent: list[tuple[int, Edges]] = field(default_factory=list)
+    """``(call point, edges)`` after each of the last call points replayed."""
     previous_edges: tuple[int, int] = (0, 0)
     """The compaction and drop edges of the previous model call's prompt (:func:`_edges_before`)."""
-    previous: tuple[Edges, int] | None = None
-    """The edges and outputs counted at the previous model call, when it is a recent call point."""
+    previous: tuple[Edges, int] = (Edges(), 0)
+    """The edges and outputs counted at the previous model call (the history before the newest assistant message)."""
     digest: tuple[int, bytes] | None = None
     """``(length, chain_digest)`` of the first ``length`` messages, once a front end carried this replay."""
     calibration: Calibration = Calibration()
@@ -543,8 +536,11 @@ def replay_history(
         replay = Replay(EMPTY_HISTORY, budget, ToolIndex(), StepCosts(), Edges(), calibration=calibration, extra=extra)
     else:
         replay = replace(start, steps=start.steps.copy(), recent=list(start.recent))
-    done = replay.history.length
-    index = replay.index = replay.index.extend(source)
+    done, start_index = replay.history.length, replay.index
+    index = replay.index = start_index.extend(source)
+    previous = previous_length(source)
+    if done == previous:  # the start is the previous call; a start past it holds that call's edges already
+        replay.previous = (replay.edges, replay.steps.total)
     task = task_index(source)
     system = leading_system_count(source)
     steps, edges = replay.steps, replay.edges
@@ -553,15 +549,19 @@ def replay_history(
     for point in call_points(source, after=done):
         if done:  # the answer to the previous call point
             calibration = calibration.observe(source[done], sent)
+        if done < previous < point:  # two assistant messages in a row: the previous call's history ends inside this step
+            before = steps.copy()
+            before.add(source, done, previous, start_index.extend(source[:previous]), costs, task, system, form)
+            replay.previous = advance(edges, before, calibration.budget(budget, extra), settings), before.total
         steps.add(source, done, point, index, costs, task, system, form)
         done = point
         edges = advance(edges, steps, calibration.budget(budget, extra), settings)
+        if point == previous:
+            replay.previous = edges, steps.total
         sent = steps.estimate(edges.compaction_edge, edges.drop_edge, edges.head) + extra
-        replay.recent = [*replay.recent[-(_RECENT_POINTS - 1):], (point, edges, steps.total)]
+        replay.recent = [*replay.recent[-(_RECENT_POINTS - 1):], (point, edges)]
     replay.edges, replay.calibration, replay.sent = edges, calibration, sent
-    previous = previous_length(source)
     replay.previous_edges = _edges_before(replay, previous)
-    replay.previous = next(((e, t) for point, e, t in reversed(replay.recent) if point == previous), None)
     replay.history = history_key(source, start.history if start is not None else None)
     return replay
 
@@ -589,7 +589,7 @@ def _edges_before(replay: Replay, previous: int) -> tuple[int, int]:
     Not simply the call point before the last: a user message right after tool outputs makes
     a call point where no model was called, and an edge that moved there changed the prompt too.
     """
-    for point, edges, _ in reversed(replay.recent):
+    for point, edges in reversed(replay.recent):
         if point <= previous:
             return edges.compaction_edge, edges.drop_edge
     if len(replay.recent) < _RECENT_POINTS:  # every point was kept: the previous call came before any
@@ -623,8 +623,8 @@ class CarriedReplay:
     value: dict[str, Any] | None = None
 
 
-CARRY_FORMAT = 1
-_CHECKED = ("format", "fingerprint", "length", "digest", "steps", "edges", "recent", "calibration")
+CARRY_FORMAT = 2
+_CHECKED = ("format", "fingerprint", "length", "digest", "steps", "edges", "recent", "previous", "calibration")
 
 
 def _fingerprint(settings: Settings, counter: CountTokens, budget: tuple[int, int, float]) -> str | None:
@@ -657,7 +657,8 @@ def _carried_value(replay: Replay, source: Sequence[BaseMessage], fingerprint: s
         "format": CARRY_FORMAT, "fingerprint": fingerprint, "length": length, "digest": replay.digest[1].hex(),
         "steps": [s.fixed, s.whole, s.short, s.loose_before, s.loose_after, s.ends, s.last_ai],
         "edges": _edges_value(replay.edges),
-        "recent": [[point, _edges_value(edges), total] for point, edges, total in replay.recent],
+        "recent": [[point, _edges_value(edges)] for point, edges in replay.recent],
+        "previous": [_edges_value(replay.previous[0]), replay.previous[1]],
         "calibration": [list(c.ratios), c.answers, c.ignored, replay.sent],
     }
     value["check"] = _check(value)
@@ -701,14 +702,14 @@ def _resumed(value: Any, source: list[BaseMessage], budget: int, fingerprint: st
         if not len(whole) == len(short) == len(loose_before) or len(index.completed) < steps.total:
             return None
         steps.keys = {record.key for record in index.completed[: steps.total]}
-        recent = [(int(point), _edges_from(edges), int(total)) for point, edges, total in value["recent"]]
+        recent = [(int(point), _edges_from(edges)) for point, edges in value["recent"]]
         ratios, answers, ignored, sent = value["calibration"]
         if not all(type(r) is float for r in ratios):
             return None
         calibration = replace(prior, ratios=tuple(ratios), answers=int(answers), ignored=int(ignored))
         return Replay(
             history_key(source[:length]), budget, index, steps, _edges_from(value["edges"]), recent, digest=(length, digest),
-            calibration=calibration, extra=extra, sent=int(sent),
+            calibration=calibration, extra=extra, sent=int(sent), previous=(_edges_from(value["previous"][0]), int(value["previous"][1])),
         )
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
@@ -895,8 +896,7 @@ def _compact(
     if max_tokens is not None and budget <= 0:
         raise _floor_error(source, costs, max(budget, 0), extra_tokens, max_tokens)
 
-    previous, base, prior = previous_length(source), budget, calibration_for(model, source)
-    calibration = prior
+    calibration = prior = calibration_for(model, source)
     if max_tokens is None:  # by count alone
         index = index_tool_calls(source)
         total = index.total_outputs
@@ -905,7 +905,7 @@ def _compact(
         before_total = previous_total(source, total)
         before = stable_boundary(before_total, settings) if state is not None else None
         previous_edges = (before.compaction_edge, before.drop_edge) if before is not None else (0, 0)
-        previous_state: tuple[Edges, int] | None = (count_edges(before), before_total)
+        previous_state = (count_edges(before), before_total)
     else:
         replay = _replay(source, budget, settings, costs, memo, prior, extra_tokens, carried)
         index, edges, total, previous_edges = replay.index, replay.edges, replay.steps.total, replay.previous_edges
@@ -915,10 +915,7 @@ def _compact(
     out, details, head = frozen_prompt(source, index, edges, total, previous_edges, settings, counter)
     if details["boundary_moved"] or details["front_moved"]:
         # edges that moved over calls whose fate stays the same change nothing: say so only when bytes changed
-        before_history = source[:previous]
-        if previous_state is None:  # the previous call's history is no call point of this one: replay it
-            replay_before = _replay(before_history, base, settings, costs, memo, prior, extra_tokens)
-            previous_state = replay_before.edges, replay_before.steps.total
+        before_history = source[:previous_length(source)]
         prompt_before, _, head_before = frozen_prompt(before_history, index, *previous_state, (0, 0), settings, counter)
         if max_tokens is not None:
             prompt_before = _under_ceiling(before_history, prompt_before, head_before, costs, budget, extra_tokens, max_tokens, settings)[0]
@@ -963,7 +960,7 @@ def _under_ceiling(
             if tokens <= budget:
                 break
             handle = out[i].tool_call_id if settings.read_back_handles else None  # type: ignore[attr-defined]
-            short = shorten_tool_output(out[i], costs, call=handle)  # type: ignore[arg-type]
+            short = shorten_tool_output(out[i], costs.counter, call=handle)  # type: ignore[arg-type]
             tokens += costs.whole(short) - costs.whole(out[i])
             out[i] = short
         how += "+shortened_outputs"

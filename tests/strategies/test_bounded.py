@@ -162,6 +162,31 @@ class TestPureFunctionOfTheHistory:
             previous = result.messages
         assert 2 <= changes <= 40  # events are rare: a 200-call run makes about 130 model calls
 
+    def test_after_a_text_only_answer_the_report_compares_with_the_previous_calls_prompt(self) -> None:
+        """Where the previous call's history ends in two assistant messages, prefix_change is None exactly when that call's prompt opens this one.
+
+        The model sometimes answers with text only and is called again, so the previous call's
+        history is no call point of this one; the report must still describe the change a
+        provider's cache sees, on a strategy object that has seen the conversation and on a new one.
+        """
+        history: list[BaseMessage] = []
+        for m in list(iter_agent_run(200, seed=8))[-1]:
+            if isinstance(m, AIMessage) and m.tool_calls:
+                history.append(AIMessage(f"Next I look at step {len(history)}."))
+            history.append(m)
+        points = [i for i, m in enumerate(history) if isinstance(m, AIMessage)]  # before each assistant message: a model call
+        strategy, sent, compared = bounded(12_000), {}, 0
+        for before, at in zip(points, points[1:]):
+            result = strategy.compact(history[:at])
+            sent[at], d = result.messages, result.report.details
+            if before in sent:
+                previous = sent[before]
+                assert (result.messages[: len(previous)] == previous) == (d["prefix_change"] is None), (at, d)
+                compared += isinstance(history[before - 1], AIMessage) and (d["boundary_moved"] or d["front_moved"])
+            if at % 7 == 0:  # a new object, which has seen nothing of the conversation, reports the same
+                assert bounded(12_000).compact(history[:at]).report.as_dict() == result.report.as_dict()
+        assert compared >= 2  # edges moved at calls whose previous history is no call point
+
 
 class TestKeptHead:
     def test_drops_after_the_first_remove_steps_behind_the_head_so_its_bytes_never_change(self) -> None:

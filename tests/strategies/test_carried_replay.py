@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import BaseMessage, HumanMessage, messages_from_dict, messages_to_dict
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, messages_from_dict, messages_to_dict
 
 import langchain_promptstrat.strategies.epoch_stable as epoch_stable
 from langchain_promptstrat.strategies.epoch_stable import CarriedReplay, ShortenToolsEpochStable
@@ -115,6 +115,35 @@ def test_a_history_edited_behind_the_carried_value_is_replayed_from_the_first_me
     assert same(result, compact(edited))
 
 
+def with_text_only_answers(history: list[BaseMessage]) -> list[BaseMessage]:
+    """Return ``history`` with a text-only answer before each step: the model called again after it, two assistant messages in a row."""
+    out: list[BaseMessage] = []
+    for m in history:
+        if m.type == "ai" and getattr(m, "tool_calls", None):
+            out.append(AIMessage(f"Next I look at step {len(out)}. " + "I weigh what I saw. " * 40))
+        out.append(m)
+    return out
+
+
+def test_a_value_carried_past_a_text_only_answer_resumes_a_retry_to_the_bytes_of_a_full_replay() -> None:
+    """A call sent again with a user message added resumes from the value its first try left, whose previous call ended in two assistant messages.
+
+    The value holds the previous call's edges, which the report compares against: a resumed
+    call must not report another prefix change than a replay from the first message.
+    """
+    history = with_text_only_answers(RUN[-1])
+    ends = [i for i, m in enumerate(history) if m.type == "ai" and i and history[i - 1].type == "tool"]  # before a text-only answer
+    moved = 0
+    for at in ends[len(ends) // 3 :: 3]:
+        carried = CarriedReplay()
+        compact(history[:at], carried)
+        retry = [*history[:at], HumanMessage("Also check the logs.")]
+        result = compact(retry, CarriedReplay(as_stored(carried.value)))
+        assert same(result, compact(retry))
+        moved += bool(result.report.details["boundary_moved"] or result.report.details["front_moved"])
+    assert moved  # calls whose report compares with the previous call's edges
+
+
 @pytest.mark.parametrize("change", [{"max_tokens": CEILING + 1_000}, {"epoch_size": 40}, {"read_output_chars": 0}])
 def test_a_value_computed_under_another_ceiling_or_setting_is_not_resumed(change: dict[str, Any], rule_steps: list[int]) -> None:
     """The value names the budget, settings, counter and package version it was computed with."""
@@ -141,7 +170,7 @@ def test_a_garbage_carried_value_is_ignored_without_an_exception(garbage: Any) -
 
 
 @settings(max_examples=40, deadline=None)
-@given(field=st.sampled_from(["length", "digest", "steps", "edges", "recent", "fingerprint", "format", "check"]), junk=json_values)
+@given(field=st.sampled_from(["length", "digest", "steps", "edges", "recent", "previous", "fingerprint", "format", "check"]), junk=json_values)
 def test_a_carried_value_with_one_field_spoiled_is_never_trusted(field: str, junk: Any) -> None:
     """A real value with any one field replaced gives the full replay's result, or the same bytes when the field did not matter."""
     carried = CarriedReplay()
