@@ -20,6 +20,10 @@ beside the repository (``--into`` elsewhere):
 
     python benchmarks/get_realruns.py && python benchmarks/recall.py
     python benchmarks/get_realruns.py --source file:///srv/mirror --into /tmp/realruns   # a local copy: REPO/COMMIT/PATH
+    python benchmarks/get_realruns.py --held-out && PROMPTSTRAT_REALRUNS=../shared/heldout python benchmarks/provider_ceiling.py
+
+``--held-out`` writes, instead, 99 DeepSeek chat runs (native tool calls, usage per call) that no
+figure or constant of the package was measured on, for the held-out check of the ceiling.
 
 Bad input (an unreachable source, a file whose sha256 differs) is one line and exit 2; a file is
 written whole (renamed into place) or not at all.
@@ -112,6 +116,112 @@ SOURCES: dict[str, tuple[str, str, str, str]] = {  # file written: (repository, 
         "results/live-gpt-5-mini-verified/astropy__astropy-13453/astropy__astropy-13453.traj.json",
         "837aa0408015586d7d01f61b0caac8b893fdd78a49ec40c078fdf331b2a92536"),
 }
+DEEPSEEK, DEEPSEEK_COMMIT, DEEPSEEK_SET = "SWE-agent/mini-swe-agent", "ec0e8e849fea5b1619deb1753007201000904672", "deepseek_chat_test_1-100"
+DEEPSEEK_RUNS = {  # SWE-bench instance: sha256 of output/{DEEPSEEK_SET}/INSTANCE/INSTANCE.traj.json (the 100th, django__django-13220, is left out)
+    "astropy__astropy-12907": "bb500d13c801ce9d4954440a4e0f3e26b95b34e81349231f7df74cb6c5e1f377",
+    "astropy__astropy-14182": "b4473b0d4633cd054e3f6ea3966af2917416f38978c2cd980b61a1031dffb723",
+    "astropy__astropy-14365": "1cabf44182882b88b9e46ee0ee791d883f66f71e6aa63d783540b01edb2e2102",
+    "astropy__astropy-14995": "fd145548fa420a67eb9f1d6beff7008e71dca304f0b8d4ce0707d469ec351514",
+    "astropy__astropy-6938": "d616c7fb84fb8b16d0cd9a3b8db628bd1b1cc09b130277a07ab6eb8664dcfcbf",
+    "astropy__astropy-7746": "303dee0a4b2c3ee7973e75de10c0e5dec03fc08474ad4ccdccdee3e9b3affe05",
+    "django__django-10914": "980e1c9cd8cfd207ecc4b5eff329e8485198b7b70b419889b875a7c81f973fe5",
+    "django__django-10924": "4596cfe0053c5a2026415703ce897ebd5d5f74bfc7db949731785ef66992a1ca",
+    "django__django-11001": "dac1e78240df474c6303efe27ce6e80dcbcc88d5d39a8bbacc9d08ebec5c61df",
+    "django__django-11019": "8491b5465fac84fbf8c9d55074ff24a57b76649a97d0cd6451273afb14154047",
+    "django__django-11039": "6cd0691736440af9aa8e9679eec563fefbef0affb2840178adc8da4d411bc66b",
+    "django__django-11049": "4f1fc8c8445127b44d3e4ac50ef10e33977c29695f3baad5ab95e054d5bd7876",
+    "django__django-11099": "8f2dfe277209fda47f0f5698dd8f91e67ad791b3ce7cea24fba7f0965e234c52",
+    "django__django-11133": "980dc7d6ab8f5856ffee9168a8f0254b4b7ecf95fb40527281e32010a900624f",
+    "django__django-11179": "8a35c10f414dfd3b87959536174084815459f4d870d0174d4950318e8b383f73",
+    "django__django-11283": "bc197c22315ac15ddf30c4313d3f597dcd4aab104debe801ae3f7e5243d65e14",
+    "django__django-11422": "6a1d0fb2f9e9034c818682570115c1d7357ac0f07b605672762fbd06ccbf5131",
+    "django__django-11564": "280ec064cf63e75a522122936e2b7e6c69cbf825c09f9366964c55cd1674277e",
+    "django__django-11583": "0322c81e3a72f701d313a2293d48bfbee4edc1d6d7161c32cd6d46897bd68943",
+    "django__django-11620": "659dcc9fad3ee25c84a949496544fbed57e2acaf5634d277d0e58ada52ebe5fc",
+    "django__django-11630": "fd4488cde9d714d33322cd0c78ed9c92080f029cf397b83c5397cc41b7eb91ab",
+    "django__django-11742": "7299b9e321ba9d0e905ae54facceb88c137f7dddaf36101912091e3485628b91",
+    "django__django-11797": "68827936ea940ad029e68248149c6f9f19ca1afb361d5100a0b459a2958307b5",
+    "django__django-11815": "cf5a9cdc9927dd2f4f8610df390671c77b326cd40ee36a1a99db62a993ec0c4d",
+    "django__django-11848": "928a4fc99dfaa3128248b57f28473a5c4dff1a266c08359a296b100f4b43825b",
+    "django__django-11905": "7babb3eea51985c9aed655d8d301b69057ffe0cc64647ae1676bc996b6dd7c20",
+    "django__django-11910": "f7629c4a75f315f8e57ef83f7d1e31e366d809bcc3d6a839e07d0217f412db8d",
+    "django__django-11964": "4fef877adeca2c6f08a76c8cca2beb0ebd54ef5b096a84588b14b38de8ade3f7",
+    "django__django-11999": "7da5dd5b6690a79be525d42d6673b2e5a6c3f60362f89328a3604e4c391b3e38",
+    "django__django-12113": "88284420cc3b10dbe8fad06be285c2738ac07d9f6fb362471e2c500095ace6e5",
+    "django__django-12125": "497b9b0feb3b25878c3768b77510e5446a757987a3302717fb9a2eec4dc25d60",
+    "django__django-12184": "32a7004e9049f66172fe630b2bcfba66d52239ef8564402944ce75e61ccb2d39",
+    "django__django-12284": "4ff758eb750bd81ff529067645b7be5bc454004b705d3a086c349dae36adf153",
+    "django__django-12286": "b681b19a05129278026457de53a821c536a1b8460885a3e9a9ccf22bd4ebd606",
+    "django__django-12308": "89fd6f2273c6c3c0d9d707301b6588e4d6236a4432da51435f2d47ab72c12b78",
+    "django__django-12453": "0a2c35846060026c92c4210c6ab8a40638acd4f1f8874d77b0857cba22cb81cb",
+    "django__django-12470": "6eba32f5040344e559e2f732068e978f60b2b71b11a255e03af41efe41fbd7b7",
+    "django__django-12497": "3a767d4b42d90698a6d1ef8ce906e4153e76e5dbaa784feecc00c7079eb5cb38",
+    "django__django-12589": "b4bc62c3c8e855cdd6a7a8e10efc023ea4509b0e619edd7b223732543e383d7f",
+    "django__django-12700": "c58d625a6c74940260e15cb974de5cc6637c9f4275c25f2bf69416ff85cae80e",
+    "django__django-12708": "bf63126c656db3fe3ad40e372d98deb519541df010e91a1db40d45fd103f129f",
+    "django__django-12747": "b02bdd446520712678c18a3e9763fd0f8e69227f9699031bf5041f5166c5c9c9",
+    "django__django-12856": "18d17a7cb73ec3c9b3339c229756ee04354428a00f6576ab82ea59b6568ba6d9",
+    "django__django-12908": "462977e2000d862f3ade80017e237a3587229db8d4a7f5c2e848d74bda85b2a3",
+    "django__django-12915": "f52e5dbfd4f4a140b70dd740b140e660a5646aa02e69ac381a8fad5202a0280b",
+    "django__django-12983": "f672e5cef982e10b638686586e66f80604bcfd7f8110de814b29c8feb800c228",
+    "django__django-13028": "957a3c6ad515567907bf50afd7875c0b742a12e7a75b61140ce8beb9cd337fb9",
+    "django__django-13033": "bd215fece39ae88650c1fa831684087ba0d786d515421c4497e55c025640c474",
+    "django__django-13158": "4f68cbbbed362ea2fe4b7cc6bb90cdf6e5cbfc0b0226ba286f549589f93d8765",
+    "django__django-13230": "1ab319e66874510a8cf74c71e002e49a649dc90a0c2e8f26771a8ab4e2ba7b4e",
+    "django__django-13265": "166d3931a10eb56d538024c3f0ee2f30e74e87c8899358155e077d71fcffd447",
+    "django__django-13315": "113238fa814660e1cbbdf106b62a90e41648b79f19bcfdee41566f2c67200847",
+    "django__django-13321": "71169ca21982c188453636dfdfb7eebe2aa43374a29dcee1e4ebdfbdc30dd5cb",
+    "django__django-13401": "a1311e8666c9615657fdfd369399a2221ee3eac7d1a12a4e08e2979ec55de163",
+    "django__django-13447": "955846b5c323ea268237609e2bad3b0a269be5ffb95f2b406cff0155890d3518",
+    "django__django-13448": "197cb227fc92cbd7a97c0730e1301692dec5a98df40ffd30fc54fa17a57fbe51",
+    "django__django-13551": "1db1332b515e2f38317da64e25b4d4c2db48a4f749fe29dbf08915da57386dd9",
+    "django__django-13590": "1082bd76bddc3347675dd408536ec3c295a54918d516d950db1f8b5ec3542e9a",
+    "django__django-13658": "8638b358911c7a4f0cc9d91c9afdc11134f8dd990a7c505f9f045b2e37c62c85",
+    "django__django-13660": "4de3f532d7ca661c269ad96dc3b1b3ede35e3846ba991c59a0c321fe991bd743",
+    "django__django-13710": "9d642ba4239adf5250fc3de707987c0eb0970debd901a8f019226909bcb585e6",
+    "django__django-13757": "813984de3c046dfe0b673cb1937617955a2094436be8cc59be615b8cf6b8ca2d",
+    "django__django-13768": "c9e5f8c4b2b639ce411607432b8c3291e1d3409ecc2ca275ba61ad7dfa466970",
+    "django__django-13925": "c052ce879b414874f21836574c762918ea6510d3b704a8de24d6e81cf0fabca5",
+    "django__django-13933": "84f0916278065372e6a0e51ace572bdd1ce37fea862f17cea3e32420922952f2",
+    "django__django-13964": "16ead48f648c25888dce2879452e1e28f9cc65d21b505076e70ca8f482c97cff",
+    "django__django-14016": "f4435a0a7f5a0fa7de91aab7abd70f336c1ddd4506cfe3350586e6c12e2252a0",
+    "django__django-14017": "612fcfa6168f212361c7443ccc05cba50a137e5796559a6091734d1456ebd1fa",
+    "django__django-14155": "59e5fc5037e4c55252b061ef11fadbf0a82ca2df1b8952a535e5efa9a29bdbf5",
+    "django__django-14238": "6ecdecd5b79474404c3466d0e6e752f5ee5a520fdff6392bbfe0ae28161d3640",
+    "django__django-14382": "c2271de8663ba3718c4061a799d2c46783612a9bb7c022c8aa97369570ae750d",
+    "django__django-14411": "5c301d22038aff6779b0c1c9a0a8b6415a16ca6c766fe6be8a3a5db1ce574f96",
+    "django__django-14534": "11f7d374238b711e38770fab6d758c9e8aae88012a0427247956c8e9d1c23e32",
+    "django__django-14580": "944cb3dc3ec51b9b1f38c5e34614521d2e654221f919bb5ca15e8313bc1b520a",
+    "django__django-14608": "a4f2ba1b97c629b806e883250078df3f94179ad3e373b8ee091414093d35030e",
+    "django__django-14667": "d1ee5c37489b56c8323f766f90e2ba70746c97ccd355b0bf0fe4c12c31268024",
+    "django__django-14672": "a6bb207a37a273dd96fb4db5fa0a12a59b5fe79c8cd058aa6da81565c20b4215",
+    "django__django-14730": "6b26a2234ebcfeb184172363d4d680c6e672f615d4a60e01195fc24e156e8e39",
+    "django__django-14752": "8691f5e2fefcaaadf82b8d8b1e6134f0d7e420015d6e009dd048f98e1c267fd1",
+    "django__django-14787": "53555b60611bc65e846ff617020f490b10c77efe06a3104e96ce10eb1590de61",
+    "django__django-14855": "4d10213b864ccecb702d7c8ac51f452d0c9dea0d0f5f07696e28a7565c322cdb",
+    "django__django-14915": "68183ed3ad1e71aee530bdd04c9dbec77ea9f729c6a47056560c72547aa63d4d",
+    "django__django-14997": "2152644490fb1031c5ef1b087797d16317a59be739e767fb9da9ae0cf4dab462",
+    "django__django-14999": "1a37b06903a150e8d1848294eb113ede402b8de2ae23943dfba0f962b1e01bf0",
+    "django__django-15061": "38161cfa52c4add7121f679c0ea558f4c2be249ad8b31b96e955af714ba36d64",
+    "django__django-15202": "9070b0a10cae7e7d361f6139fe0d66b7db524c447e805ba775180eca3206c502",
+    "django__django-15213": "a9a2d938cf226fae6ee3110bd1436b4e9916a3bccf6222720cab2383c1ff53cd",
+    "django__django-15252": "d2ad7fb7a841323e1bf23e1a9ee1693b29c711987f36d98be372a92b22389291",
+    "django__django-15320": "2e79d61563f0f28b5ba7f56382ce73aec5bee1040f91a739fb63b6bb26675685",
+    "django__django-15347": "2d4228a46d294bf5d93f2fe9f5286c076fb2cfc062c518dbb460bbc16b15e519",
+    "django__django-15388": "8134eef8e451d01a6080c90dbc80a1fc6dae8ccaaa4fbb19eceae27f410b57ac",
+    "django__django-15400": "c15ac2aca4a3277cf130ae2510b3f927d4aa9a0986b3022554f6f66699971417",
+    "django__django-15498": "758941145391db3a335fce14ce547ca749cfc8b88c12d9e00b66eb19ce39a558",
+    "django__django-15695": "53f59867a65a971c7b432f86aef59f4ea512c2776c48936e88104a0966a17652",
+    "django__django-15738": "c830d28d832224eccbee60f9c5fc60e8b635a3ff60019dc632dfd5dd9271c3cb",
+    "django__django-15781": "bff6f39130e822de8ce3b18908a843ce8d081890f21bddc51e941fce3e1cb4ab",
+    "django__django-15789": "11e7167b774c02a537777d984e1d09fa0269a18ae968ee0aa575027b80c973a6",
+    "django__django-15790": "a342112e8fbceb3a78c64088e47b7fc927aa19bfbf2e66703b4b4f6f64588a9f",
+    "django__django-15814": "a1462b0667c73100b8faa393524fe4d0e5b62c5a17fa98b84d0b44dcbc3366fc",
+}
+HELD_OUT: dict[str, tuple[str, str, str, str]] = {  # --held-out: DeepSeek chat runs, checked against nothing else measured here
+    f"converted/deepseek__{DEEPSEEK_SET}__{run}.jsonl": (DEEPSEEK, DEEPSEEK_COMMIT, f"output/{DEEPSEEK_SET}/{run}/{run}.traj.json", sha256)
+    for run, sha256 in DEEPSEEK_RUNS.items()
+}
 BASH = re.compile(r"```bash\s*\n(.*?)\n```", re.S)
 """A command in mini-swe-agent's text format."""
 
@@ -174,10 +284,14 @@ def fetch(url: str, sha256: str) -> bytes:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--source", default=SOURCE, help=f"where REPOSITORY/COMMIT/PATH is read (default: {SOURCE})")
-    parser.add_argument("--into", type=Path, default=INTO, help=f"folder to write converted/ and raw/ in (default: {INTO})")
+    parser.add_argument("--into", type=Path, help=f"folder to write converted/ and raw/ in (default: {INTO}; with --held-out, heldout beside it)")
+    parser.add_argument("--held-out", action="store_true", help=f"instead, the {len(HELD_OUT)} DeepSeek chat runs of {DEEPSEEK}@{DEEPSEEK_COMMIT[:8]} "
+                        f"output/{DEEPSEEK_SET}, the held-out check of docs/performance.md")
     args = parser.parse_args(argv)
+    sources = HELD_OUT if args.held_out else SOURCES
+    args.into = args.into or (INTO.parent / "heldout" if args.held_out else INTO)
     fetched: dict[str, bytes] = {}
-    for name, (repo, commit, path, sha256) in SOURCES.items():
+    for name, (repo, commit, path, sha256) in sources.items():
         url = f"{args.source.rstrip('/')}/{repo}/{commit}/{path}"
         try:
             data = fetched[url] = fetched.get(url) or fetch(url, sha256)
@@ -190,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
             write(args.into / "usage" / Path(name).with_suffix(".usage.json").name, json.dumps(usage(trajectory)).encode())
         write(args.into / name, data)
         print(f"{name} ({len(data):,} bytes)")
-    print(f"{len(SOURCES)} files in {args.into}, and usage/ beside converted/")
+    print(f"{len(sources)} files in {args.into}, and usage/ beside converted/")
     return 0
 
 

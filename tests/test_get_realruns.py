@@ -117,3 +117,15 @@ def test_the_text_format_becomes_tool_calls_and_the_exit_the_pending_calls_outpu
         {"role": "assistant", "content": "Done.", "tool_calls": call(2, "echo SUBMIT")},
         {"role": "tool", "tool_call_id": "call_0002", "content": "the diff"},
     ]
+
+
+def test_held_out_fetches_the_pinned_deepseek_runs_instead_and_refuses_a_missing_one_in_one_line(
+    mirror: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--held-out` reads the DeepSeek pins, not the shared runs' (a copy holding only those is no source for it): exit 2,
+    one line naming the first held-out file, nothing written."""
+    assert get_realruns.main(["--held-out", "--source", mirror.as_uri(), "--into", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    first = next(iter(get_realruns.HELD_OUT))
+    assert err.count("\n") == 1 and err.startswith(f"get_realruns: {first}: ") and first.startswith("converted/deepseek__")
+    assert not (tmp_path / "out").exists()
