@@ -211,6 +211,12 @@ class TestProviderBill:
             out, err = capsys.readouterr()
             assert out == "" and err.count("\n") == 1 and err.startswith("promptstrat: error: ") and said in err
 
+    def test_a_replay_without_a_none_row_bills_by_the_package_and_adds_no_bill_note(self, tmp_path):
+        """Usage beside a transcript, strategies without none and the package's bill: the rows are the package's count, no note."""
+        path = write_run(tmp_path, usage=[{"prompt_tokens": 14, "cached_tokens": 0}, {"prompt_tokens": 30, "cached_tokens": 7}])
+        result = simulate_files([path], [last_only], token_counter=chars, progress=False)
+        assert [r.name for r in result.runs] == ["last_only"] and not any("provider's bill" in n for n in result.notes)
+
     def test_a_usage_file_that_does_not_match_the_answers_is_a_note_not_a_bill(self, tmp_path):
         path = write_run(tmp_path, usage=[{"prompt_tokens": 14, "cached_tokens": 0}])
         result = simulate_files([path], ["none"], token_counter=chars, progress=False)
