@@ -119,6 +119,9 @@ def edit_ai_message(
     shorten, drop = set(shorten) - set(drop), set(drop)
     if count is not None and shorten:
         whole = count([message])
+        if len(shorten) == 1 and not drop:  # the one call's check is the message's
+            edited = edit_ai_message(message, shorten=shorten, argument_size=argument_size, handles=handles)
+            return edited if edited is not None and count([edited]) < whole else message
         shorten = {c for c in shorten if count([edit_ai_message(message, shorten=[c], argument_size=argument_size, handles=handles)]) < whole}  # type: ignore[list-item]
     if not shorten and not drop:
         return message
