@@ -148,6 +148,20 @@ def test_the_middleware_without_the_tool_turns_handles_off_for_the_strategies_it
     assert "read_back" in json.dumps([m.model_dump() for m in prepare_prompt(_run(160), ["dedupe_outputs", given])], default=str)
 
 
+def test_a_strategy_the_middleware_turns_handles_off_for_remembers_nothing_computed_with_them_on() -> None:
+    """A strategy object already used with handles on, given to ``read_back=False``: its copy sends exactly what a new
+    object with handles off sends, prompt and report, call after call (the copy does not share the object's memos)."""
+    history = _run(200)
+    given = ShortenToolsEpochStable(max_tokens=12_000)
+    for n in range(130, len(history), 7):
+        given.compact(history[:n])
+    (copied,) = PromptStrategyMiddleware([given], read_back=False).strategies
+    fresh = ShortenToolsEpochStable(max_tokens=12_000, settings=Settings(read_back_handles=False))
+    for n in range(130, len(history), 5):
+        sent, expected = copied.compact(history[:n]), fresh.compact(history[:n])
+        assert (sent.messages, sent.report.as_dict()) == (expected.messages, expected.report.as_dict()), n
+
+
 @pytest.mark.parametrize(
     "content",
     ["plain text\nwith lines", [{"type": "text", "text": "a block"}, {"type": "image", "url": "http://x/y.png"}]],

@@ -8,7 +8,6 @@ the one apply path, and carries the default's replay in the state.
 from __future__ import annotations
 
 import copy
-
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, Final, Literal, Optional, cast

@@ -1050,6 +1050,13 @@ class ShortenToolsEpochStable(PromptStrategy):
         self._memo: ReplayMemo[Replay] = ReplayMemo(8)
         self._costs = Costs(self.token_counter)
 
+    def __copy__(self) -> ShortenToolsEpochStable:
+        """Return a copy with memos of its own: a copy may be given other settings, and what these remember was computed with these."""
+        copied = object.__new__(type(self))
+        copied.__dict__.update(self.__dict__)
+        copied._memo, copied._costs = ReplayMemo(8), Costs(self.token_counter)
+        return copied
+
     def ceiling(self, model: Any = None) -> Ceiling:
         """Return the ceiling for a call to ``model`` (default: this strategy's model) and where it came from."""
         return resolve_ceiling(self.max_tokens, model=model if model is not None else self.model, settings=self.settings)
