@@ -1053,7 +1053,7 @@ class ShortenToolsEpochStable(PromptStrategy):
     def __copy__(self) -> ShortenToolsEpochStable:
         """Return a copy with memos of its own: a copy may be given other settings, and what these remember was computed with these."""
         copied = object.__new__(type(self))
-        copied.__dict__.update(self.__dict__)
+        vars(copied).update(vars(self))
         copied._memo, copied._costs = ReplayMemo(8), Costs(self.token_counter)
         return copied
 
