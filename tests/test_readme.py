@@ -33,9 +33,10 @@ class TestReadme:
         assert blocks[0].startswith("pip install . && promptstrat simulate")
         assert any(b.endswith("python -m pytest") for b in blocks)
 
-    def test_quickstart_runs_and_keeps_pairs_intact(self):
-        """The first python block of the README runs as written and prints 'pairs intact'."""
+    def test_quickstart_runs_and_prints_what_its_comment_says(self):
+        """The first python block of the README runs as written and prints exactly the line its last comment shows ('... pairs intact')."""
         code = re.findall(r"```python\n(.*?)```", README, flags=re.S)[0]
+        promised = code.rstrip().rsplit("# ", 1)[1]
         result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
         assert result.returncode == 0, result.stderr
-        assert "pairs intact" in result.stdout
+        assert promised.endswith("pairs intact") and result.stdout == promised + "\n"
