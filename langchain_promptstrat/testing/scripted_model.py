@@ -73,31 +73,33 @@ def _normalize_step(step: Any, counter: list[int], prefix: str = "") -> _Step:
         return step  # a function of the prompt: normalized when it is called
     if isinstance(step, str):
         return AIMessage(content=step)
-    if isinstance(step, AIMessage):
-        if not step.tool_calls or all(tc.get("id") for tc in step.tool_calls):
-            counter[0] += len(step.tool_calls)
-            return step
-        calls = []
-        for tc in step.tool_calls:
-            counter[0] += 1
-            calls.append({**tc, "id": tc.get("id") or _numbered("call", prefix, counter[0])})
-        return step.model_copy(update={"tool_calls": calls})
     if isinstance(step, dict):
-        unknown = set(step) - {"tool_calls", "content", "id"}
-        if unknown:
-            raise ConfigError(f"script step has unknown keys {sorted(unknown)}; expected 'tool_calls', 'content', 'id'")
-        calls = []
-        for spec in step.get("tool_calls") or []:
-            if not isinstance(spec, dict) or "name" not in spec:
-                raise ConfigError(f"tool call spec needs a 'name': {spec!r}")
-            extra = set(spec) - {"name", "args", "id"}
-            if extra:
-                raise ConfigError(f"tool call spec has unknown keys {sorted(extra)}")
-            counter[0] += 1
-            call_id = spec.get("id") or _numbered("call", prefix, counter[0])
-            calls.append({"name": spec["name"], "args": dict(spec.get("args") or {}), "id": call_id, "type": "tool_call"})
-        return AIMessage(content=step.get("content", ""), tool_calls=calls, id=step.get("id"))
-    raise ConfigError(f"a script step must be an AIMessage, a str, a {{'tool_calls': [...]}} dict or an exception, got {type(step).__name__}")
+        step = _message_of(step)
+    if not isinstance(step, AIMessage):
+        raise ConfigError(
+            f"a script step must be an AIMessage, a str, a {{'tool_calls': [...]}} dict or an exception, got {type(step).__name__}"
+        )
+    calls = []
+    for tc in step.tool_calls:
+        counter[0] += 1
+        calls.append({**tc, "id": tc.get("id") or _numbered("call", prefix, counter[0])})
+    return step if calls == step.tool_calls else step.model_copy(update={"tool_calls": calls})
+
+
+def _message_of(step: dict[str, Any]) -> AIMessage:
+    """Return the AIMessage a ``{"tool_calls": [{"name", "args", "id"?}], "content"?, "id"?}`` step stands for."""
+    unknown = set(step) - {"tool_calls", "content", "id"}
+    if unknown:
+        raise ConfigError(f"script step has unknown keys {sorted(unknown)}; expected 'tool_calls', 'content', 'id'")
+    calls = []
+    for spec in step.get("tool_calls") or []:
+        if not isinstance(spec, dict) or "name" not in spec:
+            raise ConfigError(f"tool call spec needs a 'name': {spec!r}")
+        extra = set(spec) - {"name", "args", "id"}
+        if extra:
+            raise ConfigError(f"tool call spec has unknown keys {sorted(extra)}")
+        calls.append({"name": spec["name"], "args": dict(spec.get("args") or {}), "id": spec.get("id"), "type": "tool_call"})
+    return AIMessage(content=step.get("content", ""), tool_calls=calls, id=step.get("id"))
 
 
 class ScriptedChatModel(BaseChatModel):
