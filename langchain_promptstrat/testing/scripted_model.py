@@ -7,7 +7,6 @@ step that is a function, on its prompt), so a run replays identically.
 
 from __future__ import annotations
 
-import copy
 import random
 import threading
 import uuid
@@ -57,10 +56,6 @@ def _run_thread_id(run_manager: CallbackManagerForLLMRun | AsyncCallbackManagerF
     if thread is None and run_manager is not None:
         thread = (run_manager.metadata or {}).get("thread_id")
     return None if thread is None else str(thread)
-
-
-def _new_id_prefix() -> str:
-    return uuid.uuid4().hex[:10]
 
 
 def _numbered(kind: str, prefix: str, n: int) -> str:
@@ -122,7 +117,7 @@ class ScriptedChatModel(BaseChatModel):
     """Text answered once the script is exhausted."""
     cache: Any = False
     """Never cache: a cache hit would skip the script position."""
-    id_prefix: str = Field(default_factory=_new_id_prefix)
+    id_prefix: str = Field(default_factory=lambda: uuid.uuid4().hex[:10])
     """What makes this instance's message and tool-call ids its own; random by default, ``""`` for plain ids."""
     usage: Callable[[list[BaseMessage]], Any] | None = None
     """The ``usage_metadata`` each answer reports, from the prompt it answers (None: no usage), as a provider bills."""
@@ -196,17 +191,14 @@ class ScriptedChatModel(BaseChatModel):
             state.call_kwargs.append(dict(kwargs))
             index = state.positions.get(thread, 0)
             state.positions[thread] = index + 1
-        step = self._steps[index] if index < len(self._steps) else None
+        step = self._steps[index] if index < len(self._steps) else AIMessage(content=self.final_answer)
         if callable(step) and not isinstance(step, (AIMessage, BaseException)):
             step = _normalize_step(step(messages), [1000 * (index + 1)], self.id_prefix)
         if isinstance(step, BaseException):
             raise step
-        if step is None:
-            message = AIMessage(content=self.final_answer)
-        elif isinstance(step, AIMessage):  # copy: agent frameworks set .name and the like on what we return
-            message = step.model_copy(deep=True)
-        else:
+        if not isinstance(step, AIMessage):
             raise ConfigError("a script step's function must return an answer (a message, str, dict or exception), not a function")
+        message = step.model_copy(deep=True)  # a copy: agent frameworks set .name and the like on what we return
         if message.id is None:
             message.id = _numbered("ai", self.id_prefix, index + 1)
         if self.usage is not None:
@@ -264,14 +256,11 @@ class ScriptedChatModel(BaseChatModel):
         rng = random.Random(f"promptstrat:long_run:{seed}")
         history: list[tuple[str, dict[str, Any]]] = []
         script: list[Any] = []
-        made = 0
-        while made < n_tool_calls:
-            k = min(parallel, n_tool_calls - made)
+        for made in range(0, n_tool_calls, parallel):
             step_calls: list[dict[str, Any]] = []
-            for _ in range(k):
-                if history and rng.random() < repeat_rate:
+            for _ in range(min(parallel, n_tool_calls - made)):
+                if history and rng.random() < repeat_rate:  # args of str and int: each step copies them
                     name, args = rng.choice(history)
-                    args = copy.deepcopy(args)
                 else:
                     name = rng.choice(names)
                     query = " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 12)))
@@ -279,5 +268,4 @@ class ScriptedChatModel(BaseChatModel):
                 step_calls.append({"name": name, "args": args})
             history.extend((c["name"], c["args"]) for c in step_calls)
             script.append({"tool_calls": step_calls})
-            made += k
         return cls(script, final_answer=final_answer, **({} if id_prefix is None else {"id_prefix": id_prefix}))
