@@ -47,18 +47,13 @@ def _text_of(content: Any) -> str:
     return "" if content is None else json.dumps(content, ensure_ascii=False)
 
 
-def _from_anthropic(body: dict[str, Any], notes: list[str]) -> tuple[list[Any], list[str]]:
-    items: list[Any] = []
-    positions: list[str] = []
-    if body.get("system"):
-        items.append({"role": "system", "content": _text_of(body["system"])})
-        positions.append("system")
+def _from_anthropic(body: dict[str, Any], notes: list[str]) -> list[tuple[str, Any]]:
+    found: list[tuple[str, Any]] = [("system", {"role": "system", "content": _text_of(body["system"])})] if body.get("system") else []
     thinking = 0
     for n, message in enumerate(body["messages"]):
         where = f"message {n}"
         if not isinstance(message, dict) or not isinstance(message.get("content"), list):
-            items.append(message)
-            positions.append(where)
+            found.append((where, message))
             continue
         role, blocks = message.get("role"), message["content"]
         if role == "assistant":
@@ -71,38 +66,37 @@ def _from_anthropic(body: dict[str, Any], notes: list[str]) -> tuple[list[Any], 
             item: dict[str, Any] = {"role": "assistant", "content": _text_of(blocks)}
             if calls:
                 item["tool_calls"] = calls
-            items.append(item)
-            positions.append(where)
+            found.append((where, item))
             continue
         rest = []
         for b in blocks:
             if isinstance(b, dict) and b.get("type") == "tool_result":
-                items.append({"role": "tool", "tool_call_id": b.get("tool_use_id"), "content": _text_of(b.get("content"))})
-                positions.append(f"{where} (tool_result)")
+                tool = {"role": "tool", "tool_call_id": b.get("tool_use_id"), "content": _text_of(b.get("content"))}
+                found.append((f"{where} (tool_result)", tool))
             else:
                 rest.append(b)
         if rest:
-            items.append({"role": role, "content": rest})
-            positions.append(where)
+            found.append((where, {"role": role, "content": rest}))
     if thinking:
         notes.append(f"{thinking} thinking block{'s' if thinking > 1 else ''} left out")
-    return items, positions
+    return found
 
 
-def _transcript_items(body: dict[str, Any], notes: list[str]) -> tuple[list[Any], list[str]]:
-    """Return the messages of a transcript object as role dicts (non-messages as found, for the reader to refuse) and their positions; ``notes`` gets what is left out."""
+def _transcript_items(body: dict[str, Any], notes: list[str]) -> list[tuple[str, Any]]:
+    """Return the position and message of each message of a transcript object, as role dicts (non-messages as found).
+
+    ``notes`` gets what is left out.
+    """
     if _is_anthropic(body):
         return _from_anthropic(body, notes)
-    items: list[Any] = []
-    positions: list[str] = []
+    found: list[tuple[str, Any]] = []
     for n, message in enumerate(body["messages"]):
         if isinstance(message, dict) and "role" in message and "data" not in message:
             message = {k: v for k, v in message.items() if k in _PROVIDER_KEYS}
             if message.get("content") is None:
                 message["content"] = ""
-        items.append(message)
-        positions.append(f"message {n}")
-    return items, positions
+        found.append((f"message {n}", message))
+    return found
 
 
 def _transcript_tools(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -141,13 +135,7 @@ class ConversationFile:
 
 
 class _UnknownRole(ValueError):
-    def __init__(self, role: Any) -> None:
-        super().__init__(role)
-        self.role = role
-
-
-def _bad_input(source: str, problem: str) -> InvalidMessagesError:
-    return InvalidMessagesError(f"{source}: {problem}")
+    """A role no provider reads: ``args[0]``."""
 
 
 _PROBLEM_CHARS = 200
@@ -169,8 +157,7 @@ def _first_problem(exc: BaseException) -> str:
 
 def _read_text(source: str) -> str:
     if source == "-":
-        stream = sys.stdin
-        data: bytes | str = stream.buffer.read() if hasattr(stream, "buffer") else stream.read()
+        data: bytes | str = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
     else:
         data = Path(source).read_bytes()
     if isinstance(data, str):
@@ -178,42 +165,44 @@ def _read_text(source: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise _bad_input(source, f"not UTF-8 text (byte {exc.start} is 0x{data[exc.start]:02x})") from None
+        raise InvalidMessagesError(f"{source}: not UTF-8 text (byte {exc.start} is 0x{data[exc.start]:02x})") from None
 
 
-def _parse_items(source: str, text: str, notes: list[str], tools: list[dict[str, Any]]) -> tuple[list[Any], list[str]]:
-    """Return the JSON values of a conversation file and their positions (``message N`` or ``line N``); a transcript object's notes and tools are added."""
+def _parse_items(source: str, text: str, notes: list[str], tools: list[dict[str, Any]]) -> list[tuple[str, Any]]:
+    """Return the position (``message N`` or ``line N``) and JSON value of each message of a conversation file.
+
+    A transcript object's notes and tools are added to ``notes`` and ``tools``.
+    """
     if not text.strip():
-        raise _bad_input(source, "empty: expected a JSON array of messages or JSON lines")
+        raise InvalidMessagesError(f"{source}: empty: expected a JSON array of messages or JSON lines")
     try:
         whole = json.loads(text)
     except RecursionError:
-        raise _bad_input(source, "JSON nested too deeply to be a conversation") from None
+        raise InvalidMessagesError(f"{source}: JSON nested too deeply to be a conversation") from None
     except json.JSONDecodeError as exc:
         if text.lstrip().startswith("["):
-            raise _bad_input(source, f"line {exc.lineno}: not JSON: {exc.msg} (column {exc.colno})") from None
+            raise InvalidMessagesError(f"{source}: line {exc.lineno}: not JSON: {exc.msg} (column {exc.colno})") from None
     else:
         if isinstance(whole, list):
-            return whole, [f"message {i}" for i in range(len(whole))]
+            return [(f"message {i}", item) for i, item in enumerate(whole)]
         if isinstance(whole, dict) and isinstance(whole.get("messages"), list) and "role" not in whole and "data" not in whole:
             tools += _transcript_tools(whole)  # a transcript object
             return _transcript_items(whole, notes)
         if isinstance(whole, dict):
-            return [whole], ["message 0"]
-        raise _bad_input(source, f"expected a JSON array of messages, got {_JSON_TYPES.get(type(whole), 'a value')}")
-    items: list[Any] = []
-    positions: list[str] = []
+            return [("message 0", whole)]
+        kind = _JSON_TYPES.get(type(whole), "a value")
+        raise InvalidMessagesError(f"{source}: expected a JSON array of messages, got {kind}")
+    found: list[tuple[str, Any]] = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            items.append(json.loads(line))
+            found.append((f"line {number}", json.loads(line)))
         except RecursionError:
-            raise _bad_input(source, f"line {number}: JSON nested too deeply to be a message") from None
+            raise InvalidMessagesError(f"{source}: line {number}: JSON nested too deeply to be a message") from None
         except json.JSONDecodeError as exc:
-            raise _bad_input(source, f"line {number}: not JSON: {exc.msg} (column {exc.colno})") from None
-        positions.append(f"line {number}")
-    return items, positions
+            raise InvalidMessagesError(f"{source}: line {number}: not JSON: {exc.msg} (column {exc.colno})") from None
+    return found
 
 
 def _to_message(item: Any) -> tuple[BaseMessage, str]:
@@ -247,9 +236,7 @@ def _unanswered_tail(messages: list[BaseMessage], violations: list[Any]) -> int 
     last_ai = next((i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], AIMessage)), None)
     if last_ai is None or any(v.kind != "missing_output" or v.index != last_ai for v in violations):
         return None
-    if any(isinstance(m, ToolMessage) for m in messages[last_ai + 1:]):
-        return None
-    return last_ai
+    return None if any(isinstance(m, ToolMessage) for m in messages[last_ai + 1:]) else last_ai
 
 
 def read_conversation(source: str) -> ConversationFile:
@@ -261,32 +248,33 @@ def read_conversation(source: str) -> ConversationFile:
     """
     notes: list[str] = []
     tools: list[dict[str, Any]] = []
-    items, positions = _parse_items(source, _read_text(source), notes, tools)
+    found = _parse_items(source, _read_text(source), notes, tools)
     messages: list[BaseMessage] = []
     kept: list[str] = []
     unknown_roles: list[Any] = []
     style: str | None = None
-    for item, position in zip(items, positions):
+    for position, item in found:
         try:
             message, item_style = _to_message(item)
         except _UnknownRole as exc:
-            what = HARNESS_ROLES.get(exc.role) if isinstance(exc.role, str) else None
-            notes.append(f"{position}: role {exc.role!r} is not a chat role ({what or 'known: ' + ', '.join(CHAT_ROLES)}); left out")
-            unknown_roles.append(exc.role)
+            role = exc.args[0]
+            what = HARNESS_ROLES.get(role) if isinstance(role, str) else None
+            notes.append(f"{position}: role {role!r} is not a chat role ({what or 'known: ' + ', '.join(CHAT_ROLES)}); left out")
+            unknown_roles.append(role)
             continue
         except ValueError as exc:
-            raise _bad_input(source, f"{position}: {exc}") from None
+            raise InvalidMessagesError(f"{source}: {position}: {exc}") from None
         if style is not None and item_style != style:
             names = {"langchain": "a LangChain dict ({type, data})", "role": "a role dict ({role, content})"}
-            raise _bad_input(
-                source, f"{position} is {names[item_style]} but {kept[0]} is {names[style]}; use one format for every message"
+            raise InvalidMessagesError(
+                f"{source}: {position} is {names[item_style]} but {kept[0]} is {names[style]}; use one format for every message"
             )
         style = item_style
         messages.append(message)
         kept.append(position)
     if unknown_roles and not messages:  # nothing left to work on: a file of another format, not a conversation
-        found = ", ".join(dict.fromkeys(repr(role) for role in unknown_roles))
-        raise _bad_input(source, f"no message has a chat role (found {found}; understood: {', '.join(CHAT_ROLES)})")
+        roles = ", ".join(dict.fromkeys(repr(role) for role in unknown_roles))
+        raise InvalidMessagesError(f"{source}: no message has a chat role (found {roles}; understood: {', '.join(CHAT_ROLES)})")
     pending: list[BaseMessage] = []
     violations = find_tool_pair_violations(messages)
     tail = _unanswered_tail(messages, violations) if violations else None
@@ -308,7 +296,7 @@ def read_conversation(source: str) -> ConversationFile:
         more = len(violations) - 1
         if more:
             text += f" (and {more} more pairing problem{'s' if more > 1 else ''})"
-        raise _bad_input(source, text)
+        raise InvalidMessagesError(f"{source}: {text}")
     return ConversationFile(messages, style, kept, pending, notes, tools)
 
 

@@ -189,12 +189,9 @@ def resolve_strategies(
     strategies or callables; a single callable as is. Unknown names raise.
     """
     settings = Settings.load(settings)
-    lenient = False
+    lenient = strategies is None and settings.prompt_strategy is None
     if strategies is None:
-        if settings.prompt_strategy is not None:
-            strategies = settings.prompt_strategy
-        else:
-            strategies, lenient = list(DEFAULT_STRATEGIES), True
+        strategies = list(DEFAULT_STRATEGIES) if lenient else settings.prompt_strategy
     if isinstance(strategies, str):
         source = _prompt_strategy_source() if settings.prompt_strategy is strategies else "the strategy list"
         items: list[Any] = split_strategy_names(strategies, source=source)

@@ -315,22 +315,15 @@ def settings_with_options(
     ``Settings``, which is never checked against any one strategy.
     """
     keys = option_keys(strategy)
-    option_of_key = {key: name for name, key in keys.items()}
-    accepted = {*option_of_key, *reads}
-    explicit: dict[str, Any] = {keys[name]: value for name, value in given.items() if name in keys and value is not None}
-    refused: list[str] = []
+    option_of_key = {key: name for name, key in keys.items() if key not in keys}
     for name, value in given.items():
-        if name in keys or value is None and name in accepted:
-            continue
-        if name not in accepted:
-            refused.append(name)
-            continue
         option = option_of_key.get(name)
-        if option is not None and given.get(option) is not None:
+        if option is not None and value is not None and given.get(option) is not None:
             raise ConfigError(f"{_strategy_label(strategy)}: {option} given twice, as {option}= and as its settings key {name}=")
-        explicit[name] = value
+    refused = [name for name in given if name not in keys and name not in option_of_key and name not in reads]
     if refused:
         raise ConfigError(_refusal(strategy, refused))
+    explicit: dict[str, Any] = {keys.get(name, name): value for name, value in given.items() if value is not None}
     return Settings.load(settings, **explicit)
 
 

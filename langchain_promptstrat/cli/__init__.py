@@ -165,15 +165,12 @@ def _apply(args: argparse.Namespace) -> int:
         print(f"{PROG}: aborted: the inbox holds an abort request: {exc.reason or '(no reason given)'}", file=sys.stderr)
         if exc.delivered:  # consumed before the abort: shown, never lost (the strategies did not run)
             output = _dump_or_refuse([*conversation.messages, *exc.delivered, *conversation.pending], conversation.style, "the result")
-            sys.stdout.write(output + "\n")
-            sys.stdout.flush()
+            print(output, flush=True)
             count = len(exc.delivered)
             print(f"{PROG}: the {count} notice{'s' if count != 1 else ''} consumed before the abort "
                   f"{'are' if count != 1 else 'is'} at the end of the conversation printed", file=sys.stderr)
         return EXIT_ABORTED
-    output = _dump_or_refuse([*messages, *conversation.pending], conversation.style, "the result")
-    sys.stdout.write(output + "\n")
-    sys.stdout.flush()
+    print(_dump_or_refuse([*messages, *conversation.pending], conversation.style, "the result"), flush=True)
     for r in reports:
         delivered = f", delivered {r.details['delivered']}" if "delivered" in r.details else ""
         print(f"{r.strategy}: messages {r.messages_in} -> {r.messages_out}, shortened {r.shortened}, dropped {r.dropped}, "

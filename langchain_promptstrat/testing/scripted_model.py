@@ -7,7 +7,6 @@ step that is a function, on its prompt), so a run replays identically.
 
 from __future__ import annotations
 
-import copy
 import random
 import threading
 import uuid
@@ -59,10 +58,6 @@ def _run_thread_id(run_manager: CallbackManagerForLLMRun | AsyncCallbackManagerF
     return None if thread is None else str(thread)
 
 
-def _new_id_prefix() -> str:
-    return uuid.uuid4().hex[:10]
-
-
 def _numbered(kind: str, prefix: str, n: int) -> str:
     return f"{kind}_{prefix}_{n:04d}" if prefix else f"{kind}_{n:04d}"
 
@@ -73,31 +68,33 @@ def _normalize_step(step: Any, counter: list[int], prefix: str = "") -> _Step:
         return step  # a function of the prompt: normalized when it is called
     if isinstance(step, str):
         return AIMessage(content=step)
-    if isinstance(step, AIMessage):
-        if not step.tool_calls or all(tc.get("id") for tc in step.tool_calls):
-            counter[0] += len(step.tool_calls)
-            return step
-        calls = []
-        for tc in step.tool_calls:
-            counter[0] += 1
-            calls.append({**tc, "id": tc.get("id") or _numbered("call", prefix, counter[0])})
-        return step.model_copy(update={"tool_calls": calls})
     if isinstance(step, dict):
-        unknown = set(step) - {"tool_calls", "content", "id"}
-        if unknown:
-            raise ConfigError(f"script step has unknown keys {sorted(unknown)}; expected 'tool_calls', 'content', 'id'")
-        calls = []
-        for spec in step.get("tool_calls") or []:
-            if not isinstance(spec, dict) or "name" not in spec:
-                raise ConfigError(f"tool call spec needs a 'name': {spec!r}")
-            extra = set(spec) - {"name", "args", "id"}
-            if extra:
-                raise ConfigError(f"tool call spec has unknown keys {sorted(extra)}")
-            counter[0] += 1
-            call_id = spec.get("id") or _numbered("call", prefix, counter[0])
-            calls.append({"name": spec["name"], "args": dict(spec.get("args") or {}), "id": call_id, "type": "tool_call"})
-        return AIMessage(content=step.get("content", ""), tool_calls=calls, id=step.get("id"))
-    raise ConfigError(f"a script step must be an AIMessage, a str, a {{'tool_calls': [...]}} dict or an exception, got {type(step).__name__}")
+        step = _message_of(step)
+    if not isinstance(step, AIMessage):
+        raise ConfigError(
+            f"a script step must be an AIMessage, a str, a {{'tool_calls': [...]}} dict or an exception, got {type(step).__name__}"
+        )
+    calls = []
+    for tc in step.tool_calls:
+        counter[0] += 1
+        calls.append({**tc, "id": tc.get("id") or _numbered("call", prefix, counter[0])})
+    return step if calls == step.tool_calls else step.model_copy(update={"tool_calls": calls})
+
+
+def _message_of(step: dict[str, Any]) -> AIMessage:
+    """Return the AIMessage a ``{"tool_calls": [{"name", "args", "id"?}], "content"?, "id"?}`` step stands for."""
+    unknown = set(step) - {"tool_calls", "content", "id"}
+    if unknown:
+        raise ConfigError(f"script step has unknown keys {sorted(unknown)}; expected 'tool_calls', 'content', 'id'")
+    calls = []
+    for spec in step.get("tool_calls") or []:
+        if not isinstance(spec, dict) or "name" not in spec:
+            raise ConfigError(f"tool call spec needs a 'name': {spec!r}")
+        extra = set(spec) - {"name", "args", "id"}
+        if extra:
+            raise ConfigError(f"tool call spec has unknown keys {sorted(extra)}")
+        calls.append({"name": spec["name"], "args": dict(spec.get("args") or {}), "id": spec.get("id"), "type": "tool_call"})
+    return AIMessage(content=step.get("content", ""), tool_calls=calls, id=step.get("id"))
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -120,7 +117,7 @@ class ScriptedChatModel(BaseChatModel):
     """Text answered once the script is exhausted."""
     cache: Any = False
     """Never cache: a cache hit would skip the script position."""
-    id_prefix: str = Field(default_factory=_new_id_prefix)
+    id_prefix: str = Field(default_factory=lambda: uuid.uuid4().hex[:10])
     """What makes this instance's message and tool-call ids its own; random by default, ``""`` for plain ids."""
     usage: Callable[[list[BaseMessage]], Any] | None = None
     """The ``usage_metadata`` each answer reports, from the prompt it answers (None: no usage), as a provider bills."""
@@ -194,17 +191,14 @@ class ScriptedChatModel(BaseChatModel):
             state.call_kwargs.append(dict(kwargs))
             index = state.positions.get(thread, 0)
             state.positions[thread] = index + 1
-        step = self._steps[index] if index < len(self._steps) else None
+        step = self._steps[index] if index < len(self._steps) else AIMessage(content=self.final_answer)
         if callable(step) and not isinstance(step, (AIMessage, BaseException)):
             step = _normalize_step(step(messages), [1000 * (index + 1)], self.id_prefix)
         if isinstance(step, BaseException):
             raise step
-        if step is None:
-            message = AIMessage(content=self.final_answer)
-        elif isinstance(step, AIMessage):  # copy: agent frameworks set .name and the like on what we return
-            message = step.model_copy(deep=True)
-        else:
+        if not isinstance(step, AIMessage):
             raise ConfigError("a script step's function must return an answer (a message, str, dict or exception), not a function")
+        message = step.model_copy(deep=True)  # a copy: agent frameworks set .name and the like on what we return
         if message.id is None:
             message.id = _numbered("ai", self.id_prefix, index + 1)
         if self.usage is not None:
@@ -262,14 +256,11 @@ class ScriptedChatModel(BaseChatModel):
         rng = random.Random(f"promptstrat:long_run:{seed}")
         history: list[tuple[str, dict[str, Any]]] = []
         script: list[Any] = []
-        made = 0
-        while made < n_tool_calls:
-            k = min(parallel, n_tool_calls - made)
+        for made in range(0, n_tool_calls, parallel):
             step_calls: list[dict[str, Any]] = []
-            for _ in range(k):
-                if history and rng.random() < repeat_rate:
+            for _ in range(min(parallel, n_tool_calls - made)):
+                if history and rng.random() < repeat_rate:  # args of str and int: each step copies them
                     name, args = rng.choice(history)
-                    args = copy.deepcopy(args)
                 else:
                     name = rng.choice(names)
                     query = " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 12)))
@@ -277,5 +268,4 @@ class ScriptedChatModel(BaseChatModel):
                 step_calls.append({"name": name, "args": args})
             history.extend((c["name"], c["args"]) for c in step_calls)
             script.append({"tool_calls": step_calls})
-            made += k
         return cls(script, final_answer=final_answer, **({} if id_prefix is None else {"id_prefix": id_prefix}))

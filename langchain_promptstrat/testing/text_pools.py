@@ -7,6 +7,7 @@ arguments. Must stay a pure function of the seeded ``random.Random`` it is hande
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from functools import lru_cache
@@ -118,9 +119,7 @@ def _pool_lines(style: str, rng: random.Random, n: int) -> list[str]:
 def _pool(style: str) -> tuple[str, list[int]]:
     """Return ~64 KB of realistic ASCII lines of one style (the same in every process) and where its lines start."""
     lines = _pool_lines(style, random.Random(f"promptstrat:pool:{style}"), 900)
-    starts = [0]
-    for line in lines[:-1]:
-        starts.append(starts[-1] + len(line) + 1)
+    starts = list(itertools.accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
     return "\n".join(lines) + "\n", starts
 
 
