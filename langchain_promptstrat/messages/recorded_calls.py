@@ -63,8 +63,8 @@ def _calls_in_every_place(message: AIMessage) -> Iterable[tuple[Any, Any, Any, b
     for call in message.tool_calls:
         yield call.get("id"), call.get("name"), call.get("args"), False
     for entry in openai_calls(message):
-        if isinstance(entry, dict):  # the list is the integration's, unchecked
-            function = entry.get("function") or {}
+        function = (entry.get("function") or {}) if isinstance(entry, dict) else None  # the integration's list, unchecked
+        if isinstance(function, dict):
             yield entry.get("id"), function.get("name"), function.get("arguments"), True
     for block in call_blocks(message.content):
         id_key, args_key = CALL_BLOCK_TYPES[block["type"]]
