@@ -125,7 +125,8 @@ def edit_ai_message(
 
     def short_args(args: Any, call_id: Any, as_json: bool = False) -> Any:
         number = handles.get(call_id)
-        return shorten_arguments(args, argument_size, as_json=as_json, handle="" if number is None else handle_text(number, arguments=True))
+        handle = "" if number is None else handle_text(number, arguments=True)
+        return shorten_arguments(args, argument_size, as_json=as_json, handle=handle)
 
     def with_args(call: dict[str, Any], key: str, short: Any) -> dict[str, Any]:
         return call if short is call.get(key) else {**call, key: short}

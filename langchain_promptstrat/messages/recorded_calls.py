@@ -63,7 +63,7 @@ def _calls_in_every_place(message: AIMessage) -> Iterable[tuple[Any, Any, Any, b
     for call in message.tool_calls:
         yield call.get("id"), call.get("name"), call.get("args"), False
     for entry in openai_calls(message):
-        function = (entry.get("function") or {}) if isinstance(entry, dict) else None  # the integration's list, unchecked
+        function = (entry.get("function") or {}) if isinstance(entry, dict) else None  # the integration's, unchecked
         if isinstance(function, dict):
             yield entry.get("id"), function.get("name"), function.get("arguments"), True
     for block in call_blocks(message.content):
@@ -74,7 +74,7 @@ def _calls_in_every_place(message: AIMessage) -> Iterable[tuple[Any, Any, Any, b
 
 
 def recorded_calls(message: AIMessage) -> Sequence[tuple[str, str, Any]]:
-    """Return ``(id, name, args)`` of each call ``message`` records, in order, each once (from the first place it is found)."""
+    """Return ``(id, name, args)`` of each call ``message`` records, in order, each once (where first found)."""
     calls: dict[str, tuple[str, str, Any]] = {}
     for call_id, name, args, as_json in _calls_in_every_place(message):
         if isinstance(call_id, str) and call_id and call_id not in calls:

@@ -234,8 +234,13 @@ def ladder_pass(
     return result
 
 
-def _compacted(name: str, messages: Sequence[BaseMessage], prompt: list[BaseMessage], done_pass: LadderPass | None, **figures: Any) -> Compacted:
-    """Return ``prompt`` with the report of a ladder or a rung: ``shortened`` (outputs cleared) and ``dropped`` (messages dropped) by the pass's taken rungs, its ``rungs`` and ``asked``, and ``figures``."""
+def _compacted(
+    name: str, messages: Sequence[BaseMessage], prompt: list[BaseMessage], done_pass: LadderPass | None, **figures: Any
+) -> Compacted:
+    """Return ``prompt`` with the report of a ladder or a rung, ``figures`` added.
+
+    ``shortened`` (outputs cleared) and ``dropped`` (messages dropped) sum the pass's taken rungs.
+    """
     asked = done_pass.asked if done_pass else []
     taken = [a for a in asked if a["outcome"] == "taken"]
     return Compacted(prompt, make_report(
@@ -245,11 +250,14 @@ def _compacted(name: str, messages: Sequence[BaseMessage], prompt: list[BaseMess
     ))
 
 
-def _pass_compacted(name: str, messages: Sequence[BaseMessage], done_pass: LadderPass, target: int, **figures: Any) -> Compacted:
+def _pass_compacted(
+    name: str, messages: Sequence[BaseMessage], done_pass: LadderPass, target: int, **figures: Any
+) -> Compacted:
     """Return :func:`_compacted` of one pass over the whole of ``messages`` toward ``target``."""
+    tokens = done_pass.tokens
     return _compacted(
         name, messages, done_pass.messages, done_pass,
-        target=target, tokens_before=done_pass.tokens_before, tokens_after=done_pass.tokens, met=done_pass.tokens <= target, **figures,
+        target=target, tokens_before=done_pass.tokens_before, tokens_after=tokens, met=tokens <= target, **figures,
     )
 
 
@@ -329,7 +337,9 @@ class CompactionLadder(PlannedStrategy):
         counter = self.token_counter
         if self.low_tokens == self.max_tokens:  # no watermark: the rungs run on the whole history at every call
             done_pass = yield from ladder_pass(messages, self.rungs, target=self.max_tokens, counter=counter)
-            return _pass_compacted(self.strategy_name, messages, done_pass, self.max_tokens, low_tokens=self.low_tokens, watermark=False)
+            return _pass_compacted(
+                self.strategy_name, messages, done_pass, self.max_tokens, low_tokens=self.low_tokens, watermark=False
+            )
 
         count_one = message_counter(counter)
         base = counter([])  # what the counter counts for an empty list
@@ -364,7 +374,7 @@ class CompactionLadder(PlannedStrategy):
         replay = _Replay(history, tuple(picks), copies, chars, tokens, history_tokens, events, last_event, kept_pass, calibration)
         self._memo.remember(replay, chars, max_chars=self.memo_chars)
 
-        if not isinstance(counter, TokenCounter):  # the replay added per-message shares; report the counter's own figures
+        if not isinstance(counter, TokenCounter):  # the replay added per-message shares: report the counter's own
             history_tokens, tokens = counter(messages), counter(prompt)
         return _compacted(
             self.strategy_name, messages, prompt, last_pass,

@@ -22,7 +22,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.extras import install_hint
-from langchain_promptstrat.messages import CountTokens, canonical_json, content_text, index_tool_calls, is_real_user_message, mark, recorded_calls
+from langchain_promptstrat.messages import (
+    CountTokens, canonical_json, content_text, index_tool_calls, is_real_user_message, mark, recorded_calls,
+)
 from langchain_promptstrat.messages.history_memo import SizedCache
 from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.strategies.ladder import (

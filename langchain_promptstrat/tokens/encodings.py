@@ -61,7 +61,7 @@ _QUICKTOK_ENCODINGS = ("o200k_base", "o200k_harmony")
 
 
 def _offline_encoding(name: str) -> Any:
-    """Return an offline copy of encoding ``name`` (quicktok's o200k_base) with the one method a counter calls, or None."""
+    """Return an offline copy of encoding ``name`` (quicktok's o200k_base) with a counter's one method, or None."""
     if name not in _QUICKTOK_ENCODINGS:
         return None
     try:

@@ -83,7 +83,8 @@ def billed_input(message: BaseMessage) -> BilledInput | None:
         if not langchain:
             return _from_provider_dict(usage)
         details = usage.get("input_token_details")
-        billed = _billed(_count(usage.get("input_tokens")), _count(details.get("cache_read")) if isinstance(details, Mapping) else None)
+        cached = _count(details.get("cache_read")) if isinstance(details, Mapping) else None
+        billed = _billed(_count(usage.get("input_tokens")), cached)
         if billed is not None:
             return billed
     return None
