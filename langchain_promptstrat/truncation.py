@@ -16,10 +16,6 @@ def _md5_prefix(s: str) -> str:
     return hashlib.md5(s.encode("utf-8", "surrogatepass")).hexdigest()[:5]
 
 
-def _marker(s: str) -> str:
-    return f"<...{len(s)} - {_md5_prefix(s)}...>"
-
-
 def truncate_string(s: str, max_length: int = DEFAULT_TRUNCATE_SIZE) -> str:
     """Return ``s`` unchanged when it fits, else its head, an md5 marker ``<...LENGTH - MD5PREFIX...>``, and its tail.
 
@@ -31,7 +27,7 @@ def truncate_string(s: str, max_length: int = DEFAULT_TRUNCATE_SIZE) -> str:
         raise ValueError(f"max_length must be >= 0, got {max_length}")
     if len(s) <= max_length:
         return s
-    marker = _marker(s)
+    marker = f"<...{len(s)} - {_md5_prefix(s)}...>"
     half = (max_length - len(marker)) // 2
     if half <= 1:
         return marker if len(marker) < len(s) else s

@@ -50,7 +50,7 @@ CountTokens = Callable[[Sequence[BaseMessage]], int]
 """Counts the tokens of a message list (the strategies' counter)."""
 
 
-def _shortened(args: Any, size: int, as_json: bool = False, handle: str = "") -> Any:
+def shorten_arguments(args: Any, size: int = DEFAULT_ARGUMENT_SIZE, *, as_json: bool = False, handle: str = "") -> Any:
     """Return ``args`` with each top-level string value shortened (``as_json``: arguments as JSON text), the first ending with ``handle``; the same object if none is.
 
     Unlike an output's, the handle takes no room from the values: they are the agent's own
@@ -59,8 +59,8 @@ def _shortened(args: Any, size: int, as_json: bool = False, handle: str = "") ->
     if as_json and isinstance(args, str):
         parsed = parsed_json(args)
         if parsed is args:  # not JSON: shortened as text
-            return _shortened({"": args}, size, handle=handle)[""]
-        short = _shortened(parsed, size, handle=handle)
+            return shorten_arguments({"": args}, size, handle=handle)[""]
+        short = shorten_arguments(parsed, size, handle=handle)
         return args if short is parsed else json.dumps(short, ensure_ascii=False)
     if not isinstance(args, dict):
         return args
@@ -71,11 +71,6 @@ def _shortened(args: Any, size: int, as_json: bool = False, handle: str = "") ->
     if handle:
         out[changed[0]] = f"{out[changed[0]]} {handle}"
     return out
-
-
-def shorten_arguments(args: Any, size: int = DEFAULT_ARGUMENT_SIZE) -> Any:
-    """Return ``args`` with each top-level string value shortened; the same object if none is."""
-    return _shortened(args, size)
 
 
 def _has_text(content: Any) -> bool:
@@ -130,7 +125,8 @@ def edit_ai_message(
 
     def short_args(args: Any, call_id: Any, as_json: bool = False) -> Any:
         number = handles.get(call_id)
-        return _shortened(args, argument_size, as_json, "" if number is None else handle_text(number, arguments=True))
+        handle = "" if number is None else handle_text(number, arguments=True)
+        return shorten_arguments(args, argument_size, as_json=as_json, handle=handle)
 
     def with_args(call: dict[str, Any], key: str, short: Any) -> dict[str, Any]:
         return call if short is call.get(key) else {**call, key: short}

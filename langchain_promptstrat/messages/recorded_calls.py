@@ -8,8 +8,8 @@ each once, from the first place it is found. Must not change a message (``edits`
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypeGuard, TypeVar
+from collections.abc import Iterable, Sequence
+from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
@@ -58,32 +58,27 @@ def parsed_json(raw: Any) -> Any:
         return raw
 
 
-def _is_new(call_id: Any, calls: Mapping[str, Any]) -> TypeGuard[str]:
-    return isinstance(call_id, str) and call_id != "" and call_id not in calls
+def _calls_in_every_place(message: AIMessage) -> Iterable[tuple[Any, Any, Any, bool]]:
+    """Yield ``(id, name, args, args are JSON text)`` of each call entry, place by place, repeats included."""
+    for call in message.tool_calls:
+        yield call.get("id"), call.get("name"), call.get("args"), False
+    for entry in openai_calls(message):
+        function = (entry.get("function") or {}) if isinstance(entry, dict) else None  # the integration's, unchecked
+        if isinstance(function, dict):
+            yield entry.get("id"), function.get("name"), function.get("arguments"), True
+    for block in call_blocks(message.content):
+        id_key, args_key = CALL_BLOCK_TYPES[block["type"]]
+        yield block.get(id_key), block.get("name"), block.get(args_key), block["type"] == "function_call"
+    for invalid in message.invalid_tool_calls:
+        yield invalid.get("id"), invalid.get("name"), invalid.get("args"), False
 
 
 def recorded_calls(message: AIMessage) -> Sequence[tuple[str, str, Any]]:
-    """Return ``(id, name, args)`` of each call ``message`` records, in order, each once."""
+    """Return ``(id, name, args)`` of each call ``message`` records, in order, each once (where first found)."""
     calls: dict[str, tuple[str, str, Any]] = {}
-    call: Mapping[str, Any]  # a LangChain ToolCall, then an OpenAI call dict
-    for call in message.tool_calls:
-        call_id = call.get("id")
-        if _is_new(call_id, calls):
-            calls[call_id] = (call_id, call.get("name") or "", call.get("args"))
-    for call in openai_calls(message):
-        call_id = call.get("id") if isinstance(call, dict) else None
-        if _is_new(call_id, calls):
-            function = call.get("function") or {}
-            calls[call_id] = (call_id, function.get("name") or "", parsed_json(function.get("arguments")))
-    for block in call_blocks(message.content):
-        call_id = call_block_id(block)
-        if _is_new(call_id, calls):
-            args = block.get(CALL_BLOCK_TYPES[block["type"]][1])
-            calls[call_id] = (call_id, block.get("name") or "", parsed_json(args) if block["type"] == "function_call" else args)
-    for call in message.invalid_tool_calls:
-        call_id = call.get("id")
-        if _is_new(call_id, calls):
-            calls[call_id] = (call_id, call.get("name") or "", call.get("args"))
+    for call_id, name, args, as_json in _calls_in_every_place(message):
+        if isinstance(call_id, str) and call_id and call_id not in calls:
+            calls[call_id] = (call_id, name or "", parsed_json(args) if as_json else args)
     return list(calls.values())
 
 
@@ -92,9 +87,14 @@ def tool_call_ids(message: BaseMessage) -> list[str]:
     return [call[0] for call in recorded_calls(message)] if isinstance(message, AIMessage) else []
 
 
+def canonical_json(value: Any) -> str:
+    """Return ``value`` as JSON with sorted keys, characters as they are, and ``str`` of what JSON cannot hold."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
 def repeat_key(name: str, args: Any) -> str:
     """Return the identity of a call for repeat detection: tool name plus canonical JSON args (no call id)."""
-    return name + "\x00" + json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
+    return name + "\x00" + canonical_json(args)
 
 
 def content_text(content: Any) -> str:

@@ -35,7 +35,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.messages import CountTokens, coerce_messages, mark_of, message_chars
 from langchain_promptstrat.messages.history_memo import EMPTY_HISTORY, HistoryKey, ReplayMemo, call_points, history_key
-from langchain_promptstrat.report import Compacted, StrategyReport, make_report
+from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.strategy import PromptStrategy, emit_report
 from langchain_promptstrat.registry import get_strategy, split_strategy_names  # rungs may be given by registry key
@@ -65,33 +65,9 @@ def represented(message: BaseMessage) -> int:
     return 1
 
 
-class _Tally:
-    """A :class:`TokenCounter` remembering each message object's count for one call (holding the messages, so an ``id`` stays theirs)."""
-
-    def __init__(self, counter: TokenCounter) -> None:
-        self.counter = counter
-        self._seen: dict[int, tuple[BaseMessage, int]] = {}
-
-    def count_message(self, message: BaseMessage) -> int:
-        hit = self._seen.get(id(message))
-        if hit is not None and hit[0] is message:
-            return hit[1]
-        tokens = self.counter.count_message(message)
-        self._seen[id(message)] = (message, tokens)
-        return tokens
-
-    def __call__(self, messages: Sequence[BaseMessage], /) -> int:
-        return sum(map(self.count_message, messages))
-
-
-def tally(counter: CountTokens) -> CountTokens:
-    """Return ``counter`` remembering per-message counts for one call when it is a sum of messages."""
-    return _Tally(counter) if isinstance(counter, TokenCounter) else counter
-
-
 def message_counter(counter: CountTokens) -> Callable[[BaseMessage], int]:
     """Return one message's share of ``counter``'s count of a list: exact for a :class:`TokenCounter`, else its count alone minus an empty list's."""
-    if isinstance(counter, (TokenCounter, _Tally)):
+    if isinstance(counter, TokenCounter):  # it remembers each message object's count
         return counter.count_message
     base = counter([])
     return lambda message: counter([message]) - base
@@ -212,16 +188,12 @@ class Rung(PlannedStrategy):
 
     def rewrite(self, messages: Sequence[BaseMessage], *, target: int | None = None, counter: Any = None) -> list[BaseMessage] | None:
         """Return this rung's rewrite of ``messages`` toward ``target`` (default ``max_tokens``), or None when it declines."""
-        count = tally(self.token_counter if counter is None else as_token_counter(counter))
+        count = self.token_counter if counter is None else as_token_counter(counter)
         return run_plan(self.plan(list(messages), target=self.max_tokens if target is None else target, counter=count)).messages
 
     def _compaction(self, messages: list[BaseMessage]) -> Generator[RungRequest, Any, Compacted]:
-        done_pass = yield from ladder_pass(messages, [self], target=self.max_tokens, counter=tally(self.token_counter))
-        return Compacted(done_pass.messages, _report(
-            self.strategy_name, messages, done_pass.messages, done_pass,
-            target=self.max_tokens, tokens_before=done_pass.tokens_before, tokens_after=done_pass.tokens,
-            met=done_pass.tokens <= self.max_tokens, rungs=done_pass.taken, asked=done_pass.asked,
-        ))
+        done_pass = yield from ladder_pass(messages, [self], target=self.max_tokens, counter=self.token_counter)
+        return _pass_compacted(self.strategy_name, messages, done_pass, self.max_tokens)
 
 
 @dataclass
@@ -262,12 +234,30 @@ def ladder_pass(
     return result
 
 
-def _report(name: str, messages: Sequence[BaseMessage], prompt: list[BaseMessage], done_pass: LadderPass | None, **figures: Any) -> StrategyReport:
-    """Return the report of a ladder or a rung: ``shortened`` (outputs cleared) and ``dropped`` (messages dropped) by the pass's taken rungs, and ``figures``."""
-    taken = [a for a in (done_pass.asked if done_pass else []) if a["outcome"] == "taken"]
-    return make_report(
+def _compacted(
+    name: str, messages: Sequence[BaseMessage], prompt: list[BaseMessage], done_pass: LadderPass | None, **figures: Any
+) -> Compacted:
+    """Return ``prompt`` with the report of a ladder or a rung, ``figures`` added.
+
+    ``shortened`` (outputs cleared) and ``dropped`` (messages dropped) sum the pass's taken rungs.
+    """
+    asked = done_pass.asked if done_pass else []
+    taken = [a for a in asked if a["outcome"] == "taken"]
+    return Compacted(prompt, make_report(
         name, messages, prompt,
-        shortened=sum(a.get("replaced", 0) for a in taken), dropped=sum(a.get("dropped", 0) for a in taken), **figures,
+        shortened=sum(a.get("replaced", 0) for a in taken), dropped=sum(a.get("dropped", 0) for a in taken),
+        rungs=done_pass.taken if done_pass else [], asked=asked, **figures,
+    ))
+
+
+def _pass_compacted(
+    name: str, messages: Sequence[BaseMessage], done_pass: LadderPass, target: int, **figures: Any
+) -> Compacted:
+    """Return :func:`_compacted` of one pass over the whole of ``messages`` toward ``target``."""
+    tokens = done_pass.tokens
+    return _compacted(
+        name, messages, done_pass.messages, done_pass,
+        target=target, tokens_before=done_pass.tokens_before, tokens_after=tokens, met=tokens <= target, **figures,
     )
 
 
@@ -344,18 +334,15 @@ class CompactionLadder(PlannedStrategy):
         self._memo.forget()
 
     def _compaction(self, messages: list[BaseMessage]) -> Generator[RungRequest, Any, Compacted]:
-        counter = tally(self.token_counter)
+        counter = self.token_counter
         if self.low_tokens == self.max_tokens:  # no watermark: the rungs run on the whole history at every call
             done_pass = yield from ladder_pass(messages, self.rungs, target=self.max_tokens, counter=counter)
-            return Compacted(done_pass.messages, _report(
-                self.strategy_name, messages, done_pass.messages, done_pass,
-                target=self.max_tokens, tokens_before=done_pass.tokens_before, tokens_after=done_pass.tokens,
-                met=done_pass.tokens <= self.max_tokens, rungs=done_pass.taken, asked=done_pass.asked,
-                low_tokens=self.low_tokens, watermark=False,
-            ))
+            return _pass_compacted(
+                self.strategy_name, messages, done_pass, self.max_tokens, low_tokens=self.low_tokens, watermark=False
+            )
 
         count_one = message_counter(counter)
-        base = 0 if isinstance(counter, _Tally) else counter([])  # what the counter counts for an empty list
+        base = counter([])  # what the counter counts for an empty list
         prior = calibration_for(None, messages)
         start = self._memo.recall(messages)
         if start is None or start.calibration.prior != prior.prior:
@@ -387,23 +374,14 @@ class CompactionLadder(PlannedStrategy):
         replay = _Replay(history, tuple(picks), copies, chars, tokens, history_tokens, events, last_event, kept_pass, calibration)
         self._memo.remember(replay, chars, max_chars=self.memo_chars)
 
-        if not isinstance(counter, _Tally):  # the replay added per-message shares; report the counter's own figures
+        if not isinstance(counter, TokenCounter):  # the replay added per-message shares: report the counter's own
             history_tokens, tokens = counter(messages), counter(prompt)
-        return Compacted(prompt, _report(
+        return _compacted(
             self.strategy_name, messages, prompt, last_pass,
-            target=self.max_tokens,
-            low_tokens=self.low_tokens,
-            tokens_before=history_tokens,
-            tokens_after=tokens,
-            met=tokens <= calibration.budget(self.max_tokens),
-            rungs=last_pass.taken if last_pass else [],
-            asked=last_pass.asked if last_pass else [],
-            watermark=True,
-            event=last_pass is not None,
-            events=events,
-            last_event=last_event,
-            **calibration.report(self._memo),
-        ))
+            target=self.max_tokens, low_tokens=self.low_tokens, tokens_before=history_tokens, tokens_after=tokens,
+            met=tokens <= calibration.budget(self.max_tokens), watermark=True,
+            event=last_pass is not None, events=events, last_event=last_event, **calibration.report(self._memo),
+        )
 
 
 @dataclass(frozen=True)

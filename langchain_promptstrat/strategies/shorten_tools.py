@@ -34,10 +34,6 @@ def shorten_tools(messages: Sequence[BaseMessage], /, *, settings: Settings) -> 
     never splits: both sides take the milder fate, since a provider rejects half a pair.
     """
     index = index_tool_calls(messages)
-    calls_of_message: dict[int, list[int]] = {}
-    for k, rec in enumerate(index.calls):
-        if rec.output_index is not None:
-            calls_of_message.setdefault(rec.ai_index, []).append(k)
     fates: dict[int, list[Fate]] = {}  # call number -> [the call's fate, its output's]
     used = protected = outputs_seen = 0
     user_messages = 0 if settings.protect_current_turn else 1
@@ -65,8 +61,10 @@ def shorten_tools(messages: Sequence[BaseMessage], /, *, settings: Settings) -> 
                 if user_messages == 0 and settings.protect_current_turn:
                     protected += 1
         elif isinstance(message, AIMessage):
-            for k in reversed(calls_of_message.get(i, ())):
+            for k in reversed(index.calls_per_ai.get(i, ())):
                 rec = index.calls[k]
+                if rec.output_index is None:
+                    continue
                 size, short = value_chars(rec.args), value_chars(shorten_arguments(rec.args))
                 fates[k][0] = judge(index.position(rec) or 0, size, short, settings.full_tool_calls, settings.max_tool_calls)
         elif is_real_user_message(message):

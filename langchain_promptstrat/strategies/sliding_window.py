@@ -62,11 +62,8 @@ def layout(messages: Sequence[BaseMessage], keep_steps: int, *, keep_task: bool 
         cuts = [start] + [i for i in range(start + 1, stop) if starts_unit(i)] + [stop]
         return [range(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
 
-    def standalone(i: int) -> bool:
-        return kind_of(messages[i]) in (NOTE_KIND, SUMMARY_KIND)
-
-    def after_standalone(i: int) -> bool:
-        return standalone(i) or standalone(i - 1)
+    def after_standalone(i: int) -> bool:  # a note or summary is a unit of its own
+        return any(kind_of(messages[j]) in (NOTE_KIND, SUMMARY_KIND) for j in (i, i - 1))
 
     history: list[range] = []
     task_start = system

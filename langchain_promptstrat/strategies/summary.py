@@ -10,7 +10,6 @@ smaller ends the rounds. Answers are remembered by the text sent, so replays ask
 
 from __future__ import annotations
 
-import json
 import threading
 import warnings
 from collections.abc import Callable, Sequence
@@ -23,7 +22,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.extras import install_hint
-from langchain_promptstrat.messages import CountTokens, content_text, index_tool_calls, is_real_user_message, mark, recorded_calls
+from langchain_promptstrat.messages import (
+    CountTokens, canonical_json, content_text, index_tool_calls, is_real_user_message, mark, recorded_calls,
+)
 from langchain_promptstrat.messages.history_memo import SizedCache
 from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.strategies.ladder import (
@@ -72,9 +73,8 @@ def render(stretch: Sequence[BaseMessage]) -> str:
             parts.append(f"User: {text}")
         elif isinstance(message, AIMessage):
             lines = [f"Assistant: {text}"] if text else []
-            for _, name, call_args in recorded_calls(message):
-                args = json.dumps(call_args, ensure_ascii=False, sort_keys=True, default=str)
-                lines.append(f"Assistant called {name}({args})")
+            for _, name, args in recorded_calls(message):
+                lines.append(f"Assistant called {name}({canonical_json(args)})")
             parts.append("\n".join(lines) or "Assistant: (no text)")
         elif isinstance(message, ToolMessage):
             call = index.call_answered_by(i)

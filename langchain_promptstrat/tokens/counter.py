@@ -14,7 +14,6 @@ count(b)``, as budget arithmetic and ``trim_messages`` need. Text is encoded wit
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
@@ -25,7 +24,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from langchain_promptstrat.defaults import DEFAULT_ENCODING
 from langchain_promptstrat.errors import ConfigError, InvalidMessagesError
-from langchain_promptstrat.messages import call_block_id, content_text, recorded_calls
+from langchain_promptstrat.messages import call_block_id, canonical_json, content_text, recorded_calls
 from langchain_promptstrat.messages.history_memo import IdentityMemo, SizedCache
 from langchain_promptstrat.tokens.encodings import DEFAULT_LOAD_TIMEOUT, _encoding_for_model, _load_encoding
 
@@ -45,10 +44,6 @@ def _role(message: BaseMessage) -> str:
         return role if isinstance(role, str) else "system"
     roles = ((AIMessage, "assistant"), (HumanMessage, "user"), (ToolMessage, "tool"), (FunctionMessage, "function"))
     return next((role for kind, role in roles if isinstance(message, kind)), message.type)
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
 def _call_ids_text(message: BaseMessage) -> str:
@@ -76,10 +71,10 @@ def _sent_parts(message: BaseMessage, call_ids: bool = True) -> tuple[tuple[str,
         for call_id, name, args in recorded_calls(message):
             counted_calls.add(call_id)
             if call_id not in invalid_ids:  # an invalid call's OpenAI mirror is counted below
-                texts += (name, _json(args))
+                texts += (name, canonical_json(args))
         for tool_call in message.tool_calls:
             if not tool_call.get("id"):  # no id, so no mirror to match: counted from tool_calls alone
-                texts += (tool_call.get("name") or "", _json(tool_call.get("args")))
+                texts += (tool_call.get("name") or "", canonical_json(tool_call.get("args")))
         for bad in message.invalid_tool_calls:
             texts += (bad.get("name") or "", bad.get("args") or "")
 
@@ -92,7 +87,7 @@ def _sent_parts(message: BaseMessage, call_ids: bool = True) -> tuple[tuple[str,
         if kind in _IMAGE_BLOCKS:
             fixed += TOKENS_PER_IMAGE
         elif call_block_id(block) not in counted_calls:  # a call block is counted above as a call
-            texts.append(_json(block))
+            texts.append(canonical_json(block))
     return tuple(t for t in texts if t), fixed
 
 
@@ -255,7 +250,7 @@ def tool_schema_tokens(tools: Sequence[Any] | None, counter: Any = None) -> int:
     total = 0
     for tool in tools:
         try:
-            text = _json(convert_to_openai_tool(tool))
+            text = canonical_json(convert_to_openai_tool(tool))
         except Exception:  # noqa: BLE001 -- a schema we cannot render is still sent: count something
             text = repr(tool)
         total += _text_tokens(counter, text) + TOKENS_PER_MESSAGE

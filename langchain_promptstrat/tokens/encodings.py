@@ -17,7 +17,7 @@ import tempfile
 import threading
 import warnings
 from pathlib import Path
-from types import FrameType
+from types import FrameType, SimpleNamespace
 from typing import Any
 
 import tiktoken
@@ -60,28 +60,19 @@ _QUICKTOK_ENCODINGS = ("o200k_base", "o200k_harmony")
 """Encodings served offline by the optional ``quicktok-v1`` package when it is installed (tiktoken must download them)."""
 
 
-class _QuicktokEncoding:
-    """quicktok's tokenizer with the one tiktoken method a :class:`TokenCounter` calls."""
-
-    def __init__(self, tokenizer: Any) -> None:
-        self._tokenizer = tokenizer
-
-    def encode_ordinary(self, text: str) -> list[int]:
-        # encode() refuses special-token text (``<|endoftext|>``); encode_ordinary counts it as plain text
-        tokenizer: Any = self._tokenizer
-        return list(tokenizer.encode_ordinary(text) if hasattr(tokenizer, "encode_ordinary") else tokenizer.encode(text))
-
-
 def _offline_encoding(name: str) -> Any:
-    """Return an offline copy of encoding ``name`` (quicktok's o200k_base), or None when there is none."""
+    """Return an offline copy of encoding ``name`` (quicktok's o200k_base) with a counter's one method, or None."""
     if name not in _QUICKTOK_ENCODINGS:
         return None
     try:
         import quicktok  # type: ignore[import-not-found,import-untyped,unused-ignore]
 
-        return _QuicktokEncoding(quicktok.get_encoding(name))
+        tokenizer = quicktok.get_encoding(name)
     except Exception:  # not installed, or its data cannot be read: tiktoken's own load decides
         return None
+    # encode() refuses special-token text (``<|endoftext|>``); encode_ordinary counts it as plain text
+    encode = getattr(tokenizer, "encode_ordinary", None) or tokenizer.encode
+    return SimpleNamespace(encode_ordinary=lambda text: list(encode(text)))
 
 
 _O200K_MODEL = re.compile(r"(?:^|[/:.])(?:chatgpt-4o|gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-oss|o1|o3|o4)(?![a-z0-9])")

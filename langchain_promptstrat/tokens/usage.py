@@ -50,6 +50,11 @@ def _from_provider_dict(usage: Mapping[str, Any]) -> BilledInput | None:
         parts = [_count(usage.get(k)) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")]
         tokens = None if parts[0] is None else sum(p or 0 for p in parts)
         cached = parts[1]
+    return _billed(tokens, cached)
+
+
+def _billed(tokens: int | None, cached: int | None) -> BilledInput | None:
+    """Return the billed input, None without a token figure; a cached part larger than the whole is not reported."""
     if not tokens:
         return None
     return BilledInput(tokens, cached if cached is not None and cached <= tokens else None)
@@ -77,11 +82,11 @@ def billed_input(message: BaseMessage) -> BilledInput | None:
             continue
         if not langchain:
             return _from_provider_dict(usage)
-        tokens = _count(usage.get("input_tokens"))
-        if tokens:
-            details = usage.get("input_token_details")
-            cached = _count(details.get("cache_read")) if isinstance(details, Mapping) else None
-            return BilledInput(tokens, cached if cached is not None and cached <= tokens else None)
+        details = usage.get("input_token_details")
+        cached = _count(details.get("cache_read")) if isinstance(details, Mapping) else None
+        billed = _billed(_count(usage.get("input_tokens")), cached)
+        if billed is not None:
+            return billed
     return None
 
 
