@@ -102,10 +102,8 @@ def compute_keys(messages: Sequence[BaseMessage]) -> list[int]:
 def message_key(message: BaseMessage) -> int:
     """Return a hash of what a strategy reads of ``message``: type, id, content, name, call id, tool calls, extra fields, usage.
 
-    Read from the fields directly (a pydantic attribute miss costs microseconds); string
-    values are hashed as they are (in C, and cached by the string), tool calls by their
-    marshal bytes, others by their repr. Equal messages have equal keys whether or not they
-    are the same objects.
+    Read from the fields directly (a pydantic attribute miss costs microseconds). Equal
+    messages have equal keys whether or not they are the same objects.
     """
     return _compute([message], [vars(message)])[0]
 
@@ -158,7 +156,7 @@ class _RecentLists:
             return best.keys[:done]
         tail, new = fields[done:], messages[done:]
         contents, calls, extras = _column(tail, "content"), _column(tail, "tool_calls"), _column(tail, "additional_kwargs")
-        found = self._found(new, contents, calls, extras, items[: -_SEARCHED - 1 : -1]) if tail else []
+        found = self._found(new, contents, calls, extras, items[: -_SEARCHED - 1 : -1])
         if found.count(None) == len(found):  # none known (a conversation loaded again, or only new messages)
             computed = _compute(new, tail, (contents, calls, extras))
         else:
@@ -222,10 +220,9 @@ _recent = _RecentLists(RECENT_LISTS)
 def message_keys(messages: Sequence[BaseMessage]) -> list[int]:
     """Return ``[message_key(m) for m in messages]``, reusing the keys of the lists keyed recently.
 
-    A list that starts with the objects of one keyed before (with the same ``content``,
-    ``tool_calls`` and ``additional_kwargs`` objects) reuses its keys after a few passes in
-    C; a message found in another remembered list reuses its key there; only the others are
-    computed. The result is what :func:`message_key` gives for each message.
+    A list that starts with the objects of one keyed before (holding the same ``content``,
+    ``tool_calls`` and ``additional_kwargs`` objects) reuses its keys, and so does a message
+    found in another remembered list; only the others are computed.
     """
     return _recent.keys(messages)
 

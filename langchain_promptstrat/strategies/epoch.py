@@ -26,7 +26,7 @@ from typing import Annotated, Any, TypedDict
 
 from typing_extensions import Unpack
 
-from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import BaseMessage, ToolMessage
 
 from langchain_promptstrat.messages import Fate, index_tool_calls, shorten_tool_output, shortens_arguments
 from langchain_promptstrat.report import Compacted, make_report
@@ -55,7 +55,7 @@ def epoch_compact(messages: Sequence[BaseMessage], /, *, settings: Settings, nam
     counts describe another state.
     """
     schedule = SCHEDULES[name]
-    source = [m for m in messages if not (isinstance(m, HumanMessage) and is_compaction_notice(m))]
+    source = [m for m in messages if not is_compaction_notice(m)]
     index = index_tool_calls(source)
     calls = index.completed
     repeats = repeat_positions(calls)

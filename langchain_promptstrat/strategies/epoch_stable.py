@@ -776,10 +776,9 @@ def frozen_prompt(
 ) -> tuple[list[BaseMessage], dict[str, Any], Head | None]:
     """Return the prompt with ``edges`` applied and the notice placed, the report's details, and the compacted head (None while nothing is frozen).
 
-    ``total`` is the output count the rule counted, ``previous_edges`` the compaction and drop
-    edges of the previous model call, ``count`` the strategy's token counter. The head reads only the messages up to the edges' latest
-    decision, so it is remembered in the head cache under the edges and found again by a later
-    call of the same conversation, or of the same conversation loaded again.
+    ``previous_edges`` are the compaction and drop edges of the previous model call. The head
+    reads no message after the edges' latest decision, so the head cache finds it again under
+    the edges: for a later call of the conversation, or the conversation loaded again.
     """
     if edges.compaction_edge == 0 and edges.drop_edge == 0:
         details: dict[str, Any] = dict.fromkeys((*_EPOCH_FIELDS, *_EDGE_FIELDS))

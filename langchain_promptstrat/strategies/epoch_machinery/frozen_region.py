@@ -6,7 +6,8 @@ where their rule is stated) freeze old tool calls behind a boundary that moves o
 occurrence of a repeated call stays whole (:func:`protected_calls`); :func:`decide` gives each
 call's fate and :func:`prefix_change` why it changed since the previous model call.
 :func:`apply_frozen` applies the fates through the head cache of
-:mod:`~langchain_promptstrat.messages.history_memo`. The default reads :class:`EpochState`.
+:mod:`~langchain_promptstrat.messages.history_memo`. The default reads :class:`EpochState` and
+:func:`previous_length`.
 """
 
 from __future__ import annotations
