@@ -99,18 +99,16 @@ def test_the_epoch_head_cache_is_bounded_by_the_characters_it_holds(monkeypatch:
     caches.clear_caches()
     runs = [build_agent_run(200, seed=seed) for seed in range(6)]
     prepare_prompt(runs[0], "shorten_tools_epoch")
-    one_head = caches._heads_chars
+    one_head = caches._heads.size
     assert one_head > 0
     bound = int(2.5 * one_head)  # room for about two heads of this size
-    monkeypatch.setattr(caches, "_CHARS", bound)
+    monkeypatch.setattr(caches._heads, "max_size", bound)
     for run in runs[1:]:
         prepare_prompt(run, "shorten_tools_epoch")
-        held = sum(head.chars for head in (entry.head for entry in caches._heads.values()))
-        assert caches._heads_chars == held
-        assert 0 < held <= bound
+        assert 0 < caches._heads.size <= bound
     assert len(caches._heads) <= 3  # the character bound, not the count of 64, evicted
     caches.clear_caches()
-    assert caches._heads_chars == 0
+    assert caches._heads.size == 0
 
 
 def test_a_long_lived_bounded_default_keeps_no_finished_conversation_alive() -> None:

@@ -26,7 +26,6 @@ import marshal
 import operator
 import threading
 import weakref
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
@@ -51,7 +50,6 @@ _SEARCHED = 3
 
 _get: Callable[[Mapping[str, Any], str], Any] = cast(Any, dict.get)
 """``dict.get`` as a C function ``map`` can call (typed for what it is given here)."""
-_is = operator.is_
 
 
 def _calls_key(calls: Any) -> Any:
@@ -104,10 +102,8 @@ def compute_keys(messages: Sequence[BaseMessage]) -> list[int]:
 def message_key(message: BaseMessage) -> int:
     """Return a hash of what a strategy reads of ``message``: type, id, content, name, call id, tool calls, extra fields, usage.
 
-    Read from the fields directly (a pydantic attribute miss costs microseconds); string
-    values are hashed as they are (in C, and cached by the string), tool calls by their
-    marshal bytes, others by their repr. Equal messages have equal keys whether or not they
-    are the same objects.
+    Read from the fields directly (a pydantic attribute miss costs microseconds). Equal
+    messages have equal keys whether or not they are the same objects.
     """
     return _compute([message], [vars(message)])[0]
 
@@ -130,10 +126,10 @@ class _Keyed:
         """Return whether ``messages`` and this list start with the same objects, holding the same field objects, up to the shorter's end."""
         return (
             self.refs[0]() is messages[0]
-            and all(map(_is, map(_DEREF, self.refs), messages))
-            and all(map(_is, self.contents, map(_get, fields, repeat("content"))))
-            and all(map(_is, self.calls, map(_get, fields, repeat("tool_calls"))))
-            and all(map(_is, self.extras, map(_get, fields, repeat("additional_kwargs"))))
+            and all(map(operator.is_, map(_DEREF, self.refs), messages))
+            and all(map(operator.is_, self.contents, map(_get, fields, repeat("content"))))
+            and all(map(operator.is_, self.calls, map(_get, fields, repeat("tool_calls"))))
+            and all(map(operator.is_, self.extras, map(_get, fields, repeat("additional_kwargs"))))
         )
 
 
@@ -153,13 +149,14 @@ class _RecentLists:
         fields = list(map(vars, messages))
         with self.lock:
             items = list(self.items)
-        best = next((item for item in sorted(items, key=_length, reverse=True) if item.shares_start(messages, fields)), None)
+        longest_first = sorted(items, key=lambda item: len(item.refs), reverse=True)
+        best = next((item for item in longest_first if item.shares_start(messages, fields)), None)
         done = min(len(best.refs), len(messages)) if best is not None else 0
         if best is not None and done == len(messages):  # the same list again (another memo of this call), or a start of it
             return best.keys[:done]
         tail, new = fields[done:], messages[done:]
         contents, calls, extras = _column(tail, "content"), _column(tail, "tool_calls"), _column(tail, "additional_kwargs")
-        found = self._found(new, contents, calls, extras, items[: -_SEARCHED - 1 : -1]) if tail else []
+        found = self._found(new, contents, calls, extras, items[: -_SEARCHED - 1 : -1])
         if found.count(None) == len(found):  # none known (a conversation loaded again, or only new messages)
             computed = _compute(new, tail, (contents, calls, extras))
         else:
@@ -217,20 +214,15 @@ class _RecentLists:
             del items[: max(0, len(items) - self.size)]
 
 
-def _length(item: _Keyed) -> int:
-    return len(item.refs)
-
-
 _recent = _RecentLists(RECENT_LISTS)
 
 
 def message_keys(messages: Sequence[BaseMessage]) -> list[int]:
     """Return ``[message_key(m) for m in messages]``, reusing the keys of the lists keyed recently.
 
-    A list that starts with the objects of one keyed before (with the same ``content``,
-    ``tool_calls`` and ``additional_kwargs`` objects) reuses its keys after a few passes in
-    C; a message found in another remembered list reuses its key there; only the others are
-    computed. The result is what :func:`message_key` gives for each message.
+    A list that starts with the objects of one keyed before (holding the same ``content``,
+    ``tool_calls`` and ``additional_kwargs`` objects) reuses its keys, and so does a message
+    found in another remembered list; only the others are computed.
     """
     return _recent.keys(messages)
 
@@ -315,14 +307,19 @@ def history_key(messages: Sequence[BaseMessage], start: HistoryKey | None = None
     return HistoryKey(tuple(map(weakref.ref, messages)), message_keys(messages))
 
 
-def describes(history: HistoryKey, messages: Sequence[BaseMessage]) -> bool:
-    """Return whether ``history`` is the key of the first messages of ``messages`` (the same objects, or equal ones): checked before a state is resumed."""
+def describes(history: HistoryKey, messages: Sequence[BaseMessage]) -> HistoryKey | None:
+    """Return ``history`` if it keys the first messages of ``messages`` (a copy holding them if new objects), else None.
+
+    Checked before a remembered state is resumed: a conversation loaded again (equal, new objects) is the same history.
+    """
     n = history.length
     if n > len(messages):
-        return False
-    if all(map(operator.is_, map(_DEREF, history.refs), messages[:n])):
-        return True
-    return message_keys(messages)[:n] == history.keys
+        return None
+    if all(map(operator.is_, map(_DEREF, history.refs), messages)):
+        return history
+    if message_keys(messages)[:n] != history.keys:
+        return None
+    return HistoryKey(tuple(map(weakref.ref, messages[:n])), history.keys)
 
 
 class _Remembered(Protocol):
@@ -376,17 +373,12 @@ class ReplayMemo(Generic[S]):
         n = len(messages)
         items = [s for s in items if s.history.length <= n and is_call_point(messages, s.history.length)]
         items.sort(key=lambda state: state.history.length, reverse=True)
-        for state in items:  # the usual hit: the previous call of the same conversation, the same objects
-            if all(map(operator.is_, map(_DEREF, state.history.refs), messages)):
+        for state in items:
+            history = describes(state.history, messages)
+            if history is state.history:  # the usual hit: the previous call of the same conversation, the same objects
                 return state, state
-        if not items:
-            return None
-        keys = message_keys(messages)
-        for state in items:  # a conversation loaded again: equal objects
-            history = state.history
-            if keys[:history.length] == history.keys:
-                rekeyed = HistoryKey(tuple(map(weakref.ref, messages[:history.length])), history.keys)
-                return state, cast(S, dataclasses.replace(cast(Any, state), history=rekeyed))
+            if history is not None:  # a conversation loaded again: equal objects
+                return state, cast(S, dataclasses.replace(cast(Any, state), history=history))
         return None
 
     def remember(self, state: S, chars: int = 0, max_chars: int | None = None, budget: int | None = None) -> None:
@@ -475,10 +467,6 @@ class IdentityMemo(Generic[V]):
                     break
             entries[key] = (ref, check, value)
 
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-
 
 class SizedCache(Generic[K, V]):
     """A value per equal key, bounded by the total size of the entries (oldest evicted first)."""
@@ -494,9 +482,9 @@ class SizedCache(Generic[K, V]):
     def __len__(self) -> int:
         return len(self._entries)
 
-    def get(self, key: K, default: Any = None) -> Any:
+    def get(self, key: K) -> V | None:
         entry = self._entries.get(key)
-        return default if entry is None else entry[0]
+        return None if entry is None else entry[0]
 
     def put(self, key: K, value: V, size: int) -> None:
         if size > self.max_size or self.max_entries == 0:
@@ -575,12 +563,8 @@ class _Entry:
     head: Head
 
 
-_SIZE = 64
-_CHARS = 16_000_000
-"""At most this many characters of edited copies are kept, whatever the number of heads."""
-_heads: OrderedDict[Hashable, _Entry] = OrderedDict()
-_heads_chars = 0
-_lock = threading.Lock()
+_heads: SizedCache[Hashable, _Entry] = SizedCache(16_000_000, 64)
+"""The compacted heads remembered: at most 64, holding at most this many characters of edited copies."""
 
 
 def _slot(messages: Sequence[BaseMessage], length: int, key: Hashable) -> Hashable:
@@ -589,19 +573,9 @@ def _slot(messages: Sequence[BaseMessage], length: int, key: Hashable) -> Hashab
 
 def recall_head(messages: Sequence[BaseMessage], length: int, key: Hashable, check: Any = None) -> Head | None:
     """Return the head remembered under ``key`` (and an equal ``check``) for a history starting with ``messages[:length]``, else None."""
-    if length == 0:
-        return None
-    slot = _slot(messages, length, key)
-    with _lock:
-        entry = _heads.get(slot)
-        if entry is not None:
-            _heads.move_to_end(slot)
-    if entry is None or entry.check != check:
-        return None
-    if all(map(operator.is_, map(_DEREF, entry.history.refs), messages[:length])):
-        return entry.head
-    history = history_key(messages[:length])
-    if history.keys != entry.history.keys:
+    entry = _heads.get(_slot(messages, length, key)) if length else None
+    history = describes(entry.history, messages) if entry is not None and entry.check == check else None
+    if entry is None or history is None:
         return None
     entry.history = history  # equal objects: found by identity next time
     return entry.head
@@ -609,24 +583,10 @@ def recall_head(messages: Sequence[BaseMessage], length: int, key: Hashable, che
 
 def remember_head(messages: Sequence[BaseMessage], length: int, key: Hashable, head: Head, check: Any = None) -> None:
     """Remember ``head``, built from ``messages[:length]``, under ``key`` and ``check``, unless it holds too many characters."""
-    global _heads_chars
-    if length == 0 or head.chars > _CHARS:
-        return
-    slot = _slot(messages, length, key)
-    entry = _Entry(check, history_key(messages[:length]), head)
-    with _lock:
-        replaced = _heads.pop(slot, None)
-        if replaced is not None:
-            _heads_chars -= replaced.head.chars
-        _heads[slot] = entry
-        _heads_chars += head.chars
-        while len(_heads) > _SIZE or _heads_chars > _CHARS:
-            _heads_chars -= _heads.popitem(last=False)[1].head.chars
+    if length:
+        _heads.put(_slot(messages, length, key), _Entry(check, history_key(messages[:length]), head), head.chars)
 
 
 def clear_caches() -> None:
     """Forget every remembered head (for measurements; results never depend on them)."""
-    global _heads_chars
-    with _lock:
-        _heads.clear()
-        _heads_chars = 0
+    _heads.clear()

@@ -20,20 +20,20 @@ are computed in :mod:`langchain_promptstrat.strategies.epoch_machinery.frozen_re
 
 from __future__ import annotations
 
-import bisect
 import os
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any, TypedDict
 
 from typing_extensions import Unpack
 
-from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import BaseMessage, ToolMessage
 
-from langchain_promptstrat.messages import Fate, ToolCallRecord, index_tool_calls, shorten_tool_output, shortens_arguments
+from langchain_promptstrat.messages import Fate, index_tool_calls, shorten_tool_output, shortens_arguments
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.strategies.epoch_machinery.frozen_region import (
-    Decisions, EpochState, _pinned, apply_frozen, decide, epoch_boundary, increment_schedule, prefix_change, previous_total, repeat_positions,
+    EpochState, _pinned, apply_frozen, decide, epoch_boundary, increment_schedule, prefix_change, previous_total,
+    repeat_positions,
 )
 from langchain_promptstrat.strategies.epoch_machinery.notice import compaction_notice, is_compaction_notice, notice_index
 from langchain_promptstrat.strategy import PromptStrategy
@@ -43,20 +43,6 @@ from langchain_promptstrat.tokens import as_token_counter
 Schedule = Callable[[int, Sequence[int], Settings], "EpochState | None"]
 STATE_FIELDS = ("epoch_index", "pinned_total", "new_calls", "epoch_size", "compacted_window", "keep_full", "truncate_to")
 """The :class:`EpochState` figures the report carries (None below the threshold)."""
-
-
-def _decisions_before(
-    calls: Sequence[ToolCallRecord], now: Decisions, repeats: Sequence[int], before_total: int, schedule: Schedule, settings: Settings
-) -> Decisions:
-    """Return the decisions for the history that had ``before_total`` outputs (``now``'s when no region moved and no repeat is new)."""
-    assert now.state is not None
-    if before_total == now.state.total:
-        return now
-    state = schedule(before_total, repeats, settings)
-    same_regions = state is not None and (state.frozen_edge, state.drop_edge) == (now.state.frozen_edge, now.state.drop_edge)
-    if same_regions and not (repeats and repeats[-1] > before_total):
-        return Decisions(state, now.fates, now.protected, now.shortened, now.dropped)
-    return decide(calls[: bisect.bisect_right([c.forward for c in calls], before_total)], state)
 
 
 def epoch_compact(messages: Sequence[BaseMessage], /, *, settings: Settings, name: str) -> Compacted:
@@ -69,7 +55,7 @@ def epoch_compact(messages: Sequence[BaseMessage], /, *, settings: Settings, nam
     counts describe another state.
     """
     schedule = SCHEDULES[name]
-    source = [m for m in messages if not (isinstance(m, HumanMessage) and is_compaction_notice(m))]
+    source = [m for m in messages if not is_compaction_notice(m)]
     index = index_tool_calls(source)
     calls = index.completed
     repeats = repeat_positions(calls)
@@ -80,7 +66,7 @@ def epoch_compact(messages: Sequence[BaseMessage], /, *, settings: Settings, nam
         return Compacted(out, make_report(name, messages, out, **below, repeats=None, boundary_moved=False, prefix_change=None, notice=False))
     now = decide(calls, state)
     before_total = previous_total(source, state.total)
-    before = _decisions_before(calls, now, repeats, before_total, schedule, settings)
+    before = decide([call for call in calls if call.forward <= before_total], schedule(before_total, repeats, settings))
     handles = settings.read_back_handles
     out = apply_frozen(source, index, now.fates, handles)
     shortened = 0  # the calls the shorten fate really changed: an already short call keeps every byte

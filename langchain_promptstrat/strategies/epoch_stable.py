@@ -55,7 +55,7 @@ import re
 import shlex
 import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, TypedDict
 
 from typing_extensions import Unpack
@@ -74,7 +74,7 @@ from langchain_promptstrat.messages.history_memo import (
 )
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
-from langchain_promptstrat.strategies.epoch_machinery.frozen_region import EpochState, previous_total
+from langchain_promptstrat.strategies.epoch_machinery.frozen_region import EpochState, previous_length, previous_total
 from langchain_promptstrat.strategies.epoch_machinery.notice import compaction_notice, is_compaction_notice
 from langchain_promptstrat.strategies.ladder import LadderPass, ladder_pass, message_counter, run_plan
 from langchain_promptstrat.strategies.sliding_window import SlidingWindow
@@ -163,12 +163,7 @@ class Edges:
 
     def decided_at(self, forward: int, total: int) -> int:
         """Return how many outputs the history had when the repeat protection of the frozen call at ``forward`` was decided."""
-        at = total
-        for edge, decided in self.segments:
-            if forward <= edge:
-                at = decided
-                break
-        return max(at, self.front_total)
+        return max(next((decided for edge, decided in self.segments if forward <= edge), total), self.front_total)
 
     def latest_decision(self) -> int:
         """Return the newest history length any frozen call's protection was decided at (calls after it are never read)."""
@@ -311,7 +306,7 @@ def _reads(name: str, command: str | None) -> bool:
         words = first_stage.split()
     if not words or words[0] not in READ_COMMANDS:
         return False
-    return not (words[0] == "sed" and any(w == "-i" or w.startswith(("-i", "--in-place")) for w in words[1:]))
+    return not (words[0] == "sed" and any(w.startswith(("-i", "--in-place")) for w in words[1:]))
 
 
 @dataclass(frozen=True)
@@ -528,9 +523,9 @@ def replay_history(
     reaches what a replay from the first message would. Each call's budget is divided by the
     calibration learned from the answers before it (``extra`` tokens are sent beside the messages).
     """
-    if start is not None and (
-        (start.budget, start.extra, start.calibration.prior) != (budget, extra, calibration.prior) or not describes(start.history, source)
-    ):
+    if start is not None and (start.budget, start.extra, start.calibration.prior) != (budget, extra, calibration.prior):
+        start = None
+    if start is not None and describes(start.history, source) is None:
         start = None
     if start is None:
         replay = Replay(EMPTY_HISTORY, budget, ToolIndex(), StepCosts(), Edges(), calibration=calibration, extra=extra)
@@ -588,22 +583,15 @@ def _edges_before(replay: Replay, previous: int) -> tuple[int, int]:
 
     Not simply the call point before the last: a user message right after tool outputs makes
     a call point where no model was called, and an edge that moved there changed the prompt too.
+    Only the last :data:`_RECENT_POINTS` are kept: past them the oldest kept stands in.
     """
     for point, edges in reversed(replay.recent):
         if point <= previous:
             return edges.compaction_edge, edges.drop_edge
     if len(replay.recent) < _RECENT_POINTS:  # every point was kept: the previous call came before any
         return 0, 0
-    oldest = replay.recent[0][1]  # older than what is kept: the oldest edges known
+    oldest = replay.recent[0][1]
     return oldest.compaction_edge, oldest.drop_edge
-
-
-def previous_length(messages: Sequence[BaseMessage]) -> int:
-    """Return the length of the previous model call's history: everything before the newest assistant message."""
-    for i in range(len(messages) - 1, -1, -1):
-        if isinstance(messages[i], AIMessage):
-            return i
-    return 0
 
 
 # ---- the replay as a value a front end carries -----------------------------------------------
@@ -666,50 +654,39 @@ def _carried_value(replay: Replay, source: Sequence[BaseMessage], fingerprint: s
 
 
 def _edges_value(edges: Edges) -> list[Any]:
-    return [getattr(edges, f.name) for f in fields(Edges)]
+    return list(vars(edges).values())
 
 
-def _edges_from(value: Any) -> Edges:
-    if not isinstance(value, list) or len(value) != len(fields(Edges)):
-        raise ValueError("not the edges of a replay")
+def _edges_from(value: list[Any]) -> Edges:
     edges = Edges(*value)
-    ints = [getattr(edges, f.name) for f in fields(Edges) if f.name not in ("segments", "last_event", "event_here")]
-    if not all(type(v) is int for v in ints) or type(edges.event_here) is not bool or not (edges.last_event is None or type(edges.last_event) is int):
-        raise ValueError("not the edges of a replay")
-    return replace(edges, segments=tuple((int(a), int(b)) for a, b in edges.segments))
-
-
-def _ints(value: Any) -> list[int]:
-    if not isinstance(value, list) or not all(type(v) is int for v in value):
-        raise ValueError("not a list of integers")
-    return value
+    return replace(edges, segments=tuple((a, b) for a, b in edges.segments))
 
 
 def _resumed(value: Any, source: list[BaseMessage], budget: int, fingerprint: str, prior: Calibration, extra: int) -> Replay | None:
-    """Return the replay ``value`` carries when it describes the first messages of ``source``, else None (never raises)."""
+    """Return the replay ``value`` carries when it describes the first messages of ``source``, else None (never raises).
+
+    Its checksum stands for its types: a value that went through storage intact is as it was written.
+    """
     try:
         if value["format"] != CARRY_FORMAT or value["fingerprint"] != fingerprint or value["check"] != _check(value):
             return None
         length = value["length"]
-        if type(length) is not int or not 0 < length <= len(source) or not is_call_point(source, length):
+        if not 0 < length <= len(source) or not is_call_point(source, length):
             return None  # a replay resumes only at a call point: one ending before a call's outputs would skip them
         digest = chain_digest(b"", source[:length])
         if digest.hex() != value["digest"]:
             return None
         fixed, whole, short, loose_before, loose_after, ends, last_ai = value["steps"]
-        steps = StepCosts(int(fixed), _ints(whole), _ints(short), _ints(loose_before), int(loose_after), _ints(ends), set(), int(last_ai))
         index = ToolIndex().extend(source[:length])
-        if not len(whole) == len(short) == len(loose_before) or len(index.completed) < steps.total:
-            return None
-        steps.keys = {record.key for record in index.completed[: steps.total]}
-        recent = [(int(point), _edges_from(edges)) for point, edges in value["recent"]]
+        keys = {record.key for record in index.completed[: len(whole) - 1]}
         ratios, answers, ignored, sent = value["calibration"]
-        if not all(type(r) is float for r in ratios):
-            return None
-        calibration = replace(prior, ratios=tuple(ratios), answers=int(answers), ignored=int(ignored))
+        previous, total = value["previous"]
+        steps = StepCosts(fixed, whole, short, loose_before, loose_after, ends, keys, last_ai)
         return Replay(
-            history_key(source[:length]), budget, index, steps, _edges_from(value["edges"]), recent, digest=(length, digest),
-            calibration=calibration, extra=extra, sent=int(sent), previous=(_edges_from(value["previous"][0]), int(value["previous"][1])),
+            history_key(source[:length]), budget, index, steps, _edges_from(value["edges"]),
+            [(point, _edges_from(edges)) for point, edges in value["recent"]],
+            previous=(_edges_from(previous), total), digest=(length, digest), extra=extra, sent=sent,
+            calibration=replace(prior, ratios=tuple(ratios), answers=answers, ignored=ignored),
         )
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
@@ -799,10 +776,9 @@ def frozen_prompt(
 ) -> tuple[list[BaseMessage], dict[str, Any], Head | None]:
     """Return the prompt with ``edges`` applied and the notice placed, the report's details, and the compacted head (None while nothing is frozen).
 
-    ``total`` is the output count the rule counted, ``previous_edges`` the compaction and drop
-    edges of the previous model call, ``count`` the strategy's token counter. The head reads only the messages up to the edges' latest
-    decision, so it is remembered in the head cache under the edges and found again by a later
-    call of the same conversation, or of the same conversation loaded again.
+    ``previous_edges`` are the compaction and drop edges of the previous model call. The head
+    reads no message after the edges' latest decision, so the head cache finds it again under
+    the edges: for a later call of the conversation, or the conversation loaded again.
     """
     if edges.compaction_edge == 0 and edges.drop_edge == 0:
         details: dict[str, Any] = dict.fromkeys((*_EPOCH_FIELDS, *_EDGE_FIELDS))
@@ -855,14 +831,8 @@ _EDGE_FIELDS = ("compaction_edge", "drop_edge", "head_edge", "front_total", "rep
 
 
 def shorten_tools_epoch_stable(
-    messages: Sequence[BaseMessage],
-    /,
-    *,
-    settings: Settings,
-    max_tokens: int | None = None,
-    extra_tokens: int = 0,
-    token_counter: Any = None,
-    ceiling_source: str | None = None,
+    messages: Sequence[BaseMessage], /, *, settings: Settings, max_tokens: int | None = None, extra_tokens: int = 0,
+    token_counter: Any = None, ceiling_source: str | None = None,
 ) -> Compacted:
     """Return ``messages`` compacted by the rule of the module docstring: by count, and under ``max_tokens`` when a ceiling is given.
 
@@ -882,13 +852,14 @@ def shorten_tools_epoch_stable(
     ``ceiling_source``, ``budget``, ``tokens_after`` (as sent, margin not included), ``met``,
     ``ceiling_events``, ``ceiling_event`` (this call) and ``fallback``.
     """
-    counter = as_token_counter(token_counter)
-    return _compact(messages, settings, max_tokens, extra_tokens, counter, ceiling_source, None, Costs(counter))
+    costs = Costs(as_token_counter(token_counter))
+    return _compact(messages, settings, max_tokens, extra_tokens, ceiling_source, None, costs)
 
 
 def _compact(
-    messages: Sequence[BaseMessage], settings: Settings, max_tokens: int | None, extra_tokens: int, counter: CountTokens,
-    ceiling_source: str | None, memo: ReplayMemo[Replay] | None, costs: Costs, carried: CarriedReplay | None = None, model: Any = None,
+    messages: Sequence[BaseMessage], settings: Settings, max_tokens: int | None, extra_tokens: int,
+    ceiling_source: str | None, memo: ReplayMemo[Replay] | None, costs: Costs, carried: CarriedReplay | None = None,
+    model: Any = None,
 ) -> Compacted:
     """Return :func:`shorten_tools_epoch_stable` of ``messages``, the replay resumed from ``memo`` (a strategy object's) when given."""
     source = [m for m in messages if not is_compaction_notice(m)]  # the notices of earlier calls
@@ -912,11 +883,13 @@ def _compact(
         previous_state, calibration = replay.previous, replay.calibration
         budget = calibration.budget(budget, extra_tokens)
 
-    out, details, head = frozen_prompt(source, index, edges, total, previous_edges, settings, counter)
+    out, details, head = frozen_prompt(source, index, edges, total, previous_edges, settings, costs.counter)
     if details["boundary_moved"] or details["front_moved"]:
         # edges that moved over calls whose fate stays the same change nothing: say so only when bytes changed
         before_history = source[:previous_length(source)]
-        prompt_before, _, head_before = frozen_prompt(before_history, index, *previous_state, (0, 0), settings, counter)
+        prompt_before, _, head_before = frozen_prompt(
+            before_history, index, *previous_state, (0, 0), settings, costs.counter
+        )
         if max_tokens is not None:
             prompt_before = _under_ceiling(before_history, prompt_before, head_before, costs, budget, extra_tokens, max_tokens, settings)[0]
         if len(prompt_before) <= len(out) and all(a is b or a == b for a, b in zip(prompt_before, out)):
@@ -1016,13 +989,8 @@ class ShortenToolsEpochStable(PromptStrategy):
     carries_replay = True
 
     def __init__(
-        self,
-        settings: Settings | None = None,
-        *,
-        max_tokens: MaxTokens = None,
-        model: Any = None,
-        tools: Sequence[Any] | None = None,
-        token_counter: Any = None,
+        self, settings: Settings | None = None, *, max_tokens: MaxTokens = None, model: Any = None,
+        tools: Sequence[Any] | None = None, token_counter: Any = None,
         **options: Unpack[ShortenToolsEpochStableOptions],
     ) -> None:
         """Build the strategy; a settings option left at None comes from ``settings``, else the environment, else its default.
@@ -1066,14 +1034,8 @@ class ShortenToolsEpochStable(PromptStrategy):
         return self.compact_for_request(messages)
 
     def compact_for_request(
-        self,
-        messages: Sequence[BaseMessage],
-        *,
-        model: Any = None,
-        tools: Sequence[Any] | None = None,
-        system: Sequence[BaseMessage] = (),
-        max_tokens: MaxTokens = None,
-        carried: CarriedReplay | None = None,
+        self, messages: Sequence[BaseMessage], *, model: Any = None, tools: Sequence[Any] | None = None,
+        system: Sequence[BaseMessage] = (), max_tokens: MaxTokens = None, carried: CarriedReplay | None = None,
     ) -> Compacted:
         """Return ``messages`` compacted for one model request.
 
@@ -1089,4 +1051,5 @@ class ShortenToolsEpochStable(PromptStrategy):
         if self._costs.counter is not self.token_counter:
             self._costs = Costs(self.token_counter)
         extra += self._costs(system)
-        return _compact(messages, self.settings, ceiling.tokens, extra, self.token_counter, ceiling.source, self._memo, self._costs, carried, model)
+        memo, costs = self._memo, self._costs
+        return _compact(messages, self.settings, ceiling.tokens, extra, ceiling.source, memo, costs, carried, model)

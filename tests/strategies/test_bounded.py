@@ -144,7 +144,7 @@ class TestPureFunctionOfTheHistory:
         expected = [remembering.compact(p).messages for p in prompts]
         assert caches._heads
         caches.clear_caches()
-        monkeypatch.setattr(caches, "_CHARS", -1)
+        monkeypatch.setattr(caches._heads, "max_size", -1)
         forgetting = bounded(12_000)
         assert [forgetting.compact(p).messages for p in prompts] == expected
         assert not caches._heads

@@ -6,13 +6,15 @@ where their rule is stated) freeze old tool calls behind a boundary that moves o
 occurrence of a repeated call stays whole (:func:`protected_calls`); :func:`decide` gives each
 call's fate and :func:`prefix_change` why it changed since the previous model call.
 :func:`apply_frozen` applies the fates through the head cache of
-:mod:`~langchain_promptstrat.messages.history_memo`. The default reads :class:`EpochState`.
+:mod:`~langchain_promptstrat.messages.history_memo`. The default reads :class:`EpochState` and
+:func:`previous_length`.
 """
 
 from __future__ import annotations
 
 import bisect
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -85,15 +87,9 @@ def epoch_boundary(total: int, settings: Settings) -> EpochState | None:
     if _inactive(total, settings):
         return None
     threshold, size = settings.epoch_tool_call_threshold, settings.epoch_size
-    epoch_index = (total - threshold - 1) // size
-    return EpochState(
-        total=total,
-        epoch_index=epoch_index,
-        pinned_total=threshold + epoch_index * size,
-        epoch_size=size,
-        compacted_window=settings.epoch_compacted_tool_calls,
-        full=settings.epoch_full_tool_calls,
-    )
+    index = (total - threshold - 1) // size
+    window, full = settings.epoch_compacted_tool_calls, settings.epoch_full_tool_calls
+    return EpochState(total, index, threshold + index * size, size, window, full)
 
 
 def compacted_window(size: int, settings: Settings) -> int:
@@ -121,7 +117,7 @@ def increment_schedule(total: int, repeats: Sequence[int], settings: Settings) -
     """
     if _inactive(total, settings):
         return None
-    initial = settings.epoch_size
+    initial, full = settings.epoch_size, settings.epoch_full_tool_calls
     per_increase = settings.epoch_increment_epochs_per_increase
     size_increase = settings.epoch_increment_size_increase
     repeat_increase = settings.epoch_increment_repeat_increase
@@ -141,21 +137,14 @@ def increment_schedule(total: int, repeats: Sequence[int], settings: Settings) -
         pinned += size
         repeat_epochs += repeat_in_epoch
         epoch_index += 1
-    return EpochState(
-        total=total,
-        epoch_index=epoch_index,
-        pinned_total=pinned,
-        epoch_size=size,
-        compacted_window=compacted_window(size, settings),
-        full=settings.epoch_full_tool_calls,
-    )
+    return EpochState(total, epoch_index, pinned, size, compacted_window(size, settings), full)
 
 
 def _pinned(state: EpochState | None) -> int | None:
     return state.pinned_total if state is not None else None
 
 
-# --------------------------------------------------------------------------- repeated calls
+# ---- repeated calls
 
 
 def repeat_positions(calls: Sequence[ToolCallRecord]) -> list[int]:
@@ -175,15 +164,12 @@ def protected_calls(calls: Sequence[ToolCallRecord]) -> frozenset[int]:
 
     An agent that repeats a call needs its result; keeping it whole stops a third ask.
     """
-    newest: dict[str, int] = {}
-    count: dict[str, int] = {}
-    for call in calls:
-        newest[call.key] = call.number
-        count[call.key] = count.get(call.key, 0) + 1
+    newest = {call.key: call.number for call in calls}
+    count = Counter(call.key for call in calls)
     return frozenset(newest[k] for k, n in count.items() if n >= 2)
 
 
-# --------------------------------------------------------------------------- fates
+# ---- fates
 
 
 def region_fate(forward: int, state: EpochState) -> Fate:
@@ -264,16 +250,14 @@ def prefix_change(
     return "+".join(sorted(causes)) if causes else None
 
 
+def previous_length(messages: Sequence[BaseMessage]) -> int:
+    """Return the length of the previous model call's history: everything before the newest assistant message."""
+    return next((i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], AIMessage)), 0)
+
+
 def previous_total(messages: Sequence[BaseMessage], total: int) -> int:
     """Return T for the prompt that produced the newest AIMessage (the previous model call)."""
-    trailing = 0
-    for i in range(len(messages) - 1, -1, -1):
-        message = messages[i]
-        if isinstance(message, AIMessage):
-            return total - trailing
-        if isinstance(message, ToolMessage):
-            trailing += 1
-    return total - trailing
+    return total - sum(isinstance(m, ToolMessage) for m in messages[previous_length(messages):])
 
 
 def apply_frozen(messages: list[BaseMessage], index: ToolIndex, fates: Mapping[int, Fate], handles: bool = True) -> list[BaseMessage]:
