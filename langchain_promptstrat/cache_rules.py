@@ -82,7 +82,7 @@ class CacheRule:
     _keys: dict[int, tuple[BaseMessage, str]] = field(default_factory=dict, init=False)
 
     def hashes(self, prompt: Sequence[BaseMessage]) -> list[int]:
-        """Return the prefix hashes of ``prompt`` (a chain from the tool schemas'), reusing the keys of the previous prompt's messages."""
+        """Return the prefix hashes of ``prompt``, reusing the canonical key of message objects seen in the previous prompt."""
         keys: dict[int, tuple[BaseMessage, str]] = {}
         out: list[int] = []
         h = self.start
@@ -148,7 +148,7 @@ class AnthropicCache(CacheRule):
         marks = [b + 1 for b in self.breakpoints(prompt)]  # positions: 0 holds the tool schemas, message i is i + 1
         hashes = [self.start, *self.hashes(prompt)]
         tools = self.tools or ToolSchemas(tokens=0, blocks=0)
-        ends = list(accumulate(map(message_blocks, prompt), initial=tools.blocks))  # block index at the end of each position
+        ends = list(accumulate(map(message_blocks, prompt), initial=tools.blocks))  # block index at each position's end
         cumulative = list(accumulate(counts, initial=tools.tokens))  # tokens through each position
         read = 0
         for b in marks:

@@ -154,7 +154,9 @@ class StrategyRun:
         return data
 
 
-PER_CALL = ("tokens", "cached_tokens", "reuse", "seconds", "degenerate", "recall", "provider_cached_tokens", "provider_written_tokens")
+PER_CALL = (
+    "tokens", "cached_tokens", "reuse", "seconds", "degenerate", "recall", "provider_cached_tokens", "provider_written_tokens",
+)
 """The per-call lists of a :class:`StrategyRun`, in the order ``--json`` prints them."""
 
 
