@@ -146,9 +146,8 @@ def find_transcripts(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[Path
 
 def _merge(results: list[SimulationResult], files: list[str], notes: list[str]) -> SimulationResult:
     first = results[0]
-    runs = first.runs
     for other in results[1:]:
-        for run, more in zip(runs, other.runs):
+        for run, more in zip(first.runs, other.runs):
             for name in PER_CALL:
                 getattr(run, name).extend(getattr(more, name))
     first.model_calls = sum(r.model_calls for r in results)

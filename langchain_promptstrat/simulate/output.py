@@ -244,11 +244,7 @@ def result_from_json(data: Mapping[str, Any]) -> SimulationResult:
         ]
         return SimulationResult(
             runs=runs,
-            n_tool_calls=data["n_tool_calls"],
-            seed=data["seed"],
-            model_calls=data["model_calls"],
-            cached_fraction=data["cached_fraction"],
-            max_tokens=data["max_tokens"],
+            **{key: data[key] for key in ("n_tool_calls", "seed", "model_calls", "cached_fraction", "max_tokens")},
             token_counter=data["token_counter"]["name"],
             exact_tokens=data["token_counter"]["exact"],
             price_per_mtok=data.get("price_per_mtok"),
