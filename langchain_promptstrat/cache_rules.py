@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
@@ -76,16 +77,9 @@ class CacheRule:
     """A provider's cache over one replay: feed it each prompt sent, in order, with its per-message token counts."""
 
     canonical: Callable[[BaseMessage], str]
-    name: str = "prefix"
-    write_multiplier: float = 0.0
     tools: ToolSchemas | None = None
     """The tool schemas every prompt carries before its messages (None: no tools)."""
     _keys: dict[int, tuple[BaseMessage, str]] = field(default_factory=dict, init=False)
-
-    @property
-    def start(self) -> int:
-        """Return the hash the chain starts from: the tool schemas'."""
-        return hash(("tools", self.tools.key)) if self.tools else 0
 
     def hashes(self, prompt: Sequence[BaseMessage]) -> list[int]:
         """Return the prefix hashes of ``prompt``, reusing the canonical key of message objects seen in the previous prompt."""
@@ -101,6 +95,11 @@ class CacheRule:
         self._keys = keys
         return out
 
+    @property
+    def start(self) -> int:
+        """Return the hash the chain starts from: the tool schemas'."""
+        return hash(("tools", self.tools.key)) if self.tools else 0
+
     def observe(self, prompt: Sequence[BaseMessage], counts: Sequence[int]) -> tuple[int, int]:  # pragma: no cover - abstract
         """Return (tokens read from the cache, tokens written to it) for ``prompt``."""
         raise NotImplementedError
@@ -110,7 +109,6 @@ class CacheRule:
 class OpenAICache(CacheRule):
     """OpenAI's automatic prefix cache: the previous prompt's shared prefix, from 1,024 tokens in 128-token steps."""
 
-    name: str = "openai"
     _previous: list[int] = field(default_factory=list, init=False)
     _seen: bool = field(default=False, init=False)
 
@@ -130,8 +128,6 @@ class OpenAICache(CacheRule):
 class AnthropicCache(CacheRule):
     """Anthropic's breakpoint cache: at most 4 breakpoints, each looking back 20 blocks for an entry an earlier prompt wrote."""
 
-    name: str = "anthropic"
-    write_multiplier: float = ANTHROPIC_WRITE_MULTIPLIER
     min_tokens: int = ANTHROPIC_MIN_TOKENS
     lookback: int = ANTHROPIC_LOOKBACK_BLOCKS
     _entries: set[int] = field(default_factory=set, init=False)
@@ -151,15 +147,9 @@ class AnthropicCache(CacheRule):
             return 0, 0
         marks = [b + 1 for b in self.breakpoints(prompt)]  # positions: 0 holds the tool schemas, message i is i + 1
         hashes = [self.start, *self.hashes(prompt)]
-        schemas = self.tools.tokens if self.tools is not None else 0
-        ends: list[int] = [self.tools.blocks if self.tools is not None else 0]  # block index at the end of each position
-        cumulative: list[int] = [schemas]  # tokens through each position
-        blocks, tokens = ends[0], schemas
-        for message, count in zip(prompt, counts):
-            blocks += message_blocks(message)
-            tokens += count
-            ends.append(blocks)
-            cumulative.append(tokens)
+        tools = self.tools or ToolSchemas(tokens=0, blocks=0)
+        ends = list(accumulate(map(message_blocks, prompt), initial=tools.blocks))  # block index at each position's end
+        cumulative = list(accumulate(counts, initial=tools.tokens))  # tokens through each position
         read = 0
         for b in marks:
             i = b

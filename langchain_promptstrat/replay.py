@@ -23,6 +23,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_promptstrat.conversation_file import read_conversation
 from langchain_promptstrat.errors import ConfigError, PromptStratError
 from langchain_promptstrat.simulate import DEFAULT_MAX_TOKENS, SimulationResult, StrategyEntry, default_rows, simulate
+from langchain_promptstrat.simulate.output import PER_CALL
 from langchain_promptstrat.defaults import BILLS
 from langchain_promptstrat.tokens.usage import BilledInput, billed_input, read_usage_file
 
@@ -145,10 +146,9 @@ def find_transcripts(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[Path
 
 def _merge(results: list[SimulationResult], files: list[str], notes: list[str]) -> SimulationResult:
     first = results[0]
-    runs = first.runs
     for other in results[1:]:
-        for run, more in zip(runs, other.runs):
-            for name in ("tokens", "cached_tokens", "reuse", "seconds", "degenerate", "provider_cached_tokens", "provider_written_tokens", "recall"):
+        for run, more in zip(first.runs, other.runs):
+            for name in PER_CALL:
                 getattr(run, name).extend(getattr(more, name))
     first.model_calls = sum(r.model_calls for r in results)
     first.recall_measured = all(r.recall_measured for r in results)

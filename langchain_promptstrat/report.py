@@ -66,7 +66,8 @@ def make_report(
 ) -> StrategyReport:
     """Return a report for a call that turned ``before`` into ``after`` (an untouched list is measured once)."""
     chars_before = _running_chars.total(before)
-    chars_after = chars_before if _same(before, after) else _running_chars.total(after)
+    unchanged = len(before) == len(after) and all(map(operator.is_, before, after))
+    chars_after = chars_before if unchanged else _running_chars.total(after)
     return StrategyReport(
         strategy=strategy,
         messages_in=len(before),
@@ -79,10 +80,6 @@ def make_report(
         chars_after=chars_after,
         details=details,
     )
-
-
-def _same(a: Sequence[BaseMessage], b: Sequence[BaseMessage]) -> bool:
-    return len(a) == len(b) and all(map(operator.is_, a, b))
 
 
 class _RunningChars:

@@ -69,23 +69,18 @@ def render_table(columns: Sequence[str], rows: Sequence[Sequence[str]], width: i
             if len(groups[-1]) > 1 and _total([widths[j] for j in [*groups[-1], i]]) > width:
                 groups.append([0])
             groups[-1].append(i)
+
+    def line(group: list[int], values: Sequence[str]) -> str:
+        aligned = (v.ljust(widths[i]) if i == 0 else v.rjust(widths[i]) for i, v in zip(group, values))
+        return (" " * GAP).join(aligned).rstrip()
+
     out: list[str] = []
     for group in groups:
         if out:
             out.append("")
-        out += _block(group, titles, rows, widths)
-    return out
-
-
-def _block(group: list[int], titles: list[list[str]], rows: Sequence[Sequence[str]], widths: list[int]) -> list[str]:
-    def line(values: Sequence[str]) -> str:
-        return "  ".join(
-            v.ljust(widths[i]) if i == 0 else v.rjust(widths[i]) for i, v in zip(group, values)
-        ).rstrip()
-
-    height = max(len(titles[i]) for i in group)
-    padded = {i: [""] * (height - len(titles[i])) + titles[i] for i in group}  # titles sit on the rule
-    out = [line([padded[i][k] for i in group]) for k in range(height)]
-    out.append(line(["-" * widths[i] for i in group]))
-    out += [line([row[i] for i in group]) for row in rows]
+        height = max(len(titles[i]) for i in group)
+        padded = {i: [""] * (height - len(titles[i])) + titles[i] for i in group}  # titles sit on the rule
+        out += [line(group, [padded[i][k] for i in group]) for k in range(height)]
+        out.append(line(group, ["-" * widths[i] for i in group]))
+        out += [line(group, [row[i] for i in group]) for row in rows]
     return out

@@ -127,9 +127,6 @@ def add_simulate_commands(commands: argparse._SubParsersAction[Any], detailed: b
     sim.set_defaults(func=_simulate)
 
 
-_PLOT_EXTRA = f"plotting needs matplotlib, which is not installed: {install_hint('plot')}"
-
-
 def _plot_target(name: str) -> Path:
     """Return the plot's path once matplotlib, the file type and the directory are known to work.
 
@@ -138,7 +135,7 @@ def _plot_target(name: str) -> Path:
     try:
         from matplotlib.backend_bases import FigureCanvasBase
     except ImportError:
-        raise UsageError(_PLOT_EXTRA) from None
+        raise UsageError(f"plotting needs matplotlib, which is not installed: {install_hint('plot')}") from None
     path = Path(name)
     kinds = FigureCanvasBase.get_supported_filetypes()
     kind = path.suffix.lower().lstrip(".")

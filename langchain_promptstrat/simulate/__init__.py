@@ -383,12 +383,9 @@ def _progress_hook(progress: bool | ProgressHook | None, total: int) -> tuple[Pr
 
         return plain, close
     bar = tqdm(total=total, file=sys.stderr, unit="call", leave=False, dynamic_ncols=True)
-    current = [""]
 
     def hook(label: str, done: int, of: int) -> None:
-        if label != current[0]:
-            current[0] = label
-            bar.set_description(label, refresh=False)
+        bar.set_description(label, refresh=False)
         bar.update(1)
 
     return hook, bar.close

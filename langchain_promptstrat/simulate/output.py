@@ -7,6 +7,7 @@ The table is laid out by :mod:`langchain_promptstrat.text_table`; the plot needs
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -153,6 +154,12 @@ class StrategyRun:
         return data
 
 
+PER_CALL = (
+    "tokens", "cached_tokens", "reuse", "seconds", "degenerate", "recall", "provider_cached_tokens", "provider_written_tokens",
+)
+"""The per-call lists of a :class:`StrategyRun`, in the order ``--json`` prints them."""
+
+
 @dataclass
 class SimulationResult:
     """Every replay of one run, with what is needed to read the figures."""
@@ -198,6 +205,7 @@ class SimulationResult:
 def result_to_json(result: SimulationResult) -> dict[str, Any]:
     """Return what ``promptstrat simulate --json`` prints: run parameters, then per strategy its summary and per-call figures."""
     provider = result.cache_rule != "prefix"
+    shown = {"recall": result.recall_measured, "provider_cached_tokens": provider, "provider_written_tokens": provider}
     return {
         "n_tool_calls": result.n_tool_calls,
         "seed": result.seed,
@@ -220,16 +228,7 @@ def result_to_json(result: SimulationResult) -> dict[str, Any]:
                 "options": dict(run.options),
                 "summary": run.summary(result.cached_fraction, result.price_per_mtok),
                 **({"provider_summary": run.provider_summary(result.cached_fraction, result.write_multiplier)} if provider else {}),
-                "per_call": {
-                    "tokens": list(run.tokens),
-                    "cached_tokens": list(run.cached_tokens),
-                    "reuse": list(run.reuse),
-                    "seconds": list(run.seconds),
-                    "degenerate": list(run.degenerate),
-                    **({"recall": [list(c) for c in run.recall]} if result.recall_measured else {}),
-                    **({"provider_cached_tokens": list(run.provider_cached_tokens),
-                        "provider_written_tokens": list(run.provider_written_tokens)} if provider else {}),
-                },
+                "per_call": {name: copy.deepcopy(getattr(run, name)) for name in PER_CALL if shown.get(name, True)},
             }
             for run in result.runs
         ],
@@ -245,11 +244,7 @@ def result_from_json(data: Mapping[str, Any]) -> SimulationResult:
         ]
         return SimulationResult(
             runs=runs,
-            n_tool_calls=data["n_tool_calls"],
-            seed=data["seed"],
-            model_calls=data["model_calls"],
-            cached_fraction=data["cached_fraction"],
-            max_tokens=data["max_tokens"],
+            **{key: data[key] for key in ("n_tool_calls", "seed", "model_calls", "cached_fraction", "max_tokens")},
             token_counter=data["token_counter"]["name"],
             exact_tokens=data["token_counter"]["exact"],
             price_per_mtok=data.get("price_per_mtok"),
@@ -526,17 +521,11 @@ def _place_labels(fig: Figure, ax: Axes, labels: list[tuple[float, float, int, b
              for (cx, cy), (_, _, size) in zip(centres, points) for r in [(size ** 0.5 / 2 + 1) * to_pixels]]
     touching = 2 * (_SIZE ** 0.5 / 2 + 1) * to_pixels   # two small markers side by side
     pixels = [ax.transData.transform((x, y)) for x, y, _, _ in labels]
-    groups = [[i] for i in range(len(labels))]        # points whose markers touch, joined link by link
-    merged = True
-    while merged:
-        merged = False
-        for a in range(len(groups)):
-            b = next((b for b in range(a + 1, len(groups))
-                      if any(abs(pixels[i] - pixels[j]).max() < touching for i in groups[a] for j in groups[b])), None)
-            if b is not None:
-                groups[a] += groups.pop(b)
-                merged = True
-                break
+    groups: list[list[int]] = []                      # points whose markers touch, joined link by link
+    for i in range(len(labels)):
+        near = [g for g in groups if any(abs(pixels[i] - pixels[j]).max() < touching for j in g)]
+        groups = [*(g for g in groups if g not in near), [i, *(j for g in near for j in g)]]
+    groups.sort(key=min)
     places = sorted(
         ((labels[min(g)][0], labels[min(g)][1], sorted(labels[i][2] for i in g), any(labels[i][3] for i in g)) for g in groups),
         key=lambda place: not place[3])              # the default's label first: it gets the nearest place
