@@ -24,6 +24,7 @@ import warnings
 from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from functools import cached_property
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, TypedDict
@@ -472,25 +473,24 @@ class StoredNoticeIds(Collection[str]):
     def __init__(self, config: RunnableConfig, candidates: Collection[str], keys: Sequence[str] = ()) -> None:
         self.candidates = frozenset(candidates)
         self._read = stored_reader(config, keys)
-        self._stored: frozenset[str] | None = None
 
+    @cached_property
     def _ids(self) -> frozenset[str]:
-        if self._stored is None:
-            try:
-                self._stored = (self._read() or frozenset()) & self.candidates
-            except Exception as exc:  # unreadable now: nothing counts as stored, the claims stay in flight
-                logger.debug("inbox: could not read the stored conversation: %s", exc)
-                self._stored = frozenset()
-        return self._stored
+        try:
+            return (self._read() or frozenset()) & self.candidates
+        except Exception as exc:  # unreadable now: nothing counts as stored, the claims stay in flight
+            logger.debug("inbox: could not read the stored conversation: %s", exc)
+            return frozenset()
 
     def __contains__(self, nid: object) -> bool:
-        return nid in self.candidates and nid in self._ids()
+        return nid in self.candidates and nid in self._ids
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._ids())
+        return iter(self._ids)
 
     def __len__(self) -> int:
-        return len(self._ids())
+        return len(self._ids)
+
 
 
 def _add_note(error: BaseException, note: str) -> None:
@@ -518,6 +518,17 @@ class DeliveryOptions(TypedDict, total=False):
     held: Collection[str]
     settle: bool
     stored: Callable[[], Collection[str] | None] | None
+
+
+def acknowledgement(config: RunnableConfig, persist: bool, messages: Callable[[], Sequence[BaseMessage]]) -> DeliveryOptions:
+    """Return how a graph's pickup acknowledges: once a stored checkpoint holds the notice (``persist``, with a checkpointer), else at once.
+
+    ``messages`` reads the state's messages, whose notices wait for their checkpoint; only called then.
+    """
+    if not (persist and has_checkpointer(config)):
+        return {"settle": True}
+    held = notice_ids(messages())
+    return {"seen": StoredNoticeIds(config, held), "held": held, "settle": False, "stored": stored_reader(config)}
 
 
 class InboxDelivery(NamedTuple):

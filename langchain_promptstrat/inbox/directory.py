@@ -59,18 +59,6 @@ def _open_regular(path: Path) -> tuple[int, os.stat_result]:
     return fd, st
 
 
-def _read_all(fd: int, limit: int) -> bytes:
-    """Return what is left to read from ``fd``, at most ``limit`` bytes."""
-    chunks: list[bytes] = []
-    while limit > 0:
-        chunk = os.read(fd, min(limit, 1 << 16))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        limit -= len(chunk)
-    return b"".join(chunks)
-
-
 def _read_head(path: str) -> bytes | None:
     """Return the first bytes of a regular file for a preview, or None when it cannot be read."""
     try:
@@ -214,7 +202,9 @@ def _read_claim(claim_dir: Path, name: str, token: str, need_content: bool, limi
             raise
         return Claimed(name=name, path=path, mtime=os.lstat(path).st_mtime, data=None, token=token)
     try:
-        return Claimed(name=name, path=path, mtime=st.st_mtime, data=_read_all(fd, limit), token=token)
+        with open(fd, "rb", closefd=False) as file:  # buffered: reads until ``limit`` bytes or the end
+            data = file.read(limit)
+        return Claimed(name=name, path=path, mtime=st.st_mtime, data=data, token=token)
     finally:
         os.close(fd)
 
