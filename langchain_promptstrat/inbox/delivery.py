@@ -79,8 +79,7 @@ class Pickup:
     awaits acknowledgement (``settle=False``). ``skipped``: ``{"file", "error"}`` for each notice
     that could not be read or moved, left in place; ``replaced_characters``: notices decoded with
     U+FFFD; ``empty``: blank ones consumed, not sent (providers reject an empty user message);
-    ``acknowledged``: earlier deliveries recorded now (``seen``); ``unavailable``: why the inbox
-    could not be read; ``waiting``: notices left for later, over ``budget_bytes``.
+    ``waiting``: notices left for later, over ``budget_bytes``.
     """
 
     delivered: list[HumanMessage] = field(default_factory=list)
@@ -90,8 +89,6 @@ class Pickup:
     skipped: list[dict[str, str]] = field(default_factory=list)
     replaced_characters: list[str] = field(default_factory=list)
     empty: list[str] = field(default_factory=list)
-    acknowledged: list[str] = field(default_factory=list)
-    unavailable: str | None = None
     budget_bytes: int = 0
     waiting: int = 0
 
@@ -215,33 +212,26 @@ class _Watcher:
             self.finish()
 
 
-def settle_when_stored(
-    store: InboxBackend | None,
-    notices: Sequence[BaseMessage],
-    stored: Callable[[], Collection[str] | None],
-    *,
-    wait: float | None = None,
-) -> bool:
-    """Acknowledge each leased notice among ``notices`` once ``stored()`` lists its message id; return whether any waits.
+def settle_when_stored(store: InboxBackend | None, notices: Sequence[BaseMessage], stored: Callable[[], Collection[str] | None]) -> None:
+    """Acknowledge each leased notice among ``notices`` once ``stored()`` lists its message id.
 
     ``stored`` reads the ids the *durable* conversation holds (the checkpointer's, written behind
     the run with ``durability="async"``), or None while it cannot tell. A background thread polls
-    it for up to ``wait`` seconds (default: the lease); then a later pickup acknowledges them
+    it for up to the store's lease; then a later pickup acknowledges them
     through ``seen``, and the process's exit checks once more. A crash before that leaves the
     claim to the next reader: never lost, never twice.
     """
     if not isinstance(store, LeasingInbox):
-        return False
+        return
     claims = {m.id: (token, name) for m, token, name in _leased(notices) if isinstance(m.id, str)}
     if not claims:
-        return False
+        return
     watcher = _Watcher(store, claims, stored)
     with _settling_lock:
         _settling.update(token for token, _ in claims.values())
         _watchers.add(watcher)
-    wait = float(getattr(store, "lease_seconds", SETTLE_WAIT_SECONDS)) if wait is None else wait
+    wait = float(getattr(store, "lease_seconds", SETTLE_WAIT_SECONDS))
     threading.Thread(target=watcher.run, args=(wait,), name="promptstrat-inbox-settle", daemon=True).start()
-    return True
 
 
 def wait_settled(timeout: float = 5.0) -> bool:
@@ -261,13 +251,7 @@ def wait_settled(timeout: float = 5.0) -> bool:
         time.sleep(min(0.01, left))
 
 
-@atexit.register
-def _settle_at_exit() -> None:
-    """Check each waiting notice once more: a script's run has ended, its checkpoints are written."""
-    with _settling_lock:
-        watchers = list(_watchers)
-    for watcher in watchers:
-        watcher.check()
+atexit.register(wait_settled, 0.0)  # check each waiting notice once more: a script's run has ended, its checkpoints are written
 
 
 def _abort(store: InboxBackend, claimed: Claimed, result: Pickup, settle: bool) -> None:
@@ -316,7 +300,6 @@ def pick_up(
         names = leasing.ready() if leasing else store.pending()
     except OSError as exc:
         _outage(store, exc)
-        result.unavailable = str(exc)
         return result
     _outage(store, None)
     taken: list[Claimed] = []
@@ -327,8 +310,7 @@ def pick_up(
             if lease.token in _settling:
                 continue
         if nid in seen:
-            if acknowledge(leasing, lease.token, lease.name) is not False:
-                result.acknowledged.append(printable(lease.name))
+            acknowledge(leasing, lease.token, lease.name)
             continue
         if nid in held or lease.state == "held":
             continue
@@ -490,7 +472,6 @@ class StoredNoticeIds(Collection[str]):
 
     def __len__(self) -> int:
         return len(self._ids)
-
 
 
 def _add_note(error: BaseException, note: str) -> None:

@@ -22,6 +22,7 @@ import secrets
 import stat
 import time
 from collections.abc import Iterable, Iterator
+from contextlib import suppress
 from pathlib import Path
 
 from langchain_promptstrat.errors import InboxError
@@ -90,10 +91,8 @@ def _move_no_replace(src: Path, dst: Path) -> None:
             os.unlink(dst)
             raise
         return
-    try:
+    with suppress(FileNotFoundError):
         os.unlink(src)
-    except FileNotFoundError:
-        pass
 
 
 def _move_to_first_free(src: Path, directory: Path, names: Iterable[str]) -> Path | None:
@@ -118,13 +117,11 @@ def _into_history(src: Path, st: os.stat_result, directory: Path, name: str) -> 
 
 def _move_back(src: Path, dst: Path) -> None:
     """Move ``src`` back to ``dst`` when that name is free; otherwise (or if the move fails) ``src`` stays."""
-    try:
+    with suppress(OSError):
         if not src.is_dir() or src.is_symlink():
             _move_no_replace(src, dst)
         elif not dst.exists():
             os.rename(src, dst)
-    except OSError:
-        pass
 
 
 def _visible(directory: str | os.PathLike[str]) -> Iterator[tuple[os.DirEntry[str], os.stat_result]]:
@@ -170,10 +167,8 @@ def new_claim_dir(claims_path: Path, token: str) -> Path:
     """Create and return ``<claims_path>/<token>.<this process's owner>``, creating ``claims_path`` as needed."""
     claim_dir = claims_path / f"{token}.{current_owner()}"
     for attempt in range(100):  # another reader may remove the emptied claims directory in between
-        try:
+        with suppress(FileExistsError):
             os.mkdir(claims_path)
-        except FileExistsError:
-            pass
         try:
             os.mkdir(claim_dir)
             return claim_dir
@@ -437,29 +432,22 @@ class DirectoryInbox(NoticeStore[Path]):
         tmp = self.path / f".tmp-{os.getpid()}-{secrets.token_hex(8)}"
         fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0), 0o444)
         try:
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
+            with open(fd, "wb") as file:
+                file.write(data)
+                file.flush()
                 os.fsync(fd)
-            finally:
-                os.close(fd)
             final = _move_to_first_free(tmp, self.path, [name] if name else (default_notice_name() for _ in range(100)))
         finally:
-            try:
+            with suppress(FileNotFoundError):
                 os.unlink(tmp)
-            except FileNotFoundError:
-                pass
         if final is None:
             raise self._taken(name) if name else InboxError(f"could not find a free notice name in {self.path}")
-        try:  # the new name on disk, where the platform allows
+        with suppress(OSError):  # the new name on disk, where the platform allows
             dir_fd = os.open(self.path, os.O_RDONLY)
             try:
                 os.fsync(dir_fd)
             finally:
                 os.close(dir_fd)
-        except OSError:
-            pass
         return final
 
 

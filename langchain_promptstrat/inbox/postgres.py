@@ -17,7 +17,7 @@ import secrets
 import threading
 import weakref
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 from langchain_promptstrat.errors import ConfigError, InboxError
@@ -233,7 +233,7 @@ class PostgresInboxes:
 
     def _describe(self) -> str:
         """Return ``host:port/dbname`` of the database, never the password."""
-        try:
+        with suppress(Exception):  # a description must never hide the real error
             if self._kind == "dsn":
                 from psycopg.conninfo import conninfo_to_dict
 
@@ -241,8 +241,6 @@ class PostgresInboxes:
                 return f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
             if self._kind == "connection":
                 return f"{self._conn.info.host}:{self._conn.info.port}/{self._conn.info.dbname}"
-        except Exception:  # a description must never hide the real error
-            pass
         return "the inbox database"
 
     @contextmanager
