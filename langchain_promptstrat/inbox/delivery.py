@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Container, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -273,7 +273,7 @@ def _abort(store: InboxBackend, claimed: Claimed, result: Pickup, settle: bool) 
 def pick_up(
     store: InboxBackend,
     *,
-    seen: Collection[str] = frozenset(),
+    seen: Container[str] = frozenset(),
     held: Collection[str] = frozenset(),
     settle: bool = True,
     budget_bytes: int | None = None,
@@ -383,7 +383,7 @@ NO_CHECKPOINTER_NOTE = (
 
 
 def _pick_up(
-    store: InboxBackend, seen: Collection[str], held: Collection[str], settle: bool, budget_bytes: int | None
+    store: InboxBackend, seen: Container[str], held: Collection[str], settle: bool, budget_bytes: int | None
 ) -> dict[str, Any]:
     result = pick_up(store, seen=seen, held=held, settle=settle, budget_bytes=budget_bytes)
     abort = {"reason": result.abort_reason, "path": result.abort_path} if result.aborted else None
@@ -394,7 +394,7 @@ def _pick_up(
 
 # langgraph types task(name=...) as a decorator whose ParamSpec and TypeVar are solved (to Never) before
 # it sees the function, so mypy rejects any function here; pyright accepts it
-_pick_up_once: Callable[[InboxBackend, Collection[str], Collection[str], bool, int | None], Future[dict[str, Any]]] = task(name="promptstrat_inbox_pickup")(_pick_up)  # type: ignore[arg-type, assignment]
+_pick_up_once: Callable[[InboxBackend, Container[str], Collection[str], bool, int | None], Future[dict[str, Any]]] = task(name="promptstrat_inbox_pickup")(_pick_up)  # type: ignore[arg-type, assignment]
 
 
 def _with_run_config(config: RunnableConfig, func: Callable[..., Any], *args: Any) -> Any:
@@ -408,7 +408,7 @@ def _with_run_config(config: RunnableConfig, func: Callable[..., Any], *args: An
 
 
 def _checkpointed_pick_up(
-    store: InboxBackend, seen: Collection[str], held: Collection[str], settle: bool, budget_bytes: int | None
+    store: InboxBackend, seen: Container[str], held: Collection[str], settle: bool, budget_bytes: int | None
 ) -> dict[str, Any]:
     try:
         future = _pick_up_once(store, seen, held, settle, budget_bytes)
@@ -449,7 +449,7 @@ def stored_reader(config: RunnableConfig, keys: Sequence[str] = ()) -> Callable[
     return lambda: stored_notice_ids(config, keys)
 
 
-class StoredNoticeIds(Collection[str]):
+class StoredNoticeIds(Container[str]):
     """The ids among ``candidates`` (those in the run's state) that the checkpointer has stored, read on first use only."""
 
     def __init__(self, config: RunnableConfig, candidates: Collection[str], keys: Sequence[str] = ()) -> None:
@@ -466,12 +466,6 @@ class StoredNoticeIds(Collection[str]):
 
     def __contains__(self, nid: object) -> bool:
         return nid in self.candidates and nid in self._ids
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._ids)
-
-    def __len__(self) -> int:
-        return len(self._ids)
 
 
 def _add_note(error: BaseException, note: str) -> None:
@@ -495,7 +489,7 @@ class DeliveryOptions(TypedDict, total=False):
     """How :func:`deliver_inbox` (and :meth:`InboxSource.deliver`) treat an abort and acknowledge notices."""
 
     on_abort: Literal["interrupt", "raise", "return"]
-    seen: Collection[str]
+    seen: Container[str]
     held: Collection[str]
     settle: bool
     stored: Callable[[], Collection[str] | None] | None

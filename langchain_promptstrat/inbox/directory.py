@@ -64,14 +64,10 @@ def _read_head(path: str) -> bytes | None:
     """Return the first bytes of a regular file for a preview, or None when it cannot be read."""
     try:
         fd, _ = _open_regular(Path(path))
+        with open(fd, "rb") as file:
+            return file.read(PREVIEW_BYTES)
     except OSError:
         return None
-    try:
-        return os.read(fd, PREVIEW_BYTES)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def _move_no_replace(src: Path, dst: Path) -> None:
@@ -196,12 +192,8 @@ def _read_claim(claim_dir: Path, name: str, token: str, need_content: bool, limi
         if need_content:
             raise
         return Claimed(name=name, path=path, mtime=os.lstat(path).st_mtime, data=None, token=token)
-    try:
-        with open(fd, "rb", closefd=False) as file:  # buffered: reads until ``limit`` bytes or the end
-            data = file.read(limit)
-        return Claimed(name=name, path=path, mtime=st.st_mtime, data=data, token=token)
-    finally:
-        os.close(fd)
+    with open(fd, "rb") as file:  # buffered: reads until ``limit`` bytes or the end
+        return Claimed(name=name, path=path, mtime=st.st_mtime, data=file.read(limit), token=token)
 
 
 class DirectoryInbox(NoticeStore[Path]):
