@@ -293,14 +293,12 @@ class DirectoryInbox(NoticeStore[Path]):
         if not self._safe():
             raise InboxError(f"refusing to claim from {self.path}: the inbox or its removed directory is a symbolic link")
         try:
-            fd, _ = _open_regular(src)
+            os.close(_open_regular(src)[0])
         except FileNotFoundError:
             return False
         except OSError:
             if need_content:
                 raise
-            return True
-        os.close(fd)
         return True
 
     def claim(self, name: str, *, need_content: bool = True) -> Claimed | None:
