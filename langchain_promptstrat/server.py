@@ -27,6 +27,7 @@ from urllib.parse import quote
 import httpx
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -55,14 +56,6 @@ MAX_PAGE = 1000
 _log = logging.getLogger("langchain_promptstrat")
 
 
-class _Refused(Exception):
-    """A request the routes answer with ``status`` and one sentence."""
-
-    def __init__(self, status: int, detail: str) -> None:
-        super().__init__(detail)
-        self.status, self.detail = status, detail
-
-
 class _NoInbox(InboxError):
     """The server's environment names no usable inbox (503, naming the settings, no path)."""
 
@@ -85,7 +78,7 @@ def thread_inbox(thread_id: str) -> InboxBackend:
 def _thread_id(request: Request) -> str:
     thread_id = str(request.path_params["thread_id"])
     if len(thread_id) > MAX_THREAD_ID_CHARS or not thread_id.isprintable() or thread_id in (".", ".."):
-        raise _Refused(
+        raise HTTPException(
             422, f"thread id {printable_name(thread_id[:40])!r} is not a thread id: at most {MAX_THREAD_ID_CHARS} "
             "printable characters, not '.' or '..'",
         )
@@ -109,37 +102,37 @@ async def _check_thread_access(request: Request, thread_id: str, write: bool) ->
             detail = str(answer.json().get("detail") or answer.reason_phrase)
         except (ValueError, AttributeError):
             detail = answer.reason_phrase
-        raise _Refused(answer.status_code, f"thread {thread_id!r}: {detail}")
+        raise HTTPException(answer.status_code, f"thread {thread_id!r}: {detail}")
 
 
 async def _body(request: Request) -> dict[str, Any]:
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media_type != "application/json":
-        raise _Refused(415, f"send the body as application/json, not {printable_name(media_type[:60]) or 'no content type'}")
+        raise HTTPException(415, f"send the body as application/json, not {printable_name(media_type[:60]) or 'no content type'}")
     _, _, cap = notice_limits()
     limit = 6 * cap + 4096  # JSON may spell each byte as \\uXXXX
     data = b""
     async for chunk in request.stream():
         data += chunk
         if len(data) > limit:
-            raise _Refused(413, f"the request body is larger than {limit} bytes; a notice holds at most {cap} bytes")
+            raise HTTPException(413, f"the request body is larger than {limit} bytes; a notice holds at most {cap} bytes")
     try:
         body = json.loads(data or b"{}")
     except (ValueError, UnicodeDecodeError) as exc:
-        raise _Refused(400, f"the request body is not JSON ({exc}); send an object such as {{\"content\": \"...\"}}") from None
+        raise HTTPException(400, f"the request body is not JSON ({exc}); send an object such as {{\"content\": \"...\"}}") from None
     except RecursionError:
-        raise _Refused(400, "the request body nests too deeply; send an object such as {\"content\": \"...\"}") from None
+        raise HTTPException(400, "the request body nests too deeply; send an object such as {\"content\": \"...\"}") from None
     if not isinstance(body, dict):
-        raise _Refused(400, f"the request body must be a JSON object, got {type(body).__name__}")
+        raise HTTPException(400, f"the request body must be a JSON object, got {type(body).__name__}")
     return body
 
 
 def _text_field(body: dict[str, Any], key: str, *, required: bool = False) -> str | None:
     value = body.get(key)
     if value is None and required:
-        raise _Refused(422, f"the request body has no {key!r} field; send {{\"{key}\": \"...\"}}")
+        raise HTTPException(422, f"the request body has no {key!r} field; send {{\"{key}\": \"...\"}}")
     if value is not None and not isinstance(value, str):
-        raise _Refused(422, f"field {key!r} must be a string, got {type(value).__name__}")
+        raise HTTPException(422, f"field {key!r} must be a string, got {type(value).__name__}")
     return value
 
 
@@ -148,9 +141,9 @@ def _checked(check: Callable[..., bytes], *args: Any) -> None:
     try:
         check(*args, notice_limits()[2])
     except NoticeTooLarge as exc:
-        raise _Refused(413, str(exc)) from None
+        raise HTTPException(413, str(exc)) from None
     except InboxError as exc:
-        raise _Refused(422, str(exc)) from None
+        raise HTTPException(422, str(exc)) from None
 
 
 def _entry(entry: InboxEntry) -> dict[str, Any]:
@@ -173,9 +166,9 @@ def _page(request: Request) -> slice:
     try:
         offset, limit = (int(request.query_params.get(key, default)) for key, default in (("offset", 0), ("limit", 100)))
     except ValueError:
-        raise _Refused(422, "offset and limit must be whole numbers") from None
+        raise HTTPException(422, "offset and limit must be whole numbers") from None
     if offset < 0 or not 1 <= limit <= MAX_PAGE:
-        raise _Refused(422, f"offset must be 0 or more and limit between 1 and {MAX_PAGE}")
+        raise HTTPException(422, f"offset must be 0 or more and limit between 1 and {MAX_PAGE}")
     return slice(offset, offset + limit)
 
 
@@ -210,14 +203,14 @@ async def _answer(request: Request, action: str) -> JSONResponse:
             return JSONResponse(await run_in_threadpool(_abort, thread_id, reason), status_code=201)
         content = _text_field(body, "content", required=True) or ""
         if not content.strip():
-            raise _Refused(422, "the notice is empty; give it some text")
+            raise HTTPException(422, "the notice is empty; give it some text")
         name = _text_field(body, "name")
         if name == ABORT_FILE:
-            raise _Refused(422, "'abort' is reserved; POST /threads/{thread_id}/abort asks the run to stop")
+            raise HTTPException(422, "'abort' is reserved; POST /threads/{thread_id}/abort asks the run to stop")
         _checked(notice_data, content, name)
         return JSONResponse(await run_in_threadpool(_post, thread_id, content, name), status_code=201)
-    except _Refused as refused:
-        return JSONResponse({"detail": refused.detail}, status_code=refused.status)
+    except HTTPException as refused:  # the caller's mistake, in one sentence
+        return JSONResponse({"detail": refused.detail}, status_code=refused.status_code)
     except NoticeNameTaken as exc:
         return JSONResponse({"detail": str(exc)}, status_code=409)
     except _NoInbox as exc:

@@ -17,7 +17,7 @@ from langgraph.prebuilt import InjectedState
 
 from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
 from langchain_promptstrat.errors import InvalidMessagesError
-from langchain_promptstrat.inbox.delivery import DeliveryOptions, InboxSource, StoredNoticeIds, deliver_inbox, has_checkpointer, notice_ids, stored_reader
+from langchain_promptstrat.inbox.delivery import InboxSource, acknowledgement, deliver_inbox
 from langchain_promptstrat.inbox.locate import InboxBackendSpec, check_backend, inbox_for_config
 from langchain_promptstrat.messages import PAGE_CHARS, PAGE_LINES, READ_BACK_TOOL, keep_prompt_floor, read_back  # keep_prompt_floor: re-exported
 from langchain_promptstrat.registry import StrategySpec, prompt_for_model, resolve_strategies
@@ -37,14 +37,6 @@ def state_messages(state: Any, who: str) -> list[BaseMessage]:
             f"({keys}); use MessagesState or declare messages: Annotated[list[AnyMessage], add_messages]"
         )
     return list(messages)
-
-
-def _acknowledgement(config: RunnableConfig, state: Any, persist: bool, who: str) -> DeliveryOptions:
-    """Return how a pickup acknowledges: once a stored checkpoint holds the notice (persisted, with a checkpointer), else when handed over."""
-    if not (persist and has_checkpointer(config)):
-        return {"seen": frozenset(), "held": frozenset(), "settle": True}
-    held = notice_ids(state_messages(state, who))
-    return {"seen": StoredNoticeIds(config, held), "held": held, "settle": False, "stored": stored_reader(config)}
 
 
 class GraphHook(Protocol):
@@ -93,7 +85,7 @@ def pre_model_hook(
 
     def promptstrat_pre_model_hook(state: Any, config: RunnableConfig) -> dict[str, Any]:
         messages = state_messages(state, "pre_model_hook")
-        save_file, delivery = inbox.deliver(config, **_acknowledgement(config, state, persist_inbox, "pre_model_hook"))
+        save_file, delivery = inbox.deliver(config, **acknowledgement(config, persist_inbox, lambda: messages))
         prompt = prompt_for_model(resolved, messages, delivery.notices, save_file=save_file, config=config, request=request)
         if persist_inbox and delivery.notices:
             return {"messages": delivery.notices, "llm_input_messages": prompt}
@@ -127,8 +119,8 @@ def make_inbox_node(
 
     def inbox_node(state: Any, config: RunnableConfig) -> dict[str, Any]:
         store = inbox_for_config(config, backend=backend, root=root, allow_save_file=allow_save_file)
-        acknowledgement = _acknowledgement(config, state, persist, "inbox node")
-        notices = deliver_inbox(store, config, include_paths=include_paths, **acknowledgement).notices if store is not None else []
+        options = acknowledgement(config, persist, lambda: state_messages(state, "inbox node"))
+        notices = deliver_inbox(store, config, include_paths=include_paths, **options).notices if store is not None else []
         if persist:
             return {"messages": notices} if notices else {}
         return {"llm_input_messages": [*state_messages(state, "inbox node"), *notices]}

@@ -156,17 +156,6 @@ def _inbox_ls(args: argparse.Namespace) -> int:
         *(("delivered", entry, None) for entry in delivered),
     ]
     now = time.time()
-
-    def claim(lease: Lease | None) -> dict[str, Any]:
-        if lease is None:
-            return {"owner": None, "claimed": None, "age_seconds": None, "claim": None}
-        return {
-            "owner": printable_name(lease.owner),
-            "claimed": _time(lease.leased_at),
-            "age_seconds": round(max(0.0, now - lease.leased_at), 1),
-            "claim": lease.listed_state,
-        }
-
     if args.json:
         print(json.dumps([
             {
@@ -176,7 +165,10 @@ def _inbox_ls(args: argparse.Namespace) -> int:
                 "delivered": None if entry.delivered_at is None else _time(entry.delivered_at),
                 "size": entry.size,
                 "preview": entry.preview,
-                **claim(lease),
+                "owner": lease and printable_name(lease.owner),
+                "claimed": lease and _time(lease.leased_at),
+                "age_seconds": lease and round(max(0.0, now - lease.leased_at), 1),
+                "claim": lease and lease.listed_state,
             }
             for state, entry, lease in listed
         ], indent=2, ensure_ascii=False))

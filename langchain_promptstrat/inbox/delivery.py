@@ -21,9 +21,10 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Container, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from functools import cached_property
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, TypedDict
@@ -78,8 +79,7 @@ class Pickup:
     awaits acknowledgement (``settle=False``). ``skipped``: ``{"file", "error"}`` for each notice
     that could not be read or moved, left in place; ``replaced_characters``: notices decoded with
     U+FFFD; ``empty``: blank ones consumed, not sent (providers reject an empty user message);
-    ``acknowledged``: earlier deliveries recorded now (``seen``); ``unavailable``: why the inbox
-    could not be read; ``waiting``: notices left for later, over ``budget_bytes``.
+    ``waiting``: notices left for later, over ``budget_bytes``.
     """
 
     delivered: list[HumanMessage] = field(default_factory=list)
@@ -89,8 +89,6 @@ class Pickup:
     skipped: list[dict[str, str]] = field(default_factory=list)
     replaced_characters: list[str] = field(default_factory=list)
     empty: list[str] = field(default_factory=list)
-    acknowledged: list[str] = field(default_factory=list)
-    unavailable: str | None = None
     budget_bytes: int = 0
     waiting: int = 0
 
@@ -214,33 +212,26 @@ class _Watcher:
             self.finish()
 
 
-def settle_when_stored(
-    store: InboxBackend | None,
-    notices: Sequence[BaseMessage],
-    stored: Callable[[], Collection[str] | None],
-    *,
-    wait: float | None = None,
-) -> bool:
-    """Acknowledge each leased notice among ``notices`` once ``stored()`` lists its message id; return whether any waits.
+def settle_when_stored(store: InboxBackend | None, notices: Sequence[BaseMessage], stored: Callable[[], Collection[str] | None]) -> None:
+    """Acknowledge each leased notice among ``notices`` once ``stored()`` lists its message id.
 
     ``stored`` reads the ids the *durable* conversation holds (the checkpointer's, written behind
     the run with ``durability="async"``), or None while it cannot tell. A background thread polls
-    it for up to ``wait`` seconds (default: the lease); then a later pickup acknowledges them
+    it for up to the store's lease; then a later pickup acknowledges them
     through ``seen``, and the process's exit checks once more. A crash before that leaves the
     claim to the next reader: never lost, never twice.
     """
     if not isinstance(store, LeasingInbox):
-        return False
+        return
     claims = {m.id: (token, name) for m, token, name in _leased(notices) if isinstance(m.id, str)}
     if not claims:
-        return False
+        return
     watcher = _Watcher(store, claims, stored)
     with _settling_lock:
         _settling.update(token for token, _ in claims.values())
         _watchers.add(watcher)
-    wait = float(getattr(store, "lease_seconds", SETTLE_WAIT_SECONDS)) if wait is None else wait
+    wait = float(getattr(store, "lease_seconds", SETTLE_WAIT_SECONDS))
     threading.Thread(target=watcher.run, args=(wait,), name="promptstrat-inbox-settle", daemon=True).start()
-    return True
 
 
 def wait_settled(timeout: float = 5.0) -> bool:
@@ -260,13 +251,7 @@ def wait_settled(timeout: float = 5.0) -> bool:
         time.sleep(min(0.01, left))
 
 
-@atexit.register
-def _settle_at_exit() -> None:
-    """Check each waiting notice once more: a script's run has ended, its checkpoints are written."""
-    with _settling_lock:
-        watchers = list(_watchers)
-    for watcher in watchers:
-        watcher.check()
+atexit.register(wait_settled, 0.0)  # check each waiting notice once more: a script's run has ended, its checkpoints are written
 
 
 def _abort(store: InboxBackend, claimed: Claimed, result: Pickup, settle: bool) -> None:
@@ -288,7 +273,7 @@ def _abort(store: InboxBackend, claimed: Claimed, result: Pickup, settle: bool) 
 def pick_up(
     store: InboxBackend,
     *,
-    seen: Collection[str] = frozenset(),
+    seen: Container[str] = frozenset(),
     held: Collection[str] = frozenset(),
     settle: bool = True,
     budget_bytes: int | None = None,
@@ -315,7 +300,6 @@ def pick_up(
         names = leasing.ready() if leasing else store.pending()
     except OSError as exc:
         _outage(store, exc)
-        result.unavailable = str(exc)
         return result
     _outage(store, None)
     taken: list[Claimed] = []
@@ -326,8 +310,7 @@ def pick_up(
             if lease.token in _settling:
                 continue
         if nid in seen:
-            if acknowledge(leasing, lease.token, lease.name) is not False:
-                result.acknowledged.append(printable(lease.name))
+            acknowledge(leasing, lease.token, lease.name)
             continue
         if nid in held or lease.state == "held":
             continue
@@ -400,7 +383,7 @@ NO_CHECKPOINTER_NOTE = (
 
 
 def _pick_up(
-    store: InboxBackend, seen: Collection[str], held: Collection[str], settle: bool, budget_bytes: int | None
+    store: InboxBackend, seen: Container[str], held: Collection[str], settle: bool, budget_bytes: int | None
 ) -> dict[str, Any]:
     result = pick_up(store, seen=seen, held=held, settle=settle, budget_bytes=budget_bytes)
     abort = {"reason": result.abort_reason, "path": result.abort_path} if result.aborted else None
@@ -411,7 +394,7 @@ def _pick_up(
 
 # langgraph types task(name=...) as a decorator whose ParamSpec and TypeVar are solved (to Never) before
 # it sees the function, so mypy rejects any function here; pyright accepts it
-_pick_up_once: Callable[[InboxBackend, Collection[str], Collection[str], bool, int | None], Future[dict[str, Any]]] = task(name="promptstrat_inbox_pickup")(_pick_up)  # type: ignore[arg-type, assignment]
+_pick_up_once: Callable[[InboxBackend, Container[str], Collection[str], bool, int | None], Future[dict[str, Any]]] = task(name="promptstrat_inbox_pickup")(_pick_up)  # type: ignore[arg-type, assignment]
 
 
 def _with_run_config(config: RunnableConfig, func: Callable[..., Any], *args: Any) -> Any:
@@ -425,7 +408,7 @@ def _with_run_config(config: RunnableConfig, func: Callable[..., Any], *args: An
 
 
 def _checkpointed_pick_up(
-    store: InboxBackend, seen: Collection[str], held: Collection[str], settle: bool, budget_bytes: int | None
+    store: InboxBackend, seen: Container[str], held: Collection[str], settle: bool, budget_bytes: int | None
 ) -> dict[str, Any]:
     try:
         future = _pick_up_once(store, seen, held, settle, budget_bytes)
@@ -466,31 +449,23 @@ def stored_reader(config: RunnableConfig, keys: Sequence[str] = ()) -> Callable[
     return lambda: stored_notice_ids(config, keys)
 
 
-class StoredNoticeIds(Collection[str]):
+class StoredNoticeIds(Container[str]):
     """The ids among ``candidates`` (those in the run's state) that the checkpointer has stored, read on first use only."""
 
     def __init__(self, config: RunnableConfig, candidates: Collection[str], keys: Sequence[str] = ()) -> None:
         self.candidates = frozenset(candidates)
         self._read = stored_reader(config, keys)
-        self._stored: frozenset[str] | None = None
 
+    @cached_property
     def _ids(self) -> frozenset[str]:
-        if self._stored is None:
-            try:
-                self._stored = (self._read() or frozenset()) & self.candidates
-            except Exception as exc:  # unreadable now: nothing counts as stored, the claims stay in flight
-                logger.debug("inbox: could not read the stored conversation: %s", exc)
-                self._stored = frozenset()
-        return self._stored
+        try:
+            return (self._read() or frozenset()) & self.candidates
+        except Exception as exc:  # unreadable now: nothing counts as stored, the claims stay in flight
+            logger.debug("inbox: could not read the stored conversation: %s", exc)
+            return frozenset()
 
     def __contains__(self, nid: object) -> bool:
-        return nid in self.candidates and nid in self._ids()
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._ids())
-
-    def __len__(self) -> int:
-        return len(self._ids())
+        return nid in self.candidates and nid in self._ids
 
 
 def _add_note(error: BaseException, note: str) -> None:
@@ -514,10 +489,21 @@ class DeliveryOptions(TypedDict, total=False):
     """How :func:`deliver_inbox` (and :meth:`InboxSource.deliver`) treat an abort and acknowledge notices."""
 
     on_abort: Literal["interrupt", "raise", "return"]
-    seen: Collection[str]
+    seen: Container[str]
     held: Collection[str]
     settle: bool
     stored: Callable[[], Collection[str] | None] | None
+
+
+def acknowledgement(config: RunnableConfig, persist: bool, messages: Callable[[], Sequence[BaseMessage]]) -> DeliveryOptions:
+    """Return how a graph's pickup acknowledges: once a stored checkpoint holds the notice (``persist``, with a checkpointer), else at once.
+
+    ``messages`` reads the state's messages, whose notices wait for their checkpoint; only called then.
+    """
+    if not (persist and has_checkpointer(config)):
+        return {"settle": True}
+    held = notice_ids(messages())
+    return {"seen": StoredNoticeIds(config, held), "held": held, "settle": False, "stored": stored_reader(config)}
 
 
 class InboxDelivery(NamedTuple):

@@ -22,6 +22,7 @@ import secrets
 import stat
 import time
 from collections.abc import Iterable, Iterator
+from contextlib import suppress
 from pathlib import Path
 
 from langchain_promptstrat.errors import InboxError
@@ -59,30 +60,14 @@ def _open_regular(path: Path) -> tuple[int, os.stat_result]:
     return fd, st
 
 
-def _read_all(fd: int, limit: int) -> bytes:
-    """Return what is left to read from ``fd``, at most ``limit`` bytes."""
-    chunks: list[bytes] = []
-    while limit > 0:
-        chunk = os.read(fd, min(limit, 1 << 16))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        limit -= len(chunk)
-    return b"".join(chunks)
-
-
 def _read_head(path: str) -> bytes | None:
     """Return the first bytes of a regular file for a preview, or None when it cannot be read."""
     try:
         fd, _ = _open_regular(Path(path))
+        with open(fd, "rb") as file:
+            return file.read(PREVIEW_BYTES)
     except OSError:
         return None
-    try:
-        return os.read(fd, PREVIEW_BYTES)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def _move_no_replace(src: Path, dst: Path) -> None:
@@ -102,10 +87,8 @@ def _move_no_replace(src: Path, dst: Path) -> None:
             os.unlink(dst)
             raise
         return
-    try:
+    with suppress(FileNotFoundError):
         os.unlink(src)
-    except FileNotFoundError:
-        pass
 
 
 def _move_to_first_free(src: Path, directory: Path, names: Iterable[str]) -> Path | None:
@@ -130,13 +113,11 @@ def _into_history(src: Path, st: os.stat_result, directory: Path, name: str) -> 
 
 def _move_back(src: Path, dst: Path) -> None:
     """Move ``src`` back to ``dst`` when that name is free; otherwise (or if the move fails) ``src`` stays."""
-    try:
+    with suppress(OSError):
         if not src.is_dir() or src.is_symlink():
             _move_no_replace(src, dst)
         elif not dst.exists():
             os.rename(src, dst)
-    except OSError:
-        pass
 
 
 def _visible(directory: str | os.PathLike[str]) -> Iterator[tuple[os.DirEntry[str], os.stat_result]]:
@@ -182,10 +163,8 @@ def new_claim_dir(claims_path: Path, token: str) -> Path:
     """Create and return ``<claims_path>/<token>.<this process's owner>``, creating ``claims_path`` as needed."""
     claim_dir = claims_path / f"{token}.{current_owner()}"
     for attempt in range(100):  # another reader may remove the emptied claims directory in between
-        try:
+        with suppress(FileExistsError):
             os.mkdir(claims_path)
-        except FileExistsError:
-            pass
         try:
             os.mkdir(claim_dir)
             return claim_dir
@@ -213,10 +192,8 @@ def _read_claim(claim_dir: Path, name: str, token: str, need_content: bool, limi
         if need_content:
             raise
         return Claimed(name=name, path=path, mtime=os.lstat(path).st_mtime, data=None, token=token)
-    try:
-        return Claimed(name=name, path=path, mtime=st.st_mtime, data=_read_all(fd, limit), token=token)
-    finally:
-        os.close(fd)
+    with open(fd, "rb") as file:  # buffered: reads until ``limit`` bytes or the end
+        return Claimed(name=name, path=path, mtime=st.st_mtime, data=file.read(limit), token=token)
 
 
 class DirectoryInbox(NoticeStore[Path]):
@@ -316,14 +293,12 @@ class DirectoryInbox(NoticeStore[Path]):
         if not self._safe():
             raise InboxError(f"refusing to claim from {self.path}: the inbox or its removed directory is a symbolic link")
         try:
-            fd, _ = _open_regular(src)
+            os.close(_open_regular(src)[0])
         except FileNotFoundError:
             return False
         except OSError:
             if need_content:
                 raise
-            return True
-        os.close(fd)
         return True
 
     def claim(self, name: str, *, need_content: bool = True) -> Claimed | None:
@@ -447,29 +422,22 @@ class DirectoryInbox(NoticeStore[Path]):
         tmp = self.path / f".tmp-{os.getpid()}-{secrets.token_hex(8)}"
         fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0), 0o444)
         try:
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
+            with open(fd, "wb") as file:
+                file.write(data)
+                file.flush()
                 os.fsync(fd)
-            finally:
-                os.close(fd)
             final = _move_to_first_free(tmp, self.path, [name] if name else (default_notice_name() for _ in range(100)))
         finally:
-            try:
+            with suppress(FileNotFoundError):
                 os.unlink(tmp)
-            except FileNotFoundError:
-                pass
         if final is None:
             raise self._taken(name) if name else InboxError(f"could not find a free notice name in {self.path}")
-        try:  # the new name on disk, where the platform allows
+        with suppress(OSError):  # the new name on disk, where the platform allows
             dir_fd = os.open(self.path, os.O_RDONLY)
             try:
                 os.fsync(dir_fd)
             finally:
                 os.close(dir_fd)
-        except OSError:
-            pass
         return final
 
 

@@ -31,25 +31,27 @@ def save_file_for_config(
     ``root`` defaults to ``$PROMPTSTRAT_INBOX_ROOT``, read now; with one, a ``save_file`` is
     ignored with one warning unless ``allow_save_file=True``.
     """
+    base = inbox_root(root)
+    because = "an inbox root is set (root= or $PROMPTSTRAT_INBOX_ROOT)"
+    save_file, thread_id = _named(config, allow_save_file or base is None, because, os.fspath(base or ""))
+    if save_file is not None:
+        return Path(save_file)
+    return None if thread_id is None or base is None else thread_save_file(thread_id, root)
+
+
+def _named(config: RunnableConfig | None, allow_save_file: bool, because: str, where: str) -> tuple[str | None, str | None]:
+    """Return the run config's ``save_file`` (where allowed) and ``thread_id``; an ignored save file warns once per ``where``."""
     configurable = (config or {}).get("configurable") or {}
-    rooted = inbox_root(root) is not None
-    if configurable.get("save_file") and (allow_save_file or not rooted):
-        return Path(configurable["save_file"])
-    if configurable.get("save_file"):
-        _ignore_save_file("an inbox root is set (root= or $PROMPTSTRAT_INBOX_ROOT)", os.fspath(inbox_root(root) or ""))
-    thread_id = configurable.get("thread_id")
-    if thread_id is None or not rooted:
-        return None
-    return thread_save_file(str(thread_id), root)
-
-
-def _ignore_save_file(because: str, where: str) -> None:
-    """Warn once for each inbox root or backend object (``where``) that a run config's save_file was ignored."""
-    warn_once(
-        ("save_file", because, where),
-        "inbox: the run config's configurable.save_file is ignored because %s; a request must not choose "
-        "another thread's inbox. Pass allow_save_file=True in code to let run configs choose it", because,
-    )
+    save_file, thread_id = configurable.get("save_file"), configurable.get("thread_id")
+    if save_file and allow_save_file:
+        return save_file, None
+    if save_file:
+        warn_once(
+            ("save_file", because, where),
+            "inbox: the run config's configurable.save_file is ignored because %s; a request must not choose "
+            "another thread's inbox. Pass allow_save_file=True in code to let run configs choose it", because,
+        )
+    return None, None if thread_id is None else str(thread_id)
 
 
 def check_backend(backend: Any, root: str | os.PathLike[str] | None = None) -> InboxBackendSpec:
@@ -90,13 +92,10 @@ def inbox_for_config(
     if _is_directory(backend):
         save_file = save_file_for_config(config, root, allow_save_file=allow_save_file)
         return None if save_file is None else (backend or DirectoryInbox).for_save_file(save_file)
-    configurable = (config or {}).get("configurable") or {}
-    if configurable.get("save_file") and allow_save_file:
-        return backend.for_save_file(configurable["save_file"])
-    if configurable.get("save_file"):
-        _ignore_save_file(f"the inbox backend is {type(backend).__name__}", str(id(backend)))
-    thread_id = configurable.get("thread_id")
-    return None if thread_id is None else backend.for_thread(str(thread_id))
+    named, thread_id = _named(config, allow_save_file, f"the inbox backend is {type(backend).__name__}", str(id(backend)))
+    if named is not None:
+        return backend.for_save_file(named)
+    return None if thread_id is None else backend.for_thread(thread_id)
 
 
 def _is_directory(backend: object) -> TypeIs[type[DirectoryInbox] | None]:

@@ -17,7 +17,7 @@ import secrets
 import threading
 import weakref
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 from langchain_promptstrat.errors import ConfigError, InboxError
@@ -171,14 +171,6 @@ CONNECT_TIMEOUT = 3
 """Seconds a connection string without its own ``connect_timeout`` waits for the server."""
 
 
-def _psycopg() -> Any:
-    try:
-        import psycopg
-    except ImportError as exc:
-        raise ConfigError(f"the PostgreSQL inbox needs psycopg 3, which is not installed: {INSTALL_HINT}") from exc
-    return psycopg
-
-
 _connection_locks: weakref.WeakKeyDictionary[Any, threading.Lock] = weakref.WeakKeyDictionary()
 _locks_guard = threading.Lock()
 
@@ -191,8 +183,11 @@ class PostgresInboxes:
     """
 
     def __init__(self, conn: str | psycopg.Connection | Any, *, schema: str | None = None) -> None:
-        psycopg = _psycopg()
-        from psycopg import sql
+        try:
+            import psycopg
+            from psycopg import sql
+        except ImportError as exc:
+            raise ConfigError(f"the PostgreSQL inbox needs psycopg 3, which is not installed: {INSTALL_HINT}") from exc
 
         self._sql = sql
         if isinstance(conn, str):
@@ -216,12 +211,10 @@ class PostgresInboxes:
             raise ConfigError(f"schema must be a non-empty string or None, got {schema!r}")
         self._conn: Any = conn
         self.schema = schema
-        self._pg = psycopg
+        self._pg: Any = psycopg
         table = (lambda name: sql.Identifier(schema, name)) if schema else sql.Identifier
         self._names = {"pending": table(PENDING_TABLE), "delivered": table(DELIVERED_TABLE), "version": table(VERSION_TABLE)}
-        prefix = f"{schema}." if schema else ""
-        self._pending_label = f"{prefix}{PENDING_TABLE}"
-        self._delivered_label = f"{prefix}{DELIVERED_TABLE}"
+        self._prefix = f"{schema}." if schema else ""
 
     def __repr__(self) -> str:
         return f"PostgresInboxes({self._describe()!r}, schema={self.schema!r})"
@@ -240,7 +233,7 @@ class PostgresInboxes:
 
     def _describe(self) -> str:
         """Return ``host:port/dbname`` of the database, never the password."""
-        try:
+        with suppress(Exception):  # a description must never hide the real error
             if self._kind == "dsn":
                 from psycopg.conninfo import conninfo_to_dict
 
@@ -248,8 +241,6 @@ class PostgresInboxes:
                 return f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
             if self._kind == "connection":
                 return f"{self._conn.info.host}:{self._conn.info.port}/{self._conn.info.dbname}"
-        except Exception:  # a description must never hide the real error
-            pass
         return "the inbox database"
 
     @contextmanager
@@ -370,7 +361,7 @@ class PostgresInbox(NoticeStore[str]):
     @property
     def location(self) -> str:
         """Return ``pg:<pending table>/<encoded thread id>``: where the pending notices lie."""
-        return f"pg:{self._db._pending_label}/{self._key}"
+        return f"pg:{self._db._prefix}{PENDING_TABLE}/{self._key}"
 
     def setup(self) -> None:
         """Create the inbox tables (or migrate them to this version's schema); idempotent."""
@@ -448,7 +439,7 @@ class PostgresInbox(NoticeStore[str]):
         return None if moved is None else self._delivered_at(moved[2])
 
     def _delivered_at(self, name: str) -> str:
-        return f"pg:{self._db._delivered_label}/{self._key}/{name}"
+        return f"pg:{self._db._prefix}{DELIVERED_TABLE}/{self._key}/{name}"
 
     def _into_history(self, query: LiteralString, name: str, doing: str, left: str, **extra: Any) -> tuple[Any, Any, str] | None:
         """Run ``query`` (take the notice, record it) in one transaction; return its content, posting time and history name.
