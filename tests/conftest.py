@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import settings
+
+# Speed is measured in benchmarks/, never asserted in the suite: Hypothesis's per-example
+# deadline (200 ms) would fail a correct property on a loaded machine, so no test has one.
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
 
 
 @pytest.fixture(autouse=True)
