@@ -199,11 +199,13 @@ class TestFailingModelCalls:
 
         monkeypatch.setattr(DirectoryInbox, "acknowledge", outage)
         invoke("task")
+        assert wait_settled()  # the failed acknowledgement was tried before the disk comes back, not raced by it
         store = DirectoryInbox.for_thread(THREAD, tmp_path)
         (lease,) = store.in_flight()
         assert app.get_state(CONFIG).values[ANSWERED_KEY] == [notice_id(lease.token)]
         monkeypatch.setattr(DirectoryInbox, "acknowledge", real)
         invoke("next")
+        assert wait_settled()  # the recording is acknowledged once the checkpoint holding it is stored
         assert [contents(call).count("look at the logs") for call in model.calls] == [1, 0]
         assert store.in_flight() == [] and len(store.delivered_entries()) == 1
         assert app.get_state(CONFIG).values.get(ANSWERED_KEY) is None
