@@ -28,11 +28,11 @@ from typing_extensions import Unpack
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
-from langchain_promptstrat.messages import Fate, index_tool_calls, shorten_tool_output, shortens_arguments
+from langchain_promptstrat.messages import Fate, ToolCallRecord, index_tool_calls, shorten_tool_output, shortens_arguments
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.strategies.epoch_machinery.frozen_region import (
-    EpochState, _pinned, apply_frozen, decide, epoch_boundary, increment_schedule, prefix_change, previous_total,
+    Decisions, EpochState, _pinned, apply_frozen, decide, epoch_boundary, increment_schedule, prefix_change, previous_total,
     repeat_positions,
 )
 from langchain_promptstrat.strategies.epoch_machinery.notice import compaction_notice, is_compaction_notice, notice_index
@@ -43,6 +43,24 @@ from langchain_promptstrat.tokens import as_token_counter
 Schedule = Callable[[int, Sequence[int], Settings], "EpochState | None"]
 STATE_FIELDS = ("epoch_index", "pinned_total", "new_calls", "epoch_size", "compacted_window", "keep_full", "truncate_to")
 """The :class:`EpochState` figures the report carries (None below the threshold)."""
+
+
+def _decisions_before(
+    calls: Sequence[ToolCallRecord], now: Decisions, repeats: Sequence[int], before_total: int, schedule: Schedule, settings: Settings
+) -> Decisions:
+    """Return the decisions for the history that had ``before_total`` outputs: ``now``'s fates when no region moved and no repeat is new.
+
+    They only fill the report's ``boundary_moved`` and ``prefix_change``, so the rule runs a second
+    time only when the previous call's regions differ.
+    """
+    assert now.state is not None
+    if before_total == now.state.total:
+        return now
+    state = schedule(before_total, repeats, settings)
+    same_regions = state is not None and (state.frozen_edge, state.drop_edge) == (now.state.frozen_edge, now.state.drop_edge)
+    if same_regions and not (repeats and repeats[-1] > before_total):
+        return Decisions(state, now.fates, now.protected, now.shortened, now.dropped)
+    return decide([call for call in calls if call.forward <= before_total], state)
 
 
 def epoch_compact(messages: Sequence[BaseMessage], /, *, settings: Settings, name: str) -> Compacted:
@@ -66,7 +84,7 @@ def epoch_compact(messages: Sequence[BaseMessage], /, *, settings: Settings, nam
         return Compacted(out, make_report(name, messages, out, **below, repeats=None, boundary_moved=False, prefix_change=None, notice=False))
     now = decide(calls, state)
     before_total = previous_total(source, state.total)
-    before = decide([call for call in calls if call.forward <= before_total], schedule(before_total, repeats, settings))
+    before = _decisions_before(calls, now, repeats, before_total, schedule, settings)
     handles = settings.read_back_handles
     out = apply_frozen(source, index, now.fates, handles)
     shortened = 0  # the calls the shorten fate really changed: an already short call keeps every byte

@@ -831,8 +831,14 @@ _EDGE_FIELDS = ("compaction_edge", "drop_edge", "head_edge", "front_total", "rep
 
 
 def shorten_tools_epoch_stable(
-    messages: Sequence[BaseMessage], /, *, settings: Settings, max_tokens: int | None = None, extra_tokens: int = 0,
-    token_counter: Any = None, ceiling_source: str | None = None,
+    messages: Sequence[BaseMessage],
+    /,
+    *,
+    settings: Settings,
+    max_tokens: int | None = None,
+    extra_tokens: int = 0,
+    token_counter: Any = None,
+    ceiling_source: str | None = None,
 ) -> Compacted:
     """Return ``messages`` compacted by the rule of the module docstring: by count, and under ``max_tokens`` when a ceiling is given.
 
@@ -989,8 +995,13 @@ class ShortenToolsEpochStable(PromptStrategy):
     carries_replay = True
 
     def __init__(
-        self, settings: Settings | None = None, *, max_tokens: MaxTokens = None, model: Any = None,
-        tools: Sequence[Any] | None = None, token_counter: Any = None,
+        self,
+        settings: Settings | None = None,
+        *,
+        max_tokens: MaxTokens = None,
+        model: Any = None,
+        tools: Sequence[Any] | None = None,
+        token_counter: Any = None,
         **options: Unpack[ShortenToolsEpochStableOptions],
     ) -> None:
         """Build the strategy; a settings option left at None comes from ``settings``, else the environment, else its default.
@@ -1034,8 +1045,14 @@ class ShortenToolsEpochStable(PromptStrategy):
         return self.compact_for_request(messages)
 
     def compact_for_request(
-        self, messages: Sequence[BaseMessage], *, model: Any = None, tools: Sequence[Any] | None = None,
-        system: Sequence[BaseMessage] = (), max_tokens: MaxTokens = None, carried: CarriedReplay | None = None,
+        self,
+        messages: Sequence[BaseMessage],
+        *,
+        model: Any = None,
+        tools: Sequence[Any] | None = None,
+        system: Sequence[BaseMessage] = (),
+        max_tokens: MaxTokens = None,
+        carried: CarriedReplay | None = None,
     ) -> Compacted:
         """Return ``messages`` compacted for one model request.
 
@@ -1051,5 +1068,4 @@ class ShortenToolsEpochStable(PromptStrategy):
         if self._costs.counter is not self.token_counter:
             self._costs = Costs(self.token_counter)
         extra += self._costs(system)
-        memo, costs = self._memo, self._costs
-        return _compact(messages, self.settings, ceiling.tokens, extra, ceiling.source, memo, costs, carried, model)
+        return _compact(messages, self.settings, ceiling.tokens, extra, ceiling.source, self._memo, self._costs, carried, model)

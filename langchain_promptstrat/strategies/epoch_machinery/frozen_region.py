@@ -87,9 +87,15 @@ def epoch_boundary(total: int, settings: Settings) -> EpochState | None:
     if _inactive(total, settings):
         return None
     threshold, size = settings.epoch_tool_call_threshold, settings.epoch_size
-    index = (total - threshold - 1) // size
-    window, full = settings.epoch_compacted_tool_calls, settings.epoch_full_tool_calls
-    return EpochState(total, index, threshold + index * size, size, window, full)
+    epoch_index = (total - threshold - 1) // size
+    return EpochState(
+        total=total,
+        epoch_index=epoch_index,
+        pinned_total=threshold + epoch_index * size,
+        epoch_size=size,
+        compacted_window=settings.epoch_compacted_tool_calls,
+        full=settings.epoch_full_tool_calls,
+    )
 
 
 def compacted_window(size: int, settings: Settings) -> int:
@@ -117,7 +123,7 @@ def increment_schedule(total: int, repeats: Sequence[int], settings: Settings) -
     """
     if _inactive(total, settings):
         return None
-    initial, full = settings.epoch_size, settings.epoch_full_tool_calls
+    initial = settings.epoch_size
     per_increase = settings.epoch_increment_epochs_per_increase
     size_increase = settings.epoch_increment_size_increase
     repeat_increase = settings.epoch_increment_repeat_increase
@@ -137,7 +143,14 @@ def increment_schedule(total: int, repeats: Sequence[int], settings: Settings) -
         pinned += size
         repeat_epochs += repeat_in_epoch
         epoch_index += 1
-    return EpochState(total, epoch_index, pinned, size, compacted_window(size, settings), full)
+    return EpochState(
+        total=total,
+        epoch_index=epoch_index,
+        pinned_total=pinned,
+        epoch_size=size,
+        compacted_window=compacted_window(size, settings),
+        full=settings.epoch_full_tool_calls,
+    )
 
 
 def _pinned(state: EpochState | None) -> int | None:
