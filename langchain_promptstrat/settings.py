@@ -33,16 +33,19 @@ _FALSE = {"0", "false", "no", "off", ""}
 
 
 def _setting(
-    default: Any, doc: str, *, minimum: float | None = 0, env: str | None = None, shown: str | None = None,
-    reader: tuple[str, str] | None = None,
+    default: Any, doc: str, *, minimum: float | None = 0, maximum: float | None = None, below: float | None = None,
+    env: str | None = None, shown: str | None = None, reader: tuple[str, str] | None = None,
 ) -> Any:
     """Return a setting's field.
 
-    ``env`` defaults to the key in capitals; ``shown`` is the default as the docs show it when
-    it is not the value; ``reader`` is (who reads it, the argument that sets it) for a setting
-    that is no strategy's option.
+    ``minimum`` and ``maximum`` are the values it may take at both ends, ``below`` a value it
+    must stay under: the one place its bounds are checked, so every value refused gets the
+    same message. ``env`` defaults to the key in capitals; ``shown`` is the default as the docs
+    show it when it is not the value; ``reader`` is (who reads it, the argument that sets it)
+    for a setting that is no strategy's option.
     """
-    return field(default=default, metadata={"doc": doc, "minimum": minimum, "env": env, "shown": shown, "reader": reader})
+    bounds = {"minimum": minimum, "maximum": maximum, "below": below}
+    return field(default=default, metadata={"doc": doc, **bounds, "env": env, "shown": shown, "reader": reader})
 
 
 _AT_PICKUP = ("`inbox` (read at each pickup)", "—")
@@ -96,7 +99,7 @@ class Settings:
     keep_steps: int = _setting(1, "The newest steps no token-target rung ever touches.", minimum=1)
     ladder_max_tokens: int = _setting(100_000, "The token target of a rung used on its own (a ladder uses its own).")
     ladder_low_ratio: float = _setting(
-        0.7, "A CompactionLadder compacts down to this share of max_tokens (low_tokens).",
+        0.7, "A CompactionLadder compacts down to this share of max_tokens (low_tokens); 1 turns the watermark off.", maximum=1,
         reader=("`CompactionLadder`", "`low_tokens` (= ratio × `max_tokens`)"),
     )
     # dedupe_outputs (first in the default list)
@@ -125,11 +128,11 @@ class Settings:
     )
     stable_max_compacted_tool_calls: int = _setting(240, "The shortened region holds at most this many calls before a front drop.")
     max_context_tokens: int | None = _setting(
-        None, "The context ceiling of the default strategy, in tokens.", env="PROMPTSTRAT_MAX_TOKENS",
+        None, "The context ceiling of the default strategy, in tokens.", minimum=1, env="PROMPTSTRAT_MAX_TOKENS",
         shown="the model's window, else 111,616",
         reader=("`shorten_tools_epoch_stable`", "`max_tokens` (tokens, or a share of the model's window)"),
     )
-    stable_token_margin: float = _setting(0.02, "Share of the ceiling kept free for the token counter's error.")
+    stable_token_margin: float = _setting(0.02, "Share of the ceiling kept free for the token counter's error.", below=1)
     stable_low_ratio: float = _setting(0.9, "A ceiling-driven epoch advance aims at or below this share of the ceiling.")
     stable_front_ratio: float = _setting(
         0.6, "A ceiling-driven front drop removes steps after the kept head down to this share of the ceiling."
@@ -359,7 +362,7 @@ def _validate(key: str, value: Any, *, source: str) -> Any:
     """
     if value is None:
         return None
-    kind, minimum = _KIND[key], _FIELDS[key].metadata["minimum"]
+    kind, metadata = _KIND[key], _FIELDS[key].metadata
     where = f"{key}={value!r}" if source == "argument" else f"{source}={value!r}"
     hint = f"(settings key {key}, environment variable {_ENV[key] if source == 'argument' else source})"
     if kind is bool:
@@ -383,6 +386,21 @@ def _validate(key: str, value: Any, *, source: str) -> Any:
         raise ConfigError(f"{where} is not {'an integer' if kind is int else 'a number'} {hint}") from None
     if converted != converted or converted in (float("inf"), float("-inf")):
         raise ConfigError(f"{where} is not a finite number {hint}")
-    if minimum is not None and converted < minimum:
-        raise ConfigError(f"{where} must be >= {minimum:g} {hint}")
+    minimum, maximum, below = metadata["minimum"], metadata["maximum"], metadata["below"]
+    refused = (
+        (minimum is not None and converted < minimum)
+        or (maximum is not None and converted > maximum)
+        or (below is not None and converted >= below)
+    )
+    if refused:
+        raise ConfigError(f"{where} must be {_bounds_text(minimum, maximum, below)} {hint}")
     return converted
+
+
+def _bounds_text(minimum: float | None, maximum: float | None, below: float | None) -> str:
+    """Return a setting's bounds as its refusal says them: ``>= 0``, ``between 0 and 1``, ``>= 0 and below 1``."""
+    if minimum is not None and maximum is not None:
+        return f"between {minimum:g} and {maximum:g}"
+    ends = [f">= {minimum:g}" if minimum is not None else "", f"<= {maximum:g}" if maximum is not None else "",
+            f"below {below:g}" if below is not None else ""]
+    return " and ".join(end for end in ends if end)
