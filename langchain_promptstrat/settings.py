@@ -209,10 +209,16 @@ def _build(env: Mapping[str, str], explicit: Mapping[str, Any]) -> Settings:
     """Return the settings of ``explicit`` over the variables in ``env`` (the prefixed spelling first) over the defaults."""
     values = dict(explicit)
     for key in _FIELDS:
-        variable = next((name for name in _VARIABLES[key] if name in env), None)
+        variable = variable_read(key, env)
         if key not in values and variable is not None:
             values[key] = _validate(key, env[variable], source=variable)
     return Settings(**values)
+
+
+def variable_read(key: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """Return the environment variable setting ``key`` is read from in ``environ`` (default ``os.environ``): the prefixed one when both are set; None when neither is."""
+    env = os.environ if environ is None else environ
+    return next((name for name in _VARIABLES[key] if name in env), None)
 
 
 @functools.lru_cache(maxsize=16)

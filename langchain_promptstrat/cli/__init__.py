@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from langchain_promptstrat.ceiling import DEFAULT_CEILING, resolve_ceiling
-from langchain_promptstrat.cli.common import (EXIT_ABORTED, EXIT_ERROR, PROG, KeepsLines, Parser, UsageError, add_counter_options,
-                                              one_line, positive_int, settings_help, token_counter)
+from langchain_promptstrat.cli.common import (EXIT_ABORTED, EXIT_ERROR, PROG, Parser, UsageError, add_counter_options, one_line,
+                                              positive_int, token_counter)
 from langchain_promptstrat.cli.inbox_commands import add_inbox_commands
+from langchain_promptstrat.cli.settings_command import add_settings_command
 from langchain_promptstrat.cli.simulate_command import add_simulate_commands
 from langchain_promptstrat.errors import InboxAborted, InvalidMessagesError, PromptStratError
 from langchain_promptstrat.text_table import fit_lines, render_table, terminal_width
@@ -47,6 +48,7 @@ def build_parser(detailed: bool = True, command: str | None = None) -> argparse.
     add_simulate_commands(commands, detailed and command in (None, "simulate"))
     _add_conversation_commands(commands, detailed and command in (None, "apply", "stats"))
     add_inbox_commands(commands, detailed and command in (None, "inbox"))
+    add_settings_command(commands, detailed and command in (None, "settings"))
     return parser
 
 
@@ -107,7 +109,8 @@ def _add_conversation_commands(commands: argparse._SubParsersAction[Any], detail
     if not detailed:
         return
     for command in (apply, stats):
-        command.formatter_class, command.epilog = KeepsLines, settings_help()
+        command.epilog = ("The strategies read their settings from the environment: promptstrat settings prints "
+                          "each with its value and source, docs/settings.md says what each means.")
         command.add_argument("file", metavar="FILE", help="the conversation, or '-' for standard input")
     apply.add_argument("--strategy", metavar="SPEC", help="comma-separated strategy names, applied in order "
                        "(default: $PROMPT_STRATEGY, then the default list)")
