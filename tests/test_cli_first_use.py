@@ -56,3 +56,44 @@ class TestModel:
         """gpt-4's own encoding is cl100k_base, which the package ships: nothing to warn about."""
         code, out, err = run(capsys, "stats", str(conversation), "--json", "--model", "gpt-4")
         assert (code, err) == (0, "") and json.loads(out)["token_counter"]["encoding"] == "cl100k_base"
+
+
+class TestStatsFolder:
+    def test_a_folder_skips_each_file_that_is_not_a_conversation_with_one_line(
+            self, capsys: pytest.CaptureFixture[str], conversation: Path, tmp_path: Path, agent_run: list[BaseMessage]) -> None:
+        """stats on a clone's folder read what it could and named, one line each, the JSON files that hold no
+        conversation (a langgraph.json, a broken file), instead of stopping at the first."""
+        folder = tmp_path / "clone"
+        (folder / "deployment").mkdir(parents=True)
+        (folder / "run.json").write_bytes(conversation.read_bytes())
+        (folder / "deployment" / "langgraph.json").write_text('{"graphs": {"agent": "./agent.py:graph"}}')
+        (folder / "notes.jsonl").write_text("not json\n")
+        code, out, err = run(capsys, "stats", str(folder), "--json")
+        assert code == 0 and json.loads(out)["files"] == 1 and json.loads(out)["messages"] == len(agent_run)
+        assert err.splitlines() == [
+            f"promptstrat: warning: skipped {folder / 'deployment' / 'langgraph.json'}: message 0: a message needs a "
+            "'role' (or 'type') key; got keys: graphs",
+            f"promptstrat: warning: skipped {folder / 'notes.jsonl'}: line 1: not JSON: Expecting value (column 1)",
+        ]
+
+    def test_a_folder_without_a_conversation_is_one_error_line_after_the_skips(
+            self, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+        """Nothing readable left: exit 2, one error line saying so, nothing on stdout."""
+        (tmp_path / "langgraph.json").write_text('{"graphs": {}}')
+        code, out, err = run(capsys, "stats", str(tmp_path))
+        assert (code, out) == (2, "")
+        assert err.splitlines()[-1] == f"promptstrat: error: {tmp_path}: no conversation in this folder (1 files skipped)"
+        assert len(err.splitlines()) == 2
+
+    def test_a_file_named_on_the_command_line_is_still_refused(self, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+        """Skipping is for files a folder brought: a file the user named that is no conversation is the command's error."""
+        (tmp_path / "langgraph.json").write_text('{"graphs": {}}')
+        code, out, err = run(capsys, "stats", str(tmp_path / "langgraph.json"))
+        assert (code, out) == (2, "") and err.count("\n") == 1 and err.startswith("promptstrat: error: ")
+
+    def test_the_help_says_a_folder_is_read_with_every_folder_below_it(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """stats --help documents what a folder gives: its *.json and *.jsonl files, recursively, non-conversations skipped."""
+        code, out, _ = run(capsys, "stats", "--help")
+        text = " ".join(out.split())
+        assert code == 0 and "a folder: its *.json and *.jsonl files, in every folder below it too" in text
+        assert "not a conversation skipped with a warning" in text

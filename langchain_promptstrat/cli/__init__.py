@@ -104,14 +104,18 @@ def _add_conversation_commands(commands: argparse._SubParsersAction[Any], detail
         "stats",
         help="count a conversation's messages, tool calls and tokens, and what each strategy would do",
         description="Print a conversation's messages by type, tool calls and tokens, then for each built-in "
-        "strategy a replay can build: messages and tokens after it, calls shortened and dropped. " + formats,
+        "strategy a replay can build: messages and tokens after it, calls shortened and dropped; for a folder, "
+        "the sums over its conversations. " + formats,
     )
     if not detailed:
         return
     for command in (apply, stats):
         command.epilog = ("The strategies read their settings from the environment: promptstrat settings prints "
                           "each with its value and source, docs/settings.md says what each means.")
-        command.add_argument("file", metavar="FILE", help="the conversation, or '-' for standard input")
+    apply.add_argument("file", metavar="FILE", help="the conversation, or '-' for standard input")
+    stats.add_argument("file", metavar="FILE", help="the conversation, '-' for standard input, or a folder: its "
+                       "*.json and *.jsonl files, in every folder below it too, each file that is not a "
+                       "conversation skipped with a warning")
     apply.add_argument("--strategy", metavar="SPEC", help="comma-separated strategy names, applied in order "
                        "(default: $PROMPT_STRATEGY, then the default list)")
     apply.add_argument("--max-tokens", type=positive_int, default=None, metavar="N", help="context ceiling of the default "
@@ -188,7 +192,7 @@ def _stats(args: argparse.Namespace) -> int:
     from langchain_promptstrat.simulate import build_strategy, default_rows
     from langchain_promptstrat.registry import split_strategy_names
 
-    files = [args.file] if args.file == "-" else [str(path) for path, _ in find_transcripts([args.file])]
+    found = [("-", True)] if args.file == "-" else [(str(path), named) for path, named in find_transcripts([args.file])]
     counter = token_counter(args)
     args.max_tokens = resolve_ceiling(args.max_tokens).tokens
     names = default_rows(max_tokens=args.max_tokens)
@@ -202,8 +206,17 @@ def _stats(args: argparse.Namespace) -> int:
     if args.usage is not None and not args.usage.exists():
         raise UsageError(f"--usage {str(args.usage)!r}: no such file or folder")
     usage: list[dict[str, Any]] = []
-    for file in files:
-        conversation = _read_conversation(file)
+    files: list[str] = []
+    for file, named in found:
+        try:
+            conversation = _read_conversation(file)
+        except (PromptStratError, OSError) as exc:
+            if named:  # the file asked for: its error is the command's
+                raise
+            said = one_line(exc)
+            print(f"{PROG}: warning: skipped {said if said.startswith(file) else f'{file}: {said}'}", file=sys.stderr)
+            continue
+        files.append(file)
         messages = conversation.messages
         recorded = [*messages, *conversation.pending]
         found = usage_of(None if file == "-" else Path(file), recorded, args.usage)
@@ -225,6 +238,8 @@ def _stats(args: argparse.Namespace) -> int:
                     row.setdefault("usage_factors", []).append([result.report.details[k] for k in ("usage_factor", "usage_factor_source")])
             row["messages"] += len(after)
             row["tokens"] += counter(after)
+    if not files:
+        raise UsageError(f"{args.file}: no conversation in this folder ({len(found):,} files skipped)")
     for row in rows.values():
         row["share"] = row["tokens"] / totals["tokens"] if totals["tokens"] else 1.0
     summary = {"file": args.file, "files": len(files), **totals, "by_type": dict(by_type),
