@@ -97,3 +97,18 @@ class TestStatsFolder:
         text = " ".join(out.split())
         assert code == 0 and "a folder: its *.json and *.jsonl files, in every folder below it too" in text
         assert "not a conversation skipped with a warning" in text
+
+
+class TestStatsHeader:
+    def test_without_usage_the_header_says_in_plain_words_that_the_counts_are_the_packages(
+            self, capsys: pytest.CaptureFixture[str], conversation: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A file without usage gets two plain sentences, not "the provider's count over the package's, for what was
+        sent ...: - (no usage)" and "the default's factor ...: 1.0 (none: no usage, no prior)"; the detail is in docs/cli.md."""
+        monkeypatch.setenv("COLUMNS", "1000")  # one line each
+        code, out, _ = run(capsys, "stats", str(conversation))
+        head = out.split("\n\n")[0].splitlines()
+        assert code == 0 and head[-2:] == [
+            "the provider's own count: not in the file (no usage recorded); every figure is this package's count",
+            "apply keeps the ceiling on this package's count (the file's answers carry no usage to learn the provider's from)",
+        ]
+        assert not any(word in line for line in head for word in ("factor", "prior", "over the package's", "- (no usage)"))

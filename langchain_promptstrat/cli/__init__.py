@@ -249,6 +249,23 @@ def _stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _factors_text(factors: list[tuple[Any, str]], measured: str) -> str:
+    """Return the provider's count over this package's, in plain words, for the first three files (empty without usage).
+
+    ``stats --json`` keeps the factors and their sources as figures; docs/cli.md explains both.
+    """
+    if not factors:
+        return ""
+    said = []
+    for factor, source in factors[:3]:
+        used = re.match(r"usage \((\d+) answers\)(.*)", source)
+        where = (f"the usage of {used[1]} answers{used[2]}" if used
+                 else f"the usual ratio of {source[6:]} models" if source.startswith("prior:") else source)
+        said.append(f"{factor}x this package's count {measured} (from {where})")
+    more = f" ... ({len(factors)} files)" if len(factors) > 3 else ""
+    return "; ".join(said) + more
+
+
 def _stats_table(summary: dict[str, Any], width: int | None = None) -> str:
     from langchain_promptstrat.simulate import DEFAULT_LIST_ROW
     from langchain_promptstrat.simulate.output import DEFAULT_MARK
@@ -257,16 +274,17 @@ def _stats_table(summary: dict[str, Any], width: int | None = None) -> str:
     exact = "exact" if summary["token_counter"]["exact"] else "approximate"
     files = f"{summary['files']:,} transcripts, " if summary["files"] > 1 else ""
     factors: list[list[Any]] = next((r["usage_factors"] for r in summary["strategies"] if r["strategy"] == DEFAULT_LIST_ROW and "usage_factors" in r), [])
-    usage = "; ".join(f"{factor} from {source}" for factor, source in factors[:3]) + (f" ... ({len(factors)} files)" if len(factors) > 3 else "")
-    sent = "; ".join(f"{u['factor']} from {u['source']}" for u in summary["usage"][:3]) + (f" ... ({len(summary['usage'])} files)" if len(summary["usage"]) > 3 else "")
+    learned = _factors_text([(factor, source) for factor, source in factors], "for the default list's prompts")
+    counted = _factors_text([(u["factor"], u["source"]) for u in summary["usage"]], "for the whole history before each answer")
     head = [
         f"{summary['file']}: {files}{summary['messages']:,} messages" + (f" ({kinds})" if kinds else ""),
         f"tool calls: {summary['tool_calls']:,}; tokens: {summary['tokens']:,} ({summary['token_counter']['encoding']}, {exact})",
         f"{DEFAULT_MARK}: {DEFAULT_LIST_ROW}, what an agent gets when it names no strategy (here without its inbox).",
         f"what each strategy would send (token target {summary['max_tokens']:,} for those that take one):",
-        f"the provider's count over the package's, for what was sent (the whole history before each answer): {sent or '- (no usage)'}",
-        f"the default's factor, learned against the prompts it sends (the ceiling of apply on this file holds on it; "
-        f"right for a run recorded with the default): {usage or '1.0 (none: no usage, no prior)'}",
+        f"the provider's own count: {counted}" if counted
+        else "the provider's own count: not in the file (no usage recorded); every figure is this package's count",
+        f"apply keeps the ceiling on the provider's count: {learned}" if learned
+        else "apply keeps the ceiling on this package's count (the file's answers carry no usage to learn the provider's from)",
     ]
     cells = [
         [DEFAULT_MARK if r["strategy"] == DEFAULT_LIST_ROW else r["strategy"], f"{r['messages']:,}", f"{r['tokens']:,}",
