@@ -112,3 +112,20 @@ class TestStatsHeader:
             "apply keeps the ceiling on this package's count (the file's answers carry no usage to learn the provider's from)",
         ]
         assert not any(word in line for line in head for word in ("factor", "prior", "over the package's", "- (no usage)"))
+
+
+class TestFloorOverCeiling:
+    @pytest.mark.parametrize("command", ["apply", "stats"])
+    def test_a_ceiling_under_the_floor_is_one_warning_line(self, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                           command: str) -> None:
+        """--max-tokens 100 under a floor of several hundred tokens: the result is still printed (the floor), and
+        stderr says in one line that it is over the ceiling, instead of only a 'met': False in a report."""
+        import uuid
+
+        path = tmp_path / f"{command}.json"
+        path.write_text(json.dumps(messages_to_dict(build_agent_run(3, task=f"Audit the repository ({uuid.uuid4()})."))))
+        code, out, err = run(capsys, command, str(path), "--max-tokens", "100")
+        warnings = [line for line in err.splitlines() if line.startswith("promptstrat: warning: ")]
+        assert code == 0 and out
+        assert len(warnings) == 1 and "the prompt's floor is over the context ceiling" in warnings[0]
+        assert "against a ceiling of 100 (98 after the counter's margin)" in warnings[0]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import os
 import re
 import sys
@@ -57,6 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     top_level_only = all(arg in ("-h", "--help", "--version") for arg in argv)
     parser = build_parser(detailed=not top_level_only, command=argv[0] if argv else None)
+    package_logger, said = logging.getLogger("langchain_promptstrat"), _WarningLine()
+    package_logger.addHandler(said)
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
         try:
@@ -77,10 +80,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_ERROR
         except KeyboardInterrupt:
             return 130
+        finally:
+            package_logger.removeHandler(said)
 
 
 def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None, line: str | None = None) -> None:
     print(f"{PROG}: warning: {one_line(Exception(str(message)))}", file=sys.stderr)
+
+
+class _WarningLine(logging.Handler):
+    """Prints a warning the package logs (a repaired prompt floor, a floor over the ceiling) as one line, like a warning."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(f"{PROG}: warning: {one_line(Exception(record.getMessage()))}", file=sys.stderr)
 
 
 # --------------------------------------------------------------------------- apply and stats
@@ -191,6 +206,7 @@ def _stats(args: argparse.Namespace) -> int:
     from langchain_promptstrat.tokens.usage import history_calibration
     from langchain_promptstrat.simulate import build_strategy, default_rows
     from langchain_promptstrat.registry import split_strategy_names
+    from langchain_promptstrat.strategy import warn_floor_over_ceiling
 
     found = [("-", True)] if args.file == "-" else [(str(path), named) for path, named in find_transcripts([args.file])]
     counter = token_counter(args)
@@ -231,6 +247,7 @@ def _stats(args: argparse.Namespace) -> int:
             after = list(messages)
             for strategy in pipelines[name]:
                 result = strategy.compact(after)
+                warn_floor_over_ceiling(messages, result.report)
                 after = result.messages
                 row["shortened"] += result.report.shortened
                 row["dropped"] += result.report.dropped
