@@ -129,3 +129,25 @@ class TestFloorOverCeiling:
         assert code == 0 and out
         assert len(warnings) == 1 and "the prompt's floor is over the context ceiling" in warnings[0]
         assert "against a ceiling of 100 (98 after the counter's margin)" in warnings[0]
+
+
+class TestSimulateOverCeiling:
+    def test_a_row_that_went_over_its_ceiling_is_marked_in_the_table_and_the_json(self, capsys: pytest.CaptureFixture[str],
+                                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+        """At --max-tokens 3000 the rungs' prompts go over (tool schemas included) while the default stays under: the
+        table marks the peaks that went over and a footnote says on how many calls; --json counts them per row."""
+        monkeypatch.setenv("COLUMNS", "1000")
+        argv = ["simulate", "--calls", "12", "--max-tokens", "3000", "none", "tool_results", "shorten_tools_epoch_stable"]
+        code, out, _ = run(capsys, *argv, "--json")
+        summaries = {s["name"]: s["summary"] for s in json.loads(out)["strategies"]}
+        tokens = {s["name"]: s["per_call"]["tokens"] for s in json.loads(out)["strategies"]}
+        assert code == 0 and summaries["none"]["ceiling"] is None and summaries["none"]["calls_over_ceiling"] is None
+        assert summaries["tool_results"]["calls_over_ceiling"] == sum(t > 3000 for t in tokens["tool_results"]) > 0
+        assert summaries["shorten_tools_epoch_stable"]["calls_over_ceiling"] == 0
+        code, out, _ = run(capsys, *argv)
+        rows = {line.split("  ")[0]: line for line in out.splitlines() if line.startswith(("none ", "tool_results ", "shorten"))}
+        assert f"{max(tokens['tool_results']):,} over" in rows["tool_results"]
+        assert "over" not in rows["none"] and "over" not in rows["shorten_tools_epoch_stable"]
+        calls = summaries["tool_results"]["calls_over_ceiling"]
+        assert (f"over: the prompt sent (tool schemas included) went over the 3,000 tokens the row was given: tool_results "
+                f"on {calls} of {len(tokens['tool_results'])} calls; why a strategy goes over: docs/cli.md.") in out

@@ -280,3 +280,24 @@ def test_every_page_gives_one_true_account_of_what_the_default_does_below_the_ce
     assert f"by count only from the {threshold + 1}st" in pages["03_cache_and_cost.ipynb"]
     wrong = re.compile(r"leaves the prompt alone|only acts near|(?<!by tokens )only near the (ceiling|model's window)", re.I)
     assert {name: wrong.findall(text) for name, text in pages.items() if wrong.search(text)} == {}
+
+
+def test_the_command_line_page_gives_the_measured_reason_each_rung_goes_over_its_target() -> None:
+    """docs/cli.md's figures for the rows that go over in the default run are what that run gives, and the page says
+    why: the schemas for sliding_window, and for tool_results its own count too (it drops no message and clears only
+    outputs over tool_results_min_tokens), not "by the schemas' size" alone (3,047 over, the schemas 1,146)."""
+    from langchain_promptstrat.simulate import simulate
+
+    text = " ".join((ROOT / "docs" / "cli.md").read_text(encoding="utf-8").split())
+    result = simulate(["tool_results", "sliding_window"], progress=False)
+    schemas = result.tool_schemas[0][1]
+    for run in result.runs:
+        over = [t - DEFAULT_MAX_TOKENS for t in run.tokens if t > DEFAULT_MAX_TOKENS]
+        own = [t - schemas for t in run.tokens if t - schemas > DEFAULT_MAX_TOKENS]
+        said = f"`{run.name}` goes over on {len(over)}" if own else f"it goes over on {len(over)} of {run.calls}"
+        assert said in text and f"{max(over):,} tokens" in text, run.name
+        if own:
+            assert f"on {len(own)} calls its own count too ({run.peak_tokens - schemas:,} at the peak)" in text
+            assert f"(peak {run.peak_tokens:,})" in text and "never drops a message" in text and "tool_results_min_tokens" in text
+        else:
+            assert f"less than the schemas' {schemas:,}" in text and max(over) < schemas
