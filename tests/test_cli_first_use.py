@@ -151,3 +151,29 @@ class TestSimulateOverCeiling:
         calls = summaries["tool_results"]["calls_over_ceiling"]
         assert (f"over: the prompt sent (tool schemas included) went over the 3,000 tokens the row was given: tool_results "
                 f"on {calls} of {len(tokens['tool_results'])} calls; why a strategy goes over: docs/cli.md.") in out
+
+
+class TestSimulateCalls:
+    @pytest.mark.parametrize("calls", ["10001", "100000000", "2.5", "0"])
+    def test_calls_past_the_bound_are_one_error_line_before_anything_is_built(self, capsys: pytest.CaptureFixture[str],
+                                                                              calls: str) -> None:
+        """--calls 100000000 printed nothing for 40 s while memory grew to 2.7 GB (a run's prompts grow with the square
+        of its calls): past 10,000 it is refused at once, in one line naming the bound."""
+        assert run(capsys, "simulate", "--calls", calls, "none") == (
+            2, "", f"promptstrat: error: argument --calls: must be a whole number of tool calls from 1 to 10,000 (a run's "
+                   f"prompts grow with the square of its calls), got '{calls}' (see promptstrat simulate --help)\n")
+
+    def test_a_long_run_shows_its_progress_on_stderr_and_leaves_stdout_as_it_was(
+            self, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+        """A run of LONG_RUN_CALLS tool calls or more draws its progress on stderr while it is built and replayed, even
+        when stderr is not a terminal; stdout holds exactly what a short run's would (scripts read it)."""
+        from langchain_promptstrat import simulate as engine
+
+        code, quiet_out, quiet_err = run(capsys, "simulate", "--calls", "30", "none")
+        assert (code, quiet_err) == (0, "")
+        monkeypatch.setattr(engine, "LONG_RUN_CALLS", 30)
+        code, out, err = run(capsys, "simulate", "--calls", "30", "none")
+        assert code == 0 and out.splitlines()[0] == quiet_out.splitlines()[0] and "ms per call" in out
+        assert "building the run" in err and "none" in err
+        code, _, err = run(capsys, "simulate", "--calls", "30", "--no-progress", "none")
+        assert (code, err) == (0, "")
