@@ -158,10 +158,10 @@ def plain_install(tmp_path_factory: pytest.TempPathFactory) -> Callable[[frozens
     return python_with
 
 
-def run_plain(python: Path, code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` with ``python`` in ``cwd``, offline, with no ``PROMPTSTRAT_`` variable and no PYTHONPATH."""
+def run_plain(python: Path, code: str, cwd: Path, extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` with ``python`` in ``cwd``, offline, with no ``PROMPTSTRAT_`` variable and no PYTHONPATH (``extra_env`` added)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PROMPTSTRAT_", "PYTHONPATH", "VIRTUAL_ENV"))}
-    return subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=600, cwd=cwd, env=env)
+    return subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=600, cwd=cwd, env={**env, **(extra_env or {})})
 
 
 def test_every_extra_a_page_names_is_declared() -> None:
@@ -199,7 +199,10 @@ def test_every_python_block_runs_after_the_install_its_page_names(example: Examp
         if not url:
             langgraph_unavailable(f"{example.label} needs a LangGraph Server: set {LANGGRAPH_URL_ENV} or run .ci/run")
         code = code.replace(EXAMPLE_URL, url)
-    result = run_plain(plain_install(example.extras), code, tmp_path)
+        env = {"AGENT_PORT": url.rsplit(":", 1)[1]}  # docs/deploying.md's client reads the port there
+    else:
+        env = {}
+    result = run_plain(plain_install(example.extras), code, tmp_path, env)
     assert result.returncode == 0, f"{example.label} with extras {sorted(example.extras)}:\n{result.stderr[-3000:]}"
     assert "Traceback" not in result.stderr
 
