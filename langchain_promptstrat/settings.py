@@ -6,7 +6,8 @@ its ``Args:`` entries (:func:`document_options`) and the settings page's table
 (:mod:`langchain_promptstrat.docs_tables`) come from that class and the keys' fields here;
 :func:`settings_with_options` refuses an option the strategy does not take.
 
-Each key is read from ``PROMPTSTRAT_<NAME>``, then Scout-AI's ``<NAME>`` (the prefixed name is
+Each key is read from ``PROMPTSTRAT_<NAME>``, then ``<NAME>``, the variable Scout-AI reads (the
+agent system whose compaction the ``shorten_tools`` family reimplements; the prefixed name is
 unambiguously this package's, so it wins). Precedence is explicit argument, environment,
 default; the environment is read whenever a strategy is built, never frozen for the process.
 """
@@ -23,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_promptstrat.defaults import DEFAULT_STRATEGIES
 from langchain_promptstrat.errors import ConfigError
 
 ENV_PREFIX = "PROMPTSTRAT_"
@@ -86,7 +88,7 @@ class Settings:
     epoch_increment_max_compacted_tool_calls: int = _setting(160, "Upper bound of the grown shortened window.")
     # the strategy list of prepare_prompt and the front ends
     prompt_strategy: str | None = _setting(
-        None, "The comma-separated default strategy list.", minimum=None, shown="`DEFAULT_STRATEGIES`",
+        None, "The comma-separated default strategy list.", minimum=None, shown=f"`{','.join(DEFAULT_STRATEGIES)}`",
         reader=("`prepare_prompt`, hook, middleware", "`strategies`"),
     )
     read_back_handles: bool = _setting(

@@ -304,3 +304,36 @@ def test_the_command_line_page_gives_the_measured_reason_each_rung_goes_over_its
             assert f"(peak {run.peak_tokens:,})" in text and "never drops a message" in text and "tool_results_min_tokens" in text
         else:
             assert f"less than the schemas' {schemas:,}" in text and max(over) < schemas
+
+
+DEFAULT_RECALL = "of the references the agent's next message made to what only an old tool output held"
+"""How the README and the strategies page word the default's recall: one column (outputs-only), one definition."""
+
+
+def test_the_default_keeps_one_recall_figure_in_one_definition_on_every_page() -> None:
+    """The README said '1.000 of the references ... to old tool outputs' and strategies.md '0.999 of the agent's
+    references to old tool outputs': two columns (outputs-only, old recall) in nearly the same words. Both pages now
+    give the same column, named, in the same words, with the same number: the README table's default-list figure."""
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    strategies = " ".join((ROOT / "docs" / "strategies.md").read_text(encoding="utf-8").split())
+    row = next(line for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+               if line.startswith("| **default list, no settings** |"))
+    outputs_only = row.strip(" |").split(" | ")[-1]
+    pattern = rf"keeps ([\d.]+) {re.escape(DEFAULT_RECALL)} \(the [*`]outputs-only[*`] column"
+    assert re.findall(pattern, readme) == re.findall(pattern, strategies) == [outputs_only]
+    assert "references to old tool outputs" not in readme + strategies
+
+
+def test_the_settings_page_shows_the_default_list_and_says_what_scout_ai_is() -> None:
+    """The prompt_strategy row shows the list itself (not the constant's name, DEFAULT_STRATEGIES), and Scout-AI is
+    said to be an agent system the first time each page names it."""
+    from langchain_promptstrat import DEFAULT_STRATEGIES
+
+    text = (ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
+    row = next(line for line in text.splitlines() if "| `prompt_strategy` |" in line)
+    assert f"| `{','.join(DEFAULT_STRATEGIES)}` |" in row and "DEFAULT_STRATEGIES" not in row
+    for page in PAGES:
+        flat = " ".join(page.read_text(encoding="utf-8").split())
+        if "Scout-AI" in flat:
+            first = flat[flat.index("Scout-AI"):].split(". ")[0]
+            assert "the agent system" in first, f"{page.name}: {first}"
