@@ -11,29 +11,10 @@ from pathlib import Path
 
 import pytest
 from langchain_core.messages import BaseMessage, messages_to_dict
+from test_cli import agent_run, run  # noqa: F401 -- agent_run is a fixture
+from test_cli import langchain_file as conversation  # noqa: F401 -- a fixture
 
-from langchain_promptstrat.cli import main
 from langchain_promptstrat.testing import build_agent_run
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-@pytest.fixture(scope="module")
-def agent_run() -> list[BaseMessage]:
-    """A 30-tool-call agent run."""
-    return build_agent_run(30, seed=2)
-
-
-@pytest.fixture
-def conversation(tmp_path: Path, agent_run: list[BaseMessage]) -> Path:
-    """The agent run as a JSON array of messages_to_dict dicts."""
-    path = tmp_path / "run.json"
-    path.write_text(json.dumps(messages_to_dict(agent_run)))
-    return path
 
 
 class TestModel:
