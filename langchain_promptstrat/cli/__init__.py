@@ -208,7 +208,7 @@ def _stats(args: argparse.Namespace) -> int:
     from langchain_promptstrat.registry import split_strategy_names
     from langchain_promptstrat.strategy import warn_floor_over_ceiling
 
-    found = [("-", True)] if args.file == "-" else [(str(path), named) for path, named in find_transcripts([args.file])]
+    given = [("-", True)] if args.file == "-" else [(str(path), named) for path, named in find_transcripts([args.file])]
     counter = token_counter(args)
     args.max_tokens = resolve_ceiling(args.max_tokens).tokens
     names = default_rows(max_tokens=args.max_tokens)
@@ -223,7 +223,7 @@ def _stats(args: argparse.Namespace) -> int:
         raise UsageError(f"--usage {str(args.usage)!r}: no such file or folder")
     usage: list[dict[str, Any]] = []
     files: list[str] = []
-    for file, named in found:
+    for file, named in given:
         try:
             conversation = _read_conversation(file)
         except (PromptStratError, OSError) as exc:
@@ -256,7 +256,7 @@ def _stats(args: argparse.Namespace) -> int:
             row["messages"] += len(after)
             row["tokens"] += counter(after)
     if not files:
-        raise UsageError(f"{args.file}: no conversation in this folder ({len(found):,} files skipped)")
+        raise UsageError(f"{args.file}: no conversation in this folder ({len(given):,} files skipped)")
     for row in rows.values():
         row["share"] = row["tokens"] / totals["tokens"] if totals["tokens"] else 1.0
     summary = {"file": args.file, "files": len(files), **totals, "by_type": dict(by_type),

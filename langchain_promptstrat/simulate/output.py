@@ -328,8 +328,8 @@ def format_table(result: SimulationResult, width: int | None = None) -> str:
     for run in runs:
         s = run.summary(result.cached_fraction, result.price_per_mtok)
         label = DEFAULT_MARK if _is_default(run.name) else f"{run.name} (peer)" if run.kind == "peer" else run.name
-        over = " over" if s["calls_over_ceiling"] else ""
-        row = [label, f"{s['peak_tokens']:,}{over}", f"{100 * s['cache_reuse']:.1f}%",
+        marked = " over" if s["calls_over_ceiling"] else ""
+        row = [label, f"{s['peak_tokens']:,}{marked}", f"{100 * s['cache_reuse']:.1f}%",
                _ratio(s["cost_units"], base.cost(result.cached_fraction)) if base else f"{s['cost_units']:,.0f}"]
         if result.price_per_mtok is not None:
             row.append(f"{s['cost_dollars']:,.2f}")
