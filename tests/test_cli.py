@@ -320,8 +320,10 @@ class TestSimulateErrors:
     @pytest.mark.parametrize(
         ("argv", "message"),
         [
-            (["--calls", "-5"], "argument --calls: must be a positive integer, got '-5' (see promptstrat simulate --help)"),
-            (["--calls", "many"], "argument --calls: must be a positive integer, got 'many' (see promptstrat simulate --help)"),
+            (["--calls", "-5"], "argument --calls: must be a whole number of tool calls from 1 to 10,000 (a run's prompts grow "
+                                 "with the square of its calls), got '-5' (see promptstrat simulate --help)"),
+            (["--calls", "many"], "argument --calls: must be a whole number of tool calls from 1 to 10,000 (a run's prompts grow "
+                                 "with the square of its calls), got 'many' (see promptstrat simulate --help)"),
             (["--max-tokens", "0"], "argument --max-tokens: must be a positive integer, got '0' (see promptstrat simulate --help)"),
             (["--cached-fraction", "1.5"],
              "argument --cached-fraction: must be a number between 0 and 1, got '1.5' (see promptstrat simulate --help)"),
