@@ -21,8 +21,9 @@ clone (one copy several clones share, as on a machine that keeps one there):
 * ``raw/NAME.traj.json``: two trajectories as saved, which ``tokenizer_error.py`` reads.
 
     python benchmarks/get_realruns.py && python benchmarks/recall.py
-    python benchmarks/get_realruns.py --source /srv/mirror --dest /tmp/realruns   # a local copy: REPO/COMMIT/PATH
-    python benchmarks/get_realruns.py --held-out && PROMPTSTRAT_REALRUNS=heldout python benchmarks/provider_ceiling.py
+    python benchmarks/get_realruns.py --source /srv/mirror --dest /tmp/realruns   # REPO/COMMIT/PATH
+    python benchmarks/get_realruns.py --held-out
+    PROMPTSTRAT_REALRUNS=heldout python benchmarks/provider_ceiling.py
 
 ``--held-out`` writes, instead, 99 DeepSeek chat runs (native tool calls, usage per call) that no
 figure or constant of the package was measured on, for the held-out check of the ceiling, to
@@ -52,19 +53,30 @@ REALRUNS_ENV = "PROMPTSTRAT_REALRUNS"
 
 
 def destination(environ: Mapping[str, str] = os.environ, clone: Path = CLONE) -> Path:
-    """Return where the files are written by default: ``PROMPTSTRAT_REALRUNS``, else ``realruns/`` in the clone (git ignores it)."""
+    """Return where the files are written by default.
+
+    ``PROMPTSTRAT_REALRUNS``, else ``realruns/`` in the clone (git ignores it).
+    """
     return Path(environ.get(REALRUNS_ENV) or clone / "realruns")
 
 
 def realruns_folder(environ: Mapping[str, str] = os.environ, clone: Path = CLONE) -> Path:
-    """Return where the benchmarks and tests read the transcripts: :func:`destination`, unless only ``../shared/realruns`` exists."""
+    """Return where the benchmarks and tests read the transcripts.
+
+    :func:`destination`, unless only ``../shared/realruns`` beside the clone exists.
+    """
     written, shared = destination(environ, clone), clone.parent / "shared" / "realruns"
-    return shared if not environ.get(REALRUNS_ENV) and not written.is_dir() and shared.is_dir() else written
+    if not environ.get(REALRUNS_ENV) and not written.is_dir() and shared.is_dir():
+        return shared
+    return written
 
 
 def no_transcripts(folder: Path) -> str:
-    """Return the line a benchmark prints when ``folder`` holds no transcripts: where it looked and what to do."""
-    return f"no transcripts at {folder}: download them (python benchmarks/get_realruns.py), name a folder or set {REALRUNS_ENV}"
+    """Return the line a benchmark prints when ``folder`` holds no transcripts, and what to do."""
+    return (
+        f"no transcripts at {folder}: download them (python benchmarks/get_realruns.py), "
+        f"name a folder or set {REALRUNS_ENV}"
+    )
 
 
 DEST = destination()
@@ -309,28 +321,44 @@ def fetch(url: str, sha256: str) -> bytes:
 
 
 def failure(url: str, exc: Exception) -> str:
-    """Return the one line a failed fetch prints: what went wrong with ``url`` and what to do next."""
+    """Return the one line a failed fetch prints: what went wrong with ``url``, what to do next."""
+    layout = "laid out as REPOSITORY/COMMIT/PATH"
     if isinstance(exc, urllib.error.HTTPError):
-        return f"{url}: HTTP {exc.code} {exc.reason}: the source does not hold this pinned file; check --source"
+        missing = "the source does not hold this pinned file; check --source"
+        return f"{url}: HTTP {exc.code} {exc.reason}: {missing}"
     if isinstance(exc, ValueError):  # the sha256 differs (the message names the URL)
         return str(exc)
     reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
     if url.startswith("file:"):
-        return f"{url}: not in the local copy ({reason}); --source names a folder laid out as REPOSITORY/COMMIT/PATH"
-    return f"no network: cannot reach {url} ({reason}); run with --source DIR (a local copy laid out as REPOSITORY/COMMIT/PATH) or fetch later"
+        return f"{url}: not in the local copy ({reason}); --source names a folder {layout}"
+    return (
+        f"no network: cannot reach {url} ({reason}); "
+        f"run with --source DIR (a local copy {layout}) or fetch later"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--source", default=SOURCE, help=f"where REPOSITORY/COMMIT/PATH is read: a URL or a folder (default: {SOURCE})")
-    parser.add_argument("--dest", "--into", dest="dest", type=Path,
-                        help=f"folder to write converted/, raw/ and usage/ in (default: {DEST}; with --held-out, heldout beside it)")
+    parser.add_argument(
+        "--source",
+        default=SOURCE,
+        help=f"where REPOSITORY/COMMIT/PATH is read: a URL or a folder (default: {SOURCE})",
+    )
+    parser.add_argument(
+        "--dest",
+        "--into",
+        dest="dest",
+        type=Path,
+        help=f"folder to write converted/, raw/ and usage/ in (default: {DEST}; "
+        "with --held-out, heldout beside it)",
+    )
     parser.add_argument("--held-out", action="store_true", help=f"instead, the {len(HELD_OUT)} DeepSeek chat runs of {DEEPSEEK}@{DEEPSEEK_COMMIT[:8]} "
                         f"output/{DEEPSEEK_SET}, the held-out check of docs/performance.md")
     args = parser.parse_args(argv)
     sources = HELD_OUT if args.held_out else SOURCES
     args.dest = args.dest or (DEST.parent / "heldout" if args.held_out else DEST)
-    source = Path(args.source).resolve().as_uri() if Path(args.source).is_dir() else args.source.rstrip("/")
+    given = Path(args.source)
+    source = given.resolve().as_uri() if given.is_dir() else args.source.rstrip("/")
     fetched: dict[str, bytes] = {}
     for name, (repo, commit, path, sha256) in sources.items():
         url = f"{source}/{repo}/{commit}/{path}"
@@ -342,7 +370,8 @@ def main(argv: list[str] | None = None) -> int:
         if name.startswith("converted/"):
             trajectory = json.loads(data)
             data = "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in convert(trajectory)).encode()
-            write(args.dest / "usage" / Path(name).with_suffix(".usage.json").name, json.dumps(usage(trajectory)).encode())
+            sidecar = args.dest / "usage" / Path(name).with_suffix(".usage.json").name
+            write(sidecar, json.dumps(usage(trajectory)).encode())
         write(args.dest / name, data)
         print(f"{name} ({len(data):,} bytes)")
     print(f"{len(sources)} files in {args.dest}, and usage/ beside converted/")

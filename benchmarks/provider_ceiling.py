@@ -12,7 +12,7 @@ the provider's count (the package's count times the call's ratio), exceeds the c
 (cached input at 0.1, the prefix shared with the previous prompt cached) is relative to
 sending everything; recall is next-action recall (``langchain_promptstrat.simulate.recall``).
 
-    python benchmarks/provider_ceiling.py            # the transcripts get_realruns.py fetched (PROMPTSTRAT_REALRUNS)
+    python benchmarks/provider_ceiling.py            # what get_realruns.py fetched
     python benchmarks/provider_ceiling.py 14000      # other ceilings
 """
 

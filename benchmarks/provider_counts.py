@@ -8,7 +8,7 @@ the messages before it, and prints, per provider family (the file name's part be
 ``__``), the median, the 5th and 95th percentiles, and the share of calls the package
 undercounts by more than the default's 2% margin (``stable_token_margin``).
 
-    python benchmarks/provider_counts.py                         # converted/ of the fetched transcripts
+    python benchmarks/provider_counts.py                         # what get_realruns.py fetched
     python benchmarks/provider_counts.py --folder DIR --json
 """
 

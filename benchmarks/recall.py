@@ -1,7 +1,8 @@
 """Cost against next-action recall on the shared real transcripts: every strategy and every peer, one run.
 
-Replays every transcript in ``converted/`` of the real transcripts (``get_realruns.REALRUNS``; or the folders given) call by
-call through each strategy and peer with the same token counter, and prints, per row, the cost
+Replays every transcript in ``converted/`` of the real transcripts (``get_realruns.REALRUNS``),
+or in the folders given, call by call through each strategy and peer with the same token
+counter, and prints, per row, the cost
 (cached input billed at 0.1) as a multiple of sending everything, the mean prompt, and
 next-action recall, old recall, outputs-only recall and the share of lost outputs-only
 references a handle in the prompt can recover (defined in
@@ -101,7 +102,9 @@ def share(value: float | None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("paths", nargs="*", help=f"transcript files or folders (default: {REALRUNS / 'converted'})")
+    parser.add_argument(
+        "paths", nargs="*", help=f"transcript files or folders (default: {REALRUNS / 'converted'})"
+    )
     parser.add_argument("--targets", type=int, nargs="+", default=[32_000, 16_000], help="token targets (default: 32000 16000)")
     parser.add_argument("--bill", choices=BILLS, default="package", help="provider: each call scaled to the provider's bill "
                         "where the transcript carries usage, as promptstrat simulate --bill provider (default: package)")

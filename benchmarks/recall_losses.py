@@ -34,7 +34,7 @@ from langchain_promptstrat.simulate.recall import CallTargets, TermIndex, recall
 from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.registry import get_strategy, split_strategy_names
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when a test loads this file by its path
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # a test loads this file by its path
 from get_realruns import REALRUNS, no_transcripts  # noqa: E402
 
 AGE_BUCKET = 10
@@ -110,7 +110,9 @@ def losses(paths: list[str], names: list[str], target: int | None) -> tuple[Coun
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("paths", nargs="*", help=f"transcript files or folders (default: {REALRUNS / 'converted'})")
+    parser.add_argument(
+        "paths", nargs="*", help=f"transcript files or folders (default: {REALRUNS / 'converted'})"
+    )
     parser.add_argument("--target", type=int, help="the token target of the strategies that take one (default: none, each its own ceiling)")
     parser.add_argument("--strategies", default=DEFAULT_LIST_ROW, help=f"a comma list (default: {DEFAULT_LIST_ROW})")
     args = parser.parse_args(argv)

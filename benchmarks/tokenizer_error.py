@@ -3,10 +3,10 @@
 mini-swe-agent's ``.traj.json`` keeps every response of the model, with the ``usage`` the
 provider billed: ``prompt_tokens`` is what the provider counted for the prompt of that
 call (messages, tool schemas, formatting). For every call of the real gpt-5-mini runs in
-``raw/`` of the real transcripts (``get_realruns.REALRUNS``) this script counts the same prompt as the simulation does: the
-messages before the answer, call ids included, plus the schema of the one tool the runs
-call (mini-swe-agent's ``bash`` tool, :data:`BASH_TOOL`: the trajectories do not save the
-request's ``tools``), and prints, per counter:
+``raw/`` of the real transcripts (``get_realruns.REALRUNS``) this script counts the same
+prompt as the simulation does: the messages before the answer, call ids included, plus the
+schema of the one tool the runs call (mini-swe-agent's ``bash`` tool, :data:`BASH_TOOL`: the
+trajectories do not save the request's ``tools``), and prints, per counter:
 
 * **absolute error**: mean over calls of ``|ours - billed| / billed``; it includes the
   tool schemas and per-request tokens the messages do not hold;

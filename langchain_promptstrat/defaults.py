@@ -8,7 +8,8 @@ from __future__ import annotations
 
 
 DEFAULT_STRATEGIES: tuple[str, ...] = ("dedupe_outputs", "shorten_tools_epoch_stable", "inbox")
-"""What ``prepare_prompt(messages)`` applies when neither the caller nor ``PROMPT_STRATEGY`` names a list."""
+"""What ``prepare_prompt(messages)`` applies when neither the caller nor ``PROMPT_STRATEGY``
+names a list."""
 
 DEFAULT_TOOL_CALLS = 400
 """Tool calls of the simulated agent run."""

@@ -23,7 +23,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
-from langchain_promptstrat.defaults import DEFAULT_STRATEGIES as DEFAULT_STRATEGIES  # declared with the other defaults
+from langchain_promptstrat.defaults import DEFAULT_STRATEGIES as DEFAULT_STRATEGIES  # re-exported
 from langchain_promptstrat.errors import ConfigError, UnknownStrategyError
 from langchain_promptstrat.messages import coerce_messages, tool_results_as_tool_messages
 from langchain_promptstrat.report import Compacted, StrategyReport, make_report

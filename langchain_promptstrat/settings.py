@@ -35,8 +35,15 @@ _FALSE = {"0", "false", "no", "off", ""}
 
 
 def _setting(
-    default: Any, doc: str, *, minimum: float | None = 0, maximum: float | None = None, below: float | None = None,
-    env: str | None = None, shown: str | None = None, reader: tuple[str, str] | None = None,
+    default: Any,
+    doc: str,
+    *,
+    minimum: float | None = 0,
+    maximum: float | None = None,
+    below: float | None = None,
+    env: str | None = None,
+    shown: str | None = None,
+    reader: tuple[str, str] | None = None,
 ) -> Any:
     """Return a setting's field.
 
@@ -47,7 +54,8 @@ def _setting(
     for a setting that is no strategy's option.
     """
     bounds = {"minimum": minimum, "maximum": maximum, "below": below}
-    return field(default=default, metadata={"doc": doc, **bounds, "env": env, "shown": shown, "reader": reader})
+    described = {"doc": doc, "env": env, "shown": shown, "reader": reader}
+    return field(default=default, metadata={**described, **bounds})
 
 
 _AT_PICKUP = ("`inbox` (read at each pickup)", "—")
@@ -88,7 +96,10 @@ class Settings:
     epoch_increment_max_compacted_tool_calls: int = _setting(160, "Upper bound of the grown shortened window.")
     # the strategy list of prepare_prompt and the front ends
     prompt_strategy: str | None = _setting(
-        None, "The comma-separated default strategy list.", minimum=None, shown=f"`{','.join(DEFAULT_STRATEGIES)}`",
+        None,
+        "The comma-separated default strategy list.",
+        minimum=None,
+        shown=f"`{','.join(DEFAULT_STRATEGIES)}`",
         reader=("`prepare_prompt`, hook, middleware", "`strategies`"),
     )
     read_back_handles: bool = _setting(
@@ -101,7 +112,10 @@ class Settings:
     keep_steps: int = _setting(1, "The newest steps no token-target rung ever touches.", minimum=1)
     ladder_max_tokens: int = _setting(100_000, "The token target of a rung used on its own (a ladder uses its own).")
     ladder_low_ratio: float = _setting(
-        0.7, "A CompactionLadder compacts down to this share of max_tokens (low_tokens); 1 turns the watermark off.", maximum=1,
+        0.7,
+        "A CompactionLadder compacts down to this share of max_tokens (low_tokens); "
+        "1 turns the watermark off.",
+        maximum=1,
         reader=("`CompactionLadder`", "`low_tokens` (= ratio × `max_tokens`)"),
     )
     # dedupe_outputs (first in the default list)
@@ -130,11 +144,16 @@ class Settings:
     )
     stable_max_compacted_tool_calls: int = _setting(240, "The shortened region holds at most this many calls before a front drop.")
     max_context_tokens: int | None = _setting(
-        None, "The context ceiling of the default strategy, in tokens.", minimum=1, env="PROMPTSTRAT_MAX_TOKENS",
+        None,
+        "The context ceiling of the default strategy, in tokens.",
+        minimum=1,
+        env="PROMPTSTRAT_MAX_TOKENS",
         shown="the model's window, else 111,616",
         reader=("`shorten_tools_epoch_stable`", "`max_tokens` (tokens, or a share of the model's window)"),
     )
-    stable_token_margin: float = _setting(0.02, "Share of the ceiling kept free for the token counter's error.", below=1)
+    stable_token_margin: float = _setting(
+        0.02, "Share of the ceiling kept free for the token counter's error.", below=1
+    )
     stable_low_ratio: float = _setting(0.9, "A ceiling-driven epoch advance aims at or below this share of the ceiling.")
     stable_front_ratio: float = _setting(
         0.6, "A ceiling-driven front drop removes steps after the kept head down to this share of the ceiling."
@@ -218,7 +237,10 @@ def _build(env: Mapping[str, str], explicit: Mapping[str, Any]) -> Settings:
 
 
 def variable_read(key: str, environ: Mapping[str, str] | None = None) -> str | None:
-    """Return the environment variable setting ``key`` is read from in ``environ`` (default ``os.environ``): the prefixed one when both are set; None when neither is."""
+    """Return the variable setting ``key`` is read from in ``environ`` (``os.environ``), or None.
+
+    The prefixed one when both are set.
+    """
     env = os.environ if environ is None else environ
     return next((name for name in _VARIABLES[key] if name in env), None)
 
@@ -406,9 +428,12 @@ def _validate(key: str, value: Any, *, source: str) -> Any:
 
 
 def _bounds_text(minimum: float | None, maximum: float | None, below: float | None) -> str:
-    """Return a setting's bounds as its refusal says them: ``>= 0``, ``between 0 and 1``, ``>= 0 and below 1``."""
+    """Return a setting's bounds as a refusal says them: ``>= 0``, ``between 0 and 1``..."""
     if minimum is not None and maximum is not None:
         return f"between {minimum:g} and {maximum:g}"
-    ends = [f">= {minimum:g}" if minimum is not None else "", f"<= {maximum:g}" if maximum is not None else "",
-            f"below {below:g}" if below is not None else ""]
+    ends = [
+        f">= {minimum:g}" if minimum is not None else "",
+        f"<= {maximum:g}" if maximum is not None else "",
+        f"below {below:g}" if below is not None else "",
+    ]
     return " and ".join(end for end in ends if end)

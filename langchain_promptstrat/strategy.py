@@ -21,7 +21,8 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.config import get_stream_writer
 
-from langchain_promptstrat.messages import coerce_messages, keep_prompt_floor, keep_read_backs_whole, mark_of, task_index
+from langchain_promptstrat.messages import coerce_messages, keep_prompt_floor, keep_read_backs_whole, mark_of
+from langchain_promptstrat.messages import task_index
 from langchain_promptstrat.messages.history_memo import message_key
 from langchain_promptstrat.report import Compacted, StrategyReport, logger, make_report
 from langchain_promptstrat.settings import Settings, document_options, option_keys
@@ -56,7 +57,7 @@ _floor_lock = threading.Lock()
 
 
 def warn_floor_over_ceiling(source: Sequence[BaseMessage], report: StrategyReport) -> None:
-    """Log a warning when ``report`` says the prompt's floor alone is over its ceiling: once per conversation and ceiling.
+    """Log a warning, once per conversation and ceiling, when ``report`` says the floor is over it.
 
     The floor (system prompt, task, newest user message, newest step with its outputs
     shortened, bound tools) is never dropped, so the model gets more than the ceiling; an
@@ -74,10 +75,11 @@ def warn_floor_over_ceiling(source: Sequence[BaseMessage], report: StrategyRepor
         while len(_floor_warned) > FLOOR_WARNINGS_KEPT:
             _floor_warned.popitem(last=False)
     logger.warning(
-        "the prompt's floor is over the context ceiling: %s tokens sent against a ceiling of %s (%s after the counter's "
-        "margin); the system prompt, the task, the newest user message and the newest step, its outputs shortened "
-        "(bound tools included), are never dropped: raise max_tokens or shorten them (said once for this conversation "
-        "and ceiling; the report's floor_over_ceiling says it at every call)",
+        "the prompt's floor is over the context ceiling: %s tokens sent against a ceiling of %s "
+        "(%s after the counter's margin); the system prompt, the task, the newest user message and "
+        "the newest step, its outputs shortened (bound tools included), are never dropped: raise "
+        "max_tokens or shorten them (said once for this conversation and ceiling; the report's "
+        "floor_over_ceiling says it at every call)",
         f"{details['tokens_after']:,}", f"{details['ceiling']:,}", f"{details['budget']:,}",
     )
 

@@ -36,5 +36,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     terminalreporter.section(f"{len(skipped)} skipped, by reason")
     for reason, count in reasons.most_common():
         terminalreporter.write_line(f"{count:>5}  {reason}")
-    terminalreporter.write_line("To run them: .ci/run starts a throwaway PostgreSQL server and langgraph dev, then the suite;")
-    terminalreporter.write_line("python benchmarks/get_realruns.py fetches the real transcripts first (see the README).")
+    terminalreporter.write_line(
+        "To run them: .ci/run starts a throwaway PostgreSQL server and langgraph dev, "
+        "then the suite;"
+    )
+    terminalreporter.write_line(
+        "python benchmarks/get_realruns.py fetches the real transcripts first (see the README)."
+    )

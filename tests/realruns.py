@@ -1,4 +1,4 @@
-"""Where the real agent transcripts are: the folder ``benchmarks/get_realruns.py`` names, when present.
+"""Where the real agent transcripts are: the folder ``benchmarks/get_realruns.py`` names.
 
 They are third-party data, never committed to the repository; tests using them skip when the
 folder is absent (a fresh clone). The rule is the download script's own
@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("get_realruns", REPO_ROOT / "benchmarks" / "get_realruns.py")
+_SCRIPT = REPO_ROOT / "benchmarks" / "get_realruns.py"
+_spec = importlib.util.spec_from_file_location("get_realruns", _SCRIPT)
 assert _spec and _spec.loader
 get_realruns = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(get_realruns)

@@ -70,48 +70,62 @@ def test_a_file_whose_sha256_differs_is_refused_in_one_line_and_nothing_is_writt
     assert not (tmp_path / "out").exists()
 
 
-def test_without_a_network_it_says_so_with_the_url_and_what_to_do_next(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A source that cannot be reached is exit 2 and one line, as recall.py words it: 'no network', the URL it tried
-    (not only the file it meant to write) and the next step, never a traceback; nothing is written."""
+def test_without_a_network_it_says_so_with_the_url_and_what_to_do_next(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A source that cannot be reached is exit 2 and one line, as recall.py words it: 'no network',
+    the URL it tried (not only the file it meant to write) and the next step, never a traceback;
+    nothing is written."""
     with http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler) as closed:
         port = closed.server_address[1]  # bound, then closed when the block ends: nothing listens there
-    assert get_realruns.main(["--source", f"http://127.0.0.1:{port}", "--dest", str(tmp_path / "out")]) == 2
+    source = f"http://127.0.0.1:{port}"
+    assert get_realruns.main(["--source", source, "--dest", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     repo, commit, path, _ = next(iter(get_realruns.SOURCES.values()))
-    assert err.count("\n") == 1 and err.startswith(f"get_realruns: no network: cannot reach http://127.0.0.1:{port}/{repo}/{commit}/{path} (")
-    assert "refused" in err and err.endswith("); run with --source DIR (a local copy laid out as REPOSITORY/COMMIT/PATH) or fetch later\n")
+    assert err.count("\n") == 1
+    url = f"{source}/{repo}/{commit}/{path}"
+    assert err.startswith(f"get_realruns: no network: cannot reach {url} (")
+    layout = "a local copy laid out as REPOSITORY/COMMIT/PATH"
+    next_step = f"run with --source DIR ({layout}) or fetch later"
+    assert "refused" in err and err.endswith(f"); {next_step}\n")
     assert not (tmp_path / "out").exists()
 
 
-def test_a_folder_is_a_source_and_a_file_it_lacks_is_named_in_one_line(mirror: Path, tmp_path: Path,
-                                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    """--source DIR reads a local copy (what the offline line suggests); a pinned file missing there is one line naming it."""
+def test_a_folder_is_a_source_and_a_file_it_lacks_is_named_in_one_line(
+    mirror: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--source DIR reads a local copy (what the offline line suggests); a pinned file missing there
+    is one line naming it."""
     assert get_realruns.main(["--source", str(mirror), "--dest", str(tmp_path / "out")]) == 0
     capsys.readouterr()
     repo, commit, path, _ = next(iter(get_realruns.SOURCES.values()))
     (mirror / repo / commit / path).unlink()
     assert get_realruns.main(["--source", str(mirror), "--dest", str(tmp_path / "again")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and f"{(mirror / repo / commit / path).as_uri()}: not in the local copy" in err
+    assert err.count("\n") == 1
+    assert f"{(mirror / repo / commit / path).as_uri()}: not in the local copy" in err
 
 
 def test_by_default_the_files_go_into_the_clone_where_git_ignores_them_and_the_readers_look(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The download no longer writes outside the clone (../shared/realruns): its default is realruns/ in the clone,
-    which git ignores (heldout/ too), and the benchmarks and tests read there first; PROMPTSTRAT_REALRUNS wins over
-    both, and a machine's shared copy beside the clone is read only while the clone holds none."""
+    """The download no longer writes outside the clone (../shared/realruns): its default is
+    realruns/ in the clone, which git ignores (heldout/ too), and the benchmarks and tests read
+    there first; PROMPTSTRAT_REALRUNS wins over both, and a machine's shared copy beside the clone
+    is read only while the clone holds none."""
     assert get_realruns.destination({}) == ROOT / "realruns"
     assert get_realruns.destination({"PROMPTSTRAT_REALRUNS": "/data/runs"}) == Path("/data/runs")
-    ignored = subprocess.run(["git", "check-ignore", "realruns/converted/a.jsonl", "heldout/converted/b.jsonl"],
-                             cwd=ROOT, capture_output=True, text=True)
-    assert ignored.stdout.split() == ["realruns/converted/a.jsonl", "heldout/converted/b.jsonl"]
+    files = ["realruns/converted/a.jsonl", "heldout/converted/b.jsonl"]
+    command = ["git", "check-ignore", *files]
+    ignored = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    assert ignored.stdout.split() == files
     clone = tmp_path / "clone"
     (tmp_path / "shared" / "realruns").mkdir(parents=True)
     clone.mkdir()
     assert get_realruns.realruns_folder({}, clone) == tmp_path / "shared" / "realruns"
     (clone / "realruns").mkdir()
     assert get_realruns.realruns_folder({}, clone) == clone / "realruns"
-    assert get_realruns.realruns_folder({"PROMPTSTRAT_REALRUNS": "/data/runs"}, clone) == Path("/data/runs")
+    given = {"PROMPTSTRAT_REALRUNS": "/data/runs"}
+    assert get_realruns.realruns_folder(given, clone) == Path("/data/runs")
 
 
 def test_the_script_pins_exactly_the_files_the_shared_readme_lists() -> None:
@@ -155,9 +169,11 @@ def test_held_out_fetches_the_pinned_deepseek_runs_instead_and_refuses_a_missing
 ) -> None:
     """`--held-out` reads the DeepSeek pins, not the shared runs' (a copy holding only those is no source for it): exit 2,
     one line naming the first held-out file's place in the copy, nothing written."""
-    assert get_realruns.main(["--held-out", "--source", str(mirror), "--dest", str(tmp_path / "out")]) == 2
+    argv = ["--held-out", "--source", str(mirror), "--dest", str(tmp_path / "out")]
+    assert get_realruns.main(argv) == 2
     err = capsys.readouterr().err
     repo, commit, path, _ = next(iter(get_realruns.HELD_OUT.values()))
-    assert err.count("\n") == 1 and err.startswith(f"get_realruns: {(mirror / repo / commit / path).as_uri()}: not in the local copy")
+    place = (mirror / repo / commit / path).as_uri()
+    assert err.count("\n") == 1 and err.startswith(f"get_realruns: {place}: not in the local copy")
     assert next(iter(get_realruns.HELD_OUT)).startswith("converted/deepseek__")
     assert not (tmp_path / "out").exists()

@@ -45,21 +45,32 @@ class TestReadme:
 
 class TestWhatABareRunSkips:
     def test_the_readme_says_what_a_bare_run_skips_and_how_to_run_everything(self):
-        """The test command does not claim to run every test: the README names what a fresh clone skips (PostgreSQL,
-        LangGraph Server, the real transcripts) and the commands that run them too."""
+        """The test command does not claim to run every test: the README names what a fresh clone
+        skips (PostgreSQL, LangGraph Server, the real transcripts) and the commands that run them
+        too."""
         text = " ".join(README.split())
         assert "run every test" not in text
-        for needed in ("PROMPTSTRAT_TEST_DSN", "PROMPTSTRAT_LANGGRAPH_URL", "python benchmarks/get_realruns.py", "`.ci/run`"):
+        variables = ("PROMPTSTRAT_TEST_DSN", "PROMPTSTRAT_LANGGRAPH_URL")
+        for needed in (*variables, "python benchmarks/get_realruns.py", "`.ci/run`"):
             assert needed in text, needed
         assert "last lines count them by reason" in text
 
-    def test_a_run_ends_with_the_skipped_tests_counted_by_reason_and_how_to_run_them(self, tmp_path):
-        """A run whose tests skip ends with each reason and its count, and the commands that run them: a bare run's
-        '110 skipped' is explained where it is read, at the end."""
+    def test_a_run_ends_with_the_skipped_tests_counted_by_reason_and_how_to_run_them(
+        self, tmp_path
+    ):
+        """A run whose tests skip ends with each reason and its count, and the commands that run
+        them: a bare run's '110 skipped' is explained where it is read, at the end."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("PROMPTSTRAT_")}
         env["PROMPTSTRAT_REALRUNS"] = str(tmp_path / "nowhere")
-        result = subprocess.run([sys.executable, "-m", "pytest", "tests/test_get_realruns.py", "-p", "no:cacheprovider"],
-                                capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+        command = [sys.executable, "-m", "pytest", "tests/test_get_realruns.py"]
+        result = subprocess.run(
+            [*command, "-p", "no:cacheprovider"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=ROOT,
+            env=env,
+        )
         assert result.returncode == 0, result.stdout[-3000:]
         tail = result.stdout.split("skipped, by reason")[-1]
         assert f"real transcripts not available at {tmp_path / 'nowhere' / 'raw'}" in tail

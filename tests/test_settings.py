@@ -130,7 +130,8 @@ class TestValidation:
 
 
 def _bounded_settings() -> list[tuple[str, float]]:
-    """Return ``(key, value)`` for each numeric setting at each end of its declared bounds (just under a ``below``)."""
+    """Return ``(key, value)`` for each numeric setting at each end of its declared bounds (just
+    under a ``below``)."""
     cases = []
     for f in dataclasses.fields(Settings):
         minimum, maximum, below = (f.metadata.get(name) for name in ("minimum", "maximum", "below"))
@@ -141,7 +142,8 @@ def _bounded_settings() -> list[tuple[str, float]]:
 
 
 def _readers(key: str, settings: Settings) -> list[object]:
-    """Return the strategies that read setting ``key``, built with ``settings`` (the inbox's keys are read at pickup: none)."""
+    """Return the strategies that read setting ``key``, built with ``settings`` (the inbox's keys
+    are read at pickup: none)."""
     from langchain_promptstrat.registry import BUILTIN_STRATEGIES, get_strategy
     from langchain_promptstrat.settings import option_keys
     from langchain_promptstrat.strategies.ladder import CompactionLadder
@@ -156,15 +158,18 @@ def _readers(key: str, settings: Settings) -> list[object]:
     if key == "max_context_tokens":
         built.append(ShortenToolsEpochStable(settings))
     if key == "ladder_low_ratio":
-        built.append(CompactionLadder("tool_results,sliding_window", max_tokens=4_000, settings=settings))
+        rungs = "tool_results,sliding_window"
+        built.append(CompactionLadder(rungs, max_tokens=4_000, settings=settings))
     return built
 
 
 @pytest.mark.parametrize(("key", "value"), _bounded_settings())
-def test_a_value_at_a_declared_bound_is_accepted_by_every_strategy_that_reads_it(clean_env, key, value):
-    """One bound, one message: the bounds Settings declares are the ones the strategies keep, so a value Settings
-    accepts is never refused later in other words (PROMPTSTRAT_MAX_TOKENS=0 passed Settings' '>= 0' and was then
-    refused as 'not a positive number of tokens')."""
+def test_a_value_at_a_declared_bound_is_accepted_by_every_strategy_that_reads_it(
+    clean_env, key, value
+):
+    """One bound, one message: the bounds Settings declares are the ones the strategies keep, so a
+    value Settings accepts is never refused later in other words (PROMPTSTRAT_MAX_TOKENS=0 passed
+    Settings' '>= 0' and was then refused as 'not a positive number of tokens')."""
     from langchain_promptstrat.errors import ContextWindowError
     from langchain_promptstrat.testing import build_agent_run
 
@@ -179,12 +184,14 @@ def test_a_value_at_a_declared_bound_is_accepted_by_every_strategy_that_reads_it
 
 @pytest.mark.parametrize("text", ["-3", "0"])
 def test_a_ceiling_under_one_token_is_refused_with_one_message(clean_env, text):
-    """PROMPTSTRAT_MAX_TOKENS=-3 and =0 are both refused when the settings are read, in the same words naming the one bound."""
+    """PROMPTSTRAT_MAX_TOKENS=-3 and =0 are both refused when the settings are read, in the same
+    words naming the one bound."""
     clean_env.setenv("PROMPTSTRAT_MAX_TOKENS", text)
     with pytest.raises(ConfigError) as err:
         Settings.load()
     assert str(err.value) == (
-        f"PROMPTSTRAT_MAX_TOKENS='{text}' must be >= 1 (settings key max_context_tokens, environment variable PROMPTSTRAT_MAX_TOKENS)"
+        f"PROMPTSTRAT_MAX_TOKENS='{text}' must be >= 1 "
+        "(settings key max_context_tokens, environment variable PROMPTSTRAT_MAX_TOKENS)"
     )
 
 
@@ -192,9 +199,12 @@ def test_a_ceiling_under_one_token_is_refused_with_one_message(clean_env, text):
     ("LADDER_LOW_RATIO", "1.5", "between 0 and 1"),
     ("STABLE_TOKEN_MARGIN", "1", ">= 0 and below 1"),
 ])
-def test_a_share_past_its_end_is_refused_by_settings_naming_both_ends(clean_env, variable, text, bounds):
-    """A share out of range is refused where every setting is checked, with both of its ends: not accepted there and
-    refused later by one strategy (LADDER_LOW_RATIO=1.5) or taken for a ceiling the system prompt fills (a margin of 1)."""
+def test_a_share_past_its_end_is_refused_by_settings_naming_both_ends(
+    clean_env, variable, text, bounds
+):
+    """A share out of range is refused where every setting is checked, with both of its ends: not
+    accepted there and refused later by one strategy (LADDER_LOW_RATIO=1.5) or taken for a ceiling
+    the system prompt fills (a margin of 1)."""
     clean_env.setenv(variable, text)
     with pytest.raises(ConfigError, match=f"{variable}='{text}' must be {bounds} "):
         Settings.load()

@@ -19,7 +19,8 @@ from realruns import realruns_dir
     ("gpt-4", "cl100k_base"), ("claude-sonnet-4-5", "cl100k_base"),
 ])
 def test_the_model_chooses_its_encoding(model, encoding):
-    """Current OpenAI models count with o200k_base; models tiktoken has no tokenizer for with cl100k_base (saying so: tests/test_tokens.py)."""
+    """Current OpenAI models count with o200k_base; models tiktoken has no tokenizer for with
+    cl100k_base (saying so: tests/test_tokens.py)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TokenizerUnavailableWarning)
         assert TokenCounter(model=model).encoding_name == encoding

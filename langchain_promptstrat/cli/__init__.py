@@ -23,8 +23,17 @@ from pathlib import Path
 from typing import Any
 
 from langchain_promptstrat.ceiling import DEFAULT_CEILING, resolve_ceiling
-from langchain_promptstrat.cli.common import (EXIT_ABORTED, EXIT_ERROR, PROG, Parser, UsageError, add_counter_options, one_line,
-                                              positive_int, token_counter)
+from langchain_promptstrat.cli.common import (
+    EXIT_ABORTED,
+    EXIT_ERROR,
+    PROG,
+    Parser,
+    UsageError,
+    add_counter_options,
+    one_line,
+    positive_int,
+    token_counter,
+)
 from langchain_promptstrat.cli.inbox_commands import add_inbox_commands
 from langchain_promptstrat.cli.settings_command import add_settings_command
 from langchain_promptstrat.cli.simulate_command import add_simulate_commands
@@ -89,7 +98,7 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
 
 
 class _WarningLine(logging.Handler):
-    """Prints a warning the package logs (a repaired prompt floor, a floor over the ceiling) as one line, like a warning."""
+    """Prints a warning the package logs (a repaired floor, a floor over a ceiling) in one line."""
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
@@ -118,19 +127,24 @@ def _add_conversation_commands(commands: argparse._SubParsersAction[Any], detail
     stats = commands.add_parser(
         "stats",
         help="count a conversation's messages, tool calls and tokens, and what each strategy would do",
-        description="Print a conversation's messages by type, tool calls and tokens, then for each built-in "
-        "strategy a replay can build: messages and tokens after it, calls shortened and dropped; for a folder, "
-        "the sums over its conversations. " + formats,
+        description="Print a conversation's messages by type, tool calls and tokens, then for each "
+        "built-in strategy a replay can build: messages and tokens after it, calls shortened and "
+        "dropped; for a folder, the sums over its conversations. " + formats,
     )
     if not detailed:
         return
     for command in (apply, stats):
-        command.epilog = ("The strategies read their settings from the environment: promptstrat settings prints "
-                          "each with its value and source, docs/settings.md says what each means.")
+        command.epilog = (
+            "The strategies read their settings from the environment: promptstrat settings prints "
+            "each with its value and source, docs/settings.md says what each means."
+        )
     apply.add_argument("file", metavar="FILE", help="the conversation, or '-' for standard input")
-    stats.add_argument("file", metavar="FILE", help="the conversation, '-' for standard input, or a folder: its "
-                       "*.json and *.jsonl files, in every folder below it too, each file that is not a "
-                       "conversation skipped with a warning")
+    stats.add_argument(
+        "file",
+        metavar="FILE",
+        help="the conversation, '-' for standard input, or a folder: its *.json and *.jsonl files, "
+        "in every folder below it too, each file that is not a conversation skipped with a warning",
+    )
     apply.add_argument("--strategy", metavar="SPEC", help="comma-separated strategy names, applied in order "
                        "(default: $PROMPT_STRATEGY, then the default list)")
     apply.add_argument("--max-tokens", type=positive_int, default=None, metavar="N", help="context ceiling of the default "
@@ -208,7 +222,8 @@ def _stats(args: argparse.Namespace) -> int:
     from langchain_promptstrat.registry import split_strategy_names
     from langchain_promptstrat.strategy import warn_floor_over_ceiling
 
-    given = [("-", True)] if args.file == "-" else [(str(path), named) for path, named in find_transcripts([args.file])]
+    transcripts = [] if args.file == "-" else find_transcripts([args.file])
+    given = [("-", True)] if args.file == "-" else [(str(path), named) for path, named in transcripts]
     counter = token_counter(args)
     args.max_tokens = resolve_ceiling(args.max_tokens).tokens
     names = default_rows(max_tokens=args.max_tokens)
@@ -230,7 +245,8 @@ def _stats(args: argparse.Namespace) -> int:
             if named:  # the file asked for: its error is the command's
                 raise
             said = one_line(exc)
-            print(f"{PROG}: warning: skipped {said if said.startswith(file) else f'{file}: {said}'}", file=sys.stderr)
+            said = said if said.startswith(file) else f"{file}: {said}"
+            print(f"{PROG}: warning: skipped {said}", file=sys.stderr)
             continue
         files.append(file)
         messages = conversation.messages
@@ -256,7 +272,8 @@ def _stats(args: argparse.Namespace) -> int:
             row["messages"] += len(after)
             row["tokens"] += counter(after)
     if not files:
-        raise UsageError(f"{args.file}: no conversation in this folder ({len(given):,} files skipped)")
+        skipped = f"{len(given):,} files skipped"
+        raise UsageError(f"{args.file}: no conversation in this folder ({skipped})")
     for row in rows.values():
         row["share"] = row["tokens"] / totals["tokens"] if totals["tokens"] else 1.0
     summary = {"file": args.file, "files": len(files), **totals, "by_type": dict(by_type),
@@ -267,17 +284,23 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 def _factors_text(factors: list[tuple[Any, str]], measured: str) -> str:
-    """Return the provider's count over this package's, in plain words, for the first three files (empty without usage).
+    """Return the provider's count over this package's in plain words, for the first three files.
 
-    ``stats --json`` keeps the factors and their sources as figures; docs/cli.md explains both.
+    Empty without usage. ``stats --json`` keeps the factors and their sources as figures;
+    docs/cli.md explains both.
     """
     if not factors:
         return ""
     said = []
     for factor, source in factors[:3]:
         used = re.match(r"usage \((\d+) answers\)(.*)", source)
-        where = (f"the usage of {used[1]} answers{used[2]}" if used
-                 else f"the usual ratio of {source[6:]} models" if source.startswith("prior:") else source)
+        where = (
+            f"the usage of {used[1]} answers{used[2]}"
+            if used
+            else f"the usual ratio of {source[6:]} models"
+            if source.startswith("prior:")
+            else source
+        )
         said.append(f"{factor}x this package's count {measured} (from {where})")
     more = f" ... ({len(factors)} files)" if len(factors) > 3 else ""
     return "; ".join(said) + more
@@ -291,17 +314,22 @@ def _stats_table(summary: dict[str, Any], width: int | None = None) -> str:
     exact = "exact" if summary["token_counter"]["exact"] else "approximate"
     files = f"{summary['files']:,} transcripts, " if summary["files"] > 1 else ""
     factors: list[list[Any]] = next((r["usage_factors"] for r in summary["strategies"] if r["strategy"] == DEFAULT_LIST_ROW and "usage_factors" in r), [])
-    learned = _factors_text([(factor, source) for factor, source in factors], "for the default list's prompts")
-    counted = _factors_text([(u["factor"], u["source"]) for u in summary["usage"]], "for the whole history before each answer")
+    learned = _factors_text([(f, src) for f, src in factors], "for the default list's prompts")
+    counted = _factors_text(
+        [(u["factor"], u["source"]) for u in summary["usage"]],
+        "for the whole history before each answer",
+    )
+    no_usage = "not in the file (no usage recorded); every figure is this package's count"
+    no_answers = "(the file's answers carry no usage to learn the provider's from)"
     head = [
         f"{summary['file']}: {files}{summary['messages']:,} messages" + (f" ({kinds})" if kinds else ""),
         f"tool calls: {summary['tool_calls']:,}; tokens: {summary['tokens']:,} ({summary['token_counter']['encoding']}, {exact})",
         f"{DEFAULT_MARK}: {DEFAULT_LIST_ROW}, what an agent gets when it names no strategy (here without its inbox).",
         f"what each strategy would send (token target {summary['max_tokens']:,} for those that take one):",
-        f"the provider's own count: {counted}" if counted
-        else "the provider's own count: not in the file (no usage recorded); every figure is this package's count",
-        f"apply keeps the ceiling on the provider's count: {learned}" if learned
-        else "apply keeps the ceiling on this package's count (the file's answers carry no usage to learn the provider's from)",
+        f"the provider's own count: {counted or no_usage}",
+        f"apply keeps the ceiling on the provider's count: {learned}"
+        if learned
+        else f"apply keeps the ceiling on this package's count {no_answers}",
     ]
     cells = [
         [DEFAULT_MARK if r["strategy"] == DEFAULT_LIST_ROW else r["strategy"], f"{r['messages']:,}", f"{r['tokens']:,}",

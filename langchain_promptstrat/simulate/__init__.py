@@ -41,7 +41,8 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMe
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from langchain_promptstrat.cache_rules import CACHE_RULES, ToolSchemas, make_cache_rule
-from langchain_promptstrat.defaults import DEFAULT_CACHED_FRACTION, DEFAULT_MAX_TOKENS, DEFAULT_TOOL_CALLS, LONG_RUN_CALLS
+from langchain_promptstrat.defaults import DEFAULT_CACHED_FRACTION, DEFAULT_MAX_TOKENS, DEFAULT_TOOL_CALLS
+from langchain_promptstrat.defaults import LONG_RUN_CALLS
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.extras import install_hint
 from langchain_promptstrat.messages import content_text, is_real_user_message, task_index
@@ -357,8 +358,13 @@ def _resolve_entry(
     raise ConfigError(f"cannot replay {entry!r}: expected a strategy name, a PromptStrategy or a callable")
 
 
-def _progress_hook(progress: bool | ProgressHook | None, total: int, unit: str = "call") -> tuple[ProgressHook | None, Callable[[], None]]:
-    """Return the per-step hook and its closer: a bar of ``total`` ``unit``s on stderr when asked or when stderr is a terminal (tqdm's, else one plain line)."""
+def _progress_hook(
+    progress: bool | ProgressHook | None, total: int, unit: str = "call"
+) -> tuple[ProgressHook | None, Callable[[], None]]:
+    """Return the per-step hook and its closer: a bar of ``total`` ``unit``s on stderr.
+
+    Drawn when asked or when stderr is a terminal: tqdm's, else one plain line.
+    """
     if callable(progress):
         return progress, lambda: None
     if progress is False or (progress is None and not sys.stderr.isatty()):
@@ -392,12 +398,16 @@ def _progress_hook(progress: bool | ProgressHook | None, total: int, unit: str =
     return hook, bar.close
 
 
-def _build_run(n_tool_calls: int, seed: int, options: Mapping[str, Any], progress: bool | ProgressHook | None) -> list[list[BaseMessage]]:
-    """Return the prompts of the simulated run, with a bar of its tool calls while it is built when ``progress`` draws one.
+def _build_run(
+    n_tool_calls: int, seed: int, options: Mapping[str, Any], progress: bool | ProgressHook | None
+) -> list[list[BaseMessage]]:
+    """Return the prompts of the simulated run, with a bar of its tool calls while it is built.
 
-    A callable ``progress`` is the replay's (one call per prompt replayed): building draws nothing for it.
+    The bar is drawn when ``progress`` draws one; a callable ``progress`` is the replay's (one
+    call per prompt replayed), and building draws nothing for it.
     """
-    hook, close = _progress_hook(False if callable(progress) else progress, n_tool_calls, unit="tool call")
+    drawn = False if callable(progress) else progress
+    hook, close = _progress_hook(drawn, n_tool_calls, unit="tool call")
     prompts: list[list[BaseMessage]] = []
     try:
         for prompt in iter_agent_run(n_tool_calls, seed=seed, **dict(options)):
@@ -497,11 +507,11 @@ def simulate(
     more, True/False force it, a callable ``hook(label, done, total)`` is called after each
     prompt replayed. ``run_options`` go to :func:`~langchain_promptstrat.testing.iter_agent_run`;
     ``prompts`` replace its run (then ``n_tool_calls`` and ``seed`` are not recorded). ``cache``
-    (``openai``, ``anthropic``) adds that provider's figures (:mod:`~langchain_promptstrat.cache_rules`). ``tools`` are the
-    tools bound to the model (None: :data:`AGENT_RUN_TOOLS` for the simulated run, none for
-    ``prompts``). ``next_actions`` (one per prompt, None where unknown; None: each answer as
-    the next prompt holds it) measure recall; a simulated run measures none (its next
-    actions are scripted).
+    (``openai``, ``anthropic``) adds that provider's figures
+    (:mod:`~langchain_promptstrat.cache_rules`). ``tools`` are the tools bound to the model
+    (None: :data:`AGENT_RUN_TOOLS` for the simulated run, none for ``prompts``).
+    ``next_actions`` (one per prompt, None where unknown; None: each answer as the next prompt
+    holds it) measure recall; a simulated run measures none (its next actions are scripted).
 
     Raises:
         ConfigError: an unknown cache rule or strategy, a figure out of range, or ``next_actions`` not one per prompt.

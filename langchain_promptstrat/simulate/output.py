@@ -90,13 +90,13 @@ class StrategyRun:
 
     @property
     def ceiling(self) -> int | None:
-        """Return the tokens this row was given to stay under (``max_tokens``, a peer's ``trigger``), or None."""
+        """Return the tokens this row was given to stay under (``max_tokens``, ``trigger``)."""
         given = self.options.get("max_tokens", self.options.get("trigger"))
         return given if isinstance(given, int) and not isinstance(given, bool) else None
 
     @property
     def calls_over_ceiling(self) -> int | None:
-        """Return how many prompts sent (tool schemas included) were over :attr:`ceiling`; None without one."""
+        """Return how many prompts sent (tool schemas included) went over :attr:`ceiling`."""
         ceiling = self.ceiling
         return None if ceiling is None else sum(t > ceiling for t in self.tokens)
 
@@ -352,11 +352,17 @@ def format_table(result: SimulationResult, width: int | None = None) -> str:
         header.append(f"{DEFAULT_MARK}: {DEFAULT_LIST_ROW}, what an agent gets when it names no strategy (a replay has no inbox).")
     out = [*fit_lines(header, width), "", *render_table(columns, rows, width), ""]
     degenerate = [f"{label} {run.degenerate_calls:,}" for run, (label, *_) in zip(runs, rows) if run.degenerate_calls]
-    over = [f"{label} on {run.calls_over_ceiling:,} of {run.calls:,} calls" for run, (label, *_) in zip(runs, rows)
-            if run.calls_over_ceiling]
+    over = [
+        f"{label} on {run.calls_over_ceiling:,} of {run.calls:,} calls"
+        for run, (label, *_) in zip(runs, rows)
+        if run.calls_over_ceiling
+    ]
+    went_over = (
+        f"over: the prompt sent (tool schemas included) went over the {result.max_tokens:,} tokens "
+        f"the row was given: {', '.join(over)}; why a strategy goes over: docs/cli.md."
+    )
     footnotes = [
-        *([f"over: the prompt sent (tool schemas included) went over the {result.max_tokens:,} tokens the row was given: "
-           f"{', '.join(over)}; why a strategy goes over: docs/cli.md."] if over else []),
+        *([went_over] if over else []),
         "cache reuse: mean over calls of the share of each prompt whose leading messages repeat the previous "
         "prompt's byte for byte (whole messages: an upper bound of a provider's block cache).",
         f"cost: input tokens, cached ones at {result.cached_fraction:g}. ms per call: time inside the strategy. "

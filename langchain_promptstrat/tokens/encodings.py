@@ -82,11 +82,14 @@ special tokens that ordinary text never produces."""
 
 
 class TokenizerUnavailableWarning(UserWarning):
-    """The tokenizer a count needs is not at hand: an encoding that could not be loaded, or a model whose encoding is unknown; counts are approximate."""
+    """The tokenizer a count needs is not at hand; counts are approximate.
+
+    An encoding that could not be loaded, or a model whose encoding is unknown.
+    """
 
 
 def _encoding_for_model(model: str) -> str:
-    """Return ``o200k_base`` for current OpenAI models, ``cl100k_base`` (shipped, never exact for others) otherwise.
+    """Return ``o200k_base`` for current OpenAI models, else ``cl100k_base`` (shipped).
 
     A model whose own encoding is not ``cl100k_base`` by tiktoken's table (another provider's,
     a misspelt name) gets one :class:`TokenizerUnavailableWarning` naming the encoding used.
@@ -96,9 +99,9 @@ def _encoding_for_model(model: str) -> str:
         return "o200k_base"
     if _tiktoken_encoding_name(name) != DEFAULT_ENCODING:
         warnings.warn(
-            f"no tokenizer is known for model {model!r}: tokens are counted with {DEFAULT_ENCODING}, which this package "
-            "ships and which only approximates another model's tokenizer; name an encoding (encoding=..., --encoding) "
-            "to choose one",
+            f"no tokenizer is known for model {model!r}: tokens are counted with "
+            f"{DEFAULT_ENCODING}, which this package ships and which only approximates another "
+            "model's tokenizer; name an encoding (encoding=..., --encoding) to choose one",
             TokenizerUnavailableWarning,
             stacklevel=_caller_outside_this_package(),
         )
@@ -106,7 +109,7 @@ def _encoding_for_model(model: str) -> str:
 
 
 def _tiktoken_encoding_name(model: str) -> str | None:
-    """Return tiktoken's encoding for ``model``, also behind a provider prefix (``openai:``, ``azure/``), or None when it knows none."""
+    """Return tiktoken's encoding for ``model``, also behind ``openai:`` or ``azure/``, or None."""
     for candidate in (model, model.split("/", 1)[-1], model.split(":", 1)[-1]):
         try:
             return tiktoken.model.encoding_name_for_model(candidate)

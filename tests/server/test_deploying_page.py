@@ -42,7 +42,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
     command = START.replace("/srv/agents/inboxes", str(home / "inboxes"))
     env = {k: v for k, v in os.environ.items() if k not in SECRETS and not k.startswith("PROMPTSTRAT_")}
-    env.update(QUIET_SERVER_ENV, PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", AGENT_PORT=str(port))
+    path = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    env.update(QUIET_SERVER_ENV, PATH=path, AGENT_PORT=str(port))
     with (home / "server.log").open("wb") as log:
         process = subprocess.Popen(["bash", "-c", command], cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, start_new_session=True)
@@ -65,11 +66,18 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def test_the_pages_files_and_command_serve_the_pages_client(server: str, tmp_path: Path) -> None:
-    """The client block, run as written with the AGENT_PORT the command used, talks to the page's deployment, prints
-    what its comments say and leaves no socket open (the client once hard-coded 2024, whoever held it)."""
+    """The client block, run as written with the AGENT_PORT the command used, talks to the page's
+    deployment, prints what its comments say and leaves no socket open (the client once hard-coded
+    2024, whoever held it)."""
     env = {**os.environ, "AGENT_PORT": server.rsplit(":", 1)[1]}
-    result = subprocess.run([sys.executable, "-W", "default", "-c", CLIENT], capture_output=True, text=True, timeout=300,
-                            cwd=tmp_path, env=env)
+    result = subprocess.run(
+        [sys.executable, "-W", "default", "-c", CLIENT],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=env,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "ResourceWarning" not in result.stderr, result.stderr[-3000:]
     lines = result.stdout.splitlines()
@@ -83,11 +91,14 @@ def test_an_unknown_thread_is_a_404_and_an_id_that_is_not_a_uuid_a_422(server: s
 
 
 def test_the_page_reads_the_port_from_one_variable_and_says_where_each_command_runs() -> None:
-    """The command and the client read AGENT_PORT, the page says to check langgraph dev's own lines (it moves to
-    another port when the one asked for is taken, silently for a client), and names each command's folder."""
+    """The command and the client read AGENT_PORT, the page says to check langgraph dev's own lines
+    (it moves to another port when the one asked for is taken, silently for a client), and names
+    each command's folder."""
     assert '--port "$AGENT_PORT"' in START and 'export AGENT_PORT="${AGENT_PORT:-2024}"' in START
     assert "os.environ.get('AGENT_PORT', '2024')" in CLIENT and "127.0.0.1:2024" not in CLIENT
     text = " ".join(PAGE.split())
-    assert "Port 2024 is already in use, using port N instead" in text and "API: http://127.0.0.1:N" in text
-    assert "from the clone of this repository" in text and "in a folder of its own** outside the clone" in text
+    assert "Port 2024 is already in use, using port N instead" in text
+    assert "API: http://127.0.0.1:N" in text
+    assert "from the clone of this repository" in text
+    assert "in a folder of its own** outside the clone" in text
     assert "Start it from that folder (`~/my-agent`)" in text
