@@ -62,15 +62,9 @@ class TestWhatABareRunSkips:
         them: a bare run's '110 skipped' is explained where it is read, at the end."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("PROMPTSTRAT_")}
         env["PROMPTSTRAT_REALRUNS"] = str(tmp_path / "nowhere")
-        command = [sys.executable, "-m", "pytest", "tests/test_get_realruns.py"]
-        result = subprocess.run(
-            [*command, "-p", "no:cacheprovider"],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            cwd=ROOT,
-            env=env,
-        )
+        command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
+        result = subprocess.run([*command, "tests/test_get_realruns.py"], cwd=ROOT, env=env,
+                                capture_output=True, text=True, timeout=300)
         assert result.returncode == 0, result.stdout[-3000:]
         tail = result.stdout.split("skipped, by reason")[-1]
         assert f"real transcripts not available at {tmp_path / 'nowhere' / 'raw'}" in tail

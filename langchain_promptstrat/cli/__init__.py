@@ -223,7 +223,7 @@ def _stats(args: argparse.Namespace) -> int:
     from langchain_promptstrat.strategy import warn_floor_over_ceiling
 
     transcripts = [] if args.file == "-" else find_transcripts([args.file])
-    given = [("-", True)] if args.file == "-" else [(str(path), named) for path, named in transcripts]
+    given = [("-", True)] if args.file == "-" else [(str(p), named) for p, named in transcripts]
     counter = token_counter(args)
     args.max_tokens = resolve_ceiling(args.max_tokens).tokens
     names = default_rows(max_tokens=args.max_tokens)

@@ -70,14 +70,9 @@ def test_the_pages_files_and_command_serve_the_pages_client(server: str, tmp_pat
     deployment, prints what its comments say and leaves no socket open (the client once hard-coded
     2024, whoever held it)."""
     env = {**os.environ, "AGENT_PORT": server.rsplit(":", 1)[1]}
-    result = subprocess.run(
-        [sys.executable, "-W", "default", "-c", CLIENT],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-        env=env,
-    )
+    command = [sys.executable, "-W", "default", "-c", CLIENT]
+    result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "ResourceWarning" not in result.stderr, result.stderr[-3000:]
     lines = result.stdout.splitlines()
