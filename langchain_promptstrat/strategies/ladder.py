@@ -14,7 +14,7 @@ and the provider's prefix cache hits::
 
 The replay resumes from the replay engine's memo (``messages/history_memo``). The rungs share
 this module's marks, the numbers their placeholders and notes give the calls for ``read_back``
-(:func:`call_spans`), the plan protocol (a plan yields model requests and ends with a
+(:func:`call_span`), the plan protocol (a plan yields model requests and ends with a
 :class:`Rewrite`, run sync or async) and the :class:`Rung` base.
 """
 
@@ -31,12 +31,12 @@ from typing import Annotated, Any, NamedTuple, NoReturn, Protocol, TypedDict, Ty
 from typing_extensions import Self, Unpack
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.messages import (
-    READ_BACK_TOOL, CountTokens, coerce_messages, mark_of, message_chars, range_text,
+    READ_BACK_TOOL, CountTokens, ToolIndex, coerce_messages, mark_of, message_chars, range_text,
     recorded_calls,
 )
 from langchain_promptstrat.messages.history_memo import EMPTY_HISTORY, HistoryKey, ReplayMemo, call_points, history_key
@@ -70,28 +70,41 @@ def represented(message: BaseMessage) -> int:
     return 1
 
 
-def call_spans(messages: Sequence[BaseMessage]) -> list[tuple[int, int] | None]:
-    """Return, per message, the first and last of the calls it records or stands for, or None.
+def call_span(
+    message: BaseMessage, last: int, recorded: int | None = None
+) -> tuple[int, int] | None:
+    """Return the first and last number of the calls ``message`` records or stands for, or None.
 
-    The numbers are those of the stored conversation, as ``read_back`` counts them (1 = first):
-    a rung may be given a list an earlier rung compacted, where a note or summary stands for
-    the calls it replaced (its mark's ``calls``), so every call after it keeps its number.
+    The numbers are those of the stored conversation, as ``read_back`` counts them (1 = first),
+    ``last`` the number of the last call before ``message``. A rung may be given a list an
+    earlier rung compacted, where a note or summary stands for the calls it replaced (its mark's
+    ``calls``), so every call after it keeps its number. ``recorded``: how many calls
+    ``message`` records, when the caller knows it (a :class:`ToolIndex`'s ``calls_per_ai``).
+    """
+    if isinstance(message, AIMessage):
+        recorded = len(recorded_calls(message)) if recorded is None else recorded
+        return (last + 1, last + recorded) if recorded else None
+    if not isinstance(message, HumanMessage) or kind_of(message) not in (NOTE_KIND, SUMMARY_KIND):
+        return None
+    replaced = (mark_of(message) or {}).get("calls")
+    return (replaced[0], replaced[1]) if replaced else None
+
+
+def call_spans(
+    messages: Sequence[BaseMessage], index: ToolIndex | None = None
+) -> list[tuple[int, int] | None]:
+    """Return :func:`call_span` of each of ``messages``, each after the calls of those before it.
+
+    ``index``, the list's :class:`ToolIndex` when the caller has one, saves reading the calls
+    of each message again.
     """
     spans: list[tuple[int, int] | None] = []
     last = 0
-    for message in messages:
-        replaced = None
-        if kind_of(message) in (NOTE_KIND, SUMMARY_KIND):
-            replaced = (mark_of(message) or {}).get("calls")
-        recorded = len(recorded_calls(message)) if isinstance(message, AIMessage) else 0
-        if replaced:
-            spans.append((replaced[0], replaced[1]))
-            last = max(last, replaced[1])
-        elif recorded:
-            spans.append((last + 1, last + recorded))
-            last += recorded
-        else:
-            spans.append(None)
+    for i, message in enumerate(messages):
+        recorded = None if index is None else len(index.calls_per_ai.get(i, ()))
+        span = call_span(message, last, recorded)
+        spans.append(span)
+        last = max(last, span[1]) if span else last
     return spans
 
 

@@ -18,8 +18,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_promptstrat.messages import CountTokens, is_real_user_message, leading_system_count, mark, task_index
 from langchain_promptstrat.strategies.ladder import (
-    NOTE_KIND, SUMMARY_KIND, Plan, Rewrite, Rung, call_spans, calls_among, done, kind_of,
-    message_counter, read_back_range, represented,
+    NOTE_KIND, SUMMARY_KIND, Plan, Rewrite, Rung, call_span, done, kind_of, message_counter,
+    read_back_range, represented,
 )
 
 NOTE_TEXT = (
@@ -139,15 +139,17 @@ def rewrite(
     forms: list[list[int] | None] = [None, [1, 1]] if handles else [None]
     # a number is at least one token
     smallest_note = min(count_one(note(n, calls)) for n in (1, 2) for calls in forms)
-    spans = call_spans(messages) if handles else []
     dropped = 0
-    calls: list[int] | None = None
+    calls: list[int] | None = None  # the first and last call of the units so far, with handles
+    last = 0  # the last call before the unit (only the system block, task and anchor lie between)
     chosen = len(droppable)
     for k, unit in enumerate(droppable, start=1):
         dropped += sum(represented(messages[i]) for i in unit)
-        found = calls_among(spans, unit) if handles else None
-        if found:
-            calls = found if calls is None else [min(calls[0], found[0]), max(calls[1], found[1])]
+        for i in unit if handles else ():
+            span = call_span(messages[i], last)
+            if span:
+                calls = [calls[0], max(calls[1], span[1])] if calls else list(span)
+                last = max(last, span[1])
         rest = fixed + suffix[unit.stop] + (anchor_tokens if k > h else 0) + (task_tokens if parts.run_task is not None and parts.run_task < unit.stop else 0)
         if rest + smallest_note <= target and rest + count_one(note(dropped, calls)) <= target:
             chosen = k

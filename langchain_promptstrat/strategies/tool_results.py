@@ -74,7 +74,7 @@ def rewrite(
     calling = [step for step in split_steps(messages) if tool_call_ids(messages[step.start])]
     protected = {i for step in calling[-keep_steps:] for i in step if isinstance(messages[i], ToolMessage)}  # the newest steps' outputs
     index = index_tool_calls(messages)
-    spans = call_spans(messages) if handles else []
+    spans = call_spans(messages, index) if handles else []
     out = list(messages)
     replaced = freed = 0
     for i, message in enumerate(messages):
