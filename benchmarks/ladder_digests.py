@@ -9,10 +9,12 @@ types and every field, as JSON) and of each report. Every ``--again-every``-th c
 asked twice more from the same object, for the same history (a memo hit at its own length)
 and for an earlier call's history (a hit on an older replay, a branch); every
 ``--fresh-every``-th call is also computed by a fresh ladder (no memo), which must give the
-same bytes.
+same bytes. With ``--no-handles`` the ladder is built with the ``read_back_handles`` setting
+off: its placeholders and notes name no ``read_back``, as they did before they had handles.
 
     python benchmarks/ladder_digests.py record /tmp/ladder.json     # on the code before the change
     python benchmarks/ladder_digests.py check /tmp/ladder.json      # after: exit 1 on any difference
+    python benchmarks/ladder_digests.py check --no-handles /tmp/ladder.json   # handles off
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from langchain_core.messages import BaseMessage
 
 from langchain_promptstrat.conversation_file import read_conversation
 from langchain_promptstrat.replay import find_transcripts, transcript_prompts
+from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.ladder import CompactionLadder
 from langchain_promptstrat.testing import iter_agent_run
 
@@ -37,8 +40,9 @@ TARGETS = (20_000, 60_000)
 REAL_TARGETS = (8_000, 16_000, 32_000)
 
 
-def ladder(max_tokens: int) -> CompactionLadder:
-    return CompactionLadder(["tool_results", "sliding_window"], max_tokens=max_tokens)
+def ladder(max_tokens: int, settings: Settings | None = None) -> CompactionLadder:
+    rungs = ["tool_results", "sliding_window"]
+    return CompactionLadder(rungs, max_tokens=max_tokens, settings=settings)
 
 
 def cases(calls: int) -> Iterator[tuple[str, list[list[BaseMessage]], int]]:
@@ -55,11 +59,13 @@ def cases(calls: int) -> Iterator[tuple[str, list[list[BaseMessage]], int]]:
                 yield f"real/{path.parent.name}/{path.name}/{target}", prompts, target
 
 
-def compute(calls: int, again_every: int, fresh_every: int) -> dict[str, list[list[str]]]:
+def compute(
+    calls: int, again_every: int, fresh_every: int, settings: Settings | None = None
+) -> dict[str, list[list[str]]]:
     """Return ``{case: [[prompt digest, report digest], ...]}``, checking the fresh-object calls on the way."""
     out: dict[str, list[list[str]]] = {}
     for name, prompts, target in cases(calls):
-        strategy = ladder(target)
+        strategy = ladder(target, settings)
         rows: list[list[str]] = []
 
         def ask(history: list[BaseMessage], strategy: Any = strategy, rows: list[list[str]] = rows) -> list[str]:
@@ -73,7 +79,7 @@ def compute(calls: int, again_every: int, fresh_every: int) -> dict[str, list[li
                 ask(prompt)  # the same history again: the replay remembered at its own length
                 ask(prompts[n // 2])  # an earlier history of the same conversation: an older replay, or none
             if fresh_every and n % fresh_every == fresh_every - 1:
-                fresh = ladder(target).compact(list(prompt))
+                fresh = ladder(target, settings).compact(list(prompt))
                 if [digest(fresh.messages), report_digest(fresh.report)] != row:
                     raise SystemExit(f"{name} call {n}: a fresh ladder sends different bytes")
         out[name] = rows
@@ -88,8 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--again-every", type=int, default=7)
     parser.add_argument("--fresh-every", type=int, default=40)
+    parser.add_argument("--no-handles", action="store_true",
+                        help="the ladder with the read_back_handles setting off")
     args = parser.parse_args(argv)
-    now = compute(args.calls, args.again_every, args.fresh_every)
+    settings = Settings.load(read_back_handles=False) if args.no_handles else None
+    now = compute(args.calls, args.again_every, args.fresh_every, settings)
     return record_or_check(args.mode, args.file, now)
 
 if __name__ == "__main__":

@@ -103,9 +103,17 @@ class Settings:
         reader=("`prepare_prompt`, hook, middleware", "`strategies`"),
     )
     read_back_handles: bool = _setting(
-        True, "A shortened output or call ends with its handle, `[whole: read_back(call=N)]`, and the compaction notice "
-        "names the dropped calls and the tool; off, no stub nor notice names `read_back` (for an agent without the tool).",
-        minimum=None, reader=("`shorten_tools`, the epoch pair, `shorten_tools_epoch_stable`", "— (the middleware's `read_back=False` turns it off)"),
+        True,
+        "A shortened output or call ends with its handle, `[whole: read_back(call=N)]`, and the "
+        "compaction notice names the dropped calls and the tool; so do a ladder's placeholders "
+        "(their handle), window note and summaries (the calls they stand for); off, none names "
+        "`read_back` (for an agent without the tool).",
+        minimum=None,
+        reader=(
+            "`shorten_tools`, the epoch pair, `shorten_tools_epoch_stable`, `tool_results`, "
+            "`sliding_window`, `summary`",
+            "— (the middleware's `read_back=False` turns it off)",
+        ),
     )
     # token-target ladder: tool_results, sliding_window, summary, CompactionLadder
     tool_results_min_tokens: int = _setting(200, "Only tool outputs larger than this many tokens become placeholders.")

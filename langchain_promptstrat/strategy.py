@@ -7,6 +7,7 @@ event (:func:`emit_report`). Never imports an adapter or the CLI, which build on
 
 from __future__ import annotations
 
+import copy
 import os
 import threading
 from abc import ABC, abstractmethod
@@ -14,6 +15,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
+
+from typing_extensions import Self
 
 from langchain_core.callbacks import CallbackManagerForChainRun, dispatch_custom_event
 from langchain_core.messages import BaseMessage
@@ -116,6 +119,18 @@ class PromptStrategy(Runnable[Any, list[BaseMessage]], ABC):
     @abstractmethod
     def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
         """Return the messages the model should see and a report; never mutate ``messages``."""
+
+    def without_read_back_handles(self) -> Self:
+        """Return a copy with the ``read_back_handles`` setting off, or this strategy if it is off.
+
+        For an agent without the ``read_back`` tool: no stub or notice of the copy names it. A
+        copy, so an object the caller holds is left as it was.
+        """
+        if not self.settings.read_back_handles:
+            return self
+        copied = copy.copy(self)
+        copied.settings = self.settings.replace(read_back_handles=False)
+        return copied
 
     def save_file_from_config(self, config: RunnableConfig | None) -> Path | None:
         """Return the conversation's save file named in ``config["configurable"]["save_file"]``."""

@@ -10,9 +10,11 @@ model was sent and what the checkpointer kept.
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 import warnings
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +34,9 @@ from langchain_promptstrat.adapters.middleware import PromptStrategyMiddleware
 from langchain_promptstrat.inbox.paths import inbox_removed_dir, thread_save_file
 from langchain_promptstrat.inbox.directory import post_to_inbox, request_abort
 from langchain_promptstrat.messages import check_tool_pairs
+from langchain_promptstrat.strategies.ladder import CompactionLadder
 from langchain_promptstrat.testing import ScriptedChatModel, make_sized_tool
+from langchain_promptstrat.tokens import TokenCounter
 
 N_TOOL_CALLS = 160
 SYSTEM = "You are a careful research agent."
@@ -331,3 +335,59 @@ class TestBoundedDefault:
         ceilings = {(r["ceiling"], r["ceiling_source"]) for r in recorder.reports if r["strategy"] == EPOCH}
         if sys.version_info >= (3, 11):
             assert ceilings == {(6_000, "ScriptedChatModel's max_input_tokens 8,000 minus 2,000 for the reply")}
+
+
+class TestLadderReadBack:
+    TARGET = 4_000
+    HANDLE = re.compile(r"read_back\(call=(\d+)\)")
+    RANGE = re.compile(r"calls (\d+)-(\d+)")
+
+    def test_the_agent_reads_back_a_placeholder_s_handle_and_a_call_the_window_note_names(self):
+        """What a CompactionLadder of tool_results and sliding_window takes away is not lost: a
+        create_agent agent reads a call back through a placeholder's handle and through the window
+        note's range, gets the output the tool returned, and the next prompt carries it, while
+        every prompt stays under the ladder's small target."""
+        tool = make_sized_tool("fetch", sizes=1_600)  # about 400 tokens an output: over 200
+        asked: dict[str, tuple[int, BaseMessage]] = {}  # read_back call id -> call number, namer
+
+        def read_back_named(key: str, pattern: re.Pattern[str], kind: str) -> Callable[..., Any]:
+            def answer(prompt: list[BaseMessage]) -> dict[str, Any]:
+                found = [(m, pattern.search(str(m.content))) for m in prompt
+                         if str(m.content).startswith(f"[compacted:{kind}]")]
+                namer, match = next(((m, found) for m, found in found if found), (None, None))
+                assert namer is not None and match is not None, f"no {kind} message names a call"
+                number = int(match.group(1))
+                asked[key] = (number, namer)
+                return {"tool_calls": [{"name": "read_back", "args": {"call": number}, "id": key}]}
+
+            return answer
+
+        fetches = [{"tool_calls": [{"name": "fetch", "args": {"query": f"upload log {i}"}}]}
+                   for i in range(80)]
+        model = ScriptedChatModel([
+            *fetches[:20], read_back_named("rb_placeholder", self.HANDLE, "tool_results"),
+            *fetches[20:], read_back_named("rb_note", self.RANGE, "sliding_window"), "done",
+        ])
+        ladder = CompactionLadder(["tool_results", "sliding_window"], max_tokens=self.TARGET)
+        middleware = [PromptStrategyMiddleware([ladder])]
+        agent = create_agent(model, [tool], system_prompt=SYSTEM, middleware=middleware)
+        state = agent.invoke({"messages": [HumanMessage(TASK)]}, {"recursion_limit": 400})
+        stored = state["messages"]
+
+        calls = [call for m in stored if isinstance(m, AIMessage) for call in m.tool_calls]
+        outputs = {m.tool_call_id: m for m in stored if isinstance(m, ToolMessage)}
+        (from_placeholder, placeholder), (from_note, _) = asked["rb_placeholder"], asked["rb_note"]
+        assert calls[from_placeholder - 1]["id"] == getattr(placeholder, "tool_call_id")  # its own
+        for key, number in (("rb_placeholder", from_placeholder), ("rb_note", from_note)):
+            named = calls[number - 1]  # call N is the N-th call of the stored conversation
+            assert named["name"] == "fetch" and outputs[key].content == tool.invoke(named["args"])
+            asking = next(i for i, prompt in enumerate(model.calls)
+                          if any(getattr(m, "tool_call_id", None) == key for m in prompt))
+            assert model.calls[asking][-1].content == outputs[key].content  # carried whole
+            if key == "rb_note":  # the call was dropped from the prompt it was asked from
+                before = model.calls[asking - 1]
+                assert all(getattr(m, "tool_call_id", None) != named["id"] for m in before)
+        count = TokenCounter("cl100k_base")
+        assert all(check_tool_pairs(prompt) == [] for prompt in model.calls)
+        sent = [[m for m in prompt if not isinstance(m, SystemMessage)] for prompt in model.calls]
+        assert max(map(count, sent)) <= self.TARGET  # the system prompt is not the ladder's

@@ -232,6 +232,28 @@ class TestInboxLsJson:
         assert listed[1]["preview"] == "é" * 79 + "…"
         assert all(e["posted"].endswith("Z") for e in listed)
 
+    def test_ls_json_escapes_control_and_bidi_characters_in_previews(self, capsys, save_file):
+        """A preview shows what the poster wrote: C1's CSI or a right-to-left override would drive
+        the operator's terminal or reorder the line: escaped, as in a name (issue 42)."""
+        DirectoryInbox.for_save_file(save_file).post("\u009b31mred \u202eevil \u2066x", name="a")
+        code, out, err = run(capsys, "inbox", "ls", "--save-file", str(save_file), "--json")
+        (entry,) = json.loads("\n".join(out))
+        assert (code, err, entry["preview"]) == (0, [], "\\x9b31mred \\u202eevil \\u2066x")
+
+    def test_ls_of_a_symlinked_history_shows_nothing_behind_it_and_warns(self, capsys, save_file):
+        """A history directory linking out of the inbox is not listed (its files are elsewhere); the
+        pending notice, which cannot be delivered until it is fixed, is, with one warning line."""
+        store = DirectoryInbox.for_save_file(save_file)
+        store.post("waiting", name="n")
+        elsewhere = save_file.parent / "elsewhere"
+        elsewhere.mkdir()
+        (elsewhere / "private.txt").write_text("not the inbox's")
+        store.removed_path.symlink_to(elsewhere)
+        code, out, err = run(capsys, "inbox", "ls", "--save-file", str(save_file), "--json")
+        listed = [(e["state"], e["name"]) for e in json.loads("\n".join(out))]
+        assert (code, listed, len(err)) == (0, [("pending", "n")], 1)
+        assert err[0].startswith("promptstrat: warning: ") and "symbolic link" in err[0]
+
     def test_ls_json_of_an_empty_inbox_is_an_empty_array(self, capsys, save_file):
         """No notices: `[]`, not the human sentence."""
         code, out, _ = run(capsys, "inbox", "ls", "--save-file", str(save_file), "--json")

@@ -73,7 +73,7 @@ class TestInboxDsn:
             code, _, err = run(capsys, "inbox", "ls", "--dsn", dsn, "--thread", "t")
             assert code == 2 and len(err) == 1 and "setup()" in err[0]
             assert err[0].endswith("promptstrat inbox setup --dsn DSN)")
-            assert run(capsys, "inbox", "setup", "--dsn", dsn) == (0, ["inbox tables ready (schema version 2)"], [])
+            assert run(capsys, "inbox", "setup", "--dsn", dsn) == (0, ["inbox tables ready (schema version 3)"], [])
             assert run(capsys, "inbox", "ls", "--dsn", dsn, "--thread", "t") == (0, ["no notices in pg:promptstrat_inbox_pending/t"], [])
         finally:
             with psycopg.connect(postgres_dsn, autocommit=True) as conn:

@@ -293,7 +293,7 @@ def test_the_command_line_page_gives_the_measured_reason_each_rung_goes_over_its
     """docs/cli.md's figures for the rows that go over in the default run are what that run gives,
     and the page says why: the schemas for sliding_window, and for tool_results its own count too
     (it drops no message and clears only outputs over tool_results_min_tokens), not "by the schemas'
-    size" alone (3,047 over, the schemas 1,146)."""
+    size" alone (the issue measured it 3,047 tokens over, the schemas 1,146)."""
     from langchain_promptstrat.simulate import simulate
 
     text = " ".join((ROOT / "docs" / "cli.md").read_text(encoding="utf-8").split())

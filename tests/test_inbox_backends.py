@@ -269,8 +269,9 @@ class TestContract:
         assert caught.value.reason == "abort requested through the inbox (an empty abort file)"
         assert caught.value.path is not None and caught.value.path.endswith("/abort")
 
-    def test_the_history_keeps_every_delivery_with_its_posting_time(self, inbox_backend):
-        """Each delivered notice stays in the history with the time it was posted, oldest first."""
+    def test_the_history_keeps_each_delivery_with_its_post_and_delivery_time(self, inbox_backend):
+        """Each delivered notice stays in the history with the time it was posted, oldest first, and
+        when it was delivered: a listing can say when (the directory reads the file's ctime)."""
         store = inbox_backend.store
         for i in range(3):
             store.post(f"n{i}", name=f"n{i}")
@@ -280,10 +281,8 @@ class TestContract:
         history = store.delivered_entries()
         assert [(e.name, e.mtime) for e in history] == sorted(posted.items(), key=lambda item: item[1])
         assert [e.size for e in history] == [2, 2, 2]
-        if inbox_backend.kind == "postgres":  # the database records when each notice was delivered
-            assert all(e.delivered_at is not None and e.delivered_at >= e.mtime for e in history)
-        else:  # a file keeps only its posting time
-            assert [e.delivered_at for e in history] == [None, None, None]
+        now = time.time()
+        assert all(e.delivered_at is not None and e.mtime <= e.delivered_at <= now for e in history)
 
     def test_a_failed_claim_leaves_the_notice_pending_for_the_next_pickup(self, inbox_backend, monkeypatch):
         """A claim that fails is reported as skipped; the notice stays pending, unrecorded, and is delivered next time."""
@@ -416,6 +415,103 @@ class TestHostileWriters:
         for spelling in spellings:
             assert inbox_backend.make(spelling).pending() == [f"n{i}" for i in range(5)]
         assert sorted(contents(pick_up(inbox_backend.make(thread)).delivered)) == [f"notice {i}" for i in range(5)]
+
+
+class TestThreadLives:
+    """An inbox belongs to one life of a LangGraph Server thread, named by its creation time."""
+
+    def test_a_thread_created_again_finds_none_of_the_earlier_threads_notices(self, inbox_backend):
+        """Pending, in-flight and delivered notices of the thread created at T1 are removed once the
+        thread created at T2 binds the inbox: no one reads or receives a deleted thread's notices
+        (issue 42)."""
+        store = inbox_backend.store
+        assert store.bind_to_thread("T1", create=True) is False
+        for name in ("delivered", "in-flight", "pending"):
+            store.post(f"the T1 thread's {name} notice", name=name)
+        store.claim("delivered")
+        assert store.lease("in-flight") is not None
+        assert store.bind_to_thread("T1") is False and len(store.pending()) == 1  # nothing removed
+        assert store.bind_to_thread("T2") is True
+        assert (store.pending(), store.in_flight(), store.delivered_entries()) == ([], [], [])
+        assert pick_up(store).delivered == [] and store.bind_to_thread("T2") is False
+        store.post("the T2 thread's notice", name="n")
+        delivered = pick_up(inbox_backend.make(inbox_backend.thread_id)).delivered
+        assert contents(delivered) == ["the T2 thread's notice"]
+
+    def test_an_inbox_that_records_no_thread_is_adopted_with_its_notices(self, inbox_backend):
+        """Notices posted before the server first saw the thread (from a shell, say) belong to the
+        first thread that binds the inbox; nothing is removed then; a later thread removes them."""
+        store = inbox_backend.store
+        store.post("posted from a shell", name="n")
+        assert store.bind_to_thread("T1") is False and store.pending() == ["n"]
+        assert store.bind_to_thread("T2") is True and store.pending() == []
+
+    def test_binding_an_empty_inbox_creates_nothing_unless_a_writer_asks(self, inbox_backend):
+        """A listing or a pickup of a thread without an inbox leaves nothing behind; a writer about
+        to post records its thread, so that the notice belongs to it from the start."""
+        store = inbox_backend.store
+        assert store.bind_to_thread("T1") is False
+        if inbox_backend.root is not None:
+            assert os.listdir(inbox_backend.root) == []
+        assert store.bind_to_thread("T1", create=True) is False
+        assert store.bind_to_thread("T1") is False
+        store.post("for T1", name="n")
+        assert store.bind_to_thread("T2") is True and store.pending() == []
+
+    def test_writers_binding_a_new_thread_at_once_remove_the_old_notices_once(self, inbox_backend):
+        """Eight writers of the thread created at T2 bind and post together over the T1 thread's
+        inbox: exactly one of them removes the old notices, and no removal lands after a post."""
+        store = inbox_backend.store
+        store.bind_to_thread("T1", create=True)
+        for i in range(20):
+            store.post(f"old {i}", name=f"old-{i}")
+        removed: list[bool] = []
+        barrier = threading.Barrier(8)
+
+        def write(i: int) -> None:
+            mine = inbox_backend.make(inbox_backend.thread_id)
+            barrier.wait()
+            removed.append(mine.bind_to_thread("T2", create=True))
+            mine.post(f"new {i}", name=f"new-{i}")
+
+        writers = [threading.Thread(target=write, args=(i,)) for i in range(8)]
+        for writer in writers:
+            writer.start()
+        for writer in writers:
+            writer.join(30)
+        assert sorted(removed) == [False] * 7 + [True]
+        assert store.pending() == sorted(f"new-{i}" for i in range(8))
+
+    def test_a_run_gets_its_threads_inbox_of_this_life_or_none_losing_nothing(self, inbox_backend):
+        """With a server saying when threads were created, a run's inbox is bound before use: a
+        thread created again gets none of the old notices, a thread that is gone gets no inbox,
+        and a server that cannot answer holds the notices back (no inbox this time), losing none."""
+        from langchain_promptstrat.inbox.locate import bind_inboxes_to_threads
+
+        kit = inbox_backend
+        created = {kit.thread_id: "T1"}
+
+        def created_at(thread_id: str) -> str | None:
+            if created.get(thread_id) == "down":
+                raise InboxError("the server did not answer")
+            return created.get(thread_id)
+
+        def run_inbox() -> Any:
+            return inbox_for_config(kit.config, backend=kit.provider, root=kit.root)
+
+        kit.store.post("for the T1 thread", name="n")
+        bind_inboxes_to_threads(created_at)
+        try:
+            assert run_inbox().pending() == ["n"]
+            created[kit.thread_id] = "down"
+            assert run_inbox() is None and kit.store.pending() == ["n"]
+            del created[kit.thread_id]
+            assert run_inbox() is None and kit.store.pending() == ["n"]
+            created[kit.thread_id] = "T2"
+            assert run_inbox().pending() == [] and kit.store.delivered_entries() == []
+        finally:
+            bind_inboxes_to_threads(None)
+        assert run_inbox() is not None  # outside LangGraph Server nothing asks
 
 
 class TestPickupBudget:
@@ -683,7 +779,7 @@ class TestPostgresHistoryNames:
 
 class TestPostgresSetup:
     def test_setup_is_idempotent_and_records_the_schema_version(self, postgres_kit):
-        """setup() twice, or from several threads at once, leaves version 1 recorded once and working tables."""
+        """setup() twice, or from several threads at once, records each version once; all works."""
         import psycopg
         from psycopg import sql
 
@@ -707,11 +803,11 @@ class TestPostgresSetup:
             for thread in threads:
                 thread.join(30)
             inboxes.setup()
-            assert errors == [] and inboxes.schema_version() == len(MIGRATIONS) == 2
+            assert errors == [] and inboxes.schema_version() == len(MIGRATIONS) == 3
             with psycopg.connect(dsn) as conn:
                 table = sql.Identifier(schema, VERSION_TABLE)
                 versions = conn.execute(sql.SQL("SELECT version FROM {}").format(table)).fetchall()
-            assert versions == [(1,), (2,)]
+            assert versions == [(1,), (2,), (3,)]
             inboxes.for_thread("t").post("works", name="n")
             assert inboxes.for_thread("t").claim("n").data == b"works"
         finally:

@@ -20,6 +20,9 @@ from langchain_promptstrat import PromptStrategyMiddleware, pre_model_hook, prep
 from langchain_promptstrat.messages import PAGE_CHARS, check_tool_pairs, edit_ai_message, handle_text, shorten_text, shorten_tool_output
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable
+from langchain_promptstrat.strategies.ladder import CompactionLadder
+from langchain_promptstrat.strategies.sliding_window import SlidingWindow
+from langchain_promptstrat.strategies.tool_results import ToolResults
 from langchain_promptstrat.testing import ScriptedChatModel
 from langchain_promptstrat.tokens import TokenCounter
 
@@ -134,6 +137,46 @@ def test_with_read_back_handles_off_no_stub_or_notice_names_the_tool(strategies:
     assert "read_back" in json.dumps([m.model_dump() for m in on], default=str)
     assert "read_back" not in json.dumps([m.model_dump() for m in off], default=str)
     assert check_tool_pairs(off) == []
+
+
+def _ladder(settings: Settings | None = None) -> CompactionLadder:
+    """Return a ladder of rung objects built with ``settings``, its target far under 160 calls."""
+    return CompactionLadder([ToolResults(settings), SlidingWindow(settings)], max_tokens=12_000)
+
+
+def test_with_read_back_handles_off_the_ladder_names_no_call_and_no_tool() -> None:
+    """The ladder's placeholders and note name read_back only with handles on; off, they invite
+    calling the tool again and say the messages cannot be recovered, as for an agent without it."""
+    messages = _run(160)
+    on = _ladder().invoke(messages)
+    off = _ladder(Settings(read_back_handles=False)).invoke(messages)
+    assert HANDLE.search(str(on)) and re.search(r"calls \d+-\d+", str(on))
+    assert "read_back" not in json.dumps([m.model_dump() for m in off], default=str)
+    assert "cannot be recovered" in str(off) and "again if you need it" in str(off)
+    assert check_tool_pairs(off) == []
+
+
+def test_the_middleware_without_the_tool_turns_the_ladder_s_rungs_handles_off_too() -> None:
+    """A ladder of rung objects given to ``read_back=False``: its copy's rungs have handles off (the
+    rungs write the placeholders and the note), it sends exactly what a ladder built with handles
+    off sends, call after call, although the given ladder was used with handles on first (the copy
+    remembers nothing of it); the given ladder is left as it was."""
+    history = _run(160)
+    given = _ladder()
+    for n in range(100, len(history), 9):
+        given.compact(history[:n])
+    (copied,) = PromptStrategyMiddleware([given], read_back=False).strategies
+    assert isinstance(copied, CompactionLadder)
+    assert not any(r.settings.read_back_handles for r in copied.rungs)
+    assert all(r.settings.read_back_handles for r in given.rungs)
+    fresh = _ladder(Settings(read_back_handles=False))
+    for n in range(100, len(history), 5):
+        sent, expected = copied.compact(history[:n]), fresh.compact(history[:n])
+        assert sent.messages == expected.messages, n
+        assert sent.report.as_dict() == expected.report.as_dict(), n
+    prompt = copied.invoke(history)
+    assert "read_back" not in json.dumps([m.model_dump() for m in prompt], default=str)
+    assert "read_back" in json.dumps([m.model_dump() for m in given.invoke(history)], default=str)
 
 
 def test_the_middleware_without_the_tool_turns_handles_off_for_the_strategies_it_applies() -> None:

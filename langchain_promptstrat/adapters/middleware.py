@@ -7,7 +7,6 @@ the one apply path, and carries the default's replay in the state.
 
 from __future__ import annotations
 
-import copy
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, Final, Literal, Optional, cast
@@ -73,15 +72,6 @@ class PromptStratState(AgentState):
     promptstrat_replay: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
 
 
-def _without_handles(strategy: PromptStrategy) -> PromptStrategy:
-    """Return ``strategy`` with the ``read_back_handles`` setting off: a copy, or ``strategy`` when it is off already."""
-    if not strategy.settings.read_back_handles:
-        return strategy
-    copied = copy.copy(strategy)
-    copied.settings = strategy.settings.replace(read_back_handles=False)
-    return copied
-
-
 class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
     """Applies prompt strategies to every model request of a ``create_agent`` agent; the state keeps full fidelity.
 
@@ -118,7 +108,7 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
         """
         resolved = resolve_strategies(strategies, settings=settings)
         if not read_back:
-            resolved = [_without_handles(s) for s in resolved]
+            resolved = [s.without_read_back_handles() for s in resolved]
         chosen: type[PromptStrategyMiddleware] = cls
         if cls is PromptStrategyMiddleware and not any(s.places_notices for s in resolved):
             chosen = _PromptStrategyCompactionMiddleware

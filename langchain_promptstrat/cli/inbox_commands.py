@@ -17,7 +17,14 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, cast
 
 from langchain_promptstrat.cli.common import EXIT_ERROR, PROG, Parser, UsageError
-from langchain_promptstrat.inbox.contract import InboxEntry, Lease, LeasingInbox, notice_limits, printable_name
+from langchain_promptstrat.inbox.contract import (
+    InboxEntry,
+    Lease,
+    LeasingInbox,
+    NoticeStore,
+    notice_limits,
+    printable_text,
+)
 from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV, resolve_save_file
 from langchain_promptstrat.inbox.postgres import DSN_ENV, PostgresInboxes
@@ -147,9 +154,14 @@ def _age(seconds: float) -> str:
 
 def _inbox_ls(args: argparse.Namespace) -> int:
     store = _inbox(args)
+    problem = store.delivery_problem() if isinstance(store, NoticeStore) else None
+    if problem is not None:  # listed anyway, so that a notice stuck behind it is seen
+        print(f"{PROG}: warning: {printable_text(store.location)}: {problem}", file=sys.stderr)
     pending, delivered = store.pending_entries(), store.delivered_entries()
     # claimed by a reader, not yet recorded as delivered: listed so that a notice is never invisible
-    claims: list[Lease] = store.in_flight(with_head=True) if isinstance(store, LeasingInbox) else []
+    claims: list[Lease] = []
+    if isinstance(store, LeasingInbox) and problem is None:
+        claims = store.in_flight(with_head=True)
     listed: list[tuple[str, InboxEntry, Lease | None]] = [
         *(("pending", entry, None) for entry in pending),
         *(("in-flight", lease.entry, lease) for lease in claims),
@@ -160,12 +172,12 @@ def _inbox_ls(args: argparse.Namespace) -> int:
         print(json.dumps([
             {
                 "state": state,
-                "name": printable_name(entry.name),
+                "name": printable_text(entry.name),
                 "posted": _time(entry.mtime),
                 "delivered": None if entry.delivered_at is None else _time(entry.delivered_at),
                 "size": entry.size,
                 "preview": entry.preview,
-                "owner": lease and printable_name(lease.owner),
+                "owner": lease and printable_text(lease.owner),
                 "claimed": lease and _time(lease.leased_at),
                 "age_seconds": lease and round(max(0.0, now - lease.leased_at), 1),
                 "claim": lease and lease.listed_state,
@@ -174,10 +186,10 @@ def _inbox_ls(args: argparse.Namespace) -> int:
         ], indent=2, ensure_ascii=False))
         return 0
     if not listed:
-        print(f"no notices in {printable_name(store.location)}")
+        print(f"no notices in {printable_text(store.location)}")
     for state, entry, lease in listed:  # names and owners come from whoever wrote the files: escaped, never raw
-        line = f"{state:<9}  {_time(entry.mtime)}  {printable_name(entry.name)}"
+        line = f"{state:<9}  {_time(entry.mtime)}  {printable_text(entry.name)}"
         if lease is not None:
-            line += f"  claimed {_age(now - lease.leased_at)} ago by {printable_name(lease.owner)} ({CLAIM_STATES[lease.listed_state]})"
+            line += f"  claimed {_age(now - lease.leased_at)} ago by {printable_text(lease.owner)} ({CLAIM_STATES[lease.listed_state]})"
         print(line)
     return 0

@@ -14,6 +14,9 @@ The contract (``tests/test_inbox_backends.py`` runs it against every backend):
 4. Leases (:class:`LeasingInbox`): ``lease`` claims without recording; ``acknowledge`` records;
    ``take_over`` gives a claim to exactly one caller, keeping its token. A notice is pending,
    in flight or delivered, never two of them and never none.
+5. Thread lives (:class:`ThreadBoundInbox`): ``bind_to_thread(created_at)`` empties an inbox
+   recorded for another creation time of its thread, once however many bind at once, and
+   adopts one that records none.
 
 No LangChain here: the CLI's ``inbox`` commands import this.
 """
@@ -138,12 +141,16 @@ class InboxEntry:
 
     @property
     def preview(self) -> str | None:
-        """Return the start of the notice as one line of text (at most 80 characters), or None when unreadable."""
+        """Return the notice's start as one printable line (80 characters); None when unreadable.
+
+        Whoever posted the notice chose its bytes: control and bidi characters are escaped
+        (:func:`printable_text`), so a listing cannot drive a terminal or reorder what it shows.
+        """
         if self.head is None:
             return None
         text = " ".join(self.head.decode("utf-8", "replace").split())
         cut = len(self.head) < self.size or len(text) > PREVIEW_CHARS
-        return text[: PREVIEW_CHARS - 1] + "…" if cut else text
+        return printable_text(text[: PREVIEW_CHARS - 1] + "…" if cut else text)
 
 
 @dataclass(frozen=True)
@@ -209,6 +216,19 @@ class LeasingInbox(InboxBackend, Protocol):
 
 
 @runtime_checkable
+class ThreadBoundInbox(Protocol):
+    """A backend whose inbox belongs to one life of a LangGraph Server thread: its creation time.
+
+    A thread deleted and created again under the same id is another thread: its inbox starts
+    empty. ``bind_to_thread(created_at)`` removes everything (pending, in flight, delivered) an
+    inbox holds for another creation time, and returns whether it did; an inbox that records
+    none (notices posted before the thread was first seen, or from a shell) is adopted.
+    """
+
+    def bind_to_thread(self, created_at: str, *, create: bool = False) -> bool: ...
+
+
+@runtime_checkable
 class InboxProvider(Protocol):
     """Hands out the inbox backend of any conversation, named by thread id or by save file."""
 
@@ -265,9 +285,16 @@ def history_names(name: str) -> Iterator[str]:
         n += 1
 
 
-def printable_name(name: str) -> str:
-    """Return ``name`` safe to print on a terminal or in JSON: control, invisible and undecodable characters escaped (``\\x1b``)."""
-    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in name)
+def printable_text(text: str) -> str:
+    """Return ``text`` (a name, a preview, a claim owner) safe to print on a terminal or in JSON.
+
+    Escaped as ``repr`` escapes them: C0 and C1 controls (``\\x1b``, ``\\x9b``), format
+    characters such as the bidi overrides and isolates (``\\u202e``, ``\\u2066``) and zero-width
+    ones, separators other than the space, and undecodable bytes (``\\udc80``): every character
+    ``str.isprintable`` refuses. Every listing (HTTP, ``inbox ls`` as text and JSON) shows what
+    others wrote through it.
+    """
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
 
 
 def check_notice_name(name: str) -> None:
@@ -280,7 +307,7 @@ def check_notice_name(name: str) -> None:
         raise InboxError(f"notice name {name!r} starts with '.'; readers ignore dotfiles, so it would never be delivered")
     if not name.isprintable():
         raise InboxError(
-            f"notice name {printable_name(name)!r} holds a control, invisible or undecodable character; use printable text"
+            f"notice name {printable_text(name)!r} holds a control, invisible or undecodable character; use printable text"
         )
     if len(name.encode("utf-8")) > MAX_NAME_BYTES:
         raise InboxError(f"notice name is longer than {MAX_NAME_BYTES} bytes")
@@ -356,6 +383,10 @@ class NoticeStore(Generic[W]):
     def request_abort(self, reason: str = "") -> W:
         """Post the reserved ``abort`` notice holding ``reason`` and return where it lies; refuses a second pending one."""
         return self._write(text_bytes(reason, "abort reason", self.max_notice_bytes), ABORT_FILE)
+
+    def delivery_problem(self) -> str | None:
+        """Return why no notice of this inbox can be delivered now (naming no path), or None."""
+        return None
 
     def _taken(self, name: str) -> NoticeNameTaken:
         what = "an abort is" if name == ABORT_FILE else f"a notice named {name!r} is"

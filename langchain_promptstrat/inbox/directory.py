@@ -11,18 +11,23 @@ Why no file is delivered twice and none is overwritten:
 3. ``take_over`` renames the claim directory to the caller's owner: one winner, same token.
 4. Writers write a hidden temporary file, fsync it, and link it to its name, read-only.
 
-Files are opened ``O_NOFOLLOW | O_NONBLOCK``; a symlinked inbox or history directory is refused.
+Files are opened ``O_NOFOLLOW | O_NONBLOCK``; a symlinked inbox, history or claims directory is
+refused, by listings too. The LangGraph Server thread an inbox belongs to is recorded in its
+pending directory (``.thread``, its creation time); a binding to another is made under
+``flock`` on the root, so the old notices are removed once and never after a new post.
 """
 
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import secrets
+import shutil
 import stat
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from langchain_promptstrat.errors import InboxError
@@ -43,6 +48,7 @@ from langchain_promptstrat.inbox.contract import (
 from langchain_promptstrat.inbox.paths import inbox_dir, inbox_removed_dir, resolve_save_file, thread_save_file
 
 CLAIMS_DIR = ".claims"  # in the history directory: one sub-directory per claim in flight
+THREAD_RECORD = ".thread"  # in the pending directory: when the thread it belongs to was created
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 _NO_LINK_ERRNOS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS, errno.EXDEV}
 
@@ -137,13 +143,46 @@ def _visible(directory: str | os.PathLike[str]) -> Iterator[tuple[os.DirEntry[st
             yield item, st
 
 
-def _scan(directory: Path, with_head: bool = False) -> list[InboxEntry]:
-    """Return the regular, visible files of ``directory`` by name (``with_head``: with their first bytes)."""
-    entries = [
-        InboxEntry(item.name, st.st_mtime, st.st_size, head=_read_head(item.path) if with_head else None)
-        for item, st in _visible(directory) if stat.S_ISREG(st.st_mode)
-    ]
-    return sorted(entries, key=lambda e: e.name)
+def _regular_names(directory: Path) -> list[str]:
+    """Return the names of the regular, visible files of ``directory``, sorted (no stat each)."""
+    try:
+        it = os.scandir(directory)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    with it:
+        names = [item.name for item in it if item.is_file(follow_symlinks=False)]
+    return sorted(name for name in names if not name.startswith("."))
+
+
+def _entries(directory: Path, names: Iterable[str], *, delivered: bool = False) -> list[InboxEntry]:
+    """Return the entries of the regular files ``names`` of ``directory``, with their first bytes.
+
+    A file gone since is left out. ``delivered``: the history, whose files keep their posting
+    mtime; the time a file was moved in is its status-change time (``st_ctime``), which the
+    move sets.
+    """
+    entries = []
+    for name in names:
+        try:
+            st = os.lstat(directory / name)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            head = _read_head(str(directory / name))
+            delivered_at = st.st_ctime if delivered else None
+            entries.append(InboxEntry(name, st.st_mtime, st.st_size, delivered_at, head))
+    return entries
+
+
+def _page(items: list[str], offset: int, limit: int | None) -> list[str]:
+    return items[offset:] if limit is None else items[offset : offset + limit]
+
+
+def _is_link(path: Path) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _recorded(directory: Path, st: os.stat_result) -> bool:
@@ -154,6 +193,33 @@ def _recorded(directory: Path, st: os.stat_result) -> bool:
         return any((o.st_dev, o.st_ino) == (st.st_dev, st.st_ino) for _, o in _visible(directory))
     except OSError:
         return False
+
+
+def _remove(directory: Path) -> None:
+    """Remove ``directory`` and all it holds, following no link; renamed aside first."""
+    aside = directory.with_name(f".{directory.name}.removing-{secrets.token_hex(4)}")
+    try:
+        os.rename(directory, aside)
+    except FileNotFoundError:
+        return
+    if _is_link(aside):
+        os.unlink(aside)
+        return
+    shutil.rmtree(aside, ignore_errors=True)
+    if os.path.lexists(aside):
+        warn_once(("not removed", str(aside)), "inbox: could not remove all of %s", aside)
+
+
+@contextmanager
+def _locked(directory: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``directory`` (``flock``: released when the process ends)."""
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(directory, flags)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 # --------------------------------------------------------------------------- claim directories
@@ -237,34 +303,68 @@ class DirectoryInbox(NoticeStore[Path]):
     def claims_path(self) -> Path:
         return self.removed_path / CLAIMS_DIR
 
+    def _symlinked(self, *, inbox_only: bool = False) -> Path | None:
+        """Return the first directory (the pending one alone with ``inbox_only``) that is a link."""
+        directories = [self.path, self.removed_path, self.claims_path][: 1 if inbox_only else 3]
+        return next((directory for directory in directories if _is_link(directory)), None)
+
     def _safe(self, *, inbox_only: bool = False) -> bool:
         """Return whether the directories may be used; a symlinked one is refused with one warning."""
-        for directory in (self.path,) if inbox_only else (self.path, self.removed_path, self.claims_path):
-            try:
-                if not stat.S_ISLNK(os.lstat(directory).st_mode):
-                    continue
-            except OSError:
-                continue
-            warn_once(
-                ("symlink", str(directory)),
-                "inbox: refusing %s: it is a symbolic link (it could lead outside the inbox root); "
-                "nothing is read or moved there. Replace it with a real directory.",
-                directory,
-            )
-            return False
-        return True
+        directory = self._symlinked(inbox_only=inbox_only)
+        if directory is None:
+            return True
+        warn_once(
+            ("symlink", str(directory)),
+            "inbox: refusing %s: it is a symbolic link (it could lead outside the inbox root); "
+            "nothing is read or moved there. Replace it with a real directory.",
+            directory,
+        )
+        return False
+
+    def delivery_problem(self) -> str | None:
+        """Return the sentence saying which directory is a symbolic link, or None when none is."""
+        directory = self._symlinked()
+        if directory is None:
+            return None
+        which = {self.path: "pending", self.removed_path: "history"}.get(directory, "claims")
+        return (
+            f"the inbox's {which} directory is a symbolic link, which could lead outside the inbox "
+            "root: its notices are not delivered until it is replaced with a real directory"
+        )
 
     def pending(self) -> list[str]:
         """Return the names of the pending notices, sorted: regular files not starting with a dot; nothing is created."""
-        return [entry.name for entry in _scan(self.path)] if self._safe() else []
+        return _regular_names(self.path) if not _is_link(self.path) else []
 
     def pending_entries(self) -> list[InboxEntry]:
         """Return the pending files with their mtimes, sizes and first bytes, in delivery order."""
-        return _scan(self.path, with_head=True) if self._safe() else []
+        return self.pending_page(0, None)[0]
+
+    def pending_page(self, offset: int, limit: int | None) -> tuple[list[InboxEntry], int]:
+        """Return ``limit`` pending entries from ``offset`` (None: all) and how many are pending.
+
+        In delivery order. Every name is read from the directory, but only the page's files are
+        opened for their previews. A pending directory that is a symbolic link lists nothing.
+        """
+        names = self.pending()
+        return _entries(self.path, _page(names, offset, limit)), len(names)
 
     def delivered_entries(self) -> list[InboxEntry]:
         """Return the delivered files (the history directory), oldest mtime first."""
-        return sorted(_scan(self.removed_path, with_head=True), key=lambda e: (e.mtime, e.name))
+        return self.delivered_page(0, None)[0]
+
+    def delivered_page(self, offset: int, limit: int | None) -> tuple[list[InboxEntry], int]:
+        """Return ``limit`` delivered entries from ``offset`` (None: all) and how many there are.
+
+        Oldest posting time first. A history directory that is a symbolic link lists nothing:
+        the files behind it lie outside the inbox.
+        """
+        if _is_link(self.removed_path):
+            return [], 0
+        files = _visible(self.removed_path)
+        order = sorted((st.st_mtime, file.name) for file, st in files if stat.S_ISREG(st.st_mode))
+        names = [name for _, name in order]
+        return _entries(self.removed_path, _page(names, offset, limit), delivered=True), len(names)
 
     def ready(self) -> list[str]:
         """Return the pending names a pickup may take now, in delivery order.
@@ -413,6 +513,44 @@ class DirectoryInbox(NoticeStore[Path]):
             return None
         _drop_claim_dir(claim_dir)
         return final
+
+    def _thread_record(self) -> str | None:
+        """Return when the thread this inbox belongs to was created; None when it records none."""
+        try:
+            fd, _ = _open_regular(self.path / THREAD_RECORD)
+        except OSError:
+            return None
+        with open(fd, "rb") as file:
+            return file.read(200).decode("utf-8", "replace").strip() or None
+
+    def bind_to_thread(self, created_at: str, *, create: bool = False) -> bool:
+        """Bind this inbox to the thread created at ``created_at``; return whether it was emptied.
+
+        An inbox recorded for another creation time is emptied (pending, in flight and delivered
+        notices removed) under a lock on the root, so that two processes binding at once empty
+        it once; one recording none is adopted. ``create`` records the binding even where the
+        inbox holds nothing yet (a writer about to post); otherwise nothing is created. A
+        pending directory that is a symbolic link is left alone: every reader refuses it.
+        """
+        if _is_link(self.path) or self._thread_record() == created_at:
+            return False
+        if not (create or os.path.lexists(self.path) or os.path.lexists(self.removed_path)):
+            return False
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with _locked(self.path.parent):
+            recorded = self._thread_record()
+            if recorded == created_at:
+                return False
+            if recorded is not None:
+                _remove(self.path)
+                _remove(self.removed_path)
+            if create or recorded is None:
+                self.path.mkdir(exist_ok=True)
+                staged = self.path / f"{THREAD_RECORD}.tmp-{secrets.token_hex(8)}"
+                with open(staged, "x", encoding="utf-8") as file:
+                    file.write(created_at)
+                os.replace(staged, self.path / THREAD_RECORD)
+        return recorded is not None
 
     def _write(self, data: bytes, name: str | None) -> Path:
         """Write ``data`` as a new read-only file under ``name`` (or a fresh name): hidden temporary, fsync, link."""

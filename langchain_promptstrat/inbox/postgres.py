@@ -45,6 +45,7 @@ _MAX_THREAD_ID_BYTES = 2048
 PENDING_TABLE = "promptstrat_inbox_pending"
 DELIVERED_TABLE = "promptstrat_inbox_delivered"
 VERSION_TABLE = "promptstrat_inbox_migrations"
+THREADS_TABLE = "promptstrat_inbox_threads"
 
 MIGRATIONS: list[list[LiteralString]] = [
     [  # version 1
@@ -71,6 +72,12 @@ MIGRATIONS: list[list[LiteralString]] = [
             ADD COLUMN IF NOT EXISTS claim_token text COLLATE "C",
             ADD COLUMN IF NOT EXISTS claimed_by text COLLATE "C",
             ADD COLUMN IF NOT EXISTS leased_at timestamptz""",
+    ],
+    [  # version 3: the LangGraph Server thread (its creation time) each inbox belongs to
+        """CREATE TABLE IF NOT EXISTS {threads} (
+            thread_id text COLLATE "C" PRIMARY KEY,
+            created_at text NOT NULL
+        )""",
     ],
 ]
 """Schema versions, oldest first (``MIGRATIONS[v - 1]`` takes v-1 to v): append, never edit."""
@@ -149,14 +156,36 @@ POST = """
 """
 
 PENDING = """
-    SELECT name, posted_at, octet_length(content), substring(content FROM 1 FOR 240) FROM {pending}
-    WHERE thread_id = %(thread)s AND claim_token IS NULL ORDER BY name
+    SELECT name, posted_at, octet_length(content), NULL, substring(content FROM 1 FOR 240)
+    FROM {pending} WHERE thread_id = %(thread)s AND claim_token IS NULL
+    ORDER BY name OFFSET %(offset)s LIMIT %(limit)s
 """
 
 DELIVERED = """
-    SELECT name, posted_at, octet_length(content), delivered_at, substring(content FROM 1 FOR 240) FROM {delivered}
-    WHERE thread_id = %(thread)s ORDER BY posted_at, name
+    SELECT name, posted_at, octet_length(content), delivered_at, substring(content FROM 1 FOR 240)
+    FROM {delivered} WHERE thread_id = %(thread)s
+    ORDER BY posted_at, name OFFSET %(offset)s LIMIT %(limit)s
 """
+
+COUNT_PENDING = """
+    SELECT count(*) FROM {pending} WHERE thread_id = %(thread)s AND claim_token IS NULL
+"""
+COUNT_DELIVERED = "SELECT count(*) FROM {delivered} WHERE thread_id = %(thread)s"
+
+BOUND_THREAD = "SELECT created_at FROM {threads} WHERE thread_id = %(thread)s"
+HOLDS_ANYTHING = """
+    SELECT EXISTS (SELECT 1 FROM {pending} WHERE thread_id = %(thread)s)
+        OR EXISTS (SELECT 1 FROM {delivered} WHERE thread_id = %(thread)s)
+"""
+RECORD_THREAD = """
+    INSERT INTO {threads} (thread_id, created_at) VALUES (%(thread)s, %(created)s)
+    ON CONFLICT (thread_id) DO NOTHING RETURNING created_at
+"""
+EMPTY_FOR_ANOTHER_THREAD: list[LiteralString] = [
+    "DELETE FROM {pending} WHERE thread_id = %(thread)s",
+    "DELETE FROM {delivered} WHERE thread_id = %(thread)s",
+    "UPDATE {threads} SET created_at = %(created)s WHERE thread_id = %(thread)s",
+]
 
 
 DSN_ENV = "PROMPTSTRAT_INBOX_DSN"
@@ -213,7 +242,12 @@ class PostgresInboxes:
         self.schema = schema
         self._pg: Any = psycopg
         table = (lambda name: sql.Identifier(schema, name)) if schema else sql.Identifier
-        self._names = {"pending": table(PENDING_TABLE), "delivered": table(DELIVERED_TABLE), "version": table(VERSION_TABLE)}
+        self._names = {
+            "pending": table(PENDING_TABLE),
+            "delivered": table(DELIVERED_TABLE),
+            "version": table(VERSION_TABLE),
+            "threads": table(THREADS_TABLE),
+        }
         self._prefix = f"{schema}." if schema else ""
 
     def __repr__(self) -> str:
@@ -228,7 +262,7 @@ class PostgresInboxes:
         return PostgresInbox(self, thread_id=save_file_thread_id(save_file))
 
     def _query(self, text: LiteralString) -> Any:
-        """Return ``text`` with its ``{pending}``/``{delivered}``/``{version}`` placeholders as quoted table names."""
+        """Return ``text`` with its placeholders (``{pending}``, ...) as quoted table names."""
         return self._sql.SQL(text).format(**self._names)
 
     def _describe(self) -> str:
@@ -385,13 +419,31 @@ class PostgresInbox(NoticeStore[str]):
 
     def pending_entries(self) -> list[InboxEntry]:
         """Return the pending notices with their posting times and sizes, in delivery order."""
-        rows = self._run(PENDING, {}, "list the pending notices", one=False)
-        return [InboxEntry(name, posted.timestamp(), size, head=bytes(head)) for name, posted, size, head in rows]
+        return self.pending_page(0, None)[0]
+
+    def pending_page(self, offset: int, limit: int | None) -> tuple[list[InboxEntry], int]:
+        """Return ``limit`` pending entries from ``offset`` (None: all), in order, and the total."""
+        return self._page(PENDING, COUNT_PENDING, offset, limit, "list the pending notices")
 
     def delivered_entries(self) -> list[InboxEntry]:
         """Return the history: each delivered notice under its history name, oldest posting time first."""
-        rows = self._run(DELIVERED, {}, "list the delivered notices", one=False)
-        return [InboxEntry(n, posted.timestamp(), size, done.timestamp(), bytes(head)) for n, posted, size, done, head in rows]
+        return self.delivered_page(0, None)[0]
+
+    def delivered_page(self, offset: int, limit: int | None) -> tuple[list[InboxEntry], int]:
+        """Return ``limit`` delivered entries from ``offset`` (None: all) and the total."""
+        return self._page(DELIVERED, COUNT_DELIVERED, offset, limit, "list the delivered notices")
+
+    def _page(
+        self, query: LiteralString, count: LiteralString, offset: int, limit: int | None, doing: str
+    ) -> tuple[list[InboxEntry], int]:
+        """Return one page of ``query``'s entries (only its rows are read) and ``count``'s total."""
+        rows = self._run(query, {"offset": offset, "limit": limit}, doing, one=False)
+        entries = []
+        for name, posted, size, done, head in rows:
+            delivered_at = None if done is None else done.timestamp()
+            entries.append(InboxEntry(name, posted.timestamp(), size, delivered_at, bytes(head)))
+        total = len(rows) if limit is None and not offset else int(self._run(count, {}, doing)[0])
+        return entries, total
 
     def ready(self) -> list[str]:
         """Return the pending names a pickup may take now: all but those over :attr:`max_notice_bytes` (one warning each)."""
@@ -475,6 +527,36 @@ class PostgresInbox(NoticeStore[str]):
 
     def _before_commit(self, cursor: Any, name: str, history_name: str) -> None:
         """Run inside the claim's transaction just before COMMIT; a seam for tests that stop a reader in mid-claim."""
+
+    def bind_to_thread(self, created_at: str, *, create: bool = False) -> bool:
+        """Bind this inbox to the thread created at ``created_at``; return whether it was emptied.
+
+        An inbox recorded for another creation time is emptied (its pending, in-flight and
+        delivered rows deleted) in the transaction that records the new one, under that record's
+        row lock; one recording none is adopted. ``create`` records the binding even where the
+        inbox holds nothing yet; otherwise nothing is written for an empty inbox.
+        """
+        bound = self._run(BOUND_THREAD, {}, "read which thread the inbox belongs to")
+        if bound is not None and bound[0] == created_at:
+            return False
+        params = {"thread": self.thread_id, "created": created_at}
+        try:
+            with self._db._transaction() as cursor:
+                if bound is None:
+                    cursor.execute(self._db._query(HOLDS_ANYTHING), params)
+                    if not create and not cursor.fetchone()[0]:
+                        return False
+                    cursor.execute(self._db._query(RECORD_THREAD), params)
+                    if cursor.fetchone() is not None:
+                        return False
+                cursor.execute(self._db._query(BOUND_THREAD + " FOR UPDATE"), params)
+                if cursor.fetchone()[0] == created_at:
+                    return False
+                for statement in EMPTY_FOR_ANOTHER_THREAD:
+                    cursor.execute(self._db._query(statement), params)
+        except self._db._pg.Error as exc:
+            raise self._db._failure(exc, "bind the inbox to its thread") from exc
+        return True
 
     def _write(self, data: bytes, name: str | None) -> str:
         for _ in range(_MAX_NAME_ATTEMPTS):

@@ -13,27 +13,32 @@ and the provider's prefix cache hits::
                          with low_tokens as their target (a *compaction event*)
 
 The replay resumes from the replay engine's memo (``messages/history_memo``). The rungs share
-this module's marks, the plan protocol (a plan yields model requests and ends with a
+this module's marks, the numbers their placeholders and notes give the calls for ``read_back``
+(:func:`call_span`), the plan protocol (a plan yields model requests and ends with a
 :class:`Rewrite`, run sync or async) and the :class:`Rung` base.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import os
 from abc import abstractmethod
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, NamedTuple, NoReturn, Protocol, TypedDict, TypeVar
 
-from typing_extensions import Unpack
+from typing_extensions import Self, Unpack
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 from langchain_promptstrat.errors import ConfigError
-from langchain_promptstrat.messages import CountTokens, coerce_messages, mark_of, message_chars
+from langchain_promptstrat.messages import (
+    READ_BACK_TOOL, CountTokens, ToolIndex, coerce_messages, mark_of, message_chars, range_text,
+    recorded_calls,
+)
 from langchain_promptstrat.messages.history_memo import EMPTY_HISTORY, HistoryKey, ReplayMemo, call_points, history_key
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
@@ -63,6 +68,61 @@ def represented(message: BaseMessage) -> int:
     if m.get("kind") == SUMMARY_KIND:
         return int(m.get("messages", 1))
     return 1
+
+
+def call_span(
+    message: BaseMessage, last: int, recorded: int | None = None
+) -> tuple[int, int] | None:
+    """Return the first and last number of the calls ``message`` records or stands for, or None.
+
+    The numbers are those of the stored conversation, as ``read_back`` counts them (1 = first),
+    ``last`` the number of the last call before ``message``. A rung may be given a list an
+    earlier rung compacted, where a note or summary stands for the calls it replaced (its mark's
+    ``calls``), so every call after it keeps its number. ``recorded``: how many calls
+    ``message`` records, when the caller knows it (a :class:`ToolIndex`'s ``calls_per_ai``).
+    """
+    if isinstance(message, AIMessage):
+        recorded = len(recorded_calls(message)) if recorded is None else recorded
+        return (last + 1, last + recorded) if recorded else None
+    if not isinstance(message, HumanMessage) or kind_of(message) not in (NOTE_KIND, SUMMARY_KIND):
+        return None
+    replaced = (mark_of(message) or {}).get("calls")
+    return (replaced[0], replaced[1]) if replaced else None
+
+
+def call_spans(
+    messages: Sequence[BaseMessage], index: ToolIndex | None = None
+) -> list[tuple[int, int] | None]:
+    """Return :func:`call_span` of each of ``messages``, each after the calls of those before it.
+
+    ``index``, the list's :class:`ToolIndex` when the caller has one, saves reading the calls
+    of each message again.
+    """
+    spans: list[tuple[int, int] | None] = []
+    last = 0
+    for i, message in enumerate(messages):
+        recorded = None if index is None else len(index.calls_per_ai.get(i, ()))
+        span = call_span(message, last, recorded)
+        spans.append(span)
+        last = max(last, span[1]) if span else last
+    return spans
+
+
+def calls_among(
+    spans: Sequence[tuple[int, int] | None], indices: Iterable[int]
+) -> list[int] | None:
+    """Return ``[first, last]``, the calls the messages at ``indices`` record or stand for, or None.
+
+    ``spans`` is :func:`call_spans` of the messages.
+    """
+    found = [span for span in map(spans.__getitem__, indices) if span is not None]
+    return [min(first for first, _ in found), max(last for _, last in found)] if found else None
+
+
+def read_back_range(calls: Sequence[int]) -> str:
+    """Return how a note or summary names its calls ``[first, last]`` and the tool reading them."""
+    how = f"{READ_BACK_TOOL}(call=N) gives the whole output of call N"
+    return f"{range_text(calls[0], calls[1])} among them: {how}"
 
 
 def message_counter(counter: CountTokens) -> Callable[[BaseMessage], int]:
@@ -323,6 +383,30 @@ class CompactionLadder(PlannedStrategy):
     def __repr__(self) -> str:
         names = ", ".join(r.strategy_name for r in self.rungs)
         return f"CompactionLadder([{names}], max_tokens={self.max_tokens}, low_tokens={self.low_tokens})"
+
+    def __copy__(self) -> CompactionLadder:
+        """Return a copy with a replay memo of its own.
+
+        A copy may be given other settings or rungs, and what this one remembers was computed
+        with its own.
+        """
+        copied = object.__new__(type(self))
+        vars(copied).update(vars(self))
+        copied.rungs = list(self.rungs)
+        copied._memo = ReplayMemo(self.memo_size)
+        return copied
+
+    def without_read_back_handles(self) -> Self:
+        """Return a copy whose rungs have the ``read_back_handles`` setting off too.
+
+        This ladder itself when it and its rungs have it off already.
+        """
+        if not any(s.read_back_handles for s in (self.settings, *(r.settings for r in self.rungs))):
+            return self
+        copied = copy.copy(self)
+        copied.settings = self.settings.replace(read_back_handles=False)
+        copied.rungs = [rung.without_read_back_handles() for rung in self.rungs]
+        return copied
 
     def forget(self) -> None:
         """Drop the remembered replays (results do not change; the next call replays from scratch)."""

@@ -4,7 +4,8 @@ Never given up: the leading system block, the run's task (the first real user me
 harnesses also speak as the user) and the anchor (the newest real user message). The oldest
 whole turns go first, then the task's oldest steps, never its newest ``keep_steps``. One
 marked note stands where they were (after the system block, or after the anchor once steps
-went). Turns and steps go whole, so no tool pair splits.
+went), naming the calls that went as a range ``read_back`` reads (the ``read_back_handles``
+setting). Turns and steps go whole, so no tool pair splits.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_promptstrat.messages import CountTokens, is_real_user_message, leading_system_count, mark, task_index
 from langchain_promptstrat.strategies.ladder import (
-    NOTE_KIND, SUMMARY_KIND, Plan, Rewrite, Rung, done, kind_of, message_counter, represented,
+    NOTE_KIND, SUMMARY_KIND, Plan, Rewrite, Rung, call_span, done, kind_of, message_counter,
+    read_back_range, represented,
 )
 
 NOTE_TEXT = (
@@ -25,12 +27,29 @@ NOTE_TEXT = (
     "within the context budget and cannot be recovered. Continue from what is still visible; "
     "repeat earlier work only if you need its result now."
 )
+CALLS_NOTE_TEXT = (
+    "[compacted:sliding_window] {n} earlier {messages} of this conversation {were} removed to stay "
+    "within the context budget, {calls}."
+)
+"""The note naming the calls that went (``calls``: :func:`.ladder.read_back_range`).
+
+How to read them back takes the room of the advice to go on without them: no more tokens."""
 
 
-def note(dropped: int) -> HumanMessage:
-    """Return the marked note standing for ``dropped`` removed messages (a user-role notice)."""
-    text = NOTE_TEXT.format(n=dropped, messages="message" if dropped == 1 else "messages", were="was" if dropped == 1 else "were")
-    return mark(HumanMessage(text), NOTE_KIND, notice=True, strategy="sliding_window", dropped=dropped)
+def note(dropped: int, calls: list[int] | None = None) -> HumanMessage:
+    """Return the marked note standing for ``dropped`` removed messages (a user-role notice).
+
+    With ``calls`` (``[first, last]``, numbers in the stored conversation) it names the calls
+    that went and how to read them back, and its mark keeps them.
+    """
+    words = {"n": dropped, "messages": "messages", "were": "were"}
+    if dropped == 1:
+        words.update(messages="message", were="was")
+    meta = {"strategy": "sliding_window", "dropped": dropped}
+    if calls is None:
+        return mark(HumanMessage(NOTE_TEXT.format(**words)), NOTE_KIND, notice=True, **meta)
+    text = CALLS_NOTE_TEXT.format(**words, calls=read_back_range(calls))
+    return mark(HumanMessage(text), NOTE_KIND, notice=True, **meta, calls=calls)
 
 
 @dataclass(frozen=True)
@@ -85,12 +104,21 @@ def layout(messages: Sequence[BaseMessage], keep_steps: int, *, keep_task: bool 
     return Layout(system, anchor, run_task, tuple(history), tuple(task[:first_kept]), protected_from)
 
 
-def rewrite(messages: Sequence[BaseMessage], /, *, target: int, counter: CountTokens, keep_steps: int = 1) -> Rewrite:
+def rewrite(
+    messages: Sequence[BaseMessage],
+    /,
+    *,
+    target: int,
+    counter: CountTokens,
+    keep_steps: int = 1,
+    handles: bool = True,
+) -> Rewrite:
     """Return ``messages`` with the fewest oldest turns, then task steps, dropped to fit ``target``.
 
     The note's own tokens are counted; when even the floor is over target the floor is
-    returned. A dropped note or summary counts the messages it stood for. Declines when
-    under target, when nothing may go, or when all that would go is already a note.
+    returned. A dropped note or summary counts the messages and calls it stood for; with
+    ``handles`` the note names the calls that went. Declines when under target, when nothing
+    may go, or when all that would go is already a note.
     """
     messages = list(messages)
     count_one = message_counter(counter)
@@ -108,13 +136,22 @@ def rewrite(messages: Sequence[BaseMessage], /, *, target: int, counter: CountTo
     anchor_tokens = sizes[parts.anchor] if parts.anchor is not None else 0
     task_tokens = sizes[parts.run_task] if parts.run_task is not None else 0
     h = len(parts.history)
-    smallest_note = min(count_one(note(1)), count_one(note(2)))  # a count is at least one token
+    forms: list[list[int] | None] = [None, [1, 1]] if handles else [None]
+    # a number is at least one token
+    smallest_note = min(count_one(note(n, calls)) for n in (1, 2) for calls in forms)
     dropped = 0
+    calls: list[int] | None = None  # the first and last call of the units so far, with handles
+    last = 0  # the last call before the unit (only the system block, task and anchor lie between)
     chosen = len(droppable)
     for k, unit in enumerate(droppable, start=1):
         dropped += sum(represented(messages[i]) for i in unit)
+        for i in unit if handles else ():
+            span = call_span(messages[i], last)
+            if span:
+                calls = [calls[0], max(calls[1], span[1])] if calls else list(span)
+                last = max(last, span[1])
         rest = fixed + suffix[unit.stop] + (anchor_tokens if k > h else 0) + (task_tokens if parts.run_task is not None and parts.run_task < unit.stop else 0)
-        if rest + smallest_note <= target and rest + count_one(note(dropped)) <= target:
+        if rest + smallest_note <= target and rest + count_one(note(dropped, calls)) <= target:
             chosen = k
             break
 
@@ -127,10 +164,10 @@ def rewrite(messages: Sequence[BaseMessage], /, *, target: int, counter: CountTo
     if parts.run_task is not None and parts.run_task < cut:
         head = [*head, messages[parts.run_task]]  # the run's task stays, right after the instructions
     if chosen <= h or parts.anchor is None:
-        out = [*head, note(count), *messages[cut:]]
+        out = [*head, note(count, calls), *messages[cut:]]
         where = "after_system"
     else:
-        out = [*head, messages[parts.anchor], note(count), *messages[cut:]]
+        out = [*head, messages[parts.anchor], note(count, calls), *messages[cut:]]
         where = "after_anchor"
     return Rewrite(out, {"dropped": count, "turns": min(chosen, h), "steps": max(chosen - h, 0), "note": where})
 
@@ -145,4 +182,8 @@ class SlidingWindow(Rung):
 
     def plan(self, messages: Sequence[BaseMessage], *, target: int, counter: CountTokens) -> Plan:
         """Return the plan of :func:`rewrite` (it needs no model call)."""
-        return done(rewrite(messages, target=target, counter=counter, keep_steps=self.settings.keep_steps))
+        settings = self.settings
+        return done(rewrite(
+            messages, target=target, counter=counter, keep_steps=settings.keep_steps,
+            handles=settings.read_back_handles,
+        ))

@@ -4,8 +4,10 @@ In a ladder it goes after ``ToolResults`` and before ``SlidingWindow`` (which wo
 it summarises). Each round, while over target, takes the first tier with work: the oldest
 earlier turns; their summaries combined; the task's oldest steps (never the newest
 ``keep_steps``); the task's summaries combined. A stretch is whole turns or steps, sent as
-plain text, so no tool pair is split. A model that fails, answers nothing or answers no
-smaller ends the rounds. Answers are remembered by the text sent, so replays ask once.
+plain text, so no tool pair is split; its summary names the calls it stands for as a range
+``read_back`` reads (the ``read_back_handles`` setting). A model that fails, answers nothing
+or answers no smaller ends the rounds. Answers are remembered by the text sent, so replays
+ask once.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from langchain_promptstrat.messages import (
 from langchain_promptstrat.messages.history_memo import SizedCache
 from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.strategies.ladder import (
-    NOTE_KIND, SUMMARY_KIND, Plan, Rewrite, Rung, RungOptions, kind_of, message_counter, represented,
+    NOTE_KIND, SUMMARY_KIND, Plan, Rewrite, Rung, RungOptions, call_spans, calls_among, kind_of,
+    message_counter, read_back_range, represented,
 )
 from langchain_promptstrat.strategies.sliding_window import layout
 
@@ -48,14 +51,30 @@ COMBINE_INSTRUCTIONS = (
     "inventing nothing. Answer with the summary only, in at most about {words} words."
 )
 SUMMARY_TEXT = "[compacted:summary] Summary of {n} earlier {messages}, written to free context:\n\n{summary}"
+CALLS_SUMMARY_TEXT = (
+    "[compacted:summary] Summary of {n} earlier {messages}, written to free context; {calls}.\n\n"
+    "{summary}"
+)
+"""The summary naming the calls it stands for (``calls``: :func:`.ladder.read_back_range`)."""
 
 _TIER_NAMES = ("turns", "turn_summaries", "steps", "step_summaries")
 
 
-def summary_message(summary: str, *, messages: int, tier: str) -> HumanMessage:
-    """Return the marked user-role message carrying ``summary`` of ``messages`` original messages."""
-    text = SUMMARY_TEXT.format(n=messages, messages="message" if messages == 1 else "messages", summary=summary)
-    return mark(HumanMessage(text), SUMMARY_KIND, notice=True, strategy="summary", messages=messages, tier=tier)
+def summary_message(
+    summary: str, *, messages: int, tier: str, calls: list[int] | None = None
+) -> HumanMessage:
+    """Return the marked user-role message carrying ``summary`` of ``messages`` original messages.
+
+    With ``calls`` (``[first, last]``, numbers in the stored conversation) it names the calls
+    it stands for and how to read them back, and its mark keeps them.
+    """
+    words = {"n": messages, "messages": "message" if messages == 1 else "messages"}
+    meta = {"strategy": "summary", "messages": messages, "tier": tier}
+    if calls is None:
+        text = SUMMARY_TEXT.format(**words, summary=summary)
+        return mark(HumanMessage(text), SUMMARY_KIND, notice=True, **meta)
+    text = CALLS_SUMMARY_TEXT.format(**words, calls=read_back_range(calls), summary=summary)
+    return mark(HumanMessage(text), SUMMARY_KIND, notice=True, **meta, calls=calls)
 
 
 def render(stretch: Sequence[BaseMessage]) -> str:
@@ -302,7 +321,10 @@ class Summary(Rung):
             if not text:
                 stopped = "model answered nothing"
                 break
-            replacement = summary_message(text, messages=sum(represented(m) for m in stretch), tier=tier)
+            handles = self.settings.read_back_handles
+            calls = calls_among(call_spans(current), span) if handles else None
+            represents = sum(represented(m) for m in stretch)
+            replacement = summary_message(text, messages=represents, tier=tier, calls=calls)
             stretch_tokens = sum(count_one(m) for m in stretch)
             summary_tokens = count_one(replacement)
             if summary_tokens >= stretch_tokens:

@@ -7,9 +7,12 @@ are two) and counts every notice it posts over HTTP: found once in a stored conv
 
 from __future__ import annotations
 
+import shutil
 import signal
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,6 +99,28 @@ def run_through_a_restart(server: LangGraphServer, how: signal.Signals, tally: T
         assert len(ids) == len(set(ids))
 
 
+@contextmanager
+def replica_of(
+    first: LangGraphServer, home: Path, threads: list[str], **env: str
+) -> Iterator[LangGraphServer]:
+    """Yield a second server sharing ``first``'s threads (``threads`` created there); both started.
+
+    Replicas share one thread store, where a thread is created once. The in-memory runtime
+    keeps its own, so the replica starts from a copy of ``first``'s, written by a clean stop.
+    """
+    client = Deployment(first.url, first.gates, first).client()
+    for thread in threads:
+        client.threads.create(thread_id=thread)
+    first.stop()
+    second = LangGraphServer.prepare(home, PROMPTSTRAT_INBOX_ROOT=str(home / "inboxes"), **env)
+    shutil.copytree(first.data, second.data)
+    first.start()
+    try:
+        yield second.start()
+    finally:
+        second.stop(signal.SIGKILL)
+
+
 def test_a_server_stopped_mid_run_and_restarted_neither_loses_nor_doubles_a_notice(tmp_path: Path) -> None:
     """Kill -9 (once the runtime has written its files) and a clean stop, each with both front ends mid-run."""
     tally = Tally()
@@ -119,15 +144,17 @@ def test_two_servers_on_one_postgresql_inbox_deliver_each_notice_exactly_once(
     first_home, second_home = tmp_path / "replica-1", tmp_path / "replica-2"
     first_home.mkdir()
     second_home.mkdir()
-    with own_server(first_home, **shared) as first, own_server(second_home, **shared) as second:
+    threads = {graph: str(uuid.uuid4()) for graph in GRAPHS}  # the server takes UUIDs only
+    with (
+        own_server(first_home, **shared) as first,
+        replica_of(first, second_home, list(threads.values()), **shared) as second,
+    ):
         servers = [first, second]
         clients = [Deployment(s.url, gates_folder, s).client() for s in servers]
-        threads = {graph: str(uuid.uuid4()) for graph in GRAPHS}  # the server takes UUIDs only
         posted: dict[str, list[str]] = {graph: [] for graph in GRAPHS}
         for graph, thread in threads.items():
             gates = Gates(gates_folder, thread).hold()
             for client in clients:
-                client.threads.create(thread_id=thread)
                 client.runs.create(thread, graph, input=TASK)
             for step in (1, 2):
                 gates.wait_entered(step, runs=2)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 from conftest_postgres import postgres_dsn, postgres_schema  # noqa: F401  (fixtures)
@@ -184,6 +185,18 @@ def test_a_listing_is_paginated_and_shows_its_totals(client):
     assert [e["name"] for e in page["pending"]] == ["n1", "n2"] and page["totals"]["pending"] == 5
     for bad in ("limit=0", "limit=1001", "offset=-1", "limit=x"):
         assert client.get(f"/threads/t-9/inbox?{bad}").status_code == 422
+
+
+def test_a_delivered_notice_is_listed_with_the_time_it_was_delivered(client):
+    """A listing says when each delivered notice was delivered, after its posting time: an operator
+    asking "did the agent see it, and when?" reads it there (the directory backend, which keeps
+    the posting time as the file's mtime, gave null)."""
+    client.post("/threads/t-10/inbox", json={"content": "x"})
+    time.sleep(0.3)
+    picked_at = time.time()
+    assert [m.content for m in pick_up(thread_inbox("t-10")).delivered] == ["x"]
+    (entry,) = client.get("/threads/t-10/inbox").json()["delivered"]
+    assert entry["posted"] < picked_at - 0.05 <= entry["delivered"] <= time.time()
 
 
 def test_a_file_with_an_undecodable_name_never_breaks_a_listing(tmp_path, monkeypatch):

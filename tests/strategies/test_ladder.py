@@ -7,6 +7,7 @@ is derived from the counts of the messages it must keep.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from pathlib import Path
 
@@ -18,9 +19,14 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.messages.utils import count_tokens_approximately
 
 from langchain_promptstrat import ConfigError, check_tool_pairs, prepare_prompt
-from langchain_promptstrat.messages import is_real_user_message, mark_of
+from langchain_promptstrat.messages import (
+    calls_named, index_tool_calls, is_real_user_message, mark_of,
+)
 from langchain_promptstrat.messages.history_memo import call_points
-from langchain_promptstrat.strategies.ladder import NOTE_KIND, CompactionLadder, kind_of
+from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.strategies.ladder import (
+    NOTE_KIND, PLACEHOLDER_KIND, CompactionLadder, kind_of,
+)
 from langchain_promptstrat.strategies.sliding_window import SlidingWindow, note
 from langchain_promptstrat.strategies.tool_results import ToolResults
 from langchain_promptstrat.testing import ScriptedChatModel, build_agent_run
@@ -62,60 +68,122 @@ def reference_run():
             "messages": [system, task, *older, *old, anchor, *first, *newest]}
 
 
-def one_shot(max_tokens: int) -> CompactionLadder:
-    """Return the reference ladder (no watermark) without Summary."""
-    return CompactionLadder([ToolResults(), SlidingWindow()], max_tokens=max_tokens, low_tokens=max_tokens, token_counter=COUNT)
+def one_shot(max_tokens: int, handles: bool = True) -> CompactionLadder:
+    """Return the reference ladder (no watermark) without Summary, its rungs' handles on or off."""
+    settings = Settings.load(read_back_handles=handles)
+    rungs = [ToolResults(settings), SlidingWindow(settings)]
+    return CompactionLadder(rungs, max_tokens=max_tokens, low_tokens=max_tokens,
+                            token_counter=COUNT)
+
+
+def window_note(dropped: int, calls: list[int], handles: bool):
+    """Return the window's note for ``dropped`` messages holding ``calls``, named if handles."""
+    return note(dropped, calls if handles else None)
+
+
+HANDLES = pytest.mark.parametrize("handles", [True, False], ids=["handles on", "handles off"])
+"""The reference's examples hold with handles on (the note names the calls that went) and off."""
 
 
 class TestReferenceLadder:
-    def test_room_for_task_and_one_turn_drops_exactly_the_oldest_turn_note_after_system(self, reference_run):
-        """A target of system + note + newer turn + anchor + task keeps exactly that, the note right after the system message."""
+    @HANDLES
+    def test_room_for_task_and_one_turn_drops_exactly_the_oldest_turn_note_after_system(
+        self, reference_run, handles
+    ):
+        """A target of system + note + newer turn + anchor + task keeps exactly that, the note right
+        after the system message (naming the older turn's calls, 1-5, with handles on)."""
         r = reference_run
-        kept = [r["system"], r["task"], note(len(r["older"])), *r["old"], r["anchor"], *r["first"], *r["newest"]]
-        result = one_shot(COUNT(kept)).invoke(r["messages"])
+        kept = [
+            r["system"],
+            r["task"],
+            window_note(len(r["older"]), [1, 5], handles),
+            *r["old"],
+            r["anchor"],
+            *r["first"],
+            *r["newest"],
+        ]
+        result = one_shot(COUNT(kept), handles).invoke(r["messages"])
         assert result == kept
         assert mark_kind_positions(result) == [2]
 
-    def test_one_token_less_also_drops_the_newer_turn(self, reference_run):
+    @HANDLES
+    def test_one_token_less_also_drops_the_newer_turn(self, reference_run, handles):
         """The note's own tokens are counted: one token under that target, both earlier turns go."""
         r = reference_run
-        kept = [r["system"], r["task"], note(len(r["older"])), *r["old"], r["anchor"], *r["first"], *r["newest"]]
-        result = one_shot(COUNT(kept) - 1).invoke(r["messages"])
-        assert result == [r["system"], r["task"], note(len(r["older"]) + len(r["old"])), r["anchor"], *r["first"], *r["newest"]]
+        kept = [
+            r["system"],
+            r["task"],
+            window_note(len(r["older"]), [1, 5], handles),
+            *r["old"],
+            r["anchor"],
+            *r["first"],
+            *r["newest"],
+        ]
+        result = one_shot(COUNT(kept) - 1, handles).invoke(r["messages"])
+        both = window_note(len(r["older"]) + len(r["old"]), [1, 10], handles)
+        assert result == [r["system"], r["task"], both, r["anchor"], *r["first"], *r["newest"]]
 
-    def test_task_overrunning_target_drops_all_turns_and_oldest_step_note_after_anchor(self, reference_run):
+    @HANDLES
+    def test_task_overrunning_target_drops_all_turns_and_oldest_step_note_after_anchor(
+        self, reference_run, handles
+    ):
         """When the task's steps alone overrun, every earlier turn and the oldest step go; the note follows the anchor."""
         r = reference_run
         gone = len(r["older"]) + len(r["old"]) + len(r["first"])
-        expected = [r["system"], r["task"], r["anchor"], note(gone), *r["newest"]]
-        assert COUNT([r["system"], r["task"], r["anchor"], *r["first"], *r["newest"]]) > COUNT(expected) + 10
-        result = one_shot(COUNT(expected) + 10).compact(r["messages"])
+        expected = [
+            r["system"],
+            r["task"],
+            r["anchor"],
+            window_note(gone, [1, 11], handles),
+            *r["newest"],
+        ]
+        assert (
+            COUNT([r["system"], r["task"], r["anchor"], *r["first"], *r["newest"]])
+            > COUNT(expected) + 10
+        )
+        result = one_shot(COUNT(expected) + 10, handles).compact(r["messages"])
         assert result.messages == expected
         assert result.report.details["met"] is True
 
-    def test_target_zero_keeps_the_floor_and_says_the_target_was_not_met(self, reference_run):
+    @HANDLES
+    def test_target_zero_keeps_the_floor_and_says_the_target_was_not_met(
+        self, reference_run, handles
+    ):
         """Target 0 keeps system, anchor, note and the newest step, and the report says the target was missed."""
         r = reference_run
-        result = one_shot(0).compact(r["messages"])
+        result = one_shot(0, handles).compact(r["messages"])
         gone = len(r["older"]) + len(r["old"]) + len(r["first"])
-        assert result.messages == [r["system"], r["task"], r["anchor"], note(gone), *r["newest"]]
+        assert result.messages == [
+            r["system"],
+            r["task"],
+            r["anchor"],
+            window_note(gone, [1, 11], handles),
+            *r["newest"],
+        ]
         details = result.report.details
         assert details["met"] is False and details["tokens_after"] == COUNT(result.messages)
         assert [(s["strategy"], s["after"] < s["before"]) for s in details["rungs"]] == [("sliding_window", True)]
 
+    @HANDLES
     @pytest.mark.parametrize("shape", ["note only", "system, note, anchor, newest step"])
-    def test_a_conversation_that_is_already_only_a_note_is_left_alone(self, reference_run, shape):
+    def test_a_conversation_that_is_already_only_a_note_is_left_alone(
+        self, reference_run, shape, handles
+    ):
         """When all the window could drop is its own note, no rung is taken and the messages come back equal."""
         r = reference_run
-        messages = [note(17)] if shape == "note only" else [r["system"], note(17), r["anchor"], *r["newest"]]
-        result = one_shot(0).compact(messages)
+        earlier = window_note(17, [1, 8], handles)
+        messages = (
+            [earlier] if shape == "note only" else [r["system"], earlier, r["anchor"], *r["newest"]]
+        )
+        result = one_shot(0, handles).compact(messages)
         assert result.messages == messages
         assert result.report.details["rungs"] == [] and result.report.details["met"] is False
 
-    def test_under_target_nothing_is_asked(self, reference_run):
+    @HANDLES
+    def test_under_target_nothing_is_asked(self, reference_run, handles):
         """A prompt already under target comes back equal and no rung is even asked."""
         messages = reference_run["messages"]
-        result = one_shot(COUNT(messages)).compact(messages)
+        result = one_shot(COUNT(messages), handles).compact(messages)
         assert result.messages == messages and result.report.details["asked"] == []
 
     def test_rungs_run_cheapest_first_and_stop_once_under_target(self):
@@ -208,12 +276,23 @@ def newest_anchor(messages):
 
 
 class TestLadderProperties:
-    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    @given(conversation=agent_conversations(max_calls=30), share=st.floats(0, 1.1))
-    def test_under_target_or_at_floor_pairs_intact_input_untouched(self, conversation, share):
-        """For any conversation and target the one-shot result is under target or no rung can shrink it; pairs and input intact."""
+    @settings(
+        max_examples=40,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(
+        conversation=agent_conversations(max_calls=30),
+        share=st.floats(0, 1.1),
+        handles=st.booleans(),
+    )
+    def test_under_target_or_at_floor_pairs_intact_input_untouched(
+        self, conversation, share, handles
+    ):
+        """For any conversation and target the one-shot result is under target or no rung can
+        shrink it; pairs and input intact; with handles off nothing names read_back."""
         target = int(COUNT(conversation) * share)
-        ladder = one_shot(target)
+        ladder = one_shot(target, handles)
         before = snapshot(conversation)
         result = ladder.compact(conversation)
         out = result.messages
@@ -225,6 +304,12 @@ class TestLadderProperties:
         assert out[: sum(isinstance(m, SystemMessage) for m in conversation)] == [m for m in conversation if isinstance(m, SystemMessage)]
         assert newest_anchor(out) is newest_anchor(conversation)
         assert ladder.compact(conversation).messages == out
+        assert handles or not names_read_back(out)
+
+
+def names_read_back(messages) -> bool:
+    """Return whether any field of any of ``messages`` names the read_back tool."""
+    return "read_back" in json.dumps([m.model_dump() for m in messages], default=str)
 
 
 def growing_prompts(ladder: CompactionLadder, conversation):
@@ -234,13 +319,27 @@ def growing_prompts(ladder: CompactionLadder, conversation):
 
 
 class TestWatermark:
-    @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    @given(conversation=agent_conversations(min_calls=5, max_calls=40), share=st.floats(0.05, 0.6), low_share=st.floats(0.3, 0.95))
-    def test_each_prompt_starts_with_the_previous_one_except_at_compaction_events(self, conversation, share, low_share):
-        """Between events every prompt extends the previous one; events free at least max-low; max is a ceiling."""
+    @settings(
+        max_examples=30,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(
+        conversation=agent_conversations(min_calls=5, max_calls=40),
+        share=st.floats(0.05, 0.6),
+        low_share=st.floats(0.3, 0.95),
+        handles=st.booleans(),
+    )
+    def test_each_prompt_starts_with_the_previous_one_except_at_compaction_events(
+        self, conversation, share, low_share, handles
+    ):
+        """Between events every prompt extends the previous one; events free at least max-low; max
+        is a ceiling; with handles or without."""
         max_tokens = max(int(COUNT(conversation) * share), 1)
         low = int(max_tokens * low_share)
-        ladder = CompactionLadder([ToolResults(), SlidingWindow()], max_tokens=max_tokens, low_tokens=low, token_counter=COUNT)
+        settings = Settings.load(read_back_handles=handles)
+        rungs = [ToolResults(settings), SlidingWindow(settings)]
+        ladder = CompactionLadder(rungs, max_tokens=max_tokens, low_tokens=low, token_counter=COUNT)
         before = snapshot(conversation)
         previous, events, last_event = None, 0, None
         for point, result in growing_prompts(ladder, conversation):
@@ -257,8 +356,34 @@ class TestWatermark:
             assert details["events"] == events
             previous = out
         assert snapshot(conversation) == before
-        fresh = CompactionLadder([ToolResults(), SlidingWindow()], max_tokens=max_tokens, low_tokens=low, token_counter=COUNT)
+        fresh = CompactionLadder(rungs, max_tokens=max_tokens, low_tokens=low, token_counter=COUNT)
         assert fresh.compact(conversation).messages == previous  # the memo of the growing replay changed nothing
+
+    @settings(max_examples=30, deadline=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(conversation=agent_conversations(min_calls=5, max_calls=40), share=st.floats(0.05, 0.6),
+           low_share=st.floats(0.3, 1.0))
+    def test_every_call_taken_away_is_named_for_read_back_by_its_number_in_the_history(
+        self, conversation, share, low_share
+    ):
+        """At every model call of a growing run (later events see the notes and placeholders of
+        earlier ones), each placeholder's handle is its own call's number in the stored
+        conversation, and the window note's range holds exactly the calls that went: nothing the
+        ladder takes away is out of read_back's reach, and no name points at a call still shown."""
+        max_tokens = max(int(COUNT(conversation) * share), 1)
+        low = int(max_tokens * low_share)
+        rungs = ["tool_results", "sliding_window"]
+        ladder = CompactionLadder(rungs, max_tokens=max_tokens, low_tokens=low, token_counter=COUNT)
+        for point, result in growing_prompts(ladder, conversation):
+            history, prompt = conversation[:point], result.messages
+            numbers = {record.id: record.number + 1 for record in index_tool_calls(history).calls}
+            shown = {m.tool_call_id for m in prompt if isinstance(m, ToolMessage)}  # or placeholder
+            for m in prompt:
+                if kind_of(m) == PLACEHOLDER_KIND:
+                    assert calls_named(str(m.content)) == ({str(numbers[m.tool_call_id])}, [])
+            notes = [str(m.content) for m in prompt if kind_of(m) == NOTE_KIND]
+            ranged = {n for text in notes for a, b in calls_named(text)[1] for n in range(a, b + 1)}
+            assert ranged == {n for call_id, n in numbers.items() if call_id not in shown}
 
     def test_event_compacts_down_to_the_low_watermark_and_holds_until_max_is_crossed(self):
         """On a long agent run each event lands at or under low_tokens and the prompt is append-only until the next."""

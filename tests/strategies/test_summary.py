@@ -13,7 +13,9 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 
 from langchain_promptstrat import ConfigError, check_tool_pairs, get_strategy
 from langchain_promptstrat.messages import is_real_user_message, mark_of
+from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.ladder import SUMMARY_KIND, kind_of
+from langchain_promptstrat.strategies.sliding_window import note
 from langchain_promptstrat.strategies.summary import (
     COMBINE_INSTRUCTIONS,
     SUMMARY_INSTRUCTIONS,
@@ -66,7 +68,15 @@ class TestRounds:
         # need = excess + summary_tokens = COUNT(t1): the first turn alone frees it
         target = COUNT(msgs) - COUNT(t1) + 60
         out = Summary(model, max_tokens=target, summary_tokens=60, token_counter=COUNT).invoke(msgs)
-        assert out == [SYSTEM, RUN_TASK, summary_message("They searched q10 and q11.", messages=len(t1), tier="turns"), *t2, *now]
+        assert out == [
+            SYSTEM,
+            RUN_TASK,
+            summary_message(
+                "They searched q10 and q11.", messages=len(t1), tier="turns", calls=[1, 2]
+            ),
+            *t2,
+            *now,
+        ]
         assert sent_only_text(model) and model.calls[0][1].content == render(t1)
         assert model.calls[0][0].content.startswith(SUMMARY_INSTRUCTIONS[:40])
         assert "Assistant called search" in render(t1) and "Result of search: r10x0" in render(t1)
@@ -77,7 +87,14 @@ class TestRounds:
         model = ScriptedChatModel(["earlier turns", RuntimeError("boom")])
         with pytest.warns(SummaryFailedWarning, match="boom"):
             result = Summary(model, max_tokens=0, token_counter=COUNT).compact([SYSTEM, RUN_TASK, *t1, *t2, *now])
-        assert result.messages == [SYSTEM, RUN_TASK, summary_message("earlier turns", messages=len(t1) + len(t2), tier="turns"), *now]
+        assert result.messages == [
+            SYSTEM,
+            RUN_TASK,
+            summary_message(
+                "earlier turns", messages=len(t1) + len(t2), tier="turns", calls=[1, 4]
+            ),
+            *now,
+        ]
         (asked,) = result.report.details["asked"]
         assert asked["stopped"] == "model failed: RuntimeError: boom" and len(asked["rounds"]) == 1
 
@@ -105,12 +122,17 @@ class TestRounds:
         model = ScriptedChatModel(["three steps"])
         out = Summary(model, max_tokens=0, token_counter=COUNT).invoke([SYSTEM, *now])
         # 4 steps of 2 messages after the anchor; the newest step (keep_steps=1) stays, the other 6 messages are summarised
-        assert out == [SYSTEM, now[0], summary_message("three steps", messages=6, tier="steps"), *now[-2:]]
+        assert out == [
+            SYSTEM,
+            now[0],
+            summary_message("three steps", messages=6, tier="steps", calls=[1, 3]),
+            *now[-2:],
+        ]
         assert sent_only_text(model) and check_tool_pairs(out) == []
 
     def test_summaries_are_summarised_only_when_combining(self):
         """A new turn summary's transcript leaves the older summary out; the next round combines both."""
-        older = summary_message("what happened first", messages=9, tier="turns")
+        older = summary_message("what happened first", messages=9, tier="turns", calls=[1, 4])
         t1, now = turn(1), task(1)
         model = ScriptedChatModel(["turn one", "all of it"])
         out = Summary(model, max_tokens=0, token_counter=COUNT).invoke([SYSTEM, RUN_TASK, older, *t1, *now])
@@ -118,7 +140,12 @@ class TestRounds:
         assert "what happened first" not in first and first == render(t1)
         assert "what happened first" in second and "turn one" in second
         assert model.calls[1][0].content.startswith(COMBINE_INSTRUCTIONS[:40])
-        assert out == [SYSTEM, RUN_TASK, summary_message("all of it", messages=9 + len(t1), tier="turn_summaries"), *now]
+        assert out == [
+            SYSTEM,
+            RUN_TASK,
+            summary_message("all of it", messages=9 + len(t1), tier="turn_summaries", calls=[1, 6]),
+            *now,
+        ]
 
     def test_the_run_s_task_is_never_summarised_and_stretches_never_span_it(self):
         """The first real user message stays verbatim; the turns before and after it are summarised apart, and combined only on one side of it."""
@@ -128,7 +155,14 @@ class TestRounds:
         model = ScriptedChatModel(["turns summary"])
         result = Summary(model, max_tokens=0, token_counter=COUNT).compact(msgs)
         # round one: everything between the task and the anchor, the task excluded; nothing is left on its other side
-        assert result.messages == [SYSTEM, t1[0], summary_message("turns summary", messages=len(t1) - 1 + len(t2), tier="turns"), *now]
+        assert result.messages == [
+            SYSTEM,
+            t1[0],
+            summary_message(
+                "turns summary", messages=len(t1) - 1 + len(t2), tier="turns", calls=[1, 4]
+            ),
+            *now,
+        ]
         assert model.calls[0][1].content == render([*t1[1:], *t2]) and "question 1" not in model.calls[0][1].content
         # a summary before the task and one after it are two sides: neither a stretch nor a combination joins them
         before, after = summary_message("before", messages=3, tier="turns"), summary_message("after", messages=4, tier="turns")
@@ -146,6 +180,31 @@ class TestRounds:
         users = [m for m in conversation if is_real_user_message(m)]
         for kept in users[:1] + users[-1:]:
             assert any(m is kept for m in out)
+
+    def test_the_summary_names_its_calls_by_their_numbers_in_the_stored_conversation(self):
+        """Given a list where a window note stands for calls 1-17, a summary of that note and the
+        next turn names calls 1-19 (the turn's are 18 and 19 in the stored conversation, which
+        read_back reads), and its mark keeps them."""
+        t1, now = turn(1), task(1)
+        given = [SYSTEM, RUN_TASK, note(40, [1, 17]), *t1, *now]
+        model = ScriptedChatModel(["turn one"])
+        out = Summary(model, max_tokens=0, token_counter=COUNT).invoke(given)
+        (summary,) = [m for m in out if kind_of(m) == SUMMARY_KIND]
+        expected = summary_message("turn one", messages=40 + len(t1), tier="turns", calls=[1, 19])
+        assert summary == expected
+        assert "calls 1-19" in summary.content and "read_back(call=N)" in summary.content
+        assert mark_of(summary)["calls"] == [1, 19]
+
+    def test_with_handles_off_the_summary_names_no_call_and_no_tool(self):
+        """For an agent without read_back, the summary's header says only how many messages it
+        stands for."""
+        t1, now = turn(1), task(1)
+        off = Settings(read_back_handles=False)
+        summary = Summary(ScriptedChatModel(["turn one"]), off, max_tokens=0, token_counter=COUNT)
+        out = summary.invoke([SYSTEM, RUN_TASK, *t1, *now])
+        expected = summary_message("turn one", messages=len(t1), tier="turns")
+        assert out == [SYSTEM, RUN_TASK, expected, *now]
+        assert "read_back" not in out[2].content and "calls" not in mark_of(out[2])
 
     def test_summary_is_a_marked_notice_never_an_anchor(self):
         """The summary is a user-role message marked with the stretch size, so no strategy takes it for the user."""
@@ -174,7 +233,12 @@ class TestSummaryStrategy:
         msgs = [SYSTEM, RUN_TASK, *turn(1), *task(1)]
         strategy = Summary(AsyncOnlyModel(["async summary"]), max_tokens=0, token_counter=COUNT)
         out = asyncio.run(strategy.ainvoke(msgs))
-        assert out == [SYSTEM, RUN_TASK, summary_message("async summary", messages=len(turn(1)), tier="turns"), *task(1)]
+        assert out == [
+            SYSTEM,
+            RUN_TASK,
+            summary_message("async summary", messages=len(turn(1)), tier="turns", calls=[1, 2]),
+            *task(1),
+        ]
         with pytest.warns(SummaryFailedWarning, match="sync path used"):
             assert Summary(AsyncOnlyModel(["x"]), max_tokens=0, token_counter=COUNT).invoke(msgs) == msgs
 

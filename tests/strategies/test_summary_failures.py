@@ -74,9 +74,11 @@ def test_a_summary_exactly_as_large_as_its_stretch_is_refused():
     chars = lambda msgs: sum(len(str(m.content)) for m in msgs)  # noqa: E731
     msgs = history()
     stretch = msgs[2:8]  # the earlier turn: the question, two steps, the answer (the run's task before it stays)
-    frame = len(str(summary_message("", messages=len(stretch), tier="turns").content))
-    answer = "s" * (chars(stretch) - frame)
-    assert chars([summary_message(answer, messages=len(stretch), tier="turns")]) == chars(stretch)
+    def summary(text: str) -> HumanMessage:  # it names the turn's calls, 1-2
+        return summary_message(text, messages=len(stretch), tier="turns", calls=[1, 2])
+
+    answer = "s" * (chars(stretch) - chars([summary("")]))
+    assert chars([summary(answer)]) == chars(stretch)
     result = Summary(ScriptedChatModel([answer]), max_tokens=0, token_counter=chars).compact(msgs)
     assert result.messages == msgs
     assert result.report.details["asked"][0]["reason"] == f"summary no smaller ({chars(stretch)} >= {chars(stretch)} tokens)"

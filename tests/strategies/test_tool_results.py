@@ -9,9 +9,15 @@ from hypothesis import strategies as st
 from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 
 from langchain_promptstrat import check_tool_pairs, get_strategy
-from langchain_promptstrat.messages import mark_of
+from langchain_promptstrat.messages import handle_text, mark_of
 from langchain_promptstrat.strategies.ladder import PLACEHOLDER_KIND, kind_of
-from langchain_promptstrat.strategies.tool_results import ToolResults, placeholder, rewrite
+from langchain_promptstrat.strategies.sliding_window import note
+from langchain_promptstrat.strategies.tool_results import (
+    PLACEHOLDER_TEXT,
+    ToolResults,
+    placeholder,
+    rewrite,
+)
 from langchain_promptstrat.tokens import TokenCounter
 
 COUNT = TokenCounter("cl100k_base")
@@ -40,8 +46,12 @@ class TestRewrite:
         """A target equal to the count with the two oldest outputs cleared clears exactly those; one token less, a third."""
         msgs = run_of([300] * 6)
         oldest_two = {"call_0", "call_1"}
-        two = [placeholder(m, "grep", COUNT.count_message(m)) if isinstance(m, ToolMessage) and m.tool_call_id in oldest_two else m
-               for m in msgs]
+        two = [
+            placeholder(m, "grep", COUNT.count_message(m), call=int(m.tool_call_id[5:]) + 1)
+            if isinstance(m, ToolMessage) and m.tool_call_id in oldest_two
+            else m
+            for m in msgs
+        ]
         assert cleared(rewrite(msgs, target=COUNT(two), counter=COUNT).messages) == [0, 1]
         assert cleared(rewrite(msgs, target=COUNT(two) - 1, counter=COUNT).messages) == [0, 1, 2]
         assert rewrite(msgs, target=COUNT(two), counter=COUNT).messages == two
@@ -60,14 +70,49 @@ class TestRewrite:
         assert cleared(rewrite(msgs, target=0, counter=COUNT, keep_steps=keep_steps).messages) == list(range(5 - keep_steps))
 
     def test_placeholder_keeps_call_id_name_and_id_and_is_marked(self):
-        """The placeholder answers the same call under the same name and id, names the tool, and carries the mark."""
+        """The placeholder answers the same call under the same name and id, names the tool and its
+        call's handle, and carries the mark."""
         msgs = run_of([300, 300])
         out = rewrite(msgs, target=0, counter=COUNT).messages
         original, short = msgs[3], out[3]
         assert (short.tool_call_id, short.name, short.id) == (original.tool_call_id, original.name, original.id)
-        assert "grep" in short.content and "again" in short.content
+        assert "grep" in short.content and short.content.endswith(handle_text(1))
         assert mark_of(short) == {"kind": PLACEHOLDER_KIND, "notice": True, "strategy": "tool_results", "tokens": COUNT.count_message(original)}
         assert check_tool_pairs(out) == []
+
+    def test_without_handles_the_placeholder_invites_calling_the_tool_again(self):
+        """With handles off (an agent without read_back) the placeholder names no handle: it asks
+        to call the tool again."""
+        msgs = run_of([300, 300])
+        out = rewrite(msgs, target=0, counter=COUNT, handles=False).messages
+        tokens = COUNT.count_message(msgs[3])
+        assert out[3].content == PLACEHOLDER_TEXT.format(name="grep", tokens=tokens)
+        assert "read_back" not in out[3].content and "again" in out[3].content
+
+    def test_a_handle_names_the_call_s_number_in_the_stored_conversation_after_a_note(self):
+        """Given a list an earlier rung compacted, where a note stands for calls 1-17, the first
+        call still in it is call 18: read_back numbers the stored conversation, not the list the
+        rung was given."""
+        msgs = run_of([300] * 4)
+        compacted = [msgs[0], msgs[1], note(40, [1, 17]), *msgs[2:]]
+        out = rewrite(compacted, target=0, counter=COUNT).messages
+        placeholders = [m.content for m in out if kind_of(m) == PLACEHOLDER_KIND]
+        handles = [text[text.index("[whole:"):] for text in placeholders]
+        assert handles == [handle_text(18 + k) for k in range(3)]  # the newest step keeps its own
+
+    @settings(max_examples=80, deadline=None)
+    @given(
+        name=st.from_regex(r"[A-Za-z][A-Za-z0-9_]{0,39}", fullmatch=True),
+        tokens=st.integers(201, 10**7),
+        call=st.integers(1, 999_999),
+    )
+    def test_the_handle_takes_its_room_from_the_placeholder_s_text(self, name, tokens, call):
+        """A placeholder naming its handle never counts more tokens than the one inviting the
+        model to call the tool again: the handle replaces the invitation, so what the rung frees
+        does not shrink."""
+        output = ToolMessage("x", tool_call_id="c0", name=name)
+        with_handle = COUNT.count_message(placeholder(output, name, tokens, call))
+        assert with_handle <= COUNT.count_message(placeholder(output, name, tokens))
 
     def test_a_placeholder_is_never_replaced_by_a_placeholder(self):
         """A second pass over its own output finds nothing to clear and declines."""
