@@ -3,9 +3,11 @@
 21 mini-swe-agent runs on SWE-bench tasks, published by others on GitHub: GPT-5 mini with native
 tool calls, Gemini 3 Pro in the text format (one ```bash block per answer, the next user message
 its output). Each file is pinned by repository, commit and path and checked against its sha256
-before anything is written. Nothing lands in this repository (they are other people's data):
-the files go where the benchmarks look, ``PROMPTSTRAT_REALRUNS`` or ``../shared/realruns``
-beside the repository (``--into`` elsewhere):
+before anything is written. They are other people's data, so git never holds them: the files go
+to ``realruns/`` in the clone, which git ignores, or to ``PROMPTSTRAT_REALRUNS`` when it is set
+(``--dest`` elsewhere). The benchmarks and the tests read them from :data:`REALRUNS`:
+``PROMPTSTRAT_REALRUNS``, else ``realruns/`` in the clone, else ``../shared/realruns`` beside the
+clone (one copy several clones share, as on a machine that keeps one there):
 
 * ``converted/NAME.jsonl``: OpenAI chat JSON lines, one message per line, what ``recall.py``,
   ``promptstrat simulate`` and the digests read: native tool calls as they are; an answer
@@ -19,14 +21,17 @@ beside the repository (``--into`` elsewhere):
 * ``raw/NAME.traj.json``: two trajectories as saved, which ``tokenizer_error.py`` reads.
 
     python benchmarks/get_realruns.py && python benchmarks/recall.py
-    python benchmarks/get_realruns.py --source file:///srv/mirror --into /tmp/realruns   # a local copy: REPO/COMMIT/PATH
-    python benchmarks/get_realruns.py --held-out && PROMPTSTRAT_REALRUNS=../shared/heldout python benchmarks/provider_ceiling.py
+    python benchmarks/get_realruns.py --source /srv/mirror --dest /tmp/realruns   # REPO/COMMIT/PATH
+    python benchmarks/get_realruns.py --held-out
+    PROMPTSTRAT_REALRUNS=heldout python benchmarks/provider_ceiling.py
 
 ``--held-out`` writes, instead, 99 DeepSeek chat runs (native tool calls, usage per call) that no
-figure or constant of the package was measured on, for the held-out check of the ceiling.
+figure or constant of the package was measured on, for the held-out check of the ceiling, to
+``heldout/`` beside the default destination (git ignores it too).
 
-Bad input (an unreachable source, a file whose sha256 differs) is one line and exit 2; a file is
-written whole (renamed into place) or not at all.
+Bad input is one line and exit 2: without a network, ``no network: ...; run with --source DIR or
+fetch later``; a file the source does not hold, or whose sha256 differs, named with its URL. A
+file is written whole (renamed into place) or not at all.
 """
 
 from __future__ import annotations
@@ -37,11 +42,45 @@ import json
 import os
 import re
 import sys
+import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-INTO = Path(os.environ.get("PROMPTSTRAT_REALRUNS") or Path(__file__).resolve().parents[1].parent / "shared" / "realruns")
+CLONE = Path(__file__).resolve().parents[1]
+REALRUNS_ENV = "PROMPTSTRAT_REALRUNS"
+
+
+def destination(environ: Mapping[str, str] = os.environ, clone: Path = CLONE) -> Path:
+    """Return where the files are written by default.
+
+    ``PROMPTSTRAT_REALRUNS``, else ``realruns/`` in the clone (git ignores it).
+    """
+    return Path(environ.get(REALRUNS_ENV) or clone / "realruns")
+
+
+def realruns_folder(environ: Mapping[str, str] = os.environ, clone: Path = CLONE) -> Path:
+    """Return where the benchmarks and tests read the transcripts.
+
+    :func:`destination`, unless only ``../shared/realruns`` beside the clone exists.
+    """
+    written, shared = destination(environ, clone), clone.parent / "shared" / "realruns"
+    if not environ.get(REALRUNS_ENV) and not written.is_dir() and shared.is_dir():
+        return shared
+    return written
+
+
+def no_transcripts(folder: Path) -> str:
+    """Return the line a benchmark prints when ``folder`` holds no transcripts, and what to do."""
+    return (
+        f"no transcripts at {folder}: download them (python benchmarks/get_realruns.py), "
+        f"name a folder or set {REALRUNS_ENV}"
+    )
+
+
+DEST = destination()
+REALRUNS = realruns_folder()
 SOURCE = "https://raw.githubusercontent.com"
 GEMINI, GEMINI_COMMIT = "gruckion/mini-swe-agent", "9fbbfc548133d5a6109819349a3e19f022681868"
 LIVE = "RussellRyanH/CSCI-635-LiveSWE-Agent"
@@ -281,30 +320,61 @@ def fetch(url: str, sha256: str) -> bytes:
     return data
 
 
+def failure(url: str, exc: Exception) -> str:
+    """Return the one line a failed fetch prints: what went wrong with ``url``, what to do next."""
+    layout = "laid out as REPOSITORY/COMMIT/PATH"
+    if isinstance(exc, urllib.error.HTTPError):
+        missing = "the source does not hold this pinned file; check --source"
+        return f"{url}: HTTP {exc.code} {exc.reason}: {missing}"
+    if isinstance(exc, ValueError):  # the sha256 differs (the message names the URL)
+        return str(exc)
+    reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+    if url.startswith("file:"):
+        return f"{url}: not in the local copy ({reason}); --source names a folder {layout}"
+    return (
+        f"no network: cannot reach {url} ({reason}); "
+        f"run with --source DIR (a local copy {layout}) or fetch later"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--source", default=SOURCE, help=f"where REPOSITORY/COMMIT/PATH is read (default: {SOURCE})")
-    parser.add_argument("--into", type=Path, help=f"folder to write converted/ and raw/ in (default: {INTO}; with --held-out, heldout beside it)")
+    parser.add_argument(
+        "--source",
+        default=SOURCE,
+        help=f"where REPOSITORY/COMMIT/PATH is read: a URL or a folder (default: {SOURCE})",
+    )
+    parser.add_argument(
+        "--dest",
+        "--into",
+        dest="dest",
+        type=Path,
+        help=f"folder to write converted/, raw/ and usage/ in (default: {DEST}; "
+        "with --held-out, heldout beside it)",
+    )
     parser.add_argument("--held-out", action="store_true", help=f"instead, the {len(HELD_OUT)} DeepSeek chat runs of {DEEPSEEK}@{DEEPSEEK_COMMIT[:8]} "
                         f"output/{DEEPSEEK_SET}, the held-out check of docs/performance.md")
     args = parser.parse_args(argv)
     sources = HELD_OUT if args.held_out else SOURCES
-    args.into = args.into or (INTO.parent / "heldout" if args.held_out else INTO)
+    args.dest = args.dest or (DEST.parent / "heldout" if args.held_out else DEST)
+    given = Path(args.source)
+    source = given.resolve().as_uri() if given.is_dir() else args.source.rstrip("/")
     fetched: dict[str, bytes] = {}
     for name, (repo, commit, path, sha256) in sources.items():
-        url = f"{args.source.rstrip('/')}/{repo}/{commit}/{path}"
+        url = f"{source}/{repo}/{commit}/{path}"
         try:
             data = fetched[url] = fetched.get(url) or fetch(url, sha256)
         except (OSError, ValueError) as exc:
-            print(f"get_realruns: {name}: {exc}", file=sys.stderr)
+            print(f"get_realruns: {failure(url, exc)}", file=sys.stderr)
             return 2
         if name.startswith("converted/"):
             trajectory = json.loads(data)
             data = "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in convert(trajectory)).encode()
-            write(args.into / "usage" / Path(name).with_suffix(".usage.json").name, json.dumps(usage(trajectory)).encode())
-        write(args.into / name, data)
+            sidecar = args.dest / "usage" / Path(name).with_suffix(".usage.json").name
+            write(sidecar, json.dumps(usage(trajectory)).encode())
+        write(args.dest / name, data)
         print(f"{name} ({len(data):,} bytes)")
-    print(f"{len(sources)} files in {args.into}, and usage/ beside converted/")
+    print(f"{len(sources)} files in {args.dest}, and usage/ beside converted/")
     return 0
 
 

@@ -4,7 +4,7 @@ A change to how ``CompactionLadder`` remembers its replays must not change a sin
 what it sends. This script calls one ``CompactionLadder(["tool_results", "sliding_window"],
 max_tokens=...)`` per run before every model call, as an agent would (so each call resumes
 the previous call's replay from the memo), on the seeded normal and heavy runs and on the
-real transcripts in ``../shared/realruns/``, and writes a SHA-256 of each prompt (message
+real transcripts (``get_realruns.REALRUNS``), and writes a SHA-256 of each prompt (message
 types and every field, as JSON) and of each report. Every ``--again-every``-th call is also
 asked twice more from the same object, for the same history (a memo hit at its own length)
 and for an earlier call's history (a hit on an older replay, a branch); every

@@ -4,7 +4,7 @@ A speed change to ``shorten_tools_epoch_stable`` must not change a single byte o
 sends. This script replays the bounded default (``ShortenToolsEpochStable(max_tokens=...)``,
 one object per run, called before every model call as an agent would) and the unbounded
 function (``shorten_tools_epoch_stable`` without a ceiling) on the seeded normal and heavy
-runs and on the real transcripts in ``../shared/realruns/``, and writes a SHA-256 of each
+runs and on the real transcripts (``get_realruns.REALRUNS``), and writes a SHA-256 of each
 prompt (message types and every field, as JSON) and of each report. Every ``--fresh-every``
 th call is also computed by a fresh strategy object (no memo), which must give the same bytes.
 
@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -37,7 +36,8 @@ from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStabl
 from langchain_promptstrat.registry import get_strategy
 from langchain_promptstrat.testing import iter_agent_run
 
-REALRUNS = Path(os.environ.get("PROMPTSTRAT_REALRUNS") or Path(__file__).resolve().parents[1].parent / "shared" / "realruns")
+from get_realruns import REALRUNS
+
 RUNS: dict[str, dict[str, Any]] = {"normal": {}, "heavy": {"output_bytes": (1_200, 60_000)}}
 SEEDS = (0, 1, 2)
 CEILINGS = (60_000, 128_000)

@@ -1,6 +1,6 @@
 """Does the default keep the ceiling on the provider's count? Calls over it, cost and recall, without and with usage.
 
-Each shared transcript with a usage file (``../shared/realruns/usage``) gives, for every
+Each real transcript with a usage file (``usage/`` of ``get_realruns.REALRUNS``) gives, for every
 answer, the provider's ratio: its billed input over the package's count of the messages
 before it (see ``benchmarks/provider_counts.py``). The bounded default
 (``shorten_tools_epoch_stable``) is replayed call by call at 16,000 and 32,000 tokens and at
@@ -12,7 +12,7 @@ the provider's count (the package's count times the call's ratio), exceeds the c
 (cached input at 0.1, the prefix shared with the previous prompt cached) is relative to
 sending everything; recall is next-action recall (``langchain_promptstrat.simulate.recall``).
 
-    python benchmarks/provider_ceiling.py            # ../shared/realruns (PROMPTSTRAT_REALRUNS)
+    python benchmarks/provider_ceiling.py            # what get_realruns.py fetched
     python benchmarks/provider_ceiling.py 14000      # other ceilings
 """
 

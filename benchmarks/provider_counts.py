@@ -8,7 +8,7 @@ the messages before it, and prints, per provider family (the file name's part be
 ``__``), the median, the 5th and 95th percentiles, and the share of calls the package
 undercounts by more than the default's 2% margin (``stable_token_margin``).
 
-    python benchmarks/provider_counts.py                         # ../shared/realruns/converted
+    python benchmarks/provider_counts.py                         # what get_realruns.py fetched
     python benchmarks/provider_counts.py --folder DIR --json
 """
 
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 from collections import defaultdict
@@ -30,7 +29,8 @@ from langchain_promptstrat.text_table import render_table
 from langchain_promptstrat.tokens import TokenCounter
 from langchain_promptstrat.tokens.usage import BilledInput
 
-REALRUNS = Path(os.environ.get("PROMPTSTRAT_REALRUNS") or Path(__file__).resolve().parents[1].parent / "shared" / "realruns")
+from get_realruns import REALRUNS
+
 SKIP_FIRST = 5
 MARGIN = 0.02
 

@@ -1,7 +1,8 @@
 """Cost against next-action recall on the shared real transcripts: every strategy and every peer, one run.
 
-Replays every transcript in ``../shared/realruns/converted`` (or the folders given) call by
-call through each strategy and peer with the same token counter, and prints, per row, the cost
+Replays every transcript in ``converted/`` of the real transcripts (``get_realruns.REALRUNS``),
+or in the folders given, call by call through each strategy and peer with the same token
+counter, and prints, per row, the cost
 (cached input billed at 0.1) as a multiple of sending everything, the mean prompt, and
 next-action recall, old recall, outputs-only recall and the share of lost outputs-only
 references a handle in the prompt can recover (defined in
@@ -29,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,8 @@ from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStabl
 from langchain_promptstrat.strategies.ladder import CompactionLadder
 from langchain_promptstrat.text_table import render_table
 
-REALRUNS = Path(os.environ.get("PROMPTSTRAT_REALRUNS") or Path(__file__).resolve().parents[1].parent / "shared" / "realruns")
+from get_realruns import REALRUNS, no_transcripts
+
 DEFAULT = DEFAULT_LIST_ROW  # the default list without the inbox (a replay has none)
 BOUNDED = "shorten_tools_epoch_stable"
 LADDER_RUNGS = "tool_results,sliding_window"
@@ -101,7 +102,9 @@ def share(value: float | None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("paths", nargs="*", help="transcript files or folders (default: ../shared/realruns/converted)")
+    parser.add_argument(
+        "paths", nargs="*", help=f"transcript files or folders (default: {REALRUNS / 'converted'})"
+    )
     parser.add_argument("--targets", type=int, nargs="+", default=[32_000, 16_000], help="token targets (default: 32000 16000)")
     parser.add_argument("--bill", choices=BILLS, default="package", help="provider: each call scaled to the provider's bill "
                         "where the transcript carries usage, as promptstrat simulate --bill provider (default: package)")
@@ -109,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     paths = args.paths or [str(REALRUNS / "converted")]
     if not args.paths and not (REALRUNS / "converted").is_dir():
-        print(f"no transcripts at {REALRUNS / 'converted'}: download them (python benchmarks/get_realruns.py), name a folder or set PROMPTSTRAT_REALRUNS", file=sys.stderr)
+        print(no_transcripts(REALRUNS / "converted"), file=sys.stderr)
         return 2
 
     dedupe, bounded = DedupeOutputs(), ShortenToolsEpochStable()  # no settings: the ceiling is the model profile's, else 111,616

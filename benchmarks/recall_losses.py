@@ -18,7 +18,6 @@ newest holder).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -35,7 +34,9 @@ from langchain_promptstrat.simulate.recall import CallTargets, TermIndex, recall
 from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.registry import get_strategy, split_strategy_names
 
-REALRUNS = Path(os.environ.get("PROMPTSTRAT_REALRUNS") or Path(__file__).resolve().parents[1].parent / "shared" / "realruns")
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # a test loads this file by its path
+from get_realruns import REALRUNS, no_transcripts  # noqa: E402
+
 AGE_BUCKET = 10
 """Ages are shown in buckets of this many tool outputs."""
 
@@ -109,13 +110,15 @@ def losses(paths: list[str], names: list[str], target: int | None) -> tuple[Coun
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("paths", nargs="*", help="transcript files or folders (default: ../shared/realruns/converted)")
+    parser.add_argument(
+        "paths", nargs="*", help=f"transcript files or folders (default: {REALRUNS / 'converted'})"
+    )
     parser.add_argument("--target", type=int, help="the token target of the strategies that take one (default: none, each its own ceiling)")
     parser.add_argument("--strategies", default=DEFAULT_LIST_ROW, help=f"a comma list (default: {DEFAULT_LIST_ROW})")
     args = parser.parse_args(argv)
     paths = args.paths or [str(REALRUNS / "converted")]
     if not args.paths and not (REALRUNS / "converted").is_dir():
-        print(f"no transcripts at {REALRUNS / 'converted'}: download them (python benchmarks/get_realruns.py), name a folder or set PROMPTSTRAT_REALRUNS", file=sys.stderr)
+        print(no_transcripts(REALRUNS / "converted"), file=sys.stderr)
         return 2
     names = split_strategy_names(args.strategies, source="--strategies")
     causes, ages, files, counted, recalled = losses(paths, names, args.target)

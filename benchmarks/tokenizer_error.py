@@ -3,10 +3,10 @@
 mini-swe-agent's ``.traj.json`` keeps every response of the model, with the ``usage`` the
 provider billed: ``prompt_tokens`` is what the provider counted for the prompt of that
 call (messages, tool schemas, formatting). For every call of the real gpt-5-mini runs in
-``../shared/realruns/raw/`` this script counts the same prompt as the simulation does: the
-messages before the answer, call ids included, plus the schema of the one tool the runs
-call (mini-swe-agent's ``bash`` tool, :data:`BASH_TOOL`: the trajectories do not save the
-request's ``tools``), and prints, per counter:
+``raw/`` of the real transcripts (``get_realruns.REALRUNS``) this script counts the same
+prompt as the simulation does: the messages before the answer, call ids included, plus the
+schema of the one tool the runs call (mini-swe-agent's ``bash`` tool, :data:`BASH_TOOL`: the
+trajectories do not save the request's ``tools``), and prints, per counter:
 
 * **absolute error**: mean over calls of ``|ours - billed| / billed``; it includes the
   tool schemas and per-request tokens the messages do not hold;
@@ -38,7 +38,9 @@ from langchain_promptstrat.conversation_file import CHAT_ROLES
 from langchain_promptstrat.simulate import canonical_message
 from langchain_promptstrat.tokens import TokenCounter, call_id_tokens, tool_schema_tokens
 
-DEFAULT_FOLDER = Path(__file__).resolve().parents[1].parent / "shared" / "realruns" / "raw"
+from get_realruns import REALRUNS
+
+DEFAULT_FOLDER = REALRUNS / "raw"
 
 BASH_TOOL = {
     "type": "function",

@@ -85,9 +85,7 @@ def resolve_ceiling(max_tokens: MaxTokens = None, *, model: Any = None, settings
     configured = (settings if settings is not None else Settings.load()).max_context_tokens
     if configured is not None:
         where = "PROMPTSTRAT_MAX_TOKENS" if "PROMPTSTRAT_MAX_TOKENS" in os.environ else "max_context_tokens setting"
-        if configured <= 0:
-            raise ConfigError(f"{where}={configured!r} must be a positive number of tokens")
-        return Ceiling(configured, where)
+        return Ceiling(configured, where)  # Settings refuses a value under 1
     if window is not None:
         room = min(reply if reply is not None else DEFAULT_REPLY_ROOM, DEFAULT_REPLY_ROOM, window // 4)
         return Ceiling(window - room, f"{name}'s max_input_tokens {window:,} minus {room:,} for the reply")

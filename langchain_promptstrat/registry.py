@@ -23,6 +23,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
+from langchain_promptstrat.defaults import DEFAULT_STRATEGIES as DEFAULT_STRATEGIES  # re-exported
 from langchain_promptstrat.errors import ConfigError, UnknownStrategyError
 from langchain_promptstrat.messages import coerce_messages, tool_results_as_tool_messages
 from langchain_promptstrat.report import Compacted, StrategyReport, make_report
@@ -43,9 +44,6 @@ BUILTIN_STRATEGIES: dict[str, str] = {
     "summary": "langchain_promptstrat.strategies.summary:Summary",
 }
 """Registry key -> ``module:attribute`` of each built-in strategy class, imported on first use."""
-
-DEFAULT_STRATEGIES: tuple[str, ...] = ("dedupe_outputs", "shorten_tools_epoch_stable", "inbox")
-"""What ``prepare_prompt(messages)`` applies when neither the caller nor ``PROMPT_STRATEGY`` names a list."""
 
 ENTRY_POINT_GROUP = "langchain_promptstrat.strategies"
 

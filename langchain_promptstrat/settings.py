@@ -6,7 +6,8 @@ its ``Args:`` entries (:func:`document_options`) and the settings page's table
 (:mod:`langchain_promptstrat.docs_tables`) come from that class and the keys' fields here;
 :func:`settings_with_options` refuses an option the strategy does not take.
 
-Each key is read from ``PROMPTSTRAT_<NAME>``, then Scout-AI's ``<NAME>`` (the prefixed name is
+Each key is read from ``PROMPTSTRAT_<NAME>``, then ``<NAME>``, the variable Scout-AI reads (the
+agent system whose compaction the ``shorten_tools`` family reimplements; the prefixed name is
 unambiguously this package's, so it wins). Precedence is explicit argument, environment,
 default; the environment is read whenever a strategy is built, never frozen for the process.
 """
@@ -23,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_promptstrat.defaults import DEFAULT_STRATEGIES
 from langchain_promptstrat.errors import ConfigError
 
 ENV_PREFIX = "PROMPTSTRAT_"
@@ -33,16 +35,27 @@ _FALSE = {"0", "false", "no", "off", ""}
 
 
 def _setting(
-    default: Any, doc: str, *, minimum: float | None = 0, env: str | None = None, shown: str | None = None,
+    default: Any,
+    doc: str,
+    *,
+    minimum: float | None = 0,
+    maximum: float | None = None,
+    below: float | None = None,
+    env: str | None = None,
+    shown: str | None = None,
     reader: tuple[str, str] | None = None,
 ) -> Any:
     """Return a setting's field.
 
-    ``env`` defaults to the key in capitals; ``shown`` is the default as the docs show it when
-    it is not the value; ``reader`` is (who reads it, the argument that sets it) for a setting
-    that is no strategy's option.
+    ``minimum`` and ``maximum`` are the values it may take at both ends, ``below`` a value it
+    must stay under: the one place its bounds are checked, so every value refused gets the
+    same message. ``env`` defaults to the key in capitals; ``shown`` is the default as the docs
+    show it when it is not the value; ``reader`` is (who reads it, the argument that sets it)
+    for a setting that is no strategy's option.
     """
-    return field(default=default, metadata={"doc": doc, "minimum": minimum, "env": env, "shown": shown, "reader": reader})
+    bounds = {"minimum": minimum, "maximum": maximum, "below": below}
+    described = {"doc": doc, "env": env, "shown": shown, "reader": reader}
+    return field(default=default, metadata={**described, **bounds})
 
 
 _AT_PICKUP = ("`inbox` (read at each pickup)", "—")
@@ -83,7 +96,10 @@ class Settings:
     epoch_increment_max_compacted_tool_calls: int = _setting(160, "Upper bound of the grown shortened window.")
     # the strategy list of prepare_prompt and the front ends
     prompt_strategy: str | None = _setting(
-        None, "The comma-separated default strategy list.", minimum=None, shown="`DEFAULT_STRATEGIES`",
+        None,
+        "The comma-separated default strategy list.",
+        minimum=None,
+        shown=f"`{','.join(DEFAULT_STRATEGIES)}`",
         reader=("`prepare_prompt`, hook, middleware", "`strategies`"),
     )
     read_back_handles: bool = _setting(
@@ -104,7 +120,10 @@ class Settings:
     keep_steps: int = _setting(1, "The newest steps no token-target rung ever touches.", minimum=1)
     ladder_max_tokens: int = _setting(100_000, "The token target of a rung used on its own (a ladder uses its own).")
     ladder_low_ratio: float = _setting(
-        0.7, "A CompactionLadder compacts down to this share of max_tokens (low_tokens).",
+        0.7,
+        "A CompactionLadder compacts down to this share of max_tokens (low_tokens); "
+        "1 turns the watermark off.",
+        maximum=1,
         reader=("`CompactionLadder`", "`low_tokens` (= ratio × `max_tokens`)"),
     )
     # dedupe_outputs (first in the default list)
@@ -133,11 +152,16 @@ class Settings:
     )
     stable_max_compacted_tool_calls: int = _setting(240, "The shortened region holds at most this many calls before a front drop.")
     max_context_tokens: int | None = _setting(
-        None, "The context ceiling of the default strategy, in tokens.", env="PROMPTSTRAT_MAX_TOKENS",
+        None,
+        "The context ceiling of the default strategy, in tokens.",
+        minimum=1,
+        env="PROMPTSTRAT_MAX_TOKENS",
         shown="the model's window, else 111,616",
         reader=("`shorten_tools_epoch_stable`", "`max_tokens` (tokens, or a share of the model's window)"),
     )
-    stable_token_margin: float = _setting(0.02, "Share of the ceiling kept free for the token counter's error.")
+    stable_token_margin: float = _setting(
+        0.02, "Share of the ceiling kept free for the token counter's error.", below=1
+    )
     stable_low_ratio: float = _setting(0.9, "A ceiling-driven epoch advance aims at or below this share of the ceiling.")
     stable_front_ratio: float = _setting(
         0.6, "A ceiling-driven front drop removes steps after the kept head down to this share of the ceiling."
@@ -214,10 +238,19 @@ def _build(env: Mapping[str, str], explicit: Mapping[str, Any]) -> Settings:
     """Return the settings of ``explicit`` over the variables in ``env`` (the prefixed spelling first) over the defaults."""
     values = dict(explicit)
     for key in _FIELDS:
-        variable = next((name for name in _VARIABLES[key] if name in env), None)
+        variable = variable_read(key, env)
         if key not in values and variable is not None:
             values[key] = _validate(key, env[variable], source=variable)
     return Settings(**values)
+
+
+def variable_read(key: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """Return the variable setting ``key`` is read from in ``environ`` (``os.environ``), or None.
+
+    The prefixed one when both are set.
+    """
+    env = os.environ if environ is None else environ
+    return next((name for name in _VARIABLES[key] if name in env), None)
 
 
 @functools.lru_cache(maxsize=16)
@@ -367,7 +400,7 @@ def _validate(key: str, value: Any, *, source: str) -> Any:
     """
     if value is None:
         return None
-    kind, minimum = _KIND[key], _FIELDS[key].metadata["minimum"]
+    kind, metadata = _KIND[key], _FIELDS[key].metadata
     where = f"{key}={value!r}" if source == "argument" else f"{source}={value!r}"
     hint = f"(settings key {key}, environment variable {_ENV[key] if source == 'argument' else source})"
     if kind is bool:
@@ -391,6 +424,24 @@ def _validate(key: str, value: Any, *, source: str) -> Any:
         raise ConfigError(f"{where} is not {'an integer' if kind is int else 'a number'} {hint}") from None
     if converted != converted or converted in (float("inf"), float("-inf")):
         raise ConfigError(f"{where} is not a finite number {hint}")
-    if minimum is not None and converted < minimum:
-        raise ConfigError(f"{where} must be >= {minimum:g} {hint}")
+    minimum, maximum, below = metadata["minimum"], metadata["maximum"], metadata["below"]
+    refused = (
+        (minimum is not None and converted < minimum)
+        or (maximum is not None and converted > maximum)
+        or (below is not None and converted >= below)
+    )
+    if refused:
+        raise ConfigError(f"{where} must be {_bounds_text(minimum, maximum, below)} {hint}")
     return converted
+
+
+def _bounds_text(minimum: float | None, maximum: float | None, below: float | None) -> str:
+    """Return a setting's bounds as a refusal says them: ``>= 0``, ``between 0 and 1``..."""
+    if minimum is not None and maximum is not None:
+        return f"between {minimum:g} and {maximum:g}"
+    ends = [
+        f">= {minimum:g}" if minimum is not None else "",
+        f"<= {maximum:g}" if maximum is not None else "",
+        f"below {below:g}" if below is not None else "",
+    ]
+    return " and ".join(end for end in ends if end)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import copy
 import os
+import threading
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -23,6 +25,8 @@ from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.config import get_stream_writer
 
 from langchain_promptstrat.messages import coerce_messages, keep_prompt_floor, keep_read_backs_whole, mark_of
+from langchain_promptstrat.messages import task_index
+from langchain_promptstrat.messages.history_memo import message_key
 from langchain_promptstrat.report import Compacted, StrategyReport, logger, make_report
 from langchain_promptstrat.settings import Settings, document_options, option_keys
 
@@ -47,6 +51,40 @@ def emit_report(result: Compacted, config: RunnableConfig | None = None) -> None
         return
     # stream_mode="custom": the figures only (numbers, names, flags), small enough for every model call
     writer({REPORT_EVENT: {k: v for k, v in data.items() if v is None or isinstance(v, (bool, int, float)) or (isinstance(v, str) and len(v) <= 200)}})
+
+
+FLOOR_WARNINGS_KEPT = 1024
+"""Conversations (with their ceiling) remembered as warned that their floor is over the ceiling."""
+_floor_warned: OrderedDict[tuple[int, int], None] = OrderedDict()
+_floor_lock = threading.Lock()
+
+
+def warn_floor_over_ceiling(source: Sequence[BaseMessage], report: StrategyReport) -> None:
+    """Log a warning, once per conversation and ceiling, when ``report`` says the floor is over it.
+
+    The floor (system prompt, task, newest user message, newest step with its outputs
+    shortened, bound tools) is never dropped, so the model gets more than the ceiling; an
+    agent's loop meets it at every call, and one warning per call would bury it.
+    """
+    details = report.details
+    if not details.get("floor_over_ceiling"):
+        return
+    task = task_index(source)
+    key = (message_key(source[task]) if task is not None else 0, int(details["ceiling"]))
+    with _floor_lock:
+        if key in _floor_warned:
+            return
+        _floor_warned[key] = None
+        while len(_floor_warned) > FLOOR_WARNINGS_KEPT:
+            _floor_warned.popitem(last=False)
+    logger.warning(
+        "the prompt's floor is over the context ceiling: %s tokens sent against a ceiling of %s "
+        "(%s after the counter's margin); the system prompt, the task, the newest user message and "
+        "the newest step, its outputs shortened (bound tools included), are never dropped: raise "
+        "max_tokens or shorten them (said once for this conversation and ceiling; the report's "
+        "floor_over_ceiling says it at every call)",
+        f"{details['tokens_after']:,}", f"{details['ceiling']:,}", f"{details['budget']:,}",
+    )
 
 
 class PromptStrategy(Runnable[Any, list[BaseMessage]], ABC):
@@ -173,6 +211,7 @@ def apply_in_order(
         if strategy.places_notices:
             delivered += result.messages[len(current):]
         emit_report(result, config)
+        warn_floor_over_ceiling(source, result.report)
         current = keep_read_backs_whole(source, result.messages)
         reports.append(result.report)
     return keep_prompt_floor([*source, *delivered], current), reports

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 from hypothesis import settings
 
@@ -15,3 +17,29 @@ settings.load_profile("suite")
 def _inbox_files_are_complete_when_written(monkeypatch):
     """Tests write inbox files in one call, so they need no editor quiet period; the editor tests set their own."""
     monkeypatch.setenv("INBOX_QUIET_SECONDS", "0")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """End the run with how many tests were skipped for each reason, and how to run them too.
+
+    A bare ``python -m pytest`` on a fresh clone has no PostgreSQL server, no ``langgraph dev``
+    and no real transcripts: the tests that need them skip, and this says so instead of letting
+    "N skipped" pass for "every test ran".
+    """
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped:
+        return
+    reasons: Counter[str] = Counter()
+    for report in skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reasons[reason.removeprefix("Skipped: ")] += 1
+    terminalreporter.section(f"{len(skipped)} skipped, by reason")
+    for reason, count in reasons.most_common():
+        terminalreporter.write_line(f"{count:>5}  {reason}")
+    terminalreporter.write_line(
+        "To run them: .ci/run starts a throwaway PostgreSQL server and langgraph dev, "
+        "then the suite;"
+    )
+    terminalreporter.write_line(
+        "python benchmarks/get_realruns.py fetches the real transcripts first (see the README)."
+    )

@@ -137,8 +137,14 @@ class TestEveryFrontEnd:
             path.write_text(json.dumps(messages_to_dict(messages)))
             assert main(["stats", str(path), "--max-tokens", str(CEILING)]) == 0
             out = capsys.readouterr().out.replace("\n  ", " ")
-            lines.append(next(line for line in out.splitlines() if line.startswith("the default's factor")))
-        assert "from usage (" in lines[0] and "1.0 (none" in lines[1]
+            said = "apply keeps the ceiling on"
+            lines.append(next(line for line in out.splitlines() if line.startswith(said)))
+        assert lines[0].startswith(f"{said} the provider's count: 1.2")
+        assert "(from the usage of 9 answers)" in lines[0]
+        assert lines[1] == (
+            f"{said} this package's count "
+            "(the file's answers carry no usage to learn the provider's from)"
+        )
 
     def test_stats_gives_the_providers_factor_against_the_whole_history_sent(self, tmp_path, capsys):
         """A run recorded without a strategy was billed for the whole history before each answer: stats divides by

@@ -29,6 +29,10 @@ from langchain_promptstrat.tokens import TokenCounter
 PROMPTSTRAT = Path(sys.executable).parent / "promptstrat"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 TABLE_COLUMNS = ("strategy", "peak tokens", "cache reuse", "cost/none", "mean prompt", "ms per call")
+CALLS_BOUND = (
+    "must be a whole number of tool calls from 1 to 10,000 "
+    "(a run's prompts grow with the square of its calls)"
+)
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -98,27 +102,74 @@ def no_strategy_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 class TestHelp:
     def test_help_lists_every_command(self, capsys: pytest.CaptureFixture[str]) -> None:
-        """`promptstrat --help` exits 0 and names simulate, apply, stats and inbox."""
+        """`promptstrat --help` exits 0 and names simulate, apply, stats, inbox and settings."""
         code, out, err = run(capsys, "--help")
         assert code == 0 and err == ""
         commands = [line.split()[0] for line in out.splitlines() if line.startswith("    ") and not line.startswith("     ")]
-        assert commands == ["simulate", "apply", "stats", "inbox"]
+        assert commands == ["simulate", "apply", "stats", "inbox", "settings"]
 
     @pytest.mark.parametrize("command", ["apply", "stats"])
-    def test_a_conversation_command_help_lists_every_setting_with_its_variables_and_default(
+    def test_a_conversation_command_help_lists_its_options_and_points_at_the_settings(
         self, capsys: pytest.CaptureFixture[str], command: str
     ) -> None:
-        """`promptstrat apply|stats --help` list every setting as declared once in `Settings`: its variables, its default and its meaning."""
+        """`promptstrat apply|stats --help` fit 100 columns and list the options, not the ~40
+        settings (120 lines, two over 100 columns): those are `promptstrat settings` and
+        docs/settings.md, which the help names."""
         import dataclasses
 
-        from langchain_promptstrat.settings import Settings, documented_default, environment_variables
+        from langchain_promptstrat.settings import Settings, environment_variables
 
         code, out, err = run(capsys, command, "--help")
         assert code == 0 and err == ""
+        assert max(map(len, out.splitlines())) <= 100 and len(out.splitlines()) < 40
         listed = " ".join(out.split())
+        assert "promptstrat settings" in listed and "docs/settings.md" in listed
+        variables = [v for f in dataclasses.fields(Settings) for v in environment_variables(f.name)]
+        named = {v for v in variables if v in listed}
+        assert named <= {"PROMPT_STRATEGY", "PROMPTSTRAT_MAX_TOKENS"}  # two options' defaults
+
+    def test_settings_prints_every_setting_with_its_value_and_where_it_came_from(
+        self, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """`promptstrat settings` gives each setting declared in `Settings` its value here and the
+        variable that set it (the prefixed one when both are set), else "default"; `--json` the same
+        figures."""
+        import dataclasses
+
+        from langchain_promptstrat.settings import Settings, environment_variables
+
         for f in dataclasses.fields(Settings):
-            entry = f"{' or '.join(environment_variables(f.name))} (default {documented_default(f.name)})".replace("`", "")
-            assert f"{entry} {f.metadata['doc'].replace('`', '')}" in listed, f.name
+            for variable in environment_variables(f.name):
+                monkeypatch.delenv(variable, raising=False)
+        monkeypatch.setenv("PROMPTSTRAT_EPOCH_SIZE", "5")
+        monkeypatch.setenv("EPOCH_SIZE", "7")
+        monkeypatch.setenv("STABLE_EPOCH_SIZE", "9")
+        code, out, err = run(capsys, "settings", "--json")
+        rows = {row["key"]: row for row in json.loads(out)}
+        assert (code, err) == (0, "")
+        assert list(rows) == [f.name for f in dataclasses.fields(Settings)]
+        found = {key: (rows[key]["value"], rows[key]["from"]) for key in rows}
+        assert found["epoch_size"] == (5, "PROMPTSTRAT_EPOCH_SIZE")
+        assert found["stable_epoch_size"] == (9, "STABLE_EPOCH_SIZE")
+        assert found["max_tool_chars"] == (100_000, "default")
+        code, out, err = run(capsys, "settings")
+        lines = {line.split()[0]: line for line in out.splitlines()[3:]}
+        assert (code, err) == (0, "")
+        assert lines["epoch_size"].split() == ["epoch_size", "5", "(PROMPTSTRAT_EPOCH_SIZE)"]
+        assert max(map(len, out.splitlines())) <= 100
+
+    def test_settings_refuses_a_bad_value_in_one_line(
+        self, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A value no strategy could use is named with its variable, as every command names it: exit
+        2, nothing on stdout."""
+        monkeypatch.setenv("MAX_TOOL_CHARS", "abc")
+        monkeypatch.delenv("PROMPTSTRAT_MAX_TOOL_CHARS", raising=False)
+        said = (
+            "promptstrat: error: MAX_TOOL_CHARS='abc' is not an integer "
+            "(settings key max_tool_chars, environment variable MAX_TOOL_CHARS)\n"
+        )
+        assert run(capsys, "settings") == (2, "", said)
 
     def test_no_command_is_a_one_line_error(self, capsys: pytest.CaptureFixture[str]) -> None:
         """Without a command the CLI says what to do in one line, exit 2."""
@@ -286,8 +337,14 @@ class TestSimulateErrors:
     @pytest.mark.parametrize(
         ("argv", "message"),
         [
-            (["--calls", "-5"], "argument --calls: must be a positive integer, got '-5' (see promptstrat simulate --help)"),
-            (["--calls", "many"], "argument --calls: must be a positive integer, got 'many' (see promptstrat simulate --help)"),
+            *(
+                (
+                    ["--calls", given],
+                    f"argument --calls: {CALLS_BOUND}, got '{given}' "
+                    "(see promptstrat simulate --help)",
+                )
+                for given in ("-5", "many")
+            ),
             (["--max-tokens", "0"], "argument --max-tokens: must be a positive integer, got '0' (see promptstrat simulate --help)"),
             (["--cached-fraction", "1.5"],
              "argument --cached-fraction: must be a number between 0 and 1, got '1.5' (see promptstrat simulate --help)"),

@@ -158,9 +158,13 @@ def plain_install(tmp_path_factory: pytest.TempPathFactory) -> Callable[[frozens
     return python_with
 
 
-def run_plain(python: Path, code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` with ``python`` in ``cwd``, offline, with no ``PROMPTSTRAT_`` variable and no PYTHONPATH."""
+def run_plain(
+    python: Path, code: str, cwd: Path, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` with ``python`` in ``cwd``, offline, with no ``PROMPTSTRAT_`` variable and no
+    PYTHONPATH (``extra_env`` added)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PROMPTSTRAT_", "PYTHONPATH", "VIRTUAL_ENV"))}
+    env.update(extra_env or {})
     return subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=600, cwd=cwd, env=env)
 
 
@@ -199,7 +203,10 @@ def test_every_python_block_runs_after_the_install_its_page_names(example: Examp
         if not url:
             langgraph_unavailable(f"{example.label} needs a LangGraph Server: set {LANGGRAPH_URL_ENV} or run .ci/run")
         code = code.replace(EXAMPLE_URL, url)
-    result = run_plain(plain_install(example.extras), code, tmp_path)
+        env = {"AGENT_PORT": url.rsplit(":", 1)[1]}  # docs/deploying.md's client reads it
+    else:
+        env = {}
+    result = run_plain(plain_install(example.extras), code, tmp_path, env)
     assert result.returncode == 0, f"{example.label} with extras {sorted(example.extras)}:\n{result.stderr[-3000:]}"
     assert "Traceback" not in result.stderr
 
@@ -280,3 +287,63 @@ def test_every_page_gives_one_true_account_of_what_the_default_does_below_the_ce
     assert f"by count only from the {threshold + 1}st" in pages["03_cache_and_cost.ipynb"]
     wrong = re.compile(r"leaves the prompt alone|only acts near|(?<!by tokens )only near the (ceiling|model's window)", re.I)
     assert {name: wrong.findall(text) for name, text in pages.items() if wrong.search(text)} == {}
+
+
+def test_the_command_line_page_gives_the_measured_reason_each_rung_goes_over_its_target() -> None:
+    """docs/cli.md's figures for the rows that go over in the default run are what that run gives,
+    and the page says why: the schemas for sliding_window, and for tool_results its own count too
+    (it drops no message and clears only outputs over tool_results_min_tokens), not "by the schemas'
+    size" alone (the issue measured it 3,047 tokens over, the schemas 1,146)."""
+    from langchain_promptstrat.simulate import simulate
+
+    text = " ".join((ROOT / "docs" / "cli.md").read_text(encoding="utf-8").split())
+    result = simulate(["tool_results", "sliding_window"], progress=False)
+    schemas = result.tool_schemas[0][1]
+    for run in result.runs:
+        over = [t - DEFAULT_MAX_TOKENS for t in run.tokens if t > DEFAULT_MAX_TOKENS]
+        own = [t - schemas for t in run.tokens if t - schemas > DEFAULT_MAX_TOKENS]
+        said = f"`{run.name}` goes over on {len(over)}" if own else f"on {len(over)} of {run.calls}"
+        assert said in text and f"{max(over):,} tokens" in text, run.name
+        if own:
+            own_peak = run.peak_tokens - schemas
+            assert f"on {len(own)} calls its own count too ({own_peak:,} at the peak)" in text
+            assert f"(peak {run.peak_tokens:,})" in text and "never drops a message" in text
+            assert "tool_results_min_tokens" in text
+        else:
+            assert f"less than the schemas' {schemas:,}" in text and max(over) < schemas
+
+
+DEFAULT_RECALL = (
+    "of the references the agent's next message made to what only an old tool output held"
+)
+"""How the README and the strategies page word the default's recall: one column, one definition."""
+
+
+def test_the_default_keeps_one_recall_figure_in_one_definition_on_every_page() -> None:
+    """The README said '1.000 of the references ... to old tool outputs' and strategies.md '0.999 of
+    the agent's references to old tool outputs': two columns (outputs-only, old recall) in nearly
+    the same words. Both pages now give the same column, named, in the same words, with the same
+    number: the README table's default-list figure."""
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    strategies = " ".join((ROOT / "docs" / "strategies.md").read_text(encoding="utf-8").split())
+    row = next(line for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+               if line.startswith("| **default list, no settings** |"))
+    outputs_only = row.strip(" |").split(" | ")[-1]
+    pattern = rf"keeps ([\d.]+) {re.escape(DEFAULT_RECALL)} \(the [*`]outputs-only[*`] column"
+    assert re.findall(pattern, readme) == re.findall(pattern, strategies) == [outputs_only]
+    assert "references to old tool outputs" not in readme + strategies
+
+
+def test_the_settings_page_shows_the_default_list_and_says_what_scout_ai_is() -> None:
+    """The prompt_strategy row shows the list itself (not the constant's name, DEFAULT_STRATEGIES),
+    and Scout-AI is said to be an agent system the first time each page names it."""
+    from langchain_promptstrat import DEFAULT_STRATEGIES
+
+    text = (ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
+    row = next(line for line in text.splitlines() if "| `prompt_strategy` |" in line)
+    assert f"| `{','.join(DEFAULT_STRATEGIES)}` |" in row and "DEFAULT_STRATEGIES" not in row
+    for page in PAGES:
+        flat = " ".join(page.read_text(encoding="utf-8").split())
+        if "Scout-AI" in flat:
+            first = flat[flat.index("Scout-AI"):].split(". ")[0]
+            assert "the agent system" in first, f"{page.name}: {first}"

@@ -6,6 +6,7 @@ the extras its lead-in names in tests/test_docs.py.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -40,3 +41,32 @@ class TestReadme:
         result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
         assert result.returncode == 0, result.stderr
         assert promised.endswith("pairs intact") and result.stdout == promised + "\n"
+
+
+class TestWhatABareRunSkips:
+    def test_the_readme_says_what_a_bare_run_skips_and_how_to_run_everything(self):
+        """The test command does not claim to run every test: the README names what a fresh clone
+        skips (PostgreSQL, LangGraph Server, the real transcripts) and the commands that run them
+        too."""
+        text = " ".join(README.split())
+        assert "run every test" not in text
+        variables = ("PROMPTSTRAT_TEST_DSN", "PROMPTSTRAT_LANGGRAPH_URL")
+        for needed in (*variables, "python benchmarks/get_realruns.py", "`.ci/run`"):
+            assert needed in text, needed
+        assert "last lines count them by reason" in text
+
+    def test_a_run_ends_with_the_skipped_tests_counted_by_reason_and_how_to_run_them(
+        self, tmp_path
+    ):
+        """A run whose tests skip ends with each reason and its count, and the commands that run
+        them: a bare run's '110 skipped' is explained where it is read, at the end."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PROMPTSTRAT_")}
+        env["PROMPTSTRAT_REALRUNS"] = str(tmp_path / "nowhere")
+        command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
+        result = subprocess.run([*command, "tests/test_get_realruns.py"], cwd=ROOT, env=env,
+                                capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stdout[-3000:]
+        tail = result.stdout.split("skipped, by reason")[-1]
+        assert f"real transcripts not available at {tmp_path / 'nowhere' / 'raw'}" in tail
+        assert ".ci/run starts a throwaway PostgreSQL server and langgraph dev" in tail
+        assert "python benchmarks/get_realruns.py fetches the real transcripts" in tail

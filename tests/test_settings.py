@@ -127,3 +127,84 @@ class TestValidation:
         """The compacted growth ratio is a float setting."""
         clean_env.setenv("EPOCH_INCREMENT_COMPACTED_GROWTH_RATIO", "1.5")
         assert Settings.load().epoch_increment_compacted_growth_ratio == 1.5
+
+
+def _bounded_settings() -> list[tuple[str, float]]:
+    """Return ``(key, value)`` for each numeric setting at each end of its declared bounds (just
+    under a ``below``)."""
+    cases = []
+    for f in dataclasses.fields(Settings):
+        minimum, maximum, below = (f.metadata.get(name) for name in ("minimum", "maximum", "below"))
+        cases += [(f.name, minimum)] if minimum is not None else []
+        cases += [(f.name, maximum)] if maximum is not None else []
+        cases += [(f.name, below - 0.01)] if below is not None else []
+    return cases
+
+
+def _readers(key: str, settings: Settings) -> list[object]:
+    """Return the strategies that read setting ``key``, built with ``settings`` (the inbox's keys
+    are read at pickup: none)."""
+    from langchain_promptstrat.registry import BUILTIN_STRATEGIES, get_strategy
+    from langchain_promptstrat.settings import option_keys
+    from langchain_promptstrat.strategies.ladder import CompactionLadder
+    from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable
+
+    built: list[object] = []
+    for name in BUILTIN_STRATEGIES:
+        if name not in ("summary", "inbox", "none"):
+            strategy = get_strategy(name, settings)
+            if key in option_keys(type(strategy)).values():
+                built.append(strategy)
+    if key == "max_context_tokens":
+        built.append(ShortenToolsEpochStable(settings))
+    if key == "ladder_low_ratio":
+        rungs = "tool_results,sliding_window"
+        built.append(CompactionLadder(rungs, max_tokens=4_000, settings=settings))
+    return built
+
+
+@pytest.mark.parametrize(("key", "value"), _bounded_settings())
+def test_a_value_at_a_declared_bound_is_accepted_by_every_strategy_that_reads_it(
+    clean_env, key, value
+):
+    """One bound, one message: the bounds Settings declares are the ones the strategies keep, so a
+    value Settings accepts is never refused later in other words (PROMPTSTRAT_MAX_TOKENS=0 passed
+    Settings' '>= 0' and was then refused as 'not a positive number of tokens')."""
+    from langchain_promptstrat.errors import ContextWindowError
+    from langchain_promptstrat.testing import build_agent_run
+
+    settings = Settings(**{key: int(value) if isinstance(getattr(Settings(), key), int) else value})
+    run = build_agent_run(130)
+    for strategy in _readers(key, settings):
+        try:
+            strategy.compact(run)  # type: ignore[attr-defined]
+        except ContextWindowError:
+            pass  # a ceiling of 1 token holds no prompt: said as such, not as a bad setting
+
+
+@pytest.mark.parametrize("text", ["-3", "0"])
+def test_a_ceiling_under_one_token_is_refused_with_one_message(clean_env, text):
+    """PROMPTSTRAT_MAX_TOKENS=-3 and =0 are both refused when the settings are read, in the same
+    words naming the one bound."""
+    clean_env.setenv("PROMPTSTRAT_MAX_TOKENS", text)
+    with pytest.raises(ConfigError) as err:
+        Settings.load()
+    assert str(err.value) == (
+        f"PROMPTSTRAT_MAX_TOKENS='{text}' must be >= 1 "
+        "(settings key max_context_tokens, environment variable PROMPTSTRAT_MAX_TOKENS)"
+    )
+
+
+@pytest.mark.parametrize(("variable", "text", "bounds"), [
+    ("LADDER_LOW_RATIO", "1.5", "between 0 and 1"),
+    ("STABLE_TOKEN_MARGIN", "1", ">= 0 and below 1"),
+])
+def test_a_share_past_its_end_is_refused_by_settings_naming_both_ends(
+    clean_env, variable, text, bounds
+):
+    """A share out of range is refused where every setting is checked, with both of its ends: not
+    accepted there and refused later by one strategy (LADDER_LOW_RATIO=1.5) or taken for a ceiling
+    the system prompt fills (a margin of 1)."""
+    clean_env.setenv(variable, text)
+    with pytest.raises(ConfigError, match=f"{variable}='{text}' must be {bounds} "):
+        Settings.load()

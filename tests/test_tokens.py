@@ -217,11 +217,24 @@ class TestEncodingChoice:
         assert TokenCounter(model=model).encoding_name == "o200k_base"
 
     @pytest.mark.parametrize(
-        "model", ["gpt-4", "gpt-4-turbo", "gpt-3.5-turbo", "claude-sonnet-4-5", "gemini-2.5-pro", "llama3", "foo3"]
+        "model", ["gpt-4", "gpt-4-turbo", "gpt-3.5-turbo", "openai:gpt-4", "azure/gpt-35-turbo"]
     )
-    def test_other_models_use_cl100k_base(self, model):
-        """Older OpenAI models and every other provider's model map to cl100k_base."""
-        assert TokenCounter(model=model).encoding_name == "cl100k_base"
+    def test_older_openai_models_use_cl100k_base_without_a_word(self, model):
+        """Older OpenAI models count with their own encoding, cl100k_base: nothing to warn about."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert TokenCounter(model=model).encoding_name == "cl100k_base"
+
+    @pytest.mark.parametrize(
+        "model", ["claude-sonnet-4-5", "gemini-2.5-pro", "llama3", "foo3", "no-such-model"]
+    )
+    def test_a_model_without_a_known_tokenizer_counts_with_cl100k_base_and_says_so(self, model):
+        """Another provider's model, or a misspelt name, counts with cl100k_base and warns naming
+        it, as a model whose encoding cannot be loaded does: a silent cl100k_base count passed for
+        the model's own."""
+        said = f"no tokenizer is known for model '{model}': tokens are counted with cl100k_base"
+        with pytest.warns(TokenizerUnavailableWarning, match=said):
+            assert TokenCounter(model=model).encoding_name == "cl100k_base"
 
     def test_default_is_cl100k_base(self):
         """Without encoding or model the counter uses cl100k_base."""

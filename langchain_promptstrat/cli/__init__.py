@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import os
 import re
 import sys
@@ -22,9 +23,19 @@ from pathlib import Path
 from typing import Any
 
 from langchain_promptstrat.ceiling import DEFAULT_CEILING, resolve_ceiling
-from langchain_promptstrat.cli.common import (EXIT_ABORTED, EXIT_ERROR, PROG, KeepsLines, Parser, UsageError, add_counter_options,
-                                              one_line, positive_int, settings_help, token_counter)
+from langchain_promptstrat.cli.common import (
+    EXIT_ABORTED,
+    EXIT_ERROR,
+    PROG,
+    Parser,
+    UsageError,
+    add_counter_options,
+    one_line,
+    positive_int,
+    token_counter,
+)
 from langchain_promptstrat.cli.inbox_commands import add_inbox_commands
+from langchain_promptstrat.cli.settings_command import add_settings_command
 from langchain_promptstrat.cli.simulate_command import add_simulate_commands
 from langchain_promptstrat.errors import InboxAborted, InvalidMessagesError, PromptStratError
 from langchain_promptstrat.text_table import fit_lines, render_table, terminal_width
@@ -47,6 +58,7 @@ def build_parser(detailed: bool = True, command: str | None = None) -> argparse.
     add_simulate_commands(commands, detailed and command in (None, "simulate"))
     _add_conversation_commands(commands, detailed and command in (None, "apply", "stats"))
     add_inbox_commands(commands, detailed and command in (None, "inbox"))
+    add_settings_command(commands, detailed and command in (None, "settings"))
     return parser
 
 
@@ -55,6 +67,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     top_level_only = all(arg in ("-h", "--help", "--version") for arg in argv)
     parser = build_parser(detailed=not top_level_only, command=argv[0] if argv else None)
+    package_logger, said = logging.getLogger("langchain_promptstrat"), _WarningLine()
+    package_logger.addHandler(said)
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
         try:
@@ -75,10 +89,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_ERROR
         except KeyboardInterrupt:
             return 130
+        finally:
+            package_logger.removeHandler(said)
 
 
 def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None, line: str | None = None) -> None:
     print(f"{PROG}: warning: {one_line(Exception(str(message)))}", file=sys.stderr)
+
+
+class _WarningLine(logging.Handler):
+    """Prints a warning the package logs (a repaired floor, a floor over a ceiling) in one line."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(f"{PROG}: warning: {one_line(Exception(record.getMessage()))}", file=sys.stderr)
 
 
 # --------------------------------------------------------------------------- apply and stats
@@ -101,14 +127,24 @@ def _add_conversation_commands(commands: argparse._SubParsersAction[Any], detail
     stats = commands.add_parser(
         "stats",
         help="count a conversation's messages, tool calls and tokens, and what each strategy would do",
-        description="Print a conversation's messages by type, tool calls and tokens, then for each built-in "
-        "strategy a replay can build: messages and tokens after it, calls shortened and dropped. " + formats,
+        description="Print a conversation's messages by type, tool calls and tokens, then for each "
+        "built-in strategy a replay can build: messages and tokens after it, calls shortened and "
+        "dropped; for a folder, the sums over its conversations. " + formats,
     )
     if not detailed:
         return
     for command in (apply, stats):
-        command.formatter_class, command.epilog = KeepsLines, settings_help()
-        command.add_argument("file", metavar="FILE", help="the conversation, or '-' for standard input")
+        command.epilog = (
+            "The strategies read their settings from the environment: promptstrat settings prints "
+            "each with its value and source, docs/settings.md says what each means."
+        )
+    apply.add_argument("file", metavar="FILE", help="the conversation, or '-' for standard input")
+    stats.add_argument(
+        "file",
+        metavar="FILE",
+        help="the conversation, '-' for standard input, or a folder: its *.json and *.jsonl files, "
+        "in every folder below it too, each file that is not a conversation skipped with a warning",
+    )
     apply.add_argument("--strategy", metavar="SPEC", help="comma-separated strategy names, applied in order "
                        "(default: $PROMPT_STRATEGY, then the default list)")
     apply.add_argument("--max-tokens", type=positive_int, default=None, metavar="N", help="context ceiling of the default "
@@ -184,8 +220,10 @@ def _stats(args: argparse.Namespace) -> int:
     from langchain_promptstrat.tokens.usage import history_calibration
     from langchain_promptstrat.simulate import build_strategy, default_rows
     from langchain_promptstrat.registry import split_strategy_names
+    from langchain_promptstrat.strategy import warn_floor_over_ceiling
 
-    files = [args.file] if args.file == "-" else [str(path) for path, _ in find_transcripts([args.file])]
+    transcripts = [] if args.file == "-" else find_transcripts([args.file])
+    given = [("-", True)] if args.file == "-" else [(str(p), named) for p, named in transcripts]
     counter = token_counter(args)
     args.max_tokens = resolve_ceiling(args.max_tokens).tokens
     names = default_rows(max_tokens=args.max_tokens)
@@ -199,8 +237,18 @@ def _stats(args: argparse.Namespace) -> int:
     if args.usage is not None and not args.usage.exists():
         raise UsageError(f"--usage {str(args.usage)!r}: no such file or folder")
     usage: list[dict[str, Any]] = []
-    for file in files:
-        conversation = _read_conversation(file)
+    files: list[str] = []
+    for file, named in given:
+        try:
+            conversation = _read_conversation(file)
+        except (PromptStratError, OSError) as exc:
+            if named:  # the file asked for: its error is the command's
+                raise
+            said = one_line(exc)
+            said = said if said.startswith(file) else f"{file}: {said}"
+            print(f"{PROG}: warning: skipped {said}", file=sys.stderr)
+            continue
+        files.append(file)
         messages = conversation.messages
         recorded = [*messages, *conversation.pending]
         found = usage_of(None if file == "-" else Path(file), recorded, args.usage)
@@ -215,6 +263,7 @@ def _stats(args: argparse.Namespace) -> int:
             after = list(messages)
             for strategy in pipelines[name]:
                 result = strategy.compact(after)
+                warn_floor_over_ceiling(messages, result.report)
                 after = result.messages
                 row["shortened"] += result.report.shortened
                 row["dropped"] += result.report.dropped
@@ -222,6 +271,9 @@ def _stats(args: argparse.Namespace) -> int:
                     row.setdefault("usage_factors", []).append([result.report.details[k] for k in ("usage_factor", "usage_factor_source")])
             row["messages"] += len(after)
             row["tokens"] += counter(after)
+    if not files:
+        skipped = f"{len(given):,} files skipped"
+        raise UsageError(f"{args.file}: no conversation in this folder ({skipped})")
     for row in rows.values():
         row["share"] = row["tokens"] / totals["tokens"] if totals["tokens"] else 1.0
     summary = {"file": args.file, "files": len(files), **totals, "by_type": dict(by_type),
@@ -229,6 +281,29 @@ def _stats(args: argparse.Namespace) -> int:
                "max_tokens": args.max_tokens, "usage": usage, "strategies": list(rows.values())}
     print(json.dumps(summary, indent=2) if args.json else _stats_table(summary, terminal_width()))
     return 0
+
+
+def _factors_text(factors: list[tuple[Any, str]], measured: str) -> str:
+    """Return the provider's count over this package's in plain words, for the first three files.
+
+    Empty without usage. ``stats --json`` keeps the factors and their sources as figures;
+    docs/cli.md explains both.
+    """
+    if not factors:
+        return ""
+    said = []
+    for factor, source in factors[:3]:
+        used = re.match(r"usage \((\d+) answers\)(.*)", source)
+        where = (
+            f"the usage of {used[1]} answers{used[2]}"
+            if used
+            else f"the usual ratio of {source[6:]} models"
+            if source.startswith("prior:")
+            else source
+        )
+        said.append(f"{factor}x this package's count {measured} (from {where})")
+    more = f" ... ({len(factors)} files)" if len(factors) > 3 else ""
+    return "; ".join(said) + more
 
 
 def _stats_table(summary: dict[str, Any], width: int | None = None) -> str:
@@ -239,16 +314,22 @@ def _stats_table(summary: dict[str, Any], width: int | None = None) -> str:
     exact = "exact" if summary["token_counter"]["exact"] else "approximate"
     files = f"{summary['files']:,} transcripts, " if summary["files"] > 1 else ""
     factors: list[list[Any]] = next((r["usage_factors"] for r in summary["strategies"] if r["strategy"] == DEFAULT_LIST_ROW and "usage_factors" in r), [])
-    usage = "; ".join(f"{factor} from {source}" for factor, source in factors[:3]) + (f" ... ({len(factors)} files)" if len(factors) > 3 else "")
-    sent = "; ".join(f"{u['factor']} from {u['source']}" for u in summary["usage"][:3]) + (f" ... ({len(summary['usage'])} files)" if len(summary["usage"]) > 3 else "")
+    learned = _factors_text([(f, src) for f, src in factors], "for the default list's prompts")
+    counted = _factors_text(
+        [(u["factor"], u["source"]) for u in summary["usage"]],
+        "for the whole history before each answer",
+    )
+    no_usage = "not in the file (no usage recorded); every figure is this package's count"
+    no_answers = "(the file's answers carry no usage to learn the provider's from)"
     head = [
         f"{summary['file']}: {files}{summary['messages']:,} messages" + (f" ({kinds})" if kinds else ""),
         f"tool calls: {summary['tool_calls']:,}; tokens: {summary['tokens']:,} ({summary['token_counter']['encoding']}, {exact})",
         f"{DEFAULT_MARK}: {DEFAULT_LIST_ROW}, what an agent gets when it names no strategy (here without its inbox).",
         f"what each strategy would send (token target {summary['max_tokens']:,} for those that take one):",
-        f"the provider's count over the package's, for what was sent (the whole history before each answer): {sent or '- (no usage)'}",
-        f"the default's factor, learned against the prompts it sends (the ceiling of apply on this file holds on it; "
-        f"right for a run recorded with the default): {usage or '1.0 (none: no usage, no prior)'}",
+        f"the provider's own count: {counted or no_usage}",
+        f"apply keeps the ceiling on the provider's count: {learned}"
+        if learned
+        else f"apply keeps the ceiling on this package's count {no_answers}",
     ]
     cells = [
         [DEFAULT_MARK if r["strategy"] == DEFAULT_LIST_ROW else r["strategy"], f"{r['messages']:,}", f"{r['tokens']:,}",

@@ -7,8 +7,6 @@ Must stay light: nothing here imports LangChain, LangGraph or tiktoken at module
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import textwrap
 from typing import TYPE_CHECKING, NoReturn
 
 from langchain_promptstrat.defaults import DEFAULT_ENCODING
@@ -32,27 +30,6 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (see {self.prog} --help)")
-
-
-class KeepsLines(argparse.HelpFormatter):
-    """argparse's help, with a text that holds line breaks (the settings list) printed as written."""
-
-    def _fill_text(self, text: str, width: int, indent: str) -> str:
-        return text if "\n" in text else super()._fill_text(text, width, indent)
-
-
-def settings_help() -> str:
-    """Return the settings as a command's help lists them, from their one declaration (``Settings``): variables, default, meaning."""
-    from langchain_promptstrat.settings import Settings, documented_default, environment_variables
-
-    lines = textwrap.wrap(
-        "settings: each is read from its environment variable whenever a strategy is built (an option given in "
-        "code wins; docs/settings.md says which strategy takes which):", 78,
-    )
-    for f in dataclasses.fields(Settings):
-        lines.append(f"  {' or '.join(environment_variables(f.name))} (default {documented_default(f.name)})".replace("`", ""))
-        lines += textwrap.wrap(f.metadata["doc"].replace("`", ""), 78, initial_indent=" " * 6, subsequent_indent=" " * 6)
-    return "\n".join(lines)
 
 
 def one_line(exc: BaseException) -> str:

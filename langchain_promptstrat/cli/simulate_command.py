@@ -77,6 +77,7 @@ def add_simulate_commands(commands: argparse._SubParsersAction[Any], detailed: b
     from langchain_promptstrat.ceiling import DEFAULT_CEILING
     from langchain_promptstrat.defaults import BILLS, CACHE_RULES
     from langchain_promptstrat.defaults import DEFAULT_CACHED_FRACTION, DEFAULT_MAX_TOKENS, DEFAULT_TOOL_CALLS
+    from langchain_promptstrat.defaults import LONG_RUN_CALLS, MAX_SIMULATED_CALLS
 
     sim.add_argument(
         "strategies", nargs="*", metavar="STRATEGY|FILE",
@@ -86,8 +87,19 @@ def add_simulate_commands(commands: argparse._SubParsersAction[Any], detailed: b
         "an Anthropic Messages API body or a mini-swe-agent .traj.json; a folder gives its *.json and *.jsonl "
         "files; the figures are summed over every model call of every file",
     )
-    sim.add_argument("--calls", type=positive_int, default=DEFAULT_TOOL_CALLS, metavar="N",
-                     help=f"tool calls of the simulated run (default: {DEFAULT_TOOL_CALLS})")
+    calls = _number(
+        f"a whole number of tool calls from 1 to {MAX_SIMULATED_CALLS:,} "
+        "(a run's prompts grow with the square of its calls)",
+        lambda v: v.is_integer() and 1 <= v <= MAX_SIMULATED_CALLS,
+    )
+    sim.add_argument(
+        "--calls",
+        type=lambda text: int(calls(text)),
+        default=DEFAULT_TOOL_CALLS,
+        metavar="N",
+        help=f"tool calls of the simulated run, at most {MAX_SIMULATED_CALLS:,} (default: "
+        f"{DEFAULT_TOOL_CALLS}; from {LONG_RUN_CALLS:,} on, progress is shown on standard error)",
+    )
     sim.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the simulated run (default: 0)")
     sim.add_argument("--compare", action="store_true",
                      help="also replay the peers: trim_messages and ClearToolUsesEdit at --max-tokens, and SWE-agent's "

@@ -42,6 +42,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from langchain_promptstrat.cache_rules import CACHE_RULES, ToolSchemas, make_cache_rule
 from langchain_promptstrat.defaults import DEFAULT_CACHED_FRACTION, DEFAULT_MAX_TOKENS, DEFAULT_TOOL_CALLS
+from langchain_promptstrat.defaults import LONG_RUN_CALLS
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.extras import install_hint
 from langchain_promptstrat.messages import content_text, is_real_user_message, task_index
@@ -357,8 +358,13 @@ def _resolve_entry(
     raise ConfigError(f"cannot replay {entry!r}: expected a strategy name, a PromptStrategy or a callable")
 
 
-def _progress_hook(progress: bool | ProgressHook | None, total: int) -> tuple[ProgressHook | None, Callable[[], None]]:
-    """Return the per-prompt hook and its closer: a bar on stderr when asked or when stderr is a terminal (tqdm's, else one plain line)."""
+def _progress_hook(
+    progress: bool | ProgressHook | None, total: int, unit: str = "call"
+) -> tuple[ProgressHook | None, Callable[[], None]]:
+    """Return the per-step hook and its closer: a bar of ``total`` ``unit``s on stderr.
+
+    Drawn when asked or when stderr is a terminal: tqdm's, else one plain line.
+    """
     if callable(progress):
         return progress, lambda: None
     if progress is False or (progress is None and not sys.stderr.isatty()):
@@ -373,7 +379,7 @@ def _progress_hook(progress: bool | ProgressHook | None, total: int) -> tuple[Pr
             percent = 100 * shown[0] // max(total, 1)
             if percent != shown[1]:
                 shown[1] = percent
-                sys.stderr.write(f"\r{label}: {shown[0]}/{total} prompts ({percent}%)\x1b[K")
+                sys.stderr.write(f"\r{label}: {shown[0]:,}/{total:,} {unit}s ({percent}%)\x1b[K")
                 sys.stderr.flush()
 
         def close() -> None:
@@ -382,13 +388,37 @@ def _progress_hook(progress: bool | ProgressHook | None, total: int) -> tuple[Pr
                 sys.stderr.flush()
 
         return plain, close
-    bar = tqdm(total=total, file=sys.stderr, unit="call", leave=False, dynamic_ncols=True)
+    bar = tqdm(total=total, file=sys.stderr, unit=unit, leave=False, dynamic_ncols=True)
 
     def hook(label: str, done: int, of: int) -> None:
-        bar.set_description(label, refresh=False)
+        if bar.desc != label:  # drawn at once: a new phase or strategy shows even between redraws
+            bar.set_description(label)
         bar.update(1)
 
     return hook, bar.close
+
+
+def _build_run(
+    n_tool_calls: int, seed: int, options: Mapping[str, Any], progress: bool | ProgressHook | None
+) -> list[list[BaseMessage]]:
+    """Return the prompts of the simulated run, with a bar of its tool calls while it is built.
+
+    The bar is drawn when ``progress`` draws one; a callable ``progress`` is the replay's (one
+    call per prompt replayed), and building draws nothing for it.
+    """
+    drawn = False if callable(progress) else progress
+    hook, close = _progress_hook(drawn, n_tool_calls, unit="tool call")
+    prompts: list[list[BaseMessage]] = []
+    try:
+        for prompt in iter_agent_run(n_tool_calls, seed=seed, **dict(options)):
+            if hook is not None:
+                for message in prompt[len(prompts[-1]) if prompts else 0:]:
+                    if isinstance(message, ToolMessage):
+                        hook("building the run", 0, n_tool_calls)
+            prompts.append(prompt)
+    finally:
+        close()
+    return prompts
 
 
 def _replay(
@@ -472,15 +502,16 @@ def simulate(
     ``strategies``: registry names (a comma-separated name is a pipeline), ``PromptStrategy``
     objects or ``messages -> messages`` callables; None: :func:`default_rows`, built from
     ``settings`` (default: the environment). ``peers=True`` adds the peers. ``progress``: None
-    draws a bar on stderr only when it is a terminal, True/False force it, a callable
-    ``hook(label, done, total)`` is called after each prompt. ``run_options`` go to
-    :func:`~langchain_promptstrat.testing.iter_agent_run`; ``prompts`` replace its run (then
-    ``n_tool_calls`` and ``seed`` are not recorded). ``cache`` (``openai``, ``anthropic``) adds
-    that provider's figures (:mod:`~langchain_promptstrat.cache_rules`). ``tools`` are the
-    tools bound to the model (None: :data:`AGENT_RUN_TOOLS` for the simulated run, none for
-    ``prompts``). ``next_actions`` (one per prompt, None where unknown; None: each answer as
-    the next prompt holds it) measure recall; a simulated run measures none (its next
-    actions are scripted).
+    draws a bar on stderr (building the run, then replaying it) only when it is a terminal or
+    the simulated run has :data:`~langchain_promptstrat.defaults.LONG_RUN_CALLS` tool calls or
+    more, True/False force it, a callable ``hook(label, done, total)`` is called after each
+    prompt replayed. ``run_options`` go to :func:`~langchain_promptstrat.testing.iter_agent_run`;
+    ``prompts`` replace its run (then ``n_tool_calls`` and ``seed`` are not recorded). ``cache``
+    (``openai``, ``anthropic``) adds that provider's figures
+    (:mod:`~langchain_promptstrat.cache_rules`). ``tools`` are the tools bound to the model
+    (None: :data:`AGENT_RUN_TOOLS` for the simulated run, none for ``prompts``).
+    ``next_actions`` (one per prompt, None where unknown; None: each answer as the next prompt
+    holds it) measure recall; a simulated run measures none (its next actions are scripted).
 
     Raises:
         ConfigError: an unknown cache rule or strategy, a figure out of range, or ``next_actions`` not one per prompt.
@@ -494,8 +525,10 @@ def simulate(
     if price_per_mtok is not None and (not isinstance(price_per_mtok, (int, float)) or not math.isfinite(price_per_mtok) or price_per_mtok < 0):
         raise ConfigError(f"price_per_mtok must be a non-negative number, got {price_per_mtok!r}")
     counter = as_token_counter(token_counter)
+    if progress is None and prompts is None and n_tool_calls >= LONG_RUN_CALLS:
+        progress = True  # minutes of work: say how far it got, terminal or not
     if prompts is None:
-        replayed = list(iter_agent_run(n_tool_calls, seed=seed, **dict(run_options or {})))
+        replayed = _build_run(n_tool_calls, seed, run_options or {}, progress)
     else:
         replayed = [list(p) for p in prompts]
         if next_actions is not None and len(next_actions) != len(replayed):

@@ -88,6 +88,18 @@ class StrategyRun:
     def mean_tokens(self) -> float:
         return self.total_tokens / self.calls if self.calls else 0.0
 
+    @property
+    def ceiling(self) -> int | None:
+        """Return the tokens this row was given to stay under (``max_tokens``, ``trigger``)."""
+        given = self.options.get("max_tokens", self.options.get("trigger"))
+        return given if isinstance(given, int) and not isinstance(given, bool) else None
+
+    @property
+    def calls_over_ceiling(self) -> int | None:
+        """Return how many prompts sent (tool schemas included) went over :attr:`ceiling`."""
+        ceiling = self.ceiling
+        return None if ceiling is None else sum(t > ceiling for t in self.tokens)
+
     def recall_summary(self) -> dict[str, Any] | None:
         """Return recall, old and outputs-only recall with their reference counts (None when not measured; a share of 0 references is None)."""
         if not self.recall:
@@ -147,6 +159,8 @@ class StrategyRun:
             "strategy_ms_per_call": 1000 * self.strategy_seconds / self.calls if self.calls else 0.0,
             "degenerate_calls": self.degenerate_calls,
             "mean_tokens": self.mean_tokens,
+            "ceiling": self.ceiling,
+            "calls_over_ceiling": self.calls_over_ceiling,
         }
         data.update(self.recall_summary() or {})
         if price_per_mtok is not None:
@@ -314,7 +328,8 @@ def format_table(result: SimulationResult, width: int | None = None) -> str:
     for run in runs:
         s = run.summary(result.cached_fraction, result.price_per_mtok)
         label = DEFAULT_MARK if _is_default(run.name) else f"{run.name} (peer)" if run.kind == "peer" else run.name
-        row = [label, f"{s['peak_tokens']:,}", f"{100 * s['cache_reuse']:.1f}%",
+        marked = " over" if s["calls_over_ceiling"] else ""
+        row = [label, f"{s['peak_tokens']:,}{marked}", f"{100 * s['cache_reuse']:.1f}%",
                _ratio(s["cost_units"], base.cost(result.cached_fraction)) if base else f"{s['cost_units']:,.0f}"]
         if result.price_per_mtok is not None:
             row.append(f"{s['cost_dollars']:,.2f}")
@@ -337,7 +352,17 @@ def format_table(result: SimulationResult, width: int | None = None) -> str:
         header.append(f"{DEFAULT_MARK}: {DEFAULT_LIST_ROW}, what an agent gets when it names no strategy (a replay has no inbox).")
     out = [*fit_lines(header, width), "", *render_table(columns, rows, width), ""]
     degenerate = [f"{label} {run.degenerate_calls:,}" for run, (label, *_) in zip(runs, rows) if run.degenerate_calls]
+    over = [
+        f"{label} on {run.calls_over_ceiling:,} of {run.calls:,} calls"
+        for run, (label, *_) in zip(runs, rows)
+        if run.calls_over_ceiling
+    ]
+    went_over = (
+        f"over: the prompt sent (tool schemas included) went over the {result.max_tokens:,} tokens "
+        f"the row was given: {', '.join(over)}; why a strategy goes over: docs/cli.md."
+    )
     footnotes = [
+        *([went_over] if over else []),
         "cache reuse: mean over calls of the share of each prompt whose leading messages repeat the previous "
         "prompt's byte for byte (whole messages: an upper bound of a provider's block cache).",
         f"cost: input tokens, cached ones at {result.cached_fraction:g}. ms per call: time inside the strategy. "

@@ -856,7 +856,10 @@ def shorten_tools_epoch_stable(
     ``front`` or ``middle``: None when no byte changed) and ``prefix_change_reason``
     (``compaction_started``, ``front_drop`` or ``advance``); with a ceiling also ``ceiling``,
     ``ceiling_source``, ``budget``, ``tokens_after`` (as sent, margin not included), ``met``,
-    ``ceiling_events``, ``ceiling_event`` (this call) and ``fallback``.
+    ``ceiling_events``, ``ceiling_event`` (this call) and ``fallback``, and
+    ``floor_over_ceiling: True`` when the prompt is over the budget even so: the system prompt,
+    the task, the newest user message and the newest step (its outputs shortened) are all that
+    is left, and ``tokens_after`` is their size.
     """
     costs = Costs(as_token_counter(token_counter))
     return _compact(messages, settings, max_tokens, extra_tokens, ceiling_source, None, costs)
@@ -909,6 +912,8 @@ def _compact(
             ceiling_events=edges.events, ceiling_event=edges.event_here, fallback=fallback,
             **calibration.report(memo if memo is not None else _compact),
         )
+        if not details["met"]:  # the fallback shortened all it may: what is left is the floor
+            details["floor_over_ceiling"] = True
     return Compacted(out, make_report(STRATEGY_NAME, messages, out, shortened=head.shortened if head else 0,
                                       dropped=head.dropped if head else 0, protected=head.protected if head else 0, **details))
 

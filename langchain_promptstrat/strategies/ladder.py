@@ -372,12 +372,7 @@ class CompactionLadder(PlannedStrategy):
         super().__init__(settings_with_options(type(self), settings, unknown, reads=("ladder_low_ratio",)))
         self.rungs: list[Rung] = _resolve_rungs(rungs, self.settings)
         self.max_tokens = _tokens_argument("max_tokens", max_tokens)
-        ratio = self.settings.ladder_low_ratio
-        if ratio > 1:
-            raise ConfigError(
-                f"ladder_low_ratio={ratio!r} must be <= 1 (settings key ladder_low_ratio, "
-                "environment variable LADDER_LOW_RATIO); 1 turns the watermark off"
-            )
+        ratio = self.settings.ladder_low_ratio  # at most 1, as Settings declares it
         low = int(self.max_tokens * ratio) if low_tokens is None else _tokens_argument("low_tokens", low_tokens)
         if low > self.max_tokens:
             raise ConfigError(f"low_tokens={low} must be <= max_tokens={self.max_tokens}; equal turns the watermark off")

@@ -82,12 +82,40 @@ special tokens that ordinary text never produces."""
 
 
 class TokenizerUnavailableWarning(UserWarning):
-    """A tiktoken encoding could not be loaded; counts are approximate for this process."""
+    """The tokenizer a count needs is not at hand; counts are approximate.
+
+    An encoding that could not be loaded, or a model whose encoding is unknown.
+    """
 
 
 def _encoding_for_model(model: str) -> str:
-    """Return ``o200k_base`` for current OpenAI models, ``cl100k_base`` (shipped, never exact for others) otherwise."""
-    return "o200k_base" if _O200K_MODEL.search(model.strip().lower()) else DEFAULT_ENCODING
+    """Return ``o200k_base`` for current OpenAI models, else ``cl100k_base`` (shipped).
+
+    A model whose own encoding is not ``cl100k_base`` by tiktoken's table (another provider's,
+    a misspelt name) gets one :class:`TokenizerUnavailableWarning` naming the encoding used.
+    """
+    name = model.strip().lower()
+    if _O200K_MODEL.search(name):
+        return "o200k_base"
+    if _tiktoken_encoding_name(name) != DEFAULT_ENCODING:
+        warnings.warn(
+            f"no tokenizer is known for model {model!r}: tokens are counted with "
+            f"{DEFAULT_ENCODING}, which this package ships and which only approximates another "
+            "model's tokenizer; name an encoding (encoding=..., --encoding) to choose one",
+            TokenizerUnavailableWarning,
+            stacklevel=_caller_outside_this_package(),
+        )
+    return DEFAULT_ENCODING
+
+
+def _tiktoken_encoding_name(model: str) -> str | None:
+    """Return tiktoken's encoding for ``model``, also behind ``openai:`` or ``azure/``, or None."""
+    for candidate in (model, model.split("/", 1)[-1], model.split(":", 1)[-1]):
+        try:
+            return tiktoken.model.encoding_name_for_model(candidate)
+        except KeyError:
+            continue
+    return None
 
 
 _LOADED: dict[str, tiktoken.Encoding | None] = {}

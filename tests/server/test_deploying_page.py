@@ -1,9 +1,10 @@
 """docs/deploying.md as written: its own files, in an empty folder, served by its own command, driven by its own client.
 
 The page's graph module becomes ``agent.py`` and its ``langgraph.json`` is written beside it;
-the page's ``langgraph dev`` command runs there (on a free loopback port instead of 2024, with
-the inbox root in a temporary folder instead of ``/srv/agents/inboxes``), and the page's client
-block runs against it with Python's warnings on, so a socket it leaves open fails here too.
+the page's ``langgraph dev`` command runs there (with the inbox root in a temporary folder
+instead of ``/srv/agents/inboxes``), and the page's client block runs against it as written with
+Python's warnings on, so a socket it leaves open fails here too. Both find the port where the
+page puts it, ``AGENT_PORT``: a free loopback port here.
 """
 
 from __future__ import annotations
@@ -39,9 +40,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     (folder / "agent.py").write_text(GRAPH_MODULE, encoding="utf-8")
     (folder / "langgraph.json").write_text(LANGGRAPH_JSON, encoding="utf-8")
     port = free_port()
-    command = START.replace("/srv/agents/inboxes", str(home / "inboxes")).replace("--port 2024", f"--port {port}")
+    command = START.replace("/srv/agents/inboxes", str(home / "inboxes"))
     env = {k: v for k, v in os.environ.items() if k not in SECRETS and not k.startswith("PROMPTSTRAT_")}
-    env.update(QUIET_SERVER_ENV, PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}")
+    path = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    env.update(QUIET_SERVER_ENV, PATH=path, AGENT_PORT=str(port))
     with (home / "server.log").open("wb") as log:
         process = subprocess.Popen(["bash", "-c", command], cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, start_new_session=True)
@@ -64,9 +66,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def test_the_pages_files_and_command_serve_the_pages_client(server: str, tmp_path: Path) -> None:
-    """The client block, run as written against the page's deployment, prints what its comments say and leaves no socket open."""
-    code = CLIENT.replace("http://127.0.0.1:2024", server)
-    result = subprocess.run([sys.executable, "-W", "default", "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    """The client block, run as written with the AGENT_PORT the command used, talks to the page's
+    deployment, prints what its comments say and leaves no socket open (the client once hard-coded
+    2024, whoever held it)."""
+    env = {**os.environ, "AGENT_PORT": server.rsplit(":", 1)[1]}
+    command = [sys.executable, "-W", "default", "-c", CLIENT]
+    result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "ResourceWarning" not in result.stderr, result.stderr[-3000:]
     lines = result.stdout.splitlines()
@@ -77,3 +83,17 @@ def test_an_unknown_thread_is_a_404_and_an_id_that_is_not_a_uuid_a_422(server: s
     """What the page says of the routes' answers for threads the server does not have."""
     assert httpx.get(f"{server}/threads/{uuid.uuid4()}/inbox").status_code == 404
     assert httpx.get(f"{server}/threads/run-3/inbox").status_code == 422
+
+
+def test_the_page_reads_the_port_from_one_variable_and_says_where_each_command_runs() -> None:
+    """The command and the client read AGENT_PORT, the page says to check langgraph dev's own lines
+    (it moves to another port when the one asked for is taken, silently for a client), and names
+    each command's folder."""
+    assert '--port "$AGENT_PORT"' in START and 'export AGENT_PORT="${AGENT_PORT:-2024}"' in START
+    assert "os.environ.get('AGENT_PORT', '2024')" in CLIENT and "127.0.0.1:2024" not in CLIENT
+    text = " ".join(PAGE.split())
+    assert "Port 2024 is already in use, using port N instead" in text
+    assert "API: http://127.0.0.1:N" in text
+    assert "from the clone of this repository" in text
+    assert "in a folder of its own** outside the clone" in text
+    assert "Start it from that folder (`~/my-agent`)" in text
