@@ -356,10 +356,6 @@ class ShortenedForm:
 # ---- what the rule reads: each call's tokens, as prefix sums -------------------------------
 
 
-NOTICE_TOKENS = 90
-"""What the estimate reserves for the compaction notice (its text is about 80 tokens)."""
-
-
 class Costs:
     """Per-message tokens for one counter, whole and shortened, remembered weakly by message object (never changing a result)."""
 
@@ -395,6 +391,31 @@ class Costs:
     def __call__(self, messages: Sequence[BaseMessage], /) -> int:
         return sum(map(self.whole, messages))
 
+    def notice(self, handles: bool) -> int:
+        """Return what the estimate reserves for the compaction notice: the most a notice costs.
+
+        That is the notice of :data:`NOTICE_CALLS` calls (handles or not, as ``handles`` says).
+        """
+        return max(map(self.whole, _largest_notices(handles)))
+
+
+NOTICE_CALLS = 99_999
+"""The most calls whose notice the reserve is sure to cover (each count at most five digits)."""
+
+
+@functools.lru_cache(maxsize=2)
+def _largest_notices(handles: bool) -> tuple[BaseMessage, ...]:
+    """Return the notices with the longest counts, each one call or :data:`NOTICE_CALLS`.
+
+    The same objects every time, so a :class:`Costs` counts them once.
+    """
+    last = {NOTICE_CALLS - 1: Fate.DROP}  # calls NOTICE_CALLS-NOTICE_CALLS dropped
+    return tuple(
+        compaction_notice(shortened, dropped, strategy=STRATEGY_NAME, fates=last, handles=handles)
+        for shortened in (1, NOTICE_CALLS)
+        for dropped in (1, NOTICE_CALLS)
+    )
+
 
 @dataclass
 class StepCosts:
@@ -416,11 +437,13 @@ class StepCosts:
     keys: set[str] = field(default_factory=set)
     """Repeat keys of the calls seen so far."""
     last_ai: int = -1
+    notice: int = 0
+    """What the compaction notice costs at most (:meth:`Costs.notice`): reserved once any is cut."""
 
     def copy(self) -> StepCosts:
         return StepCosts(
             self.fixed, list(self.whole), list(self.short), list(self.loose_before), self.loose_after,
-            list(self.ends), set(self.keys), self.last_ai,
+            list(self.ends), set(self.keys), self.last_ai, self.notice,
         )
 
     @property
@@ -432,7 +455,7 @@ class StepCosts:
         t = self.total
         h = min(head, drop)
         loose = self.loose_before[t] + self.loose_after - self.loose_before[drop] + self.loose_before[h]
-        notice = NOTICE_TOKENS if compaction else 0
+        notice = self.notice if compaction else 0
         kept_short = self.short[h] + self.short[compaction] - self.short[drop]
         return self.fixed + loose + notice + kept_short + self.whole[t] - self.whole[compaction]
 
@@ -540,6 +563,7 @@ def replay_history(
     system = leading_system_count(source)
     steps, edges = replay.steps, replay.edges
     form = ShortenedForm.of(settings, costs.counter)
+    steps.notice = costs.notice(form.handles)
     calibration, sent = replay.calibration, replay.sent
     for point in call_points(source, after=done):
         if done:  # the answer to the previous call point

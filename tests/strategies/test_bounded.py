@@ -269,6 +269,30 @@ class TestTaskAndDebris:
         assert (mark["shortened"], mark["dropped"]) == (result.report.shortened, result.report.dropped)
 
 
+    @pytest.mark.parametrize("handles", [True, False])
+    def test_the_estimate_reserves_what_the_notice_costs(self, handles: bool) -> None:
+        """The rule moves its edges on an estimate, which counts the notice the prompt carries.
+
+        A reserve below the notice's cost lets a prompt the estimate puts just under the
+        ceiling cross it once the notice is placed (notices cost 117 to 151 tokens on the real
+        runs).
+        """
+        from langchain_promptstrat.strategies.epoch_stable import Costs, replay_history
+
+        settings, costs, carried = Settings.load(read_back_handles=handles), Costs(COUNT), 0
+        strategy = ShortenToolsEpochStable(settings, max_tokens=9_000, token_counter=COUNT)
+        for prompt in list(iter_agent_run(400, seed=6))[::15]:
+            notices = [m for m in strategy.compact(prompt).messages if is_compaction_notice(m)]
+            if not notices:
+                continue
+            steps = replay_history(None, prompt, 9_000, settings, costs).steps
+            t = steps.total
+            loose = steps.loose_before[t] + steps.loose_after
+            without_notice = steps.fixed + loose + steps.short[1] + steps.whole[t] - steps.whole[1]
+            assert steps.estimate(1, 0, 0) - without_notice >= costs.whole(notices[0])
+            carried += 1
+        assert carried >= 5
+
 class TestCeilingResolution:
     def test_an_explicit_ceiling_wins(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """max_tokens given to the strategy is used as is, whatever the environment and the model say."""
