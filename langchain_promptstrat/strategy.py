@@ -162,4 +162,6 @@ def apply_in_order(
         emit_report(result, config)
         current = keep_read_backs_whole(source, result.messages)
         reports.append(result.report)
-    return resolve_references(source, keep_prompt_floor([*source, *delivered], current)), reports
+    handles = all(strategy.settings.read_back_handles for strategy in strategies)
+    prompt = keep_prompt_floor([*source, *delivered], current)
+    return resolve_references(source, prompt, handles=handles), reports

@@ -97,7 +97,7 @@ def check_every_reference(history: Sequence[BaseMessage], prompt: Sequence[BaseM
             continue
         own = numbers[message.tool_call_id]
         for ref in references(message.content, str(stored[message.tool_call_id].content)):
-            if ref.shown:
+            if ref.shown or not ref.names:  # read_back_handles off: said not shown, no handle
                 continue
             handles += 1
             whole = str(
@@ -222,6 +222,21 @@ class TestTheRule:
         out = resolve_references(history, deduped)
         assert out[-1].content == not_shown_text(8, 4)
         assert check_every_reference(history, out) == 1
+
+    def test_with_read_back_handles_off_lines_not_shown_are_said_so_without_a_handle(self) -> None:
+        """The read_back_handles setting off means no text names read_back: a rewrite says only that
+        the lines are not shown."""
+        off = Settings.load(
+            read_back_handles=False,
+            **{k: v for k, v in EARLY.as_dict().items() if k.startswith(("dedupe", "stable"))},
+        )
+        history = run(*(lines(*range(k, k + 8)) for k in range(0, 30, 2)))
+        prompt = prepare_prompt(history, default_list(off, ceiling=1_500))
+        said = [
+            m for m in prompt if isinstance(m, ToolMessage) and "lines not shown]" in str(m.content)
+        ]
+        assert said and not any("read_back" in str(m.content) for m in prompt)
+        assert unresolved_references(history, prompt) == 0
 
     def test_saying_lines_are_not_shown_costs_less_than_the_reference_it_replaces(self) -> None:
         """The strategies counted the prompt with the references in it: a rewrite must not push it

@@ -42,10 +42,10 @@ from langchain_promptstrat.messages.read_back import READ_BACK_TOOL
 from langchain_promptstrat.messages.recorded_calls import recorded_calls
 
 _POINTER = re.compile(r"\[(\d+) lines? as in the output of (.+?) above\]")
-_NOT_SHOWN = re.compile(rf"\[(\d+) lines? not shown: {READ_BACK_TOOL}\(call=(\d+)\)\]")
+_NOT_SHOWN = re.compile(rf"\[(\d+) lines? not shown(?:: {READ_BACK_TOOL}\(call=(\d+)\))?\]")
 _HANDLE = re.compile(rf"\[whole: {READ_BACK_TOOL}\(call=[^)\n]*\)\]")
 _PHRASE = " as in the output of "
-_NOT_SHOWN_WORDS = " not shown: "
+_NOT_SHOWN_WORDS = " not shown"
 """Words every reference holds: an output without them is not read further."""
 
 
@@ -55,10 +55,14 @@ def reference_text(lines: int, call_id: str, tool: str) -> str:
     return f"[{lines} line{'s' if lines != 1 else ''} as in the output of {call_id}{name} above]"
 
 
-def not_shown_text(lines: int, call: int) -> str:
+def not_shown_text(lines: int, call: int | None) -> str:
     """Return the line that stands for ``lines`` lines not shown, which call ``call``'s output
-    holds."""
-    return f"[{lines} line{'s' if lines != 1 else ''} not shown: {READ_BACK_TOOL}(call={call})]"
+    holds.
+
+    Without ``call`` (the ``read_back_handles`` setting off) it names no handle.
+    """
+    handle = f": {READ_BACK_TOOL}(call={call})" if call is not None else ""
+    return f"[{lines} line{'s' if lines != 1 else ''} not shown{handle}]"
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,7 @@ def references(text: str, stored: str) -> list[Reference]:
     if text == stored or (_PHRASE not in text and _NOT_SHOWN_WORDS not in text):
         return []
     found = [
-        (m.start(), m.end(), int(m.group(1)), m.group(2), shown)
+        (m.start(), m.end(), int(m.group(1)), m.group(2) or "", shown)
         for pattern, shown in ((_POINTER, True), (_NOT_SHOWN, False))
         for m in pattern.finditer(text)
     ]
@@ -160,8 +164,10 @@ _calls: IdentityMemo[Sequence[tuple[str, str, object]]] = IdentityMemo(50_000)
 class _Prompt:
     """What the rule reads of one prompt: its outputs, each call's stored text, number and tool."""
 
-    def __init__(self, source: Sequence[BaseMessage], prompt: Sequence[BaseMessage]) -> None:
-        self.source, self.prompt = source, prompt
+    def __init__(
+        self, source: Sequence[BaseMessage], prompt: Sequence[BaseMessage], handles: bool = True
+    ) -> None:
+        self.source, self.prompt, self.handles = source, prompt, handles
         self.stored: dict[str, str] = {}
         for m in source:
             if isinstance(m, ToolMessage) and isinstance(m.content, str):
@@ -224,7 +230,8 @@ class _Prompt:
         return None
 
     def resolves(self, ref: Reference, at: int) -> bool:
-        """Return whether ``ref`` (in the output at ``at``) names an earlier output showing it all."""
+        """Return whether ``ref`` (in the output at ``at``) names an earlier output showing it
+        all."""
         if ref.lines is None:
             return False
         i = self.place.get(self.named(ref.names) or "")
@@ -236,7 +243,7 @@ class _Prompt:
             return None
         own = self.call(self.prompt[at].tool_call_id)  # type: ignore[attr-defined]
         if ref.lines is None:
-            return not_shown_text(ref.count, own[0]) if own is not None else None
+            return self.not_shown(ref, own)
         newest = self.newest_showing(ref.lines, at)
         if newest is not None:
             call_id: str = self.prompt[newest].tool_call_id  # type: ignore[attr-defined]
@@ -245,6 +252,13 @@ class _Prompt:
         named = self.named(ref.names)
         stored = frozenset(self.stored[named].split("\n")) if named is not None else frozenset()
         holder = self.call(named) if named and all(line in stored for line in ref.lines) else own
+        return self.not_shown(ref, holder)
+
+    def not_shown(self, ref: Reference, holder: tuple[int, str] | None) -> str | None:
+        """Return ``ref`` said not shown, with the handle of ``holder`` (without any when handles
+        are off)."""
+        if not self.handles:
+            return not_shown_text(ref.count, None)
         return not_shown_text(ref.count, holder[0]) if holder is not None else None
 
     def references(self) -> list[tuple[int, list[Reference]]]:
@@ -294,19 +308,20 @@ def unresolved_references(source: Sequence[BaseMessage], prompt: Sequence[BaseMe
 
 
 def resolve_references(
-    source: Sequence[BaseMessage], prompt: list[BaseMessage]
+    source: Sequence[BaseMessage], prompt: list[BaseMessage], *, handles: bool = True
 ) -> list[BaseMessage]:
     """Return ``prompt`` with every reference true, by the rule of the module docstring.
 
-    ``source`` is the stored conversation ``prompt`` is sent for. An output whose references
-    change is a copy; every other message is the same object. A rewrite reads only the prompt
-    before it and the stored conversation, so where a recent call of the same conversation sent
-    the same message objects up to an output, that output is rewritten as it was then.
+    ``source`` is the stored conversation ``prompt`` is sent for; without ``handles`` (the
+    ``read_back_handles`` setting off) lines not shown are said so without a handle. An output
+    whose references change is a copy; every other message is the same object. A rewrite reads
+    only the prompt before it and the stored conversation, so where a recent call of the same
+    conversation sent the same message objects up to an output, it is rewritten as it was then.
     """
     if not _may_refer(prompt):
         return prompt
-    earlier = _recent.find(source, prompt)
-    context = _Prompt(source, prompt)
+    earlier = _recent.find(source, prompt, handles)
+    context = _Prompt(source, prompt, handles)
     out = list(prompt)
     copies: dict[int, BaseMessage] = {}
     for at, refs in context.references():
@@ -324,7 +339,7 @@ def resolve_references(
         if parts:
             copy = prompt[at].model_copy(update={"content": "".join([*parts, text[done:]])})
             out[at] = copies[at] = copy
-    _recent.remember(earlier, source, prompt, copies)
+    _recent.remember(earlier, source, prompt, copies, handles)
     return out
 
 
@@ -336,6 +351,7 @@ class _Rewrites:
     source: list[weakref.ref[BaseMessage]]
     prompt: list[weakref.ref[BaseMessage]]
     copies: dict[int, BaseMessage]
+    handles: bool = True
     shared: int = 0
     """How many leading messages a new prompt shares with this one (set by :meth:`_Recent.find`)."""
 
@@ -349,21 +365,25 @@ class _Recent:
         self._entries: list[_Rewrites] = []
         self._lock = threading.Lock()
 
-    def find(self, source: Sequence[BaseMessage], prompt: Sequence[BaseMessage]) -> _Rewrites:
+    def find(
+        self, source: Sequence[BaseMessage], prompt: Sequence[BaseMessage], handles: bool
+    ) -> _Rewrites:
         """Return the remembered rewrites sharing the most leading messages with ``prompt``, made
         for a conversation ``source`` continues (an empty one when there is none)."""
         with self._lock:
             entries = list(self._entries)
         best = _Rewrites([], [], {})
         for entry in entries:
-            if len(entry.source) > len(source) or not _same(entry.source, source):
+            if entry.handles != handles or len(entry.source) > len(source):
+                continue
+            if not _same(entry.source, source):
                 continue
             shared = next(
                 (i for i, (r, m) in enumerate(zip(entry.prompt, prompt)) if r() is not m),
                 min(len(entry.prompt), len(prompt)),
             )
             if shared > best.shared:
-                best = _Rewrites(entry.source, entry.prompt, entry.copies, shared)
+                best = _Rewrites(entry.source, entry.prompt, entry.copies, handles, shared)
         return best
 
     def remember(
@@ -372,15 +392,18 @@ class _Recent:
         source: Sequence[BaseMessage],
         prompt: Sequence[BaseMessage],
         copies: dict[int, BaseMessage],
+        handles: bool,
     ) -> None:
         """Remember the rewrites of ``prompt``, in place of the ``earlier`` ones it continues."""
         try:
-            refs = earlier.prompt[: earlier.shared] + [weakref.ref(m) for m in prompt[earlier.shared :]]
+            refs = earlier.prompt[: earlier.shared] + [
+                weakref.ref(m) for m in prompt[earlier.shared :]
+            ]
             known = len(earlier.source) if earlier.shared else 0
             stored = earlier.source[:known] + [weakref.ref(m) for m in source[known:]]
         except TypeError:  # a message that cannot be referenced weakly: nothing remembered
             return
-        entry = _Rewrites(stored, refs, copies)
+        entry = _Rewrites(stored, refs, copies, handles)
         with self._lock:
             kept = [e for e in self._entries if e.prompt is not earlier.prompt]
             self._entries = [*kept[-(self.size - 1) :], entry]
