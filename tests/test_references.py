@@ -14,7 +14,12 @@ from realruns import realruns_dir
 
 from langchain_promptstrat import check_tool_pairs, prepare_prompt, read_back
 from langchain_promptstrat.conversation_file import read_conversation
-from langchain_promptstrat.messages import index_tool_calls, shorten_lines, with_handle
+from langchain_promptstrat.messages import (
+    index_tool_calls,
+    shorten_lines,
+    shorten_tool_output,
+    with_handle,
+)
 from langchain_promptstrat.messages.references import (
     not_shown_text,
     reference_text,
@@ -143,9 +148,36 @@ class TestWhereALineIs:
         found = references(str(short.content), stored)
         assert [r.lines for r in found] == [tuple(FILE[:6])]
 
-    def test_the_stored_outputs_own_words_are_never_a_reference(self) -> None:
-        """A tool that prints a line reading like a reference printed it: it is the output's text,
-        not a strategy's."""
+    @pytest.mark.parametrize("cut_at", ["its start", "its end"])
+    def test_a_reference_cut_by_a_stubs_marker_is_said_not_shown(self, cut_at: str) -> None:
+        """A stub keeps the head and tail of an output's text around a marker: a reference the cut
+        runs through still reads as one, so what is left of it is rewritten, with the stub's own
+        handle."""
+        run_of = "\n".join(FILE[:10])
+        for filler in range(60, 260):
+            pad = ("x" * filler, "y" * 300) if cut_at == "its start" else ("x" * 300, "y" * filler)
+            stored = "\n".join([pad[0], run_of, pad[1]])
+            deduped = ToolMessage(
+                stored.replace(run_of, reference_text(10, "call_0", "bash")), tool_call_id="call_1"
+            )
+            stub = shorten_tool_output(deduped, COUNT, call=2)
+            cut = str(stub.content)
+            if "...>" not in cut:
+                continue  # not shortened: the stub would cost more
+            left = cut.split("<...")[0] if cut_at == "its start" else cut.split("...>")[1]
+            if ("as in the output of" in left) != ("above]" in left):
+                break
+        history = run(lines(*range(10)), stored)
+        prompt = [*history[:-1], stub]
+        [found] = references(cut, stored)
+        assert found.lines is None and unresolved_references(history, prompt) == 1
+        out = str(resolve_references(history, prompt)[-1].content)
+        assert "not shown: read_back(call=2)]" in out and " the output of " not in out
+        assert unresolved_references(history, resolve_references(history, prompt)) == 0
+
+    def test_words_the_stored_output_holds_are_held_not_walked(self) -> None:
+        """A line the stored output prints itself is its text: it stands for no stored lines, and
+        stays while what it names is sent as stored (here it names no call of the conversation)."""
         quoted = reference_text(2, "call_9", "bash")
         history = run(lines(0, 1, 2), "\n".join(["log:", quoted, lines(1, 2)]))
         deduped = DedupeOutputs(EARLY).compact(history).messages
@@ -153,11 +185,23 @@ class TestWhereALineIs:
             ["log:", quoted, reference_text(2, "call_0", "bash")]
         )
         found = references(str(deduped[-1].content), str(history[-1].content))
-        assert [(r.names, r.lines) for r in found] == [("call_0 (bash)", tuple(FILE[1:3]))]
-        assert (
-            resolve_references(history, history) == history
-            and unresolved_references(history, history) == 0
-        )
+        assert [(r.names, r.lines, r.held) for r in found] == [
+            ("call_9 (bash)", None, True),
+            ("call_0 (bash)", tuple(FILE[1:3]), False),
+        ]
+        assert resolve_references(history, deduped) == deduped
+        assert unresolved_references(history, deduped) == 0
+
+    def test_strategies_chained_as_runnables_keep_references_true(self) -> None:
+        """``DedupeOutputs() | ShortenToolsEpochStable()`` in a chain: the second gets the first's
+        answer as its conversation, where the references are held; one whose output it then
+        shortens or drops names that output's handle."""
+        others = [f"output {k}, a line long enough to count\n" * 3 for k in range(1, 15)]
+        history = run(lines(*range(8)), *others, lines(*range(8)))  # the last repeats the first
+        bounded = ShortenToolsEpochStable(EARLY, token_counter=COUNT)  # by count: call_0 is cut
+        chained = (DedupeOutputs(EARLY) | bounded).invoke(history)
+        assert chained[-1].content == not_shown_text(8, 1)
+        assert check_every_reference(history, chained) == 1
 
 
 class TestTheRule:
@@ -203,6 +247,28 @@ class TestTheRule:
         out = resolve_references(history, deduped)
         assert out[-1].content == reference_text(8, "call_0", "bash")
         assert unresolved_references(history, out) == 0
+
+    def test_a_reference_in_a_text_block_marked_for_the_cache_is_rewritten_in_its_block(
+        self,
+    ) -> None:
+        """A strategy that marks an output for Anthropic's cache turns its string into a text block:
+        the reference in it is kept true there, the mark kept."""
+        history = run(lines(*range(8)), "ok, nothing here of any length at all", lines(*range(8)))
+        deduped = DedupeOutputs(EARLY).compact(history).messages
+        control = {"type": "ephemeral"}
+        marked = deduped[-1].model_copy(
+            update={
+                "content": [{"type": "text", "text": deduped[-1].content, "cache_control": control}]
+            }
+        )
+        prompt = [*deduped[:2], *deduped[4:-1], marked]  # call_0 and its output dropped
+        out = resolve_references(history, prompt)
+        assert out[-1].content == [
+            {"type": "text", "text": not_shown_text(8, 1), "cache_control": control}
+        ]
+        assert (
+            unresolved_references(history, prompt) == 1 and unresolved_references(history, out) == 0
+        )
 
     def test_lines_no_single_output_shows_are_not_shown_and_named_by_the_handle_of_their_own_output(
         self,

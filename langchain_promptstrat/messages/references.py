@@ -21,32 +21,43 @@ differs in its call id only), so the ceiling the strategies counted the prompt a
 The lines a reference stands for come from the stored conversation: an output's text in the
 prompt is its stored text with runs of lines replaced by references and, once shortened, cut;
 the two are walked side by side from the first line and from the last. A reference inside text
-no walk reaches (a cut stub) stands for lines that cannot be named, so it is rewritten as not
-shown, with the handle of its own output. Must not know any strategy.
+no walk reaches (a cut stub), or itself cut by a stub's marker, stands for lines that cannot be
+named, so it is rewritten as not shown, with the handle of its own output. Must not know any
+strategy.
 """
 
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import re
 import threading
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langchain_promptstrat.messages.history_memo import IdentityMemo
 from langchain_promptstrat.messages.read_back import READ_BACK_TOOL
-from langchain_promptstrat.messages.recorded_calls import recorded_calls
+from langchain_promptstrat.messages.recorded_calls import content_text, recorded_calls
 
-_POINTER = re.compile(r"\[(\d+) lines? as in the output of (.+?) above\]")
+_POINTER = re.compile(r"\[(\d+) lines? as in the output of ((?:(?!<\.\.\.\d)[^\]\n])+?) above\]")
+"""A reference; what it names never holds a stub's marker (``<...554 - e1562...>``): it was cut."""
 _NOT_SHOWN = re.compile(rf"\[(\d+) lines? not shown(?:: {READ_BACK_TOOL}\(call=(\d+)\))?\]")
+_CUT = re.compile(
+    r"\[(\d+) lines? as in the output of ()[^\]\n]*?(?=<\.\.\.\d+ - [0-9a-f]{5}\.\.\.>)"
+)
+"""The start of a reference cut by a stub's marker (``[2 lines as in the output of cal<...554 -
+e1562...>``)."""
+_CUT_END = re.compile(r"(?<=\.\.\.>)()()[^\[\]\n]*? above\]")
+"""The end of a reference cut by a stub's marker (``<...588 - fa8be...>s in the output of call_22
+(bash) above]``)."""
 _HANDLE = re.compile(rf"\[whole: {READ_BACK_TOOL}\(call=[^)\n]*\)\]")
-_PHRASE = " as in the output of "
-_NOT_SHOWN_WORDS = " not shown"
-"""Words every reference holds: an output without them is not read further."""
+_WORDS = (" as in the output of ", " not shown", " above]")
+"""Words every reference, or what is left of one, holds: an output without them is not read on."""
 
 
 def reference_text(lines: int, call_id: str, tool: str) -> str:
@@ -80,19 +91,28 @@ class Reference:
     """True for a reference to lines shown above, False for one that says they are not shown."""
     lines: tuple[str, ...] | None
     """The lines it stands for, from the stored output; None where no walk reaches it."""
+    held: bool = False
+    """Whether the stored output holds these very words (see :func:`references`)."""
 
 
 def references(text: str, stored: str) -> list[Reference]:
-    """Return the references a strategy wrote in ``text``, an output's text in a prompt.
+    """Return the references in ``text``, an output's text in a prompt whose stored text is
+    ``stored``.
 
-    ``stored`` is the output's stored text: text it holds itself is never a reference, however it
-    reads.
+    A reference the stored text holds itself is ``held``: the apply path that wrote it (a
+    strategy applied as a ``Runnable`` before this one, whose answer is this one's conversation)
+    made it true there, or the tool printed those words.
     """
-    if text == stored or (_PHRASE not in text and _NOT_SHOWN_WORDS not in text):
+    if not any(words in text for words in _WORDS):
         return []
     found = [
-        (m.start(), m.end(), int(m.group(1)), m.group(2) or "", shown)
-        for pattern, shown in ((_POINTER, True), (_NOT_SHOWN, False))
+        (m.start(), m.end(), int(m.group(1) or 0), m.group(2) or "", shown)
+        for pattern, shown in (
+            (_POINTER, True),
+            (_NOT_SHOWN, False),
+            (_CUT, True),
+            (_CUT_END, True),
+        )
         for m in pattern.finditer(text)
     ]
     if not found:
@@ -105,9 +125,10 @@ def references(text: str, stored: str) -> list[Reference]:
         row = bisect.bisect_right(starts, start) - 1
         whole_line = start == starts[row] and end == starts[row] + len(lines[row])
         stands_for = reached.get(row) if whole_line else None
-        if stands_for is None and text[start:end] in stored:
-            continue  # the stored output's own words
-        out.append(Reference(start, end, count, names, shown, stands_for))
+        held = stands_for is None and text[start:end] in stored
+        if held and not shown:
+            continue  # lines said not shown: nothing to keep true
+        out.append(Reference(start, end, count, names, shown, stands_for, held))
     return out
 
 
@@ -153,7 +174,7 @@ def _count(line: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-_found: IdentityMemo[list[Reference]] = IdentityMemo(50_000)
+_found: IdentityMemo[list[tuple[int | None, list[Reference]]]] = IdentityMemo(50_000)
 """The references of an output's text in a prompt, by message object (strategies reuse them)."""
 _lines: IdentityMemo[frozenset[str]] = IdentityMemo(50_000)
 """The whole lines of an output's text, by message object."""
@@ -161,33 +182,74 @@ _calls: IdentityMemo[Sequence[tuple[str, str, object]]] = IdentityMemo(50_000)
 """The calls an assistant message records, by message object."""
 
 
+@dataclass
+class _Conversation:
+    """What the rule reads of a stored conversation: each output's text, each call's number and
+    tool (numbered as :func:`~langchain_promptstrat.messages.read_back.read_back` reads them)."""
+
+    length: int = 0
+    stored: dict[str, str] = field(default_factory=dict)
+    calls: dict[str, tuple[int, str]] = field(default_factory=dict)
+    counted: int = 0
+
+    def extended(self, source: Sequence[BaseMessage]) -> _Conversation:
+        """Return this conversation read on to the end of ``source``, which continues it."""
+        more = _Conversation(len(source), dict(self.stored), dict(self.calls), self.counted)
+        for m in source[self.length :]:
+            if isinstance(m, ToolMessage) and isinstance(m.content, str):
+                more.stored.setdefault(m.tool_call_id, m.content)
+            elif isinstance(m, AIMessage):
+                for call_id, name, _ in _recorded(m):
+                    more.counted += 1
+                    more.calls.setdefault(call_id, (more.counted, name))
+        return more
+
+
+@functools.lru_cache(maxsize=256)
+def _lines_of_text(text: str) -> frozenset[str]:
+    """Return the whole lines of a stored output's text (a few are asked again and again)."""
+    return frozenset(text.split("\n"))
+
+
+def _recorded(message: AIMessage) -> Sequence[tuple[str, str, object]]:
+    found = _calls.get(message, message.content, message.tool_calls, message.additional_kwargs)
+    if found is None:
+        found = recorded_calls(message)
+        _calls.put(message, found, message.content, message.tool_calls, message.additional_kwargs)
+    return found
+
+
 class _Prompt:
-    """What the rule reads of one prompt: its outputs, each call's stored text, number and tool."""
+    """What the rule reads of one prompt: its outputs, and the stored conversation it is for."""
 
     def __init__(
-        self, source: Sequence[BaseMessage], prompt: Sequence[BaseMessage], handles: bool = True
+        self,
+        conversation: _Conversation,
+        prompt: Sequence[BaseMessage],
+        handles: bool = True,
+        earlier: list[frozenset[str]] = [],  # noqa: B006 -- read only
     ) -> None:
-        self.source, self.prompt, self.handles = source, prompt, handles
-        self.stored: dict[str, str] = {}
-        for m in source:
-            if isinstance(m, ToolMessage) and isinstance(m.content, str):
-                self.stored.setdefault(m.tool_call_id, m.content)
+        self.prompt, self.handles = prompt, handles
+        self.stored, self.calls = conversation.stored, conversation.calls
         self.outputs = [i for i, m in enumerate(prompt) if isinstance(m, ToolMessage)]
         self.place: dict[str, int] = {}
         for i in self.outputs:
             self.place.setdefault(prompt[i].tool_call_id, i)  # type: ignore[attr-defined]
-        self._showing: dict[str, list[int]] | None = None
-        self._numbers: dict[str, tuple[int, str]] | None = None
+        self.shown = list(earlier)
+        """The whole lines of each output's text, in the order of :attr:`outputs` (read on
+        demand)."""
 
     def lines_of(self, i: int) -> frozenset[str]:
-        """Return the whole lines of the text of the prompt's ``i``-th message."""
-        message = self.prompt[i]
-        found = _lines.get(message, message.content)
-        if found is None:
-            content = message.content
-            found = frozenset(content.split("\n")) if isinstance(content, str) else frozenset()
-            _lines.put(message, found, content)
-        return found
+        """Return the whole lines of the text of the prompt's ``i``-th message, an output."""
+        k = bisect.bisect_left(self.outputs, i)
+        while len(self.shown) <= k:
+            message = self.prompt[self.outputs[len(self.shown)]]
+            found = _lines.get(message, message.content)
+            if found is None:
+                found = frozenset(content_text(message.content).split("\n"))
+                _lines.put(message, found, message.content)
+            self.shown.append(found)
+        return self.shown[k]
 
     def shows(self, i: int, lines: Sequence[str]) -> bool:
         """Return whether each of ``lines`` is a whole line of the text of the prompt's ``i``-th."""
@@ -196,27 +258,23 @@ class _Prompt:
 
     def newest_showing(self, lines: Sequence[str], before: int) -> int | None:
         """Return the newest output before message ``before`` whose text shows all ``lines``."""
-        if self._showing is None:
-            self._showing = {}
-            for i in self.outputs:
-                for line in self.lines_of(i):
-                    self._showing.setdefault(line, []).append(i)
-        candidates = self._showing.get(lines[0], ()) if lines else ()
-        return next((i for i in reversed(candidates) if i < before and self.shows(i, lines)), None)
+        k = bisect.bisect_left(self.outputs, before)
+        if not lines or not k:
+            return None
+        self.lines_of(self.outputs[k - 1])
+        first, shown = lines[0], self.shown
+        return next(
+            (
+                self.outputs[j]
+                for j in range(k - 1, -1, -1)
+                if first in shown[j] and self.shows(self.outputs[j], lines)
+            ),
+            None,
+        )
 
     def call(self, call_id: str) -> tuple[int, str] | None:
         """Return the number (1 = first) and tool of call ``call_id`` in the stored conversation."""
-        if self._numbers is None:
-            self._numbers = {}
-            for m in self.source:
-                if isinstance(m, AIMessage):
-                    calls = _calls.get(m, m.content, m.tool_calls, m.additional_kwargs)
-                    if calls is None:
-                        calls = recorded_calls(m)
-                        _calls.put(m, calls, m.content, m.tool_calls, m.additional_kwargs)
-                    for call_id_, name, _ in calls:
-                        self._numbers.setdefault(call_id_, (len(self._numbers) + 1, name))
-        return self._numbers.get(call_id)
+        return self.calls.get(call_id)
 
     def named(self, names: str) -> str | None:
         """Return the call id a reference names (``call_ab12 (bash)``: ``call_ab12``), or None."""
@@ -230,18 +288,30 @@ class _Prompt:
         return None
 
     def resolves(self, ref: Reference, at: int) -> bool:
-        """Return whether ``ref`` (in the output at ``at``) names an earlier output showing it
-        all."""
-        if ref.lines is None:
-            return False
-        i = self.place.get(self.named(ref.names) or "")
-        return i is not None and i < at and self.shows(i, ref.lines)
+        """Return whether ``ref`` (in the output at ``at``) names an earlier output showing it all.
+
+        A held reference is taken as its stored text's: it resolves while the output it names is
+        sent as stored, or when it names no call of this conversation (a tool's words).
+        """
+        named = self.named(ref.names)
+        i = self.place.get(named or "")
+        if ref.held:
+            return named is None or (i is not None and i < at and self.as_stored(i))
+        return ref.lines is not None and i is not None and i < at and self.shows(i, ref.lines)
+
+    def as_stored(self, i: int) -> bool:
+        """Return whether the prompt's ``i``-th message is its output as stored."""
+        message = self.prompt[i]
+        call_id: str = message.tool_call_id  # type: ignore[attr-defined]
+        return message.content == self.stored.get(call_id)
 
     def rewritten(self, ref: Reference, at: int) -> str | None:
         """Return what ``ref``, in the output at ``at``, becomes by the rule (None: it stays)."""
         if not ref.shown or self.resolves(ref, at):
             return None
         own = self.call(self.prompt[at].tool_call_id)  # type: ignore[attr-defined]
+        if ref.held:  # true where it was written; its output is changed here
+            return self.not_shown(ref, self.call(self.named(ref.names) or ""))
         if ref.lines is None:
             return self.not_shown(ref, own)
         newest = self.newest_showing(ref.lines, at)
@@ -250,42 +320,64 @@ class _Prompt:
             called = self.call(call_id)
             return reference_text(ref.count, call_id, called[1] if called else "")
         named = self.named(ref.names)
-        stored = frozenset(self.stored[named].split("\n")) if named is not None else frozenset()
+        stored = _lines_of_text(self.stored[named]) if named is not None else frozenset()
         holder = self.call(named) if named and all(line in stored for line in ref.lines) else own
         return self.not_shown(ref, holder)
 
     def not_shown(self, ref: Reference, holder: tuple[int, str] | None) -> str | None:
         """Return ``ref`` said not shown, with the handle of ``holder`` (without any when handles
-        are off)."""
-        if not self.handles:
-            return not_shown_text(ref.count, None)
-        return not_shown_text(ref.count, holder[0]) if holder is not None else None
+        are off); the end of a cut reference, whose count was cut, ends the same way."""
+        if self.handles and holder is None:
+            return None
+        said = not_shown_text(ref.count, holder[0] if self.handles and holder else None)
+        return said if ref.count else said[said.index("not shown") :]
 
-    def references(self) -> list[tuple[int, list[Reference]]]:
-        """Return each output of the prompt that holds references: its place and its references."""
+    def references(
+        self, start: int = 0
+    ) -> list[tuple[int, list[tuple[int | None, list[Reference]]]]]:
+        """Return each output of the prompt from ``start`` on that holds references: its place, and
+        by text (the string, None, or a text block's index) the references there."""
         found = []
-        for i in self.outputs:
+        for i in self.outputs[bisect.bisect_left(self.outputs, start) :]:
             message: ToolMessage = self.prompt[i]  # type: ignore[assignment]
             stored = self.stored.get(message.tool_call_id)
-            if stored is None or not isinstance(message.content, str):
+            if stored is None:
                 continue
             refs = _found.get(message, message.content, stored)
             if refs is None:
-                refs = references(message.content, stored)
+                refs = [
+                    (k, r) for k, text in _texts(message.content) if (r := references(text, stored))
+                ]
                 _found.put(message, refs, message.content, stored)
             if refs:
                 found.append((i, refs))
         return found
 
 
+def _texts(content: Any) -> list[tuple[int | None, str]]:
+    """Return the texts of an output's content: the string (None), or each text block by index.
+
+    A block keeps the text it had as a string when a strategy marks it (``cache_control``).
+    """
+    if isinstance(content, str):
+        return [(None, content)]
+    if not isinstance(content, list):
+        return []
+    return [
+        (k, b["text"])
+        for k, b in enumerate(content)
+        if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+    ]
+
+
 def _may_refer(prompt: Sequence[BaseMessage]) -> bool:
     """Return whether any output of ``prompt`` holds the words of a reference (most hold none)."""
-    return any(
-        isinstance(m, ToolMessage)
-        and isinstance(m.content, str)
-        and (_PHRASE in m.content or _NOT_SHOWN_WORDS in m.content)
-        for m in prompt
-    )
+    for m in prompt:
+        if isinstance(m, ToolMessage):
+            text = m.content if isinstance(m.content, str) else content_text(m.content)
+            if any(words in text for words in _WORDS):
+                return True
+    return False
 
 
 def unresolved_references(source: Sequence[BaseMessage], prompt: Sequence[BaseMessage]) -> int:
@@ -298,10 +390,11 @@ def unresolved_references(source: Sequence[BaseMessage], prompt: Sequence[BaseMe
     """
     if not _may_refer(prompt):
         return 0
-    context = _Prompt(source, prompt)
+    context = _Prompt(_Conversation().extended(source), prompt)
     return sum(
         1
-        for at, refs in context.references()
+        for at, texts in context.references()
+        for _, refs in texts
         for ref in refs
         if ref.shown and not context.resolves(ref, at)
     )
@@ -321,26 +414,40 @@ def resolve_references(
     if not _may_refer(prompt):
         return prompt
     earlier = _recent.find(source, prompt, handles)
-    context = _Prompt(source, prompt, handles)
+    conversation = earlier.conversation.extended(source)
+    outputs_before = sum(1 for m in prompt[: earlier.shared] if isinstance(m, ToolMessage))
+    context = _Prompt(conversation, prompt, handles, earlier.shown[:outputs_before])
     out = list(prompt)
-    copies: dict[int, BaseMessage] = {}
-    for at, refs in context.references():
-        if at < earlier.shared:
-            if at in earlier.copies:
-                out[at] = copies[at] = earlier.copies[at]
-            continue
-        text: str = prompt[at].content  # type: ignore[assignment]
-        parts, done = [], 0
-        for ref in refs:
-            new = context.rewritten(ref, at)
-            if new is not None:
-                parts += [text[done : ref.start], new]
-                done = ref.end
-        if parts:
-            copy = prompt[at].model_copy(update={"content": "".join([*parts, text[done:]])})
-            out[at] = copies[at] = copy
-    _recent.remember(earlier, source, prompt, copies, handles)
+    copies = {at: copy for at, copy in earlier.copies.items() if at < earlier.shared}
+    for at, copy in copies.items():
+        out[at] = copy
+    for at, texts in context.references(earlier.shared):
+        content = prompt[at].content
+        for block, refs in texts:
+            text = content if block is None else content[block]["text"]  # type: ignore[index]
+            new = _rewritten_text(text, refs, context, at)
+            if new is not None and block is None:
+                content = new
+            elif new is not None:
+                blocks: list[Any] = list(content)
+                blocks[block] = {**blocks[block], "text": new}
+                content = blocks
+        if content is not prompt[at].content:
+            out[at] = copies[at] = prompt[at].model_copy(update={"content": content})
+    _recent.remember(earlier, source, prompt, copies, handles, conversation, context.shown)
     return out
+
+
+def _rewritten_text(text: str, refs: list[Reference], context: _Prompt, at: int) -> str | None:
+    """Return ``text`` with each of its references ``refs`` rewritten by the rule (None: none
+    is)."""
+    parts, done = [], 0
+    for ref in refs:
+        new = context.rewritten(ref, at)
+        if new is not None:
+            parts += [text[done : ref.start], new]
+            done = ref.end
+    return "".join([*parts, text[done:]]) if parts else None
 
 
 @dataclass
@@ -352,6 +459,10 @@ class _Rewrites:
     prompt: list[weakref.ref[BaseMessage]]
     copies: dict[int, BaseMessage]
     handles: bool = True
+    conversation: _Conversation = field(default_factory=_Conversation)
+    """What the rule read of the stored conversation (a new one continues it)."""
+    shown: list[frozenset[str]] = field(default_factory=list)
+    """The whole lines of the first outputs of the prompt, as :attr:`_Prompt.shown`."""
     shared: int = 0
     """How many leading messages a new prompt shares with this one (set by :meth:`_Recent.find`)."""
 
@@ -372,7 +483,7 @@ class _Recent:
         for a conversation ``source`` continues (an empty one when there is none)."""
         with self._lock:
             entries = list(self._entries)
-        best = _Rewrites([], [], {})
+        best, best_shared = _Rewrites([], [], {}), -1
         for entry in entries:
             if entry.handles != handles or len(entry.source) > len(source):
                 continue
@@ -382,8 +493,8 @@ class _Recent:
                 (i for i, (r, m) in enumerate(zip(entry.prompt, prompt)) if r() is not m),
                 min(len(entry.prompt), len(prompt)),
             )
-            if shared > best.shared:
-                best = _Rewrites(entry.source, entry.prompt, entry.copies, handles, shared)
+            if shared > best_shared:
+                best, best_shared = replace(entry, shared=shared), shared
         return best
 
     def remember(
@@ -393,17 +504,19 @@ class _Recent:
         prompt: Sequence[BaseMessage],
         copies: dict[int, BaseMessage],
         handles: bool,
+        conversation: _Conversation,
+        shown: list[frozenset[str]],
     ) -> None:
         """Remember the rewrites of ``prompt``, in place of the ``earlier`` ones it continues."""
         try:
             refs = earlier.prompt[: earlier.shared] + [
                 weakref.ref(m) for m in prompt[earlier.shared :]
             ]
-            known = len(earlier.source) if earlier.shared else 0
-            stored = earlier.source[:known] + [weakref.ref(m) for m in source[known:]]
+            known = len(earlier.source)
+            stored = earlier.source + [weakref.ref(m) for m in source[known:]]
         except TypeError:  # a message that cannot be referenced weakly: nothing remembered
             return
-        entry = _Rewrites(stored, refs, copies, handles)
+        entry = _Rewrites(stored, refs, copies, handles, conversation, shown)
         with self._lock:
             kept = [e for e in self._entries if e.prompt is not earlier.prompt]
             self._entries = [*kept[-(self.size - 1) :], entry]
