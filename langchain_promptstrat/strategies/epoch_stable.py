@@ -516,10 +516,6 @@ class Replay:
     index: ToolIndex
     steps: StepCosts
     edges: Edges
-    recent: list[tuple[int, Edges]] = field(default_factory=list)
-    """``(call point, edges)`` after each of the last call points replayed."""
-    previous_edges: tuple[int, int] = (0, 0)
-    """The compaction and drop edges of the previous model call's prompt (:func:`_edges_before`)."""
     previous: tuple[Edges, int] = (Edges(), 0)
     """The edges and outputs counted at the previous model call (the history before the newest assistant message)."""
     digest: tuple[int, bytes] | None = None
@@ -529,9 +525,6 @@ class Replay:
     extra: int = 0
     sent: int = 0
     """The estimate of the prompt sent at the call point ``len(history)``, which the answer after it is read against."""
-
-
-_RECENT_POINTS = 16
 
 
 def replay_history(
@@ -553,7 +546,7 @@ def replay_history(
     if start is None:
         replay = Replay(EMPTY_HISTORY, budget, ToolIndex(), StepCosts(), Edges(), calibration=calibration, extra=extra)
     else:
-        replay = replace(start, steps=start.steps.copy(), recent=list(start.recent))
+        replay = replace(start, steps=start.steps.copy())
     done, start_index = replay.history.length, replay.index
     index = replay.index = start_index.extend(source)
     previous = previous_length(source)
@@ -578,9 +571,7 @@ def replay_history(
         if point == previous:
             replay.previous = edges, steps.total
         sent = steps.estimate(edges.compaction_edge, edges.drop_edge, edges.head) + extra
-        replay.recent = [*replay.recent[-(_RECENT_POINTS - 1):], (point, edges)]
     replay.edges, replay.calibration, replay.sent = edges, calibration, sent
-    replay.previous_edges = _edges_before(replay, previous)
     replay.history = history_key(source, start.history if start is not None else None)
     return replay
 
@@ -602,22 +593,6 @@ def _replay(
     return replay
 
 
-def _edges_before(replay: Replay, previous: int) -> tuple[int, int]:
-    """Return the edges at the previous model call: the newest call point at or before ``previous`` messages.
-
-    Not simply the call point before the last: a user message right after tool outputs makes
-    a call point where no model was called, and an edge that moved there changed the prompt too.
-    Only the last :data:`_RECENT_POINTS` are kept: past them the oldest kept stands in.
-    """
-    for point, edges in reversed(replay.recent):
-        if point <= previous:
-            return edges.compaction_edge, edges.drop_edge
-    if len(replay.recent) < _RECENT_POINTS:  # every point was kept: the previous call came before any
-        return 0, 0
-    oldest = replay.recent[0][1]
-    return oldest.compaction_edge, oldest.drop_edge
-
-
 # ---- the replay as a value a front end carries -----------------------------------------------
 
 
@@ -635,8 +610,10 @@ class CarriedReplay:
     value: dict[str, Any] | None = None
 
 
-CARRY_FORMAT = 2
-_CHECKED = ("format", "fingerprint", "length", "digest", "steps", "edges", "recent", "previous", "calibration")
+CARRY_FORMAT = 3
+_CHECKED = (
+    "format", "fingerprint", "length", "digest", "steps", "edges", "previous", "calibration",
+)
 
 
 def _fingerprint(settings: Settings, counter: CountTokens, budget: tuple[int, int, float]) -> str | None:
@@ -669,7 +646,6 @@ def _carried_value(replay: Replay, source: Sequence[BaseMessage], fingerprint: s
         "format": CARRY_FORMAT, "fingerprint": fingerprint, "length": length, "digest": replay.digest[1].hex(),
         "steps": [s.fixed, s.whole, s.short, s.loose_before, s.loose_after, s.ends, s.last_ai],
         "edges": _edges_value(replay.edges),
-        "recent": [[point, _edges_value(edges)] for point, edges in replay.recent],
         "previous": [_edges_value(replay.previous[0]), replay.previous[1]],
         "calibration": [list(c.ratios), c.answers, c.ignored, replay.sent],
     }
@@ -708,7 +684,6 @@ def _resumed(value: Any, source: list[BaseMessage], budget: int, fingerprint: st
         steps = StepCosts(fixed, whole, short, loose_before, loose_after, ends, keys, last_ai)
         return Replay(
             history_key(source[:length]), budget, index, steps, _edges_from(value["edges"]),
-            [(point, _edges_from(edges)) for point, edges in value["recent"]],
             previous=(_edges_from(previous), total), digest=(length, digest), extra=extra, sent=sent,
             calibration=replace(prior, ratios=tuple(ratios), answers=answers, ignored=ignored),
         )
@@ -909,8 +884,9 @@ def _compact(
         previous_state = (count_edges(before), before_total)
     else:
         replay = _replay(source, budget, settings, costs, memo, prior, extra_tokens, carried)
-        index, edges, total, previous_edges = replay.index, replay.edges, replay.steps.total, replay.previous_edges
+        index, edges, total = replay.index, replay.edges, replay.steps.total
         previous_state, calibration = replay.previous, replay.calibration
+        previous_edges = (previous_state[0].compaction_edge, previous_state[0].drop_edge)
         budget = calibration.budget(budget, extra_tokens)
 
     out, details, head = frozen_prompt(source, index, edges, total, previous_edges, settings, costs.counter)
