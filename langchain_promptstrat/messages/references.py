@@ -422,16 +422,16 @@ def resolve_references(
     for at, copy in copies.items():
         out[at] = copy
     for at, texts in context.references(earlier.shared):
-        content = prompt[at].content
+        content: Any = prompt[at].content
         for block, refs in texts:
-            text = content if block is None else content[block]["text"]  # type: ignore[index]
+            text: str = content if block is None else content[block]["text"]
             new = _rewritten_text(text, refs, context, at)
-            if new is not None and block is None:
+            if new is None:
+                continue
+            if block is None:
                 content = new
-            elif new is not None:
-                blocks: list[Any] = list(content)
-                blocks[block] = {**blocks[block], "text": new}
-                content = blocks
+            else:
+                content = [*content[:block], {**content[block], "text": new}, *content[block + 1 :]]
         if content is not prompt[at].content:
             out[at] = copies[at] = prompt[at].model_copy(update={"content": content})
     _recent.remember(earlier, source, prompt, copies, handles, conversation, context.shown)
