@@ -425,18 +425,12 @@ def _with_run_config(config: RunnableConfig, func: Callable[..., Any], *args: An
     return func(*args)
 
 
-def _checkpointed_pick_up(
-    store: InboxBackend,
-    seen: Container[str],
-    held: Collection[str],
-    settle: bool,
-    budget: int | None,
-    count: Any,
-) -> dict[str, Any]:
+def _checkpointed_pick_up(*args: Any) -> dict[str, Any]:
+    """Return :func:`_pick_up` of ``args`` as the run's checkpointed task, or directly outside a run."""
     try:
-        future = _pick_up_once(store, seen, held, settle, budget, count)
+        future = _pick_up_once(*args)
     except (RuntimeError, KeyError):  # called outside a LangGraph run: nothing to replay
-        return _pick_up(store, seen, held, settle, budget, count)
+        return _pick_up(*args)
     return future.result()
 
 
