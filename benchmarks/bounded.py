@@ -47,6 +47,7 @@ from langchain_promptstrat.simulate import SimulationResult, StrategyRun, simula
 from langchain_promptstrat.strategies.dedupe_outputs import DedupeOutputs
 from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable
 from langchain_promptstrat.strategies.ladder import CompactionLadder
+from langchain_promptstrat.strategy import apply_in_order
 
 RUNS: dict[str, dict[str, Any]] = {
     "normal": {},
@@ -54,6 +55,8 @@ RUNS: dict[str, dict[str, Any]] = {
 }
 DEFAULT = "shorten_tools_epoch_stable"
 DEFAULT_LIST = "dedupe_outputs,shorten_tools_epoch_stable"
+APPLIED = "the default list through apply_in_order"
+"""The default list as the front ends apply it: the prompt floor, read-backs, references."""
 LADDER = "ladder"
 
 
@@ -89,9 +92,11 @@ def speed(calls: int, ceiling: int = 60_000) -> str:
     counter = TokenCounter()
     counter.encoding  # noqa: B018 -- load the tokenizer now, outside the timing (every counter shares it)
     dedupe, bounded = DedupeOutputs(), ShortenToolsEpochStable(max_tokens=ceiling)
+    applied = [DedupeOutputs(), ShortenToolsEpochStable(max_tokens=ceiling)]
     rows = {
         DEFAULT: ShortenToolsEpochStable(max_tokens=ceiling).compact,
         DEFAULT_LIST: lambda p: bounded.compact(dedupe.compact(p).messages),
+        APPLIED: lambda p: apply_in_order(applied, p),
         LADDER: CompactionLadder(["tool_results", "sliding_window"], max_tokens=ceiling).compact,
         "trim_messages": lambda p: trim_messages(p, max_tokens=ceiling, token_counter=counter, strategy="last",
                                                  start_on="human", end_on=("human", "tool"), include_system=True),

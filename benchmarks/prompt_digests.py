@@ -15,6 +15,11 @@ th call is also computed by a fresh strategy object (no memo), which must give t
 ``shorten_tools_epoch_increment``, ``dedupe_outputs``: one object per run, built by its registry
 name with the default settings, called before every model call, a fresh object every
 ``--fresh-every``-th call), on the same runs without a ceiling.
+
+``--default-list`` records the default list as the front ends apply it (``dedupe_outputs`` then
+``shorten_tools_epoch_stable``, one pair of objects per run, through ``apply_strategies``: the
+apply path of ``prepare_prompt``), on the same runs and ceilings, None being no ceiling given
+(the default's own, 111,616 tokens), every prompt with every report.
 """
 
 from __future__ import annotations
@@ -33,7 +38,8 @@ from langchain_promptstrat.conversation_file import read_conversation
 from langchain_promptstrat.replay import find_transcripts, transcript_prompts
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable, shorten_tools_epoch_stable
-from langchain_promptstrat.registry import get_strategy
+from langchain_promptstrat.registry import apply_strategies, get_strategy
+from langchain_promptstrat.strategies.dedupe_outputs import DedupeOutputs
 from langchain_promptstrat.testing import iter_agent_run
 
 from get_realruns import REALRUNS
@@ -112,6 +118,29 @@ def compute_named(name: str, calls: int, fresh_every: int) -> dict[str, list[lis
     return out
 
 
+def compute_default_list(calls: int, fresh_every: int) -> dict[str, list[list[str]]]:
+    """Return ``{case: [[prompt digest, report digest], ...]}`` of the default list, applied."""
+
+    def apply(prompt: list[BaseMessage], pair: list[Any], ceiling: int | None) -> tuple[str, str]:
+        messages, reports = apply_strategies(list(prompt), pair, max_tokens=ceiling)
+        reported = hashlib.sha256("".join(report_digest(r) for r in reports).encode()).hexdigest()
+        return digest(messages), reported
+
+    out: dict[str, list[list[str]]] = {}
+    for name, prompts, ceiling in cases(calls):
+        pair = [DedupeOutputs(), ShortenToolsEpochStable()]
+        rows = []
+        for n, prompt in enumerate(prompts):
+            rows.append(list(apply(prompt, pair, ceiling)))
+            if fresh_every and n % fresh_every == fresh_every - 1:
+                fresh = [DedupeOutputs(), ShortenToolsEpochStable()]
+                if apply(prompt, fresh, ceiling)[0] != rows[-1][0]:
+                    raise SystemExit(f"{name} call {n}: fresh objects send different bytes")
+        out[name] = rows
+        print(f"{name}: {len(rows)} prompts", file=sys.stderr)
+    return out
+
+
 def record_or_check(mode: str, file: str, now: dict[str, list[list[str]]]) -> int:
     """Write ``now`` to ``file`` (``record``), or compare it with the record there (``check``); return the exit status."""
     total = sum(len(rows) for rows in now.values())
@@ -148,8 +177,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=400)
     parser.add_argument("--fresh-every", type=int, default=40)
     parser.add_argument("--strategy", help="record this registry strategy instead of the default (see above)")
+    parser.add_argument("--default-list", action="store_true",
+                        help="record the default list through the apply path (see above)")
     args = parser.parse_args(argv)
-    now = compute_named(args.strategy, args.calls, args.fresh_every) if args.strategy else compute(args.calls, args.fresh_every)
+    if args.default_list:
+        now = compute_default_list(args.calls, args.fresh_every)
+    elif args.strategy:
+        now = compute_named(args.strategy, args.calls, args.fresh_every)
+    else:
+        now = compute(args.calls, args.fresh_every)
     return record_or_check(args.mode, args.file, now)
 
 if __name__ == "__main__":

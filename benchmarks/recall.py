@@ -9,9 +9,11 @@ references a handle in the prompt can recover (defined in
 ``langchain_promptstrat.simulate.recall``), plus whether the row is on the frontier (no other
 row costs less *and* recalls more outputs-only references at once).
 
-Rows: ``none``; the default list (``dedupe_outputs,shorten_tools_epoch_stable``; a replay has
-no inbox) with no settings (its ceiling: the model profile, else 111,616 tokens), and the
-bounded default alone; the reference strategies (no ceiling); then at each ``--targets``
+Every row of ours is applied as the front ends apply it (``apply_in_order``: the prompt floor,
+references kept true). Rows: ``none``; the default list
+(``dedupe_outputs,shorten_tools_epoch_stable``; a replay has no inbox) with no settings (its
+ceiling: the model profile, else 111,616 tokens), and the bounded default alone; the reference
+strategies (no ceiling); then at each ``--targets``
 (32,000 and 16,000): the default list and the bounded default alone with ``max_tokens``, the ladder (``CompactionLadder`` with the rungs
 ``tool_results,sliding_window`` and its low watermark), and the
 peers ``trim_messages`` and ``ClearToolUsesEdit`` at that target, and the default list with the
@@ -118,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     dedupe, bounded = DedupeOutputs(), ShortenToolsEpochStable()  # no settings: the ceiling is the model profile's, else 111,616
 
     def default_list(messages: list[BaseMessage]) -> list[BaseMessage]:
+        # simulate applies it as every strategy, through apply_in_order (references kept true)
         return bounded.compact(dedupe.compact(messages).messages).messages
 
     first = simulate_files(paths, ["none", default_list, ShortenToolsEpochStable(), *UNBOUNDED], bill=args.bill, progress=False)

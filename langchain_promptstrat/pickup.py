@@ -23,7 +23,9 @@ from langchain_core.messages import BaseMessage
 
 from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
 from langchain_promptstrat.inbox.contract import ABORT_FILE, InboxBackend, LeasingInbox
-from langchain_promptstrat.inbox.delivery import acknowledge, acknowledge_notices, notice_ids, pick_up
+from langchain_promptstrat.inbox.delivery import (
+    acknowledge, acknowledge_notices, notice_ids, pick_up, prompt_counter,
+)
 from langchain_promptstrat.inbox.locate import InboxBackendSpec, inbox_for_save_file
 from langchain_promptstrat.messages import coerce_messages
 from langchain_promptstrat.registry import StrategySpec, prompt_for_model, resolve_strategies
@@ -80,7 +82,8 @@ def inbox_pickup(
     store = None if inbox is None else inbox_for_save_file(save_file, backend if backend is not None else inbox.backend)
     notices: list[BaseMessage] = []
     if store is not None:
-        taken = pick_up(store, seen=notice_ids(history), settle=False)
+        count = prompt_counter(resolved)
+        taken = pick_up(store, seen=notice_ids(history), settle=False, count=count)
         if taken.aborted:
             if taken.abort_token and isinstance(store, LeasingInbox):
                 acknowledge(store, taken.abort_token, ABORT_FILE)

@@ -186,8 +186,10 @@ class Settings:
         1_000_000, "Larger inbox notices are left pending with a warning, never delivered.", minimum=1, reader=_AT_PICKUP
     )
     inbox_pickup_share: float = _setting(
-        0.25, "One pickup admits notices, in order, up to this share of the context ceiling (a byte counted as a token); "
-        "the rest wait for the next model call.", reader=_AT_PICKUP,
+        0.25,
+        "One pickup admits notices, in order, up to this share of the context ceiling, each "
+        "counted with the prompt's token counter; the rest wait for the next model call.",
+        reader=_AT_PICKUP,
     )
 
     def __post_init__(self) -> None:

@@ -27,6 +27,7 @@ from langgraph.config import get_stream_writer
 from langchain_promptstrat.messages import coerce_messages, keep_prompt_floor, keep_read_backs_whole, mark_of
 from langchain_promptstrat.messages import task_index
 from langchain_promptstrat.messages.history_memo import message_key
+from langchain_promptstrat.messages.references import resolve_references
 from langchain_promptstrat.report import Compacted, StrategyReport, logger, make_report
 from langchain_promptstrat.settings import Settings, document_options, option_keys
 
@@ -195,8 +196,9 @@ def apply_in_order(
     checkpointed task), else the inbox picks them up there itself. Each report is emitted in
     the run ``config``; ``request`` (``model``, ``tools``, ``system``, ``max_tokens``) reaches
     the strategies bounded by a ceiling. Whatever a strategy returned, the result keeps the
-    prompt floor (never without the task, never a broken tool pair) and the newest step's
-    read-back answers whole.
+    prompt floor (never without the task, never a broken tool pair), the newest step's
+    read-back answers whole, and every reference to lines another output shows true
+    (:func:`~langchain_promptstrat.messages.references.resolve_references`).
     """
     current = list(source)
     delivered: list[BaseMessage] = []
@@ -214,4 +216,6 @@ def apply_in_order(
         warn_floor_over_ceiling(source, result.report)
         current = keep_read_backs_whole(source, result.messages)
         reports.append(result.report)
-    return keep_prompt_floor([*source, *delivered], current), reports
+    handles = all(strategy.settings.read_back_handles for strategy in strategies)
+    prompt = keep_prompt_floor([*source, *delivered], current)
+    return resolve_references(source, prompt, handles=handles), reports

@@ -13,7 +13,10 @@ from typing import Any
 import pytest
 from langchain_core.messages import BaseMessage, ToolMessage, convert_to_messages, convert_to_openai_messages, messages_from_dict, messages_to_dict
 
+from realruns import realruns_dir
+
 from langchain_promptstrat.ceiling import DEFAULT_CEILING
+from langchain_promptstrat.conversation_file import read_conversation
 from langchain_promptstrat.cli import simulate_command
 from langchain_promptstrat.defaults import DEFAULT_MAX_TOKENS
 from langchain_promptstrat.cli import main
@@ -21,7 +24,9 @@ from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.messages import check_tool_pairs
 from langchain_promptstrat.registry import DEFAULT_STRATEGIES, apply_strategies
 from langchain_promptstrat.report import StrategyReport
-from langchain_promptstrat.simulate import DEFAULT_LIST_ROW, default_rows, result_from_json
+from langchain_promptstrat.simulate import (
+    DEFAULT_LIST_ROW, build_strategy, default_rows, result_from_json,
+)
 from langchain_promptstrat.simulate.output import DEFAULT_MARK
 from langchain_promptstrat.testing import build_agent_run
 from langchain_promptstrat.tokens import TokenCounter
@@ -548,11 +553,14 @@ class TestStats:
         assert lines[0] == f"{langchain_file}: 129 messages (1 system, 1 human, 47 ai, 80 tool)"
         assert lines[1] == f"tool calls: 80; tokens: {TokenCounter()(agent_run):,} (cl100k_base, exact)"
         header = next(line for line in lines if line.startswith("strategy "))
-        assert header.split() == ["strategy", "messages", "tokens", "of", "input", "shortened", "dropped"]
+        columns = ["strategy", "messages", "tokens", "of", "input", "shortened", "dropped"]
+        columns += ["unresolved", "refs"]
+        assert header.split() == columns
         rows = table_rows(out + "\n")
         assert lines[2].startswith(f"{DEFAULT_MARK}: {DEFAULT_LIST_ROW}, ")
         assert [row.split("  ")[0] for row in rows] == shown_rows(default_rows())
-        assert rows[1].split()[1:] == ["129", f"{TokenCounter()(agent_run):,}", "100.0%", "0", "0"]  # none
+        none = ["129", f"{TokenCounter()(agent_run):,}", "100.0%", "0", "0", "0"]
+        assert rows[1].split()[1:] == none
 
     def test_json_gives_the_same_figures(self, capsys: pytest.CaptureFixture[str], openai_file: Path,
                                          agent_run: list[BaseMessage]) -> None:
@@ -582,6 +590,32 @@ class TestStats:
         assert (code, err, data["files"], data["messages"], data["tokens"]) == (0, "", 2, 2 * 129, 2 * TokenCounter()(agent_run))
         code, out, _ = run(capsys, "stats", str(folder))
         assert out.startswith(f"{folder}: 2 transcripts, 258 messages")
+
+    @pytest.mark.parametrize("ceiling", [16_000, 111_616])
+    def test_each_row_is_what_the_front_ends_send_on_a_real_file(
+        self, capsys: pytest.CaptureFixture[str], ceiling: int
+    ) -> None:
+        """stats applies each row through the one apply path: its figures are apply_strategies'.
+
+        A user reads stats to learn what the agent will be sent; figures from another path
+        (the strategies' compact one after another) would leave out the prompt floor and the
+        references the apply path keeps true.
+        """
+        path = realruns_dir("converted") / "gemini3pro__trajs__sympy__sympy-13031.jsonl"
+        code, out, _ = run(capsys, "stats", str(path), "--json", "--max-tokens", str(ceiling))
+        data = json.loads(out)
+        messages = read_conversation(str(path)).messages
+        assert code == 0 and len(data["strategies"]) >= 8
+        for row in data["strategies"]:  # a row's target is its strategies' (build_strategy's)
+            names = row["strategy"].split(",")
+            built: list[Any] = names if row["strategy"] == DEFAULT_LIST_ROW else [
+                build_strategy(n, max_tokens=ceiling)[0] for n in names
+            ]
+            sent, reports = apply_strategies(messages, built, max_tokens=ceiling)
+            shortened, dropped = sum(r.shortened for r in reports), sum(r.dropped for r in reports)
+            figures = (len(sent), TokenCounter()(sent), shortened, dropped, 0)
+            keys = ("messages", "tokens", "shortened", "dropped", "unresolved_references")
+            assert figures == tuple(row[k] for k in keys), row
 
 
 class TestCeiling:

@@ -38,6 +38,7 @@ from langchain_promptstrat.messages import mark_of
 from langchain_promptstrat.inbox.delivery import pick_up
 from langchain_promptstrat.inbox.locate import inbox_for_config
 from langchain_promptstrat.strategies.inbox import Inbox
+from langchain_promptstrat.tokens import TokenCounter
 
 BACKENDS = ["directory", "postgres"]
 
@@ -518,8 +519,9 @@ class TestPickupBudget:
     """One pickup admits notices up to a share of the ceiling; the rest wait, in order, none lost (issue 29)."""
 
     def test_a_flood_is_delivered_in_order_a_budget_per_pickup_with_nothing_lost(self, inbox_backend, monkeypatch):
-        """200 notices of 1 KB under a 10,000-token ceiling and a 0.25 share: each pickup admits 2,500 bytes at most
-        (so 2 notices), says so, and after enough pickups every notice arrived once, in posting order."""
+        """200 notices of 1 KB (131 tokens each) under a 10,000-token ceiling and a 0.25 share: each
+        pickup admits 2,500 tokens at most (so 19 notices), says so, and after enough pickups every
+        notice arrived once, in order."""
         monkeypatch.setenv("PROMPTSTRAT_MAX_TOKENS", "10000")
         monkeypatch.setenv("PROMPTSTRAT_INBOX_PICKUP_SHARE", "0.25")
         store = inbox_backend.store
@@ -530,10 +532,11 @@ class TestPickupBudget:
         while len(got) < 200 and pickups < 150:
             result = pick_up(store)
             pickups += 1
-            assert result.budget_bytes == 2500 and sum(len(str(m.content).encode()) for m in result.delivered) <= 2500
+            assert result.budget_tokens == 2500 and TokenCounter()(result.delivered) <= 2500
             assert result.waiting == 200 - len(got) - len(result.delivered)
             got += [str(m.content)[:4] for m in result.delivered]
-        assert got == [f"{i:04d}" for i in range(200)] and pickups == 100
+        assert got == [f"{i:04d}" for i in range(200)]
+        assert pickups == 11  # 19 a pickup: -(-200 // 19)
         assert store.pending() == [] and store.in_flight() == []
 
     def test_an_abort_behind_a_spent_budget_is_still_honoured_now(self, inbox_backend):
@@ -542,7 +545,7 @@ class TestPickupBudget:
         for i in range(5):
             store.post("x" * 100, name=f"a{i}")
         store.request_abort("stop now")
-        result = pick_up(store, budget_bytes=250)
+        result = pick_up(store, budget_tokens=40)  # 17 tokens each: two fit
         assert result.aborted and result.abort_reason == "stop now" and len(result.delivered) == 2 and result.waiting == 3
         assert [m.content for m in pick_up(store).delivered] == ["x" * 100] * 3
 
@@ -551,8 +554,28 @@ class TestPickupBudget:
         store = inbox_backend.store
         store.post("y" * 1000, name="big")
         store.post("z", name="small")
-        assert [m.content for m in pick_up(store, budget_bytes=10).delivered] == ["y" * 1000]
-        assert [m.content for m in pick_up(store, budget_bytes=10).delivered] == ["z"]
+        assert [m.content for m in pick_up(store, budget_tokens=10).delivered] == ["y" * 1000]
+        assert [m.content for m in pick_up(store, budget_tokens=10).delivered] == ["z"]
+
+    def test_notices_are_counted_in_tokens_not_bytes(self, inbox_backend, monkeypatch):
+        """Three notices of 600 bytes and 105 tokens fit a 350-token budget together: the budget is
+        a share of the ceiling in tokens, so a notice is counted as the prompt will count it."""
+        monkeypatch.setenv("PROMPTSTRAT_MAX_TOKENS", "1400")
+        monkeypatch.setenv("PROMPTSTRAT_INBOX_PICKUP_SHARE", "0.25")
+        store = inbox_backend.store
+        for i in range(3):
+            store.post("hello " * 100, name=f"h{i}")
+        result = pick_up(store)
+        assert (len(result.delivered), result.waiting) == (3, 0)
+
+    def test_the_prompts_own_counter_counts_the_notices(self, inbox_backend):
+        """A pickup given the prompt's counter counts with it: a counter finding 60 tokens in each
+        notice admits one of two notices under a 100-token budget."""
+        store = inbox_backend.store
+        store.post("a", name="a")
+        store.post("b", name="b")
+        result = pick_up(store, budget_tokens=100, count=lambda messages: 60 * len(messages))
+        assert ([m.content for m in result.delivered], result.waiting) == (["a"], 1)
 
 
 def _load_reader(kit: BackendKit, done, out: str) -> None:

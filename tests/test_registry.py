@@ -113,7 +113,8 @@ class TestInputForms:
             warnings.simplefilter("ignore")
             assert prepare_prompt(conversation) == conversation
             long_run = build_agent_run(200, user_turn_every=None)  # past the stable threshold of 120 calls
-            compacted = get_strategy("shorten_tools_epoch_stable").invoke(get_strategy("dedupe_outputs").invoke(long_run))
+            # the list named in full, applied at once (chained as Runnables each applies the path itself)
+            compacted = prepare_prompt(long_run, ["dedupe_outputs", "shorten_tools_epoch_stable"])
             assert compacted != long_run and prepare_prompt(long_run) == compacted
 
     def test_input_is_never_mutated_by_the_dispatcher(self, conversation, registered):

@@ -47,7 +47,10 @@ from langchain_promptstrat.simulate import (
     shared_prefix_length,
     simulate,
 )
+from langchain_promptstrat.messages.references import unresolved_references
 from langchain_promptstrat.registry import BUILTIN_STRATEGIES
+from langchain_promptstrat.strategies.dedupe_outputs import DedupeOutputs
+from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable
 from langchain_promptstrat.testing import iter_agent_run
 from langchain_promptstrat.tokens import TokenCounter, as_token_counter, tool_schema_tokens
 from realruns import realruns_dir
@@ -369,7 +372,8 @@ class TestToolSchemas:
     def test_provider_rules_see_the_schemas_first(self) -> None:
         """Under the OpenAI rule a call whose messages share nothing with the previous prompt still reads the schemas."""
         def first_changes(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-            return [HumanMessage(f"turn {len(messages)}"), *messages[1:]]
+            # a system prompt of its own, so the prompt floor has nothing to restore
+            return [SystemMessage(f"turn {len(messages)}"), *messages[1:]]
 
         result = simulate([first_changes], n_tool_calls=10, token_counter=self.COUNT, cache="openai", progress=False)
         run = result.runs[0]
@@ -426,6 +430,30 @@ class TestJson:
         """Data that result_to_json did not write raises a ConfigError."""
         with pytest.raises(ConfigError, match="result_to_json"):
             result_from_json({"strategies": []})
+
+
+class TestUnresolvedReferences:
+    def test_the_default_list_leaves_none_where_its_two_strategies_alone_leave_some(self) -> None:
+        """Each call counts references whose lines are not where they say: none via the apply path.
+
+        The same two strategies applied one after the other outside the apply path leave
+        references to outputs they shortened or dropped: the column counts what
+        unresolved_references counts, so it would show them.
+        """
+        prompts = list(iter_agent_run(CALLS, seed=2))
+        default_list = "dedupe_outputs,shorten_tools_epoch_stable"
+        result = simulate([default_list], prompts=prompts, max_tokens=12_000, progress=False)
+        run = result.runs[0]
+        assert run.unresolved == [0] * len(prompts)
+        data = result_to_json(result)["strategies"][0]
+        assert data["summary"]["unresolved_references"] == 0
+        assert data["per_call"]["unresolved"] == run.unresolved
+        table = format_table(result).splitlines()
+        assert "unresolved refs" in next(line for line in table if line.startswith("strategy "))
+        dedupe, bounded = DedupeOutputs(), ShortenToolsEpochStable(max_tokens=12_000)
+        alone = [bounded.compact(dedupe.compact(p).messages).messages for p in prompts]
+        left = [unresolved_references(p, sent) for p, sent in zip(prompts, alone)]
+        assert sum(left) > 0
 
 
 class TestFormatTable:

@@ -216,11 +216,12 @@ def _apply(args: argparse.Namespace) -> int:
 
 def _stats(args: argparse.Namespace) -> int:
     from langchain_promptstrat.messages import index_tool_calls
+    from langchain_promptstrat.messages.references import unresolved_references
     from langchain_promptstrat.replay import find_transcripts, usage_of
+    from langchain_promptstrat.strategy import apply_in_order
     from langchain_promptstrat.tokens.usage import history_calibration
     from langchain_promptstrat.simulate import build_strategy, default_rows
     from langchain_promptstrat.registry import split_strategy_names
-    from langchain_promptstrat.strategy import warn_floor_over_ceiling
 
     transcripts = [] if args.file == "-" else find_transcripts([args.file])
     given = [("-", True)] if args.file == "-" else [(str(p), named) for p, named in transcripts]
@@ -230,7 +231,10 @@ def _stats(args: argparse.Namespace) -> int:
     names.insert(0, names.pop())  # the default list first (default_rows puts it last)
     by_type: Counter[str] = Counter()
     totals = {"messages": 0, "tool_calls": 0, "tokens": 0}
-    rows: dict[str, dict[str, Any]] = {name: {"strategy": name, "messages": 0, "tokens": 0, "shortened": 0, "dropped": 0} for name in names}
+    figures = ("messages", "tokens", "shortened", "dropped", "unresolved_references")
+    rows: dict[str, dict[str, Any]] = {
+        name: {"strategy": name, **dict.fromkeys(figures, 0)} for name in names
+    }
     pipelines = {  # built once for every file; the default list is a pipeline of two
         name: [build_strategy(part, max_tokens=args.max_tokens, token_counter=counter)[0] for part in split_strategy_names(name)] for name in names
     }
@@ -260,17 +264,18 @@ def _stats(args: argparse.Namespace) -> int:
         totals["tool_calls"] += len(index_tool_calls(messages).calls)
         totals["tokens"] += counter(messages)
         for name, row in rows.items():
-            after = list(messages)
-            for strategy in pipelines[name]:
-                result = strategy.compact(after)
-                warn_floor_over_ceiling(messages, result.report)
-                after = result.messages
-                row["shortened"] += result.report.shortened
-                row["dropped"] += result.report.dropped
-                if "usage_factor" in result.report.details:
-                    row.setdefault("usage_factors", []).append([result.report.details[k] for k in ("usage_factor", "usage_factor_source")])
+            # the front ends' one apply path: what they send, prompt floor and references included
+            request = {"max_tokens": args.max_tokens}
+            after, reports = apply_in_order(pipelines[name], list(messages), request=request)
+            for report in reports:
+                row["shortened"] += report.shortened
+                row["dropped"] += report.dropped
+                if "usage_factor" in report.details:
+                    factor = [report.details[k] for k in ("usage_factor", "usage_factor_source")]
+                    row.setdefault("usage_factors", []).append(factor)
             row["messages"] += len(after)
             row["tokens"] += counter(after)
+            row["unresolved_references"] += unresolved_references(messages, after)
     if not files:
         skipped = f"{len(given):,} files skipped"
         raise UsageError(f"{args.file}: no conversation in this folder ({skipped})")
@@ -333,8 +338,10 @@ def _stats_table(summary: dict[str, Any], width: int | None = None) -> str:
     ]
     cells = [
         [DEFAULT_MARK if r["strategy"] == DEFAULT_LIST_ROW else r["strategy"], f"{r['messages']:,}", f"{r['tokens']:,}",
-         f"{100 * r['share']:.1f}%", f"{r['shortened']:,}", f"{r['dropped']:,}"]
+         f"{100 * r['share']:.1f}%", f"{r['shortened']:,}", f"{r['dropped']:,}",
+         f"{r['unresolved_references']:,}"]
         for r in summary["strategies"]
     ]
-    columns = ["strategy", "messages", "tokens", "of input", "shortened", "dropped"]
+    columns = ["strategy", "messages", "tokens", "of input", "shortened", "dropped",
+               "unresolved refs"]
     return "\n".join([*fit_lines(head, width), "", *render_table(columns, cells, width)])

@@ -260,7 +260,7 @@ def notice_limits() -> tuple[float, float, int]:
 
 
 def pickup_budget(ceiling: int | None = None) -> int:
-    """Return how many bytes of notices one pickup admits: ``inbox_pickup_share`` of the ceiling (a byte counts as a token, an upper bound)."""
+    """Return how many tokens of notices one pickup admits: ``inbox_pickup_share`` of a ceiling."""
     loaded = Settings.load()
     return int(loaded.inbox_pickup_share * (ceiling or loaded.max_context_tokens or DEFAULT_CEILING))
 

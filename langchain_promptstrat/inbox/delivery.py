@@ -45,6 +45,7 @@ from langchain_promptstrat.inbox.locate import InboxBackendSpec, check_backend, 
 from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV, inbox_root
 from langchain_promptstrat.messages import mark, mark_of
 from langchain_promptstrat.report import logger
+from langchain_promptstrat.tokens import as_token_counter
 
 DELIVERY_KIND = "inbox_delivery"
 """Mark kind of a delivered notice (``mark_of(m)["kind"]``); it is a real user message."""
@@ -79,7 +80,7 @@ class Pickup:
     awaits acknowledgement (``settle=False``). ``skipped``: ``{"file", "error"}`` for each notice
     that could not be read or moved, left in place; ``replaced_characters``: notices decoded with
     U+FFFD; ``empty``: blank ones consumed, not sent (providers reject an empty user message);
-    ``waiting``: notices left for later, over ``budget_bytes``.
+    ``waiting``: notices left for later, over ``budget_tokens``.
     """
 
     delivered: list[HumanMessage] = field(default_factory=list)
@@ -89,7 +90,7 @@ class Pickup:
     skipped: list[dict[str, str]] = field(default_factory=list)
     replaced_characters: list[str] = field(default_factory=list)
     empty: list[str] = field(default_factory=list)
-    budget_bytes: int = 0
+    budget_tokens: int = 0
     waiting: int = 0
 
     @property
@@ -276,7 +277,8 @@ def pick_up(
     seen: Container[str] = frozenset(),
     held: Collection[str] = frozenset(),
     settle: bool = True,
-    budget_bytes: int | None = None,
+    budget_tokens: int | None = None,
+    count: Any = None,
 ) -> Pickup:
     """Return the notices claimed from ``store`` (any backend), in order, stopping at an ``abort``.
 
@@ -285,15 +287,21 @@ def pick_up(
     seen stored is left alone; one of this process, of a dead reader or out of lease is taken
     over and sent again under its id. Then the ``ready()`` notices, each leased. With ``settle``
     each is acknowledged before returning; without, the caller does (:func:`acknowledge_notices`).
-    Notices are admitted in order while their bytes fit ``budget_bytes`` (the first always); an
+    Notices are admitted in order while their tokens fit ``budget_tokens`` (the first always),
+    each user message counted by ``count``, the prompt's token counter (anything
+    :func:`~langchain_promptstrat.tokens.as_token_counter` takes; None: cl100k_base); an
     unreachable backend gives nothing, with one warning per outage.
     """
-    result = Pickup(budget_bytes=pickup_budget() if budget_bytes is None else budget_bytes)
+    result = Pickup(budget_tokens=pickup_budget() if budget_tokens is None else budget_tokens)
     leasing = store if isinstance(store, LeasingInbox) else None
+    counter = as_token_counter(count)
     admitted = 0
 
-    def over_budget(size: int) -> bool:
-        return leasing is not None and admitted > 0 and admitted + size > result.budget_bytes
+    def over_budget(message: HumanMessage) -> int | None:
+        """Return the tokens of ``message`` when it fits what is left of the budget, else None."""
+        tokens = counter([message])
+        over = leasing is not None and admitted > 0 and admitted + tokens > result.budget_tokens
+        return None if over else tokens
 
     try:
         leases = leasing.in_flight() if leasing else []
@@ -302,7 +310,7 @@ def pick_up(
         _outage(store, exc)
         return result
     _outage(store, None)
-    taken: list[Claimed] = []
+    taken: list[tuple[Claimed, HumanMessage, bool]] = []
     for lease in leases:
         assert leasing is not None
         nid = notice_id(lease.token)
@@ -314,9 +322,6 @@ def pick_up(
             continue
         if nid in held or lease.state == "held":
             continue
-        if over_budget(lease.size) and lease.name != ABORT_FILE:
-            result.waiting += 1
-            continue
         try:
             claimed = leasing.take_over(lease, need_content=lease.name != ABORT_FILE)
         except OSError as exc:
@@ -327,8 +332,13 @@ def pick_up(
         if claimed.name == ABORT_FILE:  # a reader stopped before it recorded the abort: honour it now
             _abort(store, claimed, result, settle)
             return result
-        taken.append(claimed)
-        admitted += len(claimed.data or b"")
+        message, replaced = _notice(claimed)
+        tokens = over_budget(message)
+        if tokens is None:  # this process's claim now: the next pickup takes it over first
+            result.waiting += 1
+            continue
+        taken.append((claimed, message, replaced))
+        admitted += tokens
     for name in names:
         is_abort = name == ABORT_FILE
         if result.waiting and not is_abort:
@@ -345,13 +355,14 @@ def pick_up(
         if is_abort:
             _abort(store, claimed, result, settle)
             break
-        if over_budget(len(claimed.data or b"")):  # stays this process's claim: the next pickup takes it over first
+        message, replaced = _notice(claimed)
+        tokens = over_budget(message)
+        if tokens is None:  # stays this process's claim: the next pickup takes it over first
             result.waiting += 1
             continue
-        taken.append(claimed)
-        admitted += len(claimed.data or b"")
-    for claimed in taken:
-        message, replaced = _notice(claimed)
+        taken.append((claimed, message, replaced))
+        admitted += tokens
+    for claimed, message, replaced in taken:
         if not str(message.content).strip():
             result.empty.append(printable(claimed.name))  # consumed (recorded in the history) but never sent
             if leasing and claimed.token:
@@ -383,9 +394,14 @@ NO_CHECKPOINTER_NOTE = (
 
 
 def _pick_up(
-    store: InboxBackend, seen: Container[str], held: Collection[str], settle: bool, budget_bytes: int | None
+    store: InboxBackend,
+    seen: Container[str],
+    held: Collection[str],
+    settle: bool,
+    budget: int | None,
+    count: Any,
 ) -> dict[str, Any]:
-    result = pick_up(store, seen=seen, held=held, settle=settle, budget_bytes=budget_bytes)
+    result = pick_up(store, seen=seen, held=held, settle=settle, budget_tokens=budget, count=count)
     abort = {"reason": result.abort_reason, "path": result.abort_path} if result.aborted else None
     if abort is not None and result.abort_token:
         abort["token"] = result.abort_token
@@ -394,7 +410,9 @@ def _pick_up(
 
 # langgraph types task(name=...) as a decorator whose ParamSpec and TypeVar are solved (to Never) before
 # it sees the function, so mypy rejects any function here; pyright accepts it
-_pick_up_once: Callable[[InboxBackend, Container[str], Collection[str], bool, int | None], Future[dict[str, Any]]] = task(name="promptstrat_inbox_pickup")(_pick_up)  # type: ignore[arg-type, assignment]
+_pick_up_once: Callable[
+    [InboxBackend, Container[str], Collection[str], bool, int | None, Any], Future[dict[str, Any]]
+] = task(name="promptstrat_inbox_pickup")(_pick_up)  # type: ignore[arg-type, assignment]
 
 
 def _with_run_config(config: RunnableConfig, func: Callable[..., Any], *args: Any) -> Any:
@@ -407,13 +425,12 @@ def _with_run_config(config: RunnableConfig, func: Callable[..., Any], *args: An
     return func(*args)
 
 
-def _checkpointed_pick_up(
-    store: InboxBackend, seen: Container[str], held: Collection[str], settle: bool, budget_bytes: int | None
-) -> dict[str, Any]:
+def _checkpointed_pick_up(*args: Any) -> dict[str, Any]:
+    """Return :func:`_pick_up` of ``args`` as the run's checkpointed task, or directly outside a run."""
     try:
-        future = _pick_up_once(store, seen, held, settle, budget_bytes)
+        future = _pick_up_once(*args)
     except (RuntimeError, KeyError):  # called outside a LangGraph run: nothing to replay
-        return _pick_up(store, seen, held, settle, budget_bytes)
+        return _pick_up(*args)
     return future.result()
 
 
@@ -518,13 +535,15 @@ def deliver_inbox(
     config: RunnableConfig,
     *,
     include_paths: bool = False,
-    budget_bytes: int | None = None,
+    budget_tokens: int | None = None,
+    count: Any = None,
     **options: Unpack[DeliveryOptions],
 ) -> InboxDelivery:
     """Return the notices of ``store`` (any inbox backend), handling ``abort`` as ``on_abort`` says.
 
-    ``seen``, ``held`` and ``settle`` (default True) are :func:`pick_up`'s;
-    with ``stored`` the notices are acknowledged once it lists them (:func:`settle_when_stored`).
+    ``seen``, ``held`` and ``settle`` (default True) are :func:`pick_up`'s, as are
+    ``budget_tokens`` and ``count``; with ``stored`` the notices are acknowledged once it lists
+    them (:func:`settle_when_stored`).
     ``on_abort="interrupt"`` (the default) interrupts with the :func:`abort_payload` (plus ``path``
     and ``inbox`` with ``include_paths``) and, once resumed, picks up again (a string resume value
     becomes a user message); without a checkpointer it raises :class:`InboxAborted`, with a note.
@@ -537,7 +556,10 @@ def deliver_inbox(
     payload: dict[str, Any] | None = None
     while payload is None:
         taken = held if not notices else frozenset(held) | notice_ids(notices)
-        picked = _with_run_config(config, _checkpointed_pick_up, store, seen, frozenset(taken), settle, budget_bytes)
+        picked = _with_run_config(
+            config, _checkpointed_pick_up, store, seen, frozenset(taken), settle, budget_tokens,
+            count,
+        )
         notices += picked["delivered"]
         if picked["abort"] is None:
             break
@@ -564,6 +586,15 @@ def deliver_inbox(
     return InboxDelivery(notices, payload)
 
 
+def prompt_counter(strategies: Sequence[Any]) -> Any:
+    """Return the token counter the prompt is counted with: the first ``strategies`` have.
+
+    None when no strategy counts tokens (a pickup then counts with cl100k_base, as they would).
+    """
+    counters = (getattr(s, "token_counter", None) for s in strategies)
+    return next((counter for counter in counters if counter is not None), None)
+
+
 class InboxSource:
     """Where one hook or middleware finds a run's inbox; warns once when a root is set but the run has no thread id."""
 
@@ -586,6 +617,7 @@ class InboxSource:
         self.enabled = bool(inboxes)
         self.needed = any(getattr(s, "uses_save_file", False) for s in strategies)
         self.ceiling = max_tokens if isinstance(max_tokens, int) else None  # a pickup admits a share of it
+        self.count = prompt_counter(strategies)
         self._warned = False
 
     def save_file(self, config: RunnableConfig) -> Path | None:
@@ -618,5 +650,6 @@ class InboxSource:
         if store is None:
             return save_file, InboxDelivery([])
         return save_file, deliver_inbox(
-            store, config, include_paths=self.include_paths, budget_bytes=pickup_budget(self.ceiling), **options
+            store, config, include_paths=self.include_paths,
+            budget_tokens=pickup_budget(self.ceiling), count=self.count, **options
         )

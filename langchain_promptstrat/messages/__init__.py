@@ -8,7 +8,8 @@ and turns (a real user message up to the next one). Messages are immutable: an e
 copy. Read next: ``recorded_calls`` (what a message records), ``pairs`` (input and pair
 checks), ``tool_index`` (the one tool-call index), ``edits`` (edits and the prompt floor),
 ``read_back`` (handles and reading an output back); ``history_memo`` (the memos: message keys,
-the replay memo, the head cache) is imported by its own name.
+the replay memo, the head cache) and ``references`` (references to another output's lines, kept
+true in every prompt) are imported by their own names.
 """
 
 from __future__ import annotations

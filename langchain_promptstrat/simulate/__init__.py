@@ -17,9 +17,13 @@ one strategy object per replay) and is counted with the same token counter (defa
   (dollars with ``price_per_mtok``); strategy time: wall time inside the strategy only.
 * degenerate: a prompt of system messages only, or without the task (the first real user
   message) or the last real user message.
+* unresolved references: references to lines another output shows (``[12 lines as in the
+  output of call_ab12 (bash) above]``) whose named output does not show those lines in the
+  prompt (:func:`~langchain_promptstrat.messages.references.unresolved_references`).
 * next-action recall, for replayed prompts only: :mod:`~langchain_promptstrat.simulate.recall`.
 
-Peers (``peers=True``), at the same ``max_tokens`` where they take one: ``trim_messages`` as
+Strategies are applied as every front end applies them (:func:`apply_in_order`). Peers
+(``peers=True``), at the same ``max_tokens`` where they take one: ``trim_messages`` as
 LangGraph's documented ``pre_model_hook`` sets it up (``strategy="last"``, ``start_on="human"``,
 ``end_on=("human", "tool")``, ``include_system=True``); ``ContextEditingMiddleware`` with
 ``ClearToolUsesEdit(trigger=max_tokens)`` (its defaults; left out with a note without the
@@ -46,15 +50,15 @@ from langchain_promptstrat.defaults import LONG_RUN_CALLS
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.extras import install_hint
 from langchain_promptstrat.messages import content_text, is_real_user_message, task_index
+from langchain_promptstrat.messages.references import unresolved_references
 from langchain_promptstrat.registry import BUILTIN_STRATEGIES, CallableStrategy, available_strategies, get_strategy, split_strategy_names
-from langchain_promptstrat.report import Compacted
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.simulate.output import (
     DEFAULT_LIST_ROW, SimulationResult, StrategyRun, estimated_cost, format_table, plot, result_from_json, result_to_json,
 )
 from langchain_promptstrat.simulate.recall import OLD_AFTER, CallTargets, RecallCounts, TermIndex, code_references, recall_counts, terms
 from langchain_promptstrat.strategies.cache_breakpoints import CacheBreakpoints
-from langchain_promptstrat.strategy import PromptStrategy
+from langchain_promptstrat.strategy import PromptStrategy, apply_in_order
 from langchain_promptstrat.testing import ScriptedChatModel, iter_agent_run
 from langchain_promptstrat.testing.tools import AGENT_RUN_TOOLS
 from langchain_promptstrat.tokens import TokenCounter, as_token_counter, tool_schema_tokens
@@ -330,13 +334,14 @@ def default_rows(*, settings: Settings | None = None, max_tokens: int = DEFAULT_
 
 
 def _pipeline(strategies: Sequence[PromptStrategy], tools: Sequence[Any] = ()) -> Apply:
-    """Return the strategies applied in order; one with ``compact_for_request`` is given ``tools``, as the middleware gives them."""
+    """Return the strategies applied as the front ends apply them (:func:`apply_in_order`).
+
+    One with ``compact_for_request`` is given ``tools``, as the middleware gives them.
+    """
+    request = {"tools": list(tools)} if tools else None
 
     def apply(prompt: list[BaseMessage]) -> list[BaseMessage]:
-        for strategy in strategies:
-            bounded: Callable[..., Compacted] | None = getattr(strategy, "compact_for_request", None)
-            prompt = bounded(prompt, tools=tools).messages if tools and callable(bounded) else strategy.compact(prompt).messages
-        return prompt
+        return apply_in_order(strategies, prompt, request=request)[0]
 
     return apply
 
@@ -451,6 +456,7 @@ def _replay(
         run.cached_tokens.append(cached)
         run.reuse.append(cached / total if total else 0.0)
         run.degenerate.append(is_degenerate(prompt, sent))
+        run.unresolved.append(unresolved_references(prompt, sent))
         if targets is not None:
             target = targets[done - 1]
             run.recall.append(recall_counts(target, prompt, sent, index).as_list() if target is not None else [0] * 7)

@@ -59,6 +59,8 @@ class StrategyRun:
     """Tokens written to the cache under the provider rule (billed at the write multiplier)."""
     recall: list[list[int]] = field(default_factory=list)
     """Per call, :meth:`RecallCounts.as_list`; empty when the replay measured none."""
+    unresolved: list[int] = field(default_factory=list)
+    """Per call, the references of the prompt sent that do not resolve (0 from the apply path)."""
 
     @property
     def calls(self) -> int:
@@ -83,6 +85,10 @@ class StrategyRun:
     @property
     def degenerate_calls(self) -> int:
         return sum(self.degenerate)
+
+    @property
+    def unresolved_references(self) -> int:
+        return sum(self.unresolved)
 
     @property
     def mean_tokens(self) -> float:
@@ -158,6 +164,7 @@ class StrategyRun:
             "strategy_seconds": self.strategy_seconds,
             "strategy_ms_per_call": 1000 * self.strategy_seconds / self.calls if self.calls else 0.0,
             "degenerate_calls": self.degenerate_calls,
+            "unresolved_references": self.unresolved_references,
             "mean_tokens": self.mean_tokens,
             "ceiling": self.ceiling,
             "calls_over_ceiling": self.calls_over_ceiling,
@@ -170,6 +177,7 @@ class StrategyRun:
 
 PER_CALL = (
     "tokens", "cached_tokens", "reuse", "seconds", "degenerate", "recall", "provider_cached_tokens", "provider_written_tokens",
+    "unresolved",
 )
 """The per-call lists of a :class:`StrategyRun`, in the order ``--json`` prints them."""
 
@@ -322,7 +330,7 @@ def format_table(result: SimulationResult, width: int | None = None) -> str:
     columns.append("mean prompt")
     if result.recall_measured:
         columns += ["recall", "old recall", "outputs-only", "recoverable"]
-    columns.append("ms per call")
+    columns += ["unresolved refs", "ms per call"]
     rows: list[list[str]] = []
     runs = sorted(result.runs, key=lambda run: not _is_default(run.name))  # the default list first
     for run in runs:
@@ -340,7 +348,7 @@ def format_table(result: SimulationResult, width: int | None = None) -> str:
         row.append(f"{s['mean_tokens']:,.0f}")
         if result.recall_measured:
             row += [_share(s.get("recall")), _share(s.get("old_recall")), _share(s.get("outputs_only_recall")), _share(s.get("recoverable"))]
-        row.append(f"{s['strategy_ms_per_call']:.2f}")
+        row += [f"{s['unresolved_references']:,}", f"{s['strategy_ms_per_call']:.2f}"]
         rows.append(row)
     exact = {True: "exact", False: "approximate", None: "as counted"}[result.exact_tokens]
     price = f"; ${result.price_per_mtok:g} per million input tokens" if result.price_per_mtok is not None else ""
@@ -369,6 +377,9 @@ def format_table(result: SimulationResult, width: int | None = None) -> str:
         "mean prompt: tokens per prompt sent.",
         "degenerate prompts (only system messages, or without the task or the last user message): "
         + (", ".join(degenerate) if degenerate else "none in any row") + ".",
+        "unresolved refs: references to lines another output shows ('[12 lines as in the output of "
+        "call_ab12 (bash) above]') whose output does not show them in the prompt; the apply path "
+        "rewrites each (docs/default.md).",
     ]
     if result.recall_measured:
         first = result.runs[0].recall_summary() if result.runs else None

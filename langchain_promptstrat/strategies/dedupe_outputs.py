@@ -7,7 +7,9 @@ run of already-shown lines (each longer than ``dedupe_min_line_chars``) becomes 
 copy is edited because it is at the uncached tail: every earlier message keeps its bytes,
 so the prefix cache keeps hitting, and each output's form depends only on the outputs
 before it. The first ``dedupe_tool_call_threshold`` outputs are never edited; non-string
-contents are left alone. Run it before a strategy that shortens old outputs.
+contents are left alone. Run it before a strategy that shortens old outputs: where that one
+shortens or drops the output a pointer names, the apply path names another output that shows
+the lines, or the read-back handle (:mod:`~langchain_promptstrat.messages.references`).
 """
 
 from __future__ import annotations
@@ -21,16 +23,11 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from typing_extensions import Unpack
 
 from langchain_promptstrat.messages.recorded_calls import recorded_calls
+from langchain_promptstrat.messages.references import reference_text
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.messages.history_memo import EMPTY_HISTORY, HistoryKey, ReplayMemo, history_key
 from langchain_promptstrat.strategy import PromptStrategy
-
-
-def pointer_text(lines: int, call_id: str, tool: str) -> str:
-    """Return the line that stands for ``lines`` repeated lines of the output of ``call_id``."""
-    name = f" ({tool})" if tool else ""
-    return f"[{lines} line{'s' if lines != 1 else ''} as in the output of {call_id}{name} above]"
 
 
 @dataclass
@@ -70,7 +67,7 @@ def _dedupe_one(message: ToolMessage, reading: _Reading, settings: Settings) -> 
         j = i + 1
         while j < len(lines) and len(lines[j]) > minimum and lines[j] in reading.seen:
             j += 1
-        pointer = pointer_text(j - i, holder, reading.tools.get(holder, ""))
+        pointer = reference_text(j - i, holder, reading.tools.get(holder, ""))
         if len(pointer) < sum(len(line) + 1 for line in lines[i:j]):
             out.append(pointer)
             changed += j - i

@@ -356,10 +356,6 @@ class ShortenedForm:
 # ---- what the rule reads: each call's tokens, as prefix sums -------------------------------
 
 
-NOTICE_TOKENS = 90
-"""What the estimate reserves for the compaction notice (its text is about 80 tokens)."""
-
-
 class Costs:
     """Per-message tokens for one counter, whole and shortened, remembered weakly by message object (never changing a result)."""
 
@@ -395,6 +391,31 @@ class Costs:
     def __call__(self, messages: Sequence[BaseMessage], /) -> int:
         return sum(map(self.whole, messages))
 
+    def notice(self, handles: bool) -> int:
+        """Return what the estimate reserves for the compaction notice: the most a notice costs.
+
+        That is the notice of :data:`NOTICE_CALLS` calls (handles or not, as ``handles`` says).
+        """
+        return max(map(self.whole, _largest_notices(handles)))
+
+
+NOTICE_CALLS = 99_999
+"""The most calls whose notice the reserve is sure to cover (each count at most five digits)."""
+
+
+@functools.lru_cache(maxsize=2)
+def _largest_notices(handles: bool) -> tuple[BaseMessage, ...]:
+    """Return the notices with the longest counts, each one call or :data:`NOTICE_CALLS`.
+
+    The same objects every time, so a :class:`Costs` counts them once.
+    """
+    last = {NOTICE_CALLS - 1: Fate.DROP}  # calls NOTICE_CALLS-NOTICE_CALLS dropped
+    return tuple(
+        compaction_notice(shortened, dropped, strategy=STRATEGY_NAME, fates=last, handles=handles)
+        for shortened in (1, NOTICE_CALLS)
+        for dropped in (1, NOTICE_CALLS)
+    )
+
 
 @dataclass
 class StepCosts:
@@ -416,11 +437,13 @@ class StepCosts:
     keys: set[str] = field(default_factory=set)
     """Repeat keys of the calls seen so far."""
     last_ai: int = -1
+    notice: int = 0
+    """What the compaction notice costs at most (:meth:`Costs.notice`): reserved once any is cut."""
 
     def copy(self) -> StepCosts:
         return StepCosts(
             self.fixed, list(self.whole), list(self.short), list(self.loose_before), self.loose_after,
-            list(self.ends), set(self.keys), self.last_ai,
+            list(self.ends), set(self.keys), self.last_ai, self.notice,
         )
 
     @property
@@ -432,7 +455,7 @@ class StepCosts:
         t = self.total
         h = min(head, drop)
         loose = self.loose_before[t] + self.loose_after - self.loose_before[drop] + self.loose_before[h]
-        notice = NOTICE_TOKENS if compaction else 0
+        notice = self.notice if compaction else 0
         kept_short = self.short[h] + self.short[compaction] - self.short[drop]
         return self.fixed + loose + notice + kept_short + self.whole[t] - self.whole[compaction]
 
@@ -493,10 +516,6 @@ class Replay:
     index: ToolIndex
     steps: StepCosts
     edges: Edges
-    recent: list[tuple[int, Edges]] = field(default_factory=list)
-    """``(call point, edges)`` after each of the last call points replayed."""
-    previous_edges: tuple[int, int] = (0, 0)
-    """The compaction and drop edges of the previous model call's prompt (:func:`_edges_before`)."""
     previous: tuple[Edges, int] = (Edges(), 0)
     """The edges and outputs counted at the previous model call (the history before the newest assistant message)."""
     digest: tuple[int, bytes] | None = None
@@ -506,9 +525,6 @@ class Replay:
     extra: int = 0
     sent: int = 0
     """The estimate of the prompt sent at the call point ``len(history)``, which the answer after it is read against."""
-
-
-_RECENT_POINTS = 16
 
 
 def replay_history(
@@ -530,7 +546,7 @@ def replay_history(
     if start is None:
         replay = Replay(EMPTY_HISTORY, budget, ToolIndex(), StepCosts(), Edges(), calibration=calibration, extra=extra)
     else:
-        replay = replace(start, steps=start.steps.copy(), recent=list(start.recent))
+        replay = replace(start, steps=start.steps.copy())
     done, start_index = replay.history.length, replay.index
     index = replay.index = start_index.extend(source)
     previous = previous_length(source)
@@ -540,6 +556,7 @@ def replay_history(
     system = leading_system_count(source)
     steps, edges = replay.steps, replay.edges
     form = ShortenedForm.of(settings, costs.counter)
+    steps.notice = costs.notice(form.handles)
     calibration, sent = replay.calibration, replay.sent
     for point in call_points(source, after=done):
         if done:  # the answer to the previous call point
@@ -554,9 +571,7 @@ def replay_history(
         if point == previous:
             replay.previous = edges, steps.total
         sent = steps.estimate(edges.compaction_edge, edges.drop_edge, edges.head) + extra
-        replay.recent = [*replay.recent[-(_RECENT_POINTS - 1):], (point, edges)]
     replay.edges, replay.calibration, replay.sent = edges, calibration, sent
-    replay.previous_edges = _edges_before(replay, previous)
     replay.history = history_key(source, start.history if start is not None else None)
     return replay
 
@@ -578,22 +593,6 @@ def _replay(
     return replay
 
 
-def _edges_before(replay: Replay, previous: int) -> tuple[int, int]:
-    """Return the edges at the previous model call: the newest call point at or before ``previous`` messages.
-
-    Not simply the call point before the last: a user message right after tool outputs makes
-    a call point where no model was called, and an edge that moved there changed the prompt too.
-    Only the last :data:`_RECENT_POINTS` are kept: past them the oldest kept stands in.
-    """
-    for point, edges in reversed(replay.recent):
-        if point <= previous:
-            return edges.compaction_edge, edges.drop_edge
-    if len(replay.recent) < _RECENT_POINTS:  # every point was kept: the previous call came before any
-        return 0, 0
-    oldest = replay.recent[0][1]
-    return oldest.compaction_edge, oldest.drop_edge
-
-
 # ---- the replay as a value a front end carries -----------------------------------------------
 
 
@@ -611,8 +610,10 @@ class CarriedReplay:
     value: dict[str, Any] | None = None
 
 
-CARRY_FORMAT = 2
-_CHECKED = ("format", "fingerprint", "length", "digest", "steps", "edges", "recent", "previous", "calibration")
+CARRY_FORMAT = 3
+_CHECKED = (
+    "format", "fingerprint", "length", "digest", "steps", "edges", "previous", "calibration",
+)
 
 
 def _fingerprint(settings: Settings, counter: CountTokens, budget: tuple[int, int, float]) -> str | None:
@@ -645,7 +646,6 @@ def _carried_value(replay: Replay, source: Sequence[BaseMessage], fingerprint: s
         "format": CARRY_FORMAT, "fingerprint": fingerprint, "length": length, "digest": replay.digest[1].hex(),
         "steps": [s.fixed, s.whole, s.short, s.loose_before, s.loose_after, s.ends, s.last_ai],
         "edges": _edges_value(replay.edges),
-        "recent": [[point, _edges_value(edges)] for point, edges in replay.recent],
         "previous": [_edges_value(replay.previous[0]), replay.previous[1]],
         "calibration": [list(c.ratios), c.answers, c.ignored, replay.sent],
     }
@@ -684,7 +684,6 @@ def _resumed(value: Any, source: list[BaseMessage], budget: int, fingerprint: st
         steps = StepCosts(fixed, whole, short, loose_before, loose_after, ends, keys, last_ai)
         return Replay(
             history_key(source[:length]), budget, index, steps, _edges_from(value["edges"]),
-            [(point, _edges_from(edges)) for point, edges in value["recent"]],
             previous=(_edges_from(previous), total), digest=(length, digest), extra=extra, sent=sent,
             calibration=replace(prior, ratios=tuple(ratios), answers=answers, ignored=ignored),
         )
@@ -888,8 +887,9 @@ def _compact(
         previous_state = (count_edges(before), before_total)
     else:
         replay = _replay(source, budget, settings, costs, memo, prior, extra_tokens, carried)
-        index, edges, total, previous_edges = replay.index, replay.edges, replay.steps.total, replay.previous_edges
+        index, edges, total = replay.index, replay.edges, replay.steps.total
         previous_state, calibration = replay.previous, replay.calibration
+        previous_edges = (previous_state[0].compaction_edge, previous_state[0].drop_edge)
         budget = calibration.budget(budget, extra_tokens)
 
     out, details, head = frozen_prompt(source, index, edges, total, previous_edges, settings, costs.counter)

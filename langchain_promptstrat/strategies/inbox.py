@@ -41,7 +41,7 @@ def _deliver(messages: Sequence[BaseMessage], store: InboxBackend | None) -> Com
         skipped=result.skipped,
         replaced_characters=result.replaced_characters,
         empty=result.empty,
-        budget_bytes=result.budget_bytes,
+        budget_tokens=result.budget_tokens,
         waiting=result.waiting,
     ))
 

@@ -181,12 +181,13 @@ class TestBeforeModelNode:
 class TestInbox:
     @pytest.mark.parametrize("front_end", ["middleware", "hook"])
     def test_a_pickup_admits_notices_up_to_a_share_of_the_front_ends_own_ceiling(self, root, front_end):
-        """max_tokens=4,000 with the 0.25 share admits 1,000 bytes a pickup: three 600-byte notices reach three
-        model calls in posting order, one each, none lost, whatever the environment's ceiling says."""
+        """max_tokens=4,000 with the 0.25 share admits 1,000 tokens a pickup: three notices of about
+        600 tokens reach three model calls in posting order, one each, none lost, whatever the
+        environment's ceiling says."""
         from langgraph.prebuilt import create_react_agent
 
         model = ScriptedChatModel.long_run(3)
-        texts = [f"notice {i} " + "n" * 591 for i in range(3)]
+        texts = [f"notice {i} " + "word " * 591 for i in range(3)]
         if front_end == "middleware":
             app = agent(model, PromptStrategyMiddleware(inbox_root=root, max_tokens=4_000))
         else:

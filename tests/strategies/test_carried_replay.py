@@ -169,14 +169,34 @@ def test_a_garbage_carried_value_is_ignored_without_an_exception(garbage: Any) -
     assert same(compact(RUN[40], CarriedReplay(garbage)), compact(RUN[40]))
 
 
+FIELDS = ["length", "digest", "steps", "edges", "previous", "fingerprint", "format", "check"]
+"""The fields of a carried value."""
+
+
 @settings(max_examples=40, deadline=None)
-@given(field=st.sampled_from(["length", "digest", "steps", "edges", "recent", "previous", "fingerprint", "format", "check"]), junk=json_values)
+@given(field=st.sampled_from(FIELDS), junk=json_values)
 def test_a_carried_value_with_one_field_spoiled_is_never_trusted(field: str, junk: Any) -> None:
     """A real value with any one field replaced gives the full replay's result, or the same bytes when the field did not matter."""
     carried = CarriedReplay()
     compact(RUN[60], carried)
     spoiled = {**as_stored(carried.value), field: junk}
     assert same(compact(RUN[80], CarriedReplay(spoiled)), compact(RUN[80]))
+
+
+def test_a_carried_previous_call_changed_in_storage_is_not_trusted() -> None:
+    """A value whose previous call's edges were changed, still well formed, is not resumed.
+
+    A retry (the same history and a user message) takes the previous call's edges from the
+    value: trusted unchecked, they would make the report compare with a call that never was.
+    """
+    moved = next(k for k in range(20, len(RUN)) if compact(RUN[k]).report.details["boundary_moved"])
+    carried = CarriedReplay()
+    compact(RUN[moved], carried)
+    value = as_stored(carried.value)
+    value["previous"] = [value["edges"], value["previous"][1]]  # this call's edges, as the last's
+    retry = [*RUN[moved], HumanMessage("Also check the logs.")]
+    assert compact(retry).report.details["boundary_moved"]
+    assert same(compact(retry, CarriedReplay(value)), compact(retry))
 
 
 def test_without_a_carried_value_a_call_still_leaves_one() -> None:

@@ -13,7 +13,8 @@ from realruns import realruns_dir
 from langchain_promptstrat import Settings, check_tool_pairs
 from langchain_promptstrat.conversation_file import read_conversation
 from langchain_promptstrat.replay import transcript_prompts
-from langchain_promptstrat.strategies.dedupe_outputs import DedupeOutputs, dedupe_outputs, pointer_text
+from langchain_promptstrat.messages.references import reference_text
+from langchain_promptstrat.strategies.dedupe_outputs import DedupeOutputs, dedupe_outputs
 
 FILE = [f"    line_{i} = compute_value({i}, factor={i * 7})" for i in range(12)]
 """Twelve lines a file would hold: each longer than the 20-character minimum."""
@@ -40,7 +41,8 @@ class TestTheRule:
         messages = run("\n".join(FILE), "\n".join(["header of the second read", *FILE[2:10], "a line only here, long enough"]))
         out = dedupe_outputs(messages, settings=ACTIVE).messages
         assert out[-1].content == "\n".join(
-            ["header of the second read", pointer_text(8, "call_0", "bash"), "a line only here, long enough"]
+            ["header of the second read", reference_text(8, "call_0", "bash"),
+             "a line only here, long enough"]
         )
         assert out[:-1] == messages[:-1] and out[3] is messages[3]
 
@@ -49,13 +51,13 @@ class TestTheRule:
         messages = run("\n".join(FILE), *filler(3), "\n".join(FILE))
         out = dedupe_outputs(messages, settings=ACTIVE).messages
         assert all(a is b for a, b in zip(out[:-1], messages[:-1]))
-        assert out[-1].content == pointer_text(12, "call_0", "bash")
+        assert out[-1].content == reference_text(12, "call_0", "bash")
 
     def test_the_pointer_names_the_newest_output_that_holds_the_lines(self):
         """After two reads of a file, a third points to the second, the nearest copy."""
         messages = run("\n".join(FILE), "\n".join(["x" * 30, *FILE]), "\n".join(FILE))
         out = dedupe_outputs(messages, settings=ACTIVE).messages
-        assert out[-1].content == pointer_text(12, "call_1", "bash")
+        assert out[-1].content == reference_text(12, "call_1", "bash")
 
     def test_short_lines_and_runs_shorter_than_their_pointer_stay(self):
         """Braces and blank lines repeat without meaning anything; a pointer longer than its lines would cost more."""
@@ -75,7 +77,7 @@ class TestTheRule:
         """The sixth output on may point back, to any earlier output, including the first five."""
         messages = run("\n".join(FILE), *filler(4), "\n".join(FILE))
         result = DedupeOutputs().compact(messages)
-        assert result.messages[-1].content == pointer_text(12, "call_0", "bash")
+        assert result.messages[-1].content == reference_text(12, "call_0", "bash")
         assert result.report.details["outputs_edited"] == 1 and result.report.details["lines_pointed_back"] == 12
 
     def test_block_content_is_left_as_it_is(self):

@@ -156,12 +156,12 @@ class TestDelivery:
         assert sorted(p.name for p in removed_path.iterdir()) == ["a-touched", "b"]
 
     def test_report_counts_the_delivery(self, save_file, inbox_path):
-        """The report names the inbox, the delivered files and the skipped ones, the pickup's byte budget (a share of
-        the ceiling) and how many notices wait for the next pickup."""
+        """The report names the inbox, the delivered files and the skipped ones, the pickup's token
+        budget (a share of the ceiling) and how many notices wait for the next pickup."""
         write(inbox_path, "a", "x")
         report = Inbox().compact([], save_file=save_file).report
         assert report.details == {"inbox": str(inbox_path), "delivered": 1, "files": ["a"], "skipped": [], "replaced_characters": [],
-                                  "empty": [], "budget_bytes": 27_904, "waiting": 0}
+                                  "empty": [], "budget_tokens": 27_904, "waiting": 0}
         assert report.messages_in == 0 and report.messages_out == 1
 
 
