@@ -68,15 +68,25 @@ class Prompts(NamedTuple):
 
 
 def pick_prompts(n_tool_calls: int, seed: int, settings: Settings) -> Prompts:
-    """Return the last boundary move and the last pair of calls sharing an epoch of a run of ``n_tool_calls``."""
+    """Return the last boundary move and the last pair of calls sharing an epoch of a run of
+    ``n_tool_calls``."""
     window: list[list[BaseMessage]] = []
     for prompt in iter_agent_run(n_tool_calls, seed=seed):
         window = (window + [prompt])[-100:]
-    pinned = [shorten_tools_epoch_increment(p, settings=settings).report.details["pinned_total"] for p in window]
-    same = max((i for i in range(1, len(window)) if pinned[i] is not None and pinned[i] == pinned[i - 1]), default=None)
+    pinned = [
+        shorten_tools_epoch_increment(p, settings=settings).report.details["pinned_total"]
+        for p in window
+    ]
+    same = max(
+        (i for i in range(1, len(window)) if pinned[i] is not None and pinned[i] == pinned[i - 1]),
+        default=None,
+    )
     moved = max((i for i in range(1, len(window)) if pinned[i] != pinned[i - 1]), default=None)
     if same is None or moved is None:
-        raise SystemExit(f"{n_tool_calls} tool calls do not reach a second call within an epoch; use a larger size")
+        raise SystemExit(
+            f"{n_tool_calls} tool calls do not reach a second call within an epoch; use a larger "
+            "size"
+        )
     return Prompts(window[moved - 1], window[moved], window[same - 1], window[same])
 
 
@@ -98,9 +108,16 @@ def measure(n_tool_calls: int, *, seed: int, runs: int) -> dict[str, Any]:
         times["next"].append(timed(ours(second)))
         ours(prompts.before_boundary)()
         times["boundary"].append(timed(ours(prompts.at_boundary)))
-        times["trim"].append(timed(lambda: trim_messages(
-            second, max_tokens=budget, strategy="last", token_counter=count_tokens_approximately,
-        )))
+        times["trim"].append(
+            timed(
+                lambda: trim_messages(
+                    second,
+                    max_tokens=budget,
+                    strategy="last",
+                    token_counter=count_tokens_approximately,
+                )
+            )
+        )
     return {
         "tool_calls": result.report.tool_calls,
         "messages": len(second),
@@ -113,15 +130,25 @@ def measure(n_tool_calls: int, *, seed: int, runs: int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("sizes", nargs="*", type=int, default=list(DEFAULT_SIZES), help="tool calls per conversation")
+    parser.add_argument(
+        "sizes",
+        nargs="*",
+        type=int,
+        default=list(DEFAULT_SIZES),
+        help="tool calls per conversation",
+    )
     parser.add_argument("--runs", type=int, default=15, help="runs per figure (median)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
 
-    print(f"python {platform.python_version()} on {platform.machine()} ({os.cpu_count()} cpus); median of {args.runs} runs; ms per call")
+    print(
+        f"python {platform.python_version()} on {platform.machine()} ({os.cpu_count()} cpus); "
+        f"median of {args.runs} runs; ms per call"
+    )
     header = (
         f"{'tool calls':>10} {'messages':>8} {'tokens in':>9} {'tokens out':>10} "
-        f"{'ours cold':>9} {'ours boundary':>13} {'ours in epoch':>13} {'trim_messages':>13} {'ratio':>6} {'us/tool call':>12}"
+        f"{'ours cold':>9} {'ours boundary':>13} {'ours in epoch':>13} {'trim_messages':>13} "
+        f"{'ratio':>6} {'us/tool call':>12}"
     )
     print(header)
     print("-" * len(header))

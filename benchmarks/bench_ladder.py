@@ -43,16 +43,23 @@ Strategy = Callable[[list[BaseMessage]], list[BaseMessage]]
 
 def ladder(max_tokens: int, *, watermark: bool) -> CompactionLadder:
     low = None if watermark else max_tokens
-    return CompactionLadder([ToolResults(), SlidingWindow()], max_tokens=max_tokens, low_tokens=low, token_counter=COUNT)
+    return CompactionLadder(
+        [ToolResults(), SlidingWindow()], max_tokens=max_tokens, low_tokens=low, token_counter=COUNT
+    )
 
 
 def trim(max_tokens: int) -> Strategy:
-    """trim_messages as LangChain documents it for chat history, starting on a user or assistant message."""
+    """trim_messages as LangChain documents it for chat history, starting on a user or assistant
+    message."""
 
     def run(messages: list[BaseMessage]) -> list[BaseMessage]:
         return trim_messages(
-            messages, max_tokens=max_tokens, token_counter=COUNT, strategy="last",
-            include_system=True, start_on=("human", "ai"),
+            messages,
+            max_tokens=max_tokens,
+            token_counter=COUNT,
+            strategy="last",
+            include_system=True,
+            start_on=("human", "ai"),
         )
 
     return run
@@ -75,10 +82,14 @@ def clear_tool_uses(max_tokens: int, clear_at_least: int = 0) -> Strategy:
 
 def wire(message: BaseMessage) -> bytes:
     """Return the bytes a provider receives for ``message`` (OpenAI format, keys sorted)."""
-    return json.dumps(convert_to_openai_messages(message), sort_keys=True, ensure_ascii=False).encode()
+    return json.dumps(
+        convert_to_openai_messages(message), sort_keys=True, ensure_ascii=False
+    ).encode()
 
 
-def common_prefix_tokens(previous: Sequence[bytes], current: Sequence[bytes], sizes: Sequence[int]) -> int:
+def common_prefix_tokens(
+    previous: Sequence[bytes], current: Sequence[bytes], sizes: Sequence[int]
+) -> int:
     """Return the tokens of ``current``'s leading messages byte-identical to ``previous``'s."""
     total = 0
     for a, b, size in zip(previous, current, sizes):
@@ -106,7 +117,10 @@ def per_call_ms(fn: Callable[[], object], repeat: int) -> float:
 
 
 def one_call(sizes: Sequence[int], max_tokens: int, repeat: int) -> None:
-    print(f"\n1. One call, target {max_tokens:,} tokens (median of {repeat} calls; counter cache warm for all)\n")
+    print(
+        f"\n1. One call, target {max_tokens:,} tokens (median of {repeat} calls; counter cache "
+        "warm for all)\n"
+    )
     header = f"{'messages':>8}  {'contender':<34} {'ms/call':>9} {'tokens kept':>12} {'msgs kept':>10} {'task kept':>10} {'pairs ok':>9}"
     print(header)
     print("-" * len(header))
@@ -117,17 +131,29 @@ def one_call(sizes: Sequence[int], max_tokens: int, repeat: int) -> None:
         anchor = next(m for m in reversed(messages) if is_real_user_message(m))
         watermarked = ladder(max_tokens, watermark=True)
         contenders: list[tuple[str, Callable[[], list[BaseMessage]]]] = [
-            ("ladder, one-shot (low = max)", lambda: ladder(max_tokens, watermark=False).invoke(messages)),
-            ("ladder, watermark, cold replay", lambda: (watermarked.forget(), watermarked.invoke(messages))[1]),
+            (
+                "ladder, one-shot (low = max)",
+                lambda: ladder(max_tokens, watermark=False).invoke(messages),
+            ),
+            (
+                "ladder, watermark, cold replay",
+                lambda: (watermarked.forget(), watermarked.invoke(messages))[1],
+            ),
             ("ladder, watermark, warm (memo)", lambda: watermarked.invoke(messages)),
             ("trim_messages", lambda: trim(max_tokens)(messages)),
         ]
-        print(f"{len(messages):>8}  {'(input)':<34} {'':>9} {COUNT(messages):>12,} {len(messages):>10} {'':>10} {'':>9}")
+        print(
+            f"{len(messages):>8}  {'(input)':<34} {'':>9} {COUNT(messages):>12,} "
+            f"{len(messages):>10} {'':>10} {'':>9}"
+        )
         for name, call in contenders:
             out = call()
             ms = per_call_ms(call, repeat)
             kept_task = any(m is anchor for m in out)
-            print(f"{'':>8}  {name:<34} {ms:>9.1f} {COUNT(out):>12,} {len(out):>10} {str(kept_task):>10} {str(not check_tool_pairs(out)):>9}")
+            print(
+                f"{'':>8}  {name:<34} {ms:>9.1f} {COUNT(out):>12,} {len(out):>10} "
+                f"{str(kept_task):>10} {str(not check_tool_pairs(out)):>9}"
+            )
 
 
 # --------------------------------------------------------------------------- part 2
@@ -136,18 +162,26 @@ def one_call(sizes: Sequence[int], max_tokens: int, repeat: int) -> None:
 def growing_run(n_tool_calls: int, max_tokens: int) -> None:
     low = int(max_tokens * 0.7)
     prompts = list(iter_agent_run(n_tool_calls, seed=11))[1:]  # a model call after every step
-    print(f"\n2. Growing agent run: {n_tool_calls} tool calls, {len(prompts)} model calls, "
-          f"history ends at {len(prompts[-1]):,} messages / {COUNT(prompts[-1]):,} tokens; target {max_tokens:,}\n")
+    print(
+        f"\n2. Growing agent run: {n_tool_calls} tool calls, {len(prompts)} model calls, "
+        f"history ends at {len(prompts[-1]):,} messages / {COUNT(prompts[-1]):,} tokens; target "
+        f"{max_tokens:,}\n"
+    )
     contenders: list[tuple[str, Strategy]] = [
         ("full history (no strategy)", list),
         (f"ladder, watermark (low {low:,})", ladder(max_tokens, watermark=True).invoke),
         ("ladder, one-shot (low = max)", ladder(max_tokens, watermark=False).invoke),
         ("trim_messages", trim(max_tokens)),
         ("ClearToolUsesEdit(trigger=T)", clear_tool_uses(max_tokens)),
-        (f"ClearToolUsesEdit(.., clear_at_least={max_tokens - low:,})", clear_tool_uses(max_tokens, max_tokens - low)),
+        (
+            f"ClearToolUsesEdit(.., clear_at_least={max_tokens - low:,})",
+            clear_tool_uses(max_tokens, max_tokens - low),
+        ),
     ]
-    header = (f"{'contender':<44} {'tokens sent':>12} {'peak':>8} {'over T':>7} {'prefix reuse':>13} "
-              f"{'calls w/ full prefix':>21} {'ms/call':>8}")
+    header = (
+        f"{'contender':<44} {'tokens sent':>12} {'peak':>8} {'over T':>7} {'prefix reuse':>13} "
+        f"{'calls w/ full prefix':>21} {'ms/call':>8}"
+    )
     print(header)
     print("-" * len(header))
     for name, strategy in contenders:
@@ -169,11 +203,17 @@ def growing_run(n_tool_calls: int, max_tokens: int) -> None:
             peak = max(peak, tokens)
             over += tokens > max_tokens
             previous = current
-        print(f"{name:<44} {sent:>12,} {peak:>8,} {over:>7} {reused / sent:>12.1%} "
-              f"{full_prefix:>10} / {len(prompts) - 1:<8} {elapsed / len(prompts) * 1000:>8.2f}")
-    print("\nprefix reuse: tokens of each prompt whose leading messages are byte-identical (OpenAI wire format)\n"
-          "to the previous prompt's, over all tokens sent. calls w/ full prefix: prompts that start with the\n"
-          "whole previous prompt. over T: prompts above the target.")
+        print(
+            f"{name:<44} {sent:>12,} {peak:>8,} {over:>7} {reused / sent:>12.1%} "
+            f"{full_prefix:>10} / {len(prompts) - 1:<8} {elapsed / len(prompts) * 1000:>8.2f}"
+        )
+    print(
+        "\nprefix reuse: tokens of each prompt whose leading messages are byte-identical (OpenAI "
+        "wire format)\n"
+        "to the previous prompt's, over all tokens sent. calls w/ full prefix: prompts that start "
+        "with the\n"
+        "whole previous prompt. over T: prompts above the target."
+    )
 
 
 def main() -> None:

@@ -1,4 +1,5 @@
-"""Time what tests only check for correctness: building a long synthetic run, and giving up on a hanging download.
+"""Time what tests only check for correctness: building a long synthetic run, and giving up on a
+hanging download.
 
 Run from the repository root::
 
@@ -61,7 +62,10 @@ def main() -> None:
             TokenCounter("o200k_base", load_timeout=0.05, download=download)([HumanMessage("hi")])
 
     rows = [
-        ("build_agent_run(5000)", _median_seconds(lambda: build_agent_run(5000, seed=13, mirror="mixed"), args.runs)),
+        (
+            "build_agent_run(5000)",
+            _median_seconds(lambda: build_agent_run(5000, seed=13, mirror="mixed"), args.runs),
+        ),
         ("hanging download abandoned", _median_seconds(lambda: first_count(True), args.runs)),
         ("uncached, download=False", _median_seconds(lambda: first_count(False), args.runs)),
     ]

@@ -1,4 +1,5 @@
-"""The bounded default against the ladder and the peers, at a context ceiling, on normal and heavy tool outputs.
+"""The bounded default against the ladder and the peers, at a context ceiling, on normal and heavy
+tool outputs.
 
 Every row of one table replays the same simulated agent run (``langchain_promptstrat.simulate``:
 a model call after every step; cached input billed at 0.1 of the price; one token counter):
@@ -27,8 +28,8 @@ Targets (issue 12) at a 60k ceiling, checked on every seed: peak <= ceiling on e
 normal outputs: price <= 0.135, reuse >= 94%, mean prompt >= 40k; heavy outputs: price at
 least 5% below the ladder's, mean prompt >= 35k. At 128k: peak <= ceiling.
 
-    python benchmarks/bounded.py --seeds 0 1 2
-    python benchmarks/bounded.py --speed-only     # strategy time per call at 1,000 tool calls, wall and CPU
+    python benchmarks/bounded.py --seeds 0 1 2 python benchmarks/bounded.py --speed-only     #
+    strategy time per call at 1,000 tool calls, wall and CPU
 
 The speed line is one process and one pass, as an agent loop runs: repeat the command (each
 run is a new process, so no cache carries over) and compare the ratios to ``trim_messages``,
@@ -63,17 +64,22 @@ LADDER = "ladder"
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Return the command-line options."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=400, help="tool calls of each run (default %(default)s)")
+    parser.add_argument(
+        "--calls", type=int, default=400, help="tool calls of each run (default %(default)s)"
+    )
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--ceilings", type=int, nargs="+", default=[60_000, 128_000])
     parser.add_argument("--runs", nargs="+", default=list(RUNS), choices=list(RUNS))
-    parser.add_argument("--speed-calls", type=int, default=1_000, help="tool calls of the speed run (0: skip)")
+    parser.add_argument(
+        "--speed-calls", type=int, default=1_000, help="tool calls of the speed run (0: skip)"
+    )
     parser.add_argument("--speed-only", action="store_true", help="only the speed run, no replays")
     return parser.parse_args(argv)
 
 
 def speed(calls: int, ceiling: int = 60_000) -> str:
-    """Return one line: mean time per model call over a ``calls``-tool-call run, ours and the peer, one process.
+    """Return one line: mean time per model call over a ``calls``-tool-call run, ours and the peer,
+    one process.
 
     Each strategy sees every prompt once, in order, as in an agent loop (a fresh strategy
     object, so its memo starts empty). The tokenizer is loaded before any timing: a
@@ -98,8 +104,15 @@ def speed(calls: int, ceiling: int = 60_000) -> str:
         DEFAULT_LIST: lambda p: bounded.compact(dedupe.compact(p).messages),
         APPLIED: lambda p: apply_in_order(applied, p),
         LADDER: CompactionLadder(["tool_results", "sliding_window"], max_tokens=ceiling).compact,
-        "trim_messages": lambda p: trim_messages(p, max_tokens=ceiling, token_counter=counter, strategy="last",
-                                                 start_on="human", end_on=("human", "tool"), include_system=True),
+        "trim_messages": lambda p: trim_messages(
+            p,
+            max_tokens=ceiling,
+            token_counter=counter,
+            strategy="last",
+            start_on="human",
+            end_on=("human", "tool"),
+            include_system=True,
+        ),
     }
     measured: dict[str, tuple[float, float]] = {}
     for name, apply in rows.items():
@@ -107,14 +120,19 @@ def speed(calls: int, ceiling: int = 60_000) -> str:
         for prompt in prompts:
             apply(list(prompt))
         measured[name] = (
-            1000 * (time.perf_counter() - started) / len(prompts), 1000 * (time.process_time() - cpu) / len(prompts),
+            1000 * (time.perf_counter() - started) / len(prompts),
+            1000 * (time.process_time() - cpu) / len(prompts),
         )
     peer_wall, peer_cpu = measured["trim_messages"]
     out = [
-        f"{name} {wall:.2f} ms (cpu {cpu:.2f} ms): {wall / peer_wall:.2f}x trim_messages (cpu {cpu / peer_cpu:.2f}x)"
+        f"{name} {wall:.2f} ms (cpu {cpu:.2f} ms): {wall / peer_wall:.2f}x trim_messages (cpu "
+        f"{cpu / peer_cpu:.2f}x)"
         for name, (wall, cpu) in measured.items()
     ]
-    return f"speed at {calls:,} tool calls ({len(prompts)} model calls, ceiling {ceiling:,}), mean per call, wall (cpu): " + ", ".join(out)
+    return (
+        f"speed at {calls:,} tool calls ({len(prompts)} model calls, ceiling {ceiling:,}), mean "
+        "per call, wall (cpu): " + ", ".join(out)
+    )
 
 
 def replay(run: str, seed: int, ceiling: int, calls: int) -> SimulationResult:
@@ -122,7 +140,12 @@ def replay(run: str, seed: int, ceiling: int, calls: int) -> SimulationResult:
     ladder = CompactionLadder(["tool_results", "sliding_window"], max_tokens=ceiling)
     return simulate(
         ["none", ShortenToolsEpochStable(max_tokens=ceiling), ladder],
-        n_tool_calls=calls, seed=seed, peers=True, max_tokens=ceiling, progress=False, run_options=RUNS[run],
+        n_tool_calls=calls,
+        seed=seed,
+        peers=True,
+        max_tokens=ceiling,
+        progress=False,
+        run_options=RUNS[run],
     )
 
 
@@ -139,7 +162,9 @@ def figures(r: StrategyRun, cached_fraction: float) -> dict[str, Any]:
 
 
 def label(r: StrategyRun) -> str:
-    return {"CompactionLadder": LADDER}.get(r.name, r.name) if r.kind != "peer" else f"{r.name} (peer)"
+    return (
+        {"CompactionLadder": LADDER}.get(r.name, r.name) if r.kind != "peer" else f"{r.name} (peer)"
+    )
 
 
 def check(run: str, ceiling: int, rows: dict[str, dict[str, Any]]) -> list[tuple[bool, str]]:
@@ -155,7 +180,10 @@ def check(run: str, ceiling: int, rows: dict[str, dict[str, Any]]) -> list[tuple
     if ceiling == 60_000 and run == "heavy":
         limit = 0.95 * rows[LADDER]["price"]
         out += [
-            (d["price"] <= limit, f"price {d['price']:.3f} <= 0.95 x ladder {rows[LADDER]['price']:.3f}"),
+            (
+                d["price"] <= limit,
+                f"price {d['price']:.3f} <= 0.95 x ladder {rows[LADDER]['price']:.3f}",
+            ),
             (d["mean"] >= 35_000, f"mean {d['mean']:,.0f} >= 35,000"),
         ]
     out.append((d["degenerate"] == 0, f"degenerate {d['degenerate']}"))
@@ -176,11 +204,15 @@ def main(argv: list[str] | None = None) -> int:
             for seed in args.seeds:
                 result = replay(run, seed, ceiling, args.calls)
                 rows = {label(r): figures(r, result.cached_fraction) for r in result.runs}
-                print(f"\n{run} outputs, ceiling {ceiling:,}, seed {seed}: {result.model_calls} model calls")
+                print(
+                    f"\n{run} outputs, ceiling {ceiling:,}, seed {seed}: {result.model_calls} "
+                    "model calls"
+                )
                 print(header)
                 for name, f in rows.items():
                     print(
-                        f"{name:<34} {f['peak']:>9,} {f['mean']:>11,.0f} {100 * f['reuse']:>6.1f}% {f['price']:>6.3f} "
+                        f"{name:<34} {f['peak']:>9,} {f['mean']:>11,.0f} "
+                        f"{100 * f['reuse']:>6.1f}% {f['price']:>6.3f} "
                         f"{f['degenerate']:>6} {f['ms']:>8.2f}"
                     )
                 results = check(run, ceiling, rows)
@@ -188,13 +220,19 @@ def main(argv: list[str] | None = None) -> int:
                 verdicts.append(held)
                 print("targets: " + "; ".join(t + ("" if ok else " NOT MET") for ok, t in results))
     if args.speed_calls:
-        # a new process: the replays above warmed the process-wide token counter and truncation caches on the same texts
+        # a new process: the replays above warmed the process-wide token counter and truncation
+        # caches on the same texts
         line = subprocess.run(
             [sys.executable, __file__, "--speed-only", "--speed-calls", str(args.speed_calls)],
-            check=True, capture_output=True, text=True,
+            check=True,
+            capture_output=True,
+            text=True,
         ).stdout.strip()
         print("\n" + line)
-    print(f"\ntargets held on {sum(verdicts)} of {len(verdicts)} replays; wall time {time.perf_counter() - started:.0f} s")
+    print(
+        f"\ntargets held on {sum(verdicts)} of {len(verdicts)} replays; wall time "
+        f"{time.perf_counter() - started:.0f} s"
+    )
     return 0 if all(verdicts) else 1
 
 

@@ -1,4 +1,5 @@
-"""Print our strategies side by side with trim_messages and ClearToolUsesEdit on simulated agent runs.
+"""Print our strategies side by side with trim_messages and ClearToolUsesEdit on simulated agent
+runs.
 
 Every row replays the same prompts with the same token counter; the peers get the same
 token target. The definitions of every column are in ``langchain_promptstrat.simulate``.
@@ -32,23 +33,50 @@ from langchain_promptstrat.simulate import (
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Return the command-line options."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=DEFAULT_TOOL_CALLS, help="tool calls of each simulated run (default %(default)s)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="one run per seed (default: 0)")
     parser.add_argument(
-        "--max-tokens", type=int, default=DEFAULT_MAX_TOKENS,
+        "--calls",
+        type=int,
+        default=DEFAULT_TOOL_CALLS,
+        help="tool calls of each simulated run (default %(default)s)",
+    )
+    parser.add_argument(
+        "--seeds", type=int, nargs="+", default=[0], help="one run per seed (default: 0)"
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=DEFAULT_MAX_TOKENS,
         help="token target of the peers and of our strategies that take one (default %(default)s)",
     )
     parser.add_argument(
-        "--strategies", default=None,
-        help="our strategies, space-separated (a comma joins a pipeline); default: every built-in plus none",
+        "--strategies",
+        default=None,
+        help="our strategies, space-separated (a comma joins a pipeline); default: every built-in "
+        "plus none",
     )
     parser.add_argument(
-        "--cached-fraction", type=float, default=DEFAULT_CACHED_FRACTION,
+        "--cached-fraction",
+        type=float,
+        default=DEFAULT_CACHED_FRACTION,
         help="share of the input price billed for cached tokens (default %(default)s)",
     )
-    parser.add_argument("--price-per-mtok", type=float, default=None, help="input price in dollars per million tokens, to show dollars")
-    parser.add_argument("--plot", metavar="PREFIX", default=None, help="also write PREFIX-seed<N>.png per seed (needs matplotlib)")
-    parser.add_argument("--json", action="store_true", help="print one JSON document with every seed's figures instead of tables")
+    parser.add_argument(
+        "--price-per-mtok",
+        type=float,
+        default=None,
+        help="input price in dollars per million tokens, to show dollars",
+    )
+    parser.add_argument(
+        "--plot",
+        metavar="PREFIX",
+        default=None,
+        help="also write PREFIX-seed<N>.png per seed (needs matplotlib)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON document with every seed's figures instead of tables",
+    )
     return parser.parse_args(argv)
 
 
@@ -78,7 +106,9 @@ def main(argv: list[str] | None = None) -> int:
             if seed != args.seeds[0]:
                 print()
             print(format_table(result))
-            print(f"wall time: {elapsed:.1f} s (replays, token counts and cache comparison included)")
+            print(
+                f"wall time: {elapsed:.1f} s (replays, token counts and cache comparison included)"
+            )
     except PromptStratError as exc:
         print(f"compare.py: {exc}", file=sys.stderr)
         return 2

@@ -1,4 +1,5 @@
-"""What each front end costs per model call, as a ratio to ``trim_messages`` measured in the same run.
+"""What each front end costs per model call, as a ratio to ``trim_messages`` measured in the same
+run.
 
 The seeded agent run (``iter_agent_run``) is grown call by call to ``--calls`` tool calls
 (150 and 1,000 by default) under a ``--ceiling`` (32,000 tokens); every row applies the
@@ -66,14 +67,20 @@ def ms(call: Callable[[], Any]) -> float:
     return 1000 * (time.perf_counter() - started)
 
 
-def loop_mean(prompts: Sequence[Sequence[BaseMessage]], apply: Callable[[list[BaseMessage]], Any]) -> float:
-    """Return the mean milliseconds of ``apply`` over the last :data:`LAST` prompts of a loop over all of them."""
+def loop_mean(
+    prompts: Sequence[Sequence[BaseMessage]], apply: Callable[[list[BaseMessage]], Any]
+) -> float:
+    """Return the mean milliseconds of ``apply`` over the last :data:`LAST` prompts of a loop over
+    all of them."""
     times = [ms(lambda p=p: apply(list(p))) for p in prompts]
     return statistics.fmean(times[-LAST:])
 
 
-def middleware_after_restart(history: list[BaseMessage], ceiling: int, folder: Path, carried: bool) -> float:
-    """Return the middleware's milliseconds in the first model call after a restart, on a SQLite checkpointer.
+def middleware_after_restart(
+    history: list[BaseMessage], ceiling: int, folder: Path, carried: bool
+) -> float:
+    """Return the middleware's milliseconds in the first model call after a restart, on a SQLite
+    checkpointer.
 
     ``carried``: the checkpoint also holds the replay the middleware's previous model call
     left in the state (computed here by the middleware's own call path on that call's
@@ -94,12 +101,28 @@ def middleware_after_restart(history: list[BaseMessage], ceiling: int, folder: P
     path, config = folder / "checkpoints.sqlite", {"configurable": {"thread_id": "t"}}
     stored: dict[str, Any] = {"messages": history[:-1]}
     if carried:
-        replay, served = CarriedReplay(), PromptStrategyMiddleware(max_tokens=ceiling)  # its request: the model, its read_back tool
-        request = {"max_tokens": ceiling, "model": ScriptedChatModel(["done"]), "tools": served.tools, "system": [], "carried": replay}
-        prompt_for_model(served.strategies, history[:previous_length(history)], request=request)
+        replay, served = (
+            CarriedReplay(),
+            PromptStrategyMiddleware(max_tokens=ceiling),
+        )  # its request: the model, its read_back tool
+        request = {
+            "max_tokens": ceiling,
+            "model": ScriptedChatModel(["done"]),
+            "tools": served.tools,
+            "system": [],
+            "carried": replay,
+        }
+        prompt_for_model(served.strategies, history[: previous_length(history)], request=request)
         stored[REPLAY_KEY] = replay.value
-    with sqlite3.connect(path, check_same_thread=False) as conn:  # the run so far, stored as the agent stores it
-        agent = create_agent(ScriptedChatModel(["done"]), [], checkpointer=SqliteSaver(conn), middleware=[PromptStrategyMiddleware()])
+    with sqlite3.connect(
+        path, check_same_thread=False
+    ) as conn:  # the run so far, stored as the agent stores it
+        agent = create_agent(
+            ScriptedChatModel(["done"]),
+            [],
+            checkpointer=SqliteSaver(conn),
+            middleware=[PromptStrategyMiddleware()],
+        )
         agent.update_state(config, stored, as_node="model")  # type: ignore[arg-type]  # as the model node: it writes private keys
     spent: list[float] = []
 
@@ -119,28 +142,48 @@ def middleware_after_restart(history: list[BaseMessage], ceiling: int, folder: P
             spent.append(1000 * (time.perf_counter() - started) - sum(model_ms))
             return out
 
-    with sqlite3.connect(path, check_same_thread=False) as conn:  # the restarted process: everything built again
-        agent = create_agent(ScriptedChatModel(["done"]), [], checkpointer=SqliteSaver(conn),
-                             middleware=[Timed(max_tokens=ceiling)])
+    with sqlite3.connect(
+        path, check_same_thread=False
+    ) as conn:  # the restarted process: everything built again
+        agent = create_agent(
+            ScriptedChatModel(["done"]),
+            [],
+            checkpointer=SqliteSaver(conn),
+            middleware=[Timed(max_tokens=ceiling)],
+        )
         agent.invoke({"messages": [history[-1]]}, config)  # type: ignore[arg-type]
     path.unlink()
     return spent[0]
 
 
-ROWS = ("warm objects", "prepare_prompt loop", "cold", "middleware after restart", "  ... with the carried replay")
+ROWS = (
+    "warm objects",
+    "prepare_prompt loop",
+    "cold",
+    "middleware after restart",
+    "  ... with the carried replay",
+)
 RESTARTS = ("middleware after restart", "  ... with the carried replay")
 LOOPS = ("warm objects", "prepare_prompt loop")
 
 
 def measure_row(row: str, side: str, calls: int, ceiling: int) -> float:
-    """Return the milliseconds of one row for ``side`` (``ours`` or ``trim_messages``), measured in this process."""
+    """Return the milliseconds of one row for ``side`` (``ours`` or ``trim_messages``), measured in
+    this process."""
     prompts = list(iter_agent_run(calls, seed=0))
     counter = TokenCounter()
     counter.encoding  # noqa: B018 -- load the tokenizer outside the timing
 
     def trim(p: list[BaseMessage]) -> Any:
-        return trim_messages(p, max_tokens=ceiling, token_counter=counter, strategy="last",
-                             start_on="human", end_on=("human", "tool"), include_system=True)
+        return trim_messages(
+            p,
+            max_tokens=ceiling,
+            token_counter=counter,
+            strategy="last",
+            start_on="human",
+            end_on=("human", "tool"),
+            include_system=True,
+        )
 
     final = list(prompts[-1])
     if side == "trim_messages":
@@ -158,33 +201,66 @@ def measure_row(row: str, side: str, calls: int, ceiling: int) -> float:
 
 
 def in_fresh_process(row: str, side: str, calls: int, ceiling: int) -> float:
-    """Return :func:`measure_row` run in a new interpreter: no cache another measurement filled is there to find."""
+    """Return :func:`measure_row` run in a new interpreter: no cache another measurement filled is
+    there to find."""
     done = subprocess.run(
-        [sys.executable, __file__, "--only", row, side, "--calls", str(calls), "--ceiling", str(ceiling)],
-        capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            __file__,
+            "--only",
+            row,
+            side,
+            "--calls",
+            str(calls),
+            "--ceiling",
+            str(ceiling),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return float(done.stdout.splitlines()[-1])
 
 
 def measure(calls: int, ceiling: int, repeat: int) -> list[str]:
-    """Return the table's lines for one run length: each loop in one process a side, each cold row in ``repeat``."""
+    """Return the table's lines for one run length: each loop in one process a side, each cold row
+    in ``repeat``."""
     lines = [f"{calls:,} tool calls, ceiling {ceiling:,}:"]
     for row in ROWS:
         if row in RESTARTS and importlib.util.find_spec("langchain") is None:
             continue
         times = 1 if row in LOOPS else repeat
-        mine, peer = (statistics.median(in_fresh_process(row, side, calls, ceiling) for _ in range(times))
-                      for side in ("ours", "trim_messages"))
-        lines.append(f"  {row:<26} {mine:7.2f} ms   trim_messages {peer:6.2f} ms   {mine / peer:5.2f}x")
+        mine, peer = (
+            statistics.median(in_fresh_process(row, side, calls, ceiling) for _ in range(times))
+            for side in ("ours", "trim_messages")
+        )
+        lines.append(
+            f"  {row:<26} {mine:7.2f} ms   trim_messages {peer:6.2f} ms   {mine / peer:5.2f}x"
+        )
     return lines
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, nargs="+", default=[150, 1_000], help="tool calls of each run (default %(default)s)")
-    parser.add_argument("--ceiling", type=int, default=32_000, help="context ceiling in tokens (default %(default)s)")
-    parser.add_argument("--repeat", type=int, default=5, help="processes for each cold row; the median is shown")
-    parser.add_argument("--only", nargs=2, metavar=("ROW", "SIDE"), help=argparse.SUPPRESS)  # one measurement here
+    parser.add_argument(
+        "--calls",
+        type=int,
+        nargs="+",
+        default=[150, 1_000],
+        help="tool calls of each run (default %(default)s)",
+    )
+    parser.add_argument(
+        "--ceiling",
+        type=int,
+        default=32_000,
+        help="context ceiling in tokens (default %(default)s)",
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=5, help="processes for each cold row; the median is shown"
+    )
+    parser.add_argument(
+        "--only", nargs=2, metavar=("ROW", "SIDE"), help=argparse.SUPPRESS
+    )  # one measurement here
     args = parser.parse_args(argv)
     if args.only:
         print(measure_row(*args.only, args.calls[0], args.ceiling))

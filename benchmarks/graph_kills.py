@@ -1,19 +1,19 @@
-"""Kill the real graph front ends mid-run and count the notices the *stored* conversation lost or holds twice.
+"""Kill the real graph front ends mid-run and count the notices the *stored* conversation lost or
+holds twice.
 
-Each front end is the graph a user builds: ``create_agent`` + ``PromptStrategyMiddleware``
-or ``create_react_agent`` + ``pre_model_hook``, with a file-backed ``SqliteSaver`` and
-LangGraph's default durability (``"async"``: checkpoints written in the background, behind
-the run). The parent imports everything once and then, round after round, posts one to
-three notices to one of a few threads' inboxes (directory or PostgreSQL), forks a reader
-that runs the agent on that thread again and again (each run a tool call and an answer,
-so two pickups), keeps posting notices while it runs (``post_every`` seconds apart on
-average, so most pickups take one), and SIGKILLs the reader at a uniformly random moment up to ``max_delay`` seconds after it is ready: in
-a pickup, in a model or tool call, with a checkpoint in the background, while
-acknowledging. Then the parent is one healthy reader: it runs each thread until its inbox
-holds nothing pending or in flight, and reads every thread's conversation back from the
-SQLite file with a new saver. A notice is *delivered* when the stored conversation holds
-it, *duplicated* for each extra copy, *lost* when it holds none; *stuck* counts the
-claims left in flight.
+Each front end is the graph a user builds: ``create_agent`` + ``PromptStrategyMiddleware`` or
+``create_react_agent`` + ``pre_model_hook``, with a file-backed ``SqliteSaver`` and LangGraph's
+default durability (``"async"``: checkpoints written in the background, behind the run). The parent
+imports everything once and then, round after round, posts one to three notices to one of a few
+threads' inboxes (directory or PostgreSQL), forks a reader that runs the agent on that thread again
+and again (each run a tool call and an answer, so two pickups), keeps posting notices while it runs
+(``post_every`` seconds apart on average, so most pickups take one), and SIGKILLs the reader at a
+uniformly random moment up to ``max_delay`` seconds after it is ready: in a pickup, in a model or
+tool call, with a checkpoint in the background, while acknowledging. Then the parent is one healthy
+reader: it runs each thread until its inbox holds nothing pending or in flight, and reads every
+thread's conversation back from the SQLite file with a new saver. A notice is *delivered* when the
+stored conversation holds it, *duplicated* for each extra copy, *lost* when it holds none; *stuck*
+counts the claims left in flight.
 
 Run: ``python benchmarks/graph_kills.py`` (PostgreSQL too when ``PROMPTSTRAT_TEST_DSN`` is
 set); ``--rounds N`` per front end and backend (default 60).
@@ -54,7 +54,8 @@ BACKENDS = ("directory", "postgresql")
 
 
 class LoopModel(BaseChatModel):
-    """A model that calls ``fetch`` once and then answers, with ids unique across processes (no reply replaces another)."""
+    """A model that calls ``fetch`` once and then answers, with ids unique across processes (no
+    reply replaces another)."""
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
         return self
@@ -63,11 +64,18 @@ class LoopModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "graph-kills-loop"
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         if messages and isinstance(messages[-1], ToolMessage):
             reply = AIMessage("done", id=f"ai-{uuid.uuid4().hex}")
         else:
-            call = {"name": "fetch", "args": {}, "id": f"call-{uuid.uuid4().hex[:12]}", "type": "tool_call"}
+            call = {
+                "name": "fetch",
+                "args": {},
+                "id": f"call-{uuid.uuid4().hex[:12]}",
+                "type": "tool_call",
+            }
             reply = AIMessage("", tool_calls=[call], id=f"ai-{uuid.uuid4().hex}")
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
@@ -90,19 +98,22 @@ class Figures:
     def row(self) -> str:
         """Return the figures as one Markdown table row."""
         return (
-            f"| {self.front_end} | {self.backend} | {self.rounds} | {self.killed} | {self.posted} | {self.delivered} | "
+            f"| {self.front_end} | {self.backend} | {self.rounds} | {self.killed} | {self.posted} "
+            f"| {self.delivered} | "
             f"{self.duplicated} | {self.lost} | {self.stuck} | {self.seconds:.1f} s |"
         )
 
 
 HEADER = (
-    "| front end | backend | rounds | readers killed | notices posted | delivered | duplicated | lost | claims stuck | time |\n"
+    "| front end | backend | rounds | readers killed | notices posted | delivered | duplicated | "
+    "lost | claims stuck | time |\n"
     "|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
 def build_agent(front_end: str, checkpointer: Any, *, inbox_root: Path | None, backend: Any) -> Any:
-    """Return the front end's graph over ``checkpointer``, reading each thread's inbox from ``inbox_root`` or ``backend``."""
+    """Return the front end's graph over ``checkpointer``, reading each thread's inbox from
+    ``inbox_root`` or ``backend``."""
     tools = [make_sized_tool("fetch", sizes=200)]
     if front_end == "middleware":
         from langchain.agents import create_agent
@@ -116,14 +127,22 @@ def build_agent(front_end: str, checkpointer: Any, *, inbox_root: Path | None, b
         from langgraph.prebuilt import create_react_agent
 
         hook = pre_model_hook(inbox_root=inbox_root, backend=backend)
-        return create_react_agent(LoopModel(), tools, pre_model_hook=hook, checkpointer=checkpointer)
+        return create_react_agent(
+            LoopModel(), tools, pre_model_hook=hook, checkpointer=checkpointer
+        )
 
 
 def _config(thread: str) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread}, "recursion_limit": 50}
 
 
-def _reader(front_end: str, db: Path, thread: str, inboxes: Callable[[], tuple[Path | None, Any]], ready: int) -> None:
+def _reader(
+    front_end: str,
+    db: Path,
+    thread: str,
+    inboxes: Callable[[], tuple[Path | None, Any]],
+    ready: int,
+) -> None:
     root, backend = inboxes()
     conn = sqlite3.connect(db, check_same_thread=False)
     app = build_agent(front_end, SqliteSaver(conn), inbox_root=root, backend=backend)
@@ -133,10 +152,17 @@ def _reader(front_end: str, db: Path, thread: str, inboxes: Callable[[], tuple[P
 
 
 def stored_conversation(db: Path, thread: str) -> list[BaseMessage]:
-    """Return the thread's messages in its latest checkpoint, read from the SQLite file by a new saver."""
+    """Return the thread's messages in its latest checkpoint, read from the SQLite file by a new
+    saver."""
     with sqlite3.connect(db, check_same_thread=False) as conn:
-        stored = SqliteSaver(conn).get_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": ""}})
-    return list(stored.checkpoint["channel_values"].get("messages") or []) if stored is not None else []
+        stored = SqliteSaver(conn).get_tuple(
+            {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+        )
+    return (
+        list(stored.checkpoint["channel_values"].get("messages") or [])
+        if stored is not None
+        else []
+    )
 
 
 def run_graph_kills(
@@ -152,7 +178,8 @@ def run_graph_kills(
     schema: str | None = None,
     seed: int = 0,
 ) -> Figures:
-    """Kill ``rounds`` readers of ``front_end`` on ``backend`` at random moments, resume every thread, count."""
+    """Kill ``rounds`` readers of ``front_end`` on ``backend`` at random moments, resume every
+    thread, count."""
     if front_end not in FRONT_ENDS or backend not in BACKENDS:
         raise ValueError(f"front_end must be one of {FRONT_ENDS} and backend one of {BACKENDS}")
     rng = random.Random(seed)
@@ -162,7 +189,9 @@ def run_graph_kills(
     run = secrets.token_hex(3)
     names = [f"{front_end}-{run}-{i}" for i in range(threads)]
 
-    def inboxes() -> tuple[Path | None, Any]:  # built after the fork: each reader its own connections
+    def inboxes() -> tuple[
+        Path | None, Any
+    ]:  # built after the fork: each reader its own connections
         if backend == "directory":
             return work, None
         from langchain_promptstrat.inbox.postgres import PostgresInboxes
@@ -171,7 +200,11 @@ def run_graph_kills(
 
     def store(thread: str) -> Any:
         root, provider = inboxes()
-        return DirectoryInbox.for_thread(thread, root) if provider is None else provider.for_thread(thread)
+        return (
+            DirectoryInbox.for_thread(thread, root)
+            if provider is None
+            else provider.for_thread(thread)
+        )
 
     if backend == "postgresql":
         inboxes()[1].setup()
@@ -201,7 +234,8 @@ def run_graph_kills(
         select.select([ready_r], [], [], 30)
         os.close(ready_r)
         kill_at = time.monotonic() + rng.uniform(0, max_delay)
-        while True:  # more notices arrive mid-run, so most pickups take one and the kill may land in any of them
+        # more notices arrive mid-run, so most pickups take one and the kill may land in any of them
+        while True:
             gap = rng.expovariate(1 / post_every)
             if time.monotonic() + gap >= kill_at:
                 break
@@ -231,15 +265,26 @@ def run_graph_kills(
             lost += held[text] == 0
         stuck += len(store(thread).in_flight()) + len(store(thread).pending())
     return Figures(
-        front_end=front_end, backend=backend, rounds=rounds, killed=rounds, posted=sum(map(len, posted.values())),
-        delivered=delivered, duplicated=duplicated, lost=lost, stuck=stuck, seconds=time.monotonic() - started,
+        front_end=front_end,
+        backend=backend,
+        rounds=rounds,
+        killed=rounds,
+        posted=sum(map(len, posted.values())),
+        delivered=delivered,
+        duplicated=duplicated,
+        lost=lost,
+        stuck=stuck,
+        seconds=time.monotonic() - started,
     )
 
 
 def main() -> None:
-    """Print the kill figures of both front ends on the directory backend, and on PostgreSQL when a DSN is set."""
+    """Print the kill figures of both front ends on the directory backend, and on PostgreSQL when a
+    DSN is set."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=60, help="readers killed per front end and backend")
+    parser.add_argument(
+        "--rounds", type=int, default=60, help="readers killed per front end and backend"
+    )
     args = parser.parse_args()
     dsn = os.environ.get("PROMPTSTRAT_TEST_DSN")
     print(HEADER)
@@ -249,7 +294,9 @@ def main() -> None:
                 print("(PostgreSQL skipped: set PROMPTSTRAT_TEST_DSN)", file=sys.stderr)
                 continue
             for front_end in FRONT_ENDS:
-                figures = run_graph_kills(front_end, backend, workdir=workdir, rounds=args.rounds, dsn=dsn)
+                figures = run_graph_kills(
+                    front_end, backend, workdir=workdir, rounds=args.rounds, dsn=dsn
+                )
                 print(figures.row(), flush=True)
 
 

@@ -1,9 +1,9 @@
 """Kill inbox readers at random points and count what was posted, delivered, duplicated and lost.
 
-A parent process posts notices (and, now and then, an abort request) and forks one reader
-after another, each SIGKILLed a random delay after it is ready (its connection open): in its
-pickup, in its model call, while recording the answer, while acknowledging. The package is imported once, in the parent, so
-a kill costs milliseconds. Every reader plays an agent step:
+A parent process posts notices (and, now and then, an abort request) and forks one reader after
+another, each SIGKILLed a random delay after it is ready (its connection open): in its pickup, in
+its model call, while recording the answer, while acknowledging. The package is imported once, in
+the parent, so a kill costs milliseconds. Every reader plays an agent step:
 
 * ``persisted`` (the hook's and the middleware's default, with a checkpointer): pick up
   with ``seen`` = the notice ids already in the conversation, call the model, and append
@@ -59,7 +59,8 @@ from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.pickup import inbox_pickup
 
 MODES = ("persisted", "one-call", "two-phase", "handover")
-"""The delivery modes a run can play; ``handover`` is at most once by design, and so are ``two-phase`` aborts (see above)."""
+"""The delivery modes a run can play; ``handover`` is at most once by design, and so are
+``two-phase`` aborts (see above)."""
 
 
 @dataclass
@@ -81,19 +82,23 @@ class Figures:
     def row(self) -> str:
         """Return the figures as one Markdown table row."""
         return (
-            f"| {self.backend} | {self.mode} | {self.posted} | {self.killed} | {self.model_raised} | {self.delivered} | "
-            f"{self.duplicated} | {self.lost} | {self.aborts_honoured}/{self.aborts_posted} | {self.seconds:.1f} s |"
+            f"| {self.backend} | {self.mode} | {self.posted} | {self.killed} | "
+            f"{self.model_raised} | {self.delivered} | "
+            f"{self.duplicated} | {self.lost} | {self.aborts_honoured}/{self.aborts_posted} | "
+            f"{self.seconds:.1f} s |"
         )
 
 
 HEADER = (
-    "| backend | mode | notices posted | readers killed | model calls raised | delivered | duplicated | lost "
+    "| backend | mode | notices posted | readers killed | model calls raised | delivered | "
+    "duplicated | lost "
     "| aborts honoured | time |\n|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
 def _records(path: Path) -> list[list[Any]]:
-    """Return the records of ``path``, one JSON array per write; a write torn by a kill is not a record.
+    """Return the records of ``path``, one JSON array per write; a write torn by a kill is not a
+    record.
 
     SIGKILL can cut a ``write`` short at a page boundary, as a crash aborts a checkpoint's
     transaction: each write starts with a newline, so a torn one stays on a line of its own
@@ -113,7 +118,8 @@ def _records(path: Path) -> list[list[Any]]:
 
 
 def _append(path: Path, entries: list[Any]) -> None:
-    """Append ``entries`` to ``path`` as one record in one ``write``: a checkpoint, written whole or not at all."""
+    """Append ``entries`` to ``path`` as one record in one ``write``: a checkpoint, written whole or
+    not at all."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     os.write(fd, ("\n" + json.dumps(entries) + "\n").encode())
     os.close(fd)
@@ -125,7 +131,8 @@ def _read_log(log: Path) -> list[tuple[str, str]]:
 
 
 def _waiting(log: Path, answered: frozenset[str]) -> list[Any]:
-    """Return the notices waiting in private state for a model call: written by a pickup, not yet answered."""
+    """Return the notices waiting in private state for a model call: written by a pickup, not yet
+    answered."""
     found: dict[str, Any] = {}
     for record in _records(log.with_suffix(".waiting")):
         for message in record:
@@ -140,16 +147,23 @@ class _ModelRaised(Exception):
 
 
 def _two_phase_step(store: Any, log: Path, rng: random.Random, raise_rate: float) -> bool:
-    """Run one step of a custom loop on :func:`inbox_pickup`: take, call the model, store, acknowledge."""
-    history = [HumanMessage(text, id=nid) for nid, text in _read_log(log)]  # the stored conversation
+    """Run one step of a custom loop on :func:`inbox_pickup`: take, call the model, store,
+    acknowledge."""
+    history = [
+        HumanMessage(text, id=nid) for nid, text in _read_log(log)
+    ]  # the stored conversation
     try:
         with inbox_pickup(history, ["inbox"], backend=store) as pickup:
             if not pickup.notices:
                 return False
-            if rng.random() < raise_rate:  # the model call raised: nothing stored, nothing acknowledged
+            if (
+                rng.random() < raise_rate
+            ):  # the model call raised: nothing stored, nothing acknowledged
                 _append(log.with_suffix(".raised"), [])
                 raise _ModelRaised
-            _append(log, [[m.id, m.content] for m in pickup.notices])  # the answer stored with its notices
+            _append(
+                log, [[m.id, m.content] for m in pickup.notices]
+            )  # the answer stored with its notices
             pickup.acknowledge()
     except _ModelRaised:
         pass
@@ -170,22 +184,31 @@ def _step(store: Any, log: Path, mode: str, rng: random.Random, raise_rate: floa
         held=frozenset(m.id for m in waiting),
         settle=mode == "handover",
     )
-    if result.aborted:  # acted on (recorded), then acknowledged: by the next pickup, or at once in the other modes
+    if (
+        result.aborted
+    ):  # acted on (recorded), then acknowledged: by the next pickup, or at once in the other modes
         _append(log, [[notice_id(result.abort_token or ""), f"abort {result.abort_reason}"]])
         if mode != "persisted" and result.abort_token:
             store.acknowledge(result.abort_token, "abort")
         return True
-    if mode == "one-call" and result.delivered:  # before_model's checkpoint: the notices wait in private state
+    if (
+        mode == "one-call" and result.delivered
+    ):  # before_model's checkpoint: the notices wait in private state
         _append(log.with_suffix(".waiting"), [message_to_dict(m) for m in result.delivered])
     given = [*waiting, *result.delivered]
     if not given:
         return False
-    if rng.random() < raise_rate:  # the model call raised: nothing recorded (handover: the notices are gone)
+    if (
+        rng.random() < raise_rate
+    ):  # the model call raised: nothing recorded (handover: the notices are gone)
         _append(log.with_suffix(".raised"), [])
         return True
-    if mode == "one-call":  # acknowledged after the answer, before the step's checkpoint, as the middleware does
+    if (
+        mode == "one-call"
+    ):  # acknowledged after the answer, before the step's checkpoint, as the middleware does
         acknowledge_notices(store, given)
-    # one write: the checkpoint holding the notices (persisted) or the model's answer with their ids (one-call)
+    # one write: the checkpoint holding the notices (persisted) or the model's answer with their ids
+    # (one-call)
     _append(log, [[m.id, m.content] for m in given])
     return True
 
@@ -212,13 +235,16 @@ def run_kills(
     workdir: str | os.PathLike[str],
     seed: int = 0,
 ) -> Figures:
-    """Post ``per_round`` notices, fork a reader, SIGKILL it up to ``max_delay`` s after it is ready; ``kills`` times; drain."""
+    """Post ``per_round`` notices, fork a reader, SIGKILL it up to ``max_delay`` s after it is
+    ready; ``kills`` times; drain."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}")
     rng = random.Random(seed)
     log = Path(workdir) / f"conversation-{backend}-{mode}.log"
     store = make()
-    if mode == "two-phase":  # its first call imports what the strategies need: in the parent, once, not in each reader
+    if (
+        mode == "two-phase"
+    ):  # its first call imports what the strategies need: in the parent, once, not in each reader
         with inbox_pickup([HumanMessage("warm up")], ["inbox"], backend=store):
             pass
     posted: list[str] = []
@@ -261,11 +287,17 @@ def run_kills(
     honoured = Counter(text.removeprefix("abort ") for text in texts if text.startswith("abort "))
     model_raised = len(_records(log.with_suffix(".raised")))
     return Figures(
-        backend=backend, mode=mode, posted=len(posted), killed=kills, model_raised=model_raised,
+        backend=backend,
+        mode=mode,
+        posted=len(posted),
+        killed=kills,
+        model_raised=model_raised,
         delivered=len(set(notices) & set(posted)),
-        duplicated=sum(count - 1 for count in notices.values()) + sum(count - 1 for count in honoured.values()),
+        duplicated=sum(count - 1 for count in notices.values())
+        + sum(count - 1 for count in honoured.values()),
         lost=len(set(posted) - set(notices)) + len(set(aborts) - set(honoured)),
-        aborts_posted=len(aborts), aborts_honoured=len(set(honoured) & set(aborts)),
+        aborts_posted=len(aborts),
+        aborts_honoured=len(set(honoured) & set(aborts)),
         seconds=time.monotonic() - started,
     )
 
@@ -277,7 +309,8 @@ def directory_factory(workdir: str | os.PathLike[str]) -> Callable[[], Directory
 
 
 def postgres_factory(dsn: str, schema: str | None = None) -> Callable[[], Any]:
-    """Return a factory of the PostgreSQL inbox of one fresh thread (tables set up), one connection per call.
+    """Return a factory of the PostgreSQL inbox of one fresh thread (tables set up), one connection
+    per call.
 
     Each reader opens its own connection once, after the fork, as a worker process would.
     """
@@ -287,21 +320,38 @@ def postgres_factory(dsn: str, schema: str | None = None) -> Callable[[], Any]:
 
     PostgresInboxes(dsn, schema=schema).setup()
     thread = f"kills-{secrets.token_hex(4)}"
-    return lambda: PostgresInboxes(psycopg.connect(dsn, autocommit=True), schema=schema).for_thread(thread)
+    return lambda: PostgresInboxes(psycopg.connect(dsn, autocommit=True), schema=schema).for_thread(
+        thread
+    )
 
 
 def main() -> None:
-    """Print the kill figures of both modes on the directory backend, and on PostgreSQL when a DSN is set."""
+    """Print the kill figures of both modes on the directory backend, and on PostgreSQL when a DSN
+    is set."""
     print(HEADER)
     with tempfile.TemporaryDirectory() as workdir:
         for mode in MODES:
             sub = Path(workdir) / mode
             sub.mkdir()
-            print(run_kills(directory_factory(sub), backend="directory", mode=mode, workdir=sub).row(), flush=True)
+            print(
+                run_kills(
+                    directory_factory(sub), backend="directory", mode=mode, workdir=sub
+                ).row(),
+                flush=True,
+            )
         dsn = os.environ.get("PROMPTSTRAT_TEST_DSN")
         if dsn:
             for mode in MODES:
-                print(run_kills(postgres_factory(dsn), backend="postgresql", mode=mode, max_delay=0.03, workdir=workdir).row(), flush=True)
+                print(
+                    run_kills(
+                        postgres_factory(dsn),
+                        backend="postgresql",
+                        mode=mode,
+                        max_delay=0.03,
+                        workdir=workdir,
+                    ).row(),
+                    flush=True,
+                )
         else:
             print("(PostgreSQL skipped: set PROMPTSTRAT_TEST_DSN)", file=sys.stderr)
 

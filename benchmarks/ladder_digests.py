@@ -1,4 +1,5 @@
-"""Record, or check against a record, a digest of every prompt and report the watermark ladder sends.
+"""Record, or check against a record, a digest of every prompt and report the watermark ladder
+sends.
 
 A change to how ``CompactionLadder`` remembers its replays must not change a single byte of
 what it sends. This script calls one ``CompactionLadder(["tool_results", "sliding_window"],
@@ -13,8 +14,9 @@ same bytes. With ``--no-handles`` the ladder is built with the ``read_back_handl
 off: its placeholders and notes name no ``read_back``, as they did before they had handles.
 
     python benchmarks/ladder_digests.py record /tmp/ladder.json     # on the code before the change
-    python benchmarks/ladder_digests.py check /tmp/ladder.json      # after: exit 1 on any difference
-    python benchmarks/ladder_digests.py check --no-handles /tmp/ladder.json   # handles off
+    python benchmarks/ladder_digests.py check /tmp/ladder.json      # after: exit 1 on any
+    difference python benchmarks/ladder_digests.py check --no-handles /tmp/ladder.json   # handles
+    off
 """
 
 from __future__ import annotations
@@ -62,13 +64,16 @@ def cases(calls: int) -> Iterator[tuple[str, list[list[BaseMessage]], int]]:
 def compute(
     calls: int, again_every: int, fresh_every: int, settings: Settings | None = None
 ) -> dict[str, list[list[str]]]:
-    """Return ``{case: [[prompt digest, report digest], ...]}``, checking the fresh-object calls on the way."""
+    """Return ``{case: [[prompt digest, report digest], ...]}``, checking the fresh-object calls on
+    the way."""
     out: dict[str, list[list[str]]] = {}
     for name, prompts, target in cases(calls):
         strategy = ladder(target, settings)
         rows: list[list[str]] = []
 
-        def ask(history: list[BaseMessage], strategy: Any = strategy, rows: list[list[str]] = rows) -> list[str]:
+        def ask(
+            history: list[BaseMessage], strategy: Any = strategy, rows: list[list[str]] = rows
+        ) -> list[str]:
             result = strategy.compact(list(history))
             rows.append([digest(result.messages), report_digest(result.report)])
             return rows[-1]
@@ -77,7 +82,9 @@ def compute(
             row = ask(prompt)
             if again_every and n % again_every == again_every - 1:
                 ask(prompt)  # the same history again: the replay remembered at its own length
-                ask(prompts[n // 2])  # an earlier history of the same conversation: an older replay, or none
+                ask(
+                    prompts[n // 2]
+                )  # an earlier history of the same conversation: an older replay, or none
             if fresh_every and n % fresh_every == fresh_every - 1:
                 fresh = ladder(target, settings).compact(list(prompt))
                 if [digest(fresh.messages), report_digest(fresh.report)] != row:
@@ -94,12 +101,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--again-every", type=int, default=7)
     parser.add_argument("--fresh-every", type=int, default=40)
-    parser.add_argument("--no-handles", action="store_true",
-                        help="the ladder with the read_back_handles setting off")
+    parser.add_argument(
+        "--no-handles",
+        action="store_true",
+        help="the ladder with the read_back_handles setting off",
+    )
     args = parser.parse_args(argv)
     settings = Settings.load(read_back_handles=False) if args.no_handles else None
     now = compute(args.calls, args.again_every, args.fresh_every, settings)
     return record_or_check(args.mode, args.file, now)
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -34,8 +34,17 @@ from recall import LADDER_RUNGS, REALRUNS, rows_of, share  # noqa: E402
 
 RUNGS = ["tool_results", "sliding_window", LADDER_RUNGS]
 WATERMARK = f"CompactionLadder[{LADDER_RUNGS}]"
-COLUMNS = ["strategy", "target", "handles", "cost/none", "mean prompt", "recall", "old recall",
-           "outputs-only", "recoverable"]
+COLUMNS = [
+    "strategy",
+    "target",
+    "handles",
+    "cost/none",
+    "mean prompt",
+    "recall",
+    "old recall",
+    "outputs-only",
+    "recoverable",
+]
 
 
 def replay(paths: list[str], target: int, handles: bool) -> list[dict[str, Any]]:
@@ -53,40 +62,70 @@ def replay(paths: list[str], target: int, handles: bool) -> list[dict[str, Any]]
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("paths", nargs="*",
-                        help="transcript files or folders (default: ../shared/realruns/converted)")
-    parser.add_argument("--targets", type=int, nargs="+", default=[32_000, 16_000],
-                        help="token targets (default: 32000 16000)")
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        help="transcript files or folders (default: ../shared/realruns/converted)",
+    )
+    parser.add_argument(
+        "--targets",
+        type=int,
+        nargs="+",
+        default=[32_000, 16_000],
+        help="token targets (default: 32000 16000)",
+    )
     parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     args = parser.parse_args(argv)
     paths = args.paths or [str(REALRUNS / "converted")]
     if not args.paths and not (REALRUNS / "converted").is_dir():
-        print(f"no transcripts at {REALRUNS / 'converted'}: download them "
-              "(python benchmarks/get_realruns.py), name a folder or set PROMPTSTRAT_REALRUNS",
-              file=sys.stderr)
+        print(
+            f"no transcripts at {REALRUNS / 'converted'}: download them "
+            "(python benchmarks/get_realruns.py), name a folder or set PROMPTSTRAT_REALRUNS",
+            file=sys.stderr,
+        )
         return 2
 
-    rows = [r for target in args.targets for handles in (True, False)
-            for r in replay(paths, target, handles)]
+    rows = [
+        r
+        for target in args.targets
+        for handles in (True, False)
+        for r in replay(paths, target, handles)
+    ]
     table = [
-        [r["strategy"], r["target"], r["handles"], f"{r['cost_vs_none']:.3f}",
-         f"{r['mean_tokens']:,.0f}", share(r["recall"]), share(r["old_recall"]),
-         share(r["outputs_only_recall"]), share(r["recoverable"])]
+        [
+            r["strategy"],
+            r["target"],
+            r["handles"],
+            f"{r['cost_vs_none']:.3f}",
+            f"{r['mean_tokens']:,.0f}",
+            share(r["recall"]),
+            share(r["old_recall"]),
+            share(r["outputs_only_recall"]),
+            share(r["recoverable"]),
+        ]
         for r in rows
     ]
     print("\n".join(render_table(COLUMNS, table, None)))
     counted, _, only = rows[0]["references"]
-    print(f"\nWhat handles change (on minus off), of {counted:,} references counted and "
-          f"{only:,} outputs-only:")
+    print(
+        f"\nWhat handles change (on minus off), of {counted:,} references counted and "
+        f"{only:,} outputs-only:"
+    )
     for on in (r for r in rows if r["handles"] == "on"):
-        off = next(r for r in rows if r["handles"] == "off"
-                   and (r["strategy"], r["target"]) == (on["strategy"], on["target"]))
+        off = next(
+            r
+            for r in rows
+            if r["handles"] == "off"
+            and (r["strategy"], r["target"]) == (on["strategy"], on["target"])
+        )
         recalled = round((on["recall"] - off["recall"]) * counted)
         recalled_only = round((on["outputs_only_recall"] - off["outputs_only_recall"]) * only)
-        print(f"  {on['strategy']} at {on['target']}: "
-              f"cost/none {on['cost_vs_none'] - off['cost_vs_none']:+.3f}, "
-              f"mean prompt {on['mean_tokens'] - off['mean_tokens']:+,.0f} tokens, "
-              f"recalled {recalled:+,}, outputs-only recalled {recalled_only:+,}")
+        print(
+            f"  {on['strategy']} at {on['target']}: "
+            f"cost/none {on['cost_vs_none'] - off['cost_vs_none']:+.3f}, "
+            f"mean prompt {on['mean_tokens'] - off['mean_tokens']:+,.0f} tokens, "
+            f"recalled {recalled:+,}, outputs-only recalled {recalled_only:+,}"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
     return 0

@@ -9,7 +9,8 @@ prompt (message types and every field, as JSON) and of each report. Every ``--fr
 th call is also computed by a fresh strategy object (no memo), which must give the same bytes.
 
     python benchmarks/prompt_digests.py record /tmp/digests.json     # on the code before the change
-    python benchmarks/prompt_digests.py check /tmp/digests.json      # after: exit 1 on any difference
+    python benchmarks/prompt_digests.py check /tmp/digests.json      # after: exit 1 on any
+    difference
 
 ``--strategy NAME`` records another strategy the same way instead (``shorten_tools_epoch``,
 ``shorten_tools_epoch_increment``, ``dedupe_outputs``: one object per run, built by its registry
@@ -37,7 +38,10 @@ from langchain_core.messages import BaseMessage
 from langchain_promptstrat.conversation_file import read_conversation
 from langchain_promptstrat.replay import find_transcripts, transcript_prompts
 from langchain_promptstrat.settings import Settings
-from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable, shorten_tools_epoch_stable
+from langchain_promptstrat.strategies.epoch_stable import (
+    ShortenToolsEpochStable,
+    shorten_tools_epoch_stable,
+)
 from langchain_promptstrat.registry import apply_strategies, get_strategy
 from langchain_promptstrat.strategies.dedupe_outputs import DedupeOutputs
 from langchain_promptstrat.testing import iter_agent_run
@@ -51,17 +55,21 @@ REAL_CEILINGS = (16_000, 32_000, 60_000)
 
 
 def digest(messages: Sequence[BaseMessage]) -> str:
-    """Return the SHA-256 of the messages as the provider adapter would see them: type and every field."""
+    """Return the SHA-256 of the messages as the provider adapter would see them: type and every
+    field."""
     data = [[type(m).__name__, m.model_dump()] for m in messages]
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=repr).encode()).hexdigest()
 
 
 def report_digest(report: Any) -> str:
-    return hashlib.sha256(json.dumps(report.as_dict(), sort_keys=True, default=repr).encode()).hexdigest()
+    return hashlib.sha256(
+        json.dumps(report.as_dict(), sort_keys=True, default=repr).encode()
+    ).hexdigest()
 
 
 def cases(calls: int) -> Iterator[tuple[str, list[list[BaseMessage]], int | None]]:
-    """Yield ``(name, prompts, ceiling)``: every run of the record (ceiling None: the unbounded function)."""
+    """Yield ``(name, prompts, ceiling)``: every run of the record (ceiling None: the unbounded
+    function)."""
     for run, options in RUNS.items():
         for seed in SEEDS:
             prompts = list(iter_agent_run(calls, seed=seed, **options))
@@ -77,8 +85,11 @@ def cases(calls: int) -> Iterator[tuple[str, list[list[BaseMessage]], int | None
 
 
 def compute(calls: int, fresh_every: int) -> dict[str, list[list[str]]]:
-    """Return ``{case: [[prompt digest, report digest], ...]}``, checking the fresh-object calls on the way."""
-    settings = Settings.load()  # the environment's (READ_BACK_HANDLES=0: the prompts without handles)
+    """Return ``{case: [[prompt digest, report digest], ...]}``, checking the fresh-object calls on
+    the way."""
+    settings = (
+        Settings.load()
+    )  # the environment's (READ_BACK_HANDLES=0: the prompts without handles)
     out: dict[str, list[list[str]]] = {}
     for name, prompts, ceiling in cases(calls):
         strategy = ShortenToolsEpochStable(max_tokens=ceiling) if ceiling is not None else None
@@ -92,14 +103,17 @@ def compute(calls: int, fresh_every: int) -> dict[str, list[list[str]]]:
             if strategy is not None and fresh_every and n % fresh_every == fresh_every - 1:
                 fresh = ShortenToolsEpochStable(max_tokens=ceiling).compact(list(prompt))
                 if digest(fresh.messages) != rows[-1][0]:
-                    raise SystemExit(f"{name} call {n}: a fresh strategy object sends different bytes")
+                    raise SystemExit(
+                        f"{name} call {n}: a fresh strategy object sends different bytes"
+                    )
         out[name] = rows
         print(f"{name}: {len(rows)} prompts", file=sys.stderr)
     return out
 
 
 def compute_named(name: str, calls: int, fresh_every: int) -> dict[str, list[list[str]]]:
-    """Return ``{case: [[prompt digest, report digest], ...]}`` for the registry strategy ``name`` (the runs without a ceiling)."""
+    """Return ``{case: [[prompt digest, report digest], ...]}`` for the registry strategy ``name``
+    (the runs without a ceiling)."""
     out: dict[str, list[list[str]]] = {}
     for case, prompts, ceiling in cases(calls):
         if ceiling is not None and not case.endswith("1000calls/60000"):
@@ -112,7 +126,9 @@ def compute_named(name: str, calls: int, fresh_every: int) -> dict[str, list[lis
             if fresh_every and n % fresh_every == fresh_every - 1:
                 fresh = get_strategy(name).compact(list(prompt))
                 if digest(fresh.messages) != rows[-1][0]:
-                    raise SystemExit(f"{case} call {n}: a fresh strategy object sends different bytes")
+                    raise SystemExit(
+                        f"{case} call {n}: a fresh strategy object sends different bytes"
+                    )
         out[case] = rows
         print(f"{case}: {len(rows)} prompts", file=sys.stderr)
     return out
@@ -142,7 +158,8 @@ def compute_default_list(calls: int, fresh_every: int) -> dict[str, list[list[st
 
 
 def record_or_check(mode: str, file: str, now: dict[str, list[list[str]]]) -> int:
-    """Write ``now`` to ``file`` (``record``), or compare it with the record there (``check``); return the exit status."""
+    """Write ``now`` to ``file`` (``record``), or compare it with the record there (``check``);
+    return the exit status."""
     total = sum(len(rows) for rows in now.values())
     if mode == "record":
         Path(file).write_text(json.dumps(now))
@@ -176,9 +193,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("file")
     parser.add_argument("--calls", type=int, default=400)
     parser.add_argument("--fresh-every", type=int, default=40)
-    parser.add_argument("--strategy", help="record this registry strategy instead of the default (see above)")
-    parser.add_argument("--default-list", action="store_true",
-                        help="record the default list through the apply path (see above)")
+    parser.add_argument(
+        "--strategy", help="record this registry strategy instead of the default (see above)"
+    )
+    parser.add_argument(
+        "--default-list",
+        action="store_true",
+        help="record the default list through the apply path (see above)",
+    )
     args = parser.parse_args(argv)
     if args.default_list:
         now = compute_default_list(args.calls, args.fresh_every)
@@ -187,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         now = compute(args.calls, args.fresh_every)
     return record_or_check(args.mode, args.file, now)
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,4 +1,5 @@
-"""Does the default keep the ceiling on the provider's count? Calls over it, cost and recall, without and with usage.
+"""Does the default keep the ceiling on the provider's count? Calls over it, cost and recall,
+without and with usage.
 
 Each real transcript with a usage file (``usage/`` of ``get_realruns.REALRUNS``) gives, for every
 answer, the provider's ratio: its billed input over the package's count of the messages
@@ -35,8 +36,11 @@ from provider_counts import REALRUNS
 count = TokenCounter()
 
 
-def replay(messages: list[BaseMessage], ratios: list[float | None], ceiling: int | None, learn: bool) -> tuple[int, int, float, float, int, int]:
-    """Return (calls, calls over, cost, cost of sending everything, references counted, recalled) of one transcript."""
+def replay(
+    messages: list[BaseMessage], ratios: list[float | None], ceiling: int | None, learn: bool
+) -> tuple[int, int, float, float, int, int]:
+    """Return (calls, calls over, cost, cost of sending everything, references counted, recalled) of
+    one transcript."""
     strategy = ShortenToolsEpochStable(max_tokens=ceiling)
     limit = strategy.ceiling().tokens
     history: list[BaseMessage] = []
@@ -58,7 +62,15 @@ def replay(messages: list[BaseMessage], ratios: list[float | None], ceiling: int
             previous, none_previous = sent, list(history)
             if learn and ratio is not None:
                 billed = round(ratio * tokens)
-                message = message.model_copy(update={"usage_metadata": {"input_tokens": billed, "output_tokens": 0, "total_tokens": billed}})
+                message = message.model_copy(
+                    update={
+                        "usage_metadata": {
+                            "input_tokens": billed,
+                            "output_tokens": 0,
+                            "total_tokens": billed,
+                        }
+                    }
+                )
         elif isinstance(message, AIMessage):
             next(answers)
         history.append(message)
@@ -77,7 +89,10 @@ def main() -> int:
         read = read_conversation(str(path))
         messages = [*read.messages, *read.pending]
         answer_at = [i for i, m in enumerate(messages) if isinstance(m, AIMessage)]
-        ratios = [b.tokens / count(messages[:i]) if b is not None and i else None for i, b in zip(answer_at, billed)]
+        ratios = [
+            b.tokens / count(messages[:i]) if b is not None and i else None
+            for i, b in zip(answer_at, billed)
+        ]
         family = path.name.split("__", 1)[0]
         for ceiling in [int(a) for a in sys.argv[1:]] or [16_000, 32_000, None]:
             for mode in ("before", "after"):
@@ -86,10 +101,33 @@ def main() -> int:
                 for k, value in enumerate(figures):
                     total[k] += value
     rows = [
-        [family, ceiling, mode, f"{int(t[0]):,}", f"{int(t[1]):,}", f"{t[2] / t[3]:.3f}", f"{t[5] / t[4]:.3f}" if t[4] else "-"]
+        [
+            family,
+            ceiling,
+            mode,
+            f"{int(t[0]):,}",
+            f"{int(t[1]):,}",
+            f"{t[2] / t[3]:.3f}",
+            f"{t[5] / t[4]:.3f}" if t[4] else "-",
+        ]
         for (family, ceiling, mode), t in totals.items()
     ]
-    print("\n".join(render_table(["family", "ceiling", "usage", "calls", "over (provider's count)", "cost", "recall"], rows)))
+    print(
+        "\n".join(
+            render_table(
+                [
+                    "family",
+                    "ceiling",
+                    "usage",
+                    "calls",
+                    "over (provider's count)",
+                    "cost",
+                    "recall",
+                ],
+                rows,
+            )
+        )
+    )
     return 0
 
 

@@ -36,12 +36,15 @@ MARGIN = 0.02
 
 
 def ratios(transcript: Path, usage: list[BilledInput | None], counter: TokenCounter) -> list[float]:
-    """Return provider ÷ package for each answer of ``transcript`` past the fifth whose usage was reported."""
+    """Return provider ÷ package for each answer of ``transcript`` past the fifth whose usage was
+    reported."""
     read = read_conversation(str(transcript))
     messages = [*read.messages, *read.pending]
     answers = [i for i, m in enumerate(messages) if isinstance(m, AIMessage)]
     if len(usage) != len(answers):
-        raise SystemExit(f"{transcript}: {len(usage)} usage entries for {len(answers)} assistant messages")
+        raise SystemExit(
+            f"{transcript}: {len(usage)} usage entries for {len(answers)} assistant messages"
+        )
     out = []
     for n, (index, billed) in enumerate(zip(answers, usage)):
         if n >= SKIP_FIRST and billed is not None and index > 0:
@@ -56,8 +59,18 @@ def percentile(values: list[float], share: float) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--folder", type=Path, default=REALRUNS / "converted", help="transcripts (default %(default)s)")
-    parser.add_argument("--usage", type=Path, default=None, help="folder of NAME.usage.json files (default: --folder, then ../usage)")
+    parser.add_argument(
+        "--folder",
+        type=Path,
+        default=REALRUNS / "converted",
+        help="transcripts (default %(default)s)",
+    )
+    parser.add_argument(
+        "--usage",
+        type=Path,
+        default=None,
+        help="folder of NAME.usage.json files (default: --folder, then ../usage)",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args(argv)
     if not args.folder.is_dir():
@@ -74,21 +87,50 @@ def main(argv: list[str] | None = None) -> int:
         runs[family] += 1
     rows = {
         family: {
-            "runs": runs[family], "calls": len(values), "median": statistics.median(values),
-            "p5": percentile(values, 0.05), "p95": percentile(values, 0.95),
+            "runs": runs[family],
+            "calls": len(values),
+            "median": statistics.median(values),
+            "p5": percentile(values, 0.05),
+            "p95": percentile(values, 0.95),
             "undercounted": sum(v > 1 + MARGIN for v in values) / len(values),
         }
-        for family, values in sorted(families.items()) if values
+        for family, values in sorted(families.items())
+        if values
     }
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
-    print(f"provider's input tokens ÷ the package's count of the messages, calls past the {SKIP_FIRST}th")
-    print("\n".join(render_table(
-        ["family", "runs", "calls", "median", "5th pct", "95th pct", f"undercounted > {MARGIN:.0%}"],
-        [[f, str(r["runs"]), str(r["calls"]), f"{r['median']:.3f}", f"{r['p5']:.3f}", f"{r['p95']:.3f}", f"{r['undercounted']:.0%}"]
-         for f, r in rows.items()],
-    )))
+    print(
+        "provider's input tokens ÷ the package's count of the messages, calls past the "
+        f"{SKIP_FIRST}th"
+    )
+    print(
+        "\n".join(
+            render_table(
+                [
+                    "family",
+                    "runs",
+                    "calls",
+                    "median",
+                    "5th pct",
+                    "95th pct",
+                    f"undercounted > {MARGIN:.0%}",
+                ],
+                [
+                    [
+                        f,
+                        str(r["runs"]),
+                        str(r["calls"]),
+                        f"{r['median']:.3f}",
+                        f"{r['p5']:.3f}",
+                        f"{r['p95']:.3f}",
+                        f"{r['undercounted']:.0%}",
+                    ]
+                    for f, r in rows.items()
+                ],
+            )
+        )
+    )
     return 0
 
 

@@ -1,4 +1,5 @@
-"""Cost against next-action recall on the shared real transcripts: every strategy and every peer, one run.
+"""Cost against next-action recall on the shared real transcripts: every strategy and every peer,
+one run.
 
 Replays every transcript in ``converted/`` of the real transcripts (``get_realruns.REALRUNS``),
 or in the folders given, call by call through each strategy and peer with the same token
@@ -13,19 +14,18 @@ Every row of ours is applied as the front ends apply it (``apply_in_order``: the
 references kept true). Rows: ``none``; the default list
 (``dedupe_outputs,shorten_tools_epoch_stable``; a replay has no inbox) with no settings (its
 ceiling: the model profile, else 111,616 tokens), and the bounded default alone; the reference
-strategies (no ceiling); then at each ``--targets``
-(32,000 and 16,000): the default list and the bounded default alone with ``max_tokens``, the ladder (``CompactionLadder`` with the rungs
-``tool_results,sliding_window`` and its low watermark), and the
-peers ``trim_messages`` and ``ClearToolUsesEdit`` at that target, and the default list with the
-``read_back_handles`` setting off (the line under the table: what handles and notes add to the
-mean prompt); observation masking
-(SWE-agent's ``LastNObservations``, n=10, with and without ``polling=5``) takes no target and
-is listed once.
+strategies (no ceiling); then at each ``--targets`` (32,000 and 16,000): the default list and the
+bounded default alone with ``max_tokens``, the ladder (``CompactionLadder`` with the rungs
+``tool_results,sliding_window`` and its low watermark), and the peers ``trim_messages`` and
+``ClearToolUsesEdit`` at that target, and the default list with the ``read_back_handles`` setting
+off (the line under the table: what handles and notes add to the mean prompt); observation masking
+(SWE-agent's ``LastNObservations``, n=10, with and without ``polling=5``) takes no target and is
+listed once.
 
-    python benchmarks/recall.py                      # the README's table (about 2 minutes)
-    python benchmarks/recall.py --json out.json      # also the figures as JSON
-    python benchmarks/recall.py --bill provider      # cost on the providers' own bills (the usage files)
-    python benchmarks/recall.py my/transcripts/      # your own runs
+    python benchmarks/recall.py                      # the README's table (about 2 minutes) python
+    benchmarks/recall.py --json out.json      # also the figures as JSON python benchmarks/recall.py
+    --bill provider      # cost on the providers' own bills (the usage files) python
+    benchmarks/recall.py my/transcripts/      # your own runs
 """
 
 from __future__ import annotations
@@ -56,8 +56,11 @@ UNBOUNDED = ["shorten_tools", "shorten_tools_epoch", "shorten_tools_epoch_increm
 NO_HANDLES = Settings.load(read_back_handles=False)
 
 
-def rows_of(result: SimulationResult, target: str, keep: set[str] | None = None) -> list[dict[str, Any]]:
-    """Return one row per run of ``result`` (all but ``none`` unless asked), with its cost relative to that result's ``none``."""
+def rows_of(
+    result: SimulationResult, target: str, keep: set[str] | None = None
+) -> list[dict[str, Any]]:
+    """Return one row per run of ``result`` (all but ``none`` unless asked), with its cost relative
+    to that result's ``none``."""
     base = result.baseline
     assert base is not None, "every replay includes none"
     rows = []
@@ -81,7 +84,11 @@ def row(run: StrategyRun, target: str, base_cost: float, cached_fraction: float)
         "outputs_only_recall": recall.get("outputs_only_recall"),
         "recoverable": recall.get("recoverable"),
         "degenerate": run.degenerate_calls,
-        "references": (recall.get("references"), recall.get("old_references"), recall.get("outputs_only_references")),
+        "references": (
+            recall.get("references"),
+            recall.get("old_references"),
+            recall.get("outputs_only_references"),
+        ),
     }
 
 
@@ -107,9 +114,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "paths", nargs="*", help=f"transcript files or folders (default: {REALRUNS / 'converted'})"
     )
-    parser.add_argument("--targets", type=int, nargs="+", default=[32_000, 16_000], help="token targets (default: 32000 16000)")
-    parser.add_argument("--bill", choices=BILLS, default="package", help="provider: each call scaled to the provider's bill "
-                        "where the transcript carries usage, as promptstrat simulate --bill provider (default: package)")
+    parser.add_argument(
+        "--targets",
+        type=int,
+        nargs="+",
+        default=[32_000, 16_000],
+        help="token targets (default: 32000 16000)",
+    )
+    parser.add_argument(
+        "--bill",
+        choices=BILLS,
+        default="package",
+        help="provider: each call scaled to the provider's bill "
+        "where the transcript carries usage, as promptstrat simulate --bill provider (default: "
+        "package)",
+    )
     parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     args = parser.parse_args(argv)
     paths = args.paths or [str(REALRUNS / "converted")]
@@ -117,13 +136,21 @@ def main(argv: list[str] | None = None) -> int:
         print(no_transcripts(REALRUNS / "converted"), file=sys.stderr)
         return 2
 
-    dedupe, bounded = DedupeOutputs(), ShortenToolsEpochStable()  # no settings: the ceiling is the model profile's, else 111,616
+    dedupe, bounded = (
+        DedupeOutputs(),
+        ShortenToolsEpochStable(),
+    )  # no settings: the ceiling is the model profile's, else 111,616
 
     def default_list(messages: list[BaseMessage]) -> list[BaseMessage]:
         # simulate applies it as every strategy, through apply_in_order (references kept true)
         return bounded.compact(dedupe.compact(messages).messages).messages
 
-    first = simulate_files(paths, ["none", default_list, ShortenToolsEpochStable(), *UNBOUNDED], bill=args.bill, progress=False)
+    first = simulate_files(
+        paths,
+        ["none", default_list, ShortenToolsEpochStable(), *UNBOUNDED],
+        bill=args.bill,
+        progress=False,
+    )
     rows = rows_of(first, "-")
     rows[1]["strategy"] = f"{DEFAULT} (default list, no settings)"
     rows[2]["strategy"] = f"{BOUNDED} alone, no settings"
@@ -131,7 +158,14 @@ def main(argv: list[str] | None = None) -> int:
     handle_costs = []
     for target in args.targets:
         ladder = CompactionLadder(LADDER_RUNGS, max_tokens=target)
-        result = simulate_files(paths, ["none", DEFAULT, BOUNDED, ladder], bill=args.bill, peers=True, max_tokens=target, progress=False)
+        result = simulate_files(
+            paths,
+            ["none", DEFAULT, BOUNDED, ladder],
+            bill=args.bill,
+            peers=True,
+            max_tokens=target,
+            progress=False,
+        )
         for r in rows_of(result, f"{target:,}"):
             if r["strategy"] == "none":
                 continue
@@ -141,8 +175,15 @@ def main(argv: list[str] | None = None) -> int:
                 r["target"] = "-"
             rows.append(r)
         masking_listed = True
-        # the same default list with no handle nor note naming read_back: what handles add to a prompt
-        off = rows_of(simulate_files(paths, ["none", DEFAULT], max_tokens=target, settings=NO_HANDLES, progress=False), f"{target:,}", {DEFAULT})[0]
+        # the same default list with no handle nor note naming read_back: what handles add to a
+        # prompt
+        off = rows_of(
+            simulate_files(
+                paths, ["none", DEFAULT], max_tokens=target, settings=NO_HANDLES, progress=False
+            ),
+            f"{target:,}",
+            {DEFAULT},
+        )[0]
         off["strategy"] = f"{DEFAULT} (read_back_handles off)"
         rows.append(off)
         on = next(r for r in rows if r["strategy"] == DEFAULT and r["target"] == f"{target:,}")
@@ -150,20 +191,53 @@ def main(argv: list[str] | None = None) -> int:
     mark_frontier(rows)
 
     refs = rows[0]["references"]
-    print(f"Replayed {len(first.files)} transcripts, {first.model_calls:,} model calls; counter {first.token_counter}; "
-          f"cached input billed at {first.cached_fraction:g}{'; each call scaled to the provider bill' if args.bill == 'provider' else ''}.")
-    print(f"Next-action references: {refs[0]:,} counted, {refs[1]:,} old, {refs[2]:,} outputs-only (the same for every row).")
+    print(
+        f"Replayed {len(first.files)} transcripts, {first.model_calls:,} model calls; counter "
+        f"{first.token_counter}; "
+        "cached input billed at "
+        f"{first.cached_fraction:g}{'; each call scaled to the provider bill' if args.bill == 'provider' else ''}."
+    )
+    print(
+        f"Next-action references: {refs[0]:,} counted, {refs[1]:,} old, {refs[2]:,} outputs-only "
+        "(the same for every row)."
+    )
     print()
-    columns = ["strategy", "target", "cost/none", "mean prompt", "peak", "recall", "old recall", "outputs-only", "recoverable", "degenerate", "frontier"]
+    columns = [
+        "strategy",
+        "target",
+        "cost/none",
+        "mean prompt",
+        "peak",
+        "recall",
+        "old recall",
+        "outputs-only",
+        "recoverable",
+        "degenerate",
+        "frontier",
+    ]
     table = [
-        [r["strategy"], r["target"], f"{r['cost_vs_none']:.2f}", f"{r['mean_tokens']:,.0f}", f"{r['peak_tokens']:,}",
-         share(r["recall"]), share(r["old_recall"]), share(r["outputs_only_recall"]), share(r["recoverable"]), f"{r['degenerate']:,}",
-         "yes" if r["frontier"] else ""]
+        [
+            r["strategy"],
+            r["target"],
+            f"{r['cost_vs_none']:.2f}",
+            f"{r['mean_tokens']:,.0f}",
+            f"{r['peak_tokens']:,}",
+            share(r["recall"]),
+            share(r["old_recall"]),
+            share(r["outputs_only_recall"]),
+            share(r["recoverable"]),
+            f"{r['degenerate']:,}",
+            "yes" if r["frontier"] else "",
+        ]
         for r in rows
     ]
     print("\n".join(render_table(columns, table, None)))
     for target, added, mean in handle_costs:
-        print(f"Handles and notes at {target:,}: {added:+,.0f} tokens of a mean prompt of {mean:,.0f} ({added / mean:+.2%}; the default list against itself with read_back_handles off).")
+        print(
+            f"Handles and notes at {target:,}: {added:+,.0f} tokens of a mean prompt of "
+            f"{mean:,.0f} ({added / mean:+.2%}; the default list against itself with "
+            "read_back_handles off)."
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
     return 0

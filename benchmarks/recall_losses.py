@@ -1,4 +1,5 @@
-"""Where a strategy's lost references went: for each outputs-only reference a prompt lost, what became of the outputs that held it.
+"""Where a strategy's lost references went: for each outputs-only reference a prompt lost, what
+became of the outputs that held it.
 
 ``benchmarks/recall.py`` says how many of the references the agent's next message made to
 old tool outputs a strategy keeps; this script says why the others were lost, which is
@@ -30,7 +31,12 @@ from langchain_promptstrat.conversation_file import read_conversation
 from langchain_promptstrat.replay import find_transcripts, transcript_answers, transcript_prompts
 from langchain_promptstrat.simulate import DEFAULT_LIST_ROW
 from langchain_promptstrat.simulate import build_strategy
-from langchain_promptstrat.simulate.recall import CallTargets, TermIndex, recall_counts, recalled_references
+from langchain_promptstrat.simulate.recall import (
+    CallTargets,
+    TermIndex,
+    recall_counts,
+    recalled_references,
+)
 from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.registry import get_strategy, split_strategy_names
 
@@ -43,7 +49,8 @@ AGE_BUCKET = 10
 
 @dataclass(frozen=True)
 class LostReference:
-    """An outputs-only reference a prompt lost, and what became of the tool outputs of the history that held it."""
+    """An outputs-only reference a prompt lost, and what became of the tool outputs of the history
+    that held it."""
 
     reference: str
     age: int
@@ -56,11 +63,23 @@ class LostReference:
     @property
     def cause(self) -> str:
         """``"dropped"``, ``"shortened"`` (every holder) or ``"both"``."""
-        return "both" if self.dropped and self.shortened else "dropped" if self.dropped else "shortened"
+        return (
+            "both"
+            if self.dropped and self.shortened
+            else "dropped"
+            if self.dropped
+            else "shortened"
+        )
 
 
-def lost_references(targets: CallTargets, history: Sequence[BaseMessage], sent: Sequence[BaseMessage], index: TermIndex) -> list[LostReference]:
-    """Return each outputs-only reference of ``targets`` that ``sent`` does not recall, with what became of its holders."""
+def lost_references(
+    targets: CallTargets,
+    history: Sequence[BaseMessage],
+    sent: Sequence[BaseMessage],
+    index: TermIndex,
+) -> list[LostReference]:
+    """Return each outputs-only reference of ``targets`` that ``sent`` does not recall, with what
+    became of its holders."""
     lost = sorted(targets.outputs_only - set(recalled_references(targets, history, sent, index)))
     if not lost:
         return []
@@ -70,19 +89,25 @@ def lost_references(targets: CallTargets, history: Sequence[BaseMessage], sent: 
     for ref in lost:
         holders = [i for i, m in enumerate(outputs) if ref in index.terms(m)]
         dropped = sum(1 for i in holders if outputs[i].tool_call_id not in kept)
-        found.append(LostReference(ref, len(outputs) - 1 - holders[-1], dropped, len(holders) - dropped))
+        found.append(
+            LostReference(ref, len(outputs) - 1 - holders[-1], dropped, len(holders) - dropped)
+        )
     return found
 
 
 def build(names: list[str], target: int | None) -> list[PromptStrategy]:
-    """Return the strategies of ``names``, those that take one at ``target`` tokens (no target: each with its own ceiling)."""
+    """Return the strategies of ``names``, those that take one at ``target`` tokens (no target: each
+    with its own ceiling)."""
     if target is None:
         return [get_strategy(name) for name in names]
     return [build_strategy(name, max_tokens=target)[0] for name in names]
 
 
-def losses(paths: list[str], names: list[str], target: int | None) -> tuple[Counter[str], Counter[int], int, int, int]:
-    """Return the lost outputs-only references by cause and by age bucket, the files, the counted and the recalled ones."""
+def losses(
+    paths: list[str], names: list[str], target: int | None
+) -> tuple[Counter[str], Counter[int], int, int, int]:
+    """Return the lost outputs-only references by cause and by age bucket, the files, the counted
+    and the recalled ones."""
     causes: Counter[str] = Counter()
     ages: Counter[int] = Counter()
     files = counted = recalled = 0
@@ -113,8 +138,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "paths", nargs="*", help=f"transcript files or folders (default: {REALRUNS / 'converted'})"
     )
-    parser.add_argument("--target", type=int, help="the token target of the strategies that take one (default: none, each its own ceiling)")
-    parser.add_argument("--strategies", default=DEFAULT_LIST_ROW, help=f"a comma list (default: {DEFAULT_LIST_ROW})")
+    parser.add_argument(
+        "--target",
+        type=int,
+        help="the token target of the strategies that take one (default: none, each its own "
+        "ceiling)",
+    )
+    parser.add_argument(
+        "--strategies", default=DEFAULT_LIST_ROW, help=f"a comma list (default: {DEFAULT_LIST_ROW})"
+    )
     args = parser.parse_args(argv)
     paths = args.paths or [str(REALRUNS / "converted")]
     if not args.paths and not (REALRUNS / "converted").is_dir():
@@ -123,13 +155,20 @@ def main(argv: list[str] | None = None) -> int:
     names = split_strategy_names(args.strategies, source="--strategies")
     causes, ages, files, counted, recalled = losses(paths, names, args.target)
     at = f"{args.target:,} tokens" if args.target else "no settings"
-    print(f"{','.join(names)} at {at}, {files} transcripts: {counted:,} outputs-only references, "
-          f"{recalled:,} recalled, {counted - recalled:,} lost")
-    print("lost, by what became of the outputs that held them: "
-          f"every holder dropped {causes['dropped']:,}, every holder shortened {causes['shortened']:,}, "
-          f"some of each {causes['both']:,}")
-    print("lost, by tool outputs since the newest holder: "
-          + ", ".join(f"{age}-{age + AGE_BUCKET - 1}: {n:,}" for age, n in sorted(ages.items())))
+    print(
+        f"{','.join(names)} at {at}, {files} transcripts: {counted:,} outputs-only references, "
+        f"{recalled:,} recalled, {counted - recalled:,} lost"
+    )
+    print(
+        "lost, by what became of the outputs that held them: "
+        f"every holder dropped {causes['dropped']:,}, every holder shortened "
+        f"{causes['shortened']:,}, "
+        f"some of each {causes['both']:,}"
+    )
+    print(
+        "lost, by tool outputs since the newest holder: "
+        + ", ".join(f"{age}-{age + AGE_BUCKET - 1}: {n:,}" for age, n in sorted(ages.items()))
+    )
     return 0
 
 

@@ -1,4 +1,5 @@
-"""What a conversation loaded again costs the replaying strategies, against the next call of a warm object.
+"""What a conversation loaded again costs the replaying strategies, against the next call of a warm
+object.
 
 A LangGraph server thread or a new process hands the strategy the same conversation as
 new message objects (deserialized from a checkpoint). This script replays the seeded
@@ -53,7 +54,8 @@ def timed(call: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def measure(name: str, prompts: list[list[BaseMessage]], repeat: int) -> str:
-    """Return one line of figures for the strategy ``name``; exit 1 when a reloaded prompt differs."""
+    """Return one line of figures for the strategy ``name``; exit 1 when a reloaded prompt
+    differs."""
     warm_ms, reload_ms, fresh_ms = [], [], []
     for _ in range(repeat):
         strategy = STRATEGIES[name]()
@@ -74,19 +76,35 @@ def measure(name: str, prompts: list[list[BaseMessage]], repeat: int) -> str:
                 raise SystemExit(f"{name}: the {label} history gives a different prompt")
     warm, reload, fresh = (statistics.median(x) for x in (warm_ms, reload_ms, fresh_ms))
     return (
-        f"{name}: warm next call {warm:.1f} ms, reloaded on the warm object {reload:.1f} ms ({reload / warm:.1f}x), "
+        f"{name}: warm next call {warm:.1f} ms, reloaded on the warm object {reload:.1f} ms "
+        f"({reload / warm:.1f}x), "
         f"reloaded on a fresh object {fresh:.1f} ms ({fresh / warm:.1f}x)"
     )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=1_000, help="tool calls of the seeded run (default %(default)s)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs of each measurement; the median is shown (default %(default)s)")
-    parser.add_argument("--strategies", nargs="+", default=list(STRATEGIES), choices=list(STRATEGIES))
+    parser.add_argument(
+        "--calls",
+        type=int,
+        default=1_000,
+        help="tool calls of the seeded run (default %(default)s)",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="runs of each measurement; the median is shown (default %(default)s)",
+    )
+    parser.add_argument(
+        "--strategies", nargs="+", default=list(STRATEGIES), choices=list(STRATEGIES)
+    )
     args = parser.parse_args(argv)
     prompts = list(iter_agent_run(args.calls, seed=0))
-    print(f"{args.calls:,} tool calls, {len(prompts)} model calls, ceiling {CEILING:,}, median of {args.repeat}")
+    print(
+        f"{args.calls:,} tool calls, {len(prompts)} model calls, ceiling {CEILING:,}, median of "
+        f"{args.repeat}"
+    )
     for name in args.strategies:
         print(measure(name, prompts, args.repeat))
     return 0

@@ -1,4 +1,5 @@
-"""Measure the token counter against the provider's own count: the prompt_tokens billed on real runs.
+"""Measure the token counter against the provider's own count: the prompt_tokens billed on real
+runs.
 
 mini-swe-agent's ``.traj.json`` keeps every response of the model, with the ``usage`` the
 provider billed: ``prompt_tokens`` is what the provider counted for the prompt of that
@@ -49,19 +50,25 @@ BASH_TOOL = {
         "description": "Execute a bash command",
         "parameters": {
             "type": "object",
-            "properties": {"command": {"type": "string", "description": "The bash command to execute"}},
+            "properties": {
+                "command": {"type": "string", "description": "The bash command to execute"}
+            },
             "required": ["command"],
         },
     },
 }
-"""The tool schema mini-swe-agent sends with native tool calls (its ``BASH_TOOL``); the runs call only ``bash``."""
+"""The tool schema mini-swe-agent sends with native tool calls (its ``BASH_TOOL``); the runs call
+only ``bash``."""
 
 
 def billed_prompts(path: Path) -> list[tuple[list, int, int]]:
-    """Return (prompt messages, billed prompt_tokens, billed cached_tokens) for every answer that records its usage."""
+    """Return (prompt messages, billed prompt_tokens, billed cached_tokens) for every answer that
+    records its usage."""
     raw = json.loads(path.read_text())["messages"]
     keep = ("role", "content", "tool_calls", "tool_call_id", "name")
-    cleaned = [{k: v for k, v in m.items() if k in keep} | {"content": m.get("content") or ""} for m in raw]
+    cleaned = [
+        {k: v for k, v in m.items() if k in keep} | {"content": m.get("content") or ""} for m in raw
+    ]
     out = []
     for i, message in enumerate(raw):
         usage = ((message.get("extra") or {}).get("response") or {}).get("usage") or {}
@@ -86,8 +93,12 @@ def main(argv: list[str]) -> int:
         "approximate": count_tokens_approximately,
     }
     calls = [billed_prompts(f) for f in files]
-    print(f"{sum(map(len, calls))} billed calls in {len(files)} runs ({folder}); messages with call ids, "
-          f"plus the bash tool's schema ({tool_schema_tokens([BASH_TOOL], counters['o200k_base'])} o200k_base tokens)")
+    print(
+        f"{sum(map(len, calls))} billed calls in {len(files)} runs ({folder}); messages with call "
+        "ids, "
+        f"plus the bash tool's schema ({tool_schema_tokens([BASH_TOOL], counters['o200k_base'])} "
+        "o200k_base tokens)"
+    )
     print(f"{'counter':<30}{'absolute error':>16}{'growth error':>14}{'mean ours/billed':>18}")
     for name, counter in counters.items():
         absolute, growth, ratio = [], [], []
@@ -97,23 +108,33 @@ def main(argv: list[str]) -> int:
             billed = [b for _, b, _ in run]
             absolute += [abs(c - b) / b for c, b in zip(counts, billed)]
             ratio += [c / b for c, b in zip(counts, billed)]
-            growth += [abs((c - counts[0]) - (b - billed[0])) / (b - billed[0])
-                       for c, b in zip(counts[1:], billed[1:]) if b > billed[0]]
+            growth += [
+                abs((c - counts[0]) - (b - billed[0])) / (b - billed[0])
+                for c, b in zip(counts[1:], billed[1:])
+                if b > billed[0]
+            ]
         exact = getattr(counter, "exact", None)
         label = name if exact is not False else f"{name} (approx.)"
-        print(f"{label:<30}{100 * sum(absolute) / len(absolute):>15.1f}%{100 * sum(growth) / len(growth):>13.1f}%"
-              f"{sum(ratio) / len(ratio):>18.3f}")
-    # step by step: what the provider billed for one more call and its output, against our count without ids
+        print(
+            f"{label:<30}{100 * sum(absolute) / len(absolute):>15.1f}%{100 * sum(growth) / len(growth):>13.1f}%"
+            f"{sum(ratio) / len(ratio):>18.3f}"
+        )
+    # step by step: what the provider billed for one more call and its output, against our count
+    # without ids
     counter, without = counters["o200k_base"], counters["o200k_base, call_ids=False"]
     residual, ids = [], []
     for run in calls:
         for (before, billed_before, _), (after, billed_after, _) in zip(run, run[1:]):
-            step = after[len(before):]
+            step = after[len(before) :]
             residual.append((billed_after - billed_before) - without(step))
             ids.append(sum(call_id_tokens(m, counter) for m in step))
-    print(f"per step (o200k_base, {len(residual)} steps): billed minus counted without ids {sum(residual) / len(residual):.1f} "
-          f"tokens (min {min(residual)}, max {max(residual)}); the step's call ids {sum(ids) / len(ids):.1f} tokens "
-          f"(min {min(ids)}, max {max(ids)})")
+    print(
+        f"per step (o200k_base, {len(residual)} steps): billed minus counted without ids "
+        f"{sum(residual) / len(residual):.1f} "
+        f"tokens (min {min(residual)}, max {max(residual)}); the step's call ids "
+        f"{sum(ids) / len(ids):.1f} tokens "
+        f"(min {min(ids)}, max {max(ids)})"
+    )
     # the openai cache rule against the cached tokens the provider billed, same prompts, no strategy
     schemas = ToolSchemas(tool_schema_tokens([BASH_TOOL], counter), 1, "bash")
     billed_share, rule_share = [], []
@@ -123,8 +144,11 @@ def main(argv: list[str]) -> int:
             read, _ = rule.observe(prompt, [counter.count_message(m) for m in prompt])
             billed_share.append(cached / billed)
             rule_share.append(read / max(counter(prompt) + schemas.tokens, 1))
-    print(f"openai cache rule: {100 * sum(rule_share) / len(rule_share):.1f}% of each prompt read on average; "
-          f"billed: {100 * sum(billed_share) / len(billed_share):.1f}%")
+    print(
+        f"openai cache rule: {100 * sum(rule_share) / len(rule_share):.1f}% of each prompt read "
+        "on average; "
+        f"billed: {100 * sum(billed_share) / len(billed_share):.1f}%"
+    )
     return 0
 
 

@@ -17,10 +17,17 @@ from typing import TYPE_CHECKING, Any
 
 _PUBLIC = {
     "adapters.langgraph": ("make_inbox_node", "pre_model_hook", "read_back_tool"),
-    "adapters.middleware": ("PromptStrategyMiddleware",),  # also needs the optional langchain package
+    "adapters.middleware": (
+        "PromptStrategyMiddleware",
+    ),  # also needs the optional langchain package
     "ceiling": ("DEFAULT_CEILING", "Ceiling", "resolve_ceiling"),
     "errors": (
-        "ConfigError", "ContextWindowError", "InboxAborted", "InboxError", "InvalidMessagesError", "PromptStratError",
+        "ConfigError",
+        "ContextWindowError",
+        "InboxAborted",
+        "InboxError",
+        "InvalidMessagesError",
+        "PromptStratError",
         "UnknownStrategyError",
     ),
     "inbox.contract": ("InboxBackend", "InboxProvider"),
@@ -30,7 +37,12 @@ _PUBLIC = {
     "messages": ("check_tool_pairs", "read_back"),
     "pickup": ("InboxPickup", "inbox_pickup"),
     "registry": (
-        "DEFAULT_STRATEGIES", "available_strategies", "get_strategy", "prepare_prompt", "register_strategy", "unregister_strategy",
+        "DEFAULT_STRATEGIES",
+        "available_strategies",
+        "get_strategy",
+        "prepare_prompt",
+        "register_strategy",
+        "unregister_strategy",
     ),
     "report": ("Compacted", "StrategyReport"),
     "settings": ("Settings",),
@@ -55,47 +67,95 @@ _MODULE_OF = {name: f"{__name__}.{module}" for module, names in _PUBLIC.items() 
 
 if TYPE_CHECKING:  # the same names for the checkers (``name as name`` marks each exported)
     from langchain_promptstrat.adapters.langgraph import (
-        make_inbox_node as make_inbox_node, pre_model_hook as pre_model_hook, read_back_tool as read_back_tool,
+        make_inbox_node as make_inbox_node,
+        pre_model_hook as pre_model_hook,
+        read_back_tool as read_back_tool,
     )
-    from langchain_promptstrat.adapters.middleware import PromptStrategyMiddleware as PromptStrategyMiddleware
+    from langchain_promptstrat.adapters.middleware import (
+        PromptStrategyMiddleware as PromptStrategyMiddleware,
+    )
     from langchain_promptstrat.ceiling import (
-        DEFAULT_CEILING as DEFAULT_CEILING, Ceiling as Ceiling, resolve_ceiling as resolve_ceiling,
+        DEFAULT_CEILING as DEFAULT_CEILING,
+        Ceiling as Ceiling,
+        resolve_ceiling as resolve_ceiling,
     )
     from langchain_promptstrat.errors import (
-        ConfigError as ConfigError, ContextWindowError as ContextWindowError, InboxAborted as InboxAborted,
-        InboxError as InboxError, InvalidMessagesError as InvalidMessagesError, PromptStratError as PromptStratError,
+        ConfigError as ConfigError,
+        ContextWindowError as ContextWindowError,
+        InboxAborted as InboxAborted,
+        InboxError as InboxError,
+        InvalidMessagesError as InvalidMessagesError,
+        PromptStratError as PromptStratError,
         UnknownStrategyError as UnknownStrategyError,
     )
-    from langchain_promptstrat.inbox.contract import InboxBackend as InboxBackend, InboxProvider as InboxProvider
+    from langchain_promptstrat.inbox.contract import (
+        InboxBackend as InboxBackend,
+        InboxProvider as InboxProvider,
+    )
     from langchain_promptstrat.inbox.directory import (
-        DirectoryInbox as DirectoryInbox, post_to_inbox as post_to_inbox, request_abort as request_abort,
+        DirectoryInbox as DirectoryInbox,
+        post_to_inbox as post_to_inbox,
+        request_abort as request_abort,
     )
-    from langchain_promptstrat.inbox.paths import inbox_dir as inbox_dir, inbox_removed_dir as inbox_removed_dir
-    from langchain_promptstrat.inbox.postgres import PostgresInbox as PostgresInbox, PostgresInboxes as PostgresInboxes
-    from langchain_promptstrat.messages import check_tool_pairs as check_tool_pairs, read_back as read_back
-    from langchain_promptstrat.pickup import InboxPickup as InboxPickup, inbox_pickup as inbox_pickup
+    from langchain_promptstrat.inbox.paths import (
+        inbox_dir as inbox_dir,
+        inbox_removed_dir as inbox_removed_dir,
+    )
+    from langchain_promptstrat.inbox.postgres import (
+        PostgresInbox as PostgresInbox,
+        PostgresInboxes as PostgresInboxes,
+    )
+    from langchain_promptstrat.messages import (
+        check_tool_pairs as check_tool_pairs,
+        read_back as read_back,
+    )
+    from langchain_promptstrat.pickup import (
+        InboxPickup as InboxPickup,
+        inbox_pickup as inbox_pickup,
+    )
     from langchain_promptstrat.registry import (
-        DEFAULT_STRATEGIES as DEFAULT_STRATEGIES, available_strategies as available_strategies, get_strategy as get_strategy,
-        prepare_prompt as prepare_prompt, register_strategy as register_strategy, unregister_strategy as unregister_strategy,
+        DEFAULT_STRATEGIES as DEFAULT_STRATEGIES,
+        available_strategies as available_strategies,
+        get_strategy as get_strategy,
+        prepare_prompt as prepare_prompt,
+        register_strategy as register_strategy,
+        unregister_strategy as unregister_strategy,
     )
-    from langchain_promptstrat.report import Compacted as Compacted, StrategyReport as StrategyReport
+    from langchain_promptstrat.report import (
+        Compacted as Compacted,
+        StrategyReport as StrategyReport,
+    )
     from langchain_promptstrat.settings import Settings as Settings
     from langchain_promptstrat.strategies.dedupe_outputs import DedupeOutputs as DedupeOutputs
     from langchain_promptstrat.strategies.epoch import (
-        ShortenToolsEpoch as ShortenToolsEpoch, ShortenToolsEpochIncrement as ShortenToolsEpochIncrement,
+        ShortenToolsEpoch as ShortenToolsEpoch,
+        ShortenToolsEpochIncrement as ShortenToolsEpochIncrement,
     )
-    from langchain_promptstrat.strategies.epoch_machinery.notice import is_compaction_notice as is_compaction_notice
-    from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable as ShortenToolsEpochStable
+    from langchain_promptstrat.strategies.epoch_machinery.notice import (
+        is_compaction_notice as is_compaction_notice,
+    )
+    from langchain_promptstrat.strategies.epoch_stable import (
+        ShortenToolsEpochStable as ShortenToolsEpochStable,
+    )
     from langchain_promptstrat.strategies.inbox import Inbox as Inbox
     from langchain_promptstrat.strategies.ladder import CompactionLadder as CompactionLadder
     from langchain_promptstrat.strategies.none import NoStrategy as NoStrategy
     from langchain_promptstrat.strategies.shorten_tools import ShortenTools as ShortenTools
     from langchain_promptstrat.strategies.sliding_window import SlidingWindow as SlidingWindow
-    from langchain_promptstrat.strategies.summary import Summary as Summary, SummaryFailedWarning as SummaryFailedWarning
+    from langchain_promptstrat.strategies.summary import (
+        Summary as Summary,
+        SummaryFailedWarning as SummaryFailedWarning,
+    )
     from langchain_promptstrat.strategies.tool_results import ToolResults as ToolResults
     from langchain_promptstrat.strategy import PromptStrategy as PromptStrategy
-    from langchain_promptstrat.tokens import TokenCounter as TokenCounter, as_token_counter as as_token_counter
-    from langchain_promptstrat.truncation import shorten_string as shorten_string, truncate_string as truncate_string
+    from langchain_promptstrat.tokens import (
+        TokenCounter as TokenCounter,
+        as_token_counter as as_token_counter,
+    )
+    from langchain_promptstrat.truncation import (
+        shorten_string as shorten_string,
+        truncate_string as truncate_string,
+    )
 else:  # checkers see the imports above, and no catch-all that would hide a misspelt name
     __all__ = sorted(_MODULE_OF)
 

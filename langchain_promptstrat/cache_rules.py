@@ -27,7 +27,9 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
-from langchain_promptstrat.defaults import CACHE_RULES as CACHE_RULES  # simulate imports it from here
+from langchain_promptstrat.defaults import (
+    CACHE_RULES as CACHE_RULES,
+)  # simulate imports it from here
 
 
 OPENAI_MIN_TOKENS = 1024
@@ -39,17 +41,23 @@ ANTHROPIC_WRITE_MULTIPLIER = 1.25
 
 
 def openai_cached_tokens(shared_tokens: int) -> int:
-    """Return what OpenAI serves from its cache for a shared prefix of ``shared_tokens``: 0 under 1,024, else 1024 + 128 k."""
+    """Return what OpenAI serves from its cache for a shared prefix of ``shared_tokens``: 0 under
+    1,024, else 1024 + 128 k."""
     if shared_tokens < OPENAI_MIN_TOKENS:
         return 0
-    return OPENAI_MIN_TOKENS + OPENAI_INCREMENT * ((shared_tokens - OPENAI_MIN_TOKENS) // OPENAI_INCREMENT)
+    return OPENAI_MIN_TOKENS + OPENAI_INCREMENT * (
+        (shared_tokens - OPENAI_MIN_TOKENS) // OPENAI_INCREMENT
+    )
 
 
 def message_blocks(message: BaseMessage) -> int:
-    """Return how many Anthropic content blocks ``message`` becomes: one per content block (a string is one), plus one per tool call."""
+    """Return how many Anthropic content blocks ``message`` becomes: one per content block (a string
+    is one), plus one per tool call."""
     content = message.content
     if isinstance(content, list):
-        blocks = sum(1 for b in content if not (isinstance(b, dict) and b.get("type") == "tool_use"))
+        blocks = sum(
+            1 for b in content if not (isinstance(b, dict) and b.get("type") == "tool_use")
+        )
     else:
         blocks = 1 if content or not isinstance(message, AIMessage) else 0
     if isinstance(message, AIMessage):
@@ -58,14 +66,18 @@ def message_blocks(message: BaseMessage) -> int:
 
 
 def has_cache_control(message: BaseMessage) -> bool:
-    """Return whether a content block of ``message`` carries an Anthropic ``cache_control`` breakpoint."""
+    """Return whether a content block of ``message`` carries an Anthropic ``cache_control``
+    breakpoint."""
     content = message.content
-    return isinstance(content, list) and any(isinstance(b, dict) and b.get("cache_control") for b in content)
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("cache_control") for b in content
+    )
 
 
 @dataclass(frozen=True)
 class ToolSchemas:
-    """The bound tools' schemas every request of a replay carries before its messages: their tokens, one block per tool, their JSON as ``key``."""
+    """The bound tools' schemas every request of a replay carries before its messages: their tokens,
+    one block per tool, their JSON as ``key``."""
 
     tokens: int
     blocks: int
@@ -74,7 +86,8 @@ class ToolSchemas:
 
 @dataclass
 class CacheRule:
-    """A provider's cache over one replay: feed it each prompt sent, in order, with its per-message token counts."""
+    """A provider's cache over one replay: feed it each prompt sent, in order, with its per-message
+    token counts."""
 
     canonical: Callable[[BaseMessage], str]
     tools: ToolSchemas | None = None
@@ -82,7 +95,8 @@ class CacheRule:
     _keys: dict[int, tuple[BaseMessage, str]] = field(default_factory=dict, init=False)
 
     def hashes(self, prompt: Sequence[BaseMessage]) -> list[int]:
-        """Return the prefix hashes of ``prompt``, reusing the canonical key of message objects seen in the previous prompt."""
+        """Return the prefix hashes of ``prompt``, reusing the canonical key of message objects seen
+        in the previous prompt."""
         keys: dict[int, tuple[BaseMessage, str]] = {}
         out: list[int] = []
         h = self.start
@@ -100,20 +114,24 @@ class CacheRule:
         """Return the hash the chain starts from: the tool schemas'."""
         return hash(("tools", self.tools.key)) if self.tools else 0
 
-    def observe(self, prompt: Sequence[BaseMessage], counts: Sequence[int]) -> tuple[int, int]:  # pragma: no cover - abstract
+    def observe(
+        self, prompt: Sequence[BaseMessage], counts: Sequence[int]
+    ) -> tuple[int, int]:  # pragma: no cover - abstract
         """Return (tokens read from the cache, tokens written to it) for ``prompt``."""
         raise NotImplementedError
 
 
 @dataclass
 class OpenAICache(CacheRule):
-    """OpenAI's automatic prefix cache: the previous prompt's shared prefix, from 1,024 tokens in 128-token steps."""
+    """OpenAI's automatic prefix cache: the previous prompt's shared prefix, from 1,024 tokens in
+    128-token steps."""
 
     _previous: list[int] = field(default_factory=list, init=False)
     _seen: bool = field(default=False, init=False)
 
     def observe(self, prompt: Sequence[BaseMessage], counts: Sequence[int]) -> tuple[int, int]:
-        """Return (read, 0): the tool schemas and the shared whole-message prefix with the previous prompt, rounded as OpenAI caches it."""
+        """Return (read, 0): the tool schemas and the shared whole-message prefix with the previous
+        prompt, rounded as OpenAI caches it."""
         hashes = self.hashes(prompt)
         shared = self.tools.tokens if self.tools is not None and self._seen else 0
         for i, (now, before) in enumerate(zip(hashes, self._previous)):
@@ -126,14 +144,16 @@ class OpenAICache(CacheRule):
 
 @dataclass
 class AnthropicCache(CacheRule):
-    """Anthropic's breakpoint cache: at most 4 breakpoints, each looking back 20 blocks for an entry an earlier prompt wrote."""
+    """Anthropic's breakpoint cache: at most 4 breakpoints, each looking back 20 blocks for an entry
+    an earlier prompt wrote."""
 
     min_tokens: int = ANTHROPIC_MIN_TOKENS
     lookback: int = ANTHROPIC_LOOKBACK_BLOCKS
     _entries: set[int] = field(default_factory=set, init=False)
 
     def breakpoints(self, prompt: Sequence[BaseMessage]) -> list[int]:
-        """Return the indices of the messages holding a breakpoint: the marked ones, else (last tool = -1,) system and tail."""
+        """Return the indices of the messages holding a breakpoint: the marked ones, else (last tool
+        = -1,) system and tail."""
         marked = [i for i, m in enumerate(prompt) if has_cache_control(m)]
         if not marked and prompt:
             marked = [-1] if self.tools is not None else []
@@ -142,13 +162,18 @@ class AnthropicCache(CacheRule):
         return marked[-ANTHROPIC_MAX_BREAKPOINTS:]
 
     def observe(self, prompt: Sequence[BaseMessage], counts: Sequence[int]) -> tuple[int, int]:
-        """Return (read, written) for ``prompt`` under the breakpoint rules, then record its entries."""
+        """Return (read, written) for ``prompt`` under the breakpoint rules, then record its
+        entries."""
         if not prompt:
             return 0, 0
-        marks = [b + 1 for b in self.breakpoints(prompt)]  # positions: 0 holds the tool schemas, message i is i + 1
+        marks = [
+            b + 1 for b in self.breakpoints(prompt)
+        ]  # positions: 0 holds the tool schemas, message i is i + 1
         hashes = [self.start, *self.hashes(prompt)]
         tools = self.tools or ToolSchemas(tokens=0, blocks=0)
-        ends = list(accumulate(map(message_blocks, prompt), initial=tools.blocks))  # block index at each position's end
+        ends = list(
+            accumulate(map(message_blocks, prompt), initial=tools.blocks)
+        )  # block index at each position's end
         cumulative = list(accumulate(counts, initial=tools.tokens))  # tokens through each position
         read = 0
         for b in marks:
@@ -166,8 +191,11 @@ class AnthropicCache(CacheRule):
         return read, written
 
 
-def make_cache_rule(name: str, canonical: Callable[[BaseMessage], str], **options: Any) -> CacheRule | None:
-    """Return a fresh rule named ``name`` with ``options`` as its fields (None for ``prefix``, which the simulation computes itself)."""
+def make_cache_rule(
+    name: str, canonical: Callable[[BaseMessage], str], **options: Any
+) -> CacheRule | None:
+    """Return a fresh rule named ``name`` with ``options`` as its fields (None for ``prefix``, which
+    the simulation computes itself)."""
     if name not in CACHE_RULES:
         raise ValueError(f"unknown cache rule {name!r}; known: {', '.join(CACHE_RULES)}")
     rule = {"openai": OpenAICache, "anthropic": AnthropicCache}.get(name)

@@ -26,13 +26,16 @@ DEFAULT_CACHED_FRACTION = 0.1
 """Share of the input price billed for cached input tokens."""
 
 DEFAULT_MAX_TOKENS = 60_000
-"""Token target of the peers and of our ladder strategies (a 400-call run passes it at its 80th of 245 model calls)."""
+"""Token target of the peers and of our ladder strategies (a 400-call run passes it at its 80th of
+245 model calls)."""
 
 DEFAULT_ENCODING = "cl100k_base"
-"""tiktoken encoding a :class:`~langchain_promptstrat.tokens.TokenCounter` uses when none is named."""
+"""tiktoken encoding a :class:`~langchain_promptstrat.tokens.TokenCounter` uses when none is
+named."""
 
 CACHE_RULES = ("prefix", "openai", "anthropic")
 """The cache rules ``simulate --cache`` knows (see :mod:`langchain_promptstrat.cache_rules`)."""
 
 BILLS = ("package", "provider")
-"""Whose count a replay of transcripts bills (``simulate --bill``): the package's, or the provider's where a transcript carries usage."""
+"""Whose count a replay of transcripts bills (``simulate --bill``): the package's, or the provider's
+where a transcript carries usage."""

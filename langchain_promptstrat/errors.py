@@ -29,7 +29,11 @@ class UnknownStrategyError(PromptStratError, LookupError):
         self.known = list(known)
         super().__init__(f"unknown strategy {name!r}; known: {', '.join(self.known) or '(none)'}")
 
-    def __reduce__(self) -> tuple[type[UnknownStrategyError], tuple[str, list[str]]]:  # keep the exception picklable across processes
+    def __reduce__(
+        self,
+    ) -> tuple[
+        type[UnknownStrategyError], tuple[str, list[str]]
+    ]:  # keep the exception picklable across processes
         return (type(self), (self.name, self.known))
 
 
@@ -38,7 +42,8 @@ class InvalidMessagesError(PromptStratError, ValueError):
 
 
 class InboxError(PromptStratError, OSError):
-    """The inbox cannot be used as asked (a root that is not a directory, an unsafe thread id, no run config)."""
+    """The inbox cannot be used as asked (a root that is not a directory, an unsafe thread id, no
+    run config)."""
 
 
 class InboxAborted(PromptStratError, RuntimeError):
@@ -48,7 +53,13 @@ class InboxAborted(PromptStratError, RuntimeError):
     file now lies; ``delivered``: the notices consumed before it in the same pickup.
     """
 
-    def __init__(self, reason: str, *, path: str | None = None, delivered: Sequence[BaseMessage] | None = None) -> None:
+    def __init__(
+        self,
+        reason: str,
+        *,
+        path: str | None = None,
+        delivered: Sequence[BaseMessage] | None = None,
+    ) -> None:
         self.reason = reason
         self.path = path
         self.delivered: list[BaseMessage] = list(delivered or [])
@@ -56,4 +67,5 @@ class InboxAborted(PromptStratError, RuntimeError):
 
 
 class ContextWindowError(PromptStratError, ValueError):
-    """The part of a prompt no strategy may drop (system prompt and the run's task) is larger than the ceiling."""
+    """The part of a prompt no strategy may drop (system prompt and the run's task) is larger than
+    the ceiling."""

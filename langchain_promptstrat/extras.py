@@ -1,4 +1,5 @@
-"""The optional extras (as in ``pyproject.toml``) and the install hint an error gives when one is missing.
+"""The optional extras (as in ``pyproject.toml``) and the install hint an error gives when one is
+missing.
 
 The package is installed from its folder, not an index, so a hint names the requirement and
 the extra spelled as it works from the project folder. A leaf, like
@@ -18,11 +19,14 @@ EXTRAS = {
 
 
 def install_hint(extra: str) -> str:
-    """Return the install command for ``extra``: its requirement, or the extra itself from the project folder.
+    """Return the install command for ``extra``: its requirement, or the extra itself from the
+    project folder.
 
     Raises:
         KeyError: ``extra`` is not one of :data:`EXTRAS`.
     """
     requirement = EXTRAS[extra]
-    quoted = requirement if all(c.isalnum() or c in "-_." for c in requirement) else f"'{requirement}'"  # for the shell
+    quoted = (
+        requirement if all(c.isalnum() or c in "-_." for c in requirement) else f"'{requirement}'"
+    )  # for the shell
     return f'pip install {quoted} (or the {extra} extra: pip install ".[{extra}]" in the project folder)'

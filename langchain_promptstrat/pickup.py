@@ -1,4 +1,5 @@
-"""``inbox_pickup``: the two-phase pickup of a custom loop that stores its own conversation, so a failed model call loses no notice.
+"""``inbox_pickup``: the two-phase pickup of a custom loop that stores its own conversation, so a
+failed model call loses no notice.
 
 ``prepare_prompt`` acknowledges what it delivers at once (at most once); here the loop takes
 the notices, calls the model, stores the answer with them, and only then acknowledges::
@@ -24,7 +25,11 @@ from langchain_core.messages import BaseMessage
 from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
 from langchain_promptstrat.inbox.contract import ABORT_FILE, InboxBackend, LeasingInbox
 from langchain_promptstrat.inbox.delivery import (
-    acknowledge, acknowledge_notices, notice_ids, pick_up, prompt_counter,
+    acknowledge,
+    acknowledge_notices,
+    notice_ids,
+    pick_up,
+    prompt_counter,
 )
 from langchain_promptstrat.inbox.locate import InboxBackendSpec, inbox_for_save_file
 from langchain_promptstrat.messages import coerce_messages
@@ -35,17 +40,20 @@ from langchain_promptstrat.strategies.inbox import Inbox
 
 @dataclass
 class InboxPickup:
-    """What one two-phase pickup took: the prompt to send, the notices in it, and their acknowledgement."""
+    """What one two-phase pickup took: the prompt to send, the notices in it, and their
+    acknowledgement."""
 
     messages: list[BaseMessage]
-    """The prompt: the strategies applied to the history, the notices at the inbox strategy's place."""
+    """The prompt: the strategies applied to the history, the notices at the inbox strategy's
+    place."""
     notices: list[BaseMessage]
     """The notices taken (user messages with stable ids), to store with the model's answer."""
     store: InboxBackend | None = field(default=None, repr=False)
     acknowledged: bool = False
 
     def acknowledge(self) -> int:
-        """Record the notices as delivered (call it once the answer and the notices are stored); return how many."""
+        """Record the notices as delivered (call it once the answer and the notices are stored);
+        return how many."""
         if self.acknowledged:
             return 0
         self.acknowledged = True
@@ -65,7 +73,8 @@ def inbox_pickup(
     """Yield the prompt for ``messages`` with the inbox's notices taken but not yet acknowledged.
 
     Args:
-        messages: the stored conversation (notices it already holds are acknowledged, not delivered again).
+        messages: the stored conversation (notices it already holds are acknowledged, not delivered
+            again).
         strategies: as :func:`~langchain_promptstrat.registry.prepare_prompt`; the notices go where
             the ``inbox`` strategy stands (none: no pickup).
         save_file: the conversation's save file, whose inbox is read.
@@ -74,12 +83,17 @@ def inbox_pickup(
         max_tokens: the context ceiling, as ``prepare_prompt``.
 
     Raises:
-        InboxAborted: on an ``abort`` file (consumed); the notices taken before it come back at the next pickup.
+        InboxAborted: on an ``abort`` file (consumed); the notices taken before it come back at the
+            next pickup.
     """
     resolved = resolve_strategies(strategies, settings=settings)
     history = coerce_messages(messages)
     inbox = next((s for s in resolved if isinstance(s, Inbox)), None)
-    store = None if inbox is None else inbox_for_save_file(save_file, backend if backend is not None else inbox.backend)
+    store = (
+        None
+        if inbox is None
+        else inbox_for_save_file(save_file, backend if backend is not None else inbox.backend)
+    )
     notices: list[BaseMessage] = []
     if store is not None:
         count = prompt_counter(resolved)

@@ -1,4 +1,5 @@
-"""Strategy names and applying them: the built-in table, ``register_strategy``, ``resolve_strategies``, ``prepare_prompt``.
+"""Strategy names and applying them: the built-in table, ``register_strategy``,
+``resolve_strategies``, ``prepare_prompt``.
 
 A name resolves to a registered strategy, else a built-in (imported on first use from its
 ``"module:Class"`` string, so this module sits below the strategies, which resolve a ladder's
@@ -57,9 +58,12 @@ _warned_missing_defaults: set[str] = set()
 
 
 class CallableStrategy(PromptStrategy):
-    """Wraps a plain ``messages -> messages`` callable so it runs, reports and composes like a strategy."""
+    """Wraps a plain ``messages -> messages`` callable so it runs, reports and composes like a
+    strategy."""
 
-    def __init__(self, func: Callable[[list[BaseMessage]], Any], name: str | None = None, **unknown: NoReturn) -> None:
+    def __init__(
+        self, func: Callable[[list[BaseMessage]], Any], name: str | None = None, **unknown: NoReturn
+    ) -> None:
         """Wrap ``func``.
 
         Args:
@@ -73,7 +77,9 @@ class CallableStrategy(PromptStrategy):
         self.func = func
         self.strategy_name = name or str(getattr(func, "__name__", "callable"))  # type: ignore[misc]
 
-    def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
+    def compact(
+        self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None
+    ) -> Compacted:
         """Return the callable's answer read back as messages; a callable gets the messages only."""
         out = coerce_messages(self.func(list(messages)))
         return Compacted(out, make_report(self.strategy_name, messages, out))
@@ -82,12 +88,20 @@ class CallableStrategy(PromptStrategy):
         return f"CallableStrategy({self.strategy_name!r})"
 
 
-def register_strategy(name: str, factory: type[PromptStrategy] | PromptStrategy | Callable[..., Any]) -> None:
-    """Make ``name`` resolve to ``factory`` (a strategy class, a strategy, or a ``messages -> messages`` callable), shadowing a built-in of that name."""
+def register_strategy(
+    name: str, factory: type[PromptStrategy] | PromptStrategy | Callable[..., Any]
+) -> None:
+    """Make ``name`` resolve to ``factory`` (a strategy class, a strategy, or a ``messages ->
+    messages`` callable), shadowing a built-in of that name."""
     if not isinstance(name, str) or not name or "," in name or any(c.isspace() for c in name):
-        raise ConfigError(f"strategy name must be a non-empty string without commas or spaces, got {name!r}")
+        raise ConfigError(
+            f"strategy name must be a non-empty string without commas or spaces, got {name!r}"
+        )
     if not callable(factory) and not isinstance(factory, PromptStrategy):
-        raise ConfigError(f"strategy {name!r}: expected a PromptStrategy or a callable, got {type(factory).__name__}")
+        raise ConfigError(
+            f"strategy {name!r}: expected a PromptStrategy or a callable, got "
+            f"{type(factory).__name__}"
+        )
     global _registrations
     with _lock:
         _registered[name] = factory
@@ -127,25 +141,32 @@ def _resolve_factory(name: str) -> Any:
 
 
 def get_strategy(name: str, /, settings: Settings | None = None, **options: Any) -> PromptStrategy:
-    """Return the strategy registered as ``name``, built with ``settings`` and ``options`` (which win over it).
+    """Return the strategy registered as ``name``, built with ``settings`` and ``options`` (which
+    win over it).
 
     Raises:
-        ConfigError: An option the strategy does not take (a strategy object or a callable takes none).
+        ConfigError: An option the strategy does not take (a strategy object or a callable takes
+            none).
         UnknownStrategyError: ``name`` resolves to nothing; lists the known names.
     """
     factory = _resolve_factory(name)
     if isinstance(factory, type) and issubclass(factory, PromptStrategy):
         return factory(settings, **options)
     if options:
-        built = "a ready-built strategy" if isinstance(factory, PromptStrategy) else "a plain callable"
-        raise ConfigError(f"strategy {name!r} is {built} and takes no options; got {', '.join(sorted(options))}")
+        built = (
+            "a ready-built strategy" if isinstance(factory, PromptStrategy) else "a plain callable"
+        )
+        raise ConfigError(
+            f"strategy {name!r} is {built} and takes no options; got {', '.join(sorted(options))}"
+        )
     if isinstance(factory, PromptStrategy):
         return factory
     return CallableStrategy(factory, name)
 
 
 def split_strategy_names(text: str, *, source: str = "the strategy list") -> list[str]:
-    """Return the names of a comma-separated strategy list, stripped of spaces, in order; ``source`` names the list in errors.
+    """Return the names of a comma-separated strategy list, stripped of spaces, in order; ``source``
+    names the list in errors.
 
     Raises:
         ConfigError: The list is empty, or one of its names is.
@@ -156,22 +177,33 @@ def split_strategy_names(text: str, *, source: str = "the strategy list") -> lis
     for k, part in enumerate(parts):
         if not part:
             before = next((p for p in reversed(parts[:k]) if p), None)
-            after = next((p for p in parts[k + 1:] if p), None)
+            after = next((p for p in parts[k + 1 :] if p), None)
             where = (
-                f"between {before!r} and {after!r}" if before and after
-                else f"after {before!r}" if before else f"before {after!r}"
+                f"between {before!r} and {after!r}"
+                if before and after
+                else f"after {before!r}"
+                if before
+                else f"before {after!r}"
             )
-            raise ConfigError(f"{source} {text!r} has an empty name {where}; separate the names with single commas")
+            raise ConfigError(
+                f"{source} {text!r} has an empty name {where}; separate the names with single "
+                "commas"
+            )
     return parts
 
 
 def _prompt_strategy_source() -> str:
-    """Return the name the ``prompt_strategy`` setting was read under: the environment variable that is set, else the key."""
-    return next((name for name in environment_variables("prompt_strategy") if name in os.environ), "the prompt_strategy setting")
+    """Return the name the ``prompt_strategy`` setting was read under: the environment variable that
+    is set, else the key."""
+    return next(
+        (name for name in environment_variables("prompt_strategy") if name in os.environ),
+        "the prompt_strategy setting",
+    )
 
 
 def registrations() -> int:
-    """Return how many times a strategy name was registered or removed: a list of names resolved before may mean something else after."""
+    """Return how many times a strategy name was registered or removed: a list of names resolved
+    before may mean something else after."""
     return _registrations
 
 
@@ -191,15 +223,22 @@ def resolve_strategies(
     if strategies is None:
         strategies = list(DEFAULT_STRATEGIES) if lenient else settings.prompt_strategy
     if isinstance(strategies, str):
-        source = _prompt_strategy_source() if settings.prompt_strategy is strategies else "the strategy list"
+        source = (
+            _prompt_strategy_source()
+            if settings.prompt_strategy is strategies
+            else "the strategy list"
+        )
         items: list[Any] = split_strategy_names(strategies, source=source)
-    elif isinstance(strategies, PromptStrategy) or (callable(strategies) and not isinstance(strategies, (list, tuple))):
+    elif isinstance(strategies, PromptStrategy) or (
+        callable(strategies) and not isinstance(strategies, (list, tuple))
+    ):
         items = [strategies]
     elif isinstance(strategies, Iterable) and not isinstance(strategies, (bytes, Mapping)):
         items = list(strategies)
     else:
         raise ConfigError(
-            f"cannot use {strategies!r} as prompt strategies: expected a name, a comma-separated string, "
+            f"cannot use {strategies!r} as prompt strategies: expected a name, a comma-separated "
+            "string, "
             "a PromptStrategy, a callable or a list of them"
         )
     resolved: list[PromptStrategy] = []
@@ -215,11 +254,18 @@ def resolve_strategies(
                         raise
                     if name not in _warned_missing_defaults:
                         _warned_missing_defaults.add(name)
-                        warnings.warn(f"default strategy {name!r} is not available; skipping it", RuntimeWarning, stacklevel=3)
+                        warnings.warn(
+                            f"default strategy {name!r} is not available; skipping it",
+                            RuntimeWarning,
+                            stacklevel=3,
+                        )
         elif callable(item):
             resolved.append(CallableStrategy(item))
         else:
-            raise ConfigError(f"cannot use {item!r} as a prompt strategy: expected a name, a PromptStrategy or a callable")
+            raise ConfigError(
+                f"cannot use {item!r} as a prompt strategy: expected a name, a PromptStrategy or "
+                "a callable"
+            )
     return resolved
 
 
@@ -232,14 +278,17 @@ def apply_strategies(
     config: RunnableConfig | None = None,
     max_tokens: MaxTokens = None,
 ) -> tuple[list[BaseMessage], list[StrategyReport]]:
-    """Return the messages after every strategy in sequence, kept above the prompt floor, and each strategy's report.
+    """Return the messages after every strategy in sequence, kept above the prompt floor, and each
+    strategy's report.
 
     ``max_tokens`` (tokens, or ``("fraction", share)``) is the ceiling of the strategies that
     take one. The ``inbox`` picks up its notices where it stands and acknowledges them at once.
     """
     request = {"max_tokens": check_max_tokens(max_tokens)} if max_tokens is not None else None
     resolved = _strategies_for_call(strategies, settings)
-    return apply_in_order(resolved, coerce_messages(messages), save_file=save_file, config=config, request=request)
+    return apply_in_order(
+        resolved, coerce_messages(messages), save_file=save_file, config=config, request=request
+    )
 
 
 _SHARED_SPECS = 16
@@ -247,8 +296,11 @@ _shared: OrderedDict[tuple[Any, ...], list[PromptStrategy]] = OrderedDict()
 _shared_lock = threading.Lock()
 
 
-def _strategies_for_call(strategies: StrategySpec | Sequence[StrategySpec] | None, settings: Settings | None) -> list[PromptStrategy]:
-    """Return the strategies of a spec of names: the same objects while the names, settings and registrations are.
+def _strategies_for_call(
+    strategies: StrategySpec | Sequence[StrategySpec] | None, settings: Settings | None
+) -> list[PromptStrategy]:
+    """Return the strategies of a spec of names: the same objects while the names, settings and
+    registrations are.
 
     A loop calling ``prepare_prompt`` before every model call then resumes from its previous
     call (the default's memo) instead of replaying the history; a prompt is a pure function of
@@ -259,7 +311,9 @@ def _strategies_for_call(strategies: StrategySpec | Sequence[StrategySpec] | Non
         if len(objects) == len(strategies):
             return objects  # objects need no settings: nothing to build
     names = (strategies,) if strategies is None or isinstance(strategies, str) else strategies
-    if not isinstance(names, (tuple, list)) or not all(name is None or isinstance(name, str) for name in names):
+    if not isinstance(names, (tuple, list)) or not all(
+        name is None or isinstance(name, str) for name in names
+    ):
         return resolve_strategies(strategies, settings=settings)
     key = (tuple(names), Settings.load(settings), registrations())
     with _shared_lock:
@@ -283,7 +337,8 @@ def prepare_prompt(
     settings: Settings | None = None,
     max_tokens: MaxTokens = None,
 ) -> list[BaseMessage]:
-    """Return the messages the model should see, after applying ``strategies`` in sequence; the input is never mutated.
+    """Return the messages the model should see, after applying ``strategies`` in sequence; the
+    input is never mutated.
 
     Args:
         messages: The conversation (messages, dicts or tuples).
@@ -295,7 +350,9 @@ def prepare_prompt(
         max_tokens: The default strategy's context ceiling (tokens, or ``("fraction", 0.8)`` of
             the model window); without it ``PROMPTSTRAT_MAX_TOKENS``, else 111,616 tokens.
     """
-    return apply_strategies(messages, strategies, save_file=save_file, settings=settings, max_tokens=max_tokens)[0]
+    return apply_strategies(
+        messages, strategies, save_file=save_file, settings=settings, max_tokens=max_tokens
+    )[0]
 
 
 def prompt_for_model(
@@ -307,10 +364,13 @@ def prompt_for_model(
     config: RunnableConfig | None = None,
     request: dict[str, Any] | None = None,
 ) -> list[BaseMessage]:
-    """Return what the model should see when the caller picked up the notices (to acknowledge them once stored or answered).
+    """Return what the model should see when the caller picked up the notices (to acknowledge them
+    once stored or answered).
 
     The graph front ends and :func:`~langchain_promptstrat.pickup.inbox_pickup` come here; the
     ``inbox`` strategy then only places the notices.
     """
     source = tool_results_as_tool_messages(list(messages))
-    return apply_in_order(strategies, source, notices=notices, save_file=save_file, config=config, request=request)[0]
+    return apply_in_order(
+        strategies, source, notices=notices, save_file=save_file, config=config, request=request
+    )[0]

@@ -1,4 +1,5 @@
-"""What a strategy call did: a small report returned next to the messages (:class:`Compacted`), for the caller to log, dispatch or print."""
+"""What a strategy call did: a small report returned next to the messages (:class:`Compacted`), for
+the caller to log, dispatch or print."""
 
 from __future__ import annotations
 
@@ -38,7 +39,12 @@ class StrategyReport:
     @property
     def changed(self) -> bool:
         """Whether the call changed anything the model sees."""
-        return bool(self.shortened or self.dropped or self.messages_in != self.messages_out or self.chars_before != self.chars_after)
+        return bool(
+            self.shortened
+            or self.dropped
+            or self.messages_in != self.messages_out
+            or self.chars_before != self.chars_after
+        )
 
     def as_dict(self) -> dict[str, Any]:
         """Return the counts and the details as one flat dict (the ``promptstrat`` event's data)."""
@@ -64,7 +70,8 @@ def make_report(
     protected: int = 0,
     **details: Any,
 ) -> StrategyReport:
-    """Return a report for a call that turned ``before`` into ``after`` (an untouched list is measured once)."""
+    """Return a report for a call that turned ``before`` into ``after`` (an untouched list is
+    measured once)."""
     chars_before = _running_chars.total(before)
     unchanged = len(before) == len(after) and all(map(operator.is_, before, after))
     chars_after = chars_before if unchanged else _running_chars.total(after)
@@ -72,7 +79,9 @@ def make_report(
         strategy=strategy,
         messages_in=len(before),
         messages_out=len(after),
-        tool_calls=sum(map(isinstance, before, repeat(ToolMessage))),  # in C: this runs on the whole history at every call
+        tool_calls=sum(
+            map(isinstance, before, repeat(ToolMessage))
+        ),  # in C: this runs on the whole history at every call
         shortened=shortened,
         dropped=dropped,
         protected=protected,
@@ -83,7 +92,8 @@ def make_report(
 
 
 class _RunningChars:
-    """The character totals of the last lists measured (their message keys, no message): a list extending one is measured only after it."""
+    """The character totals of the last lists measured (their message keys, no message): a list
+    extending one is measured only after it."""
 
     size = 8
 
@@ -100,13 +110,17 @@ class _RunningChars:
         except (TypeError, AttributeError):  # not a pydantic message: measured, not remembered
             return sum(map(message_chars, messages))
         with self._lock:
-            items = sorted(self._items, key=lambda item: len(item[0]), reverse=True)  # the longest list it extends is the first that matches
+            items = sorted(
+                self._items, key=lambda item: len(item[0]), reverse=True
+            )  # the longest list it extends is the first that matches
         n = len(keys)
-        best = next((item for item in items if len(item[0]) <= n and item[0] == keys[: len(item[0])]), None)
+        best = next(
+            (item for item in items if len(item[0]) <= n and item[0] == keys[: len(item[0])]), None
+        )
         done = len(best[0]) if best is not None else 0
         total = (best[1] if best is not None else 0) + sum(map(message_chars, messages[done:]))
         with self._lock:
-            self._items = [*self._items[-(self.size - 1):], (keys, total)]
+            self._items = [*self._items[-(self.size - 1) :], (keys, total)]
         return total
 
 

@@ -73,22 +73,31 @@ def thread_inbox(thread_id: str) -> DirectoryInbox | PostgresInbox:
     """Return the inbox of ``thread_id`` as this server's environment configures it.
 
     Raises:
-        InboxError: neither ``PROMPTSTRAT_INBOX_DSN`` nor an absolute ``PROMPTSTRAT_INBOX_ROOT`` is set.
+        InboxError: neither ``PROMPTSTRAT_INBOX_DSN`` nor an absolute ``PROMPTSTRAT_INBOX_ROOT`` is
+            set.
     """
     dsn = os.environ.get(DSN_ENV, "").strip()
     if dsn:
         return PostgresInboxes(dsn).for_thread(thread_id)
     root = os.environ.get(INBOX_ROOT_ENV, "").strip()
     if not root or not Path(root).expanduser().is_absolute():
-        raise _NoInbox(f"the server has no inbox: set {DSN_ENV} or {INBOX_ROOT_ENV} to an absolute directory")
+        raise _NoInbox(
+            f"the server has no inbox: set {DSN_ENV} or {INBOX_ROOT_ENV} to an absolute directory"
+        )
     return DirectoryInbox.for_thread(thread_id, root)
 
 
 def _thread_id(request: Request) -> str:
     thread_id = str(request.path_params["thread_id"])
-    if len(thread_id) > MAX_THREAD_ID_CHARS or not thread_id.isprintable() or thread_id in (".", ".."):
+    if (
+        len(thread_id) > MAX_THREAD_ID_CHARS
+        or not thread_id.isprintable()
+        or thread_id in (".", "..")
+    ):
         raise HTTPException(
-            422, f"thread id {printable_text(thread_id[:40])!r} is not a thread id: at most {MAX_THREAD_ID_CHARS} "
+            422,
+            f"thread id {printable_text(thread_id[:40])!r} is not a thread id: at most "
+            f"{MAX_THREAD_ID_CHARS} "
             "printable characters, not '.' or '..'",
         )
     return canonical_thread_id(thread_id)
@@ -111,7 +120,8 @@ async def _check_thread_access(request: Request, thread_id: str, write: bool) ->
     url = f"/threads/{quote(thread_id, safe='')}"
     transport = httpx.ASGITransport(app=request.app)
     async with httpx.AsyncClient(transport=transport, base_url="http://langgraph-server") as client:
-        if write:  # empty metadata: the server's update check and filters run, nothing but updated_at changes
+        # empty metadata: the server's update check and filters run, nothing but updated_at changes
+        if write:
             minimal = [*headers, (b"prefer", b"return=minimal")]
             answer = await client.patch(url, json={"metadata": {}}, headers=minimal)
         else:
@@ -144,8 +154,10 @@ async def _created_at(app: Any, thread_id: str) -> str | None:
     async with httpx.AsyncClient(transport=transport, base_url="http://langgraph-server") as client:
         answer = await client.post("/threads/search", json=search)
     if answer.status_code != 200:
-        raise InboxError(f"the server did not say when thread {thread_id!r} was created: "
-                         f"{answer.status_code} {answer.text[:200]}")
+        raise InboxError(
+            f"the server did not say when thread {thread_id!r} was created: "
+            f"{answer.status_code} {answer.text[:200]}"
+        )
     found = answer.json()
     return str(found[0]["created_at"]) if found else None
 
@@ -163,36 +175,52 @@ def _bound_inbox(
 async def _body(request: Request) -> dict[str, Any]:
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media_type != "application/json":
-        raise HTTPException(415, f"send the body as application/json, not {printable_text(media_type[:60]) or 'no content type'}")
+        raise HTTPException(
+            415,
+            "send the body as application/json, not "
+            f"{printable_text(media_type[:60]) or 'no content type'}",
+        )
     _, _, cap = notice_limits()
     limit = 6 * cap + 4096  # JSON may spell each byte as \\uXXXX
     data = b""
     async for chunk in request.stream():
         data += chunk
         if len(data) > limit:
-            raise HTTPException(413, f"the request body is larger than {limit} bytes; a notice holds at most {cap} bytes")
+            raise HTTPException(
+                413,
+                f"the request body is larger than {limit} bytes; a notice holds at most {cap} "
+                "bytes",
+            )
     try:
         body = json.loads(data or b"{}")
     except (ValueError, UnicodeDecodeError) as exc:
-        raise HTTPException(400, f"the request body is not JSON ({exc}); send an object such as {{\"content\": \"...\"}}") from None
+        raise HTTPException(
+            400,
+            f'the request body is not JSON ({exc}); send an object such as {{"content": "..."}}',
+        ) from None
     except RecursionError:
-        raise HTTPException(400, "the request body nests too deeply; send an object such as {\"content\": \"...\"}") from None
+        raise HTTPException(
+            400, 'the request body nests too deeply; send an object such as {"content": "..."}'
+        ) from None
     if not isinstance(body, dict):
-        raise HTTPException(400, f"the request body must be a JSON object, got {type(body).__name__}")
+        raise HTTPException(
+            400, f"the request body must be a JSON object, got {type(body).__name__}"
+        )
     return body
 
 
 def _text_field(body: dict[str, Any], key: str, *, required: bool = False) -> str | None:
     value = body.get(key)
     if value is None and required:
-        raise HTTPException(422, f"the request body has no {key!r} field; send {{\"{key}\": \"...\"}}")
+        raise HTTPException(422, f'the request body has no {key!r} field; send {{"{key}": "..."}}')
     if value is not None and not isinstance(value, str):
         raise HTTPException(422, f"field {key!r} must be a string, got {type(value).__name__}")
     return value
 
 
 def _checked(check: Callable[..., bytes], *args: Any) -> None:
-    """Refuse what every writer refuses, before any store is opened: 413 over the notice cap, else 422."""
+    """Refuse what every writer refuses, before any store is opened: 413 over the notice cap, else
+    422."""
     try:
         check(*args, notice_limits()[2])
     except NoticeTooLarge as exc:
@@ -202,8 +230,13 @@ def _checked(check: Callable[..., bytes], *args: Any) -> None:
 
 
 def _entry(entry: InboxEntry) -> dict[str, Any]:
-    return {"name": printable_text(entry.name), "posted": entry.mtime, "delivered": entry.delivered_at, "size": entry.size,
-            "preview": entry.preview}
+    return {
+        "name": printable_text(entry.name),
+        "posted": entry.mtime,
+        "delivered": entry.delivered_at,
+        "size": entry.size,
+        "preview": entry.preview,
+    }
 
 
 def _post(thread_id: str, created_at: str | None, content: str, name: str | None) -> dict[str, Any]:
@@ -219,7 +252,10 @@ def _abort(thread_id: str, created_at: str | None, reason: str) -> dict[str, Any
 
 def _page(request: Request) -> slice:
     try:
-        offset, limit = (int(request.query_params.get(key, default)) for key, default in (("offset", 0), ("limit", 100)))
+        offset, limit = (
+            int(request.query_params.get(key, default))
+            for key, default in (("offset", 0), ("limit", 100))
+        )
     except ValueError:
         raise HTTPException(422, "offset and limit must be whole numbers") from None
     if offset < 0 or not 1 <= limit <= MAX_PAGE:
@@ -238,12 +274,19 @@ def _listing(thread_id: str, created_at: str | None, page: slice) -> dict[str, A
     now = time.time()
     return {
         "thread_id": thread_id,
-        "totals": {"pending": pending_total, "in_flight": len(claims),
-                   "delivered": delivered_total},
+        "totals": {
+            "pending": pending_total,
+            "in_flight": len(claims),
+            "delivered": delivered_total,
+        },
         "pending": [_entry(e) for e in pending],
         "in_flight": [
-            {**_entry(c.entry), "claimed": c.leased_at, "age_seconds": round(max(0.0, now - c.leased_at), 1),
-             "claim": c.listed_state}
+            {
+                **_entry(c.entry),
+                "claimed": c.leased_at,
+                "age_seconds": round(max(0.0, now - c.leased_at), 1),
+                "claim": c.listed_state,
+            }
             for c in claims[page]
         ],
         "delivered": [_entry(e) for e in delivered],
@@ -269,7 +312,9 @@ async def _answer(request: Request, action: str) -> JSONResponse:
             raise HTTPException(422, "the notice is empty; give it some text")
         name = _text_field(body, "name")
         if name == ABORT_FILE:
-            raise HTTPException(422, "'abort' is reserved; POST /threads/{thread_id}/abort asks the run to stop")
+            raise HTTPException(
+                422, "'abort' is reserved; POST /threads/{thread_id}/abort asks the run to stop"
+            )
         _checked(notice_data, content, name)
         posted = await run_in_threadpool(_post, thread_id, created_at, content, name)
         return JSONResponse(posted, status_code=201)
@@ -315,9 +360,20 @@ async def _lifespan(app: Starlette) -> AsyncIterator[None]:
 app = Starlette(
     lifespan=_lifespan,
     routes=[
-        Route("/threads/{thread_id}/inbox", functools.partial(_answer, action="post"), methods=["POST"]),
-        Route("/threads/{thread_id}/inbox", functools.partial(_answer, action="list"), methods=["GET"]),
-        Route("/threads/{thread_id}/abort", functools.partial(_answer, action="abort"), methods=["POST"]),
-    ]
+        Route(
+            "/threads/{thread_id}/inbox",
+            functools.partial(_answer, action="post"),
+            methods=["POST"],
+        ),
+        Route(
+            "/threads/{thread_id}/inbox", functools.partial(_answer, action="list"), methods=["GET"]
+        ),
+        Route(
+            "/threads/{thread_id}/abort",
+            functools.partial(_answer, action="abort"),
+            methods=["POST"],
+        ),
+    ],
 )
-"""The routes, ready for ``langgraph.json``'s ``"http": {"app": "langchain_promptstrat.server:app"}``."""
+"""The routes, ready for ``langgraph.json``'s ``"http": {"app":
+"langchain_promptstrat.server:app"}``."""

@@ -1,4 +1,5 @@
-"""Every setting, declared once in :class:`Settings`: its key, type, default, doc, lower bound and environment variable.
+"""Every setting, declared once in :class:`Settings`: its key, type, default, doc, lower bound and
+environment variable.
 
 A strategy takes some settings as options, in one ``TypedDict`` whose fields are
 ``Annotated[type | None, SettingKey(key)]``: its typed keywords (``**options: Unpack[...]``),
@@ -73,27 +74,47 @@ class Settings:
     full_tool_calls: int = _setting(0, "The newest tool calls (by position) kept whole.")
     full_tool_outputs: int = _setting(10, "The newest tool outputs kept whole.")
     max_tool_calls: int = _setting(40, "Tool calls older than this position are dropped.")
-    max_tool_outputs: int | None = _setting(None, "Tool outputs older than this position are dropped.", shown="``max_tool_calls``")
+    max_tool_outputs: int | None = _setting(
+        None, "Tool outputs older than this position are dropped.", shown="``max_tool_calls``"
+    )
     max_tool_chars: int = _setting(
-        100_000, "Tool content stays whole while the content kept so far is under this many characters, "
+        100_000,
+        "Tool content stays whole while the content kept so far is under this many characters, "
         "so a short conversation is never touched.",
     )
     protect_current_turn: bool = _setting(
-        False, "Keep every tool message of the newest user turn whole (see ``shorten_tools`` for why it is off).", minimum=None
+        False,
+        "Keep every tool message of the newest user turn whole (see ``shorten_tools`` for why it "
+        "is off).",
+        minimum=None,
     )
     # shorten_tools_epoch and shorten_tools_epoch_increment
     epoch_tool_call_threshold: int = _setting(50, "No compaction at or below this many tool calls.")
     epoch_full_tool_calls: int = _setting(20, "The most recent tool calls kept whole.")
     epoch_compacted_tool_calls: int = _setting(
-        80, "Tool calls shortened before the whole ones (at the first epoch size, when the epoch grows); older ones are dropped."
+        80,
+        "Tool calls shortened before the whole ones (at the first epoch size, when the epoch "
+        "grows); older ones are dropped.",
     )
-    epoch_size: int = _setting(20, "New tool calls before the boundary advances (the initial size, when the epoch grows).")
-    epoch_increment_epochs_per_increase: int = _setting(3, "Completed epochs before the epoch grows (0: never).")
-    epoch_increment_size_increase: int = _setting(10, "Calls added to the epoch at each periodic increase.")
-    epoch_increment_repeat_increase: int = _setting(10, "Calls added to the epoch for each epoch that held a repeated call.")
+    epoch_size: int = _setting(
+        20, "New tool calls before the boundary advances (the initial size, when the epoch grows)."
+    )
+    epoch_increment_epochs_per_increase: int = _setting(
+        3, "Completed epochs before the epoch grows (0: never)."
+    )
+    epoch_increment_size_increase: int = _setting(
+        10, "Calls added to the epoch at each periodic increase."
+    )
+    epoch_increment_repeat_increase: int = _setting(
+        10, "Calls added to the epoch for each epoch that held a repeated call."
+    )
     epoch_increment_max_size: int = _setting(60, "Upper bound of the epoch's growth.")
-    epoch_increment_compacted_growth_ratio: float = _setting(2.0, "Extra shortened calls kept per extra epoch call.")
-    epoch_increment_max_compacted_tool_calls: int = _setting(160, "Upper bound of the grown shortened window.")
+    epoch_increment_compacted_growth_ratio: float = _setting(
+        2.0, "Extra shortened calls kept per extra epoch call."
+    )
+    epoch_increment_max_compacted_tool_calls: int = _setting(
+        160, "Upper bound of the grown shortened window."
+    )
     # the strategy list of prepare_prompt and the front ends
     prompt_strategy: str | None = _setting(
         None,
@@ -116,9 +137,13 @@ class Settings:
         ),
     )
     # token-target ladder: tool_results, sliding_window, summary, CompactionLadder
-    tool_results_min_tokens: int = _setting(200, "Only tool outputs larger than this many tokens become placeholders.")
+    tool_results_min_tokens: int = _setting(
+        200, "Only tool outputs larger than this many tokens become placeholders."
+    )
     keep_steps: int = _setting(1, "The newest steps no token-target rung ever touches.", minimum=1)
-    ladder_max_tokens: int = _setting(100_000, "The token target of a rung used on its own (a ladder uses its own).")
+    ladder_max_tokens: int = _setting(
+        100_000, "The token target of a rung used on its own (a ladder uses its own)."
+    )
     ladder_low_ratio: float = _setting(
         0.7,
         "A CompactionLadder compacts down to this share of max_tokens (low_tokens); "
@@ -128,62 +153,101 @@ class Settings:
     )
     # dedupe_outputs (first in the default list)
     dedupe_tool_call_threshold: int = _setting(
-        5, "The first this many tool outputs stay as they are, so a short conversation is never touched; "
+        5,
+        "The first this many tool outputs stay as they are, so a short conversation is never "
+        "touched; "
         "later ones point repeated lines back.",
     )
     dedupe_min_line_chars: int = _setting(
-        20, "Lines of at most this many characters are never pointed back (a brace or a blank line repeats without meaning anything)."
+        20,
+        "Lines of at most this many characters are never pointed back (a brace or a blank line "
+        "repeats without meaning anything).",
     )
     # shorten_tools_epoch_stable
-    stable_tool_call_threshold: int = _setting(120, "No compaction at or below this many tool calls.")
+    stable_tool_call_threshold: int = _setting(
+        120, "No compaction at or below this many tool calls."
+    )
     stable_full_tool_calls: int = _setting(
-        20, "By count, this many tool calls beyond the epoch's new ones stay whole; when a prompt would cross the ceiling "
-        "the edge moves up to the newest step, keeping an older call whole only within this count and stable_whole_ratio "
+        20,
+        "By count, this many tool calls beyond the epoch's new ones stay whole; when a prompt "
+        "would cross the ceiling "
+        "the edge moves up to the newest step, keeping an older call whole only within this count "
+        "and stable_whole_ratio "
         "of the ceiling (at 0.0, the default, none).",
     )
-    stable_epoch_size: int = _setting(80, "New tool calls before the whole ones graduate to shortened.")
+    stable_epoch_size: int = _setting(
+        80, "New tool calls before the whole ones graduate to shortened."
+    )
     stable_read_output_chars: int = _setting(
-        1_200, "A shortened call that reads a file (a read/view/open tool, or cat, nl, head, tail, sed -n...) keeps whole lines "
-        "of its head and tail within this many characters; 0 shortens it like any other output (400 characters).",
+        1_200,
+        "A shortened call that reads a file (a read/view/open tool, or cat, nl, head, tail, sed "
+        "-n...) keeps whole lines "
+        "of its head and tail within this many characters; 0 shortens it like any other output "
+        "(400 characters).",
     )
     stable_narration_chars: int = _setting(
-        400, "An assistant message whose tool calls are all shortened keeps this many characters of its text "
+        400,
+        "An assistant message whose tool calls are all shortened keeps this many characters of "
+        "its text "
         "(hash-stamped head and tail, as a shortened output); 0 keeps its text whole.",
     )
-    stable_max_compacted_tool_calls: int = _setting(240, "The shortened region holds at most this many calls before a front drop.")
+    stable_max_compacted_tool_calls: int = _setting(
+        240, "The shortened region holds at most this many calls before a front drop."
+    )
     max_context_tokens: int | None = _setting(
         None,
         "The context ceiling of the default strategy, in tokens.",
         minimum=1,
         env="PROMPTSTRAT_MAX_TOKENS",
         shown="the model's window, else 111,616",
-        reader=("`shorten_tools_epoch_stable`", "`max_tokens` (tokens, or a share of the model's window)"),
+        reader=(
+            "`shorten_tools_epoch_stable`",
+            "`max_tokens` (tokens, or a share of the model's window)",
+        ),
     )
     stable_token_margin: float = _setting(
         0.02, "Share of the ceiling kept free for the token counter's error.", below=1
     )
-    stable_low_ratio: float = _setting(0.9, "A ceiling-driven epoch advance aims at or below this share of the ceiling.")
+    stable_low_ratio: float = _setting(
+        0.9, "A ceiling-driven epoch advance aims at or below this share of the ceiling."
+    )
     stable_front_ratio: float = _setting(
-        0.6, "A ceiling-driven front drop removes steps after the kept head down to this share of the ceiling."
+        0.6,
+        "A ceiling-driven front drop removes steps after the kept head down to this share of the "
+        "ceiling.",
     )
     stable_head_ratio: float = _setting(
-        0.2, "A ceiling-driven front drop keeps the oldest steps within this share of the ceiling (the cached head)."
+        0.2,
+        "A ceiling-driven front drop keeps the oldest steps within this share of the ceiling (the "
+        "cached head).",
     )
     stable_whole_ratio: float = _setting(
-        0.0, "After a ceiling-driven advance the newest whole calls take at most this share of the ceiling "
+        0.0,
+        "After a ceiling-driven advance the newest whole calls take at most this share of the "
+        "ceiling "
         "(the newest step always stays whole).",
     )
-    stable_front_drop_chunk: int = _setting(120, "The oldest calls are dropped in multiples of this many at once.", minimum=1)
+    stable_front_drop_chunk: int = _setting(
+        120, "The oldest calls are dropped in multiples of this many at once.", minimum=1
+    )
     # inbox
     inbox_quiet_seconds: float = _setting(
-        1.0, "A writable inbox file is picked up only once unchanged this long (an editor may still be writing it).",
+        1.0,
+        "A writable inbox file is picked up only once unchanged this long (an editor may still be "
+        "writing it).",
         reader=_AT_PICKUP,
     )
     inbox_lease_seconds: float = _setting(
-        600.0, "A claimed, unacknowledged notice of a live reader on another host is recovered after this long.", reader=_AT_PICKUP
+        600.0,
+        "A claimed, unacknowledged notice of a live reader on another host is recovered after "
+        "this long.",
+        reader=_AT_PICKUP,
     )
     inbox_max_notice_bytes: int = _setting(
-        1_000_000, "Larger inbox notices are left pending with a warning, never delivered.", minimum=1, reader=_AT_PICKUP
+        1_000_000,
+        "Larger inbox notices are left pending with a warning, never delivered.",
+        minimum=1,
+        reader=_AT_PICKUP,
     )
     inbox_pickup_share: float = _setting(
         0.25,
@@ -194,12 +258,21 @@ class Settings:
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
-            object.__setattr__(self, f.name, _validate(f.name, getattr(self, f.name), source="argument"))
+            object.__setattr__(
+                self, f.name, _validate(f.name, getattr(self, f.name), source="argument")
+            )
         if self.max_tool_outputs is None:
             object.__setattr__(self, "max_tool_outputs", self.max_tool_calls)
 
     @classmethod
-    def load(cls, settings: Settings | None = None, /, *, environ: Mapping[str, str] | None = None, **explicit: Any) -> Settings:
+    def load(
+        cls,
+        settings: Settings | None = None,
+        /,
+        *,
+        environ: Mapping[str, str] | None = None,
+        **explicit: Any,
+    ) -> Settings:
         """Return settings from explicit arguments, then the environment, then the defaults.
 
         ``settings``, when given, is an already-resolved base: the environment is not read
@@ -209,14 +282,22 @@ class Settings:
         explicit = {k: v for k, v in explicit.items() if v is not None}
         if settings is not None:
             return settings.replace(**explicit)
-        present = tuple((name, value) for name, value in (os.environ if environ is None else environ).items() if name in _KNOWN)
+        present = tuple(
+            (name, value)
+            for name, value in (os.environ if environ is None else environ).items()
+            if name in _KNOWN
+        )
         return _from_environment(present) if not explicit else _build(dict(present), explicit)
 
     def replace(self, **changes: Any) -> Settings:
         """Return a copy with ``changes`` applied and validated."""
         _reject_unknown(changes)
         changes = {k: v for k, v in changes.items() if v is not None}
-        if "max_tool_calls" in changes and "max_tool_outputs" not in changes and self.max_tool_outputs == self.max_tool_calls:
+        if (
+            "max_tool_calls" in changes
+            and "max_tool_outputs" not in changes
+            and self.max_tool_outputs == self.max_tool_calls
+        ):
             changes["max_tool_outputs"] = None  # keep following max_tool_calls
         return dataclasses.replace(self, **changes)
 
@@ -227,17 +308,22 @@ class Settings:
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
 _KIND = {
-    key: next(t for t in typing.get_args(hint) or (hint,) if t is not type(None)) for key, hint in typing.get_type_hints(Settings).items()
+    key: next(t for t in typing.get_args(hint) or (hint,) if t is not type(None))
+    for key, hint in typing.get_type_hints(Settings).items()
 }
 """Each key's type without None: what a value given for it is converted to."""
 _ENV = {key: f.metadata["env"] or key.upper() for key, f in _FIELDS.items()}
-_VARIABLES = {key: (env,) if env.startswith(ENV_PREFIX) else (ENV_PREFIX + env, env) for key, env in _ENV.items()}
+_VARIABLES = {
+    key: (env,) if env.startswith(ENV_PREFIX) else (ENV_PREFIX + env, env)
+    for key, env in _ENV.items()
+}
 """Each key's environment variables, the one that wins first."""
 _KNOWN = frozenset(variable for variables in _VARIABLES.values() for variable in variables)
 
 
 def _build(env: Mapping[str, str], explicit: Mapping[str, Any]) -> Settings:
-    """Return the settings of ``explicit`` over the variables in ``env`` (the prefixed spelling first) over the defaults."""
+    """Return the settings of ``explicit`` over the variables in ``env`` (the prefixed spelling
+    first) over the defaults."""
     values = dict(explicit)
     for key in _FIELDS:
         variable = variable_read(key, env)
@@ -257,7 +343,8 @@ def variable_read(key: str, environ: Mapping[str, str] | None = None) -> str | N
 
 @functools.lru_cache(maxsize=16)
 def _from_environment(present: tuple[tuple[str, str], ...]) -> Settings:
-    """Return the settings these environment variables give (a frozen value: the same variables, the same object)."""
+    """Return the settings these environment variables give (a frozen value: the same variables, the
+    same object)."""
     return _build(dict(present), {})
 
 
@@ -267,14 +354,16 @@ def setting_keys() -> dict[str, str]:
 
 
 def environment_variables(key: str) -> tuple[str, ...]:
-    """Return the variables read for setting ``key``, the one that wins first: ``("PROMPTSTRAT_MAX_TOOL_CHARS", "MAX_TOOL_CHARS")``."""
+    """Return the variables read for setting ``key``, the one that wins first:
+    ``("PROMPTSTRAT_MAX_TOOL_CHARS", "MAX_TOOL_CHARS")``."""
     _reject_unknown({key: None})
     return _VARIABLES[key]
 
 
 @dataclass(frozen=True)
 class SettingKey:
-    """Marks a strategy option as setting ``key``: ``epoch_size: Annotated[int | None, SettingKey("stable_epoch_size")]``."""
+    """Marks a strategy option as setting ``key``: ``epoch_size: Annotated[int | None,
+    SettingKey("stable_epoch_size")]``."""
 
     key: str
 
@@ -286,19 +375,23 @@ def _keys_of(options: type) -> dict[str, str]:
     for name in options.__annotations__:
         marks = [m for m in getattr(hints[name], "__metadata__", ()) if isinstance(m, SettingKey)]
         if len(marks) != 1 or marks[0].key not in _FIELDS:
-            raise TypeError(f"{options.__name__}.{name} must be Annotated[<type>, SettingKey(<a settings key>)]")
+            raise TypeError(
+                f"{options.__name__}.{name} must be Annotated[<type>, SettingKey(<a settings key>)]"
+            )
         keys[name] = marks[0].key
     return keys
 
 
 def option_keys(strategy: type) -> dict[str, str]:
-    """Return option name -> settings key for each field of ``strategy.options`` (none without one), in declaration order."""
+    """Return option name -> settings key for each field of ``strategy.options`` (none without one),
+    in declaration order."""
     options = getattr(strategy, "options", None)
     return {} if options is None else dict(_keys_of(options))
 
 
 def strategy_options(strategy: type) -> list[str]:
-    """Return the option names ``strategy``'s constructor takes, in signature order (``settings`` included, its ``options`` last)."""
+    """Return the option names ``strategy``'s constructor takes, in signature order (``settings``
+    included, its ``options`` last)."""
     parameters = inspect.signature(strategy).parameters.values()  # the constructor's, without self
     skipped = (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
     names = [p.name for p in parameters if p.name != "self" and p.kind not in skipped]
@@ -308,20 +401,27 @@ def strategy_options(strategy: type) -> list[str]:
 
 
 def documented_default(key: str) -> str:
-    """Return setting ``key``'s default as the docs show it: ``100,000``, ``0.02``, ``False``, or what it follows."""
+    """Return setting ``key``'s default as the docs show it: ``100,000``, ``0.02``, ``False``, or
+    what it follows."""
     f = _FIELDS[key]
     if f.metadata["shown"] is not None:
         return str(f.metadata["shown"])
-    return f"{f.default:,}" if isinstance(f.default, int) and not isinstance(f.default, bool) else str(f.default)
+    return (
+        f"{f.default:,}"
+        if isinstance(f.default, int) and not isinstance(f.default, bool)
+        else str(f.default)
+    )
 
 
 def describe_setting(key: str) -> str:
-    """Return the doc of setting ``key`` with its key and default: ``"... Setting ``epoch_size``, default 20."``."""
+    """Return the doc of setting ``key`` with its key and default: ``"... Setting ``epoch_size``,
+    default 20."``."""
     return f"{_FIELDS[key].metadata['doc']} Setting ``{key}``, default {documented_default(key)}."
 
 
 def document_options(doc: str | None, keys: Mapping[str, str]) -> str | None:
-    """Return ``doc`` (a constructor's docstring) with an ``Args:`` entry, :func:`describe_setting`, for each option in ``keys``.
+    """Return ``doc`` (a constructor's docstring) with an ``Args:`` entry, :func:`describe_setting`,
+    for each option in ``keys``.
 
     The entries end the ``Args:`` section; a docstring without one is returned as it is.
     """
@@ -336,9 +436,13 @@ def document_options(doc: str | None, keys: Mapping[str, str]) -> str | None:
     while end < len(lines) and lines[end].startswith(indent):
         end += 1
     entries = [
-        line for option, key in keys.items()
+        line
+        for option, key in keys.items()
         for line in textwrap.wrap(
-            f"{option}: {describe_setting(key)}", width=92, initial_indent=indent, subsequent_indent=indent + "    ",
+            f"{option}: {describe_setting(key)}",
+            width=92,
+            initial_indent=indent,
+            subsequent_indent=indent + "    ",
             break_on_hyphens=False,
         )
     ]
@@ -346,9 +450,15 @@ def document_options(doc: str | None, keys: Mapping[str, str]) -> str | None:
 
 
 def settings_with_options(
-    strategy: type, settings: Settings | None, given: Mapping[str, object], /, *, reads: Iterable[str] = ()
+    strategy: type,
+    settings: Settings | None,
+    given: Mapping[str, object],
+    /,
+    *,
+    reads: Iterable[str] = (),
 ) -> Settings:
-    """Return the settings a strategy runs with: its explicit options over ``settings`` (or the environment).
+    """Return the settings a strategy runs with: its explicit options over ``settings`` (or the
+    environment).
 
     ``given`` holds the constructor's keywords outside its signature: each option of its
     ``options`` class lands on its settings key (None: not given). The settings key of one of
@@ -362,28 +472,44 @@ def settings_with_options(
     for name, value in given.items():
         option = option_of_key.get(name)
         if option is not None and value is not None and given.get(option) is not None:
-            raise ConfigError(f"{_strategy_label(strategy)}: {option} given twice, as {option}= and as its settings key {name}=")
-    refused = [name for name in given if name not in keys and name not in option_of_key and name not in reads]
+            raise ConfigError(
+                f"{_strategy_label(strategy)}: {option} given twice, as {option}= and as its "
+                f"settings key {name}="
+            )
+    refused = [
+        name
+        for name in given
+        if name not in keys and name not in option_of_key and name not in reads
+    ]
     if refused:
         raise ConfigError(_refusal(strategy, refused))
-    explicit: dict[str, Any] = {keys.get(name, name): value for name, value in given.items() if value is not None}
+    explicit: dict[str, Any] = {
+        keys.get(name, name): value for name, value in given.items() if value is not None
+    }
     return Settings.load(settings, **explicit)
 
 
 def _strategy_label(strategy: type) -> str:
     name = getattr(strategy, "strategy_name", None)
-    return f"{strategy.__name__} ({name})" if isinstance(name, str) and name != strategy.__name__ else strategy.__name__
+    return (
+        f"{strategy.__name__} ({name})"
+        if isinstance(name, str) and name != strategy.__name__
+        else strategy.__name__
+    )
 
 
 def _refusal(strategy: type, refused: list[str]) -> str:
-    """Return the message for options ``strategy`` does not take, with a hint for settings keys of other strategies."""
+    """Return the message for options ``strategy`` does not take, with a hint for settings keys of
+    other strategies."""
     noun = "option" if len(refused) == 1 else "options"
     message = f"{_strategy_label(strategy)} has no {noun} {', '.join(map(repr, refused))}; its options: {', '.join(strategy_options(strategy))}"
     elsewhere = [n for n in refused if n in _FIELDS]
     if elsewhere:
         example = ", ".join(f"{n}=..." for n in elsewhere)
         message += (
-            f". {', '.join(elsewhere)} {'is a setting' if len(elsewhere) == 1 else 'are settings'} this strategy does not read; "
+            f". {', '.join(elsewhere)} "
+            f"{'is a setting' if len(elsewhere) == 1 else 'are settings'} this strategy does not "
+            "read; "
             f"to configure several strategies at once pass settings=Settings({example}) to each"
         )
     return message
@@ -396,7 +522,8 @@ def _reject_unknown(values: Mapping[str, Any]) -> None:
 
 
 def _validate(key: str, value: Any, *, source: str) -> Any:
-    """Return ``value`` converted to setting ``key``'s type, or raise ConfigError naming the key, the variable and the value.
+    """Return ``value`` converted to setting ``key``'s type, or raise ConfigError naming the key,
+    the variable and the value.
 
     ``source`` is ``"argument"`` or the environment variable the value was read from.
     """
@@ -421,9 +548,13 @@ def _validate(key: str, value: Any, *, source: str) -> Any:
     try:
         if kind is int and isinstance(value, float) and not value.is_integer():
             raise ValueError
-        converted: float = int(value.strip() if isinstance(value, str) else value) if kind is int else float(value)
+        converted: float = (
+            int(value.strip() if isinstance(value, str) else value) if kind is int else float(value)
+        )
     except (TypeError, ValueError):
-        raise ConfigError(f"{where} is not {'an integer' if kind is int else 'a number'} {hint}") from None
+        raise ConfigError(
+            f"{where} is not {'an integer' if kind is int else 'a number'} {hint}"
+        ) from None
     if converted != converted or converted in (float("inf"), float("-inf")):
         raise ConfigError(f"{where} is not a finite number {hint}")
     minimum, maximum, below = metadata["minimum"], metadata["maximum"], metadata["below"]

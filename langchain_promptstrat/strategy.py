@@ -1,4 +1,5 @@
-"""``PromptStrategy``, the base of every strategy, and ``apply_in_order``, the one path every front end applies strategies by.
+"""``PromptStrategy``, the base of every strategy, and ``apply_in_order``, the one path every front
+end applies strategies by.
 
 A strategy is a pure ``compact`` over a message list that is also a LangChain ``Runnable``;
 each call's report is logged at DEBUG and, inside a run, dispatched as the ``promptstrat``
@@ -24,7 +25,12 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.config import get_stream_writer
 
-from langchain_promptstrat.messages import coerce_messages, keep_prompt_floor, keep_read_backs_whole, mark_of
+from langchain_promptstrat.messages import (
+    coerce_messages,
+    keep_prompt_floor,
+    keep_read_backs_whole,
+    mark_of,
+)
 from langchain_promptstrat.messages import task_index
 from langchain_promptstrat.messages.history_memo import message_key
 from langchain_promptstrat.messages.references import resolve_references
@@ -36,7 +42,8 @@ REPORT_EVENT = "promptstrat"
 
 
 def emit_report(result: Compacted, config: RunnableConfig | None = None) -> None:
-    """Log ``result.report`` at DEBUG and, inside a LangChain run (``config``, else the one the caller is in), dispatch it as an event."""
+    """Log ``result.report`` at DEBUG and, inside a LangChain run (``config``, else the one the
+    caller is in), dispatch it as an event."""
     data = result.report.as_dict()
     logger.debug("%s: %s", result.report.strategy, data)
     if config is None:
@@ -50,8 +57,19 @@ def emit_report(result: Compacted, config: RunnableConfig | None = None) -> None
         writer = get_stream_writer()
     except (RuntimeError, KeyError):  # not inside a LangGraph run: nothing streams
         return
-    # stream_mode="custom": the figures only (numbers, names, flags), small enough for every model call
-    writer({REPORT_EVENT: {k: v for k, v in data.items() if v is None or isinstance(v, (bool, int, float)) or (isinstance(v, str) and len(v) <= 200)}})
+    # stream_mode="custom": the figures only (numbers, names, flags), small enough for every model
+    # call
+    writer(
+        {
+            REPORT_EVENT: {
+                k: v
+                for k, v in data.items()
+                if v is None
+                or isinstance(v, (bool, int, float))
+                or (isinstance(v, str) and len(v) <= 200)
+            }
+        }
+    )
 
 
 FLOOR_WARNINGS_KEPT = 1024
@@ -84,12 +102,15 @@ def warn_floor_over_ceiling(source: Sequence[BaseMessage], report: StrategyRepor
         "the newest step, its outputs shortened (bound tools included), are never dropped: raise "
         "max_tokens or shorten them (said once for this conversation and ceiling; the report's "
         "floor_over_ceiling says it at every call)",
-        f"{details['tokens_after']:,}", f"{details['ceiling']:,}", f"{details['budget']:,}",
+        f"{details['tokens_after']:,}",
+        f"{details['ceiling']:,}",
+        f"{details['budget']:,}",
     )
 
 
 class PromptStrategy(Runnable[Any, list[BaseMessage]], ABC):
-    """A named prompt strategy: a pure message-list transform that is also a ``Runnable`` (``prompt | ShortenTools() | model``).
+    """A named prompt strategy: a pure message-list transform that is also a ``Runnable`` (``prompt
+    | ShortenTools() | model``).
 
     The input (messages, dicts, tuples or a ``PromptValue``) is never mutated: the stored
     conversation keeps full fidelity while the model sees the compacted prompt. Subclasses set
@@ -102,9 +123,11 @@ class PromptStrategy(Runnable[Any, list[BaseMessage]], ABC):
     uses_save_file: ClassVar[bool] = False
     """True for the inbox: it gets the conversation's save file."""
     places_notices: ClassVar[bool] = False
-    """True for the inbox: where it stands in a list is where notices a caller picked up go (:func:`apply_in_order`)."""
+    """True for the inbox: where it stands in a list is where notices a caller picked up go
+    (:func:`apply_in_order`)."""
     carries_replay: ClassVar[bool] = False
-    """True when ``compact_for_request`` takes ``carried``: the replay a graph front end keeps in the conversation's state."""
+    """True when ``compact_for_request`` takes ``carried``: the replay a graph front end keeps in
+    the conversation's state."""
     options: ClassVar[Any] = None
     """The ``TypedDict`` of this strategy's options that are settings, or None."""
 
@@ -118,7 +141,9 @@ class PromptStrategy(Runnable[Any, list[BaseMessage]], ABC):
         self.settings = Settings.load(settings, **overrides)
 
     @abstractmethod
-    def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
+    def compact(
+        self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None
+    ) -> Compacted:
         """Return the messages the model should see and a report; never mutate ``messages``."""
 
     def without_read_back_handles(self) -> Self:
@@ -139,16 +164,25 @@ class PromptStrategy(Runnable[Any, list[BaseMessage]], ABC):
         return Path(value) if value else None
 
     def pick_up_notices(
-        self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None, config: RunnableConfig | None = None
+        self,
+        messages: list[BaseMessage],
+        *,
+        save_file: str | os.PathLike[str] | None = None,
+        config: RunnableConfig | None = None,
     ) -> Compacted:
-        """Return ``messages`` with the notices this strategy places appended (the inbox's override); any other strategy compacts."""
+        """Return ``messages`` with the notices this strategy places appended (the inbox's
+        override); any other strategy compacts."""
         return self.compact(messages, save_file=save_file)
 
-    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> list[BaseMessage]:
+    def invoke(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> list[BaseMessage]:
         """Return the transformed messages; the report goes to the log and the run's callbacks."""
         return self._call_with_config(self._invoke, input, config, run_type="prompt")
 
-    def _invoke(self, input: Any, run_manager: CallbackManagerForChainRun, config: RunnableConfig) -> list[BaseMessage]:
+    def _invoke(
+        self, input: Any, run_manager: CallbackManagerForChainRun, config: RunnableConfig
+    ) -> list[BaseMessage]:
         save_file = self.save_file_from_config(config) if self.uses_save_file else None
         return apply_in_order([self], coerce_messages(input), save_file=save_file, config=config)[0]
 
@@ -160,8 +194,14 @@ class PromptStrategy(Runnable[Any, list[BaseMessage]], ABC):
         return f"{type(self).__name__}()"
 
 
-def compact_one(strategy: PromptStrategy, messages: list[BaseMessage], save_file: Any, request: dict[str, Any] | None) -> Compacted:
-    """Return ``strategy``'s result; a strategy bounded by a ceiling also gets the request's model, tools, system prompt and ``max_tokens``.
+def compact_one(
+    strategy: PromptStrategy,
+    messages: list[BaseMessage],
+    save_file: Any,
+    request: dict[str, Any] | None,
+) -> Compacted:
+    """Return ``strategy``'s result; a strategy bounded by a ceiling also gets the request's model,
+    tools, system prompt and ``max_tokens``.
 
     ``carried`` (the replay a graph front end keeps in the conversation's state) goes only to a
     strategy that carries its replay.
@@ -211,7 +251,7 @@ def apply_in_order(
         else:
             result = compact_one(strategy, current, save_file, request)
         if strategy.places_notices:
-            delivered += result.messages[len(current):]
+            delivered += result.messages[len(current) :]
         emit_report(result, config)
         warn_floor_over_ceiling(source, result.report)
         current = keep_read_backs_whole(source, result.messages)

@@ -21,7 +21,8 @@ PIPE_WIDTH = 100
 
 
 def terminal_width() -> int:
-    """Return the width output should fit: ``$COLUMNS``, else the terminal's, else :data:`PIPE_WIDTH`."""
+    """Return the width output should fit: ``$COLUMNS``, else the terminal's, else
+    :data:`PIPE_WIDTH`."""
     columns = os.environ.get("COLUMNS", "")
     if columns.isdigit() and int(columns) > 0:
         return int(columns)
@@ -31,7 +32,8 @@ def terminal_width() -> int:
 
 
 def fit_lines(lines: Sequence[str], width: int | None) -> list[str]:
-    """Return ``lines`` with each one longer than ``width`` wrapped at spaces (continuations indented)."""
+    """Return ``lines`` with each one longer than ``width`` wrapped at spaces (continuations
+    indented)."""
     if width is None:
         return list(lines)
     out: list[str] = []
@@ -40,7 +42,9 @@ def fit_lines(lines: Sequence[str], width: int | None) -> list[str]:
             out.append(line)
             continue
         indent = line[: len(line) - len(line.lstrip())]
-        out += textwrap.wrap(line, width, subsequent_indent=indent + "  ", break_on_hyphens=False) or [line]
+        out += textwrap.wrap(
+            line, width, subsequent_indent=indent + "  ", break_on_hyphens=False
+        ) or [line]
     return out
 
 
@@ -48,8 +52,11 @@ def _total(widths: Sequence[int]) -> int:
     return sum(widths) + GAP * max(len(widths) - 1, 0)
 
 
-def render_table(columns: Sequence[str], rows: Sequence[Sequence[str]], width: int | None = None) -> list[str]:
-    """Return the lines of a table: titles, a rule of dashes, one line per row; at most ``width`` wide when it can be.
+def render_table(
+    columns: Sequence[str], rows: Sequence[Sequence[str]], width: int | None = None
+) -> list[str]:
+    """Return the lines of a table: titles, a rule of dashes, one line per row; at most ``width``
+    wide when it can be.
 
     With ``width=None`` every title stays on one line and the table is as wide as it needs.
     """
@@ -71,7 +78,9 @@ def render_table(columns: Sequence[str], rows: Sequence[Sequence[str]], width: i
             groups[-1].append(i)
 
     def line(group: list[int], values: Sequence[str]) -> str:
-        aligned = (v.ljust(widths[i]) if i == 0 else v.rjust(widths[i]) for i, v in zip(group, values))
+        aligned = (
+            v.ljust(widths[i]) if i == 0 else v.rjust(widths[i]) for i, v in zip(group, values)
+        )
         return (" " * GAP).join(aligned).rstrip()
 
     out: list[str] = []
@@ -79,7 +88,9 @@ def render_table(columns: Sequence[str], rows: Sequence[Sequence[str]], width: i
         if out:
             out.append("")
         height = max(len(titles[i]) for i in group)
-        padded = {i: [""] * (height - len(titles[i])) + titles[i] for i in group}  # titles sit on the rule
+        padded = {
+            i: [""] * (height - len(titles[i])) + titles[i] for i in group
+        }  # titles sit on the rule
         out += [line(group, [padded[i][k] for i in group]) for k in range(height)]
         out.append(line(group, ["-" * widths[i] for i in group]))
         out += [line(group, [row[i] for i in group]) for row in rows]

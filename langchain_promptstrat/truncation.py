@@ -1,4 +1,6 @@
-"""Hash-stamped truncation: the same string always gives the same bytes (so a provider's cache keeps serving a compacted prefix), and the md5 stamp matches it to the whole value kept in the stored conversation."""
+"""Hash-stamped truncation: the same string always gives the same bytes (so a provider's cache keeps
+serving a compacted prefix), and the md5 stamp matches it to the whole value kept in the stored
+conversation."""
 
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ def _md5_prefix(s: str) -> str:
 
 
 def truncate_string(s: str, max_length: int = DEFAULT_TRUNCATE_SIZE) -> str:
-    """Return ``s`` unchanged when it fits, else its head, an md5 marker ``<...LENGTH - MD5PREFIX...>``, and its tail.
+    """Return ``s`` unchanged when it fits, else its head, an md5 marker ``<...LENGTH -
+    MD5PREFIX...>``, and its tail.
 
     The head is ``half - 1`` characters and the tail ``half``, ``half = (max_length -
     len(marker)) // 2`` (the reference's layout); the marker alone (or ``s``, when not
@@ -43,7 +46,8 @@ def shorten_string(s: str, size: int = DEFAULT_OUTPUT_SIZE, warning: str = "Trun
 
 
 def shorten_by_lines(text: str, size: int) -> str:
-    """Return ``text`` when it fits in ``size`` characters, else whole lines of its head and tail around one marker.
+    """Return ``text`` when it fits in ``size`` characters, else whole lines of its head and tail
+    around one marker.
 
     Head and tail each take the most whole lines that fit in half of ``size``, around
     ``<...N lines of LENGTH chars - MD5PREFIX...>``; :func:`shorten_string` when no whole line fits.
@@ -65,5 +69,7 @@ def shorten_by_lines(text: str, size: int) -> str:
         return text
     if gone == len(lines):
         return shorten_string(text, size)
-    marker = f"<...{gone} line{'s' if gone != 1 else ''} of {len(text)} chars - {_md5_prefix(text)}...>"
+    marker = (
+        f"<...{gone} line{'s' if gone != 1 else ''} of {len(text)} chars - {_md5_prefix(text)}...>"
+    )
     return "\n".join([*lines[:head_end], marker, *lines[tail_start:]])

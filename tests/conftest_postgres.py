@@ -31,13 +31,16 @@ def postgres_required() -> bool:
 def unavailable(reason: str) -> NoReturn:
     """Skip with ``reason``, or fail with it when the environment requires PostgreSQL."""
     if postgres_required():
-        pytest.fail(f"{reason} ({REQUIRE_ENV} is set: the PostgreSQL tests must run here)", pytrace=False)
+        pytest.fail(
+            f"{reason} ({REQUIRE_ENV} is set: the PostgreSQL tests must run here)", pytrace=False
+        )
     pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")
 def postgres_dsn() -> str:
-    """The connection string of a reachable PostgreSQL server on which the tests may create schemas."""
+    """The connection string of a reachable PostgreSQL server on which the tests may create
+    schemas."""
     dsn = os.environ.get(TEST_DSN_ENV, "").strip()
     if not dsn:
         unavailable(NO_SERVER)
@@ -48,7 +51,10 @@ def postgres_dsn() -> str:
     try:
         psycopg.connect(dsn, connect_timeout=10).close()
     except psycopg.Error as exc:
-        pytest.fail(f"{TEST_DSN_ENV} is set but its server cannot be reached: {' '.join(str(exc).split())}", pytrace=False)
+        pytest.fail(
+            f"{TEST_DSN_ENV} is set but its server cannot be reached: {' '.join(str(exc).split())}",
+            pytrace=False,
+        )
     return dsn
 
 

@@ -40,18 +40,25 @@ def ai_step(
     content: Any = text
     if mirror in ("openai", "both"):
         kwargs["tool_calls"] = [
-            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": json.dumps(c["args"])}}
+            {
+                "id": c["id"],
+                "type": "function",
+                "function": {"name": c["name"], "arguments": json.dumps(c["args"])},
+            }
             for c in calls
         ]
     if mirror in ("anthropic", "both"):
         content = ([{"type": "text", "text": text}] if text else []) + [
-            {"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["args"]} for c in calls
+            {"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["args"]}
+            for c in calls
         ]
     return AIMessage(content=content, tool_calls=calls, additional_kwargs=kwargs)
 
 
 @st.composite
-def agent_conversations(draw: st.DrawFn, *, min_calls: int = 0, max_calls: int = 40) -> list[BaseMessage]:
+def agent_conversations(
+    draw: st.DrawFn, *, min_calls: int = 0, max_calls: int = 40
+) -> list[BaseMessage]:
     """Draw a valid agent conversation ending after a step's outputs (ready for a model call)."""
     messages: list[BaseMessage] = []
     if draw(st.booleans()):
@@ -68,7 +75,9 @@ def agent_conversations(draw: st.DrawFn, *, min_calls: int = 0, max_calls: int =
                 specs.append(copy.deepcopy(draw(st.sampled_from(made))))
                 continue
             name = draw(st.sampled_from(TOOLS))
-            args: dict[str, Any] = {"query": _text(next_id + len(specs), draw(st.sampled_from(TEXT_SIZES)))}
+            args: dict[str, Any] = {
+                "query": _text(next_id + len(specs), draw(st.sampled_from(TEXT_SIZES)))
+            }
             if draw(st.booleans()):
                 args["limit"] = draw(st.integers(0, 100))
             if draw(st.booleans()):
@@ -81,7 +90,9 @@ def agent_conversations(draw: st.DrawFn, *, min_calls: int = 0, max_calls: int =
             size = draw(st.sampled_from(TEXT_SIZES))
             body = _text(next_id + k * 7, size)
             content: Any = body if draw(st.integers(0, 4)) else [{"type": "text", "text": body}]
-            messages.append(ToolMessage(content=content, tool_call_id=f"call_{next_id + k}", name=specs[k][0]))
+            messages.append(
+                ToolMessage(content=content, tool_call_id=f"call_{next_id + k}", name=specs[k][0])
+            )
         next_id += width
         if next_id < n_calls and draw(st.integers(0, 7)) == 0:
             messages.append(HumanMessage(f"Also check item {next_id}."))
@@ -89,12 +100,14 @@ def agent_conversations(draw: st.DrawFn, *, min_calls: int = 0, max_calls: int =
 
 
 def snapshot(messages: list[BaseMessage]) -> list[dict[str, Any]]:
-    """Return a deep, comparable copy of every field of every message (to prove nothing was mutated)."""
+    """Return a deep, comparable copy of every field of every message (to prove nothing was
+    mutated)."""
     return [copy.deepcopy(m.model_dump()) for m in messages]
 
 
 def as_ai(message: BaseMessage | None) -> AIMessage:
-    """Return ``message``, which a test expects to be an assistant message (fails the test if not)."""
+    """Return ``message``, which a test expects to be an assistant message (fails the test if
+    not)."""
     assert isinstance(message, AIMessage), message
     return message
 
@@ -107,7 +120,11 @@ def as_tool(message: BaseMessage | None) -> ToolMessage:
 
 def blocks(message: BaseMessage) -> list[dict[str, Any]]:
     """Return the dict content blocks of ``message`` (none when its content is a string)."""
-    return [b for b in message.content if isinstance(b, dict)] if isinstance(message.content, list) else []
+    return (
+        [b for b in message.content if isinstance(b, dict)]
+        if isinstance(message.content, list)
+        else []
+    )
 
 
 T = TypeVar("T")

@@ -1,4 +1,5 @@
-"""A real LangGraph Server (``langgraph dev``, in-memory runtime) serving the test deployment, and its client.
+"""A real LangGraph Server (``langgraph dev``, in-memory runtime) serving the test deployment, and
+its client.
 
 The deployment is ``tests/server/deployment/`` (``langgraph.json``, one graph module per front
 end, the ``gate`` tool). A server runs in a copy of that folder inside a temporary directory:
@@ -37,30 +38,42 @@ REQUIRE_ENV = "PROMPTSTRAT_REQUIRE_LANGGRAPH"
 GATES_ENV = "PROMPTSTRAT_TEST_GATES"  # what the deployment's gate tool reads
 START_SECONDS = 90.0
 JOBS = 4
-"""Runs one server executes at once (``--n-jobs-per-worker``): the tests hold several runs open together."""
+"""Runs one server executes at once (``--n-jobs-per-worker``): the tests hold several runs open
+together."""
 QUIET_SERVER_ENV = {
-    "LANGGRAPH_NO_VERSION_CHECK": "true",  # langgraph_api.cli: no request to the package index at start
+    # langgraph_api.cli: no request to the package index at start
+    "LANGGRAPH_NO_VERSION_CHECK": "true",
     "LANGGRAPH_CLI_NO_ANALYTICS": "1",  # langgraph_cli.analytics: no usage report
     "LANGSMITH_TRACING": "false",
     "LANGCHAIN_TRACING_V2": "false",
 }
-SECRETS = ("LANGSMITH_API_KEY", "LANGCHAIN_API_KEY", "LANGGRAPH_CLOUD_LICENSE_KEY", "LANGSMITH_CONTROL_PLANE_API_KEY")
+SECRETS = (
+    "LANGSMITH_API_KEY",
+    "LANGCHAIN_API_KEY",
+    "LANGGRAPH_CLOUD_LICENSE_KEY",
+    "LANGSMITH_CONTROL_PLANE_API_KEY",
+)
 
 
 def required() -> bool:
-    """Return whether a missing server (or langgraph-cli) is a failure rather than a reason to skip."""
+    """Return whether a missing server (or langgraph-cli) is a failure rather than a reason to
+    skip."""
     return os.environ.get(REQUIRE_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
 def unavailable(reason: str) -> NoReturn:
     """Skip with ``reason``, or fail with it when the environment requires a LangGraph Server."""
     if required():
-        pytest.fail(f"{reason} ({REQUIRE_ENV} is set: the LangGraph Server tests must run here)", pytrace=False)
+        pytest.fail(
+            f"{reason} ({REQUIRE_ENV} is set: the LangGraph Server tests must run here)",
+            pytrace=False,
+        )
     pytest.skip(reason)
 
 
 def langgraph_command() -> str:
-    """Return the ``langgraph`` executable next to this interpreter (skip or fail when langgraph-cli is missing)."""
+    """Return the ``langgraph`` executable next to this interpreter (skip or fail when langgraph-cli
+    is missing)."""
     here = Path(sys.executable).parent / "langgraph"
     found = str(here) if here.exists() else shutil.which("langgraph")
     try:
@@ -69,7 +82,10 @@ def langgraph_command() -> str:
     except ImportError:
         found = None
     if found is None:
-        unavailable('no langgraph-cli with its in-memory runtime, or no langgraph-sdk: pip install "langgraph-cli[inmem]" langgraph-sdk')
+        unavailable(
+            "no langgraph-cli with its in-memory runtime, or no langgraph-sdk: pip install "
+            '"langgraph-cli[inmem]" langgraph-sdk'
+        )
     return str(found)
 
 
@@ -97,7 +113,8 @@ def stored_texts(client: Any, thread_id: str) -> list[str]:
 
 
 def post_notice(url: str, thread_id: str, content: str) -> str:
-    """Post a notice to the thread through the package's HTTP route; return its name in the inbox."""
+    """Post a notice to the thread through the package's HTTP route; return its name in the
+    inbox."""
     import httpx
 
     answer = httpx.post(f"{url}/threads/{thread_id}/inbox", json={"content": content}, timeout=30)
@@ -106,7 +123,8 @@ def post_notice(url: str, thread_id: str, content: str) -> str:
 
 
 def settled_listing(url: str, thread_id: str) -> dict[str, Any]:
-    """Return the thread's inbox listing once nothing is pending or in flight (the last acknowledgement follows the checkpoint)."""
+    """Return the thread's inbox listing once nothing is pending or in flight (the last
+    acknowledgement follows the checkpoint)."""
     import httpx
 
     def listing() -> dict[str, Any] | None:
@@ -119,7 +137,8 @@ def settled_listing(url: str, thread_id: str) -> dict[str, Any]:
 
 @dataclass
 class LangGraphServer:
-    """One ``langgraph dev`` process serving the deployment from ``home`` on ``port``; restartable on the same data."""
+    """One ``langgraph dev`` process serving the deployment from ``home`` on ``port``; restartable
+    on the same data."""
 
     home: Path
     env: dict[str, str]
@@ -137,12 +156,19 @@ class LangGraphServer:
 
     @classmethod
     def prepare(cls, home: Path, **env: str) -> LangGraphServer:
-        """Return a server (not started) whose deployment is a copy of tests/server/deployment under ``home``."""
+        """Return a server (not started) whose deployment is a copy of tests/server/deployment under
+        ``home``."""
         app = home / "app"
-        shutil.copytree(DEPLOYMENT, app, ignore=shutil.ignore_patterns("__pycache__", ".langgraph_api"))
+        shutil.copytree(
+            DEPLOYMENT, app, ignore=shutil.ignore_patterns("__pycache__", ".langgraph_api")
+        )
         gates = home / "gates"
         gates.mkdir(exist_ok=True)
-        base = {k: v for k, v in os.environ.items() if k not in SECRETS and not k.startswith("PROMPTSTRAT_")}
+        base = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in SECRETS and not k.startswith("PROMPTSTRAT_")
+        }
         return cls(home, {**base, **QUIET_SERVER_ENV, GATES_ENV: str(gates), **env})
 
     @property
@@ -155,19 +181,41 @@ class LangGraphServer:
         return self.home / "app" / ".langgraph_api"
 
     def start(self) -> LangGraphServer:
-        """Start the process and return once ``GET /ok`` answers; fail with the log's tail if it exits first."""
-        command = [langgraph_command(), "dev", "--host", "127.0.0.1", "--port", str(self.port), "--no-browser",
-                   "--no-reload", "--n-jobs-per-worker", str(JOBS), "--config", str(self.home / "app" / "langgraph.json")]
+        """Start the process and return once ``GET /ok`` answers; fail with the log's tail if it
+        exits first."""
+        command = [
+            langgraph_command(),
+            "dev",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--no-browser",
+            "--no-reload",
+            "--n-jobs-per-worker",
+            str(JOBS),
+            "--config",
+            str(self.home / "app" / "langgraph.json"),
+        ]
         with self.log.open("ab") as log:
-            self.process = subprocess.Popen(command, cwd=self.home / "app", env=self.env, stdout=log,
-                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+            self.process = subprocess.Popen(
+                command,
+                cwd=self.home / "app",
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         self.starts += 1
         import httpx
 
         def answers() -> bool:
             assert self.process is not None
             if self.process.poll() is not None:
-                raise AssertionError(f"langgraph dev exited with {self.process.returncode}:\n{self.log_tail()}")
+                raise AssertionError(
+                    f"langgraph dev exited with {self.process.returncode}:\n{self.log_tail()}"
+                )
             try:
                 return httpx.get(f"{self.url}/ok", timeout=2).status_code == 200
             except httpx.HTTPError:
@@ -177,7 +225,8 @@ class LangGraphServer:
         return self
 
     def stop(self, sig: signal.Signals = signal.SIGTERM) -> None:
-        """Stop the whole process group with ``sig`` (SIGKILL: no chance to write anything) and reap it."""
+        """Stop the whole process group with ``sig`` (SIGKILL: no chance to write anything) and reap
+        it."""
         process, self.process = self.process, None
         if process is None or process.poll() is not None:
             return
@@ -204,7 +253,8 @@ class LangGraphServer:
 
 @dataclass
 class Deployment:
-    """What a test drives: the server's URL, the gate folder it shares with it, and the server when the test owns it."""
+    """What a test drives: the server's URL, the gate folder it shares with it, and the server when
+    the test owns it."""
 
     url: str
     gates: Path
@@ -218,7 +268,8 @@ class Deployment:
 
 @contextmanager
 def own_server(home: Path, **env: str) -> Iterator[LangGraphServer]:
-    """Yield a started server of the deployment with an absolute inbox root under ``home`` (or ``env``'s); always stopped."""
+    """Yield a started server of the deployment with an absolute inbox root under ``home`` (or
+    ``env``'s); always stopped."""
     env.setdefault("PROMPTSTRAT_INBOX_ROOT", str(home / "inboxes"))
     server = LangGraphServer.prepare(home, **env)
     try:
@@ -228,12 +279,16 @@ def own_server(home: Path, **env: str) -> Iterator[LangGraphServer]:
 
 
 def shared_deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    """Yield the suite's server (``PROMPTSTRAT_LANGGRAPH_URL``), else a server started for the calling module."""
+    """Yield the suite's server (``PROMPTSTRAT_LANGGRAPH_URL``), else a server started for the
+    calling module."""
     url = os.environ.get(URL_ENV, "").strip()
     if url:
         gates = os.environ.get(GATES_URL_ENV, "").strip()
         if not gates:
-            unavailable(f"{URL_ENV} is set without {GATES_URL_ENV}, the gate folder that server shares with the tests")
+            unavailable(
+                f"{URL_ENV} is set without {GATES_URL_ENV}, the gate folder that server shares "
+                "with the tests"
+            )
         yield Deployment(url.rstrip("/"), Path(gates))
         return
     if required():
@@ -244,7 +299,8 @@ def shared_deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Depl
 
 
 class Gates:
-    """The test's side of the deployment's ``gate`` tool for one thread: hold its calls, see them arrive, open them."""
+    """The test's side of the deployment's ``gate`` tool for one thread: hold its calls, see them
+    arrive, open them."""
 
     def __init__(self, folder: Path, thread_id: str) -> None:
         self.folder, self.thread_id = folder, thread_id
@@ -258,11 +314,16 @@ class Gates:
         (self.folder / f"{self.thread_id}.hold").unlink(missing_ok=True)
 
     def entered(self, step: int) -> int:
-        """Return how many runs of the thread (one per server process) have entered gate ``step``."""
+        """Return how many runs of the thread (one per server process) have entered gate
+        ``step``."""
         return len(list(self.folder.glob(f"{self.thread_id}.{step}.*.entered")))
 
     def wait_entered(self, step: int, runs: int = 1, timeout: float = 60.0) -> None:
-        wait_for(lambda: self.entered(step) >= runs, f"{runs} run(s) of thread {self.thread_id} to enter gate {step}", timeout)
+        wait_for(
+            lambda: self.entered(step) >= runs,
+            f"{runs} run(s) of thread {self.thread_id} to enter gate {step}",
+            timeout,
+        )
 
     def forget_entries(self) -> None:
         """Forget which gates were entered, to see the calls a resumed run makes again."""
@@ -302,13 +363,16 @@ def _start_for_the_suite() -> int:
 
 
 def _stop_for_the_suite(where: str) -> int:
-    """Stop the server ``start`` left in ``where`` (its whole process group) and remove the directory."""
+    """Stop the server ``start`` left in ``where`` (its whole process group) and remove the
+    directory."""
     home = Path(where)
     if not home.is_dir():
         print(f"langgraph: {home} is already gone", file=sys.stderr)
         return 0
     if not (home / MARKER).exists():
-        print(f"langgraph: {home} was not created by 'start'; refusing to remove it", file=sys.stderr)
+        print(
+            f"langgraph: {home} was not created by 'start'; refusing to remove it", file=sys.stderr
+        )
         return 2
     try:
         pid = int((home / "pid").read_text())

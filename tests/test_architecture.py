@@ -1,4 +1,5 @@
-"""The package's layers point down, in the order ARCHITECTURE.md draws them; the core never imports a front end; no cycle.
+"""The package's layers point down, in the order ARCHITECTURE.md draws them; the core never imports
+a front end; no cycle.
 
 What these tests count, precisely:
 
@@ -46,7 +47,8 @@ ARCHITECTURE = PACKAGE_DIR.parent / "ARCHITECTURE.md"
 
 
 class Import(NamedTuple):
-    """One import statement of a package module: its target module, where it stands, and its line."""
+    """One import statement of a package module: its target module, where it stands, and its
+    line."""
 
     target: str
     module_level: bool
@@ -76,12 +78,15 @@ def _walk(node: ast.AST, in_function: bool = False) -> Iterator[tuple[ast.AST, b
     """Yield every node below ``node`` with whether it stands inside a function body."""
     for child in ast.iter_child_nodes(node):
         yield child, in_function
-        inner = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        inner = in_function or isinstance(
+            child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+        )
         yield from _walk(child, inner)
 
 
 def imports_of(name: str, source: str, modules: Iterable[str]) -> list[Import]:
-    """Return the package imports of module ``name`` (its ``source``), as defined in the module docstring."""
+    """Return the package imports of module ``name`` (its ``source``), as defined in the module
+    docstring."""
     modules = set(modules)
     is_package = name == PACKAGE or any(m.startswith(name + ".") for m in modules)
     found = []
@@ -96,11 +101,15 @@ def imports_of(name: str, source: str, modules: Iterable[str]) -> list[Import]:
                 for _ in range(node.level - 1):
                     anchor = anchor.rpartition(".")[0]
                 base = f"{anchor}.{base}" if base else anchor
-            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
+            targets = [
+                f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                for alias in node.names
+            ]
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, (ast.Attribute, ast.Name))
-            and (node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id) == "import_module"
+            and (node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id)
+            == "import_module"
             and node.args
             and isinstance(node.args[0], ast.Constant)
             and isinstance(node.args[0].value, str)
@@ -117,7 +126,10 @@ def imports_of(name: str, source: str, modules: Iterable[str]) -> list[Import]:
 def all_imports(package_dir: Path = PACKAGE_DIR) -> dict[str, list[Import]]:
     """Return the package imports of every module of the package."""
     modules = module_files(package_dir)
-    return {name: imports_of(name, path.read_text(encoding="utf-8"), modules) for name, path in modules.items()}
+    return {
+        name: imports_of(name, path.read_text(encoding="utf-8"), modules)
+        for name, path in modules.items()
+    }
 
 
 class Layer(NamedTuple):
@@ -142,23 +154,25 @@ def parse_layers(markdown: str) -> list[Layer]:
         if not line[0].isspace():
             name = re.split(r"\s{2,}", line, maxsplit=1)[0]
             layers.append(Layer(name, ()))
-            rest = line[len(name):]
+            rest = line[len(name) :]
         layers[-1] = Layer(layers[-1].name, layers[-1].paths + tuple(_PATH.findall(rest)))
     return layers
 
 
 def _match_length(path: str, file: str) -> int:
-    """Return how specific diagram ``path`` is for package file ``file`` (a relative ``.py`` path), 0 if it does not match."""
+    """Return how specific diagram ``path`` is for package file ``file`` (a relative ``.py`` path),
+    0 if it does not match."""
     if path.endswith("/"):
         return len(path) if file.startswith(path) else 0
     if "<name>" in path:
         folder = path.rpartition("/")[0] + "/"
-        return len(folder) if file.startswith(folder) and "/" not in file[len(folder):] else 0
+        return len(folder) if file.startswith(folder) and "/" not in file[len(folder) :] else 0
     return len(path) + 1 if file == path else 0  # an exact file beats any folder holding it
 
 
 def layer_of_file(layers: list[Layer], file: str) -> int | None:
-    """Return the index (0 = top) of the layer whose most specific path matches ``file``, or None."""
+    """Return the index (0 = top) of the layer whose most specific path matches ``file``, or
+    None."""
     best, best_length = None, 0
     for index, layer in enumerate(layers):
         for path in layer.paths:
@@ -175,23 +189,28 @@ MODULES = module_files()
 
 
 def layer_of_module(module: str, layers: list[Layer] = LAYERS) -> int | None:
-    """Return the layer index of package module ``module`` (dotted), or None when the diagram places it nowhere.
+    """Return the layer index of package module ``module`` (dotted), or None when the diagram places
+    it nowhere.
 
     A module that does not exist (in the tests of the checks themselves) is placed by the
     file it would be: ``P.adapters.runnable`` as ``adapters/runnable.py``.
     """
     path = MODULES.get(module)
-    relative = module[len(PACKAGE) + 1:].replace(".", "/") + ".py" if module != PACKAGE else "__init__.py"
+    relative = (
+        module[len(PACKAGE) + 1 :].replace(".", "/") + ".py" if module != PACKAGE else "__init__.py"
+    )
     return layer_of_file(layers, path.relative_to(PACKAGE_DIR).as_posix() if path else relative)
 
 
 def is_front_end(module: str) -> bool:
-    """Return whether ``module`` is a front end (the top layer: facade, adapters, CLI); every other module is core."""
+    """Return whether ``module`` is a front end (the top layer: facade, adapters, CLI); every other
+    module is core."""
     return layer_of_module(module) == 0
 
 
 def upward_imports(imports: dict[str, list[Import]], layer_of: dict[str, int | None]) -> list[str]:
-    """Return every import of ``imports`` that points to a layer above its module's, as ``module -> target (line)``."""
+    """Return every import of ``imports`` that points to a layer above its module's, as ``module ->
+    target (line)``."""
     found = []
     for module, targets in imports.items():
         for i in targets:
@@ -202,7 +221,8 @@ def upward_imports(imports: dict[str, list[Import]], layer_of: dict[str, int | N
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    """Return one cycle of ``graph`` as a path that ends where it starts, or None when it has none."""
+    """Return one cycle of ``graph`` as a path that ends where it starts, or None when it has
+    none."""
     state: dict[str, int] = {}  # 1: on the current path, 2: done
     path: list[str] = []
 
@@ -211,7 +231,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         path.append(node)
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                return path[path.index(nxt):] + [nxt]
+                return path[path.index(nxt) :] + [nxt]
             if nxt not in state and (cycle := visit(nxt)) is not None:
                 return cycle
         path.pop()
@@ -227,7 +247,11 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 def graph_of(imports: dict[str, list[Import]], *, module_level_only: bool) -> dict[str, set[str]]:
     """Return module -> the modules it imports (module-level imports only, or every import)."""
     return {
-        module: {i.target for i in found if i.target != module and (i.module_level or not module_level_only)}
+        module: {
+            i.target
+            for i in found
+            if i.target != module and (i.module_level or not module_level_only)
+        }
         for module, found in imports.items()
     }
 
@@ -239,24 +263,33 @@ IMPORTS = all_imports()
 
 
 def test_every_module_is_in_one_layer_of_the_diagram():
-    """ARCHITECTURE.md's layer diagram places every module of the package: a new module must be drawn before it lands."""
+    """ARCHITECTURE.md's layer diagram places every module of the package: a new module must be
+    drawn before it lands."""
     assert [m for m in MODULES if layer_of_module(m) is None] == []
 
 
 def test_every_path_of_the_diagram_names_a_module_or_package():
-    """A path drawn in the layer diagram exists, so the diagram cannot drift from the tree unnoticed."""
+    """A path drawn in the layer diagram exists, so the diagram cannot drift from the tree
+    unnoticed."""
     files = [p.relative_to(PACKAGE_DIR).as_posix() for p in module_files().values()]
-    assert [path for layer in LAYERS for path in layer.paths if not any(_match_length(path, f) for f in files)] == []
+    assert [
+        path
+        for layer in LAYERS
+        for path in layer.paths
+        if not any(_match_length(path, f) for f in files)
+    ] == []
 
 
 def test_no_import_points_to_a_layer_above():
-    """Every import, lazy and type-checking ones included, goes to the module's own layer or one below, as drawn."""
+    """Every import, lazy and type-checking ones included, goes to the module's own layer or one
+    below, as drawn."""
     layer_of = {module: layer_of_module(module) for module in MODULES}
     assert upward_imports(IMPORTS, layer_of) == []
 
 
 def test_no_core_module_imports_a_front_end():
-    """No core module imports the facade, an adapter or the CLI, not even lazily or for type checking."""
+    """No core module imports the facade, an adapter or the CLI, not even lazily or for type
+    checking."""
     upward = [
         f"{module} -> {i.target} (line {i.line})"
         for module, found in IMPORTS.items()
@@ -268,17 +301,20 @@ def test_no_core_module_imports_a_front_end():
 
 
 def test_module_level_imports_form_no_cycle():
-    """Following the imports each module runs (or type-checks) when loaded never leads back to it."""
+    """Following the imports each module runs (or type-checks) when loaded never leads back to
+    it."""
     assert find_cycle(graph_of(IMPORTS, module_level_only=True)) is None
 
 
 def test_no_lazy_import_dodges_a_cycle():
-    """Even counting every import inside a function there is no cycle: a lazy import is never a cycle's workaround."""
+    """Even counting every import inside a function there is no cycle: a lazy import is never a
+    cycle's workaround."""
     assert find_cycle(graph_of(IMPORTS, module_level_only=False)) is None
 
 
 def test_the_core_imports_its_own_modules_at_the_top():
-    """A core module imports every module of the package at module level: lazy imports are for the CLI's start-up and optional packages only."""
+    """A core module imports every module of the package at module level: lazy imports are for the
+    CLI's start-up and optional packages only."""
     lazy = [
         f"{module} -> {i.target} (line {i.line})"
         for module, found in IMPORTS.items()
@@ -290,36 +326,53 @@ def test_the_core_imports_its_own_modules_at_the_top():
 
 
 def test_defaults_imports_nothing_of_the_package():
-    """defaults, the constants the core reads and the CLI's help shows, is a leaf: it imports no module of the package."""
+    """defaults, the constants the core reads and the CLI's help shows, is a leaf: it imports no
+    module of the package."""
     assert IMPORTS[f"{PACKAGE}.defaults"] == []
 
 
 def test_every_module_opens_with_a_docstring():
     """Each module opens with a docstring saying what it holds (and what it must not do)."""
-    missing = [name for name, path in module_files().items() if ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) is None]
+    missing = [
+        name
+        for name, path in module_files().items()
+        if ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) is None
+    ]
     assert missing == []
 
 
 def test_no_public_function_takes_a_private_keyword():
-    """A public function or method never takes a ``_name`` parameter: a private switch (a memo, a comparison flag) on a
-    public signature lets callers depend on the implementation, and lets a strategy call itself with it."""
+    """A public function or method never takes a ``_name`` parameter: a private switch (a memo, a
+    comparison flag) on a public signature lets callers depend on the implementation, and lets a
+    strategy call itself with it."""
     found = []
     for name, path in module_files().items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        public_classes = [c for c in tree.body if isinstance(c, ast.ClassDef) and not c.name.startswith("_")]
+        public_classes = [
+            c for c in tree.body if isinstance(c, ast.ClassDef) and not c.name.startswith("_")
+        ]
         for node in [*tree.body, *(item for c in public_classes for item in c.body)]:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_"):
+            if isinstance(
+                node, (ast.FunctionDef, ast.AsyncFunctionDef)
+            ) and not node.name.startswith("_"):
                 args = node.args
-                every = [*args.posonlyargs, *args.args, *args.kwonlyargs, *filter(None, (args.vararg, args.kwarg))]
+                every = [
+                    *args.posonlyargs,
+                    *args.args,
+                    *args.kwonlyargs,
+                    *filter(None, (args.vararg, args.kwarg)),
+                ]
                 found += [f"{name}.{node.name}({a.arg})" for a in every if a.arg.startswith("_")]
     assert found == []
 
 
-# --------------------------------------------------------------------------- strategies/: a module per strategy
+# --------------------------------------------------------------------------- strategies/: a module
+# per strategy
 
 
 def strategy_modules() -> tuple[list[str], list[str]]:
-    """Return the modules directly in ``strategies/`` and the modules of its subpackages (``__init__`` files aside)."""
+    """Return the modules directly in ``strategies/`` and the modules of its subpackages
+    (``__init__`` files aside)."""
     strategies_dir = PACKAGE_DIR / "strategies"
     direct, nested = [], []
     for name, path in module_files().items():
@@ -330,7 +383,8 @@ def strategy_modules() -> tuple[list[str], list[str]]:
 
 
 def strategies_defined_in(module_name: str) -> list[str]:
-    """Return the public, concrete ``PromptStrategy`` subclasses ``module_name`` defines (not those it imports)."""
+    """Return the public, concrete ``PromptStrategy`` subclasses ``module_name`` defines (not those
+    it imports)."""
     import importlib
     import inspect
 
@@ -340,65 +394,94 @@ def strategies_defined_in(module_name: str) -> list[str]:
     return sorted(
         name
         for name, obj in vars(module).items()
-        if inspect.isclass(obj) and issubclass(obj, PromptStrategy) and obj.__module__ == module_name
-        and not name.startswith("_") and not inspect.isabstract(obj)
+        if inspect.isclass(obj)
+        and issubclass(obj, PromptStrategy)
+        and obj.__module__ == module_name
+        and not name.startswith("_")
+        and not inspect.isabstract(obj)
     )
 
 
 def test_each_module_directly_in_strategies_is_a_strategy():
-    """A module directly in ``strategies/`` defines a strategy: shared machinery never poses as one."""
+    """A module directly in ``strategies/`` defines a strategy: shared machinery never poses as
+    one."""
     direct, _ = strategy_modules()
     assert f"{PACKAGE}.strategies.epoch" in direct and f"{PACKAGE}.strategies.ladder" in direct
     assert [m for m in direct if not strategies_defined_in(m)] == []
 
 
 def test_the_subpackages_of_strategies_define_no_strategy():
-    """The machinery subpackage (``epoch_machinery``) holds what strategies share and defines none."""
+    """The machinery subpackage (``epoch_machinery``) holds what strategies share and defines
+    none."""
     _, nested = strategy_modules()
     assert f"{PACKAGE}.strategies.epoch_machinery.frozen_region" in nested
     assert {m: strategies_defined_in(m) for m in nested if strategies_defined_in(m)} == {}
 
 
 def test_every_built_in_strategy_lives_directly_in_strategies():
-    """The registry's built-in table points at modules directly in ``strategies/``, never into a machinery subpackage."""
+    """The registry's built-in table points at modules directly in ``strategies/``, never into a
+    machinery subpackage."""
     from langchain_promptstrat.registry import BUILTIN_STRATEGIES
 
     direct, _ = strategy_modules()
-    assert [target for target in BUILTIN_STRATEGIES.values() if target.partition(":")[0] not in direct] == []
+    assert [
+        target for target in BUILTIN_STRATEGIES.values() if target.partition(":")[0] not in direct
+    ] == []
 
 
 # --------------------------------------------------------------------------- the checks can fail
 
 
 def test_the_layers_are_the_documented_ones():
-    """The diagram reads as drawn: the facade, adapters, pickup and CLI on top, the registry below the strategies that resolve names in it."""
+    """The diagram reads as drawn: the facade, adapters, pickup and CLI on top, the registry below
+    the strategies that resolve names in it."""
     names = [layer.name for layer in LAYERS]
     assert names == ["front ends", "measuring", "strategies", "base", "inbox", "foundations"]
     expected = {
-        "": "front ends", "adapters.langgraph": "front ends", "cli.entry": "front ends",
-        "pickup": "front ends", "simulate.output": "measuring", "registry": "base",
-        "strategies": "strategies", "strategies.ladder": "strategies", "strategies.epoch_machinery.frozen_region": "strategies",
-        "strategy": "base", "inbox.delivery": "inbox",
-        "messages.pairs": "foundations", "defaults": "foundations", "testing.scripted_model": "foundations",
+        "": "front ends",
+        "adapters.langgraph": "front ends",
+        "cli.entry": "front ends",
+        "pickup": "front ends",
+        "simulate.output": "measuring",
+        "registry": "base",
+        "strategies": "strategies",
+        "strategies.ladder": "strategies",
+        "strategies.epoch_machinery.frozen_region": "strategies",
+        "strategy": "base",
+        "inbox.delivery": "inbox",
+        "messages.pairs": "foundations",
+        "defaults": "foundations",
+        "testing.scripted_model": "foundations",
     }
     placed = {name: layer_of_module(f"{PACKAGE}.{name}".rstrip(".")) for name in expected}
     assert {name: names[i] if i is not None else None for name, i in placed.items()} == expected
 
 
 def test_an_import_that_points_up_is_caught():
-    """A strategy importing the simulation (which replays strategies) is reported; one importing the registry below it is not."""
-    layer_of = {f"{PACKAGE}.{m}": layer_of_module(f"{PACKAGE}.{m}") for m in ("strategies.ladder", "simulate", "registry")}
-    imports = {
-        f"{PACKAGE}.strategies.ladder": [Import(f"{PACKAGE}.simulate", True, 59), Import(f"{PACKAGE}.registry", True, 60)],
+    """A strategy importing the simulation (which replays strategies) is reported; one importing the
+    registry below it is not."""
+    layer_of = {
+        f"{PACKAGE}.{m}": layer_of_module(f"{PACKAGE}.{m}")
+        for m in ("strategies.ladder", "simulate", "registry")
     }
-    assert upward_imports(imports, layer_of) == [f"{PACKAGE}.strategies.ladder -> {PACKAGE}.simulate (line 59)"]
+    imports = {
+        f"{PACKAGE}.strategies.ladder": [
+            Import(f"{PACKAGE}.simulate", True, 59),
+            Import(f"{PACKAGE}.registry", True, 60),
+        ],
+    }
+    assert upward_imports(imports, layer_of) == [
+        f"{PACKAGE}.strategies.ladder -> {PACKAGE}.simulate (line 59)"
+    ]
 
 
 def test_the_diagram_reader_takes_paths_continuations_and_the_most_specific_match():
-    """parse_layers reads layer names, indented continuation lines and path words; the longest matching path wins."""
+    """parse_layers reads layer names, indented continuation lines and path words; the longest
+    matching path wins."""
     markdown = (
         "# x\n\n## Layers\n\n```\ntop   cli/ (a note) · __init__.py\n         │\n"
-        "mid   strategies/<name>.py\n      strategies/machinery/ · not a path\nlow   messages/\n```\n"
+        "mid   strategies/<name>.py\n      strategies/machinery/ · not a path\nlow   "
+        "messages/\n```\n"
     )
     layers = parse_layers(markdown)
     assert layers == [
@@ -406,13 +489,26 @@ def test_the_diagram_reader_takes_paths_continuations_and_the_most_specific_matc
         Layer("mid", ("strategies/<name>.py", "strategies/machinery/")),
         Layer("low", ("messages/",)),
     ]
-    assert [layer_of_file(layers, f) for f in ("cli/entry.py", "strategies/a.py", "strategies/machinery/b.py", "x.py")] == [0, 1, 1, None]
-    assert layer_of_file(layers, "__init__.py") == 0 and layer_of_file(layers, "messages/__init__.py") == 2
+    assert [
+        layer_of_file(layers, f)
+        for f in ("cli/entry.py", "strategies/a.py", "strategies/machinery/b.py", "x.py")
+    ] == [0, 1, 1, None]
+    assert (
+        layer_of_file(layers, "__init__.py") == 0
+        and layer_of_file(layers, "messages/__init__.py") == 2
+    )
 
 
 def test_the_import_reader_sees_lazy_type_checking_relative_and_dynamic_imports():
-    """An adapter imported in a function, under TYPE_CHECKING, relatively or by import_module is found, with its place."""
-    modules = {f"{PACKAGE}.strategies.x", f"{PACKAGE}.strategies", f"{PACKAGE}.adapters", f"{PACKAGE}.adapters.langgraph", PACKAGE}
+    """An adapter imported in a function, under TYPE_CHECKING, relatively or by import_module is
+    found, with its place."""
+    modules = {
+        f"{PACKAGE}.strategies.x",
+        f"{PACKAGE}.strategies",
+        f"{PACKAGE}.adapters",
+        f"{PACKAGE}.adapters.langgraph",
+        PACKAGE,
+    }
     source = (
         "from typing import TYPE_CHECKING\n"
         "import importlib\n"
@@ -442,45 +538,67 @@ def test_the_import_reader_sees_lazy_type_checking_relative_and_dynamic_imports(
     ],
 )
 def test_the_cycle_finder_finds_a_cycle_exactly_when_there_is_one(graph, cycle):
-    """find_cycle returns a closed path through the graph when it has a cycle and None when it has none."""
+    """find_cycle returns a closed path through the graph when it has a cycle and None when it has
+    none."""
     assert find_cycle(graph) == cycle
 
 
 def test_the_old_circle_through_the_runnable_module_would_be_caught():
-    """The five-file circle the issue measured (a strategy -> adapters.runnable -> adapters.langgraph -> registry -> strategy) fails both rules."""
+    """The five-file circle the issue measured (a strategy -> adapters.runnable ->
+    adapters.langgraph -> registry -> strategy) fails both rules."""
     imports = {
         f"{PACKAGE}.strategies.inbox": [Import(f"{PACKAGE}.adapters.runnable", True, 1)],
         f"{PACKAGE}.adapters.runnable": [Import(f"{PACKAGE}.adapters.langgraph", False, 2)],
         f"{PACKAGE}.adapters.langgraph": [Import(f"{PACKAGE}.registry", True, 3)],
         f"{PACKAGE}.registry": [Import(f"{PACKAGE}.strategies.inbox", True, 4)],
     }
-    assert [m for m, found in imports.items() if not is_front_end(m) and any(is_front_end(i.target) for i in found)]
+    assert [
+        m
+        for m, found in imports.items()
+        if not is_front_end(m) and any(is_front_end(i.target) for i in found)
+    ]
     assert find_cycle(graph_of(imports, module_level_only=False)) is not None
-    assert find_cycle(graph_of(imports, module_level_only=True)) is None  # it hid behind a lazy import
+    assert (
+        find_cycle(graph_of(imports, module_level_only=True)) is None
+    )  # it hid behind a lazy import
 
 
-# --------------------------------------------------------------------------- the facade: each public name once
+# --------------------------------------------------------------------------- the facade: each
+# public name once
 
 
 def test_the_facade_lists_each_public_name_once_and_each_resolves_to_its_module():
-    """__init__'s TYPE_CHECKING block names each public name once, as ``name as name`` (exported for mypy and pyright),
-    from the module its run-time table ``_PUBLIC`` gives: the checkers and ``__getattr__`` see the same names; ``__all__``
-    is exactly those names, and each is the object its module defines."""
+    """__init__'s TYPE_CHECKING block names each public name once, as ``name as name`` (exported for
+    mypy and pyright), from the module its run-time table ``_PUBLIC`` gives: the checkers and
+    ``__getattr__`` see the same names; ``__all__`` is exactly those names, and each is the object
+    its module defines."""
     import importlib
 
     import langchain_promptstrat
 
     block = next(
-        node for node in ast.parse((PACKAGE_DIR / "__init__.py").read_text(encoding="utf-8")).body
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+        node
+        for node in ast.parse((PACKAGE_DIR / "__init__.py").read_text(encoding="utf-8")).body
+        if isinstance(node, ast.If)
+        and isinstance(node.test, ast.Name)
+        and node.test.id == "TYPE_CHECKING"
     )
-    imported = [(node.module, alias) for node in block.body if isinstance(node, ast.ImportFrom) for alias in node.names]
+    imported = [
+        (node.module, alias)
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    ]
     names = [alias.name for _, alias in imported]
-    assert len(names) == len(set(names)) and all(alias.asname == alias.name for _, alias in imported)
+    assert len(names) == len(set(names)) and all(
+        alias.asname == alias.name for _, alias in imported
+    )
     assert {alias.name: module for module, alias in imported} == langchain_promptstrat._MODULE_OF
     assert langchain_promptstrat.__all__ == sorted(names) and len(names) >= 49
     for module, alias in imported:
-        assert getattr(langchain_promptstrat, alias.name) is getattr(importlib.import_module(str(module)), alias.name)
+        assert getattr(langchain_promptstrat, alias.name) is getattr(
+            importlib.import_module(str(module)), alias.name
+        )
     assert set(names) <= set(dir(langchain_promptstrat))
     with pytest.raises(AttributeError, match="has no attribute 'ShortenToolz'"):
         langchain_promptstrat.ShortenToolz  # noqa: B018

@@ -1,4 +1,5 @@
-"""Following a message list from ``prepare_prompt`` to the model crosses each module of the package at most once.
+"""Following a message list from ``prepare_prompt`` to the model crosses each module of the package
+at most once.
 
 What is counted: every Python call made while ``prepare_prompt`` runs, traced with
 ``sys.setprofile``. A call goes *from* the module of the nearest calling frame that is in
@@ -41,7 +42,8 @@ def module_of(frame: FrameType) -> str | None:
 
 
 def call_edges(run: Callable[[], Any]) -> set[tuple[str, str]]:
-    """Return the (caller module, called module) pairs of every call between two package modules while ``run()`` runs."""
+    """Return the (caller module, called module) pairs of every call between two package modules
+    while ``run()`` runs."""
     edges: set[tuple[str, str]] = set()
 
     def profile(frame: FrameType, event: str, arg: object) -> None:
@@ -54,7 +56,9 @@ def call_edges(run: Callable[[], Any]) -> set[tuple[str, str]]:
             edges.add((name, callee))
 
     gc.collect()
-    gc.disable()  # a collection mid-run calls weakref callbacks (a memo forgetting an entry) from whatever frame is running
+    # a collection mid-run calls weakref callbacks (a memo forgetting an entry) from whatever frame
+    # is running
+    gc.disable()
     sys.setprofile(profile)
     try:
         run()
@@ -78,7 +82,8 @@ def cycle_of(edges: set[tuple[str, str]]) -> list[str] | None:
 
 @pytest.fixture(scope="module")
 def history() -> list[BaseMessage]:
-    """A seeded 300-call agent run: long enough that a 14k ceiling moves the default's edges several times."""
+    """A seeded 300-call agent run: long enough that a 14k ceiling moves the default's edges several
+    times."""
     last: list[BaseMessage] = []
     for last in iter_agent_run(n_tool_calls=300, seed=0):
         pass
@@ -88,23 +93,33 @@ def history() -> list[BaseMessage]:
 @pytest.mark.parametrize("max_tokens", [14_000, None])
 @pytest.mark.parametrize(
     "spec",
-    ["dedupe_outputs,shorten_tools_epoch_stable,inbox", "shorten_tools_epoch_stable", "shorten_tools_epoch", "shorten_tools_epoch_increment", "shorten_tools"],
+    [
+        "dedupe_outputs,shorten_tools_epoch_stable,inbox",
+        "shorten_tools_epoch_stable",
+        "shorten_tools_epoch",
+        "shorten_tools_epoch_increment",
+        "shorten_tools",
+    ],
 )
 def test_a_message_list_crosses_each_module_at_most_once(spec, max_tokens, history):
-    """Cold (a new strategy object) and then warm (the next call of the same conversation, resumed from the memo),
-    the calls between the package's modules form no cycle, for the default list and each tool-shortening strategy."""
+    """Cold (a new strategy object) and then warm (the next call of the same conversation, resumed
+    from the memo), the calls between the package's modules form no cycle, for the default list and
+    each tool-shortening strategy."""
     strategies = resolve_strategies(spec)
     cold = call_edges(lambda: prepare_prompt(history[:-2], strategies, max_tokens=max_tokens))
     warm = call_edges(lambda: prepare_prompt(history, strategies, max_tokens=max_tokens))
     assert cycle_of(cold) is None
     assert cycle_of(warm) is None
     entered = {callee for _, callee in cold}
-    assert {Path(inspect.getfile(type(s))).relative_to(PACKAGE_DIR).as_posix() for s in strategies} <= entered  # each one ran
+    assert {
+        Path(inspect.getfile(type(s))).relative_to(PACKAGE_DIR).as_posix() for s in strategies
+    } <= entered  # each one ran
 
 
 def test_the_trace_sees_a_module_called_back_the_ladder_calling_its_rungs(history):
-    """The tracer can fail: a ladder's pass (``strategies/ladder.py``) calls each rung, whose step reads the plan's
-    helpers again, so its call edges hold a cycle (a ladder runs the strategies it is given; it is not the default)."""
+    """The tracer can fail: a ladder's pass (``strategies/ladder.py``) calls each rung, whose step
+    reads the plan's helpers again, so its call edges hold a cycle (a ladder runs the strategies it
+    is given; it is not the default)."""
     strategies = resolve_strategies("tool_results,sliding_window")
     cycle = cycle_of(call_edges(lambda: prepare_prompt(history, strategies, max_tokens=14_000)))
     assert cycle is not None and "strategies/ladder.py" in cycle

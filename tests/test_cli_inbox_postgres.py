@@ -28,12 +28,19 @@ class TestInboxDsn:
         """post and abort print where the notice lies; ls lists it as pending, then as delivered."""
         monkeypatch.delenv(DSN_ENV, raising=False)
         thread = f"run-{secrets.token_hex(3)}"
-        code, out, err = run(capsys, "inbox", "post", "--dsn", dsn, "--thread", thread, "--name", "n.txt", "hello")
+        code, out, err = run(
+            capsys, "inbox", "post", "--dsn", dsn, "--thread", thread, "--name", "n.txt", "hello"
+        )
         assert (code, out, err) == (0, [f"pg:promptstrat_inbox_pending/{thread}/n.txt"], [])
-        code, out, _ = run(capsys, "inbox", "abort", "--dsn", dsn, "--thread", thread, "--reason", "stop")
+        code, out, _ = run(
+            capsys, "inbox", "abort", "--dsn", dsn, "--thread", thread, "--reason", "stop"
+        )
         assert (code, out) == (0, [f"pg:promptstrat_inbox_pending/{thread}/abort"])
         code, out, _ = run(capsys, "inbox", "ls", "--dsn", dsn, "--thread", thread)
-        assert code == 0 and [line.split()[::2] for line in out] == [["pending", "abort"], ["pending", "n.txt"]]
+        assert code == 0 and [line.split()[::2] for line in out] == [
+            ["pending", "abort"],
+            ["pending", "n.txt"],
+        ]
         from langchain_promptstrat.inbox.postgres import PostgresInboxes
         from langchain_promptstrat.inbox.delivery import pick_up
 
@@ -48,16 +55,33 @@ class TestInboxDsn:
         thread = f"run-{secrets.token_hex(3)}"
         code, out, _ = run(capsys, "inbox", "ls", "--thread", thread)
         assert (code, out) == (0, [f"no notices in pg:promptstrat_inbox_pending/{thread}"])
-        code, out, err = run(capsys, "inbox", "post", "--thread", thread, "--root", str(tmp_path), "--name", "n", "on disk")
+        code, out, err = run(
+            capsys,
+            "inbox",
+            "post",
+            "--thread",
+            thread,
+            "--root",
+            str(tmp_path),
+            "--name",
+            "n",
+            "on disk",
+        )
         assert (code, out, err) == (0, [str(tmp_path / f"{thread}.inbox" / "n")], [])
         code, out, _ = run(capsys, "inbox", "ls", "--thread", thread)
-        assert (code, out) == (0, [f"no notices in pg:promptstrat_inbox_pending/{thread}"])  # the database saw nothing
+        assert (code, out) == (
+            0,
+            [f"no notices in pg:promptstrat_inbox_pending/{thread}"],
+        )  # the database saw nothing
 
     def test_root_and_dsn_together_are_refused(self, capsys, dsn, tmp_path):
         """--root and --dsn name two different inboxes: a one-line usage error."""
-        code, out, err = run(capsys, "inbox", "ls", "--dsn", dsn, "--thread", "t", "--root", str(tmp_path))
+        code, out, err = run(
+            capsys, "inbox", "ls", "--dsn", dsn, "--thread", "t", "--root", str(tmp_path)
+        )
         assert (code, out) == (2, []) and err == [
-            "promptstrat: error: --root names a directory inbox and --dsn a PostgreSQL one; give one of them"
+            "promptstrat: error: --root names a directory inbox and --dsn a PostgreSQL one; give "
+            "one of them"
         ]
 
     def test_a_database_without_tables_is_a_one_line_error_naming_setup(self, capsys, postgres_dsn):  # noqa: F811
@@ -68,21 +92,34 @@ class TestInboxDsn:
         schema = f"cli_{secrets.token_hex(3)}"
         dsn = f"{postgres_dsn}?options=-csearch_path%3D{schema}"
         with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-            conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))  # empty: no inbox tables yet
+            conn.execute(
+                sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema))
+            )  # empty: no inbox tables yet
         try:
             code, _, err = run(capsys, "inbox", "ls", "--dsn", dsn, "--thread", "t")
             assert code == 2 and len(err) == 1 and "setup()" in err[0]
             assert err[0].endswith("promptstrat inbox setup --dsn DSN)")
-            assert run(capsys, "inbox", "setup", "--dsn", dsn) == (0, ["inbox tables ready (schema version 3)"], [])
-            assert run(capsys, "inbox", "ls", "--dsn", dsn, "--thread", "t") == (0, ["no notices in pg:promptstrat_inbox_pending/t"], [])
+            assert run(capsys, "inbox", "setup", "--dsn", dsn) == (
+                0,
+                ["inbox tables ready (schema version 3)"],
+                [],
+            )
+            assert run(capsys, "inbox", "ls", "--dsn", dsn, "--thread", "t") == (
+                0,
+                ["no notices in pg:promptstrat_inbox_pending/t"],
+                [],
+            )
         finally:
             with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-                conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+                conn.execute(
+                    sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema))
+                )
 
 
 class TestInboxLsJsonDsn:
     def test_ls_json_previews_postgres_notices_like_directory_ones(self, capsys, dsn, monkeypatch):
-        """`inbox ls --json --dsn` gives the same fields, the preview read from the first bytes in the database."""
+        """`inbox ls --json --dsn` gives the same fields, the preview read from the first bytes in
+        the database."""
         import json
 
         monkeypatch.delenv(DSN_ENV, raising=False)
@@ -91,13 +128,19 @@ class TestInboxLsJsonDsn:
         code, out, err = run(capsys, "inbox", "ls", "--dsn", dsn, "--thread", thread, "--json")
         assert (code, err) == (0, [])
         (entry,) = json.loads("\n".join(out))
-        assert (entry["state"], entry["name"], entry["size"], entry["delivered"]) == ("pending", "n.txt", 300, None)
+        assert (entry["state"], entry["name"], entry["size"], entry["delivered"]) == (
+            "pending",
+            "n.txt",
+            300,
+            None,
+        )
         assert entry["preview"] == "x" * 79 + "…"
 
 
 class TestInboxLsInFlightDsn:
     def test_ls_lists_postgres_claims_in_flight_with_owner_and_age(self, capsys, dsn, monkeypatch):
-        """`inbox ls --dsn` shows a claimed, unacknowledged notice as in flight, in text and JSON, like the directory."""
+        """`inbox ls --dsn` shows a claimed, unacknowledged notice as in flight, in text and JSON,
+        like the directory."""
         import json
 
         from langchain_promptstrat.inbox.postgres import PostgresInboxes
@@ -117,9 +160,14 @@ class TestInboxLsInFlightDsn:
         code, out, _ = run(capsys, "inbox", "ls", "--dsn", dsn, "--thread", thread, "--json")
         claimed = json.loads("\n".join(out))[1]
         assert (claimed["state"], claimed["name"], claimed["size"], claimed["preview"]) == (
-            "in-flight", "a.txt", 24, "use the staging database"
+            "in-flight",
+            "a.txt",
+            24,
+            "use the staging database",
         )
-        assert (claimed["owner"], claimed["claim"]) == (lease.owner, "held") and claimed["age_seconds"] >= 0
+        assert (claimed["owner"], claimed["claim"]) == (lease.owner, "held") and claimed[
+            "age_seconds"
+        ] >= 0
         store.acknowledge(lease.token, lease.name)
         code, out, _ = run(capsys, "inbox", "ls", "--dsn", dsn, "--thread", thread)
         assert [line.split()[::2] for line in out] == [["pending", "b.txt"], ["delivered", "a.txt"]]

@@ -1,4 +1,5 @@
-"""The CLI answers --help and --version without importing LangChain, LangGraph or tiktoken; --progress is never silently dropped."""
+"""The CLI answers --help and --version without importing LangChain, LangGraph or tiktoken;
+--progress is never silently dropped."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ HEAVY = ("langgraph", "langchain_core", "tiktoken", "langchain")
 
 
 def modules_loaded_by(*argv: str) -> set[str]:
-    """Return the top-level modules a fresh interpreter has imported after running ``promptstrat argv``."""
+    """Return the top-level modules a fresh interpreter has imported after running ``promptstrat
+    argv``."""
     code = (
         "import sys, json\n"
         "from langchain_promptstrat.cli import main\n"
@@ -29,24 +31,31 @@ def modules_loaded_by(*argv: str) -> set[str]:
 
 @pytest.mark.parametrize("argv", [("--help",), ("--version",)])
 def test_top_level_help_and_version_import_no_heavy_dependency(argv):
-    """`promptstrat --help` and `--version` load none of LangGraph, LangChain or tiktoken (the 1.8 s they cost)."""
+    """`promptstrat --help` and `--version` load none of LangGraph, LangChain or tiktoken (the 1.8 s
+    they cost)."""
     assert modules_loaded_by(*argv) & set(HEAVY) == set()
 
 
-@pytest.mark.parametrize("argv", [("inbox", "--help"), ("inbox", "post", "--help"), ("inbox", "abort", "--help"), ("inbox",)])
+@pytest.mark.parametrize(
+    "argv",
+    [("inbox", "--help"), ("inbox", "post", "--help"), ("inbox", "abort", "--help"), ("inbox",)],
+)
 def test_inbox_help_imports_no_heavy_dependency(argv):
-    """`promptstrat inbox ... --help` (and `inbox` alone, listing the actions) builds only the inbox's options: none of LangGraph, LangChain or tiktoken is loaded."""
+    """`promptstrat inbox ... --help` (and `inbox` alone, listing the actions) builds only the
+    inbox's options: none of LangGraph, LangChain or tiktoken is loaded."""
     assert modules_loaded_by(*argv) & set(HEAVY) == set()
 
 
 @pytest.mark.parametrize("command", ["apply", "stats", "simulate"])
 def test_a_command_help_imports_no_heavy_dependency(command):
-    """`promptstrat apply|stats|simulate --help` print their defaults (the defaults module) without loading LangChain, LangGraph or tiktoken."""
+    """`promptstrat apply|stats|simulate --help` print their defaults (the defaults module) without
+    loading LangChain, LangGraph or tiktoken."""
     assert modules_loaded_by(command, "--help") & set(HEAVY) == set()
 
 
 def test_the_defaults_the_help_shows_are_the_ones_the_commands_use():
-    """The help's defaults come from the defaults module, the same objects simulate, tokens and cache_rules use."""
+    """The help's defaults come from the defaults module, the same objects simulate, tokens and
+    cache_rules use."""
     from langchain_promptstrat import cache_rules, defaults, simulate as simulation, tokens
 
     assert simulation.DEFAULT_MAX_TOKENS is defaults.DEFAULT_MAX_TOKENS
@@ -57,9 +66,13 @@ def test_the_defaults_the_help_shows_are_the_ones_the_commands_use():
 
 
 def test_an_inbox_command_imports_no_heavy_dependency(tmp_path):
-    """`promptstrat inbox post` then `inbox ls` (a script's everyday calls) run without importing LangChain or LangGraph."""
+    """`promptstrat inbox post` then `inbox ls` (a script's everyday calls) run without importing
+    LangChain or LangGraph."""
     save_file = str(tmp_path / "agent.json")
-    assert modules_loaded_by("inbox", "post", "--save-file", save_file, "check the logs") & set(HEAVY) == set()
+    assert (
+        modules_loaded_by("inbox", "post", "--save-file", save_file, "check the logs") & set(HEAVY)
+        == set()
+    )
     assert modules_loaded_by("inbox", "ls", "--save-file", save_file) & set(HEAVY) == set()
 
 

@@ -17,17 +17,30 @@ from langchain_promptstrat.messages import find_tool_pair_violations
 from langchain_promptstrat.registry import BUILTIN_STRATEGIES
 
 TIGHT = Settings(
-    full_tool_outputs=2, max_tool_calls=6, max_tool_chars=500,
-    epoch_tool_call_threshold=5, epoch_full_tool_calls=2, epoch_compacted_tool_calls=4, epoch_size=3,
-    epoch_increment_size_increase=2, epoch_increment_repeat_increase=2, epoch_increment_max_size=9,
-    epoch_increment_max_compacted_tool_calls=12, ladder_max_tokens=300, tool_results_min_tokens=20,
-    stable_tool_call_threshold=5, stable_full_tool_calls=2, stable_epoch_size=3, stable_max_compacted_tool_calls=4,
+    full_tool_outputs=2,
+    max_tool_calls=6,
+    max_tool_chars=500,
+    epoch_tool_call_threshold=5,
+    epoch_full_tool_calls=2,
+    epoch_compacted_tool_calls=4,
+    epoch_size=3,
+    epoch_increment_size_increase=2,
+    epoch_increment_repeat_increase=2,
+    epoch_increment_max_size=9,
+    epoch_increment_max_compacted_tool_calls=12,
+    ladder_max_tokens=300,
+    tool_results_min_tokens=20,
+    stable_tool_call_threshold=5,
+    stable_full_tool_calls=2,
+    stable_epoch_size=3,
+    stable_max_compacted_tool_calls=4,
     stable_front_drop_chunk=2,
 )
 
 BUILT_IN = sorted(set(BUILTIN_STRATEGIES) - {"summary"})
-"""Every built-in but summary (it needs a chat model; test_summary.py holds it to the same contract). Taken from
-the registry's table, not from what imports, so a built-in that fails to import fails here instead of dropping out."""
+"""Every built-in but summary (it needs a chat model; test_summary.py holds it to the same
+contract). Taken from the registry's table, not from what imports, so a built-in that fails to
+import fails here instead of dropping out."""
 
 
 def violations(messages) -> Counter:

@@ -1,4 +1,5 @@
-"""benchmarks/get_realruns.py: the headline's transcripts, downloaded, checked by sha256 and converted.
+"""benchmarks/get_realruns.py: the headline's transcripts, downloaded, checked by sha256 and
+converted.
 
 No network here, so the pinned files are served from a local copy laid out as the source is
 (``REPOSITORY/COMMIT/PATH``): by a loopback HTTP server and by a file URL. The copy holds the
@@ -26,8 +27,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture
 def mirror(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A local copy of the source holding the shared raw trajectories; the script pins only the files it holds."""
-    held = {hashlib.sha256(p.read_bytes()).hexdigest(): p for p in realruns_dir("raw").glob("*.traj.json")}
+    """A local copy of the source holding the shared raw trajectories; the script pins only the
+    files it holds."""
+    held = {
+        hashlib.sha256(p.read_bytes()).hexdigest(): p
+        for p in realruns_dir("raw").glob("*.traj.json")
+    }
     sources = {name: pin for name, pin in get_realruns.SOURCES.items() if pin[3] in held}
     for repo, commit, path, sha256 in sources.values():
         (tmp_path / "mirror" / repo / commit / path).parent.mkdir(parents=True, exist_ok=True)
@@ -47,26 +52,39 @@ def server(mirror: Path) -> Iterator[str]:
         httpd.shutdown()
 
 
-def test_the_downloaded_files_are_converted_into_exactly_what_the_benchmarks_read(server: str, tmp_path: Path,
-                                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    """Over HTTP, each pinned file is checked and written: converted/, raw/ and the usage/ sidecars equal the shared copies byte for byte."""
+def test_the_downloaded_files_are_converted_into_exactly_what_the_benchmarks_read(
+    server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Over HTTP, each pinned file is checked and written: converted/, raw/ and the usage/ sidecars
+    equal the shared copies byte for byte."""
     assert get_realruns.main(["--source", server, "--dest", str(tmp_path / "out")]) == 0
-    sidecars = [f"usage/{Path(name).stem}.usage.json" for name in get_realruns.SOURCES if name.startswith("converted/")]
+    sidecars = [
+        f"usage/{Path(name).stem}.usage.json"
+        for name in get_realruns.SOURCES
+        if name.startswith("converted/")
+    ]
     assert len(sidecars) == 2
     for name in [*get_realruns.SOURCES, *sidecars]:
         assert (tmp_path / "out" / name).read_bytes() == (REALRUNS / name).read_bytes(), name
-    assert capsys.readouterr().out.endswith(f"4 files in {tmp_path / 'out'}, and usage/ beside converted/\n")
+    assert capsys.readouterr().out.endswith(
+        f"4 files in {tmp_path / 'out'}, and usage/ beside converted/\n"
+    )
 
 
-def test_a_file_whose_sha256_differs_is_refused_in_one_line_and_nothing_is_written(mirror: Path, tmp_path: Path,
-                                                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    """A changed byte in the source (a file URL here) is exit 2, one line naming both hashes, and no file, whole or partial."""
+def test_a_file_whose_sha256_differs_is_refused_in_one_line_and_nothing_is_written(
+    mirror: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A changed byte in the source (a file URL here) is exit 2, one line naming both hashes, and no
+    file, whole or partial."""
     first = next(iter(get_realruns.SOURCES.values()))
     changed = mirror / first[0] / first[1] / first[2]
     changed.write_bytes(changed.read_bytes().replace(b"django", b"Django", 1))
     assert get_realruns.main(["--source", mirror.as_uri(), "--dest", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and f"sha256 {hashlib.sha256(changed.read_bytes()).hexdigest()}, expected {first[3]}" in err
+    assert (
+        err.count("\n") == 1
+        and f"sha256 {hashlib.sha256(changed.read_bytes()).hexdigest()}, expected {first[3]}" in err
+    )
     assert not (tmp_path / "out").exists()
 
 
@@ -76,8 +94,12 @@ def test_without_a_network_it_says_so_with_the_url_and_what_to_do_next(
     """A source that cannot be reached is exit 2 and one line, as recall.py words it: 'no network',
     the URL it tried (not only the file it meant to write) and the next step, never a traceback;
     nothing is written."""
-    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler) as closed:
-        port = closed.server_address[1]  # bound, then closed when the block ends: nothing listens there
+    with http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), http.server.BaseHTTPRequestHandler
+    ) as closed:
+        port = closed.server_address[
+            1
+        ]  # bound, then closed when the block ends: nothing listens there
     source = f"http://127.0.0.1:{port}"
     assert get_realruns.main(["--source", source, "--dest", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
@@ -107,7 +129,8 @@ def test_a_folder_is_a_source_and_a_file_it_lacks_is_named_in_one_line(
 
 
 def test_by_default_the_files_go_into_the_clone_where_git_ignores_them_and_the_readers_look(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The download no longer writes outside the clone (../shared/realruns): its default is
     realruns/ in the clone, which git ignores (heldout/ too), and the benchmarks and tests read
     there first; PROMPTSTRAT_REALRUNS wins over both, and a machine's shared copy beside the clone
@@ -129,29 +152,48 @@ def test_by_default_the_files_go_into_the_clone_where_git_ignores_them_and_the_r
 
 
 def test_the_script_pins_exactly_the_files_the_shared_readme_lists() -> None:
-    """The script's repository, commit and path for each file are those of ../shared/realruns/README.md, the sources' record."""
+    """The script's repository, commit and path for each file are those of
+    ../shared/realruns/README.md, the sources' record."""
     readme = REALRUNS / "README.md"
     if not readme.exists():
         pytest.skip(f"no {readme}")
-    rows = re.findall(r"^\| (?:converted/`(\S+)`|(raw/\S+)) \| (\S+) \| `(\w+)` \| `(\S+)` \|$", readme.read_text(), flags=re.M)
-    listed = {("converted/" + c if c else r): (repo, commit, path) for c, r, repo, commit, path in rows}
+    rows = re.findall(
+        r"^\| (?:converted/`(\S+)`|(raw/\S+)) \| (\S+) \| `(\w+)` \| `(\S+)` \|$",
+        readme.read_text(),
+        flags=re.M,
+    )
+    listed = {
+        ("converted/" + c if c else r): (repo, commit, path) for c, r, repo, commit, path in rows
+    }
     assert listed == {name: pin[:3] for name, pin in get_realruns.SOURCES.items()}
 
 
 def test_the_text_format_becomes_tool_calls_and_the_exit_the_pending_calls_output() -> None:
-    """One ```bash block is one bash call answered by the next user message; two blocks stay text; exit answers a pending call."""
-    trajectory = {"messages": [
-        {"role": "system", "content": "Use bash."},
-        {"role": "user", "content": "Fix it."},
-        {"role": "assistant", "content": "THOUGHT: look.\n\n```bash\nls\n```\nextra", "extra": {"response": {}}},
-        {"role": "user", "content": "<returncode>0</returncode>"},
-        {"role": "assistant", "content": "```bash\nls\n```\n```bash\npwd\n```"},
-        {"role": "user", "content": "Please always provide EXACTLY ONE action."},
-        {"role": "assistant", "content": "Done.\n```bash\necho SUBMIT\n```"},
-        {"role": "exit", "content": "the diff", "extra": {"exit_status": "Submitted"}},
-    ]}
-    call = lambda n, command: [{"id": f"call_000{n}", "type": "function",  # noqa: E731
-                                "function": {"name": "bash", "arguments": f'{{"command": "{command}"}}'}}]
+    """One ```bash block is one bash call answered by the next user message; two blocks stay text;
+    exit answers a pending call."""
+    trajectory = {
+        "messages": [
+            {"role": "system", "content": "Use bash."},
+            {"role": "user", "content": "Fix it."},
+            {
+                "role": "assistant",
+                "content": "THOUGHT: look.\n\n```bash\nls\n```\nextra",
+                "extra": {"response": {}},
+            },
+            {"role": "user", "content": "<returncode>0</returncode>"},
+            {"role": "assistant", "content": "```bash\nls\n```\n```bash\npwd\n```"},
+            {"role": "user", "content": "Please always provide EXACTLY ONE action."},
+            {"role": "assistant", "content": "Done.\n```bash\necho SUBMIT\n```"},
+            {"role": "exit", "content": "the diff", "extra": {"exit_status": "Submitted"}},
+        ]
+    }
+    call = lambda n, command: [
+        {
+            "id": f"call_000{n}",
+            "type": "function",  # noqa: E731
+            "function": {"name": "bash", "arguments": f'{{"command": "{command}"}}'},
+        }
+    ]
     assert get_realruns.convert(trajectory) == [
         {"role": "system", "content": "Use bash."},
         {"role": "user", "content": "Fix it."},
@@ -167,8 +209,9 @@ def test_the_text_format_becomes_tool_calls_and_the_exit_the_pending_calls_outpu
 def test_held_out_fetches_the_pinned_deepseek_runs_instead_and_refuses_a_missing_one_in_one_line(
     mirror: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`--held-out` reads the DeepSeek pins, not the shared runs' (a copy holding only those is no source for it): exit 2,
-    one line naming the first held-out file's place in the copy, nothing written."""
+    """`--held-out` reads the DeepSeek pins, not the shared runs' (a copy holding only those is no
+    source for it): exit 2, one line naming the first held-out file's place in the copy, nothing
+    written."""
     argv = ["--held-out", "--source", str(mirror), "--dest", str(tmp_path / "out")]
     assert get_realruns.main(argv) == 2
     err = capsys.readouterr().err

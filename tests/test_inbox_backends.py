@@ -32,7 +32,13 @@ from langchain_core.messages import HumanMessage
 
 from langchain_promptstrat.errors import ConfigError, InboxAborted, InboxError
 from langchain_promptstrat.extras import install_hint
-from langchain_promptstrat.inbox.contract import PREVIEW_BYTES, InboxBackend, InboxProvider, NoticeNameTaken, is_inbox_backend
+from langchain_promptstrat.inbox.contract import (
+    PREVIEW_BYTES,
+    InboxBackend,
+    InboxProvider,
+    NoticeNameTaken,
+    is_inbox_backend,
+)
 from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.messages import mark_of
 from langchain_promptstrat.inbox.delivery import pick_up
@@ -43,7 +49,8 @@ from langchain_promptstrat.tokens import TokenCounter
 BACKENDS = ["directory", "postgres"]
 
 
-# --------------------------------------------------------------------------- the backends under test
+# --------------------------------------------------------------------------- the backends under
+# test
 
 
 @dataclass
@@ -57,7 +64,8 @@ class BackendKit:
     root: Path | None
     """The directory backend's inbox root (None for PostgreSQL)."""
     make: Callable[[str], InboxBackend]
-    """Return a new backend object for a thread, with its own connection (safe in a forked child)."""
+    """Return a new backend object for a thread, with its own connection (safe in a forked
+    child)."""
     history: Callable[[InboxBackend], dict[str, bytes]]
     """Return the history of an inbox: history name -> content."""
     break_claims: Callable[[pytest.MonkeyPatch], None]
@@ -101,9 +109,13 @@ def _directory_kit(tmp_path: Path, thread_id: str) -> BackendKit:
         monkeypatch.setattr(os, "rename", busy)
 
     return BackendKit(
-        "directory", thread_id, None, root,
+        "directory",
+        thread_id,
+        None,
+        root,
         make=lambda thread: DirectoryInbox.for_thread(thread, root),
-        history=history, break_claims=break_claims,
+        history=history,
+        break_claims=break_claims,
     )
 
 
@@ -128,20 +140,32 @@ def _postgres_kit(dsn: str, schema: str, thread_id: str) -> BackendKit:
     def history(store: PostgresInbox) -> dict[str, bytes]:
         with psycopg.connect(dsn, autocommit=True) as conn:
             rows = conn.execute(
-                sql.SQL("SELECT name, content FROM {} WHERE thread_id = %s").format(sql.Identifier(schema, DELIVERED_TABLE)),
+                sql.SQL("SELECT name, content FROM {} WHERE thread_id = %s").format(
+                    sql.Identifier(schema, DELIVERED_TABLE)
+                ),
                 [store.thread_id],
             ).fetchall()
         return {name: bytes(content) for name, content in rows}
 
     def break_claims(monkeypatch: pytest.MonkeyPatch) -> None:
         def failing_statement(self, cursor, name, history_name):
-            cursor.execute("SELECT 1 / 0")  # the notice is already moved to the history: this rolls it back
+            cursor.execute(
+                "SELECT 1 / 0"
+            )  # the notice is already moved to the history: this rolls it back
 
         monkeypatch.setattr(PostgresInbox, "_before_commit", failing_statement)
 
     return BackendKit(
-        "postgres", thread_id, PostgresInboxes(dsn, schema=schema), None,
-        make=make, history=history, break_claims=break_claims, dsn=dsn, schema=schema, close=close,
+        "postgres",
+        thread_id,
+        PostgresInboxes(dsn, schema=schema),
+        None,
+        make=make,
+        history=history,
+        break_claims=break_claims,
+        dsn=dsn,
+        schema=schema,
+        close=close,
     )
 
 
@@ -152,7 +176,11 @@ def inbox_backend(request, tmp_path) -> Iterator[BackendKit]:
     if request.param == "directory":
         kit = _directory_kit(tmp_path, thread_id)
     else:
-        kit = _postgres_kit(request.getfixturevalue("postgres_dsn"), request.getfixturevalue("postgres_schema"), thread_id)
+        kit = _postgres_kit(
+            request.getfixturevalue("postgres_dsn"),
+            request.getfixturevalue("postgres_schema"),
+            thread_id,
+        )
     yield kit
     kit.close()
 
@@ -160,7 +188,10 @@ def inbox_backend(request, tmp_path) -> Iterator[BackendKit]:
 @pytest.fixture
 def postgres_kit(request) -> Iterator[BackendKit]:
     """The PostgreSQL backend alone, around a fresh thread."""
-    dsn, schema = request.getfixturevalue("postgres_dsn"), request.getfixturevalue("postgres_schema")
+    dsn, schema = (
+        request.getfixturevalue("postgres_dsn"),
+        request.getfixturevalue("postgres_schema"),
+    )
     kit = _postgres_kit(dsn, schema, f"run-{secrets.token_hex(4)}")
     yield kit
     kit.close()
@@ -171,7 +202,8 @@ def contents(messages) -> list[str]:
 
 
 def pick_up_through_the_strategy(kit: BackendKit) -> list[str]:
-    """Run the Inbox strategy as a Runnable for the kit's thread; return the delivered notices' contents."""
+    """Run the Inbox strategy as a Runnable for the kit's thread; return the delivered notices'
+    contents."""
     return contents(kit.strategy().invoke([HumanMessage("task")], kit.config)[1:])
 
 
@@ -180,8 +212,11 @@ def pick_up_through_the_strategy(kit: BackendKit) -> list[str]:
 
 class TestContract:
     def test_the_backend_and_its_provider_keep_the_protocols(self, inbox_backend):
-        """A thread's inbox is an InboxBackend; what backend= takes is a provider (or None, the directory default)."""
-        assert isinstance(inbox_backend.store, InboxBackend) and is_inbox_backend(inbox_backend.store)
+        """A thread's inbox is an InboxBackend; what backend= takes is a provider (or None, the
+        directory default)."""
+        assert isinstance(inbox_backend.store, InboxBackend) and is_inbox_backend(
+            inbox_backend.store
+        )
         provider = inbox_backend.provider or DirectoryInbox
         assert isinstance(provider, InboxProvider) and not is_inbox_backend(provider)
 
@@ -193,7 +228,8 @@ class TestContract:
         assert store.pending() == []
 
     def test_pending_lists_names_in_code_point_order(self, inbox_backend):
-        """Names sort by code point: upper case before lower, '10' before '9', accented letters last."""
+        """Names sort by code point: upper case before lower, '10' before '9', accented letters
+        last."""
         store = inbox_backend.store
         names = ["b", "a", "B", "é", "a.txt", "10", "9", "a-1"]
         for name in names:
@@ -202,14 +238,17 @@ class TestContract:
         assert [e.name for e in store.pending_entries()] == sorted(names)
 
     def test_notices_are_delivered_in_name_order_as_marked_user_messages(self, inbox_backend):
-        """The strategy appends each notice once, in name order, marked with its name (no path: the mark is stored with the conversation)."""
+        """The strategy appends each notice once, in name order, marked with its name (no path: the
+        mark is stored with the conversation)."""
         store = inbox_backend.store
         for name in ("c", "a", "b"):
             store.post(f"notice {name}", name=name)
         out = inbox_backend.strategy().invoke([HumanMessage("task")], inbox_backend.config)
         assert contents(out) == ["task", "notice a", "notice b", "notice c"]
         marks = [mark_of(m) for m in out[1:]]
-        assert [(m["kind"], m["file"]) for m in marks] == [("inbox_delivery", name) for name in "abc"]
+        assert [(m["kind"], m["file"]) for m in marks] == [
+            ("inbox_delivery", name) for name in "abc"
+        ]
         assert not any("/" in str(value) for m in marks for value in m.values())
         assert store.pending() == []
 
@@ -223,7 +262,8 @@ class TestContract:
         assert pick_up_through_the_strategy(inbox_backend) == []
 
     def test_a_name_clash_in_the_history_takes_the_first_free_number(self, inbox_backend):
-        """Delivered names that clash become name.N.ext with the first free N; nothing in the history is overwritten."""
+        """Delivered names that clash become name.N.ext with the first free N; nothing in the
+        history is overwritten."""
         store = inbox_backend.store
         for name, text in (("a.txt", "old"), ("a.2.txt", "old2")):
             store.post(text, name=name)
@@ -234,7 +274,11 @@ class TestContract:
             names.append(store.claim("a.txt").name)
         assert names == ["a.txt"] * 3
         assert inbox_backend.history(store) == {
-            "a.txt": b"old", "a.2.txt": b"old2", "a.1.txt": b"one", "a.3.txt": b"two", "a.4.txt": b"three",
+            "a.txt": b"old",
+            "a.2.txt": b"old2",
+            "a.1.txt": b"one",
+            "a.3.txt": b"two",
+            "a.4.txt": b"three",
         }
 
     def test_an_extensionless_clash_appends_the_number(self, inbox_backend):
@@ -245,8 +289,11 @@ class TestContract:
             store.claim("abort")
         assert inbox_backend.history(store) == {"abort": b"x", "abort.1": b"y", "abort.2": b"z"}
 
-    def test_abort_raises_through_the_strategy_once_and_later_notices_stay_pending(self, inbox_backend):
-        """'abort' raises InboxAborted with its reason and the notices before it; it is consumed once; later ones wait."""
+    def test_abort_raises_through_the_strategy_once_and_later_notices_stay_pending(
+        self, inbox_backend
+    ):
+        """'abort' raises InboxAborted with its reason and the notices before it; it is consumed
+        once; later ones wait."""
         store = inbox_backend.store
         for name in ("0-first", "Abort", "abort.txt", "my-abort", "zz"):
             store.post(name, name=name)
@@ -262,7 +309,8 @@ class TestContract:
         assert pick_up_through_the_strategy(inbox_backend) == ["abort.txt", "my-abort", "zz"]
 
     def test_an_empty_abort_aborts_with_a_default_reason_and_its_place_apart(self, inbox_backend):
-        """A blank reason falls back to a sentence; the consumed abort's place in the history is the error's path only."""
+        """A blank reason falls back to a sentence; the consumed abort's place in the history is the
+        error's path only."""
         store = inbox_backend.store
         store.request_abort("")
         with pytest.raises(InboxAborted) as caught:
@@ -280,32 +328,45 @@ class TestContract:
         posted = {e.name: e.mtime for e in store.pending_entries()}
         assert pick_up_through_the_strategy(inbox_backend) == ["n0", "n1", "n2"]
         history = store.delivered_entries()
-        assert [(e.name, e.mtime) for e in history] == sorted(posted.items(), key=lambda item: item[1])
+        assert [(e.name, e.mtime) for e in history] == sorted(
+            posted.items(), key=lambda item: item[1]
+        )
         assert [e.size for e in history] == [2, 2, 2]
         now = time.time()
         assert all(e.delivered_at is not None and e.mtime <= e.delivered_at <= now for e in history)
 
-    def test_a_failed_claim_leaves_the_notice_pending_for_the_next_pickup(self, inbox_backend, monkeypatch):
-        """A claim that fails is reported as skipped; the notice stays pending, unrecorded, and is delivered next time."""
+    def test_a_failed_claim_leaves_the_notice_pending_for_the_next_pickup(
+        self, inbox_backend, monkeypatch
+    ):
+        """A claim that fails is reported as skipped; the notice stays pending, unrecorded, and is
+        delivered next time."""
         store = inbox_backend.store
         store.post("survivor", name="n.txt")
         with monkeypatch.context() as patch:
             inbox_backend.break_claims(patch)
             picked = pick_up(store)
-            assert pick_up_through_the_strategy(inbox_backend) == []  # the model call goes on without it
+            assert (
+                pick_up_through_the_strategy(inbox_backend) == []
+            )  # the model call goes on without it
         assert picked.delivered == [] and [s["file"] for s in picked.skipped] == ["n.txt"]
-        waiting = store.pending() + [lease.name for lease in store.in_flight()]  # pending, or claimed by this process
+        waiting = store.pending() + [
+            lease.name for lease in store.in_flight()
+        ]  # pending, or claimed by this process
         assert waiting == ["n.txt"] and inbox_backend.history(store) == {}
         assert pick_up_through_the_strategy(inbox_backend) == ["survivor"]
 
     def test_in_flight_claims_carry_their_first_bytes_only_when_asked(self, inbox_backend):
-        """in_flight(with_head=True) gives each claim's first PREVIEW_BYTES for listings; a pickup's in_flight() reads none."""
+        """in_flight(with_head=True) gives each claim's first PREVIEW_BYTES for listings; a pickup's
+        in_flight() reads none."""
         store = inbox_backend.store
         store.post("é" * 300, name="long.txt")
         store.post("short", name="short.txt")
         assert store.lease("long.txt") is not None and store.lease("short.txt") is not None
         listed = store.in_flight(with_head=True)
-        assert [(lease.name, lease.size) for lease in listed] == [("long.txt", 600), ("short.txt", 5)]
+        assert [(lease.name, lease.size) for lease in listed] == [
+            ("long.txt", 600),
+            ("short.txt", 5),
+        ]
         assert [lease.head for lease in listed] == [("é" * 300).encode()[:PREVIEW_BYTES], b"short"]
         assert [lease.head for lease in store.in_flight()] == [None, None]
 
@@ -319,8 +380,14 @@ class TestContract:
             store.post("x", name="abort")
         with pytest.raises(InboxError, match="empty"):
             store.post(" \n")
-        for bad, problem in ((".hidden", "starts with '.'"), ("a/b", "plain file name"), ("", "non-empty")):
-            with pytest.raises(InboxError, match=problem):  # the directory backend's wording (test_inbox_store.py)
+        for bad, problem in (
+            (".hidden", "starts with '.'"),
+            ("a/b", "plain file name"),
+            ("", "non-empty"),
+        ):
+            with pytest.raises(
+                InboxError, match=problem
+            ):  # the directory backend's wording (test_inbox_store.py)
                 store.post("x", name=bad)
         store.request_abort("first")
         with pytest.raises(InboxError, match="an abort is already pending"):
@@ -362,60 +429,92 @@ READERS, WRITERS, PER_WRITER = 4, 2, 250
 
 
 class TestHostileWriters:
-    """What a caller who chooses names, sizes and thread ids cannot do, on every backend (issue 29)."""
+    """What a caller who chooses names, sizes and thread ids cannot do, on every backend (issue
+    29)."""
 
     def test_a_taken_name_is_notice_name_taken_naming_no_path(self, inbox_backend):
-        """A second notice or abort under a pending name raises NoticeNameTaken (a FileExistsError: the HTTP route's
-        409), whose sentence says what to do and names neither a directory nor a table."""
+        """A second notice or abort under a pending name raises NoticeNameTaken (a FileExistsError:
+        the HTTP route's 409), whose sentence says what to do and names neither a directory nor a
+        table."""
         store = inbox_backend.store
         store.post("first", name="same")
         store.request_abort("first")
-        for attempt in (lambda: store.post("second", name="same"), lambda: store.request_abort("second")):
+        for attempt in (
+            lambda: store.post("second", name="same"),
+            lambda: store.request_abort("second"),
+        ):
             with pytest.raises(NoticeNameTaken) as caught:
                 attempt()
-            assert isinstance(caught.value, FileExistsError) and "already pending in this inbox" in str(caught.value)
+            assert isinstance(
+                caught.value, FileExistsError
+            ) and "already pending in this inbox" in str(caught.value)
             assert "/" not in str(caught.value) and "pg:" not in str(caught.value)
 
-    def test_every_writer_refuses_an_over_cap_notice_or_abort_reason_with_one_sentence(self, inbox_backend, monkeypatch):
-        """The cap holds for Python writers as over HTTP: an over-cap notice would otherwise stay pending forever,
-        and an over-cap abort reason become a huge interrupt payload. Nothing is written."""
+    def test_every_writer_refuses_an_over_cap_notice_or_abort_reason_with_one_sentence(
+        self, inbox_backend, monkeypatch
+    ):
+        """The cap holds for Python writers as over HTTP: an over-cap notice would otherwise stay
+        pending forever, and an over-cap abort reason become a huge interrupt payload. Nothing is
+        written."""
         monkeypatch.setenv("PROMPTSTRAT_INBOX_MAX_NOTICE_BYTES", "100")
         store = inbox_backend.make(inbox_backend.thread_id)
-        with pytest.raises(InboxError, match=r"^the notice is 101 bytes; this inbox takes at most 100 \(INBOX_MAX_NOTICE_BYTES\)$"):
+        with pytest.raises(
+            InboxError,
+            match=r"^the notice is 101 bytes; this inbox takes at most 100 "
+            r"\(INBOX_MAX_NOTICE_BYTES\)$",
+        ):
             store.post("x" * 101)
-        with pytest.raises(InboxError, match=r"^the abort reason is 102 bytes; this inbox takes at most 100"):
+        with pytest.raises(
+            InboxError, match=r"^the abort reason is 102 bytes; this inbox takes at most 100"
+        ):
             store.request_abort("é" * 51)
         assert store.pending() == []
         store.post("x" * 100)
         store.request_abort("é" * 50)
         assert len(store.pending()) == 2
 
-    @pytest.mark.parametrize("name", ["a\x1b[2Jb", "a\nb", "n\ud800", "n\udc80", "tab\there", "rtl\u202eexe.txt"])
-    def test_a_name_with_control_invisible_or_undecodable_characters_is_refused(self, inbox_backend, name):
-        """A name is printed to operators (inbox ls, listings): an escape sequence would drive their terminal, a newline
-        forge a line, a lone surrogate fail at the filesystem or the database. Refused before anything is written."""
+    @pytest.mark.parametrize(
+        "name", ["a\x1b[2Jb", "a\nb", "n\ud800", "n\udc80", "tab\there", "rtl\u202eexe.txt"]
+    )
+    def test_a_name_with_control_invisible_or_undecodable_characters_is_refused(
+        self, inbox_backend, name
+    ):
+        """A name is printed to operators (inbox ls, listings): an escape sequence would drive their
+        terminal, a newline forge a line, a lone surrogate fail at the filesystem or the database.
+        Refused before anything is written."""
         with pytest.raises(InboxError, match="control, invisible or undecodable"):
             inbox_backend.store.post("x", name=name)
         assert inbox_backend.store.pending() == []
 
     @pytest.mark.parametrize("text", ["n\ud800", "\udc80"])
     def test_a_lone_surrogate_in_a_notice_or_reason_is_refused(self, inbox_backend, text):
-        """Neither a file nor a text column can hold half a character: refused with InboxError naming it."""
+        """Neither a file nor a text column can hold half a character: refused with InboxError
+        naming it."""
         with pytest.raises(InboxError, match="lone surrogate"):
             inbox_backend.store.post(text)
         with pytest.raises(InboxError, match="lone surrogate"):
             inbox_backend.store.request_abort(text)
 
     def test_every_spelling_of_a_uuid_thread_reaches_one_inbox(self, inbox_backend):
-        """LangGraph Server takes a UUID thread id uppercase, without hyphens, in braces or as urn:uuid: and means one
-        thread: notices posted under each spelling are all delivered to that thread's run, none stranded."""
+        """LangGraph Server takes a UUID thread id uppercase, without hyphens, in braces or as
+        urn:uuid: and means one
+        thread: notices posted under each spelling are all delivered to that thread's run, none
+            stranded."""
         thread = "8f14e45f-ceea-467f-a8f2-3d2c8c1d5a11"
-        spellings = [thread, thread.upper(), thread.replace("-", ""), "{" + thread + "}", "urn:uuid:" + thread]
+        spellings = [
+            thread,
+            thread.upper(),
+            thread.replace("-", ""),
+            "{" + thread + "}",
+            "urn:uuid:" + thread,
+        ]
         for i, spelling in enumerate(spellings):
             inbox_backend.make(spelling).post(f"notice {i}", name=f"n{i}")
         for spelling in spellings:
             assert inbox_backend.make(spelling).pending() == [f"n{i}" for i in range(5)]
-        assert sorted(contents(pick_up(inbox_backend.make(thread)).delivered)) == [f"notice {i}" for i in range(5)]
+        assert sorted(contents(pick_up(inbox_backend.make(thread)).delivered)) == [
+            f"notice {i}" for i in range(5)
+        ]
 
 
 class TestThreadLives:
@@ -516,9 +615,12 @@ class TestThreadLives:
 
 
 class TestPickupBudget:
-    """One pickup admits notices up to a share of the ceiling; the rest wait, in order, none lost (issue 29)."""
+    """One pickup admits notices up to a share of the ceiling; the rest wait, in order, none lost
+    (issue 29)."""
 
-    def test_a_flood_is_delivered_in_order_a_budget_per_pickup_with_nothing_lost(self, inbox_backend, monkeypatch):
+    def test_a_flood_is_delivered_in_order_a_budget_per_pickup_with_nothing_lost(
+        self, inbox_backend, monkeypatch
+    ):
         """200 notices of 1 KB (131 tokens each) under a 10,000-token ceiling and a 0.25 share: each
         pickup admits 2,500 tokens at most (so 19 notices), says so, and after enough pickups every
         notice arrived once, in order."""
@@ -540,17 +642,24 @@ class TestPickupBudget:
         assert store.pending() == [] and store.in_flight() == []
 
     def test_an_abort_behind_a_spent_budget_is_still_honoured_now(self, inbox_backend):
-        """A flood of notices must not delay a stop: the abort is taken while the notices past the budget wait."""
+        """A flood of notices must not delay a stop: the abort is taken while the notices past the
+        budget wait."""
         store = inbox_backend.store
         for i in range(5):
             store.post("x" * 100, name=f"a{i}")
         store.request_abort("stop now")
         result = pick_up(store, budget_tokens=40)  # 17 tokens each: two fit
-        assert result.aborted and result.abort_reason == "stop now" and len(result.delivered) == 2 and result.waiting == 3
+        assert (
+            result.aborted
+            and result.abort_reason == "stop now"
+            and len(result.delivered) == 2
+            and result.waiting == 3
+        )
         assert [m.content for m in pick_up(store).delivered] == ["x" * 100] * 3
 
     def test_the_first_notice_is_admitted_even_over_the_budget(self, inbox_backend):
-        """A notice larger than the budget (but under the cap) is delivered alone rather than waiting forever."""
+        """A notice larger than the budget (but under the cap) is delivered alone rather than
+        waiting forever."""
         store = inbox_backend.store
         store.post("y" * 1000, name="big")
         store.post("z", name="small")
@@ -600,7 +709,9 @@ def _load_writer(kit: BackendKit, number: int) -> None:
         if number == 0:
             store.post(content)
             continue
-        while True:  # reuse one name as soon as it is free: claims race the writer, history names clash
+        while (
+            True
+        ):  # reuse one name as soon as it is free: claims race the writer, history names clash
             try:
                 store.post(content, name="same.txt")
                 break
@@ -609,8 +720,11 @@ def _load_writer(kit: BackendKit, number: int) -> None:
 
 
 class TestLoad:
-    def test_readers_and_writers_in_many_processes_lose_and_duplicate_nothing(self, inbox_backend, tmp_path):
-        """4 readers and 2 writers, 500 notices: each delivered once, none lost, the history complete and intact."""
+    def test_readers_and_writers_in_many_processes_lose_and_duplicate_nothing(
+        self, inbox_backend, tmp_path
+    ):
+        """4 readers and 2 writers, 500 notices: each delivered once, none lost, the history
+        complete and intact."""
         kit = inbox_backend
         ctx = multiprocessing.get_context("fork")
         done = ctx.Event()
@@ -635,16 +749,20 @@ class TestLoad:
         assert len(delivered) == len(set(delivered)), "a notice was delivered twice"
         assert set(delivered) == posted, "a notice was lost"
         history = kit.history(kit.store)
-        assert len(history) == len(posted) and {v.decode() for v in history.values()} == posted, "the history is incomplete"
+        assert len(history) == len(posted) and {v.decode() for v in history.values()} == posted, (
+            "the history is incomplete"
+        )
         assert sum(name == "same.txt" or name.startswith("same.") for name in history) == PER_WRITER
         assert kit.store.pending() == []
 
 
-# --------------------------------------------------------------------------- PostgreSQL: killed readers
+# --------------------------------------------------------------------------- PostgreSQL: killed
+# readers
 
 
 def _stalling_reader(dsn: str, schema: str, thread_id: str, name: str, inside) -> None:
-    """Claim ``name`` and stop inside the claim's transaction, after the move, before COMMIT, until killed."""
+    """Claim ``name`` and stop inside the claim's transaction, after the move, before COMMIT, until
+    killed."""
     import psycopg
 
     from langchain_promptstrat.inbox.postgres import PostgresInbox
@@ -658,7 +776,8 @@ def _stalling_reader(dsn: str, schema: str, thread_id: str, name: str, inside) -
 
 
 def _storm_reader(kit: BackendKit, out: str) -> None:
-    """Claim forever, one notice every few milliseconds, appending each to ``out`` as soon as it is ours."""
+    """Claim forever, one notice every few milliseconds, appending each to ``out`` as soon as it is
+    ours."""
     store = kit.make(kit.thread_id)
     with open(out, "a") as report:
         while True:
@@ -681,18 +800,25 @@ def _claim_eventually(store, name: str, timeout: float = 15.0):
 
 
 class TestKilledReaders:
-    def test_a_reader_killed_inside_the_claim_transaction_leaves_the_notice_pending(self, postgres_kit):
-        """SIGKILL after the move and before COMMIT: the notice is still pending, then delivered once to the next reader."""
+    def test_a_reader_killed_inside_the_claim_transaction_leaves_the_notice_pending(
+        self, postgres_kit
+    ):
+        """SIGKILL after the move and before COMMIT: the notice is still pending, then delivered
+        once to the next reader."""
         kit = postgres_kit
         store = kit.store
         store.post("survivor", name="n.txt")
         ctx = multiprocessing.get_context("fork")
         inside = ctx.Event()
-        reader = ctx.Process(target=_stalling_reader, args=(kit.dsn, kit.schema, kit.thread_id, "n.txt", inside))
+        reader = ctx.Process(
+            target=_stalling_reader, args=(kit.dsn, kit.schema, kit.thread_id, "n.txt", inside)
+        )
         reader.start()
         try:
             assert inside.wait(20), "the reader never reached its claim's transaction"
-            assert store.claim("n.txt") is None  # locked by the stalled reader: skipped, not waited for
+            assert (
+                store.claim("n.txt") is None
+            )  # locked by the stalled reader: skipped, not waited for
             assert store.pending() == ["n.txt"] and kit.history(store) == {}
             os.kill(reader.pid, signal.SIGKILL)
             reader.join(10)
@@ -705,8 +831,11 @@ class TestKilledReaders:
         assert claimed is not None and claimed.data == b"survivor"
         assert kit.history(store) == {"n.txt": b"survivor"} and store.pending() == []
 
-    def test_a_connection_lost_inside_the_claim_transaction_leaves_the_notice_pending(self, postgres_kit):
-        """The server ends the reader's session before COMMIT: the claim raises InboxError and the notice stays pending."""
+    def test_a_connection_lost_inside_the_claim_transaction_leaves_the_notice_pending(
+        self, postgres_kit
+    ):
+        """The server ends the reader's session before COMMIT: the claim raises InboxError and the
+        notice stays pending."""
         import psycopg
 
         from langchain_promptstrat.inbox.postgres import PostgresInbox
@@ -718,7 +847,9 @@ class TestKilledReaders:
         class Terminated(PostgresInbox):
             def _before_commit(self, cursor, name, history_name):
                 with psycopg.connect(kit.dsn, autocommit=True) as admin:
-                    admin.execute("SELECT pg_terminate_backend(%s)", [cursor.connection.info.backend_pid])
+                    admin.execute(
+                        "SELECT pg_terminate_backend(%s)", [cursor.connection.info.backend_pid]
+                    )
 
         victim = Terminated(kit.dsn, thread_id=kit.thread_id, schema=kit.schema)
         with pytest.raises(InboxError, match="cannot claim 'n.txt'"):
@@ -726,8 +857,11 @@ class TestKilledReaders:
         assert store.pending() == ["n.txt"] and kit.history(store) == {}
         assert pick_up(store).delivered[0].content == "survivor"
 
-    def test_readers_killed_at_random_moments_deliver_each_notice_once_or_leave_it_pending(self, postgres_kit, tmp_path):
-        """Readers SIGKILLed at random points of their pickups: after each kill every notice is in the history once or pending."""
+    def test_readers_killed_at_random_moments_deliver_each_notice_once_or_leave_it_pending(
+        self, postgres_kit, tmp_path
+    ):
+        """Readers SIGKILLed at random points of their pickups: after each kill every notice is in
+        the history once or pending."""
         kit = postgres_kit
         store = kit.store
         posted = {f"notice {i:03d}" for i in range(400)}
@@ -747,17 +881,26 @@ class TestKilledReaders:
             for reader in readers:
                 reader.join(10)
             assert [r.exitcode for r in readers] == [-signal.SIGKILL] * 2
-            # A dead reader's open transaction is invisible to others until the server rolls it back,
-            # so the invariant holds at once, whether or not the server has noticed yet.
+            # A dead reader's open transaction is invisible to others until the server rolls it
+            # back, so the invariant holds at once, whether or not the server has noticed yet.
             history = [content.decode() for content in kit.history(store).values()]
             pending = [name.replace("-", " ") for name in store.pending()]
             assert len(history) == len(set(history)), "a notice was recorded twice"
-            assert sorted(history + pending) == sorted(posted), "a notice was lost, or is both pending and delivered"
+            assert sorted(history + pending) == sorted(posted), (
+                "a notice was lost, or is both pending and delivered"
+            )
             killed_in_mid_run += bool(pending)
-        reported = [line for out in outs if os.path.exists(out) for line in Path(out).read_text().splitlines()]
+        reported = [
+            line
+            for out in outs
+            if os.path.exists(out)
+            for line in Path(out).read_text().splitlines()
+        ]
         assert len(reported) == len(set(reported)), "a notice was delivered twice"
         assert set(reported) <= set(history)
-        assert killed_in_mid_run >= 3, "the kills did not land while notices were pending; tune the timings"
+        assert killed_in_mid_run >= 3, (
+            "the kills did not land while notices were pending; tune the timings"
+        )
 
         for _ in range(40):  # a reader that is not killed delivers the rest, each once
             if not store.pending():
@@ -769,8 +912,11 @@ class TestKilledReaders:
 
 
 class TestPostgresHistoryNames:
-    def test_two_claims_racing_for_one_history_name_both_land_without_overwriting(self, postgres_kit):
-        """A claim whose history name another open claim just took waits for it, then takes the next free name."""
+    def test_two_claims_racing_for_one_history_name_both_land_without_overwriting(
+        self, postgres_kit
+    ):
+        """A claim whose history name another open claim just took waits for it, then takes the next
+        free name."""
         from langchain_promptstrat.inbox.postgres import PostgresInbox
 
         kit = postgres_kit
@@ -797,7 +943,8 @@ class TestPostgresHistoryNames:
         assert kit.history(store) == {"a.txt": b"old", "a.1.txt": b"x", "a.2.txt": b"y"}
 
 
-# --------------------------------------------------------------------------- PostgreSQL: schema and connections
+# --------------------------------------------------------------------------- PostgreSQL: schema and
+# connections
 
 
 class TestPostgresSetup:
@@ -835,19 +982,24 @@ class TestPostgresSetup:
             assert inboxes.for_thread("t").claim("n").data == b"works"
         finally:
             with psycopg.connect(dsn, autocommit=True) as conn:
-                conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+                conn.execute(
+                    sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema))
+                )
 
     def test_an_inbox_without_its_tables_says_to_call_setup(self, postgres_kit):
         """Before setup() every operation raises InboxError naming setup(), not a bare SQL error."""
         from langchain_promptstrat.inbox.postgres import PostgresInboxes
 
-        store = PostgresInboxes(postgres_kit.dsn, schema=f"missing_{secrets.token_hex(4)}").for_thread("t")
+        store = PostgresInboxes(
+            postgres_kit.dsn, schema=f"missing_{secrets.token_hex(4)}"
+        ).for_thread("t")
         for operation in (store.pending, lambda: store.post("x"), lambda: store.claim("x")):
             with pytest.raises(InboxError, match=r"tables do not exist .*setup\(\)"):
                 operation()
 
     def test_a_connection_a_pool_and_a_connection_string_all_serve(self, postgres_kit):
-        """The three ways to reach the database give the same inbox; a connection is used by one thread at a time."""
+        """The three ways to reach the database give the same inbox; a connection is used by one
+        thread at a time."""
         import psycopg
 
         from langchain_promptstrat.inbox.postgres import PostgresInbox
@@ -855,7 +1007,8 @@ class TestPostgresSetup:
         kit = postgres_kit
         dsn, schema = kit.dsn, kit.schema
 
-        class Pool:  # the shape of psycopg_pool.ConnectionPool: connection() lends a non-autocommit connection
+        # the shape of psycopg_pool.ConnectionPool: connection() lends a non-autocommit connection
+        class Pool:
             @contextlib.contextmanager
             def connection(self) -> Iterator[psycopg.Connection]:
                 with psycopg.connect(dsn) as conn:
@@ -871,7 +1024,9 @@ class TestPostgresSetup:
         assert by_dsn.pending() == by_pool.pending() == by_conn.pending() == ["a", "b", "c"]
 
         claimed: list[Any] = []
-        threads = [threading.Thread(target=lambda n=n: claimed.append(by_conn.claim(n))) for n in "abc"]
+        threads = [
+            threading.Thread(target=lambda n=n: claimed.append(by_conn.claim(n))) for n in "abc"
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -884,7 +1039,8 @@ class TestPostgresSetup:
         shared.close()
 
     def test_thread_ids_postgresql_cannot_store_are_refused(self, postgres_kit):
-        """NUL and lone surrogates cannot be PostgreSQL text: refused with InboxError when the inbox is built."""
+        """NUL and lone surrogates cannot be PostgreSQL text: refused with InboxError when the inbox
+        is built."""
         from langchain_promptstrat.inbox.postgres import PostgresInboxes
 
         for bad in ("a\x00b", "\udc80", "", "x" * 3000):
@@ -904,7 +1060,8 @@ class TestBackendOption:
 
     @pytest.mark.parametrize("bad", ["postgresql://x", 42, DirectoryInbox.__init__])
     def test_something_that_is_no_backend_is_refused(self, bad):
-        """backend= must be a provider, one conversation's inbox or None; anything else is a ConfigError."""
+        """backend= must be a provider, one conversation's inbox or None; anything else is a
+        ConfigError."""
         with pytest.raises(ConfigError, match="is not an inbox backend"):
             Inbox(backend=bad)
 
@@ -915,8 +1072,8 @@ class TestBackendOption:
             Inbox(backend=other, root=tmp_path)
 
     def test_a_provider_serves_each_run_the_inbox_of_its_thread(self, tmp_path):
-        """With a provider, configurable.thread_id picks the inbox; configurable.save_file (a request may set it)
-        picks one only when the code allows it (allow_save_file=True)."""
+        """With a provider, configurable.thread_id picks the inbox; configurable.save_file (a
+        request may set it) picks one only when the code allows it (allow_save_file=True)."""
         calls = []
 
         class Provider:
@@ -939,7 +1096,8 @@ class TestBackendOption:
         assert calls == [("thread", "7"), ("thread", "7"), ("save_file", str(tmp_path / "x.chat"))]
 
     def test_without_psycopg_the_error_names_the_extra(self, monkeypatch):
-        """Building a PostgreSQL inbox without psycopg raises ConfigError naming the postgres extra."""
+        """Building a PostgreSQL inbox without psycopg raises ConfigError naming the postgres
+        extra."""
         from langchain_promptstrat.inbox.postgres import PostgresInboxes
 
         monkeypatch.setitem(sys.modules, "psycopg", None)

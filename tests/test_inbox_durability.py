@@ -1,4 +1,5 @@
-"""Specification of when a notice is acknowledged: only once a checkpoint *stored* by the checkpointer holds it.
+"""Specification of when a notice is acknowledged: only once a checkpoint *stored* by the
+checkpointer holds it.
 
 LangGraph's default ``durability="async"`` writes each checkpoint in the background, behind
 the run, and ``"exit"`` only when the run ends; a notice acknowledged (moved to the history)
@@ -39,7 +40,8 @@ FRONT_ENDS = ("middleware", "hook")
 
 
 class LostWrites(InMemorySaver):
-    """A checkpointer whose writes never arrive: a run whose process died before its checkpoints reached the disk.
+    """A checkpointer whose writes never arrive: a run whose process died before its checkpoints
+    reached the disk.
 
     It counts the reads made by the inbox's settle watchers (their own thread), which ask it
     whether a stored checkpoint holds the notices they wait for.
@@ -52,16 +54,28 @@ class LostWrites(InMemorySaver):
             self.watcher_reads += 1
         return super().get_tuple(config)
 
-    def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions) -> RunnableConfig:
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
         return {"configurable": {**config["configurable"], "checkpoint_id": checkpoint["id"]}}
 
-    def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = "") -> None:
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
         return None
 
 
 def agent(front_end: str, root: Path, checkpointer: Any, script: list[Any]) -> Any:
-    """Return the real graph front end over the inbox under ``root``: create_agent + middleware (``middleware-one-call``:
-    with ``persist_inbox=False``), or create_react_agent + hook."""
+    """Return the real graph front end over the inbox under ``root``: create_agent + middleware
+    (``middleware-one-call``: with ``persist_inbox=False``), or create_react_agent + hook."""
     model = ScriptedChatModel(script)
     tools = [make_sized_tool("fetch", sizes=200)]
     if front_end.startswith("middleware"):
@@ -69,27 +83,35 @@ def agent(front_end: str, root: Path, checkpointer: Any, script: list[Any]) -> A
 
         from langchain_promptstrat.adapters.middleware import PromptStrategyMiddleware
 
-        middleware = PromptStrategyMiddleware(inbox_root=root, persist_inbox=front_end == "middleware")
+        middleware = PromptStrategyMiddleware(
+            inbox_root=root, persist_inbox=front_end == "middleware"
+        )
         return create_agent(model, tools, middleware=[middleware], checkpointer=checkpointer)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from langgraph.prebuilt import create_react_agent
 
-        return create_react_agent(model, tools, pre_model_hook=pre_model_hook(inbox_root=root), checkpointer=checkpointer)
+        return create_react_agent(
+            model, tools, pre_model_hook=pre_model_hook(inbox_root=root), checkpointer=checkpointer
+        )
 
 
 @pytest.fixture
 def short_lease(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Leases of half a second, so a watcher waiting for a checkpoint that never comes gives up within the test."""
+    """Leases of half a second, so a watcher waiting for a checkpoint that never comes gives up
+    within the test."""
     monkeypatch.setenv("PROMPTSTRAT_INBOX_LEASE_SECONDS", "0.5")
     yield
     assert wait_settled(5.0)
 
 
 def stored_notices(db: Path, thread: str) -> list[str]:
-    """Return the contents of the notices in the thread's latest checkpoint, read from the SQLite file by a new saver."""
+    """Return the contents of the notices in the thread's latest checkpoint, read from the SQLite
+    file by a new saver."""
     with sqlite3.connect(db, check_same_thread=False) as conn:
-        stored = SqliteSaver(conn).get_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": ""}})
+        stored = SqliteSaver(conn).get_tuple(
+            {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+        )
     assert stored is not None
     messages = stored.checkpoint["channel_values"]["messages"]
     ids = notice_ids(messages)
@@ -98,46 +120,75 @@ def stored_notices(db: Path, thread: str) -> list[str]:
 
 @pytest.mark.parametrize("durability", DURABILITY)
 @pytest.mark.parametrize("front_end", [*FRONT_ENDS, "middleware-one-call"])
-def test_no_front_end_acknowledges_a_notice_no_stored_checkpoint_holds(front_end, durability, tmp_path, short_lease):
-    """The run sees the notice, but its checkpoints never reach storage (the process died first): the notice must stay
-    in flight for the next reader, whatever the durability mode, instead of being moved to the history and lost."""
+def test_no_front_end_acknowledges_a_notice_no_stored_checkpoint_holds(
+    front_end, durability, tmp_path, short_lease
+):
+    """The run sees the notice, but its checkpoints never reach storage (the process died first):
+    the notice must stay in flight for the next reader, whatever the durability mode, instead of
+    being moved to the history and lost."""
     thread = f"t-{secrets.token_hex(3)}"
     store = DirectoryInbox.for_thread(thread, tmp_path)
     store.post("steer left", name="a.txt")
     saver = LostWrites()
-    app = agent(front_end, tmp_path, saver, [{"tool_calls": [{"name": "fetch", "args": {}}]}, "answer"])
-    out = app.invoke({"messages": [HumanMessage("task")]}, {"configurable": {"thread_id": thread}}, durability=durability)
-    if front_end != "middleware-one-call":  # one-call notices reach the model call, never the messages
-        assert "steer left" in [m.content for m in out["messages"]]  # delivered to the run, in its memory
-    # Let the watcher wait out its lease (no checkpoint ever holds the notice): the claim is then left, not acknowledged.
-    # Waiting for it, rather than asserting it is still waiting a moment later, keeps the test independent of how fast the run was.
+    app = agent(
+        front_end, tmp_path, saver, [{"tool_calls": [{"name": "fetch", "args": {}}]}, "answer"]
+    )
+    out = app.invoke(
+        {"messages": [HumanMessage("task")]},
+        {"configurable": {"thread_id": thread}},
+        durability=durability,
+    )
+    if (
+        front_end != "middleware-one-call"
+    ):  # one-call notices reach the model call, never the messages
+        assert "steer left" in [
+            m.content for m in out["messages"]
+        ]  # delivered to the run, in its memory
+    # Let the watcher wait out its lease (no checkpoint ever holds the notice): the claim is then
+    # left, not acknowledged. Waiting for it, rather than asserting it is still waiting a moment
+    # later, keeps the test independent of how fast the run was.
     assert wait_settled(5.0)
-    assert saver.watcher_reads > 0  # it waited for a checkpoint that holds the notice, asking the checkpointer, and found none
+    assert (
+        saver.watcher_reads > 0
+    )  # it waited for a checkpoint that holds the notice, asking the checkpointer, and found none
     # claimed (taken out of the pending set, so the run had it), and not moved to the history
-    assert store.pending() == [] and [lease.name for lease in store.in_flight()] == ["a.txt"] and store.delivered_entries() == []
+    assert (
+        store.pending() == []
+        and [lease.name for lease in store.in_flight()] == ["a.txt"]
+        and store.delivered_entries() == []
+    )
 
 
 @pytest.mark.parametrize("durability", DURABILITY)
 @pytest.mark.parametrize("front_end", FRONT_ENDS)
-def test_a_runs_last_notice_is_acknowledged_once_the_sqlite_checkpoint_holding_it_is_written(front_end, durability, tmp_path):
-    """A notice answered by the run's last model call is settled once its checkpoint is on disk, not left in flight
-    ("owner alive, in lease") until the thread's next run; the SQLite file holds it exactly once."""
+def test_a_runs_last_notice_is_acknowledged_once_the_sqlite_checkpoint_holding_it_is_written(
+    front_end, durability, tmp_path
+):
+    """A notice answered by the run's last model call is settled once its checkpoint is on disk, not
+    left in flight ("owner alive, in lease") until the thread's next run; the SQLite file holds it
+    exactly once."""
     thread = f"t-{secrets.token_hex(3)}"
     store = DirectoryInbox.for_thread(thread, tmp_path)
     store.post("steer left", name="a.txt")
     db = tmp_path / "checkpoints.sqlite"
     with sqlite3.connect(db, check_same_thread=False) as conn:
         app = agent(front_end, tmp_path, SqliteSaver(conn), ["answer"])
-        app.invoke({"messages": [HumanMessage("task")]}, {"configurable": {"thread_id": thread}}, durability=durability)
+        app.invoke(
+            {"messages": [HumanMessage("task")]},
+            {"configurable": {"thread_id": thread}},
+            durability=durability,
+        )
         assert wait_settled(5.0)
     assert store.in_flight() == [] and [e.name for e in store.delivered_entries()] == ["a.txt"]
     assert stored_notices(db, thread) == ["steer left"]
 
 
 @pytest.mark.parametrize("front_end", FRONT_ENDS)
-def test_an_async_graph_over_an_async_sqlite_checkpointer_settles_its_last_notice(front_end, tmp_path):
-    """ainvoke over AsyncSqliteSaver: the watcher reads the async checkpointer from its own thread and settles the
-    notice once its checkpoint is written."""
+def test_an_async_graph_over_an_async_sqlite_checkpointer_settles_its_last_notice(
+    front_end, tmp_path
+):
+    """ainvoke over AsyncSqliteSaver: the watcher reads the async checkpointer from its own thread
+    and settles the notice once its checkpoint is written."""
     import asyncio
 
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
@@ -149,26 +200,40 @@ def test_an_async_graph_over_an_async_sqlite_checkpointer_settles_its_last_notic
     async def run() -> bool:
         async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "checkpoints.sqlite")) as saver:
             app = agent(front_end, tmp_path, saver, ["answer"])
-            await app.ainvoke({"messages": [HumanMessage("task")]}, {"configurable": {"thread_id": thread}})
-            return await asyncio.to_thread(wait_settled, 5.0)  # the saver's loop stays free to answer the watcher
+            await app.ainvoke(
+                {"messages": [HumanMessage("task")]}, {"configurable": {"thread_id": thread}}
+            )
+            return await asyncio.to_thread(
+                wait_settled, 5.0
+            )  # the saver's loop stays free to answer the watcher
 
     assert asyncio.run(run())
     assert store.in_flight() == [] and [e.name for e in store.delivered_entries()] == ["a.txt"]
 
 
 class SlowDisk(SqliteSaver):
-    """A SQLite checkpointer on a slow disk: each checkpoint takes 150 ms to write (in the background, with "async")."""
+    """A SQLite checkpointer on a slow disk: each checkpoint takes 150 ms to write (in the
+    background, with "async")."""
 
-    def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions) -> RunnableConfig:
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
         time.sleep(0.15)
         return super().put(config, checkpoint, metadata, new_versions)
 
 
 @pytest.mark.parametrize("front_end", FRONT_ENDS)
-def test_a_reader_killed_the_instant_it_acknowledges_leaves_the_notice_in_the_stored_conversation(front_end, tmp_path):
-    """The issue's deterministic loss: with the default durability the checkpoint holding a notice is written behind
-    the run, so a reader killed the instant it moves the notice to the history must already have it on disk; the
-    resumed thread's stored conversation then holds it exactly once."""
+def test_a_reader_killed_the_instant_it_acknowledges_leaves_the_notice_in_the_stored_conversation(
+    front_end, tmp_path
+):
+    """The issue's deterministic loss: with the default durability the checkpoint holding a notice
+    is written behind the run, so a reader killed the instant it moves the notice to the history
+    must already have it on disk; the resumed thread's stored conversation then holds it exactly
+    once."""
     thread = f"t-{secrets.token_hex(3)}"
     store = DirectoryInbox.for_thread(thread, tmp_path)
     store.post("steer left", name="a.txt")
@@ -180,28 +245,40 @@ def test_a_reader_killed_the_instant_it_acknowledges_leaves_the_notice_in_the_st
         try:
             acknowledge = DirectoryInbox.acknowledge
 
-            def acknowledge_then_die(self: DirectoryInbox, token: str, name: str | None = None) -> Any:
+            def acknowledge_then_die(
+                self: DirectoryInbox, token: str, name: str | None = None
+            ) -> Any:
                 where = acknowledge(self, token, name)
                 os.kill(os.getpid(), signal.SIGKILL)
                 return where
 
             DirectoryInbox.acknowledge = acknowledge_then_die  # type: ignore[method-assign]
             conn = sqlite3.connect(db, check_same_thread=False)
-            app = agent(front_end, tmp_path, SlowDisk(conn), [{"tool_calls": [{"name": "fetch", "args": {}}]}, "answer"])
-            app.invoke({"messages": [HumanMessage("task")]}, {"configurable": {"thread_id": thread}})
+            app = agent(
+                front_end,
+                tmp_path,
+                SlowDisk(conn),
+                [{"tool_calls": [{"name": "fetch", "args": {}}]}, "answer"],
+            )
+            app.invoke(
+                {"messages": [HumanMessage("task")]}, {"configurable": {"thread_id": thread}}
+            )
             time.sleep(5)  # the watcher acknowledges (and dies) once the checkpoint is written
         finally:
             os._exit(0)
     _, status = os.waitpid(pid, 0)
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
-    assert [e.name for e in store.delivered_entries()] == ["a.txt"]  # it did acknowledge before dying
+    assert [e.name for e in store.delivered_entries()] == [
+        "a.txt"
+    ]  # it did acknowledge before dying
     with sqlite3.connect(db, check_same_thread=False) as conn:
         app = agent(front_end, tmp_path, SqliteSaver(conn), ["resumed"])
         app.invoke({"messages": [HumanMessage("go on")]}, {"configurable": {"thread_id": thread}})
     assert stored_notices(db, thread) == ["steer left"]
 
 
-# --------------------------------------------------------------------------- abort + resume, two readers
+# --------------------------------------------------------------------------- abort + resume, two
+# readers
 
 
 def node_graph(backend: Any, root: Path | None, answers: list[list[str]]) -> Any:
@@ -230,21 +307,30 @@ def _two_readers(backend: Any, root: Path | None, store: Any, thread: str) -> No
     out = reader_a.invoke({"messages": [HumanMessage("task")]}, config)
     assert out["__interrupt__"][0].value["reason"] == "stop"
     reader_a.invoke(Command(resume=True), config)
-    reader_b.invoke({"messages": [HumanMessage("task")]}, config)  # the same thread, served by a second reader
+    reader_b.invoke(
+        {"messages": [HumanMessage("task")]}, config
+    )  # the same thread, served by a second reader
     assert wait_settled(5.0)
     seen_by = [answers[-1].count("before") for answers in (first, second)]
     assert seen_by == [1, 0]
-    assert store.in_flight() == [] and sorted(e.name for e in store.delivered_entries()) == ["a", "abort"]
+    assert store.in_flight() == [] and sorted(e.name for e in store.delivered_entries()) == [
+        "a",
+        "abort",
+    ]
 
 
-def test_a_notice_taken_with_an_abort_is_not_delivered_again_by_a_second_reader_on_the_directory(tmp_path):
-    """The notice consumed before an abort enters the first reader's state on resume; a second reader in the same
-    process must not take over its claim and deliver it a second time."""
+def test_a_notice_taken_with_an_abort_is_not_delivered_again_by_a_second_reader_on_the_directory(
+    tmp_path,
+):
+    """The notice consumed before an abort enters the first reader's state on resume; a second
+    reader in the same process must not take over its claim and deliver it a second time."""
     thread = f"t-{secrets.token_hex(3)}"
     _two_readers(None, tmp_path, DirectoryInbox.for_thread(thread, tmp_path), thread)
 
 
-def test_a_notice_taken_with_an_abort_is_not_delivered_again_by_a_second_reader_on_postgresql(postgres_dsn, postgres_schema):  # noqa: F811
+def test_a_notice_taken_with_an_abort_is_not_delivered_again_by_a_second_reader_on_postgresql(
+    postgres_dsn, postgres_schema
+):  # noqa: F811
     """The same two readers on the PostgreSQL backend: the notice reaches one conversation, once."""
     from langchain_promptstrat.inbox.postgres import PostgresInboxes
 
@@ -257,8 +343,9 @@ def test_a_notice_taken_with_an_abort_is_not_delivered_again_by_a_second_reader_
 
 
 def test_a_killed_reader_not_yet_reaped_is_dead_and_its_claim_is_recovered_at_once(tmp_path):
-    """A reader SIGKILLed whose parent has not reaped it yet (a zombie, /proc state Z) will never acknowledge: its
-    claim is taken over by the next pickup, not left waiting for the 600 s lease."""
+    """A reader SIGKILLed whose parent has not reaped it yet (a zombie, /proc state Z) will never
+    acknowledge: its claim is taken over by the next pickup, not left waiting for the 600 s
+    lease."""
     import os
     import signal
     import time

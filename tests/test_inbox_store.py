@@ -1,4 +1,5 @@
-"""Specification of the inbox on disk: paths, thread-id safety, the atomic claim, the writers, concurrency."""
+"""Specification of the inbox on disk: paths, thread-id safety, the atomic claim, the writers,
+concurrency."""
 
 from __future__ import annotations
 
@@ -27,23 +28,53 @@ from langchain_promptstrat.inbox.paths import (
 from langchain_promptstrat.inbox.directory import post_to_inbox, request_abort
 
 HOSTILE_THREAD_IDS = [
-    "../x", "../../etc/passwd", "/etc", "a/b", "a\\b", "\x00", "a\x00b", ".", "..", ".hidden", "...",
-    "x" * 5000, "%2E%2E", "%", "~", "run.1.inbox", "sp ace", "é/ü", "\udc80", "\n", "-rf",
-    "a" * 179 + "/", "." + "%" * 300,
+    "../x",
+    "../../etc/passwd",
+    "/etc",
+    "a/b",
+    "a\\b",
+    "\x00",
+    "a\x00b",
+    ".",
+    "..",
+    ".hidden",
+    "...",
+    "x" * 5000,
+    "%2E%2E",
+    "%",
+    "~",
+    "run.1.inbox",
+    "sp ace",
+    "é/ü",
+    "\udc80",
+    "\n",
+    "-rf",
+    "a" * 179 + "/",
+    "." + "%" * 300,
 ]
 
 
 def percent_decode(name: str) -> str:
-    """Return the id a short encoded name stands for: each run of %XX escapes is UTF-8 bytes, the rest is verbatim."""
-    return re.sub(r"(?:%[0-9A-F]{2})+", lambda m: bytes.fromhex(m.group().replace("%", "")).decode("utf-8", "surrogatepass"), name)
+    """Return the id a short encoded name stands for: each run of %XX escapes is UTF-8 bytes, the
+    rest is verbatim."""
+    return re.sub(
+        r"(?:%[0-9A-F]{2})+",
+        lambda m: bytes.fromhex(m.group().replace("%", "")).decode("utf-8", "surrogatepass"),
+        name,
+    )
 
 
 ANY_CHARACTER = st.characters(exclude_categories=())
 THREAD_IDS = st.one_of(
     st.text(ANY_CHARACTER, min_size=1, max_size=80),
-    st.builds(lambda unit, times: unit * times, st.text(ANY_CHARACTER, min_size=1, max_size=20), st.integers(2, 60)),
+    st.builds(
+        lambda unit, times: unit * times,
+        st.text(ANY_CHARACTER, min_size=1, max_size=20),
+        st.integers(2, 60),
+    ),
 )
-"""Any text, lone surrogates included; repeated units make encodings past the 180-character cut-off common."""
+"""Any text, lone surrogates included; repeated units make encodings past the 180-character cut-off
+common."""
 
 
 @pytest.fixture
@@ -67,15 +98,18 @@ def store(save_file):
 
 
 class TestSiblingRule:
-    @pytest.mark.parametrize(("save", "inbox", "removed"), [
-        ("x/agent.chat", "x/agent.inbox", "x/agent.inbox_removed"),
-        ("dir/a.b.chat", "dir/a.b.inbox", "dir/a.b.inbox_removed"),
-        ("dir/agent", "dir/agent.inbox", "dir/agent.inbox_removed"),
-        ("X.files/agent.chat", "X.files/agent.inbox", "X.files/agent.inbox_removed"),
-        ("dir/.chat", "dir/.chat.inbox", "dir/.chat.inbox_removed"),
-        ("dir/a.", "dir/a..inbox", "dir/a..inbox_removed"),
-        ("agent.chat", "agent.inbox", "agent.inbox_removed"),
-    ])
+    @pytest.mark.parametrize(
+        ("save", "inbox", "removed"),
+        [
+            ("x/agent.chat", "x/agent.inbox", "x/agent.inbox_removed"),
+            ("dir/a.b.chat", "dir/a.b.inbox", "dir/a.b.inbox_removed"),
+            ("dir/agent", "dir/agent.inbox", "dir/agent.inbox_removed"),
+            ("X.files/agent.chat", "X.files/agent.inbox", "X.files/agent.inbox_removed"),
+            ("dir/.chat", "dir/.chat.inbox", "dir/.chat.inbox_removed"),
+            ("dir/a.", "dir/a..inbox", "dir/a..inbox_removed"),
+            ("agent.chat", "agent.inbox", "agent.inbox_removed"),
+        ],
+    )
     def test_strips_only_the_last_extension(self, save, inbox, removed):
         """Only the last extension is replaced; a name without one keeps its whole name."""
         assert (inbox_dir(save), inbox_removed_dir(save)) == (Path(inbox), Path(removed))
@@ -99,32 +133,57 @@ class TestThreadPaths:
         """A dotted thread id keeps its dots: run.1 -> run.1.chat, run.1.inbox."""
         save = thread_save_file("run.1", root)
         assert save == root / "run.1.chat"
-        assert (inbox_dir(save), inbox_removed_dir(save)) == (root / "run.1.inbox", root / "run.1.inbox_removed")
+        assert (inbox_dir(save), inbox_removed_dir(save)) == (
+            root / "run.1.inbox",
+            root / "run.1.inbox_removed",
+        )
 
     @pytest.mark.parametrize("thread_id", HOSTILE_THREAD_IDS, ids=lambda t: repr(t)[:24])
     def test_hostile_thread_ids_name_directories_directly_inside_the_root(self, root, thread_id):
-        """Whatever a thread id holds, its inbox and removed directories are visible children of the root."""
+        """Whatever a thread id holds, its inbox and removed directories are visible children of the
+        root."""
         save = thread_save_file(thread_id, root)
         for path in (inbox_dir(save), inbox_removed_dir(save)):
             assert path.parent == root
-            assert not path.name.startswith(".") and "/" not in path.name and "\x00" not in path.name
+            assert (
+                not path.name.startswith(".") and "/" not in path.name and "\x00" not in path.name
+            )
             assert len(path.name.encode()) <= 255
             path.mkdir()  # the filesystem accepts the name, inside the root
             assert path.resolve().parent == root.resolve()
 
     def test_encoding_is_injective_on_tricky_ids(self):
         """Distinct ids, including ones that look like encodings of each other, stay distinct."""
-        ids = HOSTILE_THREAD_IDS + ["%2F", "/", "%252F", "x" * 5001, "y" * 5000, "a.b", "a%2Eb", ".a", "%2Ea"]
+        ids = HOSTILE_THREAD_IDS + [
+            "%2F",
+            "/",
+            "%252F",
+            "x" * 5001,
+            "y" * 5000,
+            "a.b",
+            "a%2Eb",
+            ".a",
+            "%2Ea",
+        ]
         assert len({encode_thread_id(t) for t in ids}) == len(set(ids))
 
     @settings(max_examples=200)
     @given(thread_id=THREAD_IDS)
     def test_any_id_encodes_to_one_safe_name_that_decodes_back(self, thread_id):
-        """For any text, the name is one visible, NUL-free component of at most 255 bytes; a short one decodes back to the id (so distinct ids never share an inbox), a long one ends in ~ and the id's SHA-256."""
+        """For any text, the name is one visible, NUL-free component of at most 255 bytes; a short
+        one decodes back to the id (so distinct ids never share an inbox), a long one ends in ~ and
+        the id's SHA-256."""
         name = encode_thread_id(thread_id)
-        assert "/" not in name and "\x00" not in name and not name.startswith(".") and len(name.encode()) <= 255
+        assert (
+            "/" not in name
+            and "\x00" not in name
+            and not name.startswith(".")
+            and len(name.encode()) <= 255
+        )
         if "~" in name:
-            assert name.endswith("~" + hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest())
+            assert name.endswith(
+                "~" + hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest()
+            )
         else:
             assert percent_decode(name) == thread_id
 
@@ -165,7 +224,8 @@ class TestClaim:
         assert claimed.path.stat().st_mtime == 1_000_000 and not path.exists()
 
     def test_name_clash_takes_the_first_free_number(self, store):
-        """Clashing names become name.1.ext, name.2.ext, the first free number, never overwriting."""
+        """Clashing names become name.1.ext, name.2.ext, the first free number, never
+        overwriting."""
         store.removed_path.mkdir(parents=True)
         (store.removed_path / "a.txt").write_text("old")
         (store.removed_path / "a.2.txt").write_text("old2")
@@ -178,7 +238,8 @@ class TestClaim:
         assert (store.removed_path / "a.2.txt").read_text() == "old2"
 
     def test_without_hard_links_clashes_still_never_overwrite(self, store, monkeypatch):
-        """Where os.link is unsupported, names are reserved exclusively and the numbering still holds."""
+        """Where os.link is unsupported, names are reserved exclusively and the numbering still
+        holds."""
         import errno
 
         def no_links(*args, **kwargs):
@@ -188,7 +249,10 @@ class TestClaim:
         for text in ("one", "two"):
             store.post(text, name="a.txt")
             store.claim("a.txt")
-        assert {p.name: p.read_text() for p in store.removed_path.iterdir()} == {"a.txt": "one", "a.1.txt": "two"}
+        assert {p.name: p.read_text() for p in store.removed_path.iterdir()} == {
+            "a.txt": "one",
+            "a.1.txt": "two",
+        }
         assert os.listdir(store.path) == []
 
     def test_extensionless_clash_appends_the_number(self, store):
@@ -196,7 +260,11 @@ class TestClaim:
         for _ in range(3):
             store.request_abort("x")
             store.claim("abort")
-        assert sorted(p.name for p in store.removed_path.iterdir()) == ["abort", "abort.1", "abort.2"]
+        assert sorted(p.name for p in store.removed_path.iterdir()) == [
+            "abort",
+            "abort.1",
+            "abort.2",
+        ]
 
     def test_a_file_gone_before_the_claim_is_not_ours(self, store):
         """A name another reader already took returns None instead of raising."""
@@ -204,7 +272,9 @@ class TestClaim:
         assert store.claim("a.txt").data == b"x"
         assert store.claim("a.txt") is None
 
-    def test_a_name_reused_after_opening_delivers_the_file_actually_claimed(self, store, monkeypatch):
+    def test_a_name_reused_after_opening_delivers_the_file_actually_claimed(
+        self, store, monkeypatch
+    ):
         """If a writer replaces the file between open and rename, the reader reads what it moved."""
         store.post("old", name="a.txt")
         real_rename = os.rename
@@ -218,8 +288,11 @@ class TestClaim:
         monkeypatch.setattr(os, "rename", swap_then_rename)
         assert store.claim("a.txt").data == b"new"
 
-    def test_something_swapped_in_that_is_not_a_file_is_given_back(self, store, tmp_path, monkeypatch):
-        """If a symlink replaces the file between open and rename, it is put back and the claim fails."""
+    def test_something_swapped_in_that_is_not_a_file_is_given_back(
+        self, store, tmp_path, monkeypatch
+    ):
+        """If a symlink replaces the file between open and rename, it is put back and the claim
+        fails."""
         store.post("old", name="a.txt")
         target = tmp_path / "elsewhere"
         target.write_text("secret")
@@ -259,7 +332,8 @@ class TestWriters:
         assert os.listdir(inbox_dir(save_file)) == ["n.txt"]
 
     def test_default_names_sort_in_arrival_order(self, store):
-        """Default names are a UTC timestamp with microseconds plus a random suffix, in posting order."""
+        """Default names are a UTC timestamp with microseconds plus a random suffix, in posting
+        order."""
         names = [store.post(str(i)).name for i in range(20)]
         assert names == sorted(names) and len(set(names)) == 20
         assert all(n.endswith(".txt") and "Z-" in n for n in names)
@@ -282,12 +356,22 @@ class TestWriters:
         with pytest.raises(InboxError, match="already pending"):
             store.post("second", name="n.txt")
         assert (store.path / "n.txt").read_text() == "first"
-        assert store.pending() == ["n.txt"] and not [n for n in os.listdir(store.path) if n.startswith(".")]
+        assert store.pending() == ["n.txt"] and not [
+            n for n in os.listdir(store.path) if n.startswith(".")
+        ]
 
-    @pytest.mark.parametrize(("name", "match"), [
-        ("abort", "reserved"), (".x", "starts with '.'"), ("a/b", "plain file name"), ("..", "starts with '.'"),
-        ("", "non-empty"), ("a\x00", "plain file name"), ("x" * 300, "longer than"),
-    ])
+    @pytest.mark.parametrize(
+        ("name", "match"),
+        [
+            ("abort", "reserved"),
+            (".x", "starts with '.'"),
+            ("a/b", "plain file name"),
+            ("..", "starts with '.'"),
+            ("", "non-empty"),
+            ("a\x00", "plain file name"),
+            ("x" * 300, "longer than"),
+        ],
+    )
     def test_unusable_names_are_refused(self, store, name, match):
         """post refuses the reserved name, hidden names, paths and over-long names."""
         with pytest.raises(InboxError, match=match):
@@ -350,9 +434,11 @@ def _writer(save_file: str, number: int) -> None:
 
 
 class TestConcurrency:
-
-    def test_a_reader_that_loses_the_race_for_a_notice_leaves_no_claims_directory(self, tmp_path, monkeypatch):
-        """Another reader took the file between this reader's open and its claim: nothing of the failed claim is left behind."""
+    def test_a_reader_that_loses_the_race_for_a_notice_leaves_no_claims_directory(
+        self, tmp_path, monkeypatch
+    ):
+        """Another reader took the file between this reader's open and its claim: nothing of the
+        failed claim is left behind."""
         import langchain_promptstrat.inbox.directory as directory
 
         save = tmp_path / "agent.chat"
@@ -369,8 +455,10 @@ class TestConcurrency:
         assert store.lease("n.txt") is None
         monkeypatch.setattr(directory.os, "rename", real_rename)
         assert [n for n in os.listdir(inbox_removed_dir(save)) if n.startswith(".")] == []
+
     def test_readers_and_writers_race_without_duplicates_overwrites_or_loss(self, tmp_path):
-        """4 readers and 2 writers in separate processes: each file delivered once, none lost, none overwritten."""
+        """4 readers and 2 writers in separate processes: each file delivered once, none lost, none
+        overwritten."""
         ctx = multiprocessing.get_context("fork")
         save = str(tmp_path / "agent.chat")
         done = ctx.Event()
@@ -397,5 +485,7 @@ class TestConcurrency:
         removed = inbox_removed_dir(save)
         kept = sorted(os.listdir(removed))
         assert len(kept) == len(posted) and not [n for n in kept if n.startswith(".")]
-        assert {(removed / n).read_text() for n in kept} == posted, "a delivered file was overwritten"
+        assert {(removed / n).read_text() for n in kept} == posted, (
+            "a delivered file was overwritten"
+        )
         assert os.listdir(inbox_dir(save)) == []

@@ -1,4 +1,5 @@
-"""Install hints: every one names a command that works from a clone (the package is on no index) and the extra it stands for."""
+"""Install hints: every one names a command that works from a clone (the package is on no index) and
+the extra it stands for."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def declared_extras() -> dict[str, list[str]]:
-    """Return each optional extra of the installed distribution and its requirements, as pyproject.toml declares them."""
+    """Return each optional extra of the installed distribution and its requirements, as
+    pyproject.toml declares them."""
     extras: dict[str, list[str]] = {}
     for line in requires("langchain-promptstrat") or []:
         requirement, _, marker = line.partition(";")
@@ -25,13 +27,23 @@ def declared_extras() -> dict[str, list[str]]:
 
 
 def test_no_hint_names_a_distribution_the_index_does_not_have():
-    """pip install of the distribution's name with an extra fails (the index has no such name): no module, test,
-    notebook, README or docs line says it, except as a direct reference (``NAME[extra] @ git+URL``), which pip
-    fetches from the address given."""
-    files = [ROOT / "README.md", ROOT / "ARCHITECTURE.md", *sorted((ROOT / "docs").glob("*.md")),
-             *sorted((ROOT / "notebooks").glob("*.ipynb")),
-             *(path for folder in ("langchain_promptstrat", "tests", "benchmarks") for path in sorted((ROOT / folder).rglob("*.py")))]
-    named = re.compile("langchain-promptstrat" + r"\\?\[[^\]]*\](?!\s*@)")  # in two halves so this file does not find itself
+    """pip install of the distribution's name with an extra fails (the index has no such name): no
+    module, test, notebook, README or docs line says it, except as a direct reference (``NAME[extra]
+    @ git+URL``), which pip fetches from the address given."""
+    files = [
+        ROOT / "README.md",
+        ROOT / "ARCHITECTURE.md",
+        *sorted((ROOT / "docs").glob("*.md")),
+        *sorted((ROOT / "notebooks").glob("*.ipynb")),
+        *(
+            path
+            for folder in ("langchain_promptstrat", "tests", "benchmarks")
+            for path in sorted((ROOT / folder).rglob("*.py"))
+        ),
+    ]
+    named = re.compile(
+        "langchain-promptstrat" + r"\\?\[[^\]]*\](?!\s*@)"
+    )  # in two halves so this file does not find itself
     offending = [
         f"{path.relative_to(ROOT)}:{number}"
         for path in files
@@ -42,17 +54,25 @@ def test_no_hint_names_a_distribution_the_index_does_not_have():
 
 
 def test_each_extra_a_hint_names_is_declared_with_the_same_requirement():
-    """Each hint's extra exists in pyproject.toml and brings the requirement the hint installs, so the two cannot drift."""
+    """Each hint's extra exists in pyproject.toml and brings the requirement the hint installs, so
+    the two cannot drift."""
     declared = declared_extras()
     assert {extra: [requirement] for extra, requirement in EXTRAS.items()} == {
-        extra: requirements for extra, requirements in declared.items() if extra not in ("test", "docs", "server")  # tooling, and the server app (imported only by LangGraph Server, which brings it)
+        extra: requirements
+        for extra, requirements in declared.items()
+        if extra
+        not in (
+            "test",
+            "docs",
+            "server",
+        )  # tooling, and the server app (imported only by LangGraph Server, which brings it)
     }
 
 
 @pytest.mark.parametrize("extra", sorted(EXTRAS))
 def test_a_hint_works_from_a_clone_and_from_any_install(extra):
-    """The hint installs the requirement itself (works however the package came) or the extra from the project folder."""
+    """The hint installs the requirement itself (works however the package came) or the extra from
+    the project folder."""
     hint = install_hint(extra)
     assert hint.startswith("pip install ") and EXTRAS[extra] in hint
     assert f'pip install ".[{extra}]" in the project folder' in hint
-

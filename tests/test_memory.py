@@ -20,7 +20,8 @@ STRATEGIES = "shorten_tools_epoch_stable,shorten_tools_epoch_increment,shorten_t
 
 
 def _run_and_discard(seed: int, refs: list[weakref.ref[BaseMessage]]) -> int:
-    """Call the strategies as an agent loop would over one long run, then drop the run; return its content size."""
+    """Call the strategies as an agent loop would over one long run, then drop the run; return its
+    content size."""
     run = build_agent_run(300, seed=seed, output_bytes=(10_000, 40_000))
     for end in range(200, len(run) + 1, 200):
         prepare_prompt(run[:end], STRATEGIES)
@@ -29,7 +30,8 @@ def _run_and_discard(seed: int, refs: list[weakref.ref[BaseMessage]]) -> int:
 
 
 def test_ten_discarded_long_runs_leave_no_message_alive_and_little_memory() -> None:
-    """After ten 300-call runs are dropped, none of their messages lives and the caches hold a few MB, not the runs."""
+    """After ten 300-call runs are dropped, none of their messages lives and the caches hold a few
+    MB, not the runs."""
     refs: list[weakref.ref[BaseMessage]] = []
     _run_and_discard(0, refs)  # loads the encoding and warms the import-time state
     gc.collect()
@@ -82,7 +84,8 @@ def test_identity_memo_is_bounded_by_its_entry_count() -> None:
 
 
 def test_sized_cache_is_bounded_by_the_total_size_of_its_entries() -> None:
-    """Entries are evicted oldest first until their sizes fit; one larger than the bound is not kept."""
+    """Entries are evicted oldest first until their sizes fit; one larger than the bound is not
+    kept."""
     cache: SizedCache[str, int] = SizedCache(100)
     for i in range(10):
         cache.put(f"k{i}", i, 30)
@@ -92,8 +95,11 @@ def test_sized_cache_is_bounded_by_the_total_size_of_its_entries() -> None:
     assert cache.get("huge") is None
 
 
-def test_the_epoch_head_cache_is_bounded_by_the_characters_it_holds(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Compacted heads of many conversations never hold more characters than the bound, however few heads that is."""
+def test_the_epoch_head_cache_is_bounded_by_the_characters_it_holds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Compacted heads of many conversations never hold more characters than the bound, however few
+    heads that is."""
     from langchain_promptstrat.messages import history_memo as caches
 
     caches.clear_caches()
@@ -112,7 +118,8 @@ def test_the_epoch_head_cache_is_bounded_by_the_characters_it_holds(monkeypatch:
 
 
 def test_a_long_lived_bounded_default_keeps_no_finished_conversation_alive() -> None:
-    """One ShortenToolsEpochStable object, as a hook or middleware keeps for a server's life, holds no message of a finished run."""
+    """One ShortenToolsEpochStable object, as a hook or middleware keeps for a server's life, holds
+    no message of a finished run."""
     from langchain_promptstrat import ShortenToolsEpochStable
 
     strategy = ShortenToolsEpochStable(max_tokens=30_000)
@@ -129,7 +136,8 @@ def test_a_long_lived_bounded_default_keeps_no_finished_conversation_alive() -> 
 
 
 def test_a_long_lived_ladder_keeps_no_finished_conversation_alive() -> None:
-    """One watermark CompactionLadder, as a hook or middleware keeps for a server's life, holds no message of a finished run."""
+    """One watermark CompactionLadder, as a hook or middleware keeps for a server's life, holds no
+    message of a finished run."""
     from langchain_promptstrat.strategies.ladder import CompactionLadder
 
     ladder = CompactionLadder(["tool_results", "sliding_window"], max_tokens=20_000)
@@ -145,12 +153,16 @@ def test_a_long_lived_ladder_keeps_no_finished_conversation_alive() -> None:
     alive = sum(1 for ref in refs if ref() is not None)
     assert events > 0  # the remembered prompts held edited copies as well as the caller's messages
     assert alive == 0, f"{alive} messages of finished runs are kept alive by the ladder"
-    # the replays of the dropped runs stay, bounded (a run loaded again from a checkpoint resumes from them), holding no message
+    # the replays of the dropped runs stay, bounded (a run loaded again from a checkpoint resumes
+    # from them), holding no message
     assert len(ladder._memo) <= CompactionLadder.memo_size
 
 
-def test_the_ladder_memo_is_bounded_by_the_characters_of_its_edited_copies(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A ladder's remembered replays never hold more characters of edited copies than memo_chars, and the prompts do not change."""
+def test_the_ladder_memo_is_bounded_by_the_characters_of_its_edited_copies(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A ladder's remembered replays never hold more characters of edited copies than memo_chars,
+    and the prompts do not change."""
     from langchain_promptstrat.strategies.ladder import CompactionLadder
 
     runs = [build_agent_run(150, seed=seed) for seed in range(6)]
@@ -162,7 +174,12 @@ def test_the_ladder_memo_is_bounded_by_the_characters_of_its_edited_copies(monke
     monkeypatch.setattr(CompactionLadder, "memo_chars", bound)
     for run in runs[1:]:
         result = ladder.compact(run)
-        assert result.messages == CompactionLadder(["tool_results", "sliding_window"], max_tokens=20_000).compact(run).messages
+        assert (
+            result.messages
+            == CompactionLadder(["tool_results", "sliding_window"], max_tokens=20_000)
+            .compact(run)
+            .messages
+        )
         held = ladder._memo.chars()
         assert 0 < held <= bound
     assert len(ladder._memo) <= 3  # the character bound, not the count of 8, evicted

@@ -35,10 +35,13 @@ class TestReadme:
         assert any(b.endswith("python -m pytest") for b in blocks)
 
     def test_quickstart_runs_and_prints_what_its_comment_says(self):
-        """The first python block of the README runs as written and prints exactly the line its last comment shows ('... pairs intact')."""
+        """The first python block of the README runs as written and prints exactly the line its last
+        comment shows ('... pairs intact')."""
         code = re.findall(r"```python\n(.*?)```", README, flags=re.S)[0]
         promised = code.rstrip().rsplit("# ", 1)[1]
-        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+        result = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT
+        )
         assert result.returncode == 0, result.stderr
         assert promised.endswith("pairs intact") and result.stdout == promised + "\n"
 
@@ -63,8 +66,14 @@ class TestWhatABareRunSkips:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PROMPTSTRAT_")}
         env["PROMPTSTRAT_REALRUNS"] = str(tmp_path / "nowhere")
         command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
-        result = subprocess.run([*command, "tests/test_get_realruns.py"], cwd=ROOT, env=env,
-                                capture_output=True, text=True, timeout=300)
+        result = subprocess.run(
+            [*command, "tests/test_get_realruns.py"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert result.returncode == 0, result.stdout[-3000:]
         tail = result.stdout.split("skipped, by reason")[-1]
         assert f"real transcripts not available at {tmp_path / 'nowhere' / 'raw'}" in tail

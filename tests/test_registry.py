@@ -53,8 +53,12 @@ class RecordingNoSaveFile(RecordingSaveFile):
 @pytest.fixture
 def conversation():
     """A short conversation with one tool call."""
-    return [SystemMessage("sys"), HumanMessage("task"), ai_step([("f", {"q": "x"})], 0, mirror="plain"),
-            ToolMessage("out", tool_call_id="call_0")]
+    return [
+        SystemMessage("sys"),
+        HumanMessage("task"),
+        ai_step([("f", {"q": "x"})], 0, mirror="plain"),
+        ToolMessage("out", tool_call_id="call_0"),
+    ]
 
 
 @pytest.fixture
@@ -99,31 +103,40 @@ class TestInputForms:
         """'none' returns the messages unchanged."""
         assert prepare_prompt(conversation, "none") == conversation
 
-    def test_none_spec_reads_prompt_strategy_from_the_environment(self, conversation, registered, monkeypatch):
+    def test_none_spec_reads_prompt_strategy_from_the_environment(
+        self, conversation, registered, monkeypatch
+    ):
         """Without a spec, PROMPT_STRATEGY names the list."""
         registered("mark", add_marker)
         monkeypatch.setenv("PROMPT_STRATEGY", "mark")
         assert prepare_prompt(conversation)[-1].content == "marked"
 
     def test_none_spec_without_environment_uses_the_default_list(self, conversation, monkeypatch):
-        """Without a spec or PROMPT_STRATEGY, DEFAULT_STRATEGIES applies: a no-op for a short conversation, repeats pointed back then the stable epochs' compaction for a long one."""
+        """Without a spec or PROMPT_STRATEGY, DEFAULT_STRATEGIES applies: a no-op for a short
+        conversation, repeats pointed back then the stable epochs' compaction for a long one."""
         monkeypatch.delenv("PROMPT_STRATEGY", raising=False)
         assert DEFAULT_STRATEGIES == ("dedupe_outputs", "shorten_tools_epoch_stable", "inbox")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             assert prepare_prompt(conversation) == conversation
-            long_run = build_agent_run(200, user_turn_every=None)  # past the stable threshold of 120 calls
-            # the list named in full, applied at once (chained as Runnables each applies the path itself)
+            long_run = build_agent_run(
+                200, user_turn_every=None
+            )  # past the stable threshold of 120 calls
+            # the list named in full, applied at once (chained as Runnables each applies the path
+            # itself)
             compacted = prepare_prompt(long_run, ["dedupe_outputs", "shorten_tools_epoch_stable"])
             assert compacted != long_run and prepare_prompt(long_run) == compacted
 
     def test_input_is_never_mutated_by_the_dispatcher(self, conversation, registered):
-        """prepare_prompt returns a new list and leaves the caller's list alone, even when a callable edits the list it gets."""
+        """prepare_prompt returns a new list and leaves the caller's list alone, even when a
+        callable edits the list it gets."""
         before = list(conversation)
         out = prepare_prompt(conversation, add_marker)
         assert conversation == before and out is not conversation
         assert prepare_prompt(conversation, "none") is not conversation
-        appended = prepare_prompt(conversation, lambda messages: messages.append(HumanMessage("in place")) or messages)
+        appended = prepare_prompt(
+            conversation, lambda messages: messages.append(HumanMessage("in place")) or messages
+        )
         assert conversation == before and appended[-1].content == "in place"
 
 
@@ -131,7 +144,9 @@ class TestSaveFile:
     def test_save_file_reaches_only_strategies_that_use_it(self, conversation):
         """A strategy that declares uses_save_file gets it; others get None."""
         RecordingSaveFile.seen = []
-        prepare_prompt(conversation, [RecordingSaveFile(), RecordingNoSaveFile()], save_file="x/agent.chat")
+        prepare_prompt(
+            conversation, [RecordingSaveFile(), RecordingNoSaveFile()], save_file="x/agent.chat"
+        )
         assert RecordingSaveFile.seen == ["x/agent.chat", None]
 
     def test_registered_callable_receives_the_messages_only(self, conversation, registered):
@@ -144,10 +159,19 @@ class TestSaveFile:
 
 class TestRegistry:
     def test_builtins_are_available(self):
-        """Every built-in of the strategies page's table (docs/strategies.md) is importable and listed."""
+        """Every built-in of the strategies page's table (docs/strategies.md) is importable and
+        listed."""
         assert set(BUILTIN_STRATEGIES) == {
-            "none", "dedupe_outputs", "shorten_tools", "shorten_tools_epoch", "shorten_tools_epoch_increment",
-            "shorten_tools_epoch_stable", "inbox", "tool_results", "sliding_window", "summary",
+            "none",
+            "dedupe_outputs",
+            "shorten_tools",
+            "shorten_tools_epoch",
+            "shorten_tools_epoch_increment",
+            "shorten_tools_epoch_stable",
+            "inbox",
+            "tool_results",
+            "sliding_window",
+            "summary",
         }
         assert set(BUILTIN_STRATEGIES) <= set(available_strategies())
 
@@ -161,7 +185,8 @@ class TestRegistry:
 
     @pytest.mark.parametrize("name", ["a b", " temp", "temp\t", "a,b", ""])
     def test_a_name_with_a_space_or_a_comma_is_refused_as_its_message_says(self, registered, name):
-        """A name a comma-separated list could not spell back (a comma, or whitespace anywhere in it) is a ConfigError, never registered."""
+        """A name a comma-separated list could not spell back (a comma, or whitespace anywhere in
+        it) is a ConfigError, never registered."""
         with pytest.raises(ConfigError, match="without commas or spaces"):
             register_strategy(name, ShortenTools)
         assert name not in available_strategies()
@@ -183,7 +208,8 @@ class TestRegistry:
             prepare_prompt(conversation, "none,not_a_strategy")
 
     def test_missing_default_entry_is_skipped_with_a_warning(self, conversation, monkeypatch):
-        """An entry of the default list that is not installed never breaks prepare_prompt(messages)."""
+        """An entry of the default list that is not installed never breaks
+        prepare_prompt(messages)."""
         monkeypatch.delenv("PROMPT_STRATEGY", raising=False)
         monkeypatch.setattr(registry, "DEFAULT_STRATEGIES", ("not_built_yet", "none"))
         registry._warned_missing_defaults.discard("not_built_yet")
@@ -192,10 +218,21 @@ class TestRegistry:
 
     def test_entry_point_strategies_are_discovered(self, conversation, monkeypatch):
         """A third-party strategy in the entry-point group resolves by name."""
-        ep = EntryPoint(name="append_note", value="plugin_strategies:append_note", group=registry.ENTRY_POINT_GROUP)
-        monkeypatch.setattr(registry, "entry_points", lambda group: [ep] if group == registry.ENTRY_POINT_GROUP else [])
+        ep = EntryPoint(
+            name="append_note",
+            value="plugin_strategies:append_note",
+            group=registry.ENTRY_POINT_GROUP,
+        )
+        monkeypatch.setattr(
+            registry,
+            "entry_points",
+            lambda group: [ep] if group == registry.ENTRY_POINT_GROUP else [],
+        )
         assert "append_note" in available_strategies()
-        assert prepare_prompt(conversation, "append_note") == [*conversation, HumanMessage("a note from the plugin")]
+        assert prepare_prompt(conversation, "append_note") == [
+            *conversation,
+            HumanMessage("a note from the plugin"),
+        ]
 
     def test_registration_shadows_a_builtin(self, conversation, registered):
         """A registered name wins over the built-in of the same name."""
@@ -216,47 +253,67 @@ class TestStrategyLists:
 
     @given(names=NAMES, data=st.data())
     def test_an_empty_name_anywhere_in_a_list_is_refused(self, names, data):
-        """'shorten_tools,,inbox' (or a comma at either end) would silently leave a strategy out: it is a ConfigError."""
+        """'shorten_tools,,inbox' (or a comma at either end) would silently leave a strategy out: it
+        is a ConfigError."""
         at = data.draw(st.integers(0, len(names)), label="where the empty name goes")
         blank = data.draw(SPACES, label="the empty name")
         text = ",".join([*names[:at], blank, *names[at:]])
         with pytest.raises(ConfigError, match="has an empty name"):
             registry.split_strategy_names(text)
 
-    @pytest.mark.parametrize(("spec", "where"), [
-        ("shorten_tools,,inbox", "between 'shorten_tools' and 'inbox'"),
-        ("shorten_tools,", "after 'shorten_tools'"),
-        (",inbox", "before 'inbox'"),
-        ("none, ,none", "between 'none' and 'none'"),
-    ])
+    @pytest.mark.parametrize(
+        ("spec", "where"),
+        [
+            ("shorten_tools,,inbox", "between 'shorten_tools' and 'inbox'"),
+            ("shorten_tools,", "after 'shorten_tools'"),
+            (",inbox", "before 'inbox'"),
+            ("none, ,none", "between 'none' and 'none'"),
+        ],
+    )
     def test_prepare_prompt_names_where_the_empty_name_is(self, conversation, spec, where):
-        """The error quotes the list and says where the empty name stands, so the slip is found at a glance."""
+        """The error quotes the list and says where the empty name stands, so the slip is found at a
+        glance."""
         with pytest.raises(ConfigError) as err:
             prepare_prompt(conversation, spec)
-        assert str(err.value) == f"the strategy list {spec!r} has an empty name {where}; separate the names with single commas"
+        assert (
+            str(err.value)
+            == f"the strategy list {spec!r} has an empty name {where}; separate the names with "
+            "single commas"
+        )
 
     def test_an_empty_entry_of_a_list_is_refused(self, conversation):
         """["none", ""] is refused like "none,": an empty entry is never a strategy."""
         with pytest.raises(ConfigError, match="strategy 1 of the list is empty"):
             prepare_prompt(conversation, ["none", ""])
 
-    def test_an_empty_name_in_prompt_strategy_is_refused_under_its_name(self, conversation, monkeypatch):
-        """PROMPT_STRATEGY goes through the same parser: the error names the variable the user set."""
+    def test_an_empty_name_in_prompt_strategy_is_refused_under_its_name(
+        self, conversation, monkeypatch
+    ):
+        """PROMPT_STRATEGY goes through the same parser: the error names the variable the user
+        set."""
         monkeypatch.setenv("PROMPT_STRATEGY", "shorten_tools,,inbox")
-        with pytest.raises(ConfigError, match=r"^PROMPT_STRATEGY 'shorten_tools,,inbox' has an empty name between"):
+        with pytest.raises(
+            ConfigError, match=r"^PROMPT_STRATEGY 'shorten_tools,,inbox' has an empty name between"
+        ):
             prepare_prompt(conversation)
 
     def test_a_ladder_refuses_an_empty_rung_name(self):
-        """CompactionLadder("tool_results,,sliding_window") is refused, not built with the rungs it could read."""
-        with pytest.raises(ConfigError, match="the ladder's rung list 'tool_results,,sliding_window' has an empty name"):
+        """CompactionLadder("tool_results,,sliding_window") is refused, not built with the rungs it
+        could read."""
+        with pytest.raises(
+            ConfigError,
+            match="the ladder's rung list 'tool_results,,sliding_window' has an empty name",
+        ):
             CompactionLadder("tool_results,,sliding_window", max_tokens=1_000)
 
 
 class TestOneApplyPath:
-    """prepare_prompt, the CLI and the graph front ends share one apply path, so they agree on what the model gets."""
+    """prepare_prompt, the CLI and the graph front ends share one apply path, so they agree on what
+    the model gets."""
 
     def test_prepare_prompt_keeps_the_prompt_floor_as_the_hook_does(self):
-        """A strategy answering [] leaves prepare_prompt with the system message and the task, exactly what the hook sends."""
+        """A strategy answering [] leaves prepare_prompt with the system message and the task,
+        exactly what the hook sends."""
         from langchain_promptstrat.adapters.langgraph import pre_model_hook
 
         history = [SystemMessage("sys"), HumanMessage("task")]
@@ -264,11 +321,23 @@ class TestOneApplyPath:
         assert prepare_prompt(history, lambda messages: []) == hook["llm_input_messages"] == history
 
     def test_prepare_prompt_restores_a_tool_output_a_strategy_orphaned(self):
-        """A strategy that drops a call but keeps its output gets the pair back: no provider rejects prepare_prompt's result."""
+        """A strategy that drops a call but keeps its output gets the pair back: no provider rejects
+        prepare_prompt's result."""
         from langchain_promptstrat import check_tool_pairs
 
-        call = AIMessage("", tool_calls=[{"id": "c1", "name": "read", "args": {"path": "a.py"}, "type": "tool_call"}])
-        history = [SystemMessage("sys"), HumanMessage("task"), call, ToolMessage("out", tool_call_id="c1"), HumanMessage("next")]
+        call = AIMessage(
+            "",
+            tool_calls=[
+                {"id": "c1", "name": "read", "args": {"path": "a.py"}, "type": "tool_call"}
+            ],
+        )
+        history = [
+            SystemMessage("sys"),
+            HumanMessage("task"),
+            call,
+            ToolMessage("out", tool_call_id="c1"),
+            HumanMessage("next"),
+        ]
 
         def drop_calls(messages):
             return [m for m in messages if not getattr(m, "tool_calls", None)]
@@ -278,8 +347,9 @@ class TestOneApplyPath:
 
 
 class TestStrategiesOfALoop:
-    """prepare_prompt before every model call resumes from its previous call: the strategy objects a list of
-    names resolves to are kept while the names, the settings and the registrations stay the same."""
+    """prepare_prompt before every model call resumes from its previous call: the strategy objects a
+    list of names resolves to are kept while the names, the settings and the registrations stay the
+    same."""
 
     @pytest.fixture
     def built(self, registered):
@@ -295,29 +365,42 @@ class TestStrategiesOfALoop:
         return made
 
     def test_the_same_names_reuse_the_objects_built_for_them(self, conversation, built):
-        """A loop of prepare_prompt builds the named strategy once, so its memo of the last call is there to resume from."""
+        """A loop of prepare_prompt builds the named strategy once, so its memo of the last call is
+        there to resume from."""
         for _ in range(3):
             prepare_prompt(conversation, "counted")
         prepare_prompt(conversation, ["counted"])
         assert len(built) == 1
 
-    def test_a_changed_environment_builds_them_again_with_its_settings(self, conversation, built, monkeypatch):
-        """Settings are read at every call: a variable set between two calls reaches the next one."""
+    def test_a_changed_environment_builds_them_again_with_its_settings(
+        self, conversation, built, monkeypatch
+    ):
+        """Settings are read at every call: a variable set between two calls reaches the next
+        one."""
         prepare_prompt(conversation, "counted")
         monkeypatch.setenv("PROMPTSTRAT_FULL_TOOL_OUTPUTS", "3")
         prepare_prompt(conversation, "counted")
-        assert len(built) == 2 and built[1].settings.full_tool_outputs == 3 != built[0].settings.full_tool_outputs
+        assert (
+            len(built) == 2
+            and built[1].settings.full_tool_outputs == 3 != built[0].settings.full_tool_outputs
+        )
 
-    def test_registering_a_name_again_takes_effect_at_the_next_call(self, conversation, built, registered):
-        """A name registered anew resolves to its new factory, never to an object kept from before."""
+    def test_registering_a_name_again_takes_effect_at_the_next_call(
+        self, conversation, built, registered
+    ):
+        """A name registered anew resolves to its new factory, never to an object kept from
+        before."""
         prepare_prompt(conversation, "counted")
         registered("counted", add_marker)
         assert prepare_prompt(conversation, "counted")[-1].content == "marked" and len(built) == 1
 
     def test_reused_objects_send_what_fresh_ones_send(self):
-        """Reusing the default list's objects along a growing run changes no prompt: each call equals a fresh list's."""
+        """Reusing the default list's objects along a growing run changes no prompt: each call
+        equals a fresh list's."""
         prompts = list(iter_agent_run(150, seed=3))
         for prompt in prompts[::7]:
             reused = prepare_prompt(prompt, max_tokens=20_000)
-            fresh = prepare_prompt(prompt, [get_strategy(n) for n in DEFAULT_STRATEGIES], max_tokens=20_000)
+            fresh = prepare_prompt(
+                prompt, [get_strategy(n) for n in DEFAULT_STRATEGIES], max_tokens=20_000
+            )
             assert reused == fresh

@@ -41,7 +41,8 @@ def clean_env(monkeypatch):
 class TestReferenceNames:
     @pytest.mark.parametrize("key", sorted(REFERENCE_DEFAULTS))
     def test_every_reference_key_has_its_variable_and_default(self, key, clean_env):
-        """Each threshold of the reference exists under its key, environment variable and default."""
+        """Each threshold of the reference exists under its key, environment variable and
+        default."""
         env, default = REFERENCE_DEFAULTS[key]
         assert setting_keys()[key] == env
         assert getattr(Settings.load(), key) == default
@@ -76,17 +77,31 @@ class TestPrecedence:
         """Passing a Settings object applies only the explicit overrides on top of it."""
         base = Settings(max_tool_chars=5)
         clean_env.setenv("MAX_TOOL_CHARS", "999")
-        assert Settings.load(base, full_tool_calls=2) == dataclasses.replace(base, full_tool_calls=2)
+        assert Settings.load(base, full_tool_calls=2) == dataclasses.replace(
+            base, full_tool_calls=2
+        )
 
-    @pytest.mark.parametrize(("text", "value"), [
-        ("yes", True), ("TRUE", True), (" 1 ", True), ("on", True),
-        ("no", False), ("False", False), ("0", False), ("off", False), ("", False),
-    ])
+    @pytest.mark.parametrize(
+        ("text", "value"),
+        [
+            ("yes", True),
+            ("TRUE", True),
+            (" 1 ", True),
+            ("on", True),
+            ("no", False),
+            ("False", False),
+            ("0", False),
+            ("off", False),
+            ("", False),
+        ],
+    )
     def test_booleans_read_common_spellings(self, clean_env, text, value):
-        """PROTECT_CURRENT_TURN reads yes/true/1/on and no/false/0/off (any case, spaces ignored) as booleans."""
+        """PROTECT_CURRENT_TURN reads yes/true/1/on and no/false/0/off (any case, spaces ignored) as
+        booleans."""
         clean_env.setenv("PROTECT_CURRENT_TURN", text)
         assert Settings.load().protect_current_turn is value
-        # the default is False, so a false spelling shows that it parses (no ConfigError); an explicit argument still wins
+        # the default is False, so a false spelling shows that it parses (no ConfigError); an
+        # explicit argument still wins
         assert Settings.load(protect_current_turn=True).protect_current_turn is True
 
 
@@ -97,7 +112,8 @@ class TestValidation:
         with pytest.raises(ConfigError) as err:
             Settings.load()
         assert str(err.value) == (
-            "MAX_TOOL_CHARS='abc' is not an integer (settings key max_tool_chars, environment variable MAX_TOOL_CHARS)"
+            "MAX_TOOL_CHARS='abc' is not an integer (settings key max_tool_chars, environment "
+            "variable MAX_TOOL_CHARS)"
         )
 
     def test_negative_count_is_refused(self, clean_env):
@@ -110,7 +126,9 @@ class TestValidation:
 
     def test_unknown_key_is_refused_with_the_known_ones(self, clean_env):
         """A misspelt key raises ConfigError listing the valid keys."""
-        with pytest.raises(ConfigError, match="unknown setting 'max_tool_char'; known: .*max_tool_chars"):
+        with pytest.raises(
+            ConfigError, match="unknown setting 'max_tool_char'; known: .*max_tool_chars"
+        ):
             Settings.load(max_tool_char=3)
 
     def test_config_error_is_a_value_error(self):
@@ -195,10 +213,13 @@ def test_a_ceiling_under_one_token_is_refused_with_one_message(clean_env, text):
     )
 
 
-@pytest.mark.parametrize(("variable", "text", "bounds"), [
-    ("LADDER_LOW_RATIO", "1.5", "between 0 and 1"),
-    ("STABLE_TOKEN_MARGIN", "1", ">= 0 and below 1"),
-])
+@pytest.mark.parametrize(
+    ("variable", "text", "bounds"),
+    [
+        ("LADDER_LOW_RATIO", "1.5", "between 0 and 1"),
+        ("STABLE_TOKEN_MARGIN", "1", ">= 0 and below 1"),
+    ],
+)
 def test_a_share_past_its_end_is_refused_by_settings_naming_both_ends(
     clean_env, variable, text, bounds
 ):

@@ -1,4 +1,5 @@
-"""Tests for langchain_promptstrat.testing: the scripted model, the sized tool and the run builders."""
+"""Tests for langchain_promptstrat.testing: the scripted model, the sized tool and the run
+builders."""
 
 from __future__ import annotations
 
@@ -66,9 +67,7 @@ def _run_react_agent(model: ScriptedChatModel, tools: list) -> dict:
         from langgraph.prebuilt import create_react_agent
 
         agent = create_react_agent(model, tools)
-    return agent.invoke(
-        {"messages": [HumanMessage("start")]}, {"recursion_limit": 500}
-    )
+    return agent.invoke({"messages": [HumanMessage("start")]}, {"recursion_limit": 500})
 
 
 # --------------------------------------------------------------------------------------
@@ -97,7 +96,8 @@ class TestScriptedChatModel:
         assert ScriptedChatModel(final_answer="over").invoke("q").content == "over"
 
     def test_plain_ids_are_numbered_by_script_position(self) -> None:
-        """With id_prefix="" missing tool-call ids are call_0001... by script position, answers ai_0001...: the same every run."""
+        """With id_prefix="" missing tool-call ids are call_0001... by script position, answers
+        ai_0001...: the same every run."""
         script = [
             {"tool_calls": [{"name": "a", "args": {}}, {"name": "b", "args": {}}]},
             AIMessage(content="", tool_calls=[{"name": "c", "args": {}, "id": None}]),
@@ -204,7 +204,9 @@ class TestScriptedChatModel:
             text: str
             n: int
 
-        model = ScriptedChatModel([{"tool_calls": [{"name": "Answer", "args": {"text": "x", "n": 2}}]}])
+        model = ScriptedChatModel(
+            [{"tool_calls": [{"name": "Answer", "args": {"text": "x", "n": 2}}]}]
+        )
         assert model.with_structured_output(Answer).invoke("q") == Answer(text="x", n=2)
 
     def test_long_run_script_shape(self) -> None:
@@ -220,27 +222,32 @@ class TestScriptedChatModel:
 
     def test_long_run_repeats_and_determinism(self) -> None:
         """long_run repeats some earlier calls exactly and depends only on its seed."""
+
         def calls(seed: int) -> list[dict]:
             m = ScriptedChatModel.long_run(300, seed=seed, tool_name=["fetch", "search"])
             return [tc for _ in range(301) for tc in m.invoke("q").tool_calls]
 
         a = calls(0)
         keys = Counter(_call_key(tc) for tc in a)
-        # the default repeat_rate 0.08 of 300 calls expects 24 repeats; the bounds only rule out "none" and "far too many"
+        # the default repeat_rate 0.08 of 300 calls expects 24 repeats; the bounds only rule out
+        # "none" and "far too many"
         assert 5 <= sum(v - 1 for v in keys.values()) <= 50
         assert {tc["name"] for tc in a} == {"fetch", "search"}
         assert [_call_key(tc) for tc in a] == [_call_key(tc) for tc in calls(0)]
         assert [_call_key(tc) for tc in a] != [_call_key(tc) for tc in calls(1)]
 
     def test_each_thread_plays_the_whole_script_from_its_start(self) -> None:
-        """A server shares one graph, so one model, between threads: each thread must get the script from step one."""
+        """A server shares one graph, so one model, between threads: each thread must get the script
+        from step one."""
         from langchain.agents import create_agent
         from langgraph.checkpoint.memory import InMemorySaver
 
         model = ScriptedChatModel.long_run(3, final_answer="finished")
         agent = create_agent(model, [make_sized_tool()], checkpointer=InMemorySaver())
         for thread in ("first", "second"):
-            out = agent.invoke({"messages": [HumanMessage("go")]}, {"configurable": {"thread_id": thread}})
+            out = agent.invoke(
+                {"messages": [HumanMessage("go")]}, {"configurable": {"thread_id": thread}}
+            )
             assert sum(isinstance(m, ToolMessage) for m in out["messages"]) == 3
             assert out["messages"][-1].content == "finished"
             assert model.position(thread) == 4
@@ -255,27 +262,39 @@ class TestScriptedChatModel:
         agent = create_agent(model, [make_sized_tool()], checkpointer=InMemorySaver())
 
         async def both() -> list[dict[str, Any]]:
-            runs = (agent.ainvoke({"messages": [HumanMessage("go")]}, {"configurable": {"thread_id": t}}) for t in "ab")
+            runs = (
+                agent.ainvoke(
+                    {"messages": [HumanMessage("go")]}, {"configurable": {"thread_id": t}}
+                )
+                for t in "ab"
+            )
             return list(await asyncio.gather(*runs))
 
         outs = asyncio.run(both())
         assert [sum(isinstance(m, ToolMessage) for m in out["messages"]) for out in outs] == [4, 4]
-        assert [tc["args"] for tc in _tool_calls(outs[0]["messages"])] == [tc["args"] for tc in _tool_calls(outs[1]["messages"])]
+        assert [tc["args"] for tc in _tool_calls(outs[0]["messages"])] == [
+            tc["args"] for tc in _tool_calls(outs[1]["messages"])
+        ]
 
     def test_calls_outside_a_thread_share_one_position(self) -> None:
-        """Without a thread id (a plain invoke) the model steps through its script as one sequence."""
+        """Without a thread id (a plain invoke) the model steps through its script as one
+        sequence."""
         model = ScriptedChatModel(["a", "b"])
         assert [model.invoke("q").content for _ in range(3)] == ["a", "b", "done"]
         assert model.position() == 3 and model.position("other") == 0
 
     def test_two_instances_never_hand_out_the_same_id(self) -> None:
-        """A model rebuilt after a server restart must not reuse an id, or add_messages replaces a stored answer."""
+        """A model rebuilt after a server restart must not reuse an id, or add_messages replaces a
+        stored answer."""
         from langgraph.graph.message import add_messages
 
         def answers(model: ScriptedChatModel) -> list[AIMessage]:
             return [model.invoke("q") for _ in range(5)]
 
-        first, second = answers(ScriptedChatModel.long_run(4)), answers(ScriptedChatModel.long_run(4))
+        first, second = (
+            answers(ScriptedChatModel.long_run(4)),
+            answers(ScriptedChatModel.long_run(4)),
+        )
         ids = [m.id for m in first + second]
         call_ids = [tc["id"] for m in first + second for tc in m.tool_calls]
         assert len(set(ids)) == len(ids) == 10 and len(set(call_ids)) == len(call_ids) == 8
@@ -285,11 +304,14 @@ class TestScriptedChatModel:
 
     def test_a_given_id_prefix_makes_ids_repeatable(self) -> None:
         """Digests of prompts need the same ids in every run: a given id_prefix gives them."""
+
         def ids(model: ScriptedChatModel) -> list[str]:
             out = [model.invoke("q") for _ in range(3)]
             return [str(m.id) for m in out] + [str(tc["id"]) for m in out for tc in m.tool_calls]
 
-        assert ids(ScriptedChatModel.long_run(2, id_prefix="bench")) == ids(ScriptedChatModel.long_run(2, id_prefix="bench"))
+        assert ids(ScriptedChatModel.long_run(2, id_prefix="bench")) == ids(
+            ScriptedChatModel.long_run(2, id_prefix="bench")
+        )
         assert ids(ScriptedChatModel.long_run(2, id_prefix="bench"))[0] == "ai_bench_0001"
 
 
@@ -334,20 +356,24 @@ class TestSizedTool:
 
 class TestAgentsEndToEnd:
     def test_create_react_agent_runs_to_completion(self) -> None:
-        """A langgraph create_react_agent makes all 30 scripted tool calls and ends with the final answer."""
+        """A langgraph create_react_agent makes all 30 scripted tool calls and ends with the final
+        answer."""
         model = ScriptedChatModel.long_run(30, parallel=2, seed=5)
         out = _run_react_agent(model, [make_sized_tool("fetch")])
         msgs = out["messages"]
         assert sum(isinstance(m, ToolMessage) for m in msgs) == 30
         assert msgs[-1].content == "done"
-        assert len(model.calls) == math.ceil(30 / 2) + 1  # 15 answers of 2 parallel calls, then the final answer
+        assert (
+            len(model.calls) == math.ceil(30 / 2) + 1
+        )  # 15 answers of 2 parallel calls, then the final answer
         # the model saw the growing history, tool outputs included
         assert len(model.calls[-1]) == len(msgs) - 1
         assert [t["function"]["name"] for t in model.call_kwargs[0]["tools"]] == ["fetch"]
         _assert_well_paired(msgs)
 
     def test_create_agent_runs_to_completion(self) -> None:
-        """A langchain create_agent agent makes all 30 tool calls; the model sees the system prompt."""
+        """A langchain create_agent agent makes all 30 tool calls; the model sees the system
+        prompt."""
         from langchain.agents import create_agent
 
         model = ScriptedChatModel.long_run(30, seed=6)
@@ -370,7 +396,9 @@ class TestAgentsEndToEnd:
             agent.ainvoke({"messages": [HumanMessage("start")]}, {"recursion_limit": 500})
         )
         assert sum(isinstance(m, ToolMessage) for m in out["messages"]) == 30
-        assert len(model.calls) == math.ceil(30 / 3) + 1  # 10 answers of 3 parallel calls, then the final answer
+        assert (
+            len(model.calls) == math.ceil(30 / 3) + 1
+        )  # 10 answers of 3 parallel calls, then the final answer
 
 
 # --------------------------------------------------------------------------------------
@@ -381,7 +409,8 @@ class TestAgentsEndToEnd:
 class TestBuildAgentRun:
     @pytest.mark.parametrize("n", [0, 1, 2, 7, 400])
     def test_exactly_n_tool_messages(self, n: int) -> None:
-        """The run holds exactly n_tool_calls ToolMessages and ends with one (or the task for n=0)."""
+        """The run holds exactly n_tool_calls ToolMessages and ends with one (or the task for
+        n=0)."""
         msgs = build_agent_run(n, seed=n)
         assert sum(isinstance(m, ToolMessage) for m in msgs) == n
         assert isinstance(msgs[-1], ToolMessage if n else HumanMessage)
@@ -425,7 +454,8 @@ class TestBuildAgentRun:
                 assert isinstance(m.content, str)
 
     def test_anthropic_mirror_matches_tool_calls(self) -> None:
-        """mirror="anthropic" makes content an optional text block plus one tool_use block per call."""
+        """mirror="anthropic" makes content an optional text block plus one tool_use block per
+        call."""
         msgs = build_agent_run(200, seed=3, mirror="anthropic")
         saw_text = False
         for m in msgs:
@@ -443,7 +473,8 @@ class TestBuildAgentRun:
         assert saw_text
 
     def test_mixed_mirror_uses_all_styles_and_same_calls(self) -> None:
-        """mirror="mixed" mixes plain, OpenAI and Anthropic steps; the tool calls stay those of mirror=None."""
+        """mirror="mixed" mixes plain, OpenAI and Anthropic steps; the tool calls stay those of
+        mirror=None."""
         plain = build_agent_run(200, seed=4)
         mixed = build_agent_run(200, seed=4, mirror="mixed")
         styles = set()
@@ -479,7 +510,8 @@ class TestBuildAgentRun:
         assert len({_call_key(tc) for tc in calls}) == 3000
 
     def test_user_turns_every_range(self) -> None:
-        """New user messages arrive every 60..120 tool calls, never at the end; None disables them."""
+        """New user messages arrive every 60..120 tool calls, never at the end; None disables
+        them."""
         msgs = build_agent_run(1000, seed=7)
         positions, seen = [], 0
         for m in msgs[2:]:
@@ -487,12 +519,16 @@ class TestBuildAgentRun:
                 seen += 1
             elif isinstance(m, HumanMessage):
                 positions.append(seen)
-        assert len(positions) >= 8  # 1,000 calls with gaps of at most 122 hold at least 1000 // 122 = 8 user turns
+        assert (
+            len(positions) >= 8
+        )  # 1,000 calls with gaps of at most 122 hold at least 1000 // 122 = 8 user turns
         gaps = [b - a for a, b in zip([0, *positions], positions)]
         # a parallel step can overshoot the drawn threshold by up to parallel_max - 1
         assert all(60 <= g <= 122 for g in gaps)
-        assert not any(isinstance(m, HumanMessage) for m in build_agent_run(
-            1000, seed=7, user_turn_every=None)[2:])
+        assert not any(
+            isinstance(m, HumanMessage)
+            for m in build_agent_run(1000, seed=7, user_turn_every=None)[2:]
+        )
 
     def test_output_sizes_in_range_and_heavy_tailed(self) -> None:
         """Tool outputs are ASCII, within output_bytes, with the median far below the max."""
@@ -509,7 +545,9 @@ class TestBuildAgentRun:
         """Tool outputs are multi-line text with many distinct lines, not filler."""
         msgs = build_agent_run(200, seed=9)
         large = [m.content for m in msgs if isinstance(m, ToolMessage) and len(m.content) > 2_000]
-        assert len(large) >= 20  # the heavy tail puts a good share of 200 outputs above 2,000 characters
+        assert (
+            len(large) >= 20
+        )  # the heavy tail puts a good share of 200 outputs above 2,000 characters
         for content in large:
             lines = content.splitlines()
             assert len(lines) > 10 and len(set(lines)) > len(lines) // 2
@@ -522,16 +560,19 @@ class TestBuildAgentRun:
         assert max(longest) <= 600 and sum(n >= 200 for n in longest) >= 50
         assert any(isinstance(v, int) and not isinstance(v, bool) for v in values)
         assert any(isinstance(v, list) for v in values)
-        assert any(isinstance(v, dict) and any(isinstance(x, dict) for x in v.values()) for v in values)
+        assert any(
+            isinstance(v, dict) and any(isinstance(x, dict) for x in v.values()) for v in values
+        )
         assert len({tc["name"] for tc in calls}) >= 6
 
     def test_iter_yields_each_prompt_growing(self) -> None:
-        """iter_agent_run yields the initial prompt, then one longer list per step, ending in the built run."""
+        """iter_agent_run yields the initial prompt, then one longer list per step, ending in the
+        built run."""
         snaps = list(iter_agent_run(150, seed=12))
         assert [type(m) for m in snaps[0]] == [SystemMessage, HumanMessage]
         for prev, cur in zip(snaps, snaps[1:]):
             assert cur[: len(prev)] == prev and cur is not prev
-            new = cur[len(prev):]
+            new = cur[len(prev) :]
             assert isinstance(new[0], AIMessage)
             assert sum(isinstance(m, ToolMessage) for m in new) == len(new[0].tool_calls)
             assert isinstance(cur[-1], (ToolMessage, HumanMessage))
@@ -545,7 +586,8 @@ class TestBuildAgentRun:
         assert isinstance(msgs[0], HumanMessage) and msgs[0].content == "do it"
 
     def test_builds_5000_calls(self) -> None:
-        """A 5,000-call run builds with exactly 5,000 outputs (its speed is in benchmarks/bench_load.py)."""
+        """A 5,000-call run builds with exactly 5,000 outputs (its speed is in
+        benchmarks/bench_load.py)."""
         msgs = build_agent_run(5000, seed=13, mirror="mixed")
         assert sum(isinstance(m, ToolMessage) for m in msgs) == 5000
 

@@ -22,8 +22,13 @@ cells = st.text(alphabet="0123456789,.%", min_size=1, max_size=9)
     width=st.integers(40, 200),
 )
 def test_every_line_fits_and_every_cell_is_kept(columns, data, width):
-    """With room for the first column and any one other, every line fits the width and every cell appears in order."""
-    rows = data.draw(st.lists(st.lists(cells, min_size=len(columns), max_size=len(columns)), min_size=1, max_size=4))
+    """With room for the first column and any one other, every line fits the width and every cell
+    appears in order."""
+    rows = data.draw(
+        st.lists(
+            st.lists(cells, min_size=len(columns), max_size=len(columns)), min_size=1, max_size=4
+        )
+    )
     lines = render_table(columns, rows, width)
     assert all(len(line) <= width for line in lines)
     blocks = "\n".join(lines).split("\n\n")
@@ -47,7 +52,8 @@ def test_without_a_width_the_table_is_one_block_of_single_line_titles():
 
 
 def test_terminal_width_follows_columns(monkeypatch):
-    """$COLUMNS sets the width; without it and without a terminal (a pipe, a file) output fits 100 columns."""
+    """$COLUMNS sets the width; without it and without a terminal (a pipe, a file) output fits 100
+    columns."""
     monkeypatch.setenv("COLUMNS", "77")
     assert terminal_width() == 77
     monkeypatch.delenv("COLUMNS")
@@ -56,7 +62,8 @@ def test_terminal_width_follows_columns(monkeypatch):
 
 @pytest.mark.parametrize("command", ["simulate", "stats"])
 def test_cli_tables_fit_an_80_column_terminal(capsys, monkeypatch, tmp_path, command):
-    """`simulate --compare` (191 columns unfitted) and `stats` print no line wider than $COLUMNS=80."""
+    """`simulate --compare` (191 columns unfitted) and `stats` print no line wider than
+    $COLUMNS=80."""
     monkeypatch.setenv("COLUMNS", "80")
     if command == "simulate":
         argv = ["simulate", "--calls", "30", "--compare", "--price-per-mtok", "3", "--no-progress"]

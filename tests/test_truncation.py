@@ -16,10 +16,12 @@ def md5_5(s: str) -> str:
 
 texts = st.one_of(
     st.text(max_size=300),
-    st.builds(lambda unit, times: unit * times, st.text(min_size=1, max_size=40), st.integers(1, 120)),
+    st.builds(
+        lambda unit, times: unit * times, st.text(min_size=1, max_size=40), st.integers(1, 120)
+    ),
 )
-"""Strings short and long: plain ``st.text`` almost never exceeds the sizes below, so repeated units supply
-strings of up to 4,800 characters and most examples really get truncated."""
+"""Strings short and long: plain ``st.text`` almost never exceeds the sizes below, so repeated units
+supply strings of up to 4,800 characters and most examples really get truncated."""
 
 
 class TestTruncateString:
@@ -29,7 +31,8 @@ class TestTruncateString:
         assert truncate_string(s, 150) is s
 
     def test_layout_is_head_marker_tail_with_the_reference_sizes(self):
-        """The result is the first half-1 characters, the md5 marker, then the last half characters."""
+        """The result is the first half-1 characters, the md5 marker, then the last half
+        characters."""
         s = "".join(chr(ord("a") + i % 26) for i in range(1000))
         marker = f"<...1000 - {md5_5(s)}...>"
         half = (150 - len(marker)) // 2
@@ -41,7 +44,8 @@ class TestTruncateString:
         assert truncate_string(s) == truncate_string(s, 150)
 
     def test_size_too_small_for_the_marker_yields_the_marker_alone(self):
-        """A max that cannot hold the marker never slices negatively: the result is just the marker."""
+        """A max that cannot hold the marker never slices negatively: the result is just the
+        marker."""
         s = "z" * 500
         assert truncate_string(s, 5) == f"<...500 - {md5_5(s)}...>"
 
@@ -57,7 +61,8 @@ class TestTruncateString:
 
     @given(texts, st.integers(40, 800))
     def test_result_never_exceeds_max_once_the_marker_fits(self, s, size):
-        """With room for the marker (at most 20 characters for these lengths), a longer string is cut to at most max characters, marker included."""
+        """With room for the marker (at most 20 characters for these lengths), a longer string is
+        cut to at most max characters, marker included."""
         result = truncate_string(s, size)
         if len(s) <= size:
             assert result is s

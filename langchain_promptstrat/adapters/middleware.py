@@ -11,13 +11,25 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, Final, Literal, Optional, cast
 
-from langchain_promptstrat.extras import install_hint  # before the optional import: its error names the extra
+from langchain_promptstrat.extras import (
+    install_hint,
+)  # before the optional import: its error names the extra
 
 try:
-    from langchain.agents.middleware.types import (AgentMiddleware, AgentState, ExtendedModelResponse, ModelRequest, ModelResponse,
-                                                   OmitFromInput, PrivateStateAttr, hook_config)
+    from langchain.agents.middleware.types import (
+        AgentMiddleware,
+        AgentState,
+        ExtendedModelResponse,
+        ModelRequest,
+        ModelResponse,
+        OmitFromInput,
+        PrivateStateAttr,
+        hook_config,
+    )
 except ImportError as exc:  # langchain is the optional "agents" extra
-    raise ImportError(f"PromptStrategyMiddleware needs langchain>=1.0: {install_hint('agents')}") from exc
+    raise ImportError(
+        f"PromptStrategyMiddleware needs langchain>=1.0: {install_hint('agents')}"
+    ) from exc
 from langchain_core.messages import AnyMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import run_in_executor
@@ -31,32 +43,57 @@ from langchain_promptstrat.adapters.langgraph import read_back_tool
 from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
 from langchain_promptstrat.errors import ConfigError, InboxError
 from langchain_promptstrat.inbox.contract import LeasingInbox
-from langchain_promptstrat.inbox.delivery import (InboxSource, StoredNoticeIds, acknowledge_notices, has_checkpointer, notice_id, notice_ids,
-                                                   settle_when_stored, stored_reader)
+from langchain_promptstrat.inbox.delivery import (
+    InboxSource,
+    StoredNoticeIds,
+    acknowledge_notices,
+    has_checkpointer,
+    notice_id,
+    notice_ids,
+    settle_when_stored,
+    stored_reader,
+)
 from langchain_promptstrat.inbox.locate import InboxBackendSpec
 from langchain_promptstrat.messages import PAGE_CHARS
 from langchain_promptstrat.registry import StrategySpec, prompt_for_model, resolve_strategies
 from langchain_promptstrat.settings import Settings
-from langchain_promptstrat.strategies.cache_breakpoints import DEFAULT_CACHE_CONTROL, is_anthropic_model, mark_cache_control, wrap_for_breakpoints
+from langchain_promptstrat.strategies.cache_breakpoints import (
+    DEFAULT_CACHE_CONTROL,
+    is_anthropic_model,
+    mark_cache_control,
+    wrap_for_breakpoints,
+)
 from langchain_promptstrat.strategies.epoch_stable import CarriedReplay
 from langchain_promptstrat.strategy import PromptStrategy
 
-__all__ = ["ABORT_KEY", "ANSWERED_KEY", "PENDING_KEY", "REPLAY_KEY", "PromptStrategyMiddleware", "PromptStratState"]
+__all__ = [
+    "ABORT_KEY",
+    "ANSWERED_KEY",
+    "PENDING_KEY",
+    "REPLAY_KEY",
+    "PromptStrategyMiddleware",
+    "PromptStratState",
+]
 
 ABORT_KEY: Final = "promptstrat_abort"
-"""State key holding the inbox abort that ended the run (``on_abort="end"``), until the next model call."""
+"""State key holding the inbox abort that ended the run (``on_abort="end"``), until the next model
+call."""
 PENDING_KEY: Final = "promptstrat_pending_notices"
-"""Private state key carrying unpersisted notices from ``before_model`` to the next model request."""
+"""Private state key carrying unpersisted notices from ``before_model`` to the next model
+request."""
 ANSWERED_KEY: Final = "promptstrat_answered_notices"
-"""Private state key: ids of unpersisted notices a model call answered, written with the answer; the next pickup acknowledges them."""
+"""Private state key: ids of unpersisted notices a model call answered, written with the answer; the
+next pickup acknowledges them."""
 REPLAY_KEY: Final = "promptstrat_replay"
-"""Private state key: the default strategy's :class:`CarriedReplay` after the last model call, so a new process resumes from it."""
+"""Private state key: the default strategy's :class:`CarriedReplay` after the last model call, so a
+new process resumes from it."""
 
 OnAbort = Literal["interrupt", "end", "raise"]
 
 
 def _run_config() -> RunnableConfig | None:
-    """Return the run's config from LangGraph's ``get_config()``; None where it finds none (async code on Python 3.10)."""
+    """Return the run's config from LangGraph's ``get_config()``; None where it finds none (async
+    code on Python 3.10)."""
     try:
         return get_config()
     except RuntimeError:
@@ -64,7 +101,8 @@ def _run_config() -> RunnableConfig | None:
 
 
 class PromptStratState(AgentState):
-    """The agent state plus the middleware's inbox keys and the default strategy's carried replay."""
+    """The agent state plus the middleware's inbox keys and the default strategy's carried
+    replay."""
 
     promptstrat_abort: NotRequired[Annotated[dict[str, Any] | None, OmitFromInput]]
     promptstrat_pending_notices: NotRequired[Annotated[list[AnyMessage] | None, PrivateStateAttr]]
@@ -73,23 +111,30 @@ class PromptStratState(AgentState):
 
 
 class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
-    """Applies prompt strategies to every model request of a ``create_agent`` agent; the state keeps full fidelity.
+    """Applies prompt strategies to every model request of a ``create_agent`` agent; the state keeps
+    full fidelity.
 
     A notice is acknowledged once a stored checkpoint holds it (in ``messages``, or its id under
     :data:`ANSWERED_KEY`), without a checkpointer once the model answered (docs/inbox.md). On
     Python 3.10 an async model call cannot reach the run's config: no ``promptstrat`` events.
 
     Args:
-        strategies: names, instances or callables; default ``PROMPT_STRATEGY``, else the default list.
-        inbox_root: the inbox is ``<inbox_root>/<thread_id>.inbox`` (default ``$PROMPTSTRAT_INBOX_ROOT``), or the run's ``save_file``'s.
+        strategies: names, instances or callables; default ``PROMPT_STRATEGY``, else the default
+            list.
+        inbox_root: the inbox is ``<inbox_root>/<thread_id>.inbox`` (default
+            ``$PROMPTSTRAT_INBOX_ROOT``), or the run's ``save_file``'s.
         persist_inbox: notices join ``messages``; ``False``: each reaches exactly one model request.
-        on_abort: ``"interrupt"`` (resumable; without a checkpointer :class:`InboxAborted`), ``"end"``
+        on_abort: ``"interrupt"`` (resumable; without a checkpointer :class:`InboxAborted`),
+            ``"end"``
             (the run ends, the abort under :data:`ABORT_KEY`) or ``"raise"``.
         settings: the settings the strategies are built with.
         backend: where inboxes live (``PostgresInboxes(dsn)``); default the ``Inbox`` strategy's.
-        max_tokens: the ceiling, tokens or ``("fraction", 0.8)`` of the model's window; system message and tools count.
-        cache_breakpoints: mark Anthropic ``cache_control`` breakpoints, for a ``ChatAnthropic`` only (docs/agents.md).
-        read_back: add the ``read_back`` tool, its pages a fifth of a ``max_tokens`` in tokens (4 characters a token);
+        max_tokens: the ceiling, tokens or ``("fraction", 0.8)`` of the model's window; system
+            message and tools count.
+        cache_breakpoints: mark Anthropic ``cache_control`` breakpoints, for a ``ChatAnthropic``
+            only (docs/agents.md).
+        read_back: add the ``read_back`` tool, its pages a fifth of a ``max_tokens`` in tokens (4
+            characters a token);
             ``False``: no tool, and no stub or notice names it (``read_back_handles`` off).
     """
 
@@ -98,10 +143,15 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
     strategies: list[PromptStrategy]
 
     def __new__(
-        cls, strategies: StrategySpec | Sequence[StrategySpec] | None = None, *, settings: Settings | None = None, read_back: bool = True,
+        cls,
+        strategies: StrategySpec | Sequence[StrategySpec] | None = None,
+        *,
+        settings: Settings | None = None,
+        read_back: bool = True,
         **_: Any,
     ) -> PromptStrategyMiddleware:
-        """Return the middleware, without an inbox of a class with no ``before_model``: create_agent gives that one a node, a step per call.
+        """Return the middleware, without an inbox of a class with no ``before_model``: create_agent
+        gives that one a node, a step per call.
 
         Without the ``read_back`` tool no stub or notice may name it: each strategy applied gets
         the ``read_back_handles`` setting off (a copy; an object passed in is left alone).
@@ -133,34 +183,55 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
             raise ConfigError(f"on_abort={on_abort!r} is not one of 'interrupt', 'end', 'raise'")
         self.persist_inbox, self.on_abort = persist_inbox, on_abort
         self.max_tokens = check_max_tokens(max_tokens)
-        page = min(PAGE_CHARS, self.max_tokens * 4 // 5) if isinstance(self.max_tokens, int) else PAGE_CHARS
+        page = (
+            min(PAGE_CHARS, self.max_tokens * 4 // 5)
+            if isinstance(self.max_tokens, int)
+            else PAGE_CHARS
+        )
         self.tools = [read_back_tool(page)] if read_back else []
         self._inbox = InboxSource(self.strategies, inbox_root, backend, self.max_tokens)
         self._unacknowledged: set[str] = set()
-        """Ids of the notices this middleware handed over and has not yet seen through a model call."""
+        """Ids of the notices this middleware handed over and has not yet seen through a model
+        call."""
         self.cache_breakpoints = cache_breakpoints
         if cache_breakpoints:
             # the messages get the edges only: system, last tool and tail are marked where
             # AnthropicPromptCachingMiddleware marks them, so its re-marking adds nothing
-            self._marking_alone = wrap_for_breakpoints(self.strategies, system=False, tail=False, limit=2)
-            self._marking_composed = wrap_for_breakpoints(self.strategies, system=False, tail=False, limit=1)
+            self._marking_alone = wrap_for_breakpoints(
+                self.strategies, system=False, tail=False, limit=2
+            )
+            self._marking_composed = wrap_for_breakpoints(
+                self.strategies, system=False, tail=False, limit=1
+            )
 
-    # Optional[...], not "| None": LangGraph injects the node's config only when the annotation reads so
+    # Optional[...], not "| None": LangGraph injects the node's config only when the annotation
+    # reads so
     @hook_config(can_jump_to=["end"])
-    def before_model(self, state: PromptStratState, runtime: Runtime, config: Optional[RunnableConfig] = None) -> dict[str, Any] | None:
-        """Return the inbox's notices as a state update (persisted, or pending for the next request), or the jump to the end."""
-        config = config if config is not None else _run_config()  # the node's own, when create_agent hands it
+    def before_model(
+        self, state: PromptStratState, runtime: Runtime, config: Optional[RunnableConfig] = None
+    ) -> dict[str, Any] | None:
+        """Return the inbox's notices as a state update (persisted, or pending for the next
+        request), or the jump to the end."""
+        config = (
+            config if config is not None else _run_config()
+        )  # the node's own, when create_agent hands it
         if config is None:  # checked before the pickup, so no notice is taken and then lost
             raise InboxError(
-                "the inbox needs the run's config, which create_agent did not hand the hook and LangGraph's "
-                "get_config() could not find (Python 3.10 does not pass it into async code); run the agent "
+                "the inbox needs the run's config, which create_agent did not hand the hook and "
+                "LangGraph's "
+                "get_config() could not find (Python 3.10 does not pass it into async code); run "
+                "the agent "
                 "with invoke/stream, or use Python 3.11+"
             )
         update: dict[str, Any] = {ABORT_KEY: None} if state.get(ABORT_KEY) else {}
         waiting: Any = state.get(PENDING_KEY) or []
         answered = list(state.get(ANSWERED_KEY) or [])
-        known = (notice_ids(state.get("messages") or []) if self.persist_inbox else frozenset()) | frozenset(answered)
-        durable = has_checkpointer(config)  # acknowledged once stored; without, after the model call
+        known = (
+            notice_ids(state.get("messages") or []) if self.persist_inbox else frozenset()
+        ) | frozenset(answered)
+        durable = has_checkpointer(
+            config
+        )  # acknowledged once stored; without, after the model call
         _, delivery = self._inbox.deliver(
             config,
             on_abort="return" if self.on_abort == "end" else self.on_abort,
@@ -182,72 +253,140 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
         return update or None
 
     @hook_config(can_jump_to=["end"])
-    async def abefore_model(self, state: PromptStratState, runtime: Runtime, config: Optional[RunnableConfig] = None) -> dict[str, Any] | None:
-        """Run :meth:`before_model` off the event loop (it reads the disk and waits on a LangGraph task)."""
+    async def abefore_model(
+        self, state: PromptStratState, runtime: Runtime, config: Optional[RunnableConfig] = None
+    ) -> dict[str, Any] | None:
+        """Run :meth:`before_model` off the event loop (it reads the disk and waits on a LangGraph
+        task)."""
         return await run_in_executor(None, self.before_model, state, runtime, config)
 
     def _marking(self, request: ModelRequest) -> tuple[Any, dict[str, Any]]:
-        """Return the strategies for this request and the request overrides breakpoints add (none unless Anthropic)."""
+        """Return the strategies for this request and the request overrides breakpoints add (none
+        unless Anthropic)."""
         if not self.cache_breakpoints or not is_anthropic_model(request.model):
             return self.strategies, {}
-        if request.model_settings.get("cache_control"):  # AnthropicPromptCachingMiddleware ran before this one
+        if request.model_settings.get(
+            "cache_control"
+        ):  # AnthropicPromptCachingMiddleware ran before this one
             return self._marking_composed, {}
-        overrides: dict[str, Any] = {"model_settings": {**request.model_settings, "cache_control": dict(DEFAULT_CACHE_CONTROL)}}
-        marked = mark_cache_control(request.system_message) if request.system_message is not None else None
+        overrides: dict[str, Any] = {
+            "model_settings": {
+                **request.model_settings,
+                "cache_control": dict(DEFAULT_CACHE_CONTROL),
+            }
+        }
+        marked = (
+            mark_cache_control(request.system_message)
+            if request.system_message is not None
+            else None
+        )
         if marked is not None:
             overrides["system_message"] = marked
         last = request.tools[-1] if request.tools else None
-        if isinstance(last, BaseTool):  # the breakpoint AnthropicPromptCachingMiddleware puts on the tool schemas
-            tagged = last.model_copy(update={"extras": {**(last.extras or {}), "cache_control": dict(DEFAULT_CACHE_CONTROL)}})
+        if isinstance(
+            last, BaseTool
+        ):  # the breakpoint AnthropicPromptCachingMiddleware puts on the tool schemas
+            tagged = last.model_copy(
+                update={
+                    "extras": {**(last.extras or {}), "cache_control": dict(DEFAULT_CACHE_CONTROL)}
+                }
+            )
             overrides["tools"] = [*request.tools[:-1], tagged]
             return self._marking_composed, overrides
         return self._marking_alone, overrides
 
     def _still_in_flight(self, config: RunnableConfig, answered: list[str]) -> list[str]:
-        """Return the ids among ``answered`` whose claims are still unacknowledged (all of them when the inbox is unreachable)."""
+        """Return the ids among ``answered`` whose claims are still unacknowledged (all of them when
+        the inbox is unreachable)."""
         store = self._inbox.store(config)
         try:
-            claimed = {notice_id(lease.token) for lease in store.in_flight()} if isinstance(store, LeasingInbox) else set()
+            claimed = (
+                {notice_id(lease.token) for lease in store.in_flight()}
+                if isinstance(store, LeasingInbox)
+                else set()
+            )
         except OSError:
             return answered
         return [nid for nid in answered if nid in claimed]
 
-    def _rewrite(self, request: ModelRequest) -> tuple[ModelRequest, list[AnyMessage], CarriedReplay]:
-        """Return the request with its messages rewritten, the unpersisted notices it now carries, and the replay to carry."""
+    def _rewrite(
+        self, request: ModelRequest
+    ) -> tuple[ModelRequest, list[AnyMessage], CarriedReplay]:
+        """Return the request with its messages rewritten, the unpersisted notices it now carries,
+        and the replay to carry."""
         config = _run_config()
         state = cast(PromptStratState, request.state)  # state_schema adds the keys
         pending = state.get(PENDING_KEY) or []
-        save_file = self._inbox.save_file(config) if self._inbox.needed and config is not None else None
+        save_file = (
+            self._inbox.save_file(config) if self._inbox.needed and config is not None else None
+        )
         strategies, overrides = self._marking(request)
-        system: list[BaseMessage] = [request.system_message] if request.system_message is not None else []
+        system: list[BaseMessage] = (
+            [request.system_message] if request.system_message is not None else []
+        )
         carried = CarriedReplay(state.get(REPLAY_KEY))
-        bounds = {"max_tokens": self.max_tokens, "model": request.model, "tools": list(request.tools or []), "system": system, "carried": carried}
-        prompt = prompt_for_model(strategies, request.messages, pending, save_file=save_file, config=config, request=bounds)
+        bounds = {
+            "max_tokens": self.max_tokens,
+            "model": request.model,
+            "tools": list(request.tools or []),
+            "system": system,
+            "carried": carried,
+        }
+        prompt = prompt_for_model(
+            strategies,
+            request.messages,
+            pending,
+            save_file=save_file,
+            config=config,
+            request=bounds,
+        )
         # the strategies return the concrete message classes AnyMessage names, typed as BaseMessage
-        return request.override(messages=cast("list[AnyMessage]", prompt), **overrides), list(pending), carried
+        return (
+            request.override(messages=cast("list[AnyMessage]", prompt), **overrides),
+            list(pending),
+            carried,
+        )
 
-    def _after_answer(self, request: ModelRequest, pending: list[AnyMessage], carried: CarriedReplay) -> Command[Any] | None:
-        """Return the state update that goes with the model's answer, the notices it received acknowledged and the replay carried.
+    def _after_answer(
+        self, request: ModelRequest, pending: list[AnyMessage], carried: CarriedReplay
+    ) -> Command[Any] | None:
+        """Return the state update that goes with the model's answer, the notices it received
+        acknowledged and the replay carried.
 
-        The ids of unpersisted notices (``pending``) go into :data:`ANSWERED_KEY` with the answer, so a
-        crash before the acknowledgement is settled by the next pickup, never by a second model call.
+        The ids of unpersisted notices (``pending``) go into :data:`ANSWERED_KEY` with the answer,
+        so a crash before the acknowledgement is settled by the next pickup, never by a second model
+        call.
         """
         state = cast(PromptStratState, request.state)
         shown = {m.id for m in request.messages}
-        pending = [m for m in pending if m.id in shown]  # one the strategies left out is claimed still: sent again
-        received = [m for m in request.messages if m.id in self._unacknowledged] if self._unacknowledged else []
+        pending = [
+            m for m in pending if m.id in shown
+        ]  # one the strategies left out is claimed still: sent again
+        received = (
+            [m for m in request.messages if m.id in self._unacknowledged]
+            if self._unacknowledged
+            else []
+        )
         ids = {m.id for m in received}
         received += [m for m in pending if m.id not in ids]
         config = _run_config()
-        if received and config is not None and has_checkpointer(config):  # once the answer's checkpoint is stored
-            settle_when_stored(self._inbox.store(config), received, stored_reader(config, (ANSWERED_KEY,)))
+        if (
+            received and config is not None and has_checkpointer(config)
+        ):  # once the answer's checkpoint is stored
+            settle_when_stored(
+                self._inbox.store(config), received, stored_reader(config, (ANSWERED_KEY,))
+            )
         elif received:
             acknowledge_notices(self._inbox.store(config), received)
         self._unacknowledged.difference_update(m.id for m in received)
         update: dict[str, Any] = {}
         if state.get(PENDING_KEY):
             earlier = state.get(ANSWERED_KEY) or []
-            update = {PENDING_KEY: None, ANSWERED_KEY: [*earlier, *(m.id for m in pending if m.id and m.id not in earlier)] or None}
+            update = {
+                PENDING_KEY: None,
+                ANSWERED_KEY: [*earlier, *(m.id for m in pending if m.id and m.id not in earlier)]
+                or None,
+            }
         if carried.value is not None and carried.value is not state.get(REPLAY_KEY):
             update[REPLAY_KEY] = carried.value
         return Command(update=update) if update else None
@@ -255,7 +394,8 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse | ExtendedModelResponse:
-        """Return the model's answer to the request rewritten by the strategies; its notices are acknowledged once it answered."""
+        """Return the model's answer to the request rewritten by the strategies; its notices are
+        acknowledged once it answered."""
         request, pending, carried = self._rewrite(request)
         response = handler(request)
         update = self._after_answer(request, pending, carried)
@@ -264,7 +404,8 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse | ExtendedModelResponse:
-        """Async twin of :meth:`wrap_model_call`: the same rewrite and acknowledgement, off the event loop."""
+        """Async twin of :meth:`wrap_model_call`: the same rewrite and acknowledgement, off the
+        event loop."""
         request, pending, carried = await run_in_executor(None, self._rewrite, request)
         response = await handler(request)
         update = await run_in_executor(None, self._after_answer, request, pending, carried)
@@ -272,7 +413,8 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
 
 
 class _PromptStrategyCompactionMiddleware(PromptStrategyMiddleware):
-    """A :class:`PromptStrategyMiddleware` without an inbox: it only rewrites model requests, with no ``before_model`` node."""
+    """A :class:`PromptStrategyMiddleware` without an inbox: it only rewrites model requests, with
+    no ``before_model`` node."""
 
     # create_agent registers the hook only when the class attribute is not AgentMiddleware's own
     before_model = AgentMiddleware.before_model  # type: ignore[assignment]
@@ -280,5 +422,6 @@ class _PromptStrategyCompactionMiddleware(PromptStrategyMiddleware):
 
     @property
     def name(self) -> str:
-        """Return ``"PromptStrategyMiddleware"``, the name create_agent traces and checks for duplicates."""
+        """Return ``"PromptStrategyMiddleware"``, the name create_agent traces and checks for
+        duplicates."""
         return PromptStrategyMiddleware.__name__

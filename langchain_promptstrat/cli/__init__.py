@@ -1,4 +1,5 @@
-"""The ``promptstrat`` command: :func:`main`, its parser, and ``apply`` and ``stats``, the commands that read a conversation file.
+"""The ``promptstrat`` command: :func:`main`, its parser, and ``apply`` and ``stats``, the commands
+that read a conversation file.
 
 ``simulate`` and ``inbox`` add their commands from their own modules; ``common`` holds what all
 share. A group's options are built only when the command line names it, so ``--help`` never
@@ -47,12 +48,15 @@ __all__ = ["build_parser", "main"]
 
 
 def build_parser(detailed: bool = True, command: str | None = None) -> argparse.ArgumentParser:
-    """Return the ``promptstrat`` parser: with ``detailed=False`` no command's options, else only the group ``command`` names (all without one)."""
+    """Return the ``promptstrat`` parser: with ``detailed=False`` no command's options, else only
+    the group ``command`` names (all without one)."""
     try:
         installed = version("langchain-promptstrat")
     except PackageNotFoundError:
         installed = "unknown (not installed)"
-    parser = Parser(prog=PROG, description="Prompt strategies for long LangChain and LangGraph agent runs.")
+    parser = Parser(
+        prog=PROG, description="Prompt strategies for long LangChain and LangGraph agent runs."
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {installed}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     add_simulate_commands(commands, detailed and command in (None, "simulate"))
@@ -63,7 +67,8 @@ def build_parser(detailed: bool = True, command: str | None = None) -> argparse.
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``promptstrat`` with ``argv`` (default ``sys.argv[1:]``) and return the exit status: 2 and one line on any error."""
+    """Run ``promptstrat`` with ``argv`` (default ``sys.argv[1:]``) and return the exit status: 2
+    and one line on any error."""
     argv = sys.argv[1:] if argv is None else list(argv)
     top_level_only = all(arg in ("-h", "--help", "--version") for arg in argv)
     parser = build_parser(detailed=not top_level_only, command=argv[0] if argv else None)
@@ -76,13 +81,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
             if func is None:
                 group = getattr(args, "command", None)
-                raise UsageError(f"choose an action for {PROG} {group}" if group else "choose a command (see promptstrat --help)")
+                raise UsageError(
+                    f"choose an action for {PROG} {group}"
+                    if group
+                    else "choose a command (see promptstrat --help)"
+                )
             return func(args)
         except SystemExit as exc:  # --help
             return exc.code if isinstance(exc.code, int) else 0
         except BrokenPipeError:  # the reader went away (| head): nothing left to tell it
             with contextlib.suppress(Exception):
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+                os.dup2(
+                    os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()
+                )  # no second error at exit
             return 1
         except (UsageError, PromptStratError, OSError) as exc:
             print(f"{PROG}: error: {one_line(exc)}", file=sys.stderr)
@@ -93,7 +104,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             package_logger.removeHandler(said)
 
 
-def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None, line: str | None = None) -> None:
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
     print(f"{PROG}: warning: {one_line(Exception(str(message)))}", file=sys.stderr)
 
 
@@ -110,23 +128,32 @@ class _WarningLine(logging.Handler):
 # --------------------------------------------------------------------------- apply and stats
 
 
-def _add_conversation_commands(commands: argparse._SubParsersAction[Any], detailed: bool = True) -> None:
-    """Add ``apply`` and ``stats``, the commands that read a conversation file, to ``commands`` (options only when ``detailed``)."""
+def _add_conversation_commands(
+    commands: argparse._SubParsersAction[Any], detailed: bool = True
+) -> None:
+    """Add ``apply`` and ``stats``, the commands that read a conversation file, to ``commands``
+    (options only when ``detailed``)."""
     formats = (
-        "FILE holds a JSON array of messages, LangChain dicts ({\"type\": \"human\", \"data\": {...}}, as "
-        "messages_to_dict writes them) or role dicts ({\"role\": \"user\", \"content\": ...}, OpenAI's "
-        "format), or JSON lines, one message a line; '-' reads standard input. Errors name the position: "
+        'FILE holds a JSON array of messages, LangChain dicts ({"type": "human", "data": {...}}, '
+        "as "
+        'messages_to_dict writes them) or role dicts ({"role": "user", "content": ...}, OpenAI\'s '
+        "format), or JSON lines, one message a line; '-' reads standard input. Errors name the "
+        "position: "
         "'message N' counts from 0 as in the array, 'line N' from 1."
     )
     apply = commands.add_parser(
         "apply",
-        help="apply strategies to a conversation file; the result as JSON on stdout, the report on stderr",
-        description="Apply strategies to a conversation and print the messages the model would see, as a JSON "
-        "array in the input's dict style; one report line per strategy goes to standard error. " + formats,
+        help="apply strategies to a conversation file; the result as JSON on stdout, the report "
+        "on stderr",
+        description="Apply strategies to a conversation and print the messages the model would "
+        "see, as a JSON "
+        "array in the input's dict style; one report line per strategy goes to standard error. "
+        + formats,
     )
     stats = commands.add_parser(
         "stats",
-        help="count a conversation's messages, tool calls and tokens, and what each strategy would do",
+        help="count a conversation's messages, tool calls and tokens, and what each strategy "
+        "would do",
         description="Print a conversation's messages by type, tool calls and tokens, then for each "
         "built-in strategy a replay can build: messages and tokens after it, calls shortened and "
         "dropped; for a folder, the sums over its conversations. " + formats,
@@ -145,26 +172,54 @@ def _add_conversation_commands(commands: argparse._SubParsersAction[Any], detail
         help="the conversation, '-' for standard input, or a folder: its *.json and *.jsonl files, "
         "in every folder below it too, each file that is not a conversation skipped with a warning",
     )
-    apply.add_argument("--strategy", metavar="SPEC", help="comma-separated strategy names, applied in order "
-                       "(default: $PROMPT_STRATEGY, then the default list)")
-    apply.add_argument("--max-tokens", type=positive_int, default=None, metavar="N", help="context ceiling of the default "
-                       f"strategy (default: $PROMPTSTRAT_MAX_TOKENS, else {DEFAULT_CEILING:,}; stats uses the same)")
-    apply.add_argument("--save-file", metavar="PATH", help="the conversation's save file: the inbox strategy delivers "
-                       "(and consumes) the notices of its .inbox sibling")
+    apply.add_argument(
+        "--strategy",
+        metavar="SPEC",
+        help="comma-separated strategy names, applied in order "
+        "(default: $PROMPT_STRATEGY, then the default list)",
+    )
+    apply.add_argument(
+        "--max-tokens",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="context ceiling of the default "
+        f"strategy (default: $PROMPTSTRAT_MAX_TOKENS, else {DEFAULT_CEILING:,}; stats uses the "
+        "same)",
+    )
+    apply.add_argument(
+        "--save-file",
+        metavar="PATH",
+        help="the conversation's save file: the inbox strategy delivers "
+        "(and consumes) the notices of its .inbox sibling",
+    )
     apply.set_defaults(func=_apply)
-    stats.add_argument("--max-tokens", type=positive_int, default=None, metavar="N", help="token target of strategies that "
-                       "take one, the default strategy's ceiling included (default: $PROMPTSTRAT_MAX_TOKENS, else "
-                       f"{DEFAULT_CEILING:,}, as for apply)")
-    stats.add_argument("--usage", type=Path, metavar="PATH", help="what the provider billed for each answer: a "
-                       "NAME.usage.json file, or a folder of them (default: NAME.usage.json beside FILE or in ../usage/, else "
-                       "the answers' own usage_metadata)")
+    stats.add_argument(
+        "--max-tokens",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="token target of strategies that "
+        "take one, the default strategy's ceiling included (default: $PROMPTSTRAT_MAX_TOKENS, else "
+        f"{DEFAULT_CEILING:,}, as for apply)",
+    )
+    stats.add_argument(
+        "--usage",
+        type=Path,
+        metavar="PATH",
+        help="what the provider billed for each answer: a "
+        "NAME.usage.json file, or a folder of them (default: NAME.usage.json beside FILE or in "
+        "../usage/, else "
+        "the answers' own usage_metadata)",
+    )
     add_counter_options(stats)
     stats.add_argument("--json", action="store_true", help="print the figures as JSON")
     stats.set_defaults(func=_stats)
 
 
 def _read_conversation(source: str) -> Any:
-    """Return the conversation file, each note on what was left or held out printed as one warning line."""
+    """Return the conversation file, each note on what was left or held out printed as one warning
+    line."""
     from langchain_promptstrat.conversation_file import read_conversation
 
     conversation = read_conversation(source)
@@ -174,13 +229,16 @@ def _read_conversation(source: str) -> Any:
 
 
 def _dump_or_refuse(messages: list[Any], style: str | None, what: str) -> str:
-    """Return the JSON ``apply`` prints, or raise InvalidMessagesError when the messages cannot be written back."""
+    """Return the JSON ``apply`` prints, or raise InvalidMessagesError when the messages cannot be
+    written back."""
     from langchain_promptstrat.conversation_file import dump_messages
 
     try:
         output = dump_messages(messages, style)
     except (ValueError, TypeError, KeyError, RecursionError) as exc:
-        raise InvalidMessagesError(f"{what}: cannot be written back as JSON: {one_line(exc).split(' Full ')[0]}") from None
+        raise InvalidMessagesError(
+            f"{what}: cannot be written back as JSON: {one_line(exc).split(' Full ')[0]}"
+        ) from None
     # A lone surrogate (valid in a JSON string escape, not in UTF-8) is written as its JSON
     # escape, so stdout always gets valid UTF-8 that reads back as the same string.
     return re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", output)
@@ -195,22 +253,46 @@ def _apply(args: argparse.Namespace) -> int:
     _dump_or_refuse(conversation.messages, conversation.style, args.file)
     strategies = resolve_strategies(args.strategy)
     try:
-        ceiling = resolve_ceiling(args.max_tokens)  # the same resolution as stats, so both use one ceiling
-        messages, reports = apply_strategies(conversation.messages, strategies, save_file=args.save_file, max_tokens=ceiling.tokens)
+        ceiling = resolve_ceiling(
+            args.max_tokens
+        )  # the same resolution as stats, so both use one ceiling
+        messages, reports = apply_strategies(
+            conversation.messages, strategies, save_file=args.save_file, max_tokens=ceiling.tokens
+        )
     except InboxAborted as exc:
-        print(f"{PROG}: aborted: the inbox holds an abort request: {exc.reason or '(no reason given)'}", file=sys.stderr)
-        if exc.delivered:  # consumed before the abort: shown, never lost (the strategies did not run)
-            output = _dump_or_refuse([*conversation.messages, *exc.delivered, *conversation.pending], conversation.style, "the result")
+        print(
+            f"{PROG}: aborted: the inbox holds an abort request: "
+            f"{exc.reason or '(no reason given)'}",
+            file=sys.stderr,
+        )
+        if (
+            exc.delivered
+        ):  # consumed before the abort: shown, never lost (the strategies did not run)
+            output = _dump_or_refuse(
+                [*conversation.messages, *exc.delivered, *conversation.pending],
+                conversation.style,
+                "the result",
+            )
             print(output, flush=True)
             count = len(exc.delivered)
-            print(f"{PROG}: the {count} notice{'s' if count != 1 else ''} consumed before the abort "
-                  f"{'are' if count != 1 else 'is'} at the end of the conversation printed", file=sys.stderr)
+            print(
+                f"{PROG}: the {count} notice{'s' if count != 1 else ''} consumed before the abort "
+                f"{'are' if count != 1 else 'is'} at the end of the conversation printed",
+                file=sys.stderr,
+            )
         return EXIT_ABORTED
-    print(_dump_or_refuse([*messages, *conversation.pending], conversation.style, "the result"), flush=True)
+    print(
+        _dump_or_refuse([*messages, *conversation.pending], conversation.style, "the result"),
+        flush=True,
+    )
     for r in reports:
         delivered = f", delivered {r.details['delivered']}" if "delivered" in r.details else ""
-        print(f"{r.strategy}: messages {r.messages_in} -> {r.messages_out}, shortened {r.shortened}, dropped {r.dropped}, "
-              f"chars {r.chars_before:,} -> {r.chars_after:,}{delivered}", file=sys.stderr)
+        print(
+            f"{r.strategy}: messages {r.messages_in} -> {r.messages_out}, shortened "
+            f"{r.shortened}, dropped {r.dropped}, "
+            f"chars {r.chars_before:,} -> {r.chars_after:,}{delivered}",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -236,7 +318,11 @@ def _stats(args: argparse.Namespace) -> int:
         name: {"strategy": name, **dict.fromkeys(figures, 0)} for name in names
     }
     pipelines = {  # built once for every file; the default list is a pipeline of two
-        name: [build_strategy(part, max_tokens=args.max_tokens, token_counter=counter)[0] for part in split_strategy_names(name)] for name in names
+        name: [
+            build_strategy(part, max_tokens=args.max_tokens, token_counter=counter)[0]
+            for part in split_strategy_names(name)
+        ]
+        for name in names
     }
     if args.usage is not None and not args.usage.exists():
         raise UsageError(f"--usage {str(args.usage)!r}: no such file or folder")
@@ -258,7 +344,13 @@ def _stats(args: argparse.Namespace) -> int:
         found = usage_of(None if file == "-" else Path(file), recorded, args.usage)
         if found is not None:
             calibration = history_calibration(recorded, found[0], counter)
-            usage.append({"file": file, "factor": round(calibration.factor, 4), "source": f"{calibration.source} in {found[1]}"})
+            usage.append(
+                {
+                    "file": file,
+                    "factor": round(calibration.factor, 4),
+                    "source": f"{calibration.source} in {found[1]}",
+                }
+            )
         by_type.update(m.type for m in messages)  # in order of first appearance
         totals["messages"] += len(messages)
         totals["tool_calls"] += len(index_tool_calls(messages).calls)
@@ -281,9 +373,16 @@ def _stats(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.file}: no conversation in this folder ({skipped})")
     for row in rows.values():
         row["share"] = row["tokens"] / totals["tokens"] if totals["tokens"] else 1.0
-    summary = {"file": args.file, "files": len(files), **totals, "by_type": dict(by_type),
-               "token_counter": {"encoding": counter.encoding_name, "exact": counter.exact},
-               "max_tokens": args.max_tokens, "usage": usage, "strategies": list(rows.values())}
+    summary = {
+        "file": args.file,
+        "files": len(files),
+        **totals,
+        "by_type": dict(by_type),
+        "token_counter": {"encoding": counter.encoding_name, "exact": counter.exact},
+        "max_tokens": args.max_tokens,
+        "usage": usage,
+        "strategies": list(rows.values()),
+    }
     print(json.dumps(summary, indent=2) if args.json else _stats_table(summary, terminal_width()))
     return 0
 
@@ -318,7 +417,14 @@ def _stats_table(summary: dict[str, Any], width: int | None = None) -> str:
     kinds = ", ".join(f"{n:,} {kind}" for kind, n in summary["by_type"].items())
     exact = "exact" if summary["token_counter"]["exact"] else "approximate"
     files = f"{summary['files']:,} transcripts, " if summary["files"] > 1 else ""
-    factors: list[list[Any]] = next((r["usage_factors"] for r in summary["strategies"] if r["strategy"] == DEFAULT_LIST_ROW and "usage_factors" in r), [])
+    factors: list[list[Any]] = next(
+        (
+            r["usage_factors"]
+            for r in summary["strategies"]
+            if r["strategy"] == DEFAULT_LIST_ROW and "usage_factors" in r
+        ),
+        [],
+    )
     learned = _factors_text([(f, src) for f, src in factors], "for the default list's prompts")
     counted = _factors_text(
         [(u["factor"], u["source"]) for u in summary["usage"]],
@@ -327,21 +433,38 @@ def _stats_table(summary: dict[str, Any], width: int | None = None) -> str:
     no_usage = "not in the file (no usage recorded); every figure is this package's count"
     no_answers = "(the file's answers carry no usage to learn the provider's from)"
     head = [
-        f"{summary['file']}: {files}{summary['messages']:,} messages" + (f" ({kinds})" if kinds else ""),
-        f"tool calls: {summary['tool_calls']:,}; tokens: {summary['tokens']:,} ({summary['token_counter']['encoding']}, {exact})",
-        f"{DEFAULT_MARK}: {DEFAULT_LIST_ROW}, what an agent gets when it names no strategy (here without its inbox).",
-        f"what each strategy would send (token target {summary['max_tokens']:,} for those that take one):",
+        f"{summary['file']}: {files}{summary['messages']:,} messages"
+        + (f" ({kinds})" if kinds else ""),
+        f"tool calls: {summary['tool_calls']:,}; tokens: {summary['tokens']:,} "
+        f"({summary['token_counter']['encoding']}, {exact})",
+        f"{DEFAULT_MARK}: {DEFAULT_LIST_ROW}, what an agent gets when it names no strategy (here "
+        "without its inbox).",
+        f"what each strategy would send (token target {summary['max_tokens']:,} for those that "
+        "take one):",
         f"the provider's own count: {counted or no_usage}",
         f"apply keeps the ceiling on the provider's count: {learned}"
         if learned
         else f"apply keeps the ceiling on this package's count {no_answers}",
     ]
     cells = [
-        [DEFAULT_MARK if r["strategy"] == DEFAULT_LIST_ROW else r["strategy"], f"{r['messages']:,}", f"{r['tokens']:,}",
-         f"{100 * r['share']:.1f}%", f"{r['shortened']:,}", f"{r['dropped']:,}",
-         f"{r['unresolved_references']:,}"]
+        [
+            DEFAULT_MARK if r["strategy"] == DEFAULT_LIST_ROW else r["strategy"],
+            f"{r['messages']:,}",
+            f"{r['tokens']:,}",
+            f"{100 * r['share']:.1f}%",
+            f"{r['shortened']:,}",
+            f"{r['dropped']:,}",
+            f"{r['unresolved_references']:,}",
+        ]
         for r in summary["strategies"]
     ]
-    columns = ["strategy", "messages", "tokens", "of input", "shortened", "dropped",
-               "unresolved refs"]
+    columns = [
+        "strategy",
+        "messages",
+        "tokens",
+        "of input",
+        "shortened",
+        "dropped",
+        "unresolved refs",
+    ]
     return "\n".join([*fit_lines(head, width), "", *render_table(columns, cells, width)])

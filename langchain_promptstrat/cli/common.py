@@ -1,4 +1,5 @@
-"""What every ``promptstrat`` command shares: the program name, exit codes, the one-line error, option values.
+"""What every ``promptstrat`` command shares: the program name, exit codes, the one-line error,
+option values.
 
 Must stay light: nothing here imports LangChain, LangGraph or tiktoken at module level
 (``--help`` answers without them, tests/test_cli_startup.py).
@@ -34,7 +35,11 @@ class Parser(argparse.ArgumentParser):
 
 def one_line(exc: BaseException) -> str:
     """Return the error as the one line the CLI prints (an ``OSError`` with the file it names)."""
-    if isinstance(exc, OSError) and not isinstance(exc, PromptStratError) and exc.filename is not None:
+    if (
+        isinstance(exc, OSError)
+        and not isinstance(exc, PromptStratError)
+        and exc.filename is not None
+    ):
         text = f"{exc.strerror or exc}: {exc.filename}"
     else:
         text = str(exc)
@@ -53,11 +58,21 @@ def positive_int(text: str) -> int:
 
 def add_counter_options(parser: argparse.ArgumentParser) -> None:
     counter = parser.add_mutually_exclusive_group()
-    counter.add_argument("--encoding", metavar="NAME", help=f"tiktoken encoding that counts tokens (default: {DEFAULT_ENCODING})")
-    counter.add_argument("--model", metavar="NAME", help="count tokens with this model's encoding (o200k_base for current OpenAI models)")
+    counter.add_argument(
+        "--encoding",
+        metavar="NAME",
+        help=f"tiktoken encoding that counts tokens (default: {DEFAULT_ENCODING})",
+    )
+    counter.add_argument(
+        "--model",
+        metavar="NAME",
+        help="count tokens with this model's encoding (o200k_base for current OpenAI models)",
+    )
 
 
 def token_counter(args: argparse.Namespace) -> TokenCounter:
-    from langchain_promptstrat.tokens import TokenCounter  # loads tiktoken: only when a command runs
+    from langchain_promptstrat.tokens import (
+        TokenCounter,
+    )  # loads tiktoken: only when a command runs
 
     return TokenCounter(args.encoding, model=args.model)

@@ -1,4 +1,5 @@
-"""The inbox: notices a person drops beside a running conversation, delivered to its model once each.
+"""The inbox: notices a person drops beside a running conversation, delivered to its model once
+each.
 
 Modules, lowest first: ``contract`` (the protocols, records and shared rules), ``paths``
 (where a directory inbox lies), ``directory`` and ``postgres`` (the two backends),

@@ -1,4 +1,5 @@
-"""The inbox contract every backend keeps, the records that cross it, and the rules every backend shares.
+"""The inbox contract every backend keeps, the records that cross it, and the rules every backend
+shares.
 
 An :class:`InboxBackend` is the inbox of one conversation; an :class:`InboxProvider` hands out
 the backend of any conversation (the ``DirectoryInbox`` class, ``PostgresInboxes(dsn)``).
@@ -56,7 +57,8 @@ _owner_cache: dict[int, str] = {}
 
 
 class NoticeNameTaken(InboxError, FileExistsError):
-    """A notice (or an abort) of that name is already pending: wait for it to be delivered, or pick another name."""
+    """A notice (or an abort) of that name is already pending: wait for it to be delivered, or pick
+    another name."""
 
 
 class NoticeTooLarge(InboxError):
@@ -67,7 +69,8 @@ class NoticeTooLarge(InboxError):
 
 
 def _start_time(pid: int) -> str | None:
-    """Return the start time of process ``pid`` (Linux: ticks since boot), "0" where unknown, None if it is gone (or a zombie)."""
+    """Return the start time of process ``pid`` (Linux: ticks since boot), "0" where unknown, None
+    if it is gone (or a zombie)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             fields = f.read().rsplit(b")", 1)[1].split()
@@ -86,7 +89,8 @@ def _start_time(pid: int) -> str | None:
 
 
 def current_owner() -> str:
-    """Return this process's owner name for claims: ``<host id>-<pid>-<start time>`` (recomputed after ``fork``)."""
+    """Return this process's owner name for claims: ``<host id>-<pid>-<start time>`` (recomputed
+    after ``fork``)."""
     pid = os.getpid()
     if pid not in _owner_cache:
         try:
@@ -94,14 +98,17 @@ def current_owner() -> str:
                 boot = f.read().strip()
         except OSError:
             boot = ""
-        host = hashlib.sha256(f"{socket.gethostname()}|{boot}".encode("utf-8", "replace")).hexdigest()[:12]
+        host = hashlib.sha256(
+            f"{socket.gethostname()}|{boot}".encode("utf-8", "replace")
+        ).hexdigest()[:12]
         _owner_cache.clear()
         _owner_cache[pid] = f"{host}-{pid}-{_start_time(pid) or '0'}"
     return _owner_cache[pid]
 
 
 def owner_state(owner: str) -> str:
-    """Return ``"mine"``, ``"alive"``, ``"dead"`` (gone, a zombie, or a new process under its pid) or ``"unknown"`` (another host)."""
+    """Return ``"mine"``, ``"alive"``, ``"dead"`` (gone, a zombie, or a new process under its pid)
+    or ``"unknown"`` (another host)."""
     if owner == current_owner():
         return "mine"
     host, _, rest = owner.partition("-")
@@ -117,7 +124,8 @@ def owner_state(owner: str) -> str:
 
 @dataclass(frozen=True)
 class Claimed:
-    """A notice this reader took out of the inbox: where it lies now (a file, or ``pg:...``) and what it held."""
+    """A notice this reader took out of the inbox: where it lies now (a file, or ``pg:...``) and
+    what it held."""
 
     name: str
     path: Path | str
@@ -131,7 +139,8 @@ class Claimed:
 
 @dataclass(frozen=True)
 class InboxEntry:
-    """One notice of the inbox or of its history, for listings: its posting time, size, delivery time (PostgreSQL), first bytes."""
+    """One notice of the inbox or of its history, for listings: its posting time, size, delivery
+    time (PostgreSQL), first bytes."""
 
     name: str
     mtime: float
@@ -155,7 +164,8 @@ class InboxEntry:
 
 @dataclass(frozen=True)
 class Lease:
-    """A notice claimed but not yet acknowledged; ``token`` is kept when another reader takes it over."""
+    """A notice claimed but not yet acknowledged; ``token`` is kept when another reader takes it
+    over."""
 
     token: str
     name: str
@@ -168,7 +178,8 @@ class Lease:
 
     @property
     def state(self) -> str:
-        """Return whose it is: ``"mine"``, or, for another owner, ``"expired"``, ``"dead"``, ``"held"`` (alive, in lease: not to be taken over)."""
+        """Return whose it is: ``"mine"``, or, for another owner, ``"expired"``, ``"dead"``,
+        ``"held"`` (alive, in lease: not to be taken over)."""
         who = owner_state(self.owner)
         if who in ("mine", "dead"):
             return who
@@ -176,7 +187,8 @@ class Lease:
 
     @property
     def listed_state(self) -> str:
-        """Return :attr:`state` as a listing shows it: this process's own claim counts as ``"held"``."""
+        """Return :attr:`state` as a listing shows it: this process's own claim counts as
+        ``"held"``."""
         return "held" if self.state == "mine" else self.state
 
     @property
@@ -189,7 +201,8 @@ class Lease:
 
 @runtime_checkable
 class InboxBackend(Protocol):
-    """The inbox of one conversation: pending notices, the atomic claim, the history, the writers."""
+    """The inbox of one conversation: pending notices, the atomic claim, the history, the
+    writers."""
 
     @property
     def location(self) -> str:
@@ -206,7 +219,8 @@ class InboxBackend(Protocol):
 
 @runtime_checkable
 class LeasingInbox(InboxBackend, Protocol):
-    """A backend that claims a notice, delivers it, and records the delivery later: no notice lost to a crash."""
+    """A backend that claims a notice, delivers it, and records the delivery later: no notice lost
+    to a crash."""
 
     def ready(self) -> list[str]: ...
     def lease(self, name: str, *, need_content: bool = True) -> Claimed | None: ...
@@ -237,7 +251,8 @@ class InboxProvider(Protocol):
 
 
 def is_inbox_backend(value: object) -> TypeIs[InboxBackend]:
-    """Return whether ``value`` is a backend bound to one conversation (a class never is: ``DirectoryInbox`` is a provider)."""
+    """Return whether ``value`` is a backend bound to one conversation (a class never is:
+    ``DirectoryInbox`` is a provider)."""
     return not isinstance(value, type) and isinstance(value, InboxBackend)
 
 
@@ -254,7 +269,8 @@ def warn_once(key: tuple[str, ...], message: str, *args: object) -> None:
 
 
 def notice_limits() -> tuple[float, float, int]:
-    """Return the settings every backend starts from: quiet seconds, lease seconds, the largest notice in bytes."""
+    """Return the settings every backend starts from: quiet seconds, lease seconds, the largest
+    notice in bytes."""
     loaded = Settings.load()
     return loaded.inbox_quiet_seconds, loaded.inbox_lease_seconds, loaded.inbox_max_notice_bytes
 
@@ -262,25 +278,31 @@ def notice_limits() -> tuple[float, float, int]:
 def pickup_budget(ceiling: int | None = None) -> int:
     """Return how many tokens of notices one pickup admits: ``inbox_pickup_share`` of a ceiling."""
     loaded = Settings.load()
-    return int(loaded.inbox_pickup_share * (ceiling or loaded.max_context_tokens or DEFAULT_CEILING))
+    return int(
+        loaded.inbox_pickup_share * (ceiling or loaded.max_context_tokens or DEFAULT_CEILING)
+    )
 
 
 def name_stem(name: str) -> str:
-    """Return ``name`` without its last extension (a leading or trailing dot starts none), the same on every Python."""
+    """Return ``name`` without its last extension (a leading or trailing dot starts none), the same
+    on every Python."""
     cut = name.rfind(".")
     return name[:cut] if 0 < cut < len(name) - 1 else name
 
 
 def history_names(name: str) -> Iterator[str]:
-    """Yield ``name``, then ``stem.1.ext``, ``stem.2.ext``, ...: the history names of a notice, each within 255 bytes (the stem cut first)."""
+    """Yield ``name``, then ``stem.1.ext``, ``stem.2.ext``, ...: the history names of a notice, each
+    within 255 bytes (the stem cut first)."""
     yield name
     stem = name_stem(name)
-    ext = name[len(stem):]
+    ext = name[len(stem) :]
     n = 1
     while True:
         cut_stem, cut_ext = stem, ext
         while len(os.fsencode(f"{cut_stem}.{n}{cut_ext}")) > MAX_NAME_BYTES:
-            cut_stem, cut_ext = (cut_stem[:-1], cut_ext) if len(cut_stem) > 1 else (cut_stem, cut_ext[:-1])
+            cut_stem, cut_ext = (
+                (cut_stem[:-1], cut_ext) if len(cut_stem) > 1 else (cut_stem, cut_ext[:-1])
+            )
         yield f"{cut_stem}.{n}{cut_ext}"
         n += 1
 
@@ -298,23 +320,29 @@ def printable_text(text: str) -> str:
 
 
 def check_notice_name(name: str) -> None:
-    """Raise :class:`InboxError` unless ``name`` may be posted: a plain, printable file name of at most 255 bytes (it is printed to operators)."""
+    """Raise :class:`InboxError` unless ``name`` may be posted: a plain, printable file name of at
+    most 255 bytes (it is printed to operators)."""
     if not isinstance(name, str) or not name:
         raise InboxError("a notice name must be a non-empty string")
     if "/" in name or "\x00" in name or (os.altsep and os.altsep in name):
         raise InboxError(f"notice name {name!r} must be a plain file name, without '/' or NUL")
     if name.startswith("."):
-        raise InboxError(f"notice name {name!r} starts with '.'; readers ignore dotfiles, so it would never be delivered")
+        raise InboxError(
+            f"notice name {name!r} starts with '.'; readers ignore dotfiles, so it would never be "
+            "delivered"
+        )
     if not name.isprintable():
         raise InboxError(
-            f"notice name {printable_text(name)!r} holds a control, invisible or undecodable character; use printable text"
+            f"notice name {printable_text(name)!r} holds a control, invisible or undecodable "
+            "character; use printable text"
         )
     if len(name.encode("utf-8")) > MAX_NAME_BYTES:
         raise InboxError(f"notice name is longer than {MAX_NAME_BYTES} bytes")
 
 
 def text_bytes(content: object, what: str, cap: int) -> bytes:
-    """Return a notice (str or bytes) or an abort reason (str) as UTF-8 bytes within ``cap``, before anything is written.
+    """Return a notice (str or bytes) or an abort reason (str) as UTF-8 bytes within ``cap``, before
+    anything is written.
 
     Raises :class:`InboxError` for anything else (``bytes(42)`` would be 42 NUL bytes, a lone
     surrogate cannot be encoded) and :class:`NoticeTooLarge` over ``cap``: every writer's sentences.
@@ -324,23 +352,34 @@ def text_bytes(content: object, what: str, cap: int) -> bytes:
         try:
             data = content.encode("utf-8")
         except UnicodeEncodeError as exc:
-            raise InboxError(f"the {what} is not valid text: character {exc.start} is a lone surrogate") from None
+            raise InboxError(
+                f"the {what} is not valid text: character {exc.start} is a lone surrogate"
+            ) from None
     elif notice and isinstance(content, (bytes, bytearray, memoryview)):
         data = bytes(content)
     else:
         kind = "text (str, or UTF-8 bytes)" if notice else "text (str)"
-        raise InboxError(f"{'a notice' if notice else 'an abort reason'} is {kind}, got {type(content).__name__}")
+        raise InboxError(
+            f"{'a notice' if notice else 'an abort reason'} is {kind}, got {type(content).__name__}"
+        )
     if len(data) > cap:
-        raise NoticeTooLarge(f"the {what} is {len(data)} bytes; this inbox takes at most {cap} (INBOX_MAX_NOTICE_BYTES)")
+        raise NoticeTooLarge(
+            f"the {what} is {len(data)} bytes; this inbox takes at most {cap} "
+            "(INBOX_MAX_NOTICE_BYTES)"
+        )
     return data
 
 
 def notice_data(content: object, name: str | None, cap: int) -> bytes:
-    """Return a notice's bytes once it may be posted under ``name`` (None: a fresh name); :class:`InboxError` saying why not."""
+    """Return a notice's bytes once it may be posted under ``name`` (None: a fresh name);
+    :class:`InboxError` saying why not."""
     if name is not None:
         check_notice_name(name)
         if name == ABORT_FILE:
-            raise InboxError("'abort' is reserved for abort requests; use request_abort() or `promptstrat inbox abort`")
+            raise InboxError(
+                "'abort' is reserved for abort requests; use request_abort() or `promptstrat "
+                "inbox abort`"
+            )
     data = text_bytes(content, "notice", cap)
     if not data.strip():
         raise InboxError("refusing to post an empty notice; give it some content")
@@ -348,7 +387,8 @@ def notice_data(content: object, name: str | None, cap: int) -> bytes:
 
 
 def default_notice_name() -> str:
-    """Return a fresh notice name that sorts in arrival order: UTC time to the microsecond, a random suffix."""
+    """Return a fresh notice name that sorts in arrival order: UTC time to the microsecond, a random
+    suffix."""
     return f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S_%f}Z-{secrets.token_hex(3)}.txt"
 
 
@@ -356,7 +396,8 @@ W = TypeVar("W", Path, str)
 
 
 class NoticeStore(Generic[W]):
-    """What both built-in backends do alike: refuse a notice for the same reasons, leave an oversized one pending.
+    """What both built-in backends do alike: refuse a notice for the same reasons, leave an
+    oversized one pending.
 
     A backend provides ``location``, ``max_notice_bytes`` and ``_write(data, name)`` (``name``
     None: a fresh arrival-ordered name; raises :class:`NoticeNameTaken` when it is pending).
@@ -381,7 +422,8 @@ class NoticeStore(Generic[W]):
         return self._write(notice_data(content, name, self.max_notice_bytes), name)
 
     def request_abort(self, reason: str = "") -> W:
-        """Post the reserved ``abort`` notice holding ``reason`` and return where it lies; refuses a second pending one."""
+        """Post the reserved ``abort`` notice holding ``reason`` and return where it lies; refuses a
+        second pending one."""
         return self._write(text_bytes(reason, "abort reason", self.max_notice_bytes), ABORT_FILE)
 
     def delivery_problem(self) -> str | None:
@@ -390,16 +432,23 @@ class NoticeStore(Generic[W]):
 
     def _taken(self, name: str) -> NoticeNameTaken:
         what = "an abort is" if name == ABORT_FILE else f"a notice named {name!r} is"
-        return NoticeNameTaken(f"{what} already pending in this inbox; wait for it to be delivered or pick another name")
+        return NoticeNameTaken(
+            f"{what} already pending in this inbox; wait for it to be delivered or pick another "
+            "name"
+        )
 
     def _fits(self, name: str, size: int, shown: str) -> bool:
-        """Return whether notice ``name`` of ``size`` bytes may be delivered; one warning for one over the limit (an abort always may)."""
+        """Return whether notice ``name`` of ``size`` bytes may be delivered; one warning for one
+        over the limit (an abort always may)."""
         if size <= self.max_notice_bytes or name == ABORT_FILE:
             return True
         warn_once(
             ("too-large", self.location, name, str(size)),
             "inbox: %s/%s is %d bytes, over the %d-byte notice limit (INBOX_MAX_NOTICE_BYTES); "
             "it is left pending, not delivered",
-            self.location, shown, size, self.max_notice_bytes,
+            self.location,
+            shown,
+            size,
+            self.max_notice_bytes,
         )
         return False

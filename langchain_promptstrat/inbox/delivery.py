@@ -1,4 +1,5 @@
-"""Claim, deliver, acknowledge: how the notices of one inbox become user messages, each exactly once to a model.
+"""Claim, deliver, acknowledge: how the notices of one inbox become user messages, each exactly once
+to a model.
 
 :func:`pick_up` *leases* a notice, hands it over as a user message whose id comes from the claim
 (``promptstrat-inbox-<token>``), and *acknowledges* it only once that is safe: at once for
@@ -40,8 +41,19 @@ from typing_extensions import Unpack
 
 from langchain_promptstrat.ceiling import MaxTokens
 from langchain_promptstrat.errors import InboxAborted
-from langchain_promptstrat.inbox.contract import ABORT_FILE, Claimed, InboxBackend, LeasingInbox, pickup_budget
-from langchain_promptstrat.inbox.locate import InboxBackendSpec, check_backend, inbox_for_config, save_file_for_config
+from langchain_promptstrat.inbox.contract import (
+    ABORT_FILE,
+    Claimed,
+    InboxBackend,
+    LeasingInbox,
+    pickup_budget,
+)
+from langchain_promptstrat.inbox.locate import (
+    InboxBackendSpec,
+    check_backend,
+    inbox_for_config,
+    save_file_for_config,
+)
 from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV, inbox_root
 from langchain_promptstrat.messages import mark, mark_of
 from langchain_promptstrat.report import logger
@@ -50,7 +62,9 @@ from langchain_promptstrat.tokens import as_token_counter
 DELIVERY_KIND = "inbox_delivery"
 """Mark kind of a delivered notice (``mark_of(m)["kind"]``); it is a real user message."""
 NOTICE_ID_PREFIX = "promptstrat-inbox-"
-SETTLE_WAIT_SECONDS = 600.0  # how long a watcher waits for the stored conversation when the backend names no lease
+SETTLE_WAIT_SECONDS = (
+    600.0  # how long a watcher waits for the stored conversation when the backend names no lease
+)
 
 
 def notice_id(token: str) -> str:
@@ -59,12 +73,16 @@ def notice_id(token: str) -> str:
 
 
 def notice_ids(messages: Sequence[BaseMessage]) -> frozenset[str]:
-    """Return the ids of the inbox notices among ``messages`` (what a conversation already holds)."""
-    return frozenset(m.id for m in messages if isinstance(m.id, str) and m.id.startswith(NOTICE_ID_PREFIX))
+    """Return the ids of the inbox notices among ``messages`` (what a conversation already
+    holds)."""
+    return frozenset(
+        m.id for m in messages if isinstance(m.id, str) and m.id.startswith(NOTICE_ID_PREFIX)
+    )
 
 
 def printable(text: str) -> str:
-    """Return ``text`` with the lone surrogates of an undecodable file name as ``\\xNN`` escapes (valid UTF-8)."""
+    """Return ``text`` with the lone surrogates of an undecodable file name as ``\\xNN`` escapes
+    (valid UTF-8)."""
     try:
         raw = text.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:
@@ -103,7 +121,8 @@ class Pickup:
 
 
 def _notice(claimed: Claimed) -> tuple[HumanMessage, bool]:
-    """Return the user message a notice becomes (its mark names the notice, never a path: clients read it), and whether its bytes needed replacing."""
+    """Return the user message a notice becomes (its mark names the notice, never a path: clients
+    read it), and whether its bytes needed replacing."""
     data = claimed.data or b""
     try:
         text, replaced = data.decode("utf-8"), False
@@ -111,9 +130,13 @@ def _notice(claimed: Claimed) -> tuple[HumanMessage, bool]:
         text, replaced = data.decode("utf-8", errors="replace"), True
     token = claimed.token
     message = mark(
-        HumanMessage(text, id=notice_id(token) if token else None), DELIVERY_KIND, notice=False,
-        file=printable(claimed.name), mtime=datetime.fromtimestamp(claimed.mtime, timezone.utc).isoformat(),
-        replaced_characters=replaced, **({"token": token} if token else {}),
+        HumanMessage(text, id=notice_id(token) if token else None),
+        DELIVERY_KIND,
+        notice=False,
+        file=printable(claimed.name),
+        mtime=datetime.fromtimestamp(claimed.mtime, timezone.utc).isoformat(),
+        replaced_characters=replaced,
+        **({"token": token} if token else {}),
     )
     return message, replaced
 
@@ -123,32 +146,43 @@ _outages_lock = threading.Lock()
 
 
 def _outage(store: InboxBackend, exc: OSError | None) -> None:
-    """Log one warning when ``store`` becomes unreachable (``exc``) and one when it is back; repeats stay at DEBUG."""
+    """Log one warning when ``store`` becomes unreachable (``exc``) and one when it is back; repeats
+    stay at DEBUG."""
     with _outages_lock:
         was_out = store.location in _outages
         (_outages.add if exc is not None else _outages.discard)(store.location)
     if exc is None and was_out:
-        logger.warning("inbox: %s is reachable again; its notices are delivered from now on", store.location)
+        logger.warning(
+            "inbox: %s is reachable again; its notices are delivered from now on", store.location
+        )
     elif exc is not None and not was_out:
         logger.warning(
-            "inbox: %s cannot be read (%s); model calls go on without its notices until it is back, "
-            "and nothing is lost", store.location, exc,
+            "inbox: %s cannot be read (%s); model calls go on without its notices until it is "
+            "back, "
+            "and nothing is lost",
+            store.location,
+            exc,
         )
     elif exc is not None:
         logger.debug("inbox: %s still unavailable: %s", store.location, exc)
 
 
 def acknowledge(store: LeasingInbox, token: str, name: str) -> Path | str | None | Literal[False]:
-    """Record claim ``token`` as delivered and return where it lies (None: not in flight); False, with a warning, when it fails."""
+    """Record claim ``token`` as delivered and return where it lies (None: not in flight); False,
+    with a warning, when it fails."""
     try:
         return store.acknowledge(token, name)
     except OSError as exc:
         if name == ABORT_FILE:
-            logger.warning("inbox: could not record the abort of %s as consumed: %s", store.location, exc)
+            logger.warning(
+                "inbox: could not record the abort of %s as consumed: %s", store.location, exc
+            )
         else:
             logger.warning(
                 "inbox: could not record the delivery of %s/%s (%s); it will be delivered again",
-                store.location, printable(name), exc,
+                store.location,
+                printable(name),
+                exc,
             )
         return False
 
@@ -162,21 +196,30 @@ def _leased(notices: Sequence[BaseMessage]) -> Iterator[tuple[BaseMessage, str, 
 
 
 def acknowledge_notices(store: InboxBackend | None, notices: Sequence[BaseMessage]) -> int:
-    """Record as delivered every leased notice among ``notices`` (after the model call that received them); return how many."""
+    """Record as delivered every leased notice among ``notices`` (after the model call that received
+    them); return how many."""
     if not isinstance(store, LeasingInbox):
         return 0
     return sum(acknowledge(store, token, name) is not False for _, token, name in _leased(notices))
 
 
-_settling: set[str] = set()  # tokens this process waits to see stored: no pickup of this process takes them over
+_settling: set[str] = (
+    set()
+)  # tokens this process waits to see stored: no pickup of this process takes them over
 _watchers: set[_Watcher] = set()
 _settling_lock = threading.Lock()
 
 
 class _Watcher:
-    """Acknowledges a batch of leased notices once ``stored()`` lists their ids; polled from its own thread."""
+    """Acknowledges a batch of leased notices once ``stored()`` lists their ids; polled from its own
+    thread."""
 
-    def __init__(self, store: LeasingInbox, claims: dict[str, tuple[str, str]], stored: Callable[[], Collection[str] | None]) -> None:
+    def __init__(
+        self,
+        store: LeasingInbox,
+        claims: dict[str, tuple[str, str]],
+        stored: Callable[[], Collection[str] | None],
+    ) -> None:
         self.store, self.claims, self.stored = store, claims, stored
         self.lock = threading.Lock()
 
@@ -187,8 +230,14 @@ class _Watcher:
                 return True
             try:
                 ids = self.stored()
-            except Exception as exc:  # a checkpointer read that failed: stored or not, we cannot tell yet
-                logger.debug("inbox: could not read the stored conversation of %s: %s", self.store.location, exc)
+            except (
+                Exception
+            ) as exc:  # a checkpointer read that failed: stored or not, we cannot tell yet
+                logger.debug(
+                    "inbox: could not read the stored conversation of %s: %s",
+                    self.store.location,
+                    exc,
+                )
                 return False
             for nid in [nid for nid in self.claims if ids is not None and nid in ids]:
                 token, name = self.claims.pop(nid)
@@ -198,7 +247,8 @@ class _Watcher:
             return not self.claims
 
     def finish(self) -> None:
-        """Release the claims still waiting (a later pickup settles them) and forget this watcher."""
+        """Release the claims still waiting (a later pickup settles them) and forget this
+        watcher."""
         with self.lock, _settling_lock:
             _settling.difference_update(token for token, _ in self.claims.values())
             _watchers.discard(self)
@@ -213,7 +263,11 @@ class _Watcher:
             self.finish()
 
 
-def settle_when_stored(store: InboxBackend | None, notices: Sequence[BaseMessage], stored: Callable[[], Collection[str] | None]) -> None:
+def settle_when_stored(
+    store: InboxBackend | None,
+    notices: Sequence[BaseMessage],
+    stored: Callable[[], Collection[str] | None],
+) -> None:
     """Acknowledge each leased notice among ``notices`` once ``stored()`` lists its message id.
 
     ``stored`` reads the ids the *durable* conversation holds (the checkpointer's, written behind
@@ -232,11 +286,14 @@ def settle_when_stored(store: InboxBackend | None, notices: Sequence[BaseMessage
         _settling.update(token for token, _ in claims.values())
         _watchers.add(watcher)
     wait = float(getattr(store, "lease_seconds", SETTLE_WAIT_SECONDS))
-    threading.Thread(target=watcher.run, args=(wait,), name="promptstrat-inbox-settle", daemon=True).start()
+    threading.Thread(
+        target=watcher.run, args=(wait,), name="promptstrat-inbox-settle", daemon=True
+    ).start()
 
 
 def wait_settled(timeout: float = 5.0) -> bool:
-    """Return whether every notice this process waits to see stored was acknowledged (or released) within ``timeout`` s (tests, scripts)."""
+    """Return whether every notice this process waits to see stored was acknowledged (or released)
+    within ``timeout`` s (tests, scripts)."""
     deadline = time.monotonic() + timeout
     while True:
         with _settling_lock:
@@ -252,11 +309,14 @@ def wait_settled(timeout: float = 5.0) -> bool:
         time.sleep(min(0.01, left))
 
 
-atexit.register(wait_settled, 0.0)  # check each waiting notice once more: a script's run has ended, its checkpoints are written
+atexit.register(
+    wait_settled, 0.0
+)  # check each waiting notice once more: a script's run has ended, its checkpoints are written
 
 
 def _abort(store: InboxBackend, claimed: Claimed, result: Pickup, settle: bool) -> None:
-    """Put the abort request ``claimed`` in ``result``: recorded as consumed at once with ``settle``, else left claimed (``abort_token``)."""
+    """Put the abort request ``claimed`` in ``result``: recorded as consumed at once with
+    ``settle``, else left claimed (``abort_token``)."""
     where: Path | str | None = claimed.path
     if claimed.token and not settle:
         result.abort_token = claimed.token
@@ -314,7 +374,9 @@ def pick_up(
     for lease in leases:
         assert leasing is not None
         nid = notice_id(lease.token)
-        with _settling_lock:  # this process's watcher records it once stored: one acknowledgement, not two racing
+        with (
+            _settling_lock
+        ):  # this process's watcher records it once stored: one acknowledgement, not two racing
             if lease.token in _settling:
                 continue
         if nid in seen:
@@ -325,11 +387,15 @@ def pick_up(
         try:
             claimed = leasing.take_over(lease, need_content=lease.name != ABORT_FILE)
         except OSError as exc:
-            logger.info("inbox: could not recover %s/%s: %s", store.location, printable(lease.name), exc)
+            logger.info(
+                "inbox: could not recover %s/%s: %s", store.location, printable(lease.name), exc
+            )
             continue
         if claimed is None:
             continue
-        if claimed.name == ABORT_FILE:  # a reader stopped before it recorded the abort: honour it now
+        if (
+            claimed.name == ABORT_FILE
+        ):  # a reader stopped before it recorded the abort: honour it now
             _abort(store, claimed, result, settle)
             return result
         message, replaced = _notice(claimed)
@@ -364,18 +430,28 @@ def pick_up(
         admitted += tokens
     for claimed, message, replaced in taken:
         if not str(message.content).strip():
-            result.empty.append(printable(claimed.name))  # consumed (recorded in the history) but never sent
+            result.empty.append(
+                printable(claimed.name)
+            )  # consumed (recorded in the history) but never sent
             if leasing and claimed.token:
                 acknowledge(leasing, claimed.token, claimed.name)
             continue
         if settle and leasing and claimed.token:
             try:
                 final = leasing.acknowledge(claimed.token, claimed.name)
-            except OSError as exc:  # not recorded: keep it claimed for this process's next pickup, not sent now
-                logger.info("inbox: skipped %s/%s: %s", store.location, printable(claimed.name), exc)
-                result.skipped.append({"file": printable(claimed.name), "error": printable(str(exc))})
+            except (
+                OSError
+            ) as exc:  # not recorded: keep it claimed for this process's next pickup, not sent now
+                logger.info(
+                    "inbox: skipped %s/%s: %s", store.location, printable(claimed.name), exc
+                )
+                result.skipped.append(
+                    {"file": printable(claimed.name), "error": printable(str(exc))}
+                )
                 continue
-            if final is None:  # no longer this reader's claim (another reader recovered it): not ours to send
+            if (
+                final is None
+            ):  # no longer this reader's claim (another reader recovered it): not ours to send
                 continue
         result.delivered.append(message)
         if replaced:
@@ -408,15 +484,16 @@ def _pick_up(
     return {"delivered": result.delivered, "abort": abort}
 
 
-# langgraph types task(name=...) as a decorator whose ParamSpec and TypeVar are solved (to Never) before
-# it sees the function, so mypy rejects any function here; pyright accepts it
+# langgraph types task(name=...) as a decorator whose ParamSpec and TypeVar are solved (to Never)
+# before it sees the function, so mypy rejects any function here; pyright accepts it
 _pick_up_once: Callable[
     [InboxBackend, Container[str], Collection[str], bool, int | None, Any], Future[dict[str, Any]]
 ] = task(name="promptstrat_inbox_pickup")(_pick_up)  # type: ignore[arg-type, assignment]
 
 
 def _with_run_config(config: RunnableConfig, func: Callable[..., Any], *args: Any) -> Any:
-    """Return ``func(*args)`` where ``get_config()`` finds the run's config (Python 3.10 does not carry it into an async graph's nodes)."""
+    """Return ``func(*args)`` where ``get_config()`` finds the run's config (Python 3.10 does not
+    carry it into an async graph's nodes)."""
     try:
         get_config()
     except RuntimeError:
@@ -426,7 +503,8 @@ def _with_run_config(config: RunnableConfig, func: Callable[..., Any], *args: An
 
 
 def _checkpointed_pick_up(*args: Any) -> dict[str, Any]:
-    """Return :func:`_pick_up` of ``args`` as the run's checkpointed task, or directly outside a run."""
+    """Return :func:`_pick_up` of ``args`` as the run's checkpointed task, or directly outside a
+    run."""
     try:
         future = _pick_up_once(*args)
     except (RuntimeError, KeyError):  # called outside a LangGraph run: nothing to replay
@@ -435,21 +513,29 @@ def _checkpointed_pick_up(*args: Any) -> dict[str, Any]:
 
 
 def has_checkpointer(config: RunnableConfig | None) -> bool:
-    """Return whether the run saves checkpoints, so a notice put in its state survives the process."""
+    """Return whether the run saves checkpoints, so a notice put in its state survives the
+    process."""
     return (config or {}).get("configurable", {}).get(CONFIG_KEY_CHECKPOINTER) is not None
 
 
-def stored_notice_ids(config: RunnableConfig | None, keys: Sequence[str] = ()) -> frozenset[str] | None:
-    """Return the notice ids the checkpointer has *stored* for the run's thread (in ``messages`` and under ``keys``), None when it cannot tell.
+def stored_notice_ids(
+    config: RunnableConfig | None, keys: Sequence[str] = ()
+) -> frozenset[str] | None:
+    """Return the notice ids the checkpointer has *stored* for the run's thread (in ``messages`` and
+    under ``keys``), None when it cannot tell.
 
-    Read back from the checkpointer, not the run's memory: ``durability="async"`` writes behind the run.
+    Read back from the checkpointer, not the run's memory: ``durability="async"`` writes behind the
+    run.
     """
     configurable = (config or {}).get("configurable", {})
     saver, thread = configurable.get(CONFIG_KEY_CHECKPOINTER), configurable.get("thread_id")
     if saver is None or thread is None:
         return None
-    # a node's namespace is its graph's plus "|<node>:<task id>" (the task's own segment, "|"-separated)
-    task_ns = str(configurable.get("checkpoint_ns") or "")  # langgraph's CONFIG_KEY_CHECKPOINT_NS, private since 1.0
+    # a node's namespace is its graph's plus "|<node>:<task id>" (the task's own segment,
+    # "|"-separated)
+    task_ns = str(
+        configurable.get("checkpoint_ns") or ""
+    )  # langgraph's CONFIG_KEY_CHECKPOINT_NS, private since 1.0
     graph_ns = task_ns.rpartition("|")[0] if "|" in task_ns else ("" if ":" in task_ns else task_ns)
     stored = saver.get_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": graph_ns}})
     if stored is None:
@@ -461,15 +547,20 @@ def stored_notice_ids(config: RunnableConfig | None, keys: Sequence[str] = ()) -
     return frozenset(ids)
 
 
-def stored_reader(config: RunnableConfig, keys: Sequence[str] = ()) -> Callable[[], frozenset[str] | None]:
+def stored_reader(
+    config: RunnableConfig, keys: Sequence[str] = ()
+) -> Callable[[], frozenset[str] | None]:
     """Return a reader of :func:`stored_notice_ids` for this run, for a watcher thread to poll."""
     return lambda: stored_notice_ids(config, keys)
 
 
 class StoredNoticeIds(Container[str]):
-    """The ids among ``candidates`` (those in the run's state) that the checkpointer has stored, read on first use only."""
+    """The ids among ``candidates`` (those in the run's state) that the checkpointer has stored,
+    read on first use only."""
 
-    def __init__(self, config: RunnableConfig, candidates: Collection[str], keys: Sequence[str] = ()) -> None:
+    def __init__(
+        self, config: RunnableConfig, candidates: Collection[str], keys: Sequence[str] = ()
+    ) -> None:
         self.candidates = frozenset(candidates)
         self._read = stored_reader(config, keys)
 
@@ -477,7 +568,9 @@ class StoredNoticeIds(Container[str]):
     def _ids(self) -> frozenset[str]:
         try:
             return (self._read() or frozenset()) & self.candidates
-        except Exception as exc:  # unreadable now: nothing counts as stored, the claims stay in flight
+        except (
+            Exception
+        ) as exc:  # unreadable now: nothing counts as stored, the claims stay in flight
             logger.debug("inbox: could not read the stored conversation: %s", exc)
             return frozenset()
 
@@ -488,22 +581,33 @@ class StoredNoticeIds(Container[str]):
 def _add_note(error: BaseException, note: str) -> None:
     if sys.version_info >= (3, 11):
         error.add_note(note)
-    else:  # Python 3.10: the PEP 678 attribute, which tracebacks there do not print (and typeshed does not declare)
+    # Python 3.10: the PEP 678 attribute, which tracebacks there do not print (and typeshed does not
+    # declare)
+    else:
         error.__notes__ = [*getattr(error, "__notes__", []), note]  # type: ignore[attr-defined, unused-ignore]
 
 
-def abort_payload(config: RunnableConfig | None, reason: str, path: str | None, notices: Sequence[BaseMessage]) -> dict[str, Any]:
-    """Return the interrupt payload of an inbox abort: ``type``, ``thread_id``, ``reason``, ``abort`` (its history name), ``notices`` (taken before it); no server path."""
+def abort_payload(
+    config: RunnableConfig | None, reason: str, path: str | None, notices: Sequence[BaseMessage]
+) -> dict[str, Any]:
+    """Return the interrupt payload of an inbox abort: ``type``, ``thread_id``, ``reason``,
+    ``abort`` (its history name), ``notices`` (taken before it); no server path."""
     thread = ((config or {}).get("configurable") or {}).get("thread_id")
     marks = [mark_of(m) or {} for m in notices]
     names = [str(m["file"]) for m in marks if m.get("file") is not None]
     name = printable(re.split(r"[/\\]", path)[-1]) if path else ABORT_FILE
-    return {"type": INBOX_ABORT, "thread_id": None if thread is None else str(thread), "reason": reason,
-            "abort": name, "notices": names}
+    return {
+        "type": INBOX_ABORT,
+        "thread_id": None if thread is None else str(thread),
+        "reason": reason,
+        "abort": name,
+        "notices": names,
+    }
 
 
 class DeliveryOptions(TypedDict, total=False):
-    """How :func:`deliver_inbox` (and :meth:`InboxSource.deliver`) treat an abort and acknowledge notices."""
+    """How :func:`deliver_inbox` (and :meth:`InboxSource.deliver`) treat an abort and acknowledge
+    notices."""
 
     on_abort: Literal["interrupt", "raise", "return"]
     seen: Container[str]
@@ -512,19 +616,29 @@ class DeliveryOptions(TypedDict, total=False):
     stored: Callable[[], Collection[str] | None] | None
 
 
-def acknowledgement(config: RunnableConfig, persist: bool, messages: Callable[[], Sequence[BaseMessage]]) -> DeliveryOptions:
-    """Return how a graph's pickup acknowledges: once a stored checkpoint holds the notice (``persist``, with a checkpointer), else at once.
+def acknowledgement(
+    config: RunnableConfig, persist: bool, messages: Callable[[], Sequence[BaseMessage]]
+) -> DeliveryOptions:
+    """Return how a graph's pickup acknowledges: once a stored checkpoint holds the notice
+    (``persist``, with a checkpointer), else at once.
 
-    ``messages`` reads the state's messages, whose notices wait for their checkpoint; only called then.
+    ``messages`` reads the state's messages, whose notices wait for their checkpoint; only called
+    then.
     """
     if not (persist and has_checkpointer(config)):
         return {"settle": True}
     held = notice_ids(messages())
-    return {"seen": StoredNoticeIds(config, held), "held": held, "settle": False, "stored": stored_reader(config)}
+    return {
+        "seen": StoredNoticeIds(config, held),
+        "held": held,
+        "settle": False,
+        "stored": stored_reader(config),
+    }
 
 
 class InboxDelivery(NamedTuple):
-    """What one delivery took from the inbox: the notices, and the abort it stopped at (``on_abort="return"``)."""
+    """What one delivery took from the inbox: the notices, and the abort it stopped at
+    (``on_abort="return"``)."""
 
     notices: list[BaseMessage]
     abort: dict[str, Any] | None = None
@@ -557,16 +671,27 @@ def deliver_inbox(
     while payload is None:
         taken = held if not notices else frozenset(held) | notice_ids(notices)
         picked = _with_run_config(
-            config, _checkpointed_pick_up, store, seen, frozenset(taken), settle, budget_tokens,
+            config,
+            _checkpointed_pick_up,
+            store,
+            seen,
+            frozenset(taken),
+            settle,
+            budget_tokens,
             count,
         )
         notices += picked["delivered"]
         if picked["abort"] is None:
             break
-        # The pickup task's result, abort included, is in the checkpoint (or, without a checkpointer, acted on
-        # now): the abort is spent. A replayed task acknowledges again, which finds nothing left to do.
+        # The pickup task's result, abort included, is in the checkpoint (or, without a
+        # checkpointer, acted on now): the abort is spent. A replayed task acknowledges again, which
+        # finds nothing left to do.
         token = picked["abort"].get("token")
-        recorded = acknowledge(store, token, ABORT_FILE) or None if token and isinstance(store, LeasingInbox) else None
+        recorded = (
+            acknowledge(store, token, ABORT_FILE) or None
+            if token and isinstance(store, LeasingInbox)
+            else None
+        )
         path = printable(str(recorded)) if recorded is not None else picked["abort"]["path"]
         payload = abort_payload(config, picked["abort"]["reason"], path, picked["delivered"])
         if include_paths:
@@ -596,7 +721,8 @@ def prompt_counter(strategies: Sequence[Any]) -> Any:
 
 
 class InboxSource:
-    """Where one hook or middleware finds a run's inbox; warns once when a root is set but the run has no thread id."""
+    """Where one hook or middleware finds a run's inbox; warns once when a root is set but the run
+    has no thread id."""
 
     def __init__(
         self,
@@ -605,23 +731,32 @@ class InboxSource:
         backend: InboxBackendSpec = None,
         max_tokens: MaxTokens = None,
     ) -> None:
-        inboxes = [s for s in strategies if getattr(s, "places_notices", False)]  # the inbox strategy
-        if root is None and backend is None and inboxes:  # the adapter's arguments win over the strategy's
+        inboxes = [
+            s for s in strategies if getattr(s, "places_notices", False)
+        ]  # the inbox strategy
+        if (
+            root is None and backend is None and inboxes
+        ):  # the adapter's arguments win over the strategy's
             root, backend = inboxes[0].root, inboxes[0].backend
         self.allow_save_file = bool(inboxes) and inboxes[0].allow_save_file
         self.include_paths = bool(inboxes) and inboxes[0].include_paths
         self.root = root
         self.backend = check_backend(backend, root)
         if root is not None:
-            inbox_root(root)  # a root that is not a directory fails now, not at the first model call
+            inbox_root(
+                root
+            )  # a root that is not a directory fails now, not at the first model call
         self.enabled = bool(inboxes)
         self.needed = any(getattr(s, "uses_save_file", False) for s in strategies)
-        self.ceiling = max_tokens if isinstance(max_tokens, int) else None  # a pickup admits a share of it
+        self.ceiling = (
+            max_tokens if isinstance(max_tokens, int) else None
+        )  # a pickup admits a share of it
         self.count = prompt_counter(strategies)
         self._warned = False
 
     def save_file(self, config: RunnableConfig) -> Path | None:
-        """Return the run's save file (``configurable.save_file``, else ``<root>/<thread_id>.chat``), or None."""
+        """Return the run's save file (``configurable.save_file``, else
+        ``<root>/<thread_id>.chat``), or None."""
         if not self.needed:
             return None
         path = save_file_for_config(config, self.root, allow_save_file=self.allow_save_file)
@@ -629,7 +764,8 @@ class InboxSource:
             self._warned = True
             where = "root=" + os.fspath(self.root) if self.root is not None else INBOX_ROOT_ENV
             warnings.warn(
-                f"the inbox is skipped: an inbox root is set ({where}) but the run config has neither "
+                f"the inbox is skipped: an inbox root is set ({where}) but the run config has "
+                "neither "
                 "configurable.thread_id nor configurable.save_file; pass "
                 "config={'configurable': {'thread_id': ...}} to deliver this thread's notices",
                 RuntimeWarning,
@@ -641,15 +777,24 @@ class InboxSource:
         """Return the run's inbox, or None (no inbox strategy, or the run names no inbox)."""
         if not self.enabled:
             return None
-        return inbox_for_config(config, backend=self.backend, root=self.root, allow_save_file=self.allow_save_file)
+        return inbox_for_config(
+            config, backend=self.backend, root=self.root, allow_save_file=self.allow_save_file
+        )
 
-    def deliver(self, config: RunnableConfig, **options: Unpack[DeliveryOptions]) -> tuple[Path | None, InboxDelivery]:
-        """Return the save file and what the inbox delivered (nothing without an inbox strategy or a save file)."""
+    def deliver(
+        self, config: RunnableConfig, **options: Unpack[DeliveryOptions]
+    ) -> tuple[Path | None, InboxDelivery]:
+        """Return the save file and what the inbox delivered (nothing without an inbox strategy or a
+        save file)."""
         save_file = self.save_file(config)
         store = self.store(config)
         if store is None:
             return save_file, InboxDelivery([])
         return save_file, deliver_inbox(
-            store, config, include_paths=self.include_paths,
-            budget_tokens=pickup_budget(self.ceiling), count=self.count, **options
+            store,
+            config,
+            include_paths=self.include_paths,
+            budget_tokens=pickup_budget(self.ceiling),
+            count=self.count,
+            **options,
         )

@@ -1,4 +1,5 @@
-"""The inbox on disk (:class:`DirectoryInbox`): ``x/agent.inbox`` pending, ``x/agent.inbox_removed`` the history.
+"""The inbox on disk (:class:`DirectoryInbox`): ``x/agent.inbox`` pending, ``x/agent.inbox_removed``
+the history.
 
 Why no file is delivered twice and none is overwritten:
 
@@ -45,19 +46,37 @@ from langchain_promptstrat.inbox.contract import (
     owner_state,
     warn_once,
 )
-from langchain_promptstrat.inbox.paths import inbox_dir, inbox_removed_dir, resolve_save_file, thread_save_file
+from langchain_promptstrat.inbox.paths import (
+    inbox_dir,
+    inbox_removed_dir,
+    resolve_save_file,
+    thread_save_file,
+)
 
 CLAIMS_DIR = ".claims"  # in the history directory: one sub-directory per claim in flight
 THREAD_RECORD = ".thread"  # in the pending directory: when the thread it belongs to was created
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-_NO_LINK_ERRNOS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS, errno.EXDEV}
+_READ_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+_NO_LINK_ERRNOS = {
+    errno.EPERM,
+    errno.ENOTSUP,
+    errno.EOPNOTSUPP,
+    errno.EMLINK,
+    errno.ENOSYS,
+    errno.EXDEV,
+}
 
 
 # --------------------------------------------------------------------------- careful system calls
 
 
 def _open_regular(path: Path) -> tuple[int, os.stat_result]:
-    """Return a read descriptor on ``path`` and its stat; raise OSError unless it is a regular file."""
+    """Return a read descriptor on ``path`` and its stat; raise OSError unless it is a regular
+    file."""
     fd = os.open(path, _READ_FLAGS)
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
@@ -85,7 +104,8 @@ def _move_no_replace(src: Path, dst: Path) -> None:
     except OSError as exc:
         if exc.errno not in _NO_LINK_ERRNOS:
             raise
-        # No hard links here: reserve the name exclusively, then replace only that placeholder of our own.
+        # No hard links here: reserve the name exclusively, then replace only that placeholder of
+        # our own.
         os.close(os.open(dst, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         try:
             os.replace(src, dst)
@@ -98,7 +118,8 @@ def _move_no_replace(src: Path, dst: Path) -> None:
 
 
 def _move_to_first_free(src: Path, directory: Path, names: Iterable[str]) -> Path | None:
-    """Move ``src`` into ``directory`` under the first of ``names`` that is free and return where; None when all are taken."""
+    """Move ``src`` into ``directory`` under the first of ``names`` that is free and return where;
+    None when all are taken."""
     for candidate in names:
         try:
             _move_no_replace(src, directory / candidate)
@@ -109,7 +130,8 @@ def _move_to_first_free(src: Path, directory: Path, names: Iterable[str]) -> Pat
 
 
 def _into_history(src: Path, st: os.stat_result, directory: Path, name: str) -> Path:
-    """Move ``src`` (stat ``st``) into the history under its first free name, keeping its mtime, and return where."""
+    """Move ``src`` (stat ``st``) into the history under its first free name, keeping its mtime, and
+    return where."""
     final = _move_to_first_free(src, directory, history_names(name))
     assert final is not None  # history_names never runs out
     if st.st_mtime_ns != os.lstat(final).st_mtime_ns:
@@ -118,7 +140,8 @@ def _into_history(src: Path, st: os.stat_result, directory: Path, name: str) -> 
 
 
 def _move_back(src: Path, dst: Path) -> None:
-    """Move ``src`` back to ``dst`` when that name is free; otherwise (or if the move fails) ``src`` stays."""
+    """Move ``src`` back to ``dst`` when that name is free; otherwise (or if the move fails) ``src``
+    stays."""
     with suppress(OSError):
         if not src.is_dir() or src.is_symlink():
             _move_no_replace(src, dst)
@@ -126,8 +149,11 @@ def _move_back(src: Path, dst: Path) -> None:
             os.rename(src, dst)
 
 
-def _visible(directory: str | os.PathLike[str]) -> Iterator[tuple[os.DirEntry[str], os.stat_result]]:
-    """Yield each entry of ``directory`` not starting with a dot, with its own stat; nothing when it is missing."""
+def _visible(
+    directory: str | os.PathLike[str],
+) -> Iterator[tuple[os.DirEntry[str], os.stat_result]]:
+    """Yield each entry of ``directory`` not starting with a dot, with its own stat; nothing when it
+    is missing."""
     try:
         it = os.scandir(directory)
     except (FileNotFoundError, NotADirectoryError):
@@ -186,7 +212,8 @@ def _is_link(path: Path) -> bool:
 
 
 def _recorded(directory: Path, st: os.stat_result) -> bool:
-    """Return whether the history ``directory`` already holds the file ``st`` describes (a reader stopped in mid-acknowledge)."""
+    """Return whether the history ``directory`` already holds the file ``st`` describes (a reader
+    stopped in mid-acknowledge)."""
     if st.st_nlink <= 1:
         return False
     try:
@@ -226,7 +253,8 @@ def _locked(directory: Path) -> Iterator[None]:
 
 
 def new_claim_dir(claims_path: Path, token: str) -> Path:
-    """Create and return ``<claims_path>/<token>.<this process's owner>``, creating ``claims_path`` as needed."""
+    """Create and return ``<claims_path>/<token>.<this process's owner>``, creating ``claims_path``
+    as needed."""
     claim_dir = claims_path / f"{token}.{current_owner()}"
     for attempt in range(100):  # another reader may remove the emptied claims directory in between
         with suppress(FileExistsError):
@@ -250,7 +278,8 @@ def _drop_claim_dir(claim_dir: Path) -> None:
 
 
 def _read_claim(claim_dir: Path, name: str, token: str, need_content: bool, limit: int) -> Claimed:
-    """Return the notice ``name`` lying in ``claim_dir`` with its bytes (None when unreadable, unless ``need_content``)."""
+    """Return the notice ``name`` lying in ``claim_dir`` with its bytes (None when unreadable,
+    unless ``need_content``)."""
     path = claim_dir / name
     try:
         fd, st = _open_regular(path)
@@ -263,7 +292,8 @@ def _read_claim(claim_dir: Path, name: str, token: str, need_content: bool, limi
 
 
 class DirectoryInbox(NoticeStore[Path]):
-    """The inbox of one conversation as two directories, pending files and delivered ones; the class is the provider."""
+    """The inbox of one conversation as two directories, pending files and delivered ones; the class
+    is the provider."""
 
     def __init__(
         self,
@@ -287,8 +317,11 @@ class DirectoryInbox(NoticeStore[Path]):
         return cls(inbox_dir(save_file), inbox_removed_dir(save_file))
 
     @classmethod
-    def for_thread(cls, thread_id: str, root: str | os.PathLike[str] | None = None) -> DirectoryInbox:
-        """Return the inbox of LangGraph thread ``thread_id`` under ``root`` (or ``$PROMPTSTRAT_INBOX_ROOT``)."""
+    def for_thread(
+        cls, thread_id: str, root: str | os.PathLike[str] | None = None
+    ) -> DirectoryInbox:
+        """Return the inbox of LangGraph thread ``thread_id`` under ``root`` (or
+        ``$PROMPTSTRAT_INBOX_ROOT``)."""
         return cls.for_save_file(thread_save_file(thread_id, root))
 
     def __repr__(self) -> str:
@@ -309,7 +342,8 @@ class DirectoryInbox(NoticeStore[Path]):
         return next((directory for directory in directories if _is_link(directory)), None)
 
     def _safe(self, *, inbox_only: bool = False) -> bool:
-        """Return whether the directories may be used; a symlinked one is refused with one warning."""
+        """Return whether the directories may be used; a symlinked one is refused with one
+        warning."""
         directory = self._symlinked(inbox_only=inbox_only)
         if directory is None:
             return True
@@ -333,7 +367,8 @@ class DirectoryInbox(NoticeStore[Path]):
         )
 
     def pending(self) -> list[str]:
-        """Return the names of the pending notices, sorted: regular files not starting with a dot; nothing is created."""
+        """Return the names of the pending notices, sorted: regular files not starting with a dot;
+        nothing is created."""
         return _regular_names(self.path) if not _is_link(self.path) else []
 
     def pending_entries(self) -> list[InboxEntry]:
@@ -381,17 +416,24 @@ class DirectoryInbox(NoticeStore[Path]):
             if not stat.S_ISREG(st.st_mode):
                 continue
             if item.name != ABORT_FILE and (
-                st.st_size == 0 or (st.st_mode & 0o222 and abs(now - st.st_mtime) < self.quiet_seconds)
+                st.st_size == 0
+                or (st.st_mode & 0o222 and abs(now - st.st_mtime) < self.quiet_seconds)
             ):
                 continue
-            if self._fits(item.name, st.st_size, os.fsencode(item.name).decode("utf-8", "backslashreplace")):
+            if self._fits(
+                item.name, st.st_size, os.fsencode(item.name).decode("utf-8", "backslashreplace")
+            ):
                 names.append(item.name)
         return sorted(names)
 
     def _is_pending(self, src: Path, need_content: bool) -> bool:
-        """Return whether pending ``src`` is there to take; ``OSError`` when it cannot be opened and ``need_content``."""
+        """Return whether pending ``src`` is there to take; ``OSError`` when it cannot be opened and
+        ``need_content``."""
         if not self._safe():
-            raise InboxError(f"refusing to claim from {self.path}: the inbox or its removed directory is a symbolic link")
+            raise InboxError(
+                f"refusing to claim from {self.path}: the inbox or its removed directory is a "
+                "symbolic link"
+            )
         try:
             os.close(_open_regular(src)[0])
         except FileNotFoundError:
@@ -402,7 +444,8 @@ class DirectoryInbox(NoticeStore[Path]):
         return True
 
     def claim(self, name: str, *, need_content: bool = True) -> Claimed | None:
-        """Lease pending file ``name`` and record it in the history at once; None when another reader took it.
+        """Lease pending file ``name`` and record it in the history at once; None when another
+        reader took it.
 
         With ``need_content`` a file this process cannot open stays pending (``OSError``);
         without, it is claimed anyway with ``data=None``.
@@ -411,10 +454,15 @@ class DirectoryInbox(NoticeStore[Path]):
         if claimed is None or claimed.token is None:
             return None
         final = self.acknowledge(claimed.token, name)
-        return None if final is None else Claimed(name=name, path=final, mtime=claimed.mtime, data=claimed.data)
+        return (
+            None
+            if final is None
+            else Claimed(name=name, path=final, mtime=claimed.mtime, data=claimed.data)
+        )
 
     def lease(self, name: str, *, need_content: bool = True) -> Claimed | None:
-        """Take pending file ``name`` into a claim of this process and return it with its token; None when another reader took it."""
+        """Take pending file ``name`` into a claim of this process and return it with its token;
+        None when another reader took it."""
         src = self.path / name
         if not self._is_pending(src, need_content):
             return None
@@ -423,7 +471,9 @@ class DirectoryInbox(NoticeStore[Path]):
         claim_dir = new_claim_dir(self.claims_path, token)
         try:
             os.rename(src, claim_dir / name)
-        except FileNotFoundError:  # another reader took it first: leave no empty claim directory behind
+        except (
+            FileNotFoundError
+        ):  # another reader took it first: leave no empty claim directory behind
             _drop_claim_dir(claim_dir)
             return None
         if not stat.S_ISREG(os.lstat(claim_dir / name).st_mode):
@@ -433,7 +483,8 @@ class DirectoryInbox(NoticeStore[Path]):
         return _read_claim(claim_dir, name, token, need_content, self.max_notice_bytes)
 
     def in_flight(self, *, with_head: bool = False) -> list[Lease]:
-        """Return the claims not yet acknowledged, oldest posting time first (``with_head``: with their first bytes).
+        """Return the claims not yet acknowledged, oldest posting time first (``with_head``: with
+        their first bytes).
 
         An empty claim directory is removed once its owner is dead or its lease ran out, never
         while its owner lives: a reader of that process may be between its mkdir and rename.
@@ -461,11 +512,23 @@ class DirectoryInbox(NoticeStore[Path]):
                         _drop_claim_dir(Path(item.path))
                     continue
                 head = _read_head(inside[0].path) if with_head else None
-                leases.append(Lease(token, inside[0].name, owner, leased_at, self.lease_seconds, st.st_mtime, st.st_size, head))
+                leases.append(
+                    Lease(
+                        token,
+                        inside[0].name,
+                        owner,
+                        leased_at,
+                        self.lease_seconds,
+                        st.st_mtime,
+                        st.st_size,
+                        head,
+                    )
+                )
         return sorted(leases, key=lambda lease: (lease.mtime, lease.name))
 
     def take_over(self, lease: Lease, *, need_content: bool = True) -> Claimed | None:
-        """Make ``lease`` this process's claim (renewing it) and return the notice; None when gone, taken or already recorded."""
+        """Make ``lease`` this process's claim (renewing it) and return the notice; None when gone,
+        taken or already recorded."""
         if not self._safe():
             return None
         old = self.claims_path / f"{lease.token}.{lease.owner}"
@@ -474,7 +537,10 @@ class DirectoryInbox(NoticeStore[Path]):
             try:
                 os.rename(old, new)
             except OSError as exc:
-                if isinstance(exc, FileNotFoundError) or exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                if isinstance(exc, FileNotFoundError) or exc.errno in (
+                    errno.ENOTEMPTY,
+                    errno.EEXIST,
+                ):
                     return None
                 raise
         os.utime(new)
@@ -490,11 +556,14 @@ class DirectoryInbox(NoticeStore[Path]):
         return _read_claim(new, lease.name, lease.token, need_content, self.max_notice_bytes)
 
     def acknowledge(self, token: str, name: str | None = None) -> Path | None:
-        """Record claim ``token`` as delivered: move its file into the history and return where; None when not in flight."""
+        """Record claim ``token`` as delivered: move its file into the history and return where;
+        None when not in flight."""
         if not self._safe():
             return None
         try:
-            claim_dir = next(Path(e.path) for e in os.scandir(self.claims_path) if e.name.startswith(token + "."))
+            claim_dir = next(
+                Path(e.path) for e in os.scandir(self.claims_path) if e.name.startswith(token + ".")
+            )
             inside = [e.name for e in os.scandir(claim_dir) if not e.name.startswith(".")]
         except (OSError, StopIteration):
             return None
@@ -553,7 +622,8 @@ class DirectoryInbox(NoticeStore[Path]):
         return recorded is not None
 
     def _write(self, data: bytes, name: str | None) -> Path:
-        """Write ``data`` as a new read-only file under ``name`` (or a fresh name): hidden temporary, fsync, link."""
+        """Write ``data`` as a new read-only file under ``name`` (or a fresh name): hidden
+        temporary, fsync, link."""
         if not self._safe(inbox_only=True):
             raise InboxError(f"refusing to post to {self.path}: it is a symbolic link")
         self.path.mkdir(parents=True, exist_ok=True)
@@ -564,12 +634,18 @@ class DirectoryInbox(NoticeStore[Path]):
                 file.write(data)
                 file.flush()
                 os.fsync(fd)
-            final = _move_to_first_free(tmp, self.path, [name] if name else (default_notice_name() for _ in range(100)))
+            final = _move_to_first_free(
+                tmp, self.path, [name] if name else (default_notice_name() for _ in range(100))
+            )
         finally:
             with suppress(FileNotFoundError):
                 os.unlink(tmp)
         if final is None:
-            raise self._taken(name) if name else InboxError(f"could not find a free notice name in {self.path}")
+            raise (
+                self._taken(name)
+                if name
+                else InboxError(f"could not find a free notice name in {self.path}")
+            )
         with suppress(OSError):  # the new name on disk, where the platform allows
             dir_fd = os.open(self.path, os.O_RDONLY)
             try:
@@ -587,10 +663,13 @@ def post_to_inbox(
     thread_id: str | None = None,
     root: str | os.PathLike[str] | None = None,
 ) -> Path:
-    """Post ``content`` to the directory inbox of ``save_file`` (or of ``thread_id`` under ``root``) and return the new file's path."""
+    """Post ``content`` to the directory inbox of ``save_file`` (or of ``thread_id`` under ``root``)
+    and return the new file's path."""
     if content is None:
         raise TypeError("post_to_inbox() needs the notice content")
-    return DirectoryInbox.for_save_file(resolve_save_file(save_file, thread_id=thread_id, root=root)).post(content, name=name)
+    return DirectoryInbox.for_save_file(
+        resolve_save_file(save_file, thread_id=thread_id, root=root)
+    ).post(content, name=name)
 
 
 def request_abort(
@@ -600,5 +679,8 @@ def request_abort(
     thread_id: str | None = None,
     root: str | os.PathLike[str] | None = None,
 ) -> Path:
-    """Ask a conversation's run to stop with ``reason`` (it raises ``InboxAborted``, or interrupts): write ``abort``, return its path."""
-    return DirectoryInbox.for_save_file(resolve_save_file(save_file, thread_id=thread_id, root=root)).request_abort(reason)
+    """Ask a conversation's run to stop with ``reason`` (it raises ``InboxAborted``, or interrupts):
+    write ``abort``, return its path."""
+    return DirectoryInbox.for_save_file(
+        resolve_save_file(save_file, thread_id=thread_id, root=root)
+    ).request_abort(reason)

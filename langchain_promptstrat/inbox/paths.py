@@ -1,4 +1,5 @@
-"""Where a conversation's inbox lies: ``x/agent.chat`` has ``x/agent.inbox`` and ``x/agent.inbox_removed``.
+"""Where a conversation's inbox lies: ``x/agent.chat`` has ``x/agent.inbox`` and
+``x/agent.inbox_removed``.
 
 A LangGraph thread's save file is ``<root>/<encoded thread id>.chat`` (``root=`` or
 ``$PROMPTSTRAT_INBOX_ROOT``). Paths only: nothing is created here.
@@ -29,12 +30,16 @@ _LONG_PREFIX = 96
 def _sibling(save_file: str | os.PathLike[str], suffix: str) -> Path:
     path = Path(save_file)
     if not path.name or path.name in (".", ".."):
-        raise InboxError(f"save file {os.fspath(save_file)!r} names no file; pass the path of the conversation's file")
+        raise InboxError(
+            f"save file {os.fspath(save_file)!r} names no file; pass the path of the "
+            "conversation's file"
+        )
     return path.parent / (name_stem(path.name) + suffix)
 
 
 def inbox_dir(save_file: str | os.PathLike[str]) -> Path:
-    """Return the inbox directory of a conversation saved to ``save_file``: ``x/a.b.chat`` -> ``x/a.b.inbox``, ``x/a`` -> ``x/a.inbox``."""
+    """Return the inbox directory of a conversation saved to ``save_file``: ``x/a.b.chat`` ->
+    ``x/a.b.inbox``, ``x/a`` -> ``x/a.inbox``."""
     return _sibling(save_file, INBOX_SUFFIX)
 
 
@@ -44,7 +49,8 @@ def inbox_removed_dir(save_file: str | os.PathLike[str]) -> Path:
 
 
 def canonical_thread_id(thread_id: str) -> str:
-    """Return the one spelling of a thread id that names its inbox (LangGraph Server's): a UUID lowercase and hyphenated, any other id as it is."""
+    """Return the one spelling of a thread id that names its inbox (LangGraph Server's): a UUID
+    lowercase and hyphenated, any other id as it is."""
     try:
         return str(uuid.UUID(thread_id))
     except (ValueError, TypeError, AttributeError):
@@ -79,22 +85,29 @@ def encode_thread_id(thread_id: str) -> str:
 
 
 def inbox_root(root: str | os.PathLike[str] | None = None) -> Path | None:
-    """Return the inbox root: ``root``, else ``$PROMPTSTRAT_INBOX_ROOT`` (read now), else None; :class:`InboxError` when it is not a directory."""
+    """Return the inbox root: ``root``, else ``$PROMPTSTRAT_INBOX_ROOT`` (read now), else None;
+    :class:`InboxError` when it is not a directory."""
     value = os.fspath(root) if root is not None else os.environ.get(INBOX_ROOT_ENV, "")
     if not value:
         return None
     path = Path(value).expanduser()
     if path.exists() and not path.is_dir():
         source = "root" if root is not None else INBOX_ROOT_ENV
-        raise InboxError(f"inbox root {str(path)!r} ({source}) exists and is not a directory; point it at a directory")
+        raise InboxError(
+            f"inbox root {str(path)!r} ({source}) exists and is not a directory; point it at a "
+            "directory"
+        )
     return path
 
 
 def thread_save_file(thread_id: str, root: str | os.PathLike[str] | None = None) -> Path:
-    """Return ``<root>/<encoded canonical thread_id>.chat``, the save file of a LangGraph thread; :class:`InboxError` without a root."""
+    """Return ``<root>/<encoded canonical thread_id>.chat``, the save file of a LangGraph thread;
+    :class:`InboxError` without a root."""
     base = inbox_root(root)
     if base is None:
-        raise InboxError(f"no inbox root for thread {thread_id!r}: pass root= (--root) or set {INBOX_ROOT_ENV}")
+        raise InboxError(
+            f"no inbox root for thread {thread_id!r}: pass root= (--root) or set {INBOX_ROOT_ENV}"
+        )
     return base / (encode_thread_id(canonical_thread_id(thread_id)) + THREAD_SAVE_SUFFIX)
 
 
@@ -104,7 +117,8 @@ def resolve_save_file(
     thread_id: str | None = None,
     root: str | os.PathLike[str] | None = None,
 ) -> Path:
-    """Return the save file named by ``save_file``, or by ``thread_id`` under ``root``; exactly one is needed."""
+    """Return the save file named by ``save_file``, or by ``thread_id`` under ``root``; exactly one
+    is needed."""
     if save_file is not None and thread_id is not None:
         raise InboxError("give either a save file or a thread id, not both")
     if save_file is not None and os.fspath(save_file):
@@ -113,4 +127,6 @@ def resolve_save_file(
         return Path(save_file)
     if thread_id is not None:
         return thread_save_file(thread_id, root)
-    raise InboxError("no inbox named: give a save file, or a thread id with root= or " + INBOX_ROOT_ENV)
+    raise InboxError(
+        "no inbox named: give a save file, or a thread id with root= or " + INBOX_ROOT_ENV
+    )

@@ -1,4 +1,5 @@
-"""The inbox in PostgreSQL (:class:`PostgresInbox`, :class:`PostgresInboxes`): the directory backend's contract in two tables.
+"""The inbox in PostgreSQL (:class:`PostgresInbox`, :class:`PostgresInboxes`): the directory
+backend's contract in two tables.
 
 ``promptstrat_inbox_pending`` stands for the ``.inbox`` directory (leased rows carry their
 claim) and ``promptstrat_inbox_delivered`` for the history; ``setup()`` creates them once and
@@ -36,11 +37,14 @@ from langchain_promptstrat.inbox.paths import canonical_thread_id, encode_thread
 
 if TYPE_CHECKING:
     import psycopg
-    from typing_extensions import LiteralString  # psycopg's sql.SQL takes only literal text: no injection
+    from typing_extensions import (
+        LiteralString,
+    )  # psycopg's sql.SQL takes only literal text: no injection
 
 _MAX_NAME_ATTEMPTS = 100
 _MAX_THREAD_ID_BYTES = 2048
-"""Longest thread id kept: with a 255-byte name it stays within a B-tree index entry (2704 bytes)."""
+"""Longest thread id kept: with a 255-byte name it stays within a B-tree index entry (2704
+bytes)."""
 
 PENDING_TABLE = "promptstrat_inbox_pending"
 DELIVERED_TABLE = "promptstrat_inbox_delivered"
@@ -98,7 +102,8 @@ _FIRST_FREE_NAME = """
     LIMIT 1
 """
 
-CLAIM = """
+CLAIM = (
+    """
     WITH claimed AS (
         DELETE FROM {pending} AS p
         USING (
@@ -110,7 +115,9 @@ CLAIM = """
         RETURNING p.content, p.posted_at
     ), recorded AS (
         INSERT INTO {delivered} (thread_id, name, original_name, content, posted_at)
-        SELECT %(thread)s, (""" + _FIRST_FREE_NAME + """), %(name)s, claimed.content, claimed.posted_at
+        SELECT %(thread)s, ("""
+    + _FIRST_FREE_NAME
+    + """), %(name)s, claimed.content, claimed.posted_at
         FROM claimed
         ON CONFLICT DO NOTHING
         RETURNING name, delivered_at
@@ -118,11 +125,14 @@ CLAIM = """
     SELECT claimed.content, claimed.posted_at, recorded.name, recorded.delivered_at
     FROM claimed LEFT JOIN recorded ON true
 """
+)
 
 # A claim skips a row another reader is claiming; an acknowledgement waits for it (a reader
 # merely trying to lease the same name holds its lock for an instant).
 ACKNOWLEDGE = CLAIM.replace("@MATCH@", "claim_token = %(token)s").replace("@SKIP@", "")
-CLAIM = CLAIM.replace("@MATCH@", "name = %(name)s AND claim_token IS NULL").replace("@SKIP@", "SKIP LOCKED")
+CLAIM = CLAIM.replace("@MATCH@", "name = %(name)s AND claim_token IS NULL").replace(
+    "@SKIP@", "SKIP LOCKED"
+)
 
 LEASE = """
     UPDATE {pending} SET claim_token = %(token)s, claimed_by = %(owner)s, leased_at = clock_timestamp()
@@ -142,12 +152,16 @@ IN_FLIGHT_WITH_HEAD = """
 """
 IN_FLIGHT = IN_FLIGHT_WITH_HEAD.replace("substring(content FROM 1 FOR 240)", "NULL")
 
-RECORD = """
+RECORD = (
+    """
     INSERT INTO {delivered} (thread_id, name, original_name, content, posted_at)
-    SELECT %(thread)s, (""" + _FIRST_FREE_NAME + """), %(name)s, %(content)s, %(posted_at)s
+    SELECT %(thread)s, ("""
+    + _FIRST_FREE_NAME
+    + """), %(name)s, %(content)s, %(posted_at)s
     ON CONFLICT DO NOTHING
     RETURNING name, delivered_at
 """
+)
 
 POST = """
     INSERT INTO {pending} (thread_id, name, content) VALUES (%(thread)s, %(name)s, %(content)s)
@@ -194,7 +208,8 @@ DSN_ENV = "PROMPTSTRAT_INBOX_DSN"
 INSTALL_HINT = install_hint("postgres")
 
 _SETUP_LOCK = 0x7073_696E_6278_0001
-"""Advisory lock key serialising concurrent ``setup()`` calls (racing CREATE TABLE IF NOT EXISTS can fail)."""
+"""Advisory lock key serialising concurrent ``setup()`` calls (racing CREATE TABLE IF NOT EXISTS can
+fail)."""
 
 CONNECT_TIMEOUT = 3
 """Seconds a connection string without its own ``connect_timeout`` waits for the server."""
@@ -205,7 +220,8 @@ _locks_guard = threading.Lock()
 
 
 class PostgresInboxes:
-    """The PostgreSQL inboxes of every conversation in one database: an inbox provider (``backend=``).
+    """The PostgreSQL inboxes of every conversation in one database: an inbox provider
+    (``backend=``).
 
     ``conn`` is a connection string, a ``psycopg_pool.ConnectionPool`` or a ``psycopg.Connection``;
     ``schema`` places the tables there (default: the search path).
@@ -216,24 +232,33 @@ class PostgresInboxes:
             import psycopg
             from psycopg import sql
         except ImportError as exc:
-            raise ConfigError(f"the PostgreSQL inbox needs psycopg 3, which is not installed: {INSTALL_HINT}") from exc
+            raise ConfigError(
+                f"the PostgreSQL inbox needs psycopg 3, which is not installed: {INSTALL_HINT}"
+            ) from exc
 
         self._sql = sql
         if isinstance(conn, str):
             if not conn.strip():
-                raise ConfigError(f"the PostgreSQL inbox's connection string is empty; pass a DSN or set {DSN_ENV}")
+                raise ConfigError(
+                    "the PostgreSQL inbox's connection string is empty; pass a DSN or set "
+                    f"{DSN_ENV}"
+                )
             self._kind = "dsn"
         elif isinstance(conn, psycopg.Connection):
             self._kind = "connection"
             with _locks_guard:
                 self._lock = _connection_locks.setdefault(conn, threading.Lock())
         elif isinstance(conn, psycopg.AsyncConnection) or type(conn).__name__.startswith("Async"):
-            raise ConfigError("the PostgreSQL inbox is synchronous; pass a psycopg.Connection, a ConnectionPool or a DSN")
+            raise ConfigError(
+                "the PostgreSQL inbox is synchronous; pass a psycopg.Connection, a ConnectionPool "
+                "or a DSN"
+            )
         elif callable(getattr(conn, "connection", None)):
             self._kind = "pool"
         else:
             raise ConfigError(
-                f"cannot use {type(conn).__name__} as the inbox database; pass a connection string, "
+                f"cannot use {type(conn).__name__} as the inbox database; pass a connection "
+                "string, "
                 "a psycopg.Connection or a psycopg_pool.ConnectionPool"
             )
         if schema is not None and (not isinstance(schema, str) or not schema):
@@ -258,7 +283,8 @@ class PostgresInboxes:
         return PostgresInbox(self, thread_id=thread_id)
 
     def for_save_file(self, save_file: str | os.PathLike[str]) -> PostgresInbox:
-        """Return the inbox of the conversation saved to ``save_file`` (thread id: :func:`save_file_thread_id`)."""
+        """Return the inbox of the conversation saved to ``save_file`` (thread id:
+        :func:`save_file_thread_id`)."""
         return PostgresInbox(self, thread_id=save_file_thread_id(save_file))
 
     def _query(self, text: LiteralString) -> Any:
@@ -281,7 +307,9 @@ class PostgresInboxes:
     def _connection(self) -> Iterator[Any]:
         if self._kind == "dsn":
             # an unreachable server fails a pickup within seconds instead of hanging the model call
-            timeout = {} if "connect_timeout" in self._conn else {"connect_timeout": CONNECT_TIMEOUT}
+            timeout = (
+                {} if "connect_timeout" in self._conn else {"connect_timeout": CONNECT_TIMEOUT}
+            )
             with self._pg.connect(self._conn, autocommit=True, **timeout) as conn:
                 yield conn
         elif self._kind == "pool":
@@ -293,19 +321,23 @@ class PostgresInboxes:
 
     @contextmanager
     def _transaction(self) -> Iterator[Any]:
-        """Yield a cursor inside a transaction that commits when the block ends and rolls back if it raises."""
+        """Yield a cursor inside a transaction that commits when the block ends and rolls back if it
+        raises."""
         with self._connection() as conn:
             if conn.info.transaction_status != self._pg.pq.TransactionStatus.IDLE:
                 # conn.transaction() would only open a savepoint, and nothing would commit.
                 raise InboxError(
-                    "the connection given to the PostgreSQL inbox is inside a transaction; pass an autocommit "
-                    "connection (psycopg.connect(..., autocommit=True)), a pool or a connection string"
+                    "the connection given to the PostgreSQL inbox is inside a transaction; pass "
+                    "an autocommit "
+                    "connection (psycopg.connect(..., autocommit=True)), a pool or a connection "
+                    "string"
                 )
             with conn.transaction(), conn.cursor() as cursor:
                 yield cursor
 
     def _failure(self, exc: Exception, doing: str) -> InboxError:
-        """Return the :class:`InboxError` that tells what ``doing`` met, naming the fix where there is one."""
+        """Return the :class:`InboxError` that tells what ``doing`` met, naming the fix where there
+        is one."""
         where = self._describe()
         if isinstance(exc, self._pg.errors.UndefinedTable):
             return InboxError(
@@ -317,16 +349,24 @@ class PostgresInboxes:
         return InboxError(f"cannot {doing} in the PostgreSQL inbox at {where}: {text}")
 
     def setup(self) -> None:
-        """Create the inbox tables, or migrate them to this version's schema; safe to call again and concurrently."""
+        """Create the inbox tables, or migrate them to this version's schema; safe to call again and
+        concurrently."""
         try:
             with self._transaction() as cursor:
                 cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_SETUP_LOCK])
                 if self.schema:
-                    cursor.execute(self._sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(self._sql.Identifier(self.schema)))
-                cursor.execute(self._query(
-                    "CREATE TABLE IF NOT EXISTS {version} ("
-                    " version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
-                ))
+                    cursor.execute(
+                        self._sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
+                            self._sql.Identifier(self.schema)
+                        )
+                    )
+                cursor.execute(
+                    self._query(
+                        "CREATE TABLE IF NOT EXISTS {version} ("
+                        " version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT "
+                        "now())"
+                    )
+                )
                 cursor.execute(self._query("SELECT coalesce(max(version), 0) FROM {version}"))
                 current = cursor.fetchone()[0]
                 for version, statements in enumerate(MIGRATIONS, 1):
@@ -334,7 +374,9 @@ class PostgresInboxes:
                         continue
                     for statement in statements:
                         cursor.execute(self._query(statement))
-                    cursor.execute(self._query("INSERT INTO {version} (version) VALUES (%s)"), [version])
+                    cursor.execute(
+                        self._query("INSERT INTO {version} (version) VALUES (%s)"), [version]
+                    )
         except self._pg.Error as exc:
             raise self._failure(exc, "set up the inbox tables") from exc
 
@@ -351,7 +393,8 @@ class PostgresInboxes:
 
 
 def save_file_thread_id(save_file: str | os.PathLike[str]) -> str:
-    """Return the thread id that stands for a save file in the database: the absolute path of its inbox sibling (lexically resolved)."""
+    """Return the thread id that stands for a save file in the database: the absolute path of its
+    inbox sibling (lexically resolved)."""
     return os.path.abspath(inbox_dir(save_file))
 
 
@@ -361,14 +404,21 @@ def _check_thread_id(thread_id: str) -> str:
     except UnicodeEncodeError:
         encoded = b"\x00"
     if b"\x00" in encoded:
-        raise InboxError(f"thread_id {thread_id!r} holds NUL or a lone surrogate, which PostgreSQL text cannot store")
+        raise InboxError(
+            f"thread_id {thread_id!r} holds NUL or a lone surrogate, which PostgreSQL text cannot "
+            "store"
+        )
     if len(encoded) > _MAX_THREAD_ID_BYTES:
-        raise InboxError(f"thread_id is longer than {_MAX_THREAD_ID_BYTES} bytes, more than the inbox tables can index")
+        raise InboxError(
+            f"thread_id is longer than {_MAX_THREAD_ID_BYTES} bytes, more than the inbox tables "
+            "can index"
+        )
     return canonical_thread_id(thread_id)
 
 
 class PostgresInbox(NoticeStore[str]):
-    """The inbox of one conversation (a thread) in PostgreSQL; ``conn`` as :class:`PostgresInboxes`, or one.
+    """The inbox of one conversation (a thread) in PostgreSQL; ``conn`` as :class:`PostgresInboxes`,
+    or one.
 
     Failures are raised as :class:`InboxError`: a notice whose claim failed stays pending.
     """
@@ -382,8 +432,12 @@ class PostgresInbox(NoticeStore[str]):
         lease_seconds: float | None = None,
         max_notice_bytes: int | None = None,
     ) -> None:
-        self._db = conn if isinstance(conn, PostgresInboxes) else PostgresInboxes(conn, schema=schema)
-        self._key = encode_thread_id(thread_id)  # refuses a thread id that is not a non-empty string
+        self._db = (
+            conn if isinstance(conn, PostgresInboxes) else PostgresInboxes(conn, schema=schema)
+        )
+        self._key = encode_thread_id(
+            thread_id
+        )  # refuses a thread id that is not a non-empty string
         self.thread_id = _check_thread_id(thread_id)
         _, lease, cap = notice_limits()
         self.lease_seconds = lease if lease_seconds is None else lease_seconds
@@ -401,8 +455,11 @@ class PostgresInbox(NoticeStore[str]):
         """Create the inbox tables (or migrate them to this version's schema); idempotent."""
         self._db.setup()
 
-    def _run(self, query: LiteralString, params: dict[str, Any], doing: str, *, one: bool = True) -> Any:
-        """Return the first row (``one``) or all rows of ``query`` run in its own transaction; a database error as :class:`InboxError`."""
+    def _run(
+        self, query: LiteralString, params: dict[str, Any], doing: str, *, one: bool = True
+    ) -> Any:
+        """Return the first row (``one``) or all rows of ``query`` run in its own transaction; a
+        database error as :class:`InboxError`."""
         try:
             with self._db._transaction() as cursor:
                 cursor.execute(self._db._query(query), {"thread": self.thread_id, **params})
@@ -411,10 +468,17 @@ class PostgresInbox(NoticeStore[str]):
             raise self._db._failure(exc, doing) from exc
 
     def _claimed(self, name: str, content: Any, posted_at: Any, token: str) -> Claimed:
-        return Claimed(name=name, path=f"{self.location}/{name}", mtime=posted_at.timestamp(), data=bytes(content), token=token)
+        return Claimed(
+            name=name,
+            path=f"{self.location}/{name}",
+            mtime=posted_at.timestamp(),
+            data=bytes(content),
+            token=token,
+        )
 
     def pending(self) -> list[str]:
-        """Return the names of the thread's pending notices, sorted by code point; none before the first post."""
+        """Return the names of the thread's pending notices, sorted by code point; none before the
+        first post."""
         return [entry.name for entry in self.pending_entries()]
 
     def pending_entries(self) -> list[InboxEntry]:
@@ -426,7 +490,8 @@ class PostgresInbox(NoticeStore[str]):
         return self._page(PENDING, COUNT_PENDING, offset, limit, "list the pending notices")
 
     def delivered_entries(self) -> list[InboxEntry]:
-        """Return the history: each delivered notice under its history name, oldest posting time first."""
+        """Return the history: each delivered notice under its history name, oldest posting time
+        first."""
         return self.delivered_page(0, None)[0]
 
     def delivered_page(self, offset: int, limit: int | None) -> tuple[list[InboxEntry], int]:
@@ -446,20 +511,40 @@ class PostgresInbox(NoticeStore[str]):
         return entries, total
 
     def ready(self) -> list[str]:
-        """Return the pending names a pickup may take now: all but those over :attr:`max_notice_bytes` (one warning each)."""
-        return [entry.name for entry in self.pending_entries() if self._fits(entry.name, entry.size, entry.name)]
+        """Return the pending names a pickup may take now: all but those over
+        :attr:`max_notice_bytes` (one warning each)."""
+        return [
+            entry.name
+            for entry in self.pending_entries()
+            if self._fits(entry.name, entry.size, entry.name)
+        ]
 
     def in_flight(self, *, with_head: bool = False) -> list[Lease]:
-        """Return the claims not yet acknowledged, oldest posting time first (``with_head``: with their first bytes)."""
-        rows = self._run(IN_FLIGHT_WITH_HEAD if with_head else IN_FLIGHT, {}, "list the claimed notices", one=False)
+        """Return the claims not yet acknowledged, oldest posting time first (``with_head``: with
+        their first bytes)."""
+        rows = self._run(
+            IN_FLIGHT_WITH_HEAD if with_head else IN_FLIGHT,
+            {},
+            "list the claimed notices",
+            one=False,
+        )
         return [
-            Lease(token, name, owner, leased.timestamp(), self.lease_seconds, posted.timestamp(), size,
-                  None if head is None else bytes(head))
+            Lease(
+                token,
+                name,
+                owner,
+                leased.timestamp(),
+                self.lease_seconds,
+                posted.timestamp(),
+                size,
+                None if head is None else bytes(head),
+            )
             for token, name, owner, leased, posted, size, head in rows
         ]
 
     def claim(self, name: str, *, need_content: bool = True) -> Claimed | None:
-        """Take pending notice ``name`` and record it in the history, in one transaction; None when another reader has it.
+        """Take pending notice ``name`` and record it in the history, in one transaction; None when
+        another reader has it.
 
         ``need_content`` is accepted for the contract's sake: a row's content is always readable.
         """
@@ -467,22 +552,32 @@ class PostgresInbox(NoticeStore[str]):
         if moved is None:
             return None
         content, posted_at, final = moved
-        return Claimed(name=name, path=self._delivered_at(final), mtime=posted_at.timestamp(), data=bytes(content))
+        return Claimed(
+            name=name,
+            path=self._delivered_at(final),
+            mtime=posted_at.timestamp(),
+            data=bytes(content),
+        )
 
     def lease(self, name: str, *, need_content: bool = True) -> Claimed | None:
-        """Claim pending notice ``name`` for this process without recording it; None when another reader took it."""
+        """Claim pending notice ``name`` for this process without recording it; None when another
+        reader took it."""
         token = secrets.token_hex(16)
-        row = self._run(LEASE, {"name": name, "token": token, "owner": current_owner()}, f"claim {name!r}")
+        row = self._run(
+            LEASE, {"name": name, "token": token, "owner": current_owner()}, f"claim {name!r}"
+        )
         return None if row is None else self._claimed(name, row[0], row[1], token)
 
     def take_over(self, lease: Lease, *, need_content: bool = True) -> Claimed | None:
-        """Make ``lease`` this process's claim (renewing it) and return the notice; None when acknowledged or taken."""
+        """Make ``lease`` this process's claim (renewing it) and return the notice; None when
+        acknowledged or taken."""
         params = {"token": lease.token, "owner": current_owner(), "old": lease.owner}
         row = self._run(TAKE_OVER, params, f"take over the claim of {lease.name!r}")
         return None if row is None else self._claimed(row[0], row[1], row[2], lease.token)
 
     def acknowledge(self, token: str, name: str | None = None) -> str | None:
-        """Record claim ``token`` (of notice ``name``) as delivered, in one transaction; None when it is not in flight."""
+        """Record claim ``token`` (of notice ``name``) as delivered, in one transaction; None when
+        it is not in flight."""
         if name is None:
             name = next((lease.name for lease in self.in_flight() if lease.token == token), None)
             if name is None:
@@ -493,16 +588,23 @@ class PostgresInbox(NoticeStore[str]):
     def _delivered_at(self, name: str) -> str:
         return f"pg:{self._db._prefix}{DELIVERED_TABLE}/{self._key}/{name}"
 
-    def _into_history(self, query: LiteralString, name: str, doing: str, left: str, **extra: Any) -> tuple[Any, Any, str] | None:
-        """Run ``query`` (take the notice, record it) in one transaction; return its content, posting time and history name.
+    def _into_history(
+        self, query: LiteralString, name: str, doing: str, left: str, **extra: Any
+    ) -> tuple[Any, Any, str] | None:
+        """Run ``query`` (take the notice, record it) in one transaction; return its content,
+        posting time and history name.
 
         None when the query took no row. When another transaction took the history name a
         moment ago, the next free one is recorded, at most ``_MAX_NAME_ATTEMPTS`` times.
         """
         stem = name_stem(name)
         params = {
-            "thread": self.thread_id, "name": name, "stem": stem, "ext": name[len(stem):],
-            "family_lo": stem + ".", "family_hi": stem + "/",  # the names that start with "stem."
+            "thread": self.thread_id,
+            "name": name,
+            "stem": stem,
+            "ext": name[len(stem) :],
+            "family_lo": stem + ".",
+            "family_hi": stem + "/",  # the names that start with "stem."
             **extra,
         }
         try:
@@ -515,9 +617,14 @@ class PostgresInbox(NoticeStore[str]):
                 attempts = 1
                 while final is None:
                     if attempts >= _MAX_NAME_ATTEMPTS:
-                        raise InboxError(f"no free history name for {name!r} after {attempts} attempts; {left}")
+                        raise InboxError(
+                            f"no free history name for {name!r} after {attempts} attempts; {left}"
+                        )
                     attempts += 1
-                    cursor.execute(self._db._query(RECORD), {**params, "content": content, "posted_at": posted_at})
+                    cursor.execute(
+                        self._db._query(RECORD),
+                        {**params, "content": content, "posted_at": posted_at},
+                    )
                     recorded = cursor.fetchone()
                     final = recorded[0] if recorded else None
                 self._before_commit(cursor, name, final)
@@ -526,7 +633,8 @@ class PostgresInbox(NoticeStore[str]):
         return content, posted_at, final
 
     def _before_commit(self, cursor: Any, name: str, history_name: str) -> None:
-        """Run inside the claim's transaction just before COMMIT; a seam for tests that stop a reader in mid-claim."""
+        """Run inside the claim's transaction just before COMMIT; a seam for tests that stop a
+        reader in mid-claim."""
 
     def bind_to_thread(self, created_at: str, *, create: bool = False) -> bool:
         """Bind this inbox to the thread created at ``created_at``; return whether it was emptied.
@@ -565,4 +673,6 @@ class PostgresInbox(NoticeStore[str]):
                 return f"{self.location}/{final}"
             if name is not None:
                 raise self._taken(name)
-        raise InboxError(f"could not find a free notice name in {self.location}")  # pragma: no cover
+        raise InboxError(
+            f"could not find a free notice name in {self.location}"
+        )  # pragma: no cover

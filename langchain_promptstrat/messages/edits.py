@@ -30,7 +30,12 @@ from langchain_promptstrat.messages.recorded_calls import (
     parsed_json,
 )
 from langchain_promptstrat.messages.tool_index import ToolIndex
-from langchain_promptstrat.truncation import DEFAULT_ARGUMENT_SIZE, DEFAULT_OUTPUT_SIZE, shorten_by_lines, shorten_string
+from langchain_promptstrat.truncation import (
+    DEFAULT_ARGUMENT_SIZE,
+    DEFAULT_OUTPUT_SIZE,
+    shorten_by_lines,
+    shorten_string,
+)
 
 M = TypeVar("M", bound=BaseMessage)
 
@@ -50,8 +55,11 @@ CountTokens = Callable[[Sequence[BaseMessage]], int]
 """Counts the tokens of a message list (the strategies' counter)."""
 
 
-def shorten_arguments(args: Any, size: int = DEFAULT_ARGUMENT_SIZE, *, as_json: bool = False, handle: str = "") -> Any:
-    """Return ``args`` with each top-level string value shortened (``as_json``: arguments as JSON text), the first ending with ``handle``; the same object if none is.
+def shorten_arguments(
+    args: Any, size: int = DEFAULT_ARGUMENT_SIZE, *, as_json: bool = False, handle: str = ""
+) -> Any:
+    """Return ``args`` with each top-level string value shortened (``as_json``: arguments as JSON
+    text), the first ending with ``handle``; the same object if none is.
 
     Unlike an output's, the handle takes no room from the values: they are the agent's own
     words (the paths and names it works on), kept to ``size`` each.
@@ -83,14 +91,31 @@ def _has_text(content: Any) -> bool:
             kind = block.get("type")
             if kind == "text" and str(block.get("text") or "").strip():
                 return True
-            if kind not in ("text", "thinking", "redacted_thinking", "reasoning", *CALL_BLOCK_TYPES):
+            if kind not in (
+                "text",
+                "thinking",
+                "redacted_thinking",
+                "reasoning",
+                *CALL_BLOCK_TYPES,
+            ):
                 return True  # images, documents, ...: real content the message still carries
     return False
 
 
-def _edited(items: Sequence[Any], call_id: Callable[[Any], Any], shortened: Callable[[Any], Any], shorten: set[str], drop: set[str]) -> list[Any]:
-    """Return ``items`` (one place a message records calls) without the dropped calls, the shortened ones shortened."""
-    return [shortened(item) if call_id(item) in shorten else item for item in items if call_id(item) not in drop]
+def _edited(
+    items: Sequence[Any],
+    call_id: Callable[[Any], Any],
+    shortened: Callable[[Any], Any],
+    shorten: set[str],
+    drop: set[str],
+) -> list[Any]:
+    """Return ``items`` (one place a message records calls) without the dropped calls, the shortened
+    ones shortened."""
+    return [
+        shortened(item) if call_id(item) in shorten else item
+        for item in items
+        if call_id(item) not in drop
+    ]
 
 
 def edit_ai_message(
@@ -102,7 +127,8 @@ def edit_ai_message(
     count: CountTokens | None = None,
     handles: Mapping[str, int] | None = None,
 ) -> AIMessage | None:
-    """Return a copy of ``message`` with the calls ``shorten`` shortened (each string argument to ``argument_size``) and ``drop`` dropped, in every place.
+    """Return a copy of ``message`` with the calls ``shorten`` shortened (each string argument to
+    ``argument_size``) and ``drop`` dropped, in every place.
 
     A call in ``handles`` (call id -> its 1-based number) has its shortened arguments end with
     the handle that reads them back. With ``count`` (the strategies' counter) a call is
@@ -115,9 +141,22 @@ def edit_ai_message(
     if count is not None and shorten:
         whole = count([message])
         if len(shorten) == 1 and not drop:  # the one call's check is the message's
-            edited = edit_ai_message(message, shorten=shorten, argument_size=argument_size, handles=handles)
+            edited = edit_ai_message(
+                message, shorten=shorten, argument_size=argument_size, handles=handles
+            )
             return edited if edited is not None and count([edited]) < whole else message
-        shorten = {c for c in shorten if count([edit_ai_message(message, shorten=[c], argument_size=argument_size, handles=handles)]) < whole}  # type: ignore[list-item]
+        shorten = {
+            c
+            for c in shorten
+            if count(
+                [
+                    edit_ai_message(
+                        message, shorten=[c], argument_size=argument_size, handles=handles
+                    )
+                ]
+            )
+            < whole
+        }  # type: ignore[list-item]
     if not shorten and not drop:
         return message
     update: dict[str, Any] = {}
@@ -131,10 +170,20 @@ def edit_ai_message(
     def with_args(call: dict[str, Any], key: str, short: Any) -> dict[str, Any]:
         return call if short is call.get(key) else {**call, key: short}
 
-    calls = _edited(message.tool_calls, lambda c: c.get("id"), lambda c: with_args(c, "args", short_args(c.get("args"), c.get("id"))), shorten, drop)
-    if len(calls) < len(message.tool_calls) or any(a is not b for a, b in zip(calls, message.tool_calls)):
+    calls = _edited(
+        message.tool_calls,
+        lambda c: c.get("id"),
+        lambda c: with_args(c, "args", short_args(c.get("args"), c.get("id"))),
+        shorten,
+        drop,
+    )
+    if len(calls) < len(message.tool_calls) or any(
+        a is not b for a, b in zip(calls, message.tool_calls)
+    ):
         update["tool_calls"] = calls
-    invalid = [c for c in message.invalid_tool_calls if c.get("id") not in drop]  # unparsed arguments are not shortened
+    invalid = [
+        c for c in message.invalid_tool_calls if c.get("id") not in drop
+    ]  # unparsed arguments are not shortened
     if len(invalid) < len(message.invalid_tool_calls):
         update["invalid_tool_calls"] = invalid
     kwargs = message.additional_kwargs
@@ -144,9 +193,23 @@ def edit_ai_message(
             function = call.get("function")
             if not isinstance(function, dict):
                 return call
-            return with_args(call, "function", with_args(function, "arguments", short_args(function.get("arguments"), call.get("id"), as_json=True)))
+            return with_args(
+                call,
+                "function",
+                with_args(
+                    function,
+                    "arguments",
+                    short_args(function.get("arguments"), call.get("id"), as_json=True),
+                ),
+            )
 
-        openai = _edited(openai_calls(message), lambda c: c.get("id") if isinstance(c, dict) else None, short_openai, shorten, drop)
+        openai = _edited(
+            openai_calls(message),
+            lambda c: c.get("id") if isinstance(c, dict) else None,
+            short_openai,
+            shorten,
+            drop,
+        )
         kwargs = dict(kwargs)
         if openai:
             kwargs["tool_calls"] = openai
@@ -158,20 +221,45 @@ def edit_ai_message(
 
         def short_block(block: dict[str, Any]) -> dict[str, Any]:
             key = CALL_BLOCK_TYPES[block["type"]][1]
-            return with_args(block, key, short_args(block.get(key), call_block_id(block), as_json=block["type"] == "function_call"))
+            return with_args(
+                block,
+                key,
+                short_args(
+                    block.get(key), call_block_id(block), as_json=block["type"] == "function_call"
+                ),
+            )
 
         content = update["content"] = _edited(content, call_block_id, short_block, shorten, drop)
-    if not calls and not kwargs.get("tool_calls") and not invalid and not any(True for _ in call_blocks(content)) and not _has_text(content):
+    if (
+        not calls
+        and not kwargs.get("tool_calls")
+        and not invalid
+        and not any(True for _ in call_blocks(content))
+        and not _has_text(content)
+    ):
         return None
     return message.model_copy(update=update) if update else message
 
 
-def shortens_arguments(message: AIMessage, call_id: str, count: CountTokens, number: int | None = None) -> bool:
-    """Return whether shortening call ``call_id`` changes ``message`` (its arguments ending with the handle of ``number``, if given): long enough, and fewer tokens."""
-    return edit_ai_message(message, shorten=[call_id], count=count, handles=None if number is None else {call_id: number}) is not message
+def shortens_arguments(
+    message: AIMessage, call_id: str, count: CountTokens, number: int | None = None
+) -> bool:
+    """Return whether shortening call ``call_id`` changes ``message`` (its arguments ending with the
+    handle of ``number``, if given): long enough, and fewer tokens."""
+    return (
+        edit_ai_message(
+            message,
+            shorten=[call_id],
+            count=count,
+            handles=None if number is None else {call_id: number},
+        )
+        is not message
+    )
 
 
-def shorten_tool_call(message: AIMessage, call_id: str, size: int = DEFAULT_ARGUMENT_SIZE) -> AIMessage:
+def shorten_tool_call(
+    message: AIMessage, call_id: str, size: int = DEFAULT_ARGUMENT_SIZE
+) -> AIMessage:
     """Return a copy of ``message`` whose call ``call_id`` has its string arguments shortened."""
     edited = edit_ai_message(message, shorten=[call_id], argument_size=size)
     assert edited is not None  # shortening never removes a call
@@ -188,7 +276,8 @@ def drop_tool_call(message: AIMessage, call_id: str) -> AIMessage | None:
 
 
 def shorten_text(message: M, size: int) -> M:
-    """Return a copy of ``message`` with its text shortened to ``size`` (hash-stamped), or ``message`` when nothing changes.
+    """Return a copy of ``message`` with its text shortened to ``size`` (hash-stamped), or
+    ``message`` when nothing changes.
 
     List content keeps its shape: each text block is shortened on its own and other blocks
     (a ``tool_use``, an image) stay, so the same content always gives the same bytes.
@@ -198,31 +287,49 @@ def shorten_text(message: M, size: int) -> M:
         short = shorten_string(content, size)
         return message if short is content else message.model_copy(update={"content": short})
     new = [_short_text_block(block, size) for block in content]
-    return message if all(a is b for a, b in zip(new, content)) else message.model_copy(update={"content": new})
+    return (
+        message
+        if all(a is b for a, b in zip(new, content))
+        else message.model_copy(update={"content": new})
+    )
 
 
 def _short_text_block(block: Any, size: int) -> Any:
     if isinstance(block, str):
         return shorten_string(block, size)
-    if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+    if (
+        isinstance(block, dict)
+        and block.get("type") == "text"
+        and isinstance(block.get("text"), str)
+    ):
         short = shorten_string(block["text"], size)
         return block if short is block["text"] else {**block, "text": short}
     return block
 
 
 def shorten_lines(message: ToolMessage, size: int) -> ToolMessage:
-    """Return ``message`` (its content a string) with whole lines of its head and tail within ``size`` characters (:func:`shorten_by_lines`)."""
+    """Return ``message`` (its content a string) with whole lines of its head and tail within
+    ``size`` characters (:func:`shorten_by_lines`)."""
     short = shorten_by_lines(message.content, size)  # type: ignore[arg-type]
     return message if short is message.content else message.model_copy(update={"content": short})
 
 
-def shorten_tool_output(message: ToolMessage, count: CountTokens, size: int = DEFAULT_OUTPUT_SIZE, call: int | str | None = None) -> ToolMessage:
-    """Return :func:`with_handle` of :func:`shorten_text`: ``message``'s content shortened to ``size`` (hash-stamped), with the handle of ``call``."""
+def shorten_tool_output(
+    message: ToolMessage,
+    count: CountTokens,
+    size: int = DEFAULT_OUTPUT_SIZE,
+    call: int | str | None = None,
+) -> ToolMessage:
+    """Return :func:`with_handle` of :func:`shorten_text`: ``message``'s content shortened to
+    ``size`` (hash-stamped), with the handle of ``call``."""
     return with_handle(message, shorten_text, size, call, count)
 
 
-def with_handle(whole: M, cut: Callable[[M, int], M], size: int, call: int | str | None, count: CountTokens) -> M:
-    """Return ``cut(whole, size)`` ending with the handle of call ``call`` (1-based, or its id; None: no handle), or ``whole`` when that is not smaller.
+def with_handle(
+    whole: M, cut: Callable[[M, int], M], size: int, call: int | str | None, count: CountTokens
+) -> M:
+    """Return ``cut(whole, size)`` ending with the handle of call ``call`` (1-based, or its id;
+    None: no handle), or ``whole`` when that is not smaller.
 
     A shortened form is never larger than what it replaces: it is used only when it has fewer
     tokens than the whole by ``count``, the strategies' counter (an output barely longer than
@@ -234,7 +341,11 @@ def with_handle(whole: M, cut: Callable[[M, int], M], size: int, call: int | str
     if short is whole:
         return whole
     if tag:
-        content: Any = f"{short.content}\n{tag}" if isinstance(short.content, str) else [*short.content, {"type": "text", "text": tag}]
+        content: Any = (
+            f"{short.content}\n{tag}"
+            if isinstance(short.content, str)
+            else [*short.content, {"type": "text", "text": tag}]
+        )
         short = short.model_copy(update={"content": content})
     return short if count([short]) < count([whole]) else whole
 
@@ -250,7 +361,8 @@ def apply_fates(
     narration_chars: int = 0,
     leave_out: Collection[int] = (),
 ) -> list[BaseMessage]:
-    """Return a new list with each completed call's ``(call fate, output fate)`` (``fates`` by number in ``index.calls``) applied.
+    """Return a new list with each completed call's ``(call fate, output fate)`` (``fates`` by
+    number in ``index.calls``) applied.
 
     A pair is dropped whole or not at all; unchanged messages are reused. A shortened output is
     its entry in ``shortened_outputs`` (by message index), else :func:`shorten_tool_output`; with
@@ -282,9 +394,15 @@ def apply_fates(
             continue
         edit = ai_edits.get(i)
         if edit is not None:
-            edited = edit_ai_message(message, shorten=edit[0], drop=edit[1], count=count, handles=numbers)  # type: ignore[arg-type]
+            edited = edit_ai_message(
+                message, shorten=edit[0], drop=edit[1], count=count, handles=numbers
+            )  # type: ignore[arg-type]
             if edited is not None:
-                if narration_chars > 0 and edit[0] and len(edit[0]) + len(edit[1]) == len(index.calls_per_ai[i]):
+                if (
+                    narration_chars > 0
+                    and edit[0]
+                    and len(edit[0]) + len(edit[1]) == len(index.calls_per_ai[i])
+                ):
                     edited = shorten_text(edited, narration_chars)
                 out.append(edited)
             continue
@@ -293,7 +411,11 @@ def apply_fates(
             continue
         if fate is Fate.SHORTEN:
             short = shortened_outputs.get(i) if shortened_outputs is not None else None
-            out.append(short if short is not None else shorten_tool_output(message, count, call=output_call[i] if handles else None))  # type: ignore[arg-type]
+            out.append(
+                short
+                if short is not None
+                else shorten_tool_output(message, count, call=output_call[i] if handles else None)
+            )  # type: ignore[arg-type]
         else:
             out.append(message)
     return out
@@ -304,11 +426,14 @@ def _key(message: BaseMessage) -> tuple[str, Any]:
 
 
 def _is_copy(message: BaseMessage, original: BaseMessage) -> bool:
-    return _key(message) == _key(original) or (type(message) is type(original) and message.content == original.content)
+    return _key(message) == _key(original) or (
+        type(message) is type(original) and message.content == original.content
+    )
 
 
 def _repair_pairs(messages: list[BaseMessage]) -> list[BaseMessage]:
-    """Return ``messages`` without orphan or duplicate outputs and without calls that lost their output."""
+    """Return ``messages`` without orphan or duplicate outputs and without calls that lost their
+    output."""
     violations = find_tool_pair_violations(messages)
     extra_outputs = {v.index for v in violations if v.kind != "missing_output"}
     lost: dict[int, list[str]] = {}
@@ -321,7 +446,9 @@ def _repair_pairs(messages: list[BaseMessage]) -> list[BaseMessage]:
         if i in extra_outputs:
             continue
         for call_id in lost.get(i, ()):
-            message = drop_tool_call(message, call_id) if isinstance(message, AIMessage) else message
+            message = (
+                drop_tool_call(message, call_id) if isinstance(message, AIMessage) else message
+            )
             if message is None:
                 break
         if message is not None:
@@ -329,8 +456,11 @@ def _repair_pairs(messages: list[BaseMessage]) -> list[BaseMessage]:
     return out
 
 
-def _anchor_position(source: Sequence[BaseMessage], anchor: BaseMessage, prompt: list[BaseMessage]) -> int:
-    """Return where ``anchor`` goes back: before the first kept message that followed it, at a step's start."""
+def _anchor_position(
+    source: Sequence[BaseMessage], anchor: BaseMessage, prompt: list[BaseMessage]
+) -> int:
+    """Return where ``anchor`` goes back: before the first kept message that followed it, at a
+    step's start."""
     order = {_key(m): i for i, m in enumerate(source)}
     at, start = order[_key(anchor)], leading_system_count(prompt)
     for j in range(start, len(prompt)):
@@ -341,8 +471,11 @@ def _anchor_position(source: Sequence[BaseMessage], anchor: BaseMessage, prompt:
     return len(prompt)
 
 
-def keep_prompt_floor(source: Sequence[BaseMessage], prompt: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """Return ``prompt``, restored where a strategy broke the floor, with a warning naming the repair.
+def keep_prompt_floor(
+    source: Sequence[BaseMessage], prompt: Sequence[BaseMessage]
+) -> list[BaseMessage]:
+    """Return ``prompt``, restored where a strategy broke the floor, with a warning naming the
+    repair.
 
     The floor: the system block of ``source`` leads, its newest real user message is present
     (back at its place in the original order), calls and outputs pair up (unpaired ones are
@@ -358,7 +491,8 @@ def keep_prompt_floor(source: Sequence[BaseMessage], prompt: Sequence[BaseMessag
     broken = find_tool_pair_violations(out)
     if broken:
         out = _repair_pairs(out)
-        # a conversation resumed after a kill mid-tool-call holds the broken pair itself: not the strategies' doing
+        # a conversation resumed after a kill mid-tool-call holds the broken pair itself: not the
+        # strategies' doing
         given = {(v.kind, v.call_id) for v in find_tool_pair_violations(source)}
         inherited = all((v.kind, v.call_id) in given for v in broken)
         if not inherited:
@@ -372,9 +506,13 @@ def keep_prompt_floor(source: Sequence[BaseMessage], prompt: Sequence[BaseMessag
         repaired.append("a non-empty prompt (the unchanged conversation)")
     if inherited:
         _logger.warning(
-            "prompt floor: left out tool calls without outputs (or outputs without calls) that the conversation "
-            "itself holds, as a run stopped mid-tool-call leaves them; the stored conversation keeps them"
+            "prompt floor: left out tool calls without outputs (or outputs without calls) that "
+            "the conversation "
+            "itself holds, as a run stopped mid-tool-call leaves them; the stored conversation "
+            "keeps them"
         )
     if repaired:
-        _logger.warning("prompt floor: restored %s after the strategies broke it", ", ".join(repaired))
+        _logger.warning(
+            "prompt floor: restored %s after the strategies broke it", ", ".join(repaired)
+        )
     return out

@@ -1,4 +1,5 @@
-"""The memos, keyed by what a history *is*, and the bounded tables the others are built from: none changes a result.
+"""The memos, keyed by what a history *is*, and the bounded tables the others are built from: none
+changes a result.
 
 * :func:`message_key` says what a message is as one number (type, id, content, calls, extra
   fields, usage), so a conversation loaded from a checkpoint, new objects equal to the old
@@ -46,7 +47,8 @@ RECENT_LISTS = 8
 """How many keyed lists :func:`message_keys` remembers (the oldest goes first)."""
 
 _SEARCHED = 3
-"""How many of the newest lists a message not in the list it extends is looked for in (the prompt built from the history just keyed)."""
+"""How many of the newest lists a message not in the list it extends is looked for in (the prompt
+built from the history just keyed)."""
 
 _get: Callable[[Mapping[str, Any], str], Any] = cast(Any, dict.get)
 """``dict.get`` as a C function ``map`` can call (typed for what it is given here)."""
@@ -55,30 +57,54 @@ _get: Callable[[Mapping[str, Any], str], Any] = cast(Any, dict.get)
 def _calls_key(calls: Any) -> Any:
     """Return a hash of a list of tool calls: of its marshal bytes (in C), else of its repr."""
     try:
-        return hash(marshal.dumps(calls, 2))  # version 2 writes no back-references: equal values, equal bytes
-    except (ValueError, TypeError):  # a value marshal cannot write (a custom object in the arguments)
+        return hash(
+            marshal.dumps(calls, 2)
+        )  # version 2 writes no back-references: equal values, equal bytes
+    except (
+        ValueError,
+        TypeError,
+    ):  # a value marshal cannot write (a custom object in the arguments)
         return hash(repr(calls))
 
 
 def _compute(
-    messages: Sequence[BaseMessage], fields: Sequence[Mapping[str, Any]], read: tuple[list[Any], list[Any], list[Any]] | None = None,
+    messages: Sequence[BaseMessage],
+    fields: Sequence[Mapping[str, Any]],
+    read: tuple[list[Any], list[Any], list[Any]] | None = None,
 ) -> list[int]:
-    """Return the key of each message (``fields`` are their ``vars``), in passes over the list (most of them in C).
+    """Return the key of each message (``fields`` are their ``vars``), in passes over the list (most
+    of them in C).
 
-    ``read`` is their ``content``, ``tool_calls`` and ``additional_kwargs`` when the caller has them already.
+    ``read`` is their ``content``, ``tool_calls`` and ``additional_kwargs`` when the caller has them
+    already.
     """
-    contents, calls, extras = read if read is not None else (_column(fields, "content"), _column(fields, "tool_calls"), _column(fields, "additional_kwargs"))
+    contents, calls, extras = (
+        read
+        if read is not None
+        else (
+            _column(fields, "content"),
+            _column(fields, "tool_calls"),
+            _column(fields, "additional_kwargs"),
+        )
+    )
     if not set(map(type, contents)) <= {str}:
         contents = [c if type(c) is str else repr(c) for c in contents]
     columns = (
-        _keyed(extras, repr), _keyed(calls, _calls_key), _keyed(_column(fields, "invalid_tool_calls"), _calls_key),
-        _keyed(_column(fields, "usage_metadata"), repr),  # the ceiling reads the usage an answer reports
+        _keyed(extras, repr),
+        _keyed(calls, _calls_key),
+        _keyed(_column(fields, "invalid_tool_calls"), _calls_key),
+        _keyed(
+            _column(fields, "usage_metadata"), repr
+        ),  # the ceiling reads the usage an answer reports
     )
     ids, call_ids, names = (_column(fields, name) for name in ("id", "tool_call_id", "name"))
     try:
         return list(map(hash, zip(map(type, messages), ids, contents, call_ids, names, *columns)))
     except TypeError:  # an unhashable id or name: by its repr
-        ids, call_ids, names = ([v if type(v) in _PLAIN else repr(v) for v in values] for values in (ids, call_ids, names))
+        ids, call_ids, names = (
+            [v if type(v) in _PLAIN else repr(v) for v in values]
+            for values in (ids, call_ids, names)
+        )
         return list(map(hash, zip(map(type, messages), ids, contents, call_ids, names, *columns)))
 
 
@@ -87,7 +113,8 @@ def _column(fields: Sequence[Mapping[str, Any]], name: str) -> list[Any]:
 
 
 def _keyed(values: list[Any], how: Callable[[Any], Any]) -> Iterable[Any]:
-    """Return ``how(value)`` for each value that is not empty, else None (most messages have none of these fields)."""
+    """Return ``how(value)`` for each value that is not empty, else None (most messages have none of
+    these fields)."""
     return [how(v) if v else None for v in values] if any(values) else repeat(None)
 
 
@@ -95,12 +122,14 @@ _PLAIN = (str, type(None))
 
 
 def compute_keys(messages: Sequence[BaseMessage]) -> list[int]:
-    """Return ``[message_key(m) for m in messages]``, computed, not looked up (for the few new messages of a known history)."""
+    """Return ``[message_key(m) for m in messages]``, computed, not looked up (for the few new
+    messages of a known history)."""
     return _compute(messages, list(map(vars, messages)))
 
 
 def message_key(message: BaseMessage) -> int:
-    """Return a hash of what a strategy reads of ``message``: type, id, content, name, call id, tool calls, extra fields, usage.
+    """Return a hash of what a strategy reads of ``message``: type, id, content, name, call id, tool
+    calls, extra fields, usage.
 
     Read from the fields directly (a pydantic attribute miss costs microseconds). Equal
     messages have equal keys whether or not they are the same objects.
@@ -110,7 +139,8 @@ def message_key(message: BaseMessage) -> int:
 
 @dataclass(eq=False)
 class _Keyed:
-    """One list keyed by :func:`message_keys`: its messages (weakly), the field objects keyed, the keys, and where each message is."""
+    """One list keyed by :func:`message_keys`: its messages (weakly), the field objects keyed, the
+    keys, and where each message is."""
 
     refs: list[weakref.ref[BaseMessage]]
     contents: list[Any]
@@ -118,12 +148,17 @@ class _Keyed:
     extras: list[Any]
     keys: list[int]
     where: dict[int, int]
-    """The position of each message in the list, by ``id`` (checked against :attr:`refs` before use)."""
+    """The position of each message in the list, by ``id`` (checked against :attr:`refs` before
+    use)."""
     watch: weakref.ref[BaseMessage] | None = None
-    """A weak reference to the newest message (its own conversation's, unlike a shared system message) that forgets the list."""
+    """A weak reference to the newest message (its own conversation's, unlike a shared system
+    message) that forgets the list."""
 
-    def shares_start(self, messages: Sequence[BaseMessage], fields: Sequence[Mapping[str, Any]]) -> bool:
-        """Return whether ``messages`` and this list start with the same objects, holding the same field objects, up to the shorter's end."""
+    def shares_start(
+        self, messages: Sequence[BaseMessage], fields: Sequence[Mapping[str, Any]]
+    ) -> bool:
+        """Return whether ``messages`` and this list start with the same objects, holding the same
+        field objects, up to the shorter's end."""
         return (
             self.refs[0]() is messages[0]
             and all(map(operator.is_, map(_DEREF, self.refs), messages))
@@ -152,18 +187,28 @@ class _RecentLists:
         longest_first = sorted(items, key=lambda item: len(item.refs), reverse=True)
         best = next((item for item in longest_first if item.shares_start(messages, fields)), None)
         done = min(len(best.refs), len(messages)) if best is not None else 0
-        if best is not None and done == len(messages):  # the same list again (another memo of this call), or a start of it
+        if best is not None and done == len(
+            messages
+        ):  # the same list again (another memo of this call), or a start of it
             return best.keys[:done]
         tail, new = fields[done:], messages[done:]
-        contents, calls, extras = _column(tail, "content"), _column(tail, "tool_calls"), _column(tail, "additional_kwargs")
+        contents, calls, extras = (
+            _column(tail, "content"),
+            _column(tail, "tool_calls"),
+            _column(tail, "additional_kwargs"),
+        )
         found = self._found(new, contents, calls, extras, items[: -_SEARCHED - 1 : -1])
-        if found.count(None) == len(found):  # none known (a conversation loaded again, or only new messages)
+        if found.count(None) == len(
+            found
+        ):  # none known (a conversation loaded again, or only new messages)
             computed = _compute(new, tail, (contents, calls, extras))
         else:
             missing = [i for i, k in enumerate(found) if k is None]
             fill = iter(_compute([new[i] for i in missing], [tail[i] for i in missing]))
             computed = [next(fill) if k is None else k for k in found]
-        self.computed += found.count(None)  # a diagnostic: an update lost between threads is harmless
+        self.computed += found.count(
+            None
+        )  # a diagnostic: an update lost between threads is harmless
         keys = best.keys + computed if best is not None else computed
         try:
             refs = list(map(weakref.ref, new))
@@ -172,15 +217,36 @@ class _RecentLists:
         if best is not None:
             where = best.where.copy()
             where.update(zip(map(id, new), range(done, len(messages))))
-            entry = _Keyed(best.refs + refs, best.contents + contents, best.calls + calls, best.extras + extras, keys, where)
+            entry = _Keyed(
+                best.refs + refs,
+                best.contents + contents,
+                best.calls + calls,
+                best.extras + extras,
+                keys,
+                where,
+            )
         else:
-            entry = _Keyed(refs, contents, calls, extras, keys, dict(zip(map(id, messages), range(len(messages)))))
+            entry = _Keyed(
+                refs,
+                contents,
+                calls,
+                extras,
+                keys,
+                dict(zip(map(id, messages), range(len(messages)))),
+            )
         self._remember(entry)
         return list(keys)
 
     @staticmethod
-    def _found(messages: Sequence[BaseMessage], contents: list[Any], calls: list[Any], extras: list[Any], items: list[_Keyed]) -> list[int | None]:
-        """Return each message's key from a remembered list holding the same object with the same fields, else None."""
+    def _found(
+        messages: Sequence[BaseMessage],
+        contents: list[Any],
+        calls: list[Any],
+        extras: list[Any],
+        items: list[_Keyed],
+    ) -> list[int | None]:
+        """Return each message's key from a remembered list holding the same object with the same
+        fields, else None."""
         found: list[int | None] = [None] * len(messages)
         ids = list(map(id, messages))
         for item in items:
@@ -190,17 +256,24 @@ class _RecentLists:
             refs, keys = item.refs, item.keys
             for i, p in enumerate(positions):
                 if (
-                    p is not None and found[i] is None and refs[p]() is messages[i] and item.contents[p] is contents[i]
-                    and item.calls[p] is calls[i] and item.extras[p] is extras[i]
+                    p is not None
+                    and found[i] is None
+                    and refs[p]() is messages[i]
+                    and item.contents[p] is contents[i]
+                    and item.calls[p] is calls[i]
+                    and item.extras[p] is extras[i]
                 ):
                     found[i] = keys[p]
         return found
 
     def _remember(self, entry: _Keyed) -> None:
-        """Remember ``entry`` (the oldest beyond the size goes), until its last message is collected."""
+        """Remember ``entry`` (the oldest beyond the size goes), until its last message is
+        collected."""
         items, held = self.items, weakref.ref(entry)
 
-        def forget(_: object) -> None:  # no lock: it may run in a garbage collection inside a locked region
+        def forget(
+            _: object,
+        ) -> None:  # no lock: it may run in a garbage collection inside a locked region
             alive = held()
             try:
                 if alive is not None:
@@ -228,12 +301,14 @@ def message_keys(messages: Sequence[BaseMessage]) -> list[int]:
 
 
 def keys_computed() -> int:
-    """Return how many message keys :func:`message_keys` has computed in this process (a diagnostic: the others were found again)."""
+    """Return how many message keys :func:`message_keys` has computed in this process (a diagnostic:
+    the others were found again)."""
     return _recent.computed
 
 
 def chain_digest(start: bytes, messages: Sequence[BaseMessage]) -> bytes:
-    """Return the digest of a history extended by ``messages``, ``start`` being that of the messages before them (``b""`` for none).
+    """Return the digest of a history extended by ``messages``, ``start`` being that of the messages
+    before them (``b""`` for none).
 
     Unlike :func:`message_key` (Python's ``hash``, salted per process) it is the same in every
     process, so a state carried in a checkpoint can say which history it describes. Every
@@ -248,7 +323,11 @@ def chain_digest(start: bytes, messages: Sequence[BaseMessage]) -> bytes:
         rest = {k: v for k, v in fields.items() if k != "content" or not isinstance(v, str)}
         h = hashlib.blake2b(digest, digest_size=16)
         h.update(type(message).__name__.encode())
-        h.update(json.dumps(rest, sort_keys=True, default=repr, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        h.update(
+            json.dumps(rest, sort_keys=True, default=repr, ensure_ascii=False).encode(
+                "utf-8", "surrogatepass"
+            )
+        )
         if isinstance(content, str):
             h.update(b"\x00")
             h.update(content.encode("utf-8", "surrogatepass"))
@@ -260,14 +339,16 @@ def chain_digest(start: bytes, messages: Sequence[BaseMessage]) -> bytes:
 
 
 def call_points(messages: Sequence[BaseMessage], after: int = 0) -> list[int]:
-    """Return the history lengths after ``after`` at which an agent loop calls the model, oldest first.
+    """Return the history lengths after ``after`` at which an agent loop calls the model, oldest
+    first.
 
     Never between a call and its outputs, nor after the assistant's own message; the full
     history always. Every prefix has the same call points up to its length.
     """
     n = len(messages)
     points = [
-        e for e in range(max(after + 1, 1), n)
+        e
+        for e in range(max(after + 1, 1), n)
         if not isinstance(messages[e], ToolMessage) and not isinstance(messages[e - 1], AIMessage)
     ]
     if n > after:
@@ -280,11 +361,16 @@ def is_call_point(messages: Sequence[BaseMessage], length: int) -> bool:
     n = len(messages)
     if length == n:
         return n > 0
-    return 0 < length < n and not isinstance(messages[length], ToolMessage) and not isinstance(messages[length - 1], AIMessage)
+    return (
+        0 < length < n
+        and not isinstance(messages[length], ToolMessage)
+        and not isinstance(messages[length - 1], AIMessage)
+    )
 
 
 class HistoryKey(NamedTuple):
-    """What a remembered state was built on: the messages, weakly, and their :func:`message_key`, in order."""
+    """What a remembered state was built on: the messages, weakly, and their :func:`message_key`, in
+    order."""
 
     refs: tuple[weakref.ref[BaseMessage], ...]
     keys: list[int]
@@ -299,18 +385,26 @@ EMPTY_HISTORY = HistoryKey((), [])
 
 
 def history_key(messages: Sequence[BaseMessage], start: HistoryKey | None = None) -> HistoryKey:
-    """Return the key of ``messages``, extending ``start`` (the key of a prefix equal to their first messages) when given."""
+    """Return the key of ``messages``, extending ``start`` (the key of a prefix equal to their first
+    messages) when given."""
     start = start or EMPTY_HISTORY
     length = start.length
-    if length and start.refs[0]() is messages[0] and start.refs[-1]() is messages[length - 1]:  # the same objects: key the new ones
-        return HistoryKey(start.refs + tuple(map(weakref.ref, messages[length:])), start.keys + compute_keys(messages[length:]))
+    if (
+        length and start.refs[0]() is messages[0] and start.refs[-1]() is messages[length - 1]
+    ):  # the same objects: key the new ones
+        return HistoryKey(
+            start.refs + tuple(map(weakref.ref, messages[length:])),
+            start.keys + compute_keys(messages[length:]),
+        )
     return HistoryKey(tuple(map(weakref.ref, messages)), message_keys(messages))
 
 
 def describes(history: HistoryKey, messages: Sequence[BaseMessage]) -> HistoryKey | None:
-    """Return ``history`` if it keys the first messages of ``messages`` (a copy holding them if new objects), else None.
+    """Return ``history`` if it keys the first messages of ``messages`` (a copy holding them if new
+    objects), else None.
 
-    Checked before a remembered state is resumed: a conversation loaded again (equal, new objects) is the same history.
+    Checked before a remembered state is resumed: a conversation loaded again (equal, new objects)
+    is the same history.
     """
     n = history.length
     if n > len(messages):
@@ -333,7 +427,8 @@ S = TypeVar("S", bound=_Remembered)
 
 
 class ReplayMemo(Generic[S]):
-    """The states of recent replays of one strategy object, each for a call point of some history (never changes a result)."""
+    """The states of recent replays of one strategy object, each for a call point of some history
+    (never changes a result)."""
 
     def __init__(self, size: int) -> None:
         """Remember at most ``size`` states (the oldest goes first)."""
@@ -349,7 +444,8 @@ class ReplayMemo(Generic[S]):
         return sum(chars for _, chars, _ in self._items)
 
     def recall(self, messages: Sequence[BaseMessage], budget: int | None = None) -> S | None:
-        """Return the remembered state (made for ``budget``) of the longest call point of ``messages`` whose history equals their first messages, else None.
+        """Return the remembered state (made for ``budget``) of the longest call point of
+        ``messages`` whose history equals their first messages, else None.
 
         The same objects are recognised by identity, equal ones by their keys; a state found
         by its keys comes back as a copy holding the new objects.
@@ -358,7 +454,8 @@ class ReplayMemo(Generic[S]):
         return found[1] if found is not None else None
 
     def take(self, messages: Sequence[BaseMessage]) -> S | None:
-        """Return and forget the state :meth:`recall` would return: for a strategy that extends its state in place."""
+        """Return and forget the state :meth:`recall` would return: for a strategy that extends its
+        state in place."""
         found = self._find(messages, None)
         if found is None:
             return None
@@ -367,26 +464,36 @@ class ReplayMemo(Generic[S]):
         return found[1]
 
     def _find(self, messages: Sequence[BaseMessage], budget: int | None) -> tuple[S, S] | None:
-        """Return the state :meth:`recall` finds, as remembered and as returned (the same, or a copy holding ``messages``)."""
+        """Return the state :meth:`recall` finds, as remembered and as returned (the same, or a copy
+        holding ``messages``)."""
         with self._lock:
             items = [state for state, _, made_for in self._items if made_for == budget]
         n = len(messages)
-        items = [s for s in items if s.history.length <= n and is_call_point(messages, s.history.length)]
+        items = [
+            s for s in items if s.history.length <= n and is_call_point(messages, s.history.length)
+        ]
         items.sort(key=lambda state: state.history.length, reverse=True)
         for state in items:
             history = describes(state.history, messages)
-            if history is state.history:  # the usual hit: the previous call of the same conversation, the same objects
+            if (
+                history is state.history
+            ):  # the usual hit: the previous call of the same conversation, the same objects
                 return state, state
             if history is not None:  # a conversation loaded again: equal objects
                 return state, cast(S, dataclasses.replace(cast(Any, state), history=history))
         return None
 
-    def remember(self, state: S, chars: int = 0, max_chars: int | None = None, budget: int | None = None) -> None:
-        """Remember ``state`` (holding ``chars`` characters of its own; made for ``budget``), forgetting the oldest beyond the size or ``max_chars``."""
+    def remember(
+        self, state: S, chars: int = 0, max_chars: int | None = None, budget: int | None = None
+    ) -> None:
+        """Remember ``state`` (holding ``chars`` characters of its own; made for ``budget``),
+        forgetting the oldest beyond the size or ``max_chars``."""
         if max_chars is not None and chars > max_chars:
             return
         with self._lock:
-            items = [*self._items[-(self.size - 1):], (state, chars, budget)] if self.size > 0 else []
+            items = (
+                [*self._items[-(self.size - 1) :], (state, chars, budget)] if self.size > 0 else []
+            )
             if max_chars is not None:
                 total = sum(c for _, c, _ in items)
                 while total > max_chars:
@@ -400,6 +507,7 @@ class ReplayMemo(Generic[S]):
 
 K = TypeVar("K")
 V = TypeVar("V")
+
 
 class _KeyedRef(weakref.ref):  # type: ignore[type-arg]
     """A weak reference that remembers the memo key it was stored under."""
@@ -443,14 +551,16 @@ class IdentityMemo(Generic[V]):
         return len(self._entries)
 
     def get(self, obj: Any, *check: Any) -> V | None:
-        """Return the value remembered for ``obj`` with the same (or equal) ``check`` objects, else None."""
+        """Return the value remembered for ``obj`` with the same (or equal) ``check`` objects, else
+        None."""
         entry = self._lookup(id(obj))
         if entry is not None and entry[0]() is obj and entry[1] == check:
             return entry[2]
         return None
 
     def put(self, obj: Any, value: V, *check: Any) -> None:
-        """Remember ``value`` for ``obj`` (and these ``check`` objects), evicting the oldest entries past the bound."""
+        """Remember ``value`` for ``obj`` (and these ``check`` objects), evicting the oldest entries
+        past the bound."""
         if self.max_entries <= 0:
             return
         key = id(obj)
@@ -472,7 +582,8 @@ class SizedCache(Generic[K, V]):
     """A value per equal key, bounded by the total size of the entries (oldest evicted first)."""
 
     def __init__(self, max_size: int, max_entries: int | None = None) -> None:
-        """Hold entries whose sizes add up to at most ``max_size`` (and at most ``max_entries``); an entry larger than that is not kept."""
+        """Hold entries whose sizes add up to at most ``max_size`` (and at most ``max_entries``); an
+        entry larger than that is not kept."""
         self.max_size = max_size
         self.max_entries = max_entries
         self.size = 0
@@ -495,7 +606,8 @@ class SizedCache(Generic[K, V]):
             if old is not None:
                 self.size -= old[1]
             while entries and (
-                self.size + size > self.max_size or (self.max_entries is not None and len(entries) >= self.max_entries)
+                self.size + size > self.max_size
+                or (self.max_entries is not None and len(entries) >= self.max_entries)
             ):
                 self.size -= entries.pop(next(iter(entries)))[1]
             entries[key] = (value, size)
@@ -512,7 +624,8 @@ class SizedCache(Generic[K, V]):
 
 @dataclass
 class Head:
-    """A compacted head: ``(source[:at] + copies)[pick]`` for each pick, with the notice that follows it and its counts.
+    """A compacted head: ``(source[:at] + copies)[pick]`` for each pick, with the notice that
+    follows it and its counts.
 
     A hit hands back the same copy and notice objects.
     """
@@ -528,21 +641,29 @@ class Head:
     chars: int = 0
     """Characters of the copies and the notice (what remembering this head costs)."""
     counted: tuple[weakref.ref[Any], int] | None = None
-    """The tokens of the head and its notice for the last counter that counted them, weakly (the strategy counts them
-    once and writes them here, so a conversation loaded again, which finds its head, does not count its head again)."""
+    """The tokens of the head and its notice for the last counter that counted them, weakly (the
+    strategy counts them once and writes them here, so a conversation loaded again, which finds its
+    head, does not count its head again)."""
 
     def messages(self, source: Sequence[BaseMessage]) -> list[BaseMessage]:
-        """Return the compacted head for ``source`` (whose first ``at`` messages are those it was built from)."""
+        """Return the compacted head for ``source`` (whose first ``at`` messages are those it was
+        built from)."""
         pool = list(source[: self.at])
         pool += self.copies
         return list(map(pool.__getitem__, self.picks))
 
 
 def encode_head(
-    source: Sequence[BaseMessage], at: int, messages: Sequence[BaseMessage], notice: BaseMessage | None = None,
-    shortened: int = 0, dropped: int = 0, protected: int = 0,
+    source: Sequence[BaseMessage],
+    at: int,
+    messages: Sequence[BaseMessage],
+    notice: BaseMessage | None = None,
+    shortened: int = 0,
+    dropped: int = 0,
+    protected: int = 0,
 ) -> Head:
-    """Return ``messages`` (a compacted ``source[:at]``) as a :class:`Head`: the messages passed through as indices, the others copies."""
+    """Return ``messages`` (a compacted ``source[:at]``) as a :class:`Head`: the messages passed
+    through as indices, the others copies."""
     position = {id(m): i for i, m in enumerate(source[:at])}
     picks: list[int] = []
     copies: list[BaseMessage] = []
@@ -564,27 +685,40 @@ class _Entry:
 
 
 _heads: SizedCache[Hashable, _Entry] = SizedCache(16_000_000, 64)
-"""The compacted heads remembered: at most 64, holding at most this many characters of edited copies."""
+"""The compacted heads remembered: at most 64, holding at most this many characters of edited
+copies."""
 
 
 def _slot(messages: Sequence[BaseMessage], length: int, key: Hashable) -> Hashable:
     return (key, length, message_key(messages[0]), message_key(messages[length - 1]))
 
 
-def recall_head(messages: Sequence[BaseMessage], length: int, key: Hashable, check: Any = None) -> Head | None:
-    """Return the head remembered under ``key`` (and an equal ``check``) for a history starting with ``messages[:length]``, else None."""
+def recall_head(
+    messages: Sequence[BaseMessage], length: int, key: Hashable, check: Any = None
+) -> Head | None:
+    """Return the head remembered under ``key`` (and an equal ``check``) for a history starting with
+    ``messages[:length]``, else None."""
     entry = _heads.get(_slot(messages, length, key)) if length else None
-    history = describes(entry.history, messages) if entry is not None and entry.check == check else None
+    history = (
+        describes(entry.history, messages) if entry is not None and entry.check == check else None
+    )
     if entry is None or history is None:
         return None
     entry.history = history  # equal objects: found by identity next time
     return entry.head
 
 
-def remember_head(messages: Sequence[BaseMessage], length: int, key: Hashable, head: Head, check: Any = None) -> None:
-    """Remember ``head``, built from ``messages[:length]``, under ``key`` and ``check``, unless it holds too many characters."""
+def remember_head(
+    messages: Sequence[BaseMessage], length: int, key: Hashable, head: Head, check: Any = None
+) -> None:
+    """Remember ``head``, built from ``messages[:length]``, under ``key`` and ``check``, unless it
+    holds too many characters."""
     if length:
-        _heads.put(_slot(messages, length, key), _Entry(check, history_key(messages[:length]), head), head.chars)
+        _heads.put(
+            _slot(messages, length, key),
+            _Entry(check, history_key(messages[:length]), head),
+            head.chars,
+        )
 
 
 def clear_caches() -> None:

@@ -1,4 +1,5 @@
-"""Input read as messages (:func:`coerce_messages`) and the pair checks providers require of it (:func:`check_tool_pairs`).
+"""Input read as messages (:func:`coerce_messages`) and the pair checks providers require of it
+(:func:`check_tool_pairs`).
 
 An output is a ``ToolMessage`` or an Anthropic ``tool_result`` block in a user message,
 which :func:`tool_results_as_tool_messages` turns into the ``ToolMessage`` LangChain uses
@@ -14,7 +15,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage, convert_to_messages
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    ToolMessage,
+    convert_to_messages,
+)
 from langchain_core.prompt_values import PromptValue
 
 from langchain_promptstrat.errors import InvalidMessagesError
@@ -33,9 +40,14 @@ def coerce_messages(value: Any) -> list[BaseMessage]:
     if isinstance(value, PromptValue):
         return list(value.to_messages())
     if isinstance(value, (BaseMessage, Mapping)):  # a dict would iterate over its keys
-        raise InvalidMessagesError(f"expected a list of messages or a PromptValue, got a single {type(value).__name__}; wrap it in a list")
+        raise InvalidMessagesError(
+            f"expected a list of messages or a PromptValue, got a single {type(value).__name__}; "
+            "wrap it in a list"
+        )
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-        raise InvalidMessagesError(f"expected a list of messages or a PromptValue, got {type(value).__name__}")
+        raise InvalidMessagesError(
+            f"expected a list of messages or a PromptValue, got {type(value).__name__}"
+        )
     items = list(value)
     if all(isinstance(m, BaseMessage) for m in items):
         return tool_results_as_tool_messages(items)
@@ -47,16 +59,21 @@ def coerce_messages(value: Any) -> list[BaseMessage]:
         problem = tool_arguments_problem(item)
         if problem is not None:
             role = item.get("role", item.get("type"))
-            raise InvalidMessagesError(f"message {i}: {f'{role} message: ' if isinstance(role, str) else ''}{problem}")
+            raise InvalidMessagesError(
+                f"message {i}: {f'{role} message: ' if isinstance(role, str) else ''}{problem}"
+            )
         try:  # AttributeError: a malformed field such as "tool_calls": "oops"
             out.extend(convert_to_messages([item]))
         except (ValueError, TypeError, KeyError, AttributeError, NotImplementedError) as exc:
-            raise InvalidMessagesError(f"message {i}: cannot read as a chat message: {exc}") from None
+            raise InvalidMessagesError(
+                f"message {i}: cannot read as a chat message: {exc}"
+            ) from None
     return tool_results_as_tool_messages(out)
 
 
 def tool_arguments_problem(message: Any) -> str | None:
-    """Return what is wrong with a role dict's tool-call arguments, naming the field and quoting what arrived; None when nothing is.
+    """Return what is wrong with a role dict's tool-call arguments, naming the field and quoting
+    what arrived; None when nothing is.
 
     ``convert_to_messages``'s own error names neither the call nor the field.
     """
@@ -69,7 +86,11 @@ def tool_arguments_problem(message: Any) -> str | None:
         if not isinstance(arguments, str):
             continue
         field = f"tool_calls[{i}].function.arguments"
-        quoted = repr(arguments) if len(arguments) <= _QUOTED_CHARS else repr(arguments[:_QUOTED_CHARS]) + f"... ({len(arguments):,} characters)"
+        quoted = (
+            repr(arguments)
+            if len(arguments) <= _QUOTED_CHARS
+            else repr(arguments[:_QUOTED_CHARS]) + f"... ({len(arguments):,} characters)"
+        )
         try:
             parsed = json.loads(arguments, strict=False)  # as convert_to_messages reads them
         except json.JSONDecodeError as exc:
@@ -82,18 +103,24 @@ def tool_arguments_problem(message: Any) -> str | None:
 
 
 def _is_tool_result(block: Any) -> bool:
-    return isinstance(block, dict) and block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str)
+    return (
+        isinstance(block, dict)
+        and block.get("type") == "tool_result"
+        and isinstance(block.get("tool_use_id"), str)
+    )
 
 
 def _tool_results(message: BaseMessage) -> list[dict[str, Any]]:
-    """Return the Anthropic ``tool_result`` blocks (each answering a call by its ``tool_use_id``) of a user message."""
+    """Return the Anthropic ``tool_result`` blocks (each answering a call by its ``tool_use_id``) of
+    a user message."""
     if not (isinstance(message, HumanMessage) and isinstance(message.content, list)):
         return []
     return [b for b in message.content if _is_tool_result(b)]  # type: ignore[misc]
 
 
 def tool_results_as_tool_messages(messages: list[BaseMessage]) -> list[BaseMessage]:
-    """Return ``messages`` with each ``tool_result`` block of a user message as a ``ToolMessage``, ``messages`` itself when there is none.
+    """Return ``messages`` with each ``tool_result`` block of a user message as a ``ToolMessage``,
+    ``messages`` itself when there is none.
 
     The results come first, in order, then a user message with the remaining blocks, if any.
     """
@@ -107,12 +134,16 @@ def tool_results_as_tool_messages(messages: list[BaseMessage]) -> list[BaseMessa
             continue
         for k, block in enumerate(results):
             body = block.get("content", "")
-            out.append(ToolMessage(
-                content=body if isinstance(body, (str, list)) else json.dumps(body, default=str),
-                tool_call_id=block["tool_use_id"],
-                status="error" if block.get("is_error") else "success",
-                id=f"{message.id}-tool_result-{k}" if message.id else None,
-            ))
+            out.append(
+                ToolMessage(
+                    content=body
+                    if isinstance(body, (str, list))
+                    else json.dumps(body, default=str),
+                    tool_call_id=block["tool_use_id"],
+                    status="error" if block.get("is_error") else "success",
+                    id=f"{message.id}-tool_result-{k}" if message.id else None,
+                )
+            )
         rest = [b for b in message.content if not _is_tool_result(b)]
         if rest:
             out.append(message.model_copy(update={"content": rest}))
@@ -143,7 +174,11 @@ def find_tool_pair_violations(messages: Sequence[BaseMessage]) -> list[ToolPairV
     pending: dict[str, None] = {}
     answered: set[str] = set()
     for i, message in enumerate(messages):
-        answers = [message.tool_call_id] if isinstance(message, ToolMessage) else [b["tool_use_id"] for b in _tool_results(message)]
+        answers = (
+            [message.tool_call_id]
+            if isinstance(message, ToolMessage)
+            else [b["tool_use_id"] for b in _tool_results(message)]
+        )
         for call_id in answers:
             if call_id in answered:
                 violations.append(ToolPairViolation("duplicate_output", call_id, i))
@@ -153,17 +188,23 @@ def find_tool_pair_violations(messages: Sequence[BaseMessage]) -> list[ToolPairV
             else:
                 violations.append(ToolPairViolation("orphan_output", call_id, i))
         if isinstance(message, ToolMessage) or (answers and len(answers) == len(message.content)):
-            continue  # a step's outputs: ToolMessages, or a user message holding only tool_result blocks
-        violations += [ToolPairViolation("missing_output", call_id, step_index or 0) for call_id in pending]
+            # a step's outputs: ToolMessages, or a user message holding only tool_result blocks
+            continue
+        violations += [
+            ToolPairViolation("missing_output", call_id, step_index or 0) for call_id in pending
+        ]
         pending, answered, step_index = {}, set(), None
         if isinstance(message, AIMessage):
             step_index = i
             pending = dict.fromkeys(tool_call_ids(message))
-    violations += [ToolPairViolation("missing_output", call_id, step_index or 0) for call_id in pending]
+    violations += [
+        ToolPairViolation("missing_output", call_id, step_index or 0) for call_id in pending
+    ]
     violations.sort(key=lambda v: v.index)
     return violations
 
 
 def check_tool_pairs(messages: Sequence[BaseMessage] | Any) -> list[str]:
-    """Return one readable line per tool call/output pairing violation (see :class:`ToolPairViolation`); empty when valid."""
+    """Return one readable line per tool call/output pairing violation (see
+    :class:`ToolPairViolation`); empty when valid."""
     return [str(v) for v in find_tool_pair_violations(coerce_messages(messages))]

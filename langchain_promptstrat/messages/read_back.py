@@ -1,4 +1,5 @@
-"""Reading a tool output back from the stored conversation, which still holds every output whole: the handle a stub carries and the read-back.
+"""Reading a tool output back from the stored conversation, which still holds every output whole:
+the handle a stub carries and the read-back.
 
 A shortened output ends with its handle, ``[whole: read_back(call=N)]``, N the call's number
 in the conversation (1 = first), which never changes as it grows; shortened arguments end
@@ -26,16 +27,19 @@ READ_BACK_TOOL = "read_back"
 PAGE_LINES = 400
 """The most lines one answer holds."""
 PAGE_CHARS = 12_000
-"""The most characters one answer holds: about 3,000 tokens, under a fifth of a 16,000-token ceiling."""
+"""The most characters one answer holds: about 3,000 tokens, under a fifth of a 16,000-token
+ceiling."""
 
 
 def handle_text(call: int | str, arguments: bool = False) -> str:
-    """Return the handle a shortened output of call ``call`` (its 1-based number, or its id) ends with; ``arguments``: its shortened arguments'."""
+    """Return the handle a shortened output of call ``call`` (its 1-based number, or its id) ends
+    with; ``arguments``: its shortened arguments'."""
     return f"[whole: {READ_BACK_TOOL}(call={call!r}{', arguments=True' if arguments else ''})]"
 
 
 def range_text(first: int, last: int) -> str:
-    """Return how a note names the calls ``first`` to ``last`` (1-based), each of which :func:`read_back` reads."""
+    """Return how a note names the calls ``first`` to ``last`` (1-based), each of which
+    :func:`read_back` reads."""
     return f"calls {first}-{last}"
 
 
@@ -43,7 +47,8 @@ _NAMED = re.compile(rf"{READ_BACK_TOOL}\(call=(\d+|'[^']*')\)|calls (\d+)-(\d+)"
 
 
 def calls_named(text: str) -> tuple[set[str], list[tuple[int, int]]]:
-    """Return the calls ``text`` names by a handle (numbers, and ids as quoted) and the ranges it names."""
+    """Return the calls ``text`` names by a handle (numbers, and ids as quoted) and the ranges it
+    names."""
     handles: set[str] = set()
     ranges: list[tuple[int, int]] = []
     for handle, first, last in _NAMED.findall(text):
@@ -63,7 +68,8 @@ def _find(calls: Sequence[ToolCallRecord], call: int | str) -> ToolCallRecord | 
 
 
 def _page(lines: list[str], offset: int, limit: int, page_chars: int) -> tuple[str, int]:
-    """Return the lines from ``offset`` that fit ``limit`` lines and ``page_chars`` characters, and where the page ends."""
+    """Return the lines from ``offset`` that fit ``limit`` lines and ``page_chars`` characters, and
+    where the page ends."""
     end, used = offset, 0
     while end < len(lines) and end - offset < limit and used + len(lines[end]) + 1 <= page_chars:
         used += len(lines[end]) + 1
@@ -83,7 +89,8 @@ def read_back(
     page_chars: int = PAGE_CHARS,
     arguments: bool = False,
 ) -> str | list[str | dict[str, Any]]:
-    """Return a tool output as the conversation stores it, a page of its lines, or the lines matching ``pattern``.
+    """Return a tool output as the conversation stores it, a page of its lines, or the lines
+    matching ``pattern``.
 
     Args:
         messages: The stored conversation (Anthropic ``tool_result`` blocks are read as outputs).
@@ -115,7 +122,11 @@ def read_back(
             regex = re.compile(pattern)
         except re.error as exc:
             return f"The pattern {pattern!r} is not a regular expression ({exc}); escape special characters or search plain words."
-        searched = [record] if record is not None else [r for r in calls if r.output_index is not None and r.name != READ_BACK_TOOL]
+        searched = (
+            [record]
+            if record is not None
+            else [r for r in calls if r.output_index is not None and r.name != READ_BACK_TOOL]
+        )
         hits = [
             f"call {r.number + 1} line {n}: {line}"
             for r in searched
@@ -123,20 +134,40 @@ def read_back(
             if regex.search(line)
         ]
         page, end = _page(hits, offset, limit, page_chars)
-        more = f"; more: {READ_BACK_TOOL}(pattern={pattern!r}, offset={end})" if end < len(hits) else ""
-        return f"{page}\n[matches {offset + 1}-{end} of {len(hits)}{more}]" if hits else f"No output line matches {pattern!r}."
+        more = (
+            f"; more: {READ_BACK_TOOL}(pattern={pattern!r}, offset={end})"
+            if end < len(hits)
+            else ""
+        )
+        return (
+            f"{page}\n[matches {offset + 1}-{end} of {len(hits)}{more}]"
+            if hits
+            else f"No output line matches {pattern!r}."
+        )
     assert record is not None
-    content = json.dumps(record.args, ensure_ascii=False) if arguments else stored[record.output_index].content  # type: ignore[index]
+    content = (
+        json.dumps(record.args, ensure_ascii=False)
+        if arguments
+        else stored[record.output_index].content
+    )  # type: ignore[index]
     lines = content_text(content).split("\n")
     if offset == 0 and len(lines) <= limit and len(content_text(content)) <= page_chars:
         return content
     page, end = _page(lines, offset, limit, page_chars)
-    more = f"; more: {READ_BACK_TOOL}(call={record.number + 1}, offset={end}{', arguments=True' if arguments else ''})" if end < len(lines) else ""
+    more = (
+        f"; more: {READ_BACK_TOOL}(call={record.number + 1}, "
+        f"offset={end}{', arguments=True' if arguments else ''})"
+        if end < len(lines)
+        else ""
+    )
     return f"{page}\n[call {record.number + 1} ({record.name}): lines {offset + 1}-{end} of {len(lines)}{more}]"
 
 
-def keep_read_backs_whole(source: Sequence[BaseMessage], result: list[BaseMessage]) -> list[BaseMessage]:
-    """Return ``result`` with the read-back answers of ``source``'s newest step as ``source`` holds them.
+def keep_read_backs_whole(
+    source: Sequence[BaseMessage], result: list[BaseMessage]
+) -> list[BaseMessage]:
+    """Return ``result`` with the read-back answers of ``source``'s newest step as ``source`` holds
+    them.
 
     An answer cut or pointed back again in the step it is read would send the agent to read
     it again, and again: while it is in the newest step no strategy changes it; later it ages
@@ -149,7 +180,11 @@ def keep_read_backs_whole(source: Sequence[BaseMessage], result: list[BaseMessag
     if start == 0 or start == end or not isinstance(source[start - 1], AIMessage):
         return result
     names = {call_id: name for call_id, name, _ in recorded_calls(source[start - 1])}  # type: ignore[arg-type]
-    whole = {m.tool_call_id: m for m in source[start:] if isinstance(m, ToolMessage) and names.get(m.tool_call_id) == READ_BACK_TOOL}
+    whole = {
+        m.tool_call_id: m
+        for m in source[start:]
+        if isinstance(m, ToolMessage) and names.get(m.tool_call_id) == READ_BACK_TOOL
+    }
     if not whole:
         return result
     return [whole.get(m.tool_call_id, m) if isinstance(m, ToolMessage) else m for m in result]

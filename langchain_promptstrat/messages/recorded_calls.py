@@ -1,4 +1,5 @@
-"""What a message records: its tool calls from every place they are kept, its text and sizes, and this package's marks.
+"""What a message records: its tool calls from every place they are kept, its text and sizes, and
+this package's marks.
 
 A call may be kept in ``tool_calls``, OpenAI's ``additional_kwargs["tool_calls"]``, content
 blocks (:data:`CALL_BLOCK_TYPES`) and ``invalid_tool_calls``; :func:`recorded_calls` reads
@@ -14,20 +15,23 @@ from typing import Any, TypeVar
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 MARK_KEY = "promptstrat"
-"""Key in ``additional_kwargs`` (which integrations do not send) under which this package marks the messages it creates."""
+"""Key in ``additional_kwargs`` (which integrations do not send) under which this package marks the
+messages it creates."""
 
 CALL_BLOCK_TYPES: dict[str, tuple[str, str]] = {
     "tool_use": ("id", "input"),  # Anthropic
     "tool_call": ("id", "args"),  # LangChain's v1 standard content blocks
     "function_call": ("call_id", "arguments"),  # OpenAI Responses API (arguments as JSON text)
 }
-"""Content block types that record a call: ``type -> (key of the call id, key of its arguments)``."""
+"""Content block types that record a call: ``type -> (key of the call id, key of its
+arguments)``."""
 
 _Message = TypeVar("_Message", bound=BaseMessage)
 
 
 def openai_calls(message: BaseMessage) -> list[dict[str, Any]]:
-    """Return the calls ``message`` records in OpenAI's ``additional_kwargs["tool_calls"]`` (a list, maybe empty)."""
+    """Return the calls ``message`` records in OpenAI's ``additional_kwargs["tool_calls"]`` (a list,
+    maybe empty)."""
     calls = message.additional_kwargs.get("tool_calls") if message.additional_kwargs else None
     return calls if isinstance(calls, list) else []
 
@@ -59,22 +63,31 @@ def parsed_json(raw: Any) -> Any:
 
 
 def _calls_in_every_place(message: AIMessage) -> Iterable[tuple[Any, Any, Any, bool]]:
-    """Yield ``(id, name, args, args are JSON text)`` of each call entry, place by place, repeats included."""
+    """Yield ``(id, name, args, args are JSON text)`` of each call entry, place by place, repeats
+    included."""
     for call in message.tool_calls:
         yield call.get("id"), call.get("name"), call.get("args"), False
     for entry in openai_calls(message):
-        function = (entry.get("function") or {}) if isinstance(entry, dict) else None  # the integration's, unchecked
+        function = (
+            (entry.get("function") or {}) if isinstance(entry, dict) else None
+        )  # the integration's, unchecked
         if isinstance(function, dict):
             yield entry.get("id"), function.get("name"), function.get("arguments"), True
     for block in call_blocks(message.content):
         id_key, args_key = CALL_BLOCK_TYPES[block["type"]]
-        yield block.get(id_key), block.get("name"), block.get(args_key), block["type"] == "function_call"
+        yield (
+            block.get(id_key),
+            block.get("name"),
+            block.get(args_key),
+            block["type"] == "function_call",
+        )
     for invalid in message.invalid_tool_calls:
         yield invalid.get("id"), invalid.get("name"), invalid.get("args"), False
 
 
 def recorded_calls(message: AIMessage) -> Sequence[tuple[str, str, Any]]:
-    """Return ``(id, name, args)`` of each call ``message`` records, in order, each once (where first found)."""
+    """Return ``(id, name, args)`` of each call ``message`` records, in order, each once (where
+    first found)."""
     calls: dict[str, tuple[str, str, Any]] = {}
     for call_id, name, args, as_json in _calls_in_every_place(message):
         if isinstance(call_id, str) and call_id and call_id not in calls:
@@ -88,12 +101,14 @@ def tool_call_ids(message: BaseMessage) -> list[str]:
 
 
 def canonical_json(value: Any) -> str:
-    """Return ``value`` as JSON with sorted keys, characters as they are, and ``str`` of what JSON cannot hold."""
+    """Return ``value`` as JSON with sorted keys, characters as they are, and ``str`` of what JSON
+    cannot hold."""
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
 def repeat_key(name: str, args: Any) -> str:
-    """Return the identity of a call for repeat detection: tool name plus canonical JSON args (no call id)."""
+    """Return the identity of a call for repeat detection: tool name plus canonical JSON args (no
+    call id)."""
     return name + "\x00" + canonical_json(args)
 
 
@@ -106,12 +121,18 @@ def content_text(content: Any) -> str:
     return "".join(
         block if isinstance(block, str) else block["text"]
         for block in content
-        if isinstance(block, str) or (isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str))
+        if isinstance(block, str)
+        or (
+            isinstance(block, dict)
+            and block.get("type") == "text"
+            and isinstance(block.get("text"), str)
+        )
     )
 
 
 def value_chars(value: Any) -> int:
-    """Return the characters of a value's strings, keys and scalars, walking containers with its own stack (no ``RecursionError``)."""
+    """Return the characters of a value's strings, keys and scalars, walking containers with its own
+    stack (no ``RecursionError``)."""
     total = 0
     pending: list[Any] = [value]
     while pending:
@@ -129,7 +150,8 @@ def value_chars(value: Any) -> int:
 
 
 def message_chars(message: BaseMessage) -> int:
-    """Return the characters a message carries (not tokens): its text plus its calls' names and arguments."""
+    """Return the characters a message carries (not tokens): its text plus its calls' names and
+    arguments."""
     n = len(content_text(message.content))
     if isinstance(message, AIMessage):
         for call in message.tool_calls:
@@ -138,7 +160,8 @@ def message_chars(message: BaseMessage) -> int:
 
 
 def mark(message: _Message, kind: str, *, notice: bool, **meta: Any) -> _Message:
-    """Return a copy of ``message`` marked as produced by this package; ``notice=True``: never a real user message."""
+    """Return a copy of ``message`` marked as produced by this package; ``notice=True``: never a
+    real user message."""
     kwargs = dict(message.additional_kwargs)
     kwargs[MARK_KEY] = {"kind": kind, "notice": notice, **meta}
     return message.model_copy(update={"additional_kwargs": kwargs})
@@ -159,10 +182,13 @@ def is_real_user_message(message: BaseMessage) -> bool:
 
 
 def task_index(messages: Sequence[BaseMessage]) -> int | None:
-    """Return the index of the run's task: the first real user message (harnesses speak as the user too), or None."""
+    """Return the index of the run's task: the first real user message (harnesses speak as the user
+    too), or None."""
     return next((i for i, m in enumerate(messages) if is_real_user_message(m)), None)
 
 
 def leading_system_count(messages: Sequence[BaseMessage]) -> int:
     """Return how many messages at the head are ``SystemMessage``s (the system block)."""
-    return next((i for i, m in enumerate(messages) if not isinstance(m, SystemMessage)), len(messages))
+    return next(
+        (i for i, m in enumerate(messages) if not isinstance(m, SystemMessage)), len(messages)
+    )

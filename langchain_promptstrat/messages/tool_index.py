@@ -11,7 +11,11 @@ from typing import Any, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from langchain_promptstrat.messages.recorded_calls import is_real_user_message, recorded_calls, repeat_key
+from langchain_promptstrat.messages.recorded_calls import (
+    is_real_user_message,
+    recorded_calls,
+    repeat_key,
+)
 
 
 class ToolCallRecord(NamedTuple):
@@ -29,17 +33,20 @@ class ToolCallRecord(NamedTuple):
     output_index: int | None
     """The index of its output, None while the call has none."""
     forward: int
-    """Its output's place among the ToolMessages, 1 = oldest (orphans count); 0 while the call has no output.
+    """Its output's place among the ToolMessages, 1 = oldest (orphans count); 0 while the call has
+    no output.
 
     Unlike the position (:meth:`ToolIndex.position`) it never changes as the list grows."""
 
 
 _new_tuple = tuple.__new__
-"""Builds a named tuple from its fields in C (a NamedTuple's own ``__new__`` and ``_replace`` are Python functions)."""
+"""Builds a named tuple from its fields in C (a NamedTuple's own ``__new__`` and ``_replace`` are
+Python functions)."""
 
 
 class ToolIndex:
-    """Every tool call of a message list that only grows at its end, oldest first: extended by the new messages, never rebuilt.
+    """Every tool call of a message list that only grows at its end, oldest first: extended by the
+    new messages, never rebuilt.
 
     It records forward positions (1 = oldest output), which never change as the list grows,
     so :meth:`extend` reads only the messages after :attr:`length` and returns a new index
@@ -47,7 +54,18 @@ class ToolIndex:
     that the list it extends starts with the messages this index was built on.
     """
 
-    __slots__ = ("length", "calls", "outputs", "call_of_output", "completed_per_ai", "calls_per_ai", "completed", "repeats", "_keys", "_step")
+    __slots__ = (
+        "length",
+        "calls",
+        "outputs",
+        "call_of_output",
+        "completed_per_ai",
+        "calls_per_ai",
+        "completed",
+        "repeats",
+        "_keys",
+        "_step",
+    )
 
     def __init__(self) -> None:
         self.length = 0
@@ -55,7 +73,8 @@ class ToolIndex:
         self.calls: list[ToolCallRecord] = []
         """Every call, in the order the assistant messages record them."""
         self.outputs: list[int] = []
-        """The index of every ToolMessage, oldest first: output ``f`` (forward) is ``messages[outputs[f - 1]]``."""
+        """The index of every ToolMessage, oldest first: output ``f`` (forward) is
+        ``messages[outputs[f - 1]]``."""
         self.call_of_output: dict[int, int] = {}
         """Message index of a matched output -> its call's number in :attr:`calls`."""
         self.completed_per_ai: dict[int, int] = {}
@@ -63,38 +82,62 @@ class ToolIndex:
         self.calls_per_ai: dict[int, list[int]] = {}
         """Assistant message index -> the numbers of its calls."""
         self.completed: list[ToolCallRecord] = []
-        """The calls with an output, oldest output first (outputs may answer a step's calls in any order)."""
+        """The calls with an output, oldest output first (outputs may answer a step's calls in any
+        order)."""
         self.repeats = 0
         """How many completed calls repeat the key of an older completed call."""
         self._keys: set[str] = set()
         self._step: dict[str, int] = {}
-        """Call id -> number, for the step the indexed list ends in (its outputs may still arrive)."""
+        """Call id -> number, for the step the indexed list ends in (its outputs may still
+        arrive)."""
 
     @property
     def total_outputs(self) -> int:
-        """T: the number of ToolMessages (orphan and duplicate outputs included, as the reference counts them)."""
+        """T: the number of ToolMessages (orphan and duplicate outputs included, as the reference
+        counts them)."""
         return len(self.outputs)
 
     def position(self, call: ToolCallRecord) -> int | None:
-        """Return the position of ``call``'s output, 1 = newest ToolMessage, or None while it has no output."""
+        """Return the position of ``call``'s output, 1 = newest ToolMessage, or None while it has no
+        output."""
         return len(self.outputs) - call.forward + 1 if call.forward else None
 
     def call_answered_by(self, output_index: int) -> ToolCallRecord | None:
-        """Return the call the ToolMessage at ``output_index`` answers, or None (an orphan or duplicate output)."""
+        """Return the call the ToolMessage at ``output_index`` answers, or None (an orphan or
+        duplicate output)."""
         number = self.call_of_output.get(output_index)
         return None if number is None else self.calls[number]
 
     def extend(self, messages: Sequence[BaseMessage]) -> ToolIndex:
-        """Return the index of ``messages``, which must start with the ``length`` messages this index was built on."""
+        """Return the index of ``messages``, which must start with the ``length`` messages this
+        index was built on."""
         new = ToolIndex()
-        new.calls, new.outputs, new.call_of_output = list(self.calls), list(self.outputs), dict(self.call_of_output)
-        new.completed_per_ai, new.calls_per_ai = dict(self.completed_per_ai), dict(self.calls_per_ai)
-        new.completed, new.repeats, new._keys, new._step = list(self.completed), self.repeats, set(self._keys), dict(self._step)
+        new.calls, new.outputs, new.call_of_output = (
+            list(self.calls),
+            list(self.outputs),
+            dict(self.call_of_output),
+        )
+        new.completed_per_ai, new.calls_per_ai = (
+            dict(self.completed_per_ai),
+            dict(self.calls_per_ai),
+        )
+        new.completed, new.repeats, new._keys, new._step = (
+            list(self.completed),
+            self.repeats,
+            set(self._keys),
+            dict(self._step),
+        )
         new._read(messages, self.length)
         return new
 
     def _read(self, messages: Sequence[BaseMessage], start: int) -> None:
-        calls, outputs, call_of_output, completed, keys = self.calls, self.outputs, self.call_of_output, self.completed, self._keys
+        calls, outputs, call_of_output, completed, keys = (
+            self.calls,
+            self.outputs,
+            self.call_of_output,
+            self.completed,
+            self._keys,
+        )
         completed_per_ai, calls_per_ai = self.completed_per_ai, self.calls_per_ai
         step = self._step
         repeats = self.repeats
@@ -106,7 +149,10 @@ class ToolIndex:
                 if number is not None:
                     _, call_id, name, args, key, ai_index, output_index, _ = calls[number]
                     if output_index is None:
-                        record = _new_tuple(ToolCallRecord, (number, call_id, name, args, key, ai_index, i, len(outputs)))
+                        record = _new_tuple(
+                            ToolCallRecord,
+                            (number, call_id, name, args, key, ai_index, i, len(outputs)),
+                        )
                         calls[number] = record
                         call_of_output[i] = number
                         completed_per_ai[ai_index] = completed_per_ai.get(ai_index, 0) + 1
@@ -124,7 +170,12 @@ class ToolIndex:
                     for call_id, name, args in recorded:
                         number = len(calls)
                         step[call_id] = number
-                        calls.append(_new_tuple(ToolCallRecord, (number, call_id, name, args, repeat_key(name, args), i, None, 0)))
+                        calls.append(
+                            _new_tuple(
+                                ToolCallRecord,
+                                (number, call_id, name, args, repeat_key(name, args), i, None, 0),
+                            )
+                        )
                     calls_per_ai[i] = list(range(first, len(calls)))
         self._step = step
         self.repeats = repeats
@@ -135,12 +186,14 @@ _EMPTY = ToolIndex()
 
 
 def index_tool_calls(messages: Sequence[BaseMessage]) -> ToolIndex:
-    """Return the tool-call index of ``messages``; orphan and duplicate outputs count towards positions but belong to no call."""
+    """Return the tool-call index of ``messages``; orphan and duplicate outputs count towards
+    positions but belong to no call."""
     return _EMPTY.extend(messages)
 
 
 def split_steps(messages: Sequence[BaseMessage]) -> list[range]:
-    """Return the index ranges of the steps: an ``AIMessage`` and the ToolMessages right after it."""
+    """Return the index ranges of the steps: an ``AIMessage`` and the ToolMessages right after
+    it."""
     steps: list[range] = []
     for i, message in enumerate(messages):
         if isinstance(message, AIMessage):
@@ -152,6 +205,7 @@ def split_steps(messages: Sequence[BaseMessage]) -> list[range]:
 
 
 def split_turns(messages: Sequence[BaseMessage]) -> list[range]:
-    """Return the index ranges of the turns: a real user message (never a strategy notice) up to the next one."""
+    """Return the index ranges of the turns: a real user message (never a strategy notice) up to the
+    next one."""
     starts = [i for i, m in enumerate(messages) if is_real_user_message(m)]
     return [range(s, e) for s, e in zip(starts, starts[1:] + [len(messages)])]

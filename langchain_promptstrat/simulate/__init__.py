@@ -23,12 +23,12 @@ one strategy object per replay) and is counted with the same token counter (defa
 * next-action recall, for replayed prompts only: :mod:`~langchain_promptstrat.simulate.recall`.
 
 Strategies are applied as every front end applies them (:func:`apply_in_order`). Peers
-(``peers=True``), at the same ``max_tokens`` where they take one: ``trim_messages`` as
-LangGraph's documented ``pre_model_hook`` sets it up (``strategy="last"``, ``start_on="human"``,
+(``peers=True``), at the same ``max_tokens`` where they take one: ``trim_messages`` as LangGraph's
+documented ``pre_model_hook`` sets it up (``strategy="last"``, ``start_on="human"``,
 ``end_on=("human", "tool")``, ``include_system=True``); ``ContextEditingMiddleware`` with
-``ClearToolUsesEdit(trigger=max_tokens)`` (its defaults; left out with a note without the
-``agents`` extra); SWE-agent's observation masking, :func:`observation_masking`, at ``n=10``
-with ``polling`` 1 and 5. The table and the plot are in :mod:`~langchain_promptstrat.simulate.output`.
+``ClearToolUsesEdit(trigger=max_tokens)`` (its defaults; left out with a note without the ``agents``
+extra); SWE-agent's observation masking, :func:`observation_masking`, at ``n=10`` with ``polling`` 1
+and 5. The table and the plot are in :mod:`~langchain_promptstrat.simulate.output`.
 """
 
 from __future__ import annotations
@@ -41,22 +41,54 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage, ToolMessage, trim_messages
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    SystemMessage,
+    ToolMessage,
+    trim_messages,
+)
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from langchain_promptstrat.cache_rules import CACHE_RULES, ToolSchemas, make_cache_rule
-from langchain_promptstrat.defaults import DEFAULT_CACHED_FRACTION, DEFAULT_MAX_TOKENS, DEFAULT_TOOL_CALLS
+from langchain_promptstrat.defaults import (
+    DEFAULT_CACHED_FRACTION,
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_TOOL_CALLS,
+)
 from langchain_promptstrat.defaults import LONG_RUN_CALLS
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.extras import install_hint
 from langchain_promptstrat.messages import content_text, is_real_user_message, task_index
 from langchain_promptstrat.messages.references import unresolved_references
-from langchain_promptstrat.registry import BUILTIN_STRATEGIES, CallableStrategy, available_strategies, get_strategy, split_strategy_names
+from langchain_promptstrat.registry import (
+    BUILTIN_STRATEGIES,
+    CallableStrategy,
+    available_strategies,
+    get_strategy,
+    split_strategy_names,
+)
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.simulate.output import (
-    DEFAULT_LIST_ROW, SimulationResult, StrategyRun, estimated_cost, format_table, plot, result_from_json, result_to_json,
+    DEFAULT_LIST_ROW,
+    SimulationResult,
+    StrategyRun,
+    estimated_cost,
+    format_table,
+    plot,
+    result_from_json,
+    result_to_json,
 )
-from langchain_promptstrat.simulate.recall import OLD_AFTER, CallTargets, RecallCounts, TermIndex, code_references, recall_counts, terms
+from langchain_promptstrat.simulate.recall import (
+    OLD_AFTER,
+    CallTargets,
+    RecallCounts,
+    TermIndex,
+    code_references,
+    recall_counts,
+    terms,
+)
 from langchain_promptstrat.strategies.cache_breakpoints import CacheBreakpoints
 from langchain_promptstrat.strategy import PromptStrategy, apply_in_order
 from langchain_promptstrat.testing import ScriptedChatModel, iter_agent_run
@@ -64,12 +96,40 @@ from langchain_promptstrat.testing.tools import AGENT_RUN_TOOLS
 from langchain_promptstrat.tokens import TokenCounter, as_token_counter, tool_schema_tokens
 
 __all__ = [
-    "AGENT_RUN_TOOLS", "DEFAULT_CACHED_FRACTION", "DEFAULT_LIST_ROW", "DEFAULT_MAX_TOKENS", "DEFAULT_TOOL_CALLS", "OLD_AFTER",
-    "PEER_CLEAR_TOOL_USES", "PEER_OBSERVATION_MASKING", "PEER_TRIM_MESSAGES", "CallTargets", "ProgressHook", "RecallCounts",
-    "SimulationResult", "StrategyEntry", "StrategyRun", "answers_in_prompts", "build_strategy", "cache_reuse", "canonical_message",
-    "code_references", "default_rows", "default_strategy_names", "estimated_cost", "format_table", "is_degenerate",
-    "observation_masking", "plot", "recall_counts", "result_from_json", "result_to_json", "shared_prefix_length", "simulate",
-    "terms", "with_cache_breakpoints",
+    "AGENT_RUN_TOOLS",
+    "DEFAULT_CACHED_FRACTION",
+    "DEFAULT_LIST_ROW",
+    "DEFAULT_MAX_TOKENS",
+    "DEFAULT_TOOL_CALLS",
+    "OLD_AFTER",
+    "PEER_CLEAR_TOOL_USES",
+    "PEER_OBSERVATION_MASKING",
+    "PEER_TRIM_MESSAGES",
+    "CallTargets",
+    "ProgressHook",
+    "RecallCounts",
+    "SimulationResult",
+    "StrategyEntry",
+    "StrategyRun",
+    "answers_in_prompts",
+    "build_strategy",
+    "cache_reuse",
+    "canonical_message",
+    "code_references",
+    "default_rows",
+    "default_strategy_names",
+    "estimated_cost",
+    "format_table",
+    "is_degenerate",
+    "observation_masking",
+    "plot",
+    "recall_counts",
+    "result_from_json",
+    "result_to_json",
+    "shared_prefix_length",
+    "simulate",
+    "terms",
+    "with_cache_breakpoints",
 ]
 
 ProgressHook = Callable[[str, int, int], None]
@@ -83,43 +143,62 @@ PEER_TRIM_MESSAGES = "trim_messages"
 PEER_CLEAR_TOOL_USES = "ClearToolUsesEdit"
 PEER_OBSERVATION_MASKING = "LastNObservations"
 MASKING_SETTINGS: tuple[tuple[int, int], ...] = ((10, 1), (10, 5))
-"""``(n, polling)`` of the masking rows: the paper's setting ("The Complexity Trap"), and SWE-agent's cache-friendlier polling."""
+"""``(n, polling)`` of the masking rows: the paper's setting ("The Complexity Trap"), and
+SWE-agent's cache-friendlier polling."""
 
 # ----------------------------------------------------------------------------------------- figures
 
 
 def canonical_message(message: BaseMessage) -> str:
-    """Return what a provider receives of ``message`` as one string: without its local ``id`` and ``cache_control`` marks.
+    """Return what a provider receives of ``message`` as one string: without its local ``id`` and
+    ``cache_control`` marks.
 
     Tool calls are read from ``tool_calls`` (an OpenAI mirror holds the same calls; an
     Anthropic ``tool_use`` block is part of the content).
     """
-    data: dict[str, Any] = {"type": message.type, "content": _without_cache_control(message.content)}
+    data: dict[str, Any] = {
+        "type": message.type,
+        "content": _without_cache_control(message.content),
+    }
     if message.name:
         data["name"] = message.name
     if isinstance(message, AIMessage):
-        for key, calls in (("tool_calls", message.tool_calls), ("invalid_tool_calls", message.invalid_tool_calls)):
+        for key, calls in (
+            ("tool_calls", message.tool_calls),
+            ("invalid_tool_calls", message.invalid_tool_calls),
+        ):
             if calls:
-                data[key] = [{"name": c.get("name"), "args": c.get("args"), "id": c.get("id")} for c in calls]
+                data[key] = [
+                    {"name": c.get("name"), "args": c.get("args"), "id": c.get("id")} for c in calls
+                ]
     if isinstance(message, ToolMessage):
         data["tool_call_id"] = message.tool_call_id
     return json.dumps(data, sort_keys=True, ensure_ascii=False, default=str)
 
 
 def _without_cache_control(content: Any) -> Any:
-    """Return ``content`` without ``cache_control`` marks; a single marked text block becomes its string again, as Anthropic reads it."""
-    if not isinstance(content, list) or not any(isinstance(b, dict) and "cache_control" in b for b in content):
+    """Return ``content`` without ``cache_control`` marks; a single marked text block becomes its
+    string again, as Anthropic reads it."""
+    if not isinstance(content, list) or not any(
+        isinstance(b, dict) and "cache_control" in b for b in content
+    ):
         return content
-    blocks = [{k: v for k, v in b.items() if k != "cache_control"} if isinstance(b, dict) else b for b in content]
+    blocks = [
+        {k: v for k, v in b.items() if k != "cache_control"} if isinstance(b, dict) else b
+        for b in content
+    ]
     if len(blocks) == 1 and set(blocks[0]) == {"type", "text"} and blocks[0]["type"] == "text":
         return blocks[0]["text"]
     return blocks
 
 
 def _shared_prefix(
-    previous: Sequence[BaseMessage] | None, previous_keys: list[str | None] | None, current: Sequence[BaseMessage]
+    previous: Sequence[BaseMessage] | None,
+    previous_keys: list[str | None] | None,
+    current: Sequence[BaseMessage],
 ) -> tuple[int, list[str | None]]:
-    """Return the number of identical leading messages and the canonical keys computed for ``current``.
+    """Return the number of identical leading messages and the canonical keys computed for
+    ``current``.
 
     The same object is the same message (no strategy mutates one), so only different objects
     are serialised, up to the first difference; the keys are handed to the next comparison.
@@ -143,13 +222,15 @@ def _shared_prefix(
 
 
 def shared_prefix_length(previous: Sequence[BaseMessage], current: Sequence[BaseMessage]) -> int:
-    """Return how many leading messages of ``current`` are byte-identical to those of ``previous``."""
+    """Return how many leading messages of ``current`` are byte-identical to those of
+    ``previous``."""
     no_keys: list[str | None] = [None] * len(previous)
     return _shared_prefix(previous, no_keys, current)[0]
 
 
 def is_degenerate(before: Sequence[BaseMessage], after: Sequence[BaseMessage]) -> bool:
-    """Return whether ``after`` (the prompt sent for ``before``) holds only system messages, or lost the task or the last user message.
+    """Return whether ``after`` (the prompt sent for ``before``) holds only system messages, or lost
+    the task or the last user message.
 
     The task is the first real user message: agent harnesses speak as the user too, so the
     last user message alone does not say what the model was asked to do.
@@ -170,14 +251,18 @@ def _kept(message: BaseMessage, after: Sequence[BaseMessage]) -> bool:
 
 
 class _PromptTokens:
-    """Counts a prompt and its leading messages; an additive :class:`TokenCounter` counts each message object once over the run."""
+    """Counts a prompt and its leading messages; an additive :class:`TokenCounter` counts each
+    message object once over the run."""
 
-    def __init__(self, counter: Callable[[Sequence[BaseMessage]], int], keep_counts: bool = False) -> None:
+    def __init__(
+        self, counter: Callable[[Sequence[BaseMessage]], int], keep_counts: bool = False
+    ) -> None:
         self.counter = counter
         self.additive = isinstance(counter, TokenCounter)
         self._previous: dict[int, tuple[BaseMessage, int]] = {}
         self.keep_counts = keep_counts
-        """Also count each message of a non-additive counter (a provider rule needs per-message counts)."""
+        """Also count each message of a non-additive counter (a provider rule needs per-message
+        counts)."""
         self.last_counts: list[int] = []
 
     def count(self, prompt: Sequence[BaseMessage], prefix: int) -> tuple[int, int]:
@@ -189,7 +274,11 @@ class _PromptTokens:
         counts: list[int] = []
         for message in prompt:
             known = self._previous.get(id(message))
-            counts.append(known[1] if known is not None and known[0] is message else self.counter.count_message(message))  # type: ignore[attr-defined]
+            counts.append(
+                known[1]
+                if known is not None and known[0] is message
+                else self.counter.count_message(message)
+            )  # type: ignore[attr-defined]
         self._previous = {id(m): (m, c) for m, c in zip(prompt, counts)}
         self.last_counts = counts
         return sum(counts), sum(counts[:prefix])
@@ -206,15 +295,25 @@ def observation_masking(n: int = 10, polling: int = 1) -> Apply:
     by ``Old environment output: (L lines omitted)``.
     """
     if n < 1 or polling < 1:
-        raise ValueError(f"observation masking needs n >= 1 and polling >= 1, got n={n}, polling={polling}")
+        raise ValueError(
+            f"observation masking needs n >= 1 and polling >= 1, got n={n}, polling={polling}"
+        )
 
     def apply(prompt: list[BaseMessage]) -> list[BaseMessage]:
         task = task_index(prompt)
-        observations = ([task] if task is not None else []) + [i for i, m in enumerate(prompt) if isinstance(m, ToolMessage)]
+        observations = ([task] if task is not None else []) + [
+            i for i, m in enumerate(prompt) if isinstance(m, ToolMessage)
+        ]
         masked = set(observations[1 : max(0, (len(observations) // polling) * polling - n)])
         return [
-            m.model_copy(update={"content": f"Old environment output: ({len(content_text(m.content).splitlines())} lines omitted)"})
-            if i in masked else m
+            m.model_copy(
+                update={
+                    "content": "Old environment output: "
+                    f"({len(content_text(m.content).splitlines())} lines omitted)"
+                }
+            )
+            if i in masked
+            else m
             for i, m in enumerate(prompt)
         ]
 
@@ -222,14 +321,24 @@ def observation_masking(n: int = 10, polling: int = 1) -> Apply:
 
 
 def _clear_tool_uses_peer(counter: Any, max_tokens: int) -> Apply:
-    # Imported here, not at the top: langchain is an optional extra, and without it the peer is left out with a note.
-    from langchain.agents.middleware import ClearToolUsesEdit, ContextEditingMiddleware, ModelRequest, ModelResponse
+    # Imported here, not at the top: langchain is an optional extra, and without it the peer is left
+    # out with a note.
+    from langchain.agents.middleware import (
+        ClearToolUsesEdit,
+        ContextEditingMiddleware,
+        ModelRequest,
+        ModelResponse,
+    )
 
-    middleware = ContextEditingMiddleware(edits=[ClearToolUsesEdit(trigger=max_tokens)], token_counter=counter)
+    middleware = ContextEditingMiddleware(
+        edits=[ClearToolUsesEdit(trigger=max_tokens)], token_counter=counter
+    )
     model = ScriptedChatModel()  # never called: the handler below answers in its place
 
     def apply(prompt: list[BaseMessage]) -> list[BaseMessage]:
-        system = prompt[0] if prompt and isinstance(prompt[0], SystemMessage) else None  # create_agent keeps it out of messages
+        system = (
+            prompt[0] if prompt and isinstance(prompt[0], SystemMessage) else None
+        )  # create_agent keeps it out of messages
         sent: list[list[BaseMessage]] = []
 
         def handler(request: ModelRequest) -> ModelResponse:
@@ -237,38 +346,75 @@ def _clear_tool_uses_peer(counter: Any, max_tokens: int) -> Apply:
             return ModelResponse(result=[AIMessage("")])
 
         messages = cast("list[AnyMessage]", list(prompt[1:] if system else prompt))
-        middleware.wrap_model_call(ModelRequest(model=model, messages=messages, system_message=system), handler)
+        middleware.wrap_model_call(
+            ModelRequest(model=model, messages=messages, system_message=system), handler
+        )
         return [system, *sent[0]] if system else sent[0]
 
     return apply
 
 
-def _peers(counter: Any, max_tokens: int, notes: list[str]) -> list[tuple[str, str, Apply, dict[str, Any]]]:
+def _peers(
+    counter: Any, max_tokens: int, notes: list[str]
+) -> list[tuple[str, str, Apply, dict[str, Any]]]:
     def trim(prompt: list[BaseMessage]) -> list[BaseMessage]:
-        return trim_messages(prompt, max_tokens=max_tokens, token_counter=counter, strategy="last", start_on="human",
-                             end_on=("human", "tool"), include_system=True, allow_partial=False)
+        return trim_messages(
+            prompt,
+            max_tokens=max_tokens,
+            token_counter=counter,
+            strategy="last",
+            start_on="human",
+            end_on=("human", "tool"),
+            include_system=True,
+            allow_partial=False,
+        )
 
-    options = {"max_tokens": max_tokens, "strategy": "last", "start_on": "human", "end_on": ["human", "tool"], "include_system": True}
-    peers: list[tuple[str, str, Apply, dict[str, Any]]] = [(PEER_TRIM_MESSAGES, "peer", trim, options)]
+    options = {
+        "max_tokens": max_tokens,
+        "strategy": "last",
+        "start_on": "human",
+        "end_on": ["human", "tool"],
+        "include_system": True,
+    }
+    peers: list[tuple[str, str, Apply, dict[str, Any]]] = [
+        (PEER_TRIM_MESSAGES, "peer", trim, options)
+    ]
     try:
         clear_tool_uses = _clear_tool_uses_peer(counter, max_tokens)
     except ImportError as exc:
-        notes.append(f"{PEER_CLEAR_TOOL_USES} left out: langchain>=1.0 with agent middleware is not installed ({exc}); "
-                     f"{install_hint('agents')}")
+        notes.append(
+            f"{PEER_CLEAR_TOOL_USES} left out: langchain>=1.0 with agent middleware is not "
+            f"installed ({exc}); "
+            f"{install_hint('agents')}"
+        )
     else:
-        options = {"trigger": max_tokens, "keep": 3, "clear_at_least": 0, "clear_tool_inputs": False}
+        options = {
+            "trigger": max_tokens,
+            "keep": 3,
+            "clear_at_least": 0,
+            "clear_tool_inputs": False,
+        }
         peers.append((PEER_CLEAR_TOOL_USES, "peer", clear_tool_uses, options))
     for n, polling in MASKING_SETTINGS:
-        label = f"{PEER_OBSERVATION_MASKING}(n={n})" if polling == 1 else f"{PEER_OBSERVATION_MASKING}(n={n},polling={polling})"
+        label = (
+            f"{PEER_OBSERVATION_MASKING}(n={n})"
+            if polling == 1
+            else f"{PEER_OBSERVATION_MASKING}(n={n},polling={polling})"
+        )
         peers.append((label, "peer", observation_masking(n, polling), {"n": n, "polling": polling}))
     return peers
 
 
-# ----------------------------------------------------------------------------------------- the replay
+# ----------------------------------------------------------------------------------------- the
+# replay
 
 
 def build_strategy(
-    name: str, *, settings: Settings | None = None, max_tokens: int = DEFAULT_MAX_TOKENS, token_counter: Any = None
+    name: str,
+    *,
+    settings: Settings | None = None,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    token_counter: Any = None,
 ) -> tuple[PromptStrategy, dict[str, Any]]:
     """Return the registry strategy ``name`` and the extra arguments it was built with.
 
@@ -282,25 +428,36 @@ def build_strategy(
         attempts.insert(0, {"max_tokens": max_tokens, "token_counter": token_counter})
     for extra in attempts[:-1]:
         try:
-            return get_strategy(name, settings, **extra), {k: v for k, v in extra.items() if k == "max_tokens"}
+            return get_strategy(name, settings, **extra), {
+                k: v for k, v in extra.items() if k == "max_tokens"
+            }
         except (TypeError, ConfigError):
             continue
     return get_strategy(name, settings), {}
 
 
 def with_cache_breakpoints(entries: Sequence[Any], **build: Any) -> list[PromptStrategy]:
-    """Return each entry (a registry name, comma pipeline or strategy) wrapped in :class:`~langchain_promptstrat.strategies.cache_breakpoints.CacheBreakpoints`; ``build`` goes to :func:`build_strategy` for names."""
+    """Return each entry (a registry name, comma pipeline or strategy) wrapped in
+    :class:`~langchain_promptstrat.strategies.cache_breakpoints.CacheBreakpoints`; ``build`` goes to
+    :func:`build_strategy` for names."""
     wrapped: list[PromptStrategy] = []
     for entry in entries:
         if isinstance(entry, str):
             parts = split_strategy_names(entry)
-            wrapped.append(CacheBreakpoints([build_strategy(p, **build)[0] for p in parts], name=f"{','.join(parts)}+breakpoints"))
+            wrapped.append(
+                CacheBreakpoints(
+                    [build_strategy(p, **build)[0] for p in parts],
+                    name=f"{','.join(parts)}+breakpoints",
+                )
+            )
         else:
             wrapped.append(CacheBreakpoints([entry], name=None))
     return wrapped
 
 
-def default_strategy_names(*, settings: Settings | None = None, max_tokens: int = DEFAULT_MAX_TOKENS) -> list[str]:
+def default_strategy_names(
+    *, settings: Settings | None = None, max_tokens: int = DEFAULT_MAX_TOKENS
+) -> list[str]:
     """Return ``none`` then every installed built-in strategy a replay can build, in registry order.
 
     Left out: those that need more than settings and ``max_tokens`` (``summary`` needs a
@@ -317,15 +474,22 @@ def default_strategy_names(*, settings: Settings | None = None, max_tokens: int 
         except (TypeError, ConfigError):
             continue
         except ImportError as exc:
-            warnings.warn(f"built-in strategy {name!r} cannot be imported ({exc}); leaving it out", RuntimeWarning, stacklevel=2)
+            warnings.warn(
+                f"built-in strategy {name!r} cannot be imported ({exc}); leaving it out",
+                RuntimeWarning,
+                stacklevel=2,
+            )
             continue
         if not strategy.uses_save_file:
             names.append(name)
     return names
 
 
-def default_rows(*, settings: Settings | None = None, max_tokens: int = DEFAULT_MAX_TOKENS) -> list[str]:
-    """Return what a replay shows when no strategy is named: :func:`default_strategy_names`, then :data:`DEFAULT_LIST_ROW` when it is a pipeline."""
+def default_rows(
+    *, settings: Settings | None = None, max_tokens: int = DEFAULT_MAX_TOKENS
+) -> list[str]:
+    """Return what a replay shows when no strategy is named: :func:`default_strategy_names`, then
+    :data:`DEFAULT_LIST_ROW` when it is a pipeline."""
     names = default_strategy_names(settings=settings, max_tokens=max_tokens)
     default_list = DEFAULT_LIST_ROW.split(",")
     if len(default_list) > 1 and all(n in names for n in default_list):
@@ -347,20 +511,35 @@ def _pipeline(strategies: Sequence[PromptStrategy], tools: Sequence[Any] = ()) -
 
 
 def _resolve_entry(
-    entry: StrategyEntry, *, settings: Settings | None, max_tokens: int, counter: Any, tools: Sequence[Any]
+    entry: StrategyEntry,
+    *,
+    settings: Settings | None,
+    max_tokens: int,
+    counter: Any,
+    tools: Sequence[Any],
 ) -> tuple[str, str, Apply, dict[str, Any]]:
     """Return (label, kind, apply, options) for one entry of ``strategies``."""
     if isinstance(entry, str):
         parts = split_strategy_names(entry, source="the strategy pipeline")
-        built = [build_strategy(p, settings=settings, max_tokens=max_tokens, token_counter=counter) for p in parts]
+        built = [
+            build_strategy(p, settings=settings, max_tokens=max_tokens, token_counter=counter)
+            for p in parts
+        ]
         options = {k: v for _, extra in built for k, v in extra.items()}
         return ",".join(parts), "ours", _pipeline([s for s, _ in built], tools), options
     if isinstance(entry, PromptStrategy):
-        return getattr(entry, "label", None) or entry.strategy_name, "custom", _pipeline([entry], tools), {}
+        return (
+            getattr(entry, "label", None) or entry.strategy_name,
+            "custom",
+            _pipeline([entry], tools),
+            {},
+        )
     if callable(entry):
         strategy = CallableStrategy(entry)
         return strategy.strategy_name, "custom", _pipeline([strategy]), {}
-    raise ConfigError(f"cannot replay {entry!r}: expected a strategy name, a PromptStrategy or a callable")
+    raise ConfigError(
+        f"cannot replay {entry!r}: expected a strategy name, a PromptStrategy or a callable"
+    )
 
 
 def _progress_hook(
@@ -417,7 +596,7 @@ def _build_run(
     try:
         for prompt in iter_agent_run(n_tool_calls, seed=seed, **dict(options)):
             if hook is not None:
-                for message in prompt[len(prompts[-1]) if prompts else 0:]:
+                for message in prompt[len(prompts[-1]) if prompts else 0 :]:
                     if isinstance(message, ToolMessage):
                         hook("building the run", 0, n_tool_calls)
             prompts.append(prompt)
@@ -442,7 +621,9 @@ def _replay(
     run = StrategyRun(name=label, kind=kind, options=options)
     rule = make_cache_rule(cache, canonical_message, tools=schemas)
     tokens = _PromptTokens(counter, keep_counts=rule is not None)
-    fixed = schemas.tokens if schemas is not None else 0  # in every prompt, first in the cache order
+    fixed = (
+        schemas.tokens if schemas is not None else 0
+    )  # in every prompt, first in the cache order
     previous: list[BaseMessage] | None = None
     keys: list[str | None] | None = None
     for done, prompt in enumerate(prompts, 1):
@@ -459,7 +640,11 @@ def _replay(
         run.unresolved.append(unresolved_references(prompt, sent))
         if targets is not None:
             target = targets[done - 1]
-            run.recall.append(recall_counts(target, prompt, sent, index).as_list() if target is not None else [0] * 7)
+            run.recall.append(
+                recall_counts(target, prompt, sent, index).as_list()
+                if target is not None
+                else [0] * 7
+            )
         if rule is not None:
             read, written = rule.observe(sent, tokens.last_counts)
             run.provider_cached_tokens.append(read)
@@ -471,7 +656,8 @@ def _replay(
 
 
 def _tool_schemas(tools: Sequence[Any], counter: Any) -> ToolSchemas | None:
-    """Return what the cache rules and the counts need of ``tools``' schemas (None without tools)."""
+    """Return what the cache rules and the counts need of ``tools``' schemas (None without
+    tools)."""
     if not tools:
         return None
 
@@ -503,7 +689,8 @@ def simulate(
     tools: Sequence[Any] | None = None,
     next_actions: Sequence[BaseMessage | None] | None = None,
 ) -> SimulationResult:
-    """Return every strategy's replay of one simulated agent run, or of your ``prompts`` (the figures are in the module's docstring).
+    """Return every strategy's replay of one simulated agent run, or of your ``prompts`` (the
+    figures are in the module's docstring).
 
     ``strategies``: registry names (a comma-separated name is a pipeline), ``PromptStrategy``
     objects or ``messages -> messages`` callables; None: :func:`default_rows`, built from
@@ -520,15 +707,26 @@ def simulate(
     holds it) measure recall; a simulated run measures none (its next actions are scripted).
 
     Raises:
-        ConfigError: an unknown cache rule or strategy, a figure out of range, or ``next_actions`` not one per prompt.
+        ConfigError: an unknown cache rule or strategy, a figure out of range, or ``next_actions``
+            not one per prompt.
     """
     if cache not in CACHE_RULES:
         raise ConfigError(f"unknown cache rule {cache!r}; known: {', '.join(CACHE_RULES)}")
-    if isinstance(cached_fraction, bool) or not isinstance(cached_fraction, (int, float)) or not 0 <= cached_fraction <= 1:
-        raise ConfigError(f"cached_fraction must be a number between 0 and 1, got {cached_fraction!r}")
+    if (
+        isinstance(cached_fraction, bool)
+        or not isinstance(cached_fraction, (int, float))
+        or not 0 <= cached_fraction <= 1
+    ):
+        raise ConfigError(
+            f"cached_fraction must be a number between 0 and 1, got {cached_fraction!r}"
+        )
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise ConfigError(f"max_tokens must be a positive integer, got {max_tokens!r}")
-    if price_per_mtok is not None and (not isinstance(price_per_mtok, (int, float)) or not math.isfinite(price_per_mtok) or price_per_mtok < 0):
+    if price_per_mtok is not None and (
+        not isinstance(price_per_mtok, (int, float))
+        or not math.isfinite(price_per_mtok)
+        or price_per_mtok < 0
+    ):
         raise ConfigError(f"price_per_mtok must be a non-negative number, got {price_per_mtok!r}")
     counter = as_token_counter(token_counter)
     if progress is None and prompts is None and n_tool_calls >= LONG_RUN_CALLS:
@@ -538,7 +736,10 @@ def simulate(
     else:
         replayed = [list(p) for p in prompts]
         if next_actions is not None and len(next_actions) != len(replayed):
-            raise ConfigError(f"next_actions holds {len(next_actions)} messages for {len(replayed)} prompts; give one per prompt (None where unknown)")
+            raise ConfigError(
+                f"next_actions holds {len(next_actions)} messages for {len(replayed)} prompts; "
+                "give one per prompt (None where unknown)"
+            )
     bound = list(AGENT_RUN_TOOLS if tools is None and prompts is None else tools or [])
     schemas = _tool_schemas(bound, counter)
     if strategies is None:
@@ -547,7 +748,10 @@ def simulate(
         strategies = [strategies]
 
     notes: list[str] = []
-    entries = [_resolve_entry(e, settings=settings, max_tokens=max_tokens, counter=counter, tools=bound) for e in strategies]
+    entries = [
+        _resolve_entry(e, settings=settings, max_tokens=max_tokens, counter=counter, tools=bound)
+        for e in strategies
+    ]
     if peers:
         entries += _peers(counter, max_tokens, notes)
     seen: dict[str, int] = {}
@@ -560,15 +764,23 @@ def simulate(
     targets = None
     if prompts is not None:  # what each call's next action used, found once for every strategy
         answers = answers_in_prompts(replayed) if next_actions is None else list(next_actions)
-        targets = [None if a is None else CallTargets.of(p, a, index) for p, a in zip(replayed, answers)]
+        targets = [
+            None if a is None else CallTargets.of(p, a, index) for p, a in zip(replayed, answers)
+        ]
     hook, close = _progress_hook(progress, len(replayed) * len(entries))
     try:
-        runs = [_replay(*entry, replayed, counter, hook, cache, schemas, targets, index) for entry in entries]
+        runs = [
+            _replay(*entry, replayed, counter, hook, cache, schemas, targets, index)
+            for entry in entries
+        ]
     finally:
         close()
     exact = counter.exact if isinstance(counter, TokenCounter) else None
     if exact is False:
-        notes.append("token counts are approximate: the tiktoken encoding could not be loaded (reinstall langchain-promptstrat, which ships cl100k_base)")
+        notes.append(
+            "token counts are approximate: the tiktoken encoding could not be loaded (reinstall "
+            "langchain-promptstrat, which ships cl100k_base)"
+        )
     return SimulationResult(
         runs=runs,
         n_tool_calls=n_tool_calls if prompts is None else None,
@@ -576,7 +788,9 @@ def simulate(
         model_calls=len(replayed),
         cached_fraction=float(cached_fraction),
         max_tokens=max_tokens,
-        token_counter=repr(counter) if isinstance(counter, TokenCounter) else getattr(counter, "__name__", None) or repr(counter),
+        token_counter=repr(counter)
+        if isinstance(counter, TokenCounter)
+        else getattr(counter, "__name__", None) or repr(counter),
         exact_tokens=exact,
         price_per_mtok=None if price_per_mtok is None else float(price_per_mtok),
         notes=notes,
@@ -587,16 +801,29 @@ def simulate(
 
 
 def cache_reuse(prompts: Iterable[Sequence[BaseMessage]], token_counter: Any = None) -> list[float]:
-    """Return, for each prompt, the share of its tokens that is a cached prefix of the previous prompt (0 for the first)."""
+    """Return, for each prompt, the share of its tokens that is a cached prefix of the previous
+    prompt (0 for the first)."""
     sent = [list(p) for p in prompts]
-    return _replay("", "", list, {}, sent, as_token_counter(token_counter), None, "prefix", None, None, TermIndex()).reuse
+    return _replay(
+        "",
+        "",
+        list,
+        {},
+        sent,
+        as_token_counter(token_counter),
+        None,
+        "prefix",
+        None,
+        None,
+        TermIndex(),
+    ).reuse
 
 
 def answers_in_prompts(prompts: Sequence[Sequence[BaseMessage]]) -> list[BaseMessage | None]:
-    """Return each prompt's answer as the next prompt records it: the assistant message right after it, else None (always for the last)."""
+    """Return each prompt's answer as the next prompt records it: the assistant message right after
+    it, else None (always for the last)."""
     found: list[BaseMessage | None] = []
     for prompt, following in zip(prompts, prompts[1:]):
         answer = following[len(prompt)] if len(following) > len(prompt) else None
         found.append(answer if isinstance(answer, AIMessage) else None)
     return [*found, None] if prompts else []
-

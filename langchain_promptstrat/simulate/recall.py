@@ -60,7 +60,8 @@ from langchain_promptstrat.messages import calls_named, content_text, task_index
 from langchain_promptstrat.messages.recorded_calls import recorded_calls
 
 OLD_AFTER = 10
-"""A reference is old when at least this many tool outputs came after the newest one that holds it."""
+"""A reference is old when at least this many tool outputs came after the newest one that holds
+it."""
 
 _WORD = re.compile(r"[A-Za-z0-9_./-]+")
 _PIECE_SEPARATORS = re.compile(r"([./])")
@@ -68,7 +69,8 @@ _STRIP = "./-"
 
 
 def message_text(message: BaseMessage) -> str:
-    """Return the text a reference is looked for in: the content's text, then each tool call's arguments, one per line."""
+    """Return the text a reference is looked for in: the content's text, then each tool call's
+    arguments, one per line."""
     parts = [content_text(message.content)]
     if isinstance(message, AIMessage):
         for _, _, args in recorded_calls(message):
@@ -80,7 +82,10 @@ def _argument_texts(args: Any) -> list[str]:
     if isinstance(args, str):
         return [args]
     if isinstance(args, dict):
-        return [v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str) for v in args.values()]
+        return [
+            v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
+            for v in args.values()
+        ]
     return [json.dumps(args, ensure_ascii=False, default=str)] if args is not None else []
 
 
@@ -121,7 +126,8 @@ def code_references(text: str) -> list[str]:
 
 
 class TermIndex:
-    """The text and terms of every message seen during one replay, read once per message object (the prompts of a run share them).
+    """The text and terms of every message seen during one replay, read once per message object (the
+    prompts of a run share them).
 
     It holds the messages while it lives, so their ``id()`` stays theirs.
     """
@@ -139,7 +145,8 @@ class TermIndex:
         return found[1]
 
     def copy_terms(self, original: BaseMessage, text: str) -> frozenset[str]:
-        """Return the terms of the lines of ``text`` (a copy's) that are whole lines of ``original``, remembered per pair."""
+        """Return the terms of the lines of ``text`` (a copy's) that are whole lines of
+        ``original``, remembered per pair."""
         key = (id(original), text)
         found = self._copies.get(key)
         if found is None:
@@ -162,7 +169,8 @@ class TermIndex:
 
 @dataclass
 class CallTargets:
-    """What one model call's next action used: its counted references, and which are old and outputs-only."""
+    """What one model call's next action used: its counted references, and which are old and
+    outputs-only."""
 
     references: tuple[str, ...]
     old: frozenset[str]
@@ -170,14 +178,18 @@ class CallTargets:
     _originals: _Originals | None = None
 
     def originals(self, history: Sequence[BaseMessage], index: TermIndex) -> _Originals:
-        """Return the lookup of ``history``'s originals, built once per call however many strategies replay it."""
+        """Return the lookup of ``history``'s originals, built once per call however many strategies
+        replay it."""
         if self._originals is None:
             self._originals = _Originals(history, index)
         return self._originals
 
     @classmethod
-    def of(cls, history: Sequence[BaseMessage], next_action: BaseMessage, index: TermIndex) -> CallTargets:
-        """Return the targets of the call whose prompt was ``history`` and whose answer was ``next_action``."""
+    def of(
+        cls, history: Sequence[BaseMessage], next_action: BaseMessage, index: TermIndex
+    ) -> CallTargets:
+        """Return the targets of the call whose prompt was ``history`` and whose answer was
+        ``next_action``."""
         told: set[str] = set()
         task = task_index(history)
         for i, message in enumerate(history):
@@ -192,7 +204,9 @@ class CallTargets:
         old: set[str] = set()
         only: set[str] = set()
         for ref in wanted:
-            newest = next((i for i in range(len(outputs) - 1, -1, -1) if ref in index.terms(outputs[i])), None)
+            newest = next(
+                (i for i in range(len(outputs) - 1, -1, -1) if ref in index.terms(outputs[i])), None
+            )
             if newest is None:
                 continue
             counted.append(ref)
@@ -218,11 +232,20 @@ class RecallCounts:
 
     def as_list(self) -> list[int]:
         """Return the seven counts in field order (the JSON form of a call)."""
-        return [self.counted, self.recalled, self.old, self.old_recalled, self.outputs_only, self.outputs_only_recalled, self.recoverable]
+        return [
+            self.counted,
+            self.recalled,
+            self.old,
+            self.old_recalled,
+            self.outputs_only,
+            self.outputs_only_recalled,
+            self.recoverable,
+        ]
 
 
 class _Originals:
-    """Which message of a history a strategy's copy stands for: tool outputs by ``tool_call_id``, others by ``id``, tool calls or text."""
+    """Which message of a history a strategy's copy stands for: tool outputs by ``tool_call_id``,
+    others by ``id``, tool calls or text."""
 
     def __init__(self, history: Sequence[BaseMessage], index: TermIndex) -> None:
         self.known = {id(m) for m in history}
@@ -255,8 +278,11 @@ class _Originals:
         return self.by_text.get((message.type, text))
 
 
-def _original_terms(message: BaseMessage, originals: _Originals, index: TermIndex) -> frozenset[str]:
-    """Return the terms of the text of ``message`` that came from an original message (see the module's definition)."""
+def _original_terms(
+    message: BaseMessage, originals: _Originals, index: TermIndex
+) -> frozenset[str]:
+    """Return the terms of the text of ``message`` that came from an original message (see the
+    module's definition)."""
     if id(message) in originals.known:
         return index.terms(message)
     text = message_text(message)
@@ -266,8 +292,14 @@ def _original_terms(message: BaseMessage, originals: _Originals, index: TermInde
     return index.copy_terms(original, text)
 
 
-def recalled_references(targets: CallTargets, history: Sequence[BaseMessage], sent: Sequence[BaseMessage], index: TermIndex) -> list[str]:
-    """Return the counted references of ``targets`` that the prompt ``sent`` (a strategy's answer to ``history``) recalls, in their order."""
+def recalled_references(
+    targets: CallTargets,
+    history: Sequence[BaseMessage],
+    sent: Sequence[BaseMessage],
+    index: TermIndex,
+) -> list[str]:
+    """Return the counted references of ``targets`` that the prompt ``sent`` (a strategy's answer to
+    ``history``) recalls, in their order."""
     if not targets.references:
         return []
     originals = targets.originals(history, index)
@@ -280,8 +312,14 @@ def recalled_references(targets: CallTargets, history: Sequence[BaseMessage], se
     return [r for r in targets.references if r not in missing]
 
 
-def recall_counts(targets: CallTargets, history: Sequence[BaseMessage], sent: Sequence[BaseMessage], index: TermIndex) -> RecallCounts:
-    """Return how many of ``targets``' references the prompt ``sent`` (a strategy's answer to ``history``) recalls."""
+def recall_counts(
+    targets: CallTargets,
+    history: Sequence[BaseMessage],
+    sent: Sequence[BaseMessage],
+    index: TermIndex,
+) -> RecallCounts:
+    """Return how many of ``targets``' references the prompt ``sent`` (a strategy's answer to
+    ``history``) recalls."""
     if not targets.references:
         return RecallCounts()
     recalled = recalled_references(targets, history, sent, index)
@@ -296,8 +334,14 @@ def recall_counts(targets: CallTargets, history: Sequence[BaseMessage], sent: Se
     )
 
 
-def _recoverable(lost: frozenset[str], history: Sequence[BaseMessage], sent: Sequence[BaseMessage], index: TermIndex) -> int:
-    """Return how many of the ``lost`` references an output of a call ``sent`` names holds (see the module's definition)."""
+def _recoverable(
+    lost: frozenset[str],
+    history: Sequence[BaseMessage],
+    sent: Sequence[BaseMessage],
+    index: TermIndex,
+) -> int:
+    """Return how many of the ``lost`` references an output of a call ``sent`` names holds (see the
+    module's definition)."""
     if not lost:
         return 0
     known = {id(m) for m in history}
@@ -318,7 +362,11 @@ def _recoverable(lost: frozenset[str], history: Sequence[BaseMessage], sent: Seq
 
     def named(output: ToolMessage) -> bool:
         n = numbers.get(output.tool_call_id)
-        return n is not None and (str(n) in handles or repr(output.tool_call_id) in handles or any(a <= n <= b for a, b in ranges))
+        return n is not None and (
+            str(n) in handles
+            or repr(output.tool_call_id) in handles
+            or any(a <= n <= b for a, b in ranges)
+        )
 
     holders = [m for m in history if isinstance(m, ToolMessage) and named(m)]
     return sum(1 for ref in lost if any(ref in index.terms(m) for m in holders))

@@ -1,4 +1,5 @@
-"""cache_breakpoints: Anthropic ``cache_control`` breakpoints where the strategy knows the prompt is stable.
+"""cache_breakpoints: Anthropic ``cache_control`` breakpoints where the strategy knows the prompt is
+stable.
 
 Anthropic caches only at breakpoints (4 per request), each reaching back 20 blocks. An epoch
 advance rewrites the prompt from its compaction edge on, out of a tail breakpoint's reach, so
@@ -30,34 +31,52 @@ from langchain_promptstrat.strategies.ladder import PLACEHOLDER_KIND, kind_of
 DEFAULT_CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
 
 
-def compaction_edge_ids(before: Sequence[BaseMessage], report: StrategyReport) -> tuple[str | None, str | None]:
-    """Return the tool call ids at the previous and current compaction edges the report names, or None for each missing.
+def compaction_edge_ids(
+    before: Sequence[BaseMessage], report: StrategyReport
+) -> tuple[str | None, str | None]:
+    """Return the tool call ids at the previous and current compaction edges the report names, or
+    None for each missing.
 
     Forward position ``f`` is the ``f``-th tool output of ``before``. The previous edge is
     ``previous_compaction_edge`` when reported (edges moved by a ceiling), else the current
     one minus ``epoch_size``, and only past the drop edge.
     """
     details = report.details
-    edge, size, drop = details.get("compaction_edge"), details.get("epoch_size"), details.get("drop_edge") or 0
+    edge, size, drop = (
+        details.get("compaction_edge"),
+        details.get("epoch_size"),
+        details.get("drop_edge") or 0,
+    )
     if not isinstance(edge, int) or edge <= 0:
         return None, None
     outputs = [m.tool_call_id for m in before if isinstance(m, ToolMessage)]
     current = outputs[edge - 1] if edge <= len(outputs) else None
     previous_edge = edge - size if isinstance(size, int) and size > 0 else 0
-    if isinstance(details.get("previous_compaction_edge"), int):  # edges moved by a context ceiling, not by epochs
+    if isinstance(
+        details.get("previous_compaction_edge"), int
+    ):  # edges moved by a context ceiling, not by epochs
         previous_edge = details["previous_compaction_edge"]
     previous = outputs[previous_edge - 1] if drop < previous_edge <= len(outputs) else None
     return previous, current
 
 
-def mark_cache_control(message: BaseMessage, cache_control: dict[str, Any] | None = None) -> BaseMessage | None:
-    """Return a copy of ``message`` with ``cache_control`` on its last content block (a string becomes one ``text`` block), or None when it has no content."""
+def mark_cache_control(
+    message: BaseMessage, cache_control: dict[str, Any] | None = None
+) -> BaseMessage | None:
+    """Return a copy of ``message`` with ``cache_control`` on its last content block (a string
+    becomes one ``text`` block), or None when it has no content."""
     control = dict(cache_control or DEFAULT_CACHE_CONTROL)
     if not message.content:
         return None
-    blocks: list[Any] = [message.content] if isinstance(message.content, str) else list(message.content)
+    blocks: list[Any] = (
+        [message.content] if isinstance(message.content, str) else list(message.content)
+    )
     last = blocks[-1]
-    blocks[-1] = {**last, "cache_control": control} if isinstance(last, dict) else {"type": "text", "text": last, "cache_control": control}
+    blocks[-1] = (
+        {**last, "cache_control": control}
+        if isinstance(last, dict)
+        else {"type": "text", "text": last, "cache_control": control}
+    )
     return message.model_copy(update={"content": blocks})
 
 
@@ -88,7 +107,9 @@ def mark_breakpoints(
         wanted.append(0)
     chosen: list[int] = []
     for index in wanted:
-        target = next((i for i in range(index, -1, -1) if out[i].content), None)  # an empty message passes its mark back
+        target = next(
+            (i for i in range(index, -1, -1) if out[i].content), None
+        )  # an empty message passes its mark back
         if target is not None and target not in chosen and len(chosen) < limit:
             chosen.append(target)
     for index in chosen:
@@ -97,7 +118,8 @@ def mark_breakpoints(
 
 
 class CacheBreakpoints(PromptStrategy):
-    """Runs ``strategies`` (default ``shorten_tools_epoch_stable``), then marks Anthropic cache breakpoints at their stable edges.
+    """Runs ``strategies`` (default ``shorten_tools_epoch_stable``), then marks Anthropic cache
+    breakpoints at their stable edges.
 
     ``CacheBreakpoints() | ChatAnthropic(...)``, for Anthropic models only. The report adds
     ``breakpoints`` (indices marked), ``previous_edge_id`` and ``current_edge_id``.
@@ -137,8 +159,14 @@ class CacheBreakpoints(PromptStrategy):
             ConfigError: A bad ``limit``, or a keyword that is not one of these options.
         """
         super().__init__(settings_with_options(type(self), settings, unknown))
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= ANTHROPIC_MAX_BREAKPOINTS:
-            raise ConfigError(f"limit must be an integer from 0 to {ANTHROPIC_MAX_BREAKPOINTS}, got {limit!r}")
+        if (
+            isinstance(limit, bool)
+            or not isinstance(limit, int)
+            or not 0 <= limit <= ANTHROPIC_MAX_BREAKPOINTS
+        ):
+            raise ConfigError(
+                f"limit must be an integer from 0 to {ANTHROPIC_MAX_BREAKPOINTS}, got {limit!r}"
+            )
         self.strategies = resolve_strategies(strategies, settings=settings)
         self.system, self.tail, self.limit, self.cache_control = system, tail, limit, cache_control
         self.label = name or f"{','.join(s.strategy_name for s in self.strategies)}+breakpoints"
@@ -147,15 +175,24 @@ class CacheBreakpoints(PromptStrategy):
         """Return the label (the wrapped strategies' names and ``+breakpoints``)."""
         return super().get_name(suffix, name=name or self.label)
 
-    def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
-        """Return the wrapped strategies' prompt with breakpoints marked at the last reported compaction edges."""
+    def compact(
+        self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None
+    ) -> Compacted:
+        """Return the wrapped strategies' prompt with breakpoints marked at the last reported
+        compaction edges."""
         return self._compact(messages, save_file, {})
 
     def compact_for_request(self, messages: Sequence[BaseMessage], **request: Any) -> Compacted:
-        """Return :meth:`compact`'s prompt, the wrapped strategies given the adapters' ``request`` (``model``, ``tools``, ``system``, ``max_tokens``)."""
+        """Return :meth:`compact`'s prompt, the wrapped strategies given the adapters' ``request``
+        (``model``, ``tools``, ``system``, ``max_tokens``)."""
         return self._compact(list(messages), None, request)
 
-    def _compact(self, messages: list[BaseMessage], save_file: str | os.PathLike[str] | None, request: dict[str, Any]) -> Compacted:
+    def _compact(
+        self,
+        messages: list[BaseMessage],
+        save_file: str | os.PathLike[str] | None,
+        request: dict[str, Any],
+    ) -> Compacted:
         current = list(messages)
         previous_id = current_id = None
         advanced = False
@@ -164,16 +201,37 @@ class CacheBreakpoints(PromptStrategy):
             if "compaction_edge" in result.report.details:
                 previous_id, current_id = compaction_edge_ids(current, result.report)
                 advanced = bool(result.report.details.get("boundary_moved"))
-            elif result.report.changed:  # the ladder's tool_results clears oldest first: its last two placeholders are the edges
-                cleared = [m.tool_call_id for m in result.messages if isinstance(m, ToolMessage) and kind_of(m) == PLACEHOLDER_KIND]
+            # the ladder's tool_results clears oldest first: its last two placeholders are the edges
+            elif result.report.changed:
+                cleared = [
+                    m.tool_call_id
+                    for m in result.messages
+                    if isinstance(m, ToolMessage) and kind_of(m) == PLACEHOLDER_KIND
+                ]
                 if cleared:
-                    previous_id, current_id = (cleared[-2] if len(cleared) > 1 else None), cleared[-1]
+                    previous_id, current_id = (
+                        (cleared[-2] if len(cleared) > 1 else None),
+                        cleared[-1],
+                    )
             current = result.messages
         out, marked = mark_breakpoints(
-            current, previous_edge=previous_id, current_edge=current_id, system=self.system, tail=self.tail,
-            limit=self.limit, advanced=advanced, cache_control=self.cache_control,
+            current,
+            previous_edge=previous_id,
+            current_edge=current_id,
+            system=self.system,
+            tail=self.tail,
+            limit=self.limit,
+            advanced=advanced,
+            cache_control=self.cache_control,
         )
-        report = make_report(self.strategy_name, messages, out, breakpoints=marked, previous_edge_id=previous_id, current_edge_id=current_id)
+        report = make_report(
+            self.strategy_name,
+            messages,
+            out,
+            breakpoints=marked,
+            previous_edge_id=previous_id,
+            current_edge_id=current_id,
+        )
         return Compacted(out, report)
 
     def __repr__(self) -> str:
@@ -181,9 +239,14 @@ class CacheBreakpoints(PromptStrategy):
 
 
 def wrap_for_breakpoints(
-    strategies: Sequence[PromptStrategy], *, system: bool = True, tail: bool = True, limit: int = ANTHROPIC_MAX_BREAKPOINTS
+    strategies: Sequence[PromptStrategy],
+    *,
+    system: bool = True,
+    tail: bool = True,
+    limit: int = ANTHROPIC_MAX_BREAKPOINTS,
 ) -> list[PromptStrategy]:
-    """Return ``strategies`` with those before the first inbox in one :class:`CacheBreakpoints`: a one-off notice never moves the tail mark."""
+    """Return ``strategies`` with those before the first inbox in one :class:`CacheBreakpoints`: a
+    one-off notice never moves the tail mark."""
     split = next((i for i, s in enumerate(strategies) if s.uses_save_file), len(strategies))
     if split == 0:
         return list(strategies)
@@ -192,5 +255,6 @@ def wrap_for_breakpoints(
 
 
 def is_anthropic_model(model: Any) -> bool:
-    """Return whether ``model`` is a LangChain Anthropic chat model (``ChatAnthropic`` or a subclass), without importing it."""
+    """Return whether ``model`` is a LangChain Anthropic chat model (``ChatAnthropic`` or a
+    subclass), without importing it."""
     return any(cls.__name__ == "ChatAnthropic" for cls in type(model).__mro__)

@@ -1,4 +1,5 @@
-"""dedupe_outputs: a tool output's lines that an earlier output already showed become one pointer to it.
+"""dedupe_outputs: a tool output's lines that an earlier output already showed become one pointer to
+it.
 
 In real runs about 30% of tool-output characters repeat lines an earlier output held (a
 file read twice, tests run again). The first copy stays whole; in each later output, every
@@ -26,7 +27,12 @@ from langchain_promptstrat.messages.recorded_calls import recorded_calls
 from langchain_promptstrat.messages.references import reference_text
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
-from langchain_promptstrat.messages.history_memo import EMPTY_HISTORY, HistoryKey, ReplayMemo, history_key
+from langchain_promptstrat.messages.history_memo import (
+    EMPTY_HISTORY,
+    HistoryKey,
+    ReplayMemo,
+    history_key,
+)
 from langchain_promptstrat.strategy import PromptStrategy
 
 
@@ -48,7 +54,8 @@ class _Reading:
 
 
 def _dedupe_one(message: ToolMessage, reading: _Reading, settings: Settings) -> ToolMessage | None:
-    """Return ``message`` with its repeated runs pointed back (None when nothing changes), and record its lines."""
+    """Return ``message`` with its repeated runs pointed back (None when nothing changes), and
+    record its lines."""
     content = message.content
     if not isinstance(content, str):
         return None
@@ -85,8 +92,9 @@ def _dedupe_one(message: ToolMessage, reading: _Reading, settings: Settings) -> 
 
 
 def _read_on(messages: Sequence[BaseMessage], reading: _Reading, settings: Settings) -> Compacted:
-    """Return the result for ``messages``, extending ``reading`` over the messages it has not read yet."""
-    for message in messages[len(reading.results):]:
+    """Return the result for ``messages``, extending ``reading`` over the messages it has not read
+    yet."""
+    for message in messages[len(reading.results) :]:
         result: BaseMessage | None = None
         if isinstance(message, AIMessage):
             for call_id, name, _ in recorded_calls(message):
@@ -96,13 +104,22 @@ def _read_on(messages: Sequence[BaseMessage], reading: _Reading, settings: Setti
             result = _dedupe_one(message, reading, settings)
         reading.results.append(result)
     out = [r if r is not None else m for m, r in zip(messages, reading.results)]
-    return Compacted(out, make_report(
-        "dedupe_outputs", messages, out, shortened=reading.edited, outputs_edited=reading.edited, lines_pointed_back=reading.lines_pointed,
-    ))
+    return Compacted(
+        out,
+        make_report(
+            "dedupe_outputs",
+            messages,
+            out,
+            shortened=reading.edited,
+            outputs_edited=reading.edited,
+            lines_pointed_back=reading.lines_pointed,
+        ),
+    )
 
 
 def dedupe_outputs(messages: Sequence[BaseMessage], /, *, settings: Settings) -> Compacted:
-    """Return ``messages`` with each tool output's already-shown lines pointed back to the earlier output; the report adds ``outputs_edited`` and ``lines_pointed_back``."""
+    """Return ``messages`` with each tool output's already-shown lines pointed back to the earlier
+    output; the report adds ``outputs_edited`` and ``lines_pointed_back``."""
     return _read_on(messages, _Reading(), settings)
 
 
@@ -126,8 +143,11 @@ class DedupeOutputs(PromptStrategy):
     memo_size = 8
     """Conversations remembered per strategy object (never changes a result)."""
 
-    def __init__(self, settings: Settings | None = None, **options: Unpack[DedupeOutputsOptions]) -> None:
-        """Build the strategy; an option left at None comes from ``settings``, else the environment, else its default.
+    def __init__(
+        self, settings: Settings | None = None, **options: Unpack[DedupeOutputsOptions]
+    ) -> None:
+        """Build the strategy; an option left at None comes from ``settings``, else the environment,
+        else its default.
 
         Args:
             settings: Thresholds shared with other strategies (default: read from the
@@ -139,9 +159,14 @@ class DedupeOutputs(PromptStrategy):
         super().__init__(settings_with_options(type(self), settings, options))
         self._memo: ReplayMemo[_Reading] = ReplayMemo(self.memo_size)
 
-    def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
-        """Return :func:`dedupe_outputs` of ``messages``, resuming the remembered reading of an earlier call."""
-        reading = self._memo.take(messages) or _Reading()  # taken out: it is extended in place, for the longer history
+    def compact(
+        self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None
+    ) -> Compacted:
+        """Return :func:`dedupe_outputs` of ``messages``, resuming the remembered reading of an
+        earlier call."""
+        reading = (
+            self._memo.take(messages) or _Reading()
+        )  # taken out: it is extended in place, for the longer history
         result = _read_on(messages, reading, self.settings)
         reading.history = history_key(messages, reading.history)
         self._memo.remember(reading)

@@ -1,4 +1,5 @@
-"""shorten_tools_epoch and shorten_tools_epoch_increment: compaction frozen for an epoch, so the provider's prefix cache hits.
+"""shorten_tools_epoch and shorten_tools_epoch_increment: compaction frozen for an epoch, so the
+provider's prefix cache hits.
 
 ``T`` is the number of tool outputs; a call shares the position of its output, 1 = newest.
 Once ``T`` passes ``epoch_tool_call_threshold`` the boundary is pinned at ``pinned_total``
@@ -28,27 +29,59 @@ from typing_extensions import Unpack
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
-from langchain_promptstrat.messages import Fate, ToolCallRecord, index_tool_calls, shorten_tool_output, shortens_arguments
+from langchain_promptstrat.messages import (
+    Fate,
+    ToolCallRecord,
+    index_tool_calls,
+    shorten_tool_output,
+    shortens_arguments,
+)
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.strategies.epoch_machinery.frozen_region import (
-    Decisions, EpochState, _pinned, apply_frozen, decide, epoch_boundary, increment_schedule, prefix_change, previous_total,
+    Decisions,
+    EpochState,
+    _pinned,
+    apply_frozen,
+    decide,
+    epoch_boundary,
+    increment_schedule,
+    prefix_change,
+    previous_total,
     repeat_positions,
 )
-from langchain_promptstrat.strategies.epoch_machinery.notice import compaction_notice, is_compaction_notice, notice_index
+from langchain_promptstrat.strategies.epoch_machinery.notice import (
+    compaction_notice,
+    is_compaction_notice,
+    notice_index,
+)
 from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.tokens import as_token_counter
 
 
 Schedule = Callable[[int, Sequence[int], Settings], "EpochState | None"]
-STATE_FIELDS = ("epoch_index", "pinned_total", "new_calls", "epoch_size", "compacted_window", "keep_full", "truncate_to")
+STATE_FIELDS = (
+    "epoch_index",
+    "pinned_total",
+    "new_calls",
+    "epoch_size",
+    "compacted_window",
+    "keep_full",
+    "truncate_to",
+)
 """The :class:`EpochState` figures the report carries (None below the threshold)."""
 
 
 def _decisions_before(
-    calls: Sequence[ToolCallRecord], now: Decisions, repeats: Sequence[int], before_total: int, schedule: Schedule, settings: Settings
+    calls: Sequence[ToolCallRecord],
+    now: Decisions,
+    repeats: Sequence[int],
+    before_total: int,
+    schedule: Schedule,
+    settings: Settings,
 ) -> Decisions:
-    """Return the decisions for the history that had ``before_total`` outputs: ``now``'s fates when no region moved and no repeat is new.
+    """Return the decisions for the history that had ``before_total`` outputs: ``now``'s fates when
+    no region moved and no repeat is new.
 
     They only fill the report's ``boundary_moved`` and ``prefix_change``, so the rule runs a second
     time only when the previous call's regions differ.
@@ -57,14 +90,20 @@ def _decisions_before(
     if before_total == now.state.total:
         return now
     state = schedule(before_total, repeats, settings)
-    same_regions = state is not None and (state.frozen_edge, state.drop_edge) == (now.state.frozen_edge, now.state.drop_edge)
+    same_regions = state is not None and (state.frozen_edge, state.drop_edge) == (
+        now.state.frozen_edge,
+        now.state.drop_edge,
+    )
     if same_regions and not (repeats and repeats[-1] > before_total):
         return Decisions(state, now.fates, now.protected, now.shortened, now.dropped)
     return decide([call for call in calls if call.forward <= before_total], state)
 
 
-def epoch_compact(messages: Sequence[BaseMessage], /, *, settings: Settings, name: str) -> Compacted:
-    """Return ``messages`` with old tool calls shortened and dropped behind the boundary strategy ``name``'s schedule pins, and the report.
+def epoch_compact(
+    messages: Sequence[BaseMessage], /, *, settings: Settings, name: str
+) -> Compacted:
+    """Return ``messages`` with old tool calls shortened and dropped behind the boundary strategy
+    ``name``'s schedule pins, and the report.
 
     The report adds the :data:`STATE_FIELDS`, ``repeats``, ``notice`` and, against the
     previous model call (the newest ``AIMessage``, read off the history), ``boundary_moved``
@@ -81,39 +120,78 @@ def epoch_compact(messages: Sequence[BaseMessage], /, *, settings: Settings, nam
     if state is None:
         out = list(source)
         below: dict[str, Any] = dict.fromkeys(STATE_FIELDS)
-        return Compacted(out, make_report(name, messages, out, **below, repeats=None, boundary_moved=False, prefix_change=None, notice=False))
+        return Compacted(
+            out,
+            make_report(
+                name,
+                messages,
+                out,
+                **below,
+                repeats=None,
+                boundary_moved=False,
+                prefix_change=None,
+                notice=False,
+            ),
+        )
     now = decide(calls, state)
     before_total = previous_total(source, state.total)
     before = _decisions_before(calls, now, repeats, before_total, schedule, settings)
     handles = settings.read_back_handles
     out = apply_frozen(source, index, now.fates, handles)
-    shortened = 0  # the calls the shorten fate really changed: an already short call keeps every byte
+    shortened = (
+        0  # the calls the shorten fate really changed: an already short call keeps every byte
+    )
     for number, fate in now.fates.items():
         record = index.calls[number]
         output = source[record.output_index] if record.output_index is not None else None
         if fate is Fate.SHORTEN and (
-            (isinstance(output, ToolMessage) and shorten_tool_output(output, as_token_counter(None), call=number + 1 if handles else None) is not output)
-            or shortens_arguments(source[record.ai_index], record.id, as_token_counter(None), number + 1 if handles else None)  # type: ignore[arg-type]
+            (
+                isinstance(output, ToolMessage)
+                and shorten_tool_output(
+                    output, as_token_counter(None), call=number + 1 if handles else None
+                )
+                is not output
+            )
+            or shortens_arguments(
+                source[record.ai_index],
+                record.id,
+                as_token_counter(None),
+                number + 1 if handles else None,
+            )  # type: ignore[arg-type]
         ):
             shortened += 1
     notice = bool(shortened or now.dropped)
     if notice:
-        out.insert(notice_index(out), compaction_notice(shortened, now.dropped, strategy=name, fates=now.fates, handles=handles))
-    return Compacted(out, make_report(
-        name, messages, out, shortened=shortened, dropped=now.dropped, protected=len(now.protected),
-        **{field: getattr(state, field) for field in STATE_FIELDS},
-        repeats=len(repeats),
-        boundary_moved=_pinned(before.state) != state.pinned_total,
-        prefix_change=prefix_change(calls, before, now, before_total=before_total),
-        notice=notice,
-    ))
+        out.insert(
+            notice_index(out),
+            compaction_notice(
+                shortened, now.dropped, strategy=name, fates=now.fates, handles=handles
+            ),
+        )
+    return Compacted(
+        out,
+        make_report(
+            name,
+            messages,
+            out,
+            shortened=shortened,
+            dropped=now.dropped,
+            protected=len(now.protected),
+            **{field: getattr(state, field) for field in STATE_FIELDS},
+            repeats=len(repeats),
+            boundary_moved=_pinned(before.state) != state.pinned_total,
+            prefix_change=prefix_change(calls, before, now, before_total=before_total),
+            notice=notice,
+        ),
+    )
 
 
 SCHEDULES: dict[str, Schedule] = {
     "shorten_tools_epoch": lambda total, repeats, settings: epoch_boundary(total, settings),
     "shorten_tools_epoch_increment": increment_schedule,
 }
-"""Each strategy's epochs: fixed-size (:func:`epoch_boundary`), or growing with the conversation and its repeats (:func:`increment_schedule`)."""
+"""Each strategy's epochs: fixed-size (:func:`epoch_boundary`), or growing with the conversation and
+its repeats (:func:`increment_schedule`)."""
 
 
 def shorten_tools_epoch(messages: Sequence[BaseMessage], /, *, settings: Settings) -> Compacted:
@@ -121,7 +199,9 @@ def shorten_tools_epoch(messages: Sequence[BaseMessage], /, *, settings: Setting
     return epoch_compact(messages, settings=settings, name="shorten_tools_epoch")
 
 
-def shorten_tools_epoch_increment(messages: Sequence[BaseMessage], /, *, settings: Settings) -> Compacted:
+def shorten_tools_epoch_increment(
+    messages: Sequence[BaseMessage], /, *, settings: Settings
+) -> Compacted:
     """Return :func:`epoch_compact` of ``messages`` with epochs and window that grow."""
     return epoch_compact(messages, settings=settings, name="shorten_tools_epoch_increment")
 
@@ -136,14 +216,19 @@ class ShortenToolsEpochOptions(TypedDict, total=False):
 
 
 class ShortenToolsEpochIncrementOptions(ShortenToolsEpochOptions, total=False):
-    """The options of :class:`ShortenToolsEpochIncrement`: those of ``shorten_tools_epoch`` and the growth's."""
+    """The options of :class:`ShortenToolsEpochIncrement`: those of ``shorten_tools_epoch`` and the
+    growth's."""
 
     epochs_per_increase: Annotated[int | None, SettingKey("epoch_increment_epochs_per_increase")]
     size_increase: Annotated[int | None, SettingKey("epoch_increment_size_increase")]
     repeat_increase: Annotated[int | None, SettingKey("epoch_increment_repeat_increase")]
     max_size: Annotated[int | None, SettingKey("epoch_increment_max_size")]
-    compacted_growth_ratio: Annotated[float | None, SettingKey("epoch_increment_compacted_growth_ratio")]
-    max_compacted_tool_calls: Annotated[int | None, SettingKey("epoch_increment_max_compacted_tool_calls")]
+    compacted_growth_ratio: Annotated[
+        float | None, SettingKey("epoch_increment_compacted_growth_ratio")
+    ]
+    max_compacted_tool_calls: Annotated[
+        int | None, SettingKey("epoch_increment_max_compacted_tool_calls")
+    ]
 
 
 class ShortenToolsEpoch(PromptStrategy):
@@ -156,8 +241,11 @@ class ShortenToolsEpoch(PromptStrategy):
     strategy_name = "shorten_tools_epoch"
     options = ShortenToolsEpochOptions
 
-    def __init__(self, settings: Settings | None = None, **options: Unpack[ShortenToolsEpochOptions]) -> None:
-        """Build the strategy; an option left at None comes from ``settings``, else the environment, else its default.
+    def __init__(
+        self, settings: Settings | None = None, **options: Unpack[ShortenToolsEpochOptions]
+    ) -> None:
+        """Build the strategy; an option left at None comes from ``settings``, else the environment,
+        else its default.
 
         Args:
             settings: Thresholds shared with other strategies (default: read from the
@@ -168,13 +256,17 @@ class ShortenToolsEpoch(PromptStrategy):
         """
         super().__init__(settings_with_options(type(self), settings, options))
 
-    def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
-        """Return :func:`epoch_compact` of ``messages`` with this strategy's settings and schedule."""
+    def compact(
+        self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None
+    ) -> Compacted:
+        """Return :func:`epoch_compact` of ``messages`` with this strategy's settings and
+        schedule."""
         return epoch_compact(messages, settings=self.settings, name=self.strategy_name)
 
 
 class ShortenToolsEpochIncrement(ShortenToolsEpoch):
-    """``shorten_tools_epoch_increment`` (the reference default): epochs and compacted window that grow.
+    """``shorten_tools_epoch_increment`` (the reference default): epochs and compacted window that
+    grow.
 
     ``ShortenToolsEpochIncrement(epoch_size=20, max_size=60)``: the options of
     ``shorten_tools_epoch`` (``epoch_size`` is the initial size) plus the growth's
@@ -184,8 +276,11 @@ class ShortenToolsEpochIncrement(ShortenToolsEpoch):
     strategy_name = "shorten_tools_epoch_increment"
     options = ShortenToolsEpochIncrementOptions
 
-    def __init__(self, settings: Settings | None = None, **options: Unpack[ShortenToolsEpochIncrementOptions]) -> None:
-        """Build the strategy; an option left at None comes from ``settings``, else the environment, else its default.
+    def __init__(
+        self, settings: Settings | None = None, **options: Unpack[ShortenToolsEpochIncrementOptions]
+    ) -> None:
+        """Build the strategy; an option left at None comes from ``settings``, else the environment,
+        else its default.
 
         Args:
             settings: Thresholds shared with other strategies (default: read from the

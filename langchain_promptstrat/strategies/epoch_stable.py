@@ -1,4 +1,5 @@
-"""shorten_tools_epoch_stable, the default strategy: its rule top to bottom, then the strategy that applies it.
+"""shorten_tools_epoch_stable, the default strategy: its rule top to bottom, then the strategy that
+applies it.
 
 A provider's prefix cache re-sends everything after the first message that changed, so the
 rule changes the front of the prompt rarely. In forward positions (1 = oldest tool output; a
@@ -65,22 +66,64 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 from langchain_promptstrat.ceiling import Ceiling, MaxTokens, check_max_tokens, resolve_ceiling
 from langchain_promptstrat.errors import ContextWindowError
 from langchain_promptstrat.messages import (
-    CountTokens, Fate, ToolCallRecord, ToolIndex, apply_fates, edit_ai_message, index_tool_calls, is_real_user_message, leading_system_count,
-    recorded_calls, shortens_arguments, shorten_lines, shorten_text, shorten_tool_output, task_index, with_handle,
+    CountTokens,
+    Fate,
+    ToolCallRecord,
+    ToolIndex,
+    apply_fates,
+    edit_ai_message,
+    index_tool_calls,
+    is_real_user_message,
+    leading_system_count,
+    recorded_calls,
+    shortens_arguments,
+    shorten_lines,
+    shorten_text,
+    shorten_tool_output,
+    task_index,
+    with_handle,
 )
 from langchain_promptstrat.messages.history_memo import (
-    EMPTY_HISTORY, Head, HistoryKey, IdentityMemo, ReplayMemo, call_points, chain_digest, describes, encode_head, history_key,
-    is_call_point, recall_head, remember_head,
+    EMPTY_HISTORY,
+    Head,
+    HistoryKey,
+    IdentityMemo,
+    ReplayMemo,
+    call_points,
+    chain_digest,
+    describes,
+    encode_head,
+    history_key,
+    is_call_point,
+    recall_head,
+    remember_head,
 )
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
-from langchain_promptstrat.strategies.epoch_machinery.frozen_region import EpochState, previous_length, previous_total
-from langchain_promptstrat.strategies.epoch_machinery.notice import compaction_notice, is_compaction_notice
-from langchain_promptstrat.strategies.ladder import LadderPass, ladder_pass, message_counter, run_plan
+from langchain_promptstrat.strategies.epoch_machinery.frozen_region import (
+    EpochState,
+    previous_length,
+    previous_total,
+)
+from langchain_promptstrat.strategies.epoch_machinery.notice import (
+    compaction_notice,
+    is_compaction_notice,
+)
+from langchain_promptstrat.strategies.ladder import (
+    LadderPass,
+    ladder_pass,
+    message_counter,
+    run_plan,
+)
 from langchain_promptstrat.strategies.sliding_window import SlidingWindow
 from langchain_promptstrat.strategies.tool_results import ToolResults
 from langchain_promptstrat.strategy import PromptStrategy
-from langchain_promptstrat.tokens import TokenCounter, as_token_counter, missing_call_id_tokens, tool_schema_tokens
+from langchain_promptstrat.tokens import (
+    TokenCounter,
+    as_token_counter,
+    missing_call_id_tokens,
+    tool_schema_tokens,
+)
 from langchain_promptstrat.tokens.usage import Calibration, calibration_for
 
 STRATEGY_NAME = "shorten_tools_epoch_stable"
@@ -91,7 +134,8 @@ STRATEGY_NAME = "shorten_tools_epoch_stable"
 
 @dataclass(frozen=True)
 class StableState:
-    """Where the regions sit by count for ``epoch.total`` tool outputs, in forward positions (1 = oldest)."""
+    """Where the regions sit by count for ``epoch.total`` tool outputs, in forward positions (1 =
+    oldest)."""
 
     epoch: EpochState
     compaction_edge: int
@@ -103,7 +147,8 @@ class StableState:
 
 
 def front_drop_edge(compaction_edge: int, settings: Settings) -> int:
-    """Return the drop edge for ``compaction_edge``: 0, or the smallest multiple of the chunk that leaves at most the maximum shortened.
+    """Return the drop edge for ``compaction_edge``: 0, or the smallest multiple of the chunk that
+    leaves at most the maximum shortened.
 
     With the defaults (240, 120) the shortened region holds 121..240 calls once it is full,
     and the front changes once every 120 calls. Never past the compaction edge.
@@ -122,7 +167,11 @@ def stable_boundary(total: int, settings: Settings) -> StableState | None:
     threshold calls ``threshold+1 .. threshold+size`` all see ``pinned_total = threshold`` and
     a compaction edge of ``threshold - full``; the edge moves every ``stable_epoch_size`` calls.
     """
-    threshold, size, full = settings.stable_tool_call_threshold, settings.stable_epoch_size, settings.stable_full_tool_calls
+    threshold, size, full = (
+        settings.stable_tool_call_threshold,
+        settings.stable_epoch_size,
+        settings.stable_full_tool_calls,
+    )
     bound = settings.stable_max_compacted_tool_calls
     if total <= threshold or (full == 0 and bound == 0) or size <= 0:
         return None
@@ -131,7 +180,11 @@ def stable_boundary(total: int, settings: Settings) -> StableState | None:
     edge = max(epoch.frozen_edge, 0)
     drop = front_drop_edge(edge, settings)
     first = index  # the first epoch with this drop edge
-    while first > 0 and front_drop_edge(max(epoch.frozen_edge - (index - first + 1) * size, 0), settings) == drop:
+    while (
+        first > 0
+        and front_drop_edge(max(epoch.frozen_edge - (index - first + 1) * size, 0), settings)
+        == drop
+    ):
         first -= 1
     return StableState(epoch, edge, drop, epoch.pinned_total - (index - first) * size)
 
@@ -141,18 +194,22 @@ def stable_boundary(total: int, settings: Settings) -> StableState | None:
 
 @dataclass(frozen=True)
 class Edges:
-    """Where the regions sit after a model call (forward positions; see the module docstring): the rule's whole state."""
+    """Where the regions sit after a model call (forward positions; see the module docstring): the
+    rule's whole state."""
 
     compaction_edge: int = 0
     prior_edge: int = 0
     """The compaction edge before its last move."""
     drop_edge: int = 0
     token_drop_edge: int = 0
-    """The drop edge as far as a drop removed the loose messages too (the count rule drops calls only)."""
+    """The drop edge as far as a drop removed the loose messages too (the count rule drops calls
+    only)."""
     head: int = 0
-    """Forward positions at or below this are the kept head: set at the first drop under a ceiling, never changed after."""
+    """Forward positions at or below this are the kept head: set at the first drop under a ceiling,
+    never changed after."""
     segments: tuple[tuple[int, int], ...] = ()
-    """``(edge, decided_at)``: calls up to ``edge`` (after the previous segment's) were frozen when the history had ``decided_at`` outputs."""
+    """``(edge, decided_at)``: calls up to ``edge`` (after the previous segment's) were frozen when
+    the history had ``decided_at`` outputs."""
     front_total: int = 0
     """How many outputs the history had at the last front drop."""
     events: int = 0
@@ -162,16 +219,22 @@ class Edges:
     """Whether the call just replayed was a ceiling event."""
 
     def decided_at(self, forward: int, total: int) -> int:
-        """Return how many outputs the history had when the repeat protection of the frozen call at ``forward`` was decided."""
-        return max(next((decided for edge, decided in self.segments if forward <= edge), total), self.front_total)
+        """Return how many outputs the history had when the repeat protection of the frozen call at
+        ``forward`` was decided."""
+        return max(
+            next((decided for edge, decided in self.segments if forward <= edge), total),
+            self.front_total,
+        )
 
     def latest_decision(self) -> int:
-        """Return the newest history length any frozen call's protection was decided at (calls after it are never read)."""
+        """Return the newest history length any frozen call's protection was decided at (calls after
+        it are never read)."""
         return max([self.front_total, *(d for _, d in self.segments)])
 
 
 def count_edges(state: StableState | None) -> Edges:
-    """Return the edges of the count rule alone (no ceiling) for ``state``: each epoch's calls decided at its pinned total."""
+    """Return the edges of the count rule alone (no ceiling) for ``state``: each epoch's calls
+    decided at its pinned total."""
     if state is None:
         return Edges()
     e = state.epoch
@@ -184,24 +247,35 @@ def count_edges(state: StableState | None) -> Edges:
 
 
 def whole_from(steps: StepCosts, budget: int, settings: Settings) -> int:
-    """Return where the whole region starts after a ceiling event: the newest step, and older ones within ``stable_full_tool_calls`` and ``stable_whole_ratio``."""
+    """Return where the whole region starts after a ceiling event: the newest step, and older ones
+    within ``stable_full_tool_calls`` and ``stable_whole_ratio``."""
     t, ends, whole = steps.total, steps.end_edges(), steps.whole
     whole_budget = int(budget * settings.stable_whole_ratio)
     newest = len(ends) - 2
     edge = ends[newest] if newest >= 0 else 0
     k = newest - 1
-    while k >= 0 and whole[t] - whole[ends[k]] <= whole_budget and t - ends[k] <= settings.stable_full_tool_calls:
+    while (
+        k >= 0
+        and whole[t] - whole[ends[k]] <= whole_budget
+        and t - ends[k] <= settings.stable_full_tool_calls
+    ):
         edge = ends[k]
         k -= 1
     return edge
 
 
 def ceiling_event(edges: Edges, steps: StepCosts, budget: int, settings: Settings) -> Edges:
-    """Return ``edges`` brought under the ceiling: an early advance, then a front drop in one chunk to the low watermark."""
+    """Return ``edges`` brought under the ceiling: an early advance, then a front drop in one chunk
+    to the low watermark."""
     t = steps.total
     edge = whole_from(steps, budget, settings)
     if edge > edges.compaction_edge:  # advance as far as the whole region allows, never back
-        edges = replace(edges, segments=(*edges.segments, (edge, t)), prior_edge=edges.compaction_edge, compaction_edge=edge)
+        edges = replace(
+            edges,
+            segments=(*edges.segments, (edge, t)),
+            prior_edge=edges.compaction_edge,
+            compaction_edge=edge,
+        )
     c, head = edges.compaction_edge, edges.head
     if steps.estimate(c, edges.drop_edge, head) <= int(budget * settings.stable_low_ratio):
         return edges
@@ -215,14 +289,22 @@ def ceiling_event(edges: Edges, steps: StepCosts, budget: int, settings: Setting
                 break
             head = e
     front = int(budget * settings.stable_front_ratio)
-    chosen = next((e for e in ends if max(edges.drop_edge, head) < e <= c and steps.estimate(c, e, head) <= front), c)
+    chosen = next(
+        (
+            e
+            for e in ends
+            if max(edges.drop_edge, head) < e <= c and steps.estimate(c, e, head) <= front
+        ),
+        c,
+    )
     if chosen > max(edges.drop_edge, head):
         edges = replace(edges, head=head, drop_edge=chosen, token_drop_edge=chosen, front_total=t)
     return edges
 
 
 def advance(edges: Edges, steps: StepCosts, budget: int, settings: Settings) -> Edges:
-    """Return the edges at the model call ``steps`` has just reached (``steps.total`` outputs), from those of the previous one."""
+    """Return the edges at the model call ``steps`` has just reached (``steps.total`` outputs), from
+    those of the previous one."""
     t = steps.total
     if edges.event_here:
         edges = replace(edges, event_here=False)
@@ -230,28 +312,50 @@ def advance(edges: Edges, steps: StepCosts, budget: int, settings: Settings) -> 
     if state is not None:
         if state.compaction_edge > edges.compaction_edge:
             edges = replace(
-                edges, segments=(*edges.segments, (state.compaction_edge, state.epoch.pinned_total)),
-                prior_edge=edges.compaction_edge, compaction_edge=state.compaction_edge,
+                edges,
+                segments=(*edges.segments, (state.compaction_edge, state.epoch.pinned_total)),
+                prior_edge=edges.compaction_edge,
+                compaction_edge=state.compaction_edge,
             )
         if state.drop_edge > max(edges.drop_edge, edges.head):
-            # under a ceiling a dropped call is dropped, repeat or not: the estimate counts it as gone
-            edges = replace(edges, drop_edge=state.drop_edge, token_drop_edge=state.drop_edge, front_total=max(edges.front_total, state.front_total))
-    # the estimate splits each assistant message evenly over its calls: act 1% early so the real count fits
+            # under a ceiling a dropped call is dropped, repeat or not: the estimate counts it as
+            # gone
+            edges = replace(
+                edges,
+                drop_edge=state.drop_edge,
+                token_drop_edge=state.drop_edge,
+                front_total=max(edges.front_total, state.front_total),
+            )
+    # the estimate splits each assistant message evenly over its calls: act 1% early so the real
+    # count fits
     if steps.estimate(edges.compaction_edge, edges.drop_edge, edges.head) > budget - budget // 100:
-        edges = replace(ceiling_event(edges, steps, budget, settings), events=edges.events + 1, last_event=t, event_here=True)
+        edges = replace(
+            ceiling_event(edges, steps, budget, settings),
+            events=edges.events + 1,
+            last_event=t,
+            event_here=True,
+        )
     return edges
 
 
 # ---- each frozen call's fate, and its shortened form ------------------------------------------
 
 
-def call_fates(calls: Sequence[ToolCallRecord], edges: Edges, total: int) -> tuple[dict[int, Fate], frozenset[int]]:
-    """Return the fate of each frozen call (by call number; absent: whole) and the calls kept whole as a repeat's newest occurrence.
+def call_fates(
+    calls: Sequence[ToolCallRecord], edges: Edges, total: int
+) -> tuple[dict[int, Fate], frozenset[int]]:
+    """Return the fate of each frozen call (by call number; absent: whole) and the calls kept whole
+    as a repeat's newest occurrence.
 
     ``calls`` are the completed calls, oldest output first; no call after the edges'
     :meth:`~Edges.latest_decision` is read, so the fates hold until the edges move.
     """
-    edge, head, drop, token_drop = edges.compaction_edge, edges.head, edges.drop_edge, edges.token_drop_edge
+    edge, head, drop, token_drop = (
+        edges.compaction_edge,
+        edges.head,
+        edges.drop_edge,
+        edges.token_drop_edge,
+    )
     latest = edges.latest_decision()
     occurrences: dict[str, list[int]] = {}
     for call in calls:
@@ -277,19 +381,23 @@ def call_fates(calls: Sequence[ToolCallRecord], edges: Edges, total: int) -> tup
 READ_COMMANDS = frozenset({"cat", "nl", "head", "tail", "less", "more", "sed"})
 """Shell commands that print a file (``sed`` only without ``-i``, which edits in place)."""
 READ_TOOL_WORDS = ("read", "view", "open", "cat", "show")
-"""A tool whose name holds one of these words (``read_file``, ``view``, ``open_file``) reads a file."""
+"""A tool whose name holds one of these words (``read_file``, ``view``, ``open_file``) reads a
+file."""
 _LEADING_COMMENTS = re.compile(r"^(?:\s*#[^\n]*\n)+")
 _CD_PREFIX = re.compile(r"^\s*cd\s+[^;&|]+(?:&&|;)\s*")
 
 
 def reads_a_file(name: str, args: Any) -> bool:
-    """Return whether the call ``name(args)`` prints a file: a reading tool, or a shell command that starts by reading one.
+    """Return whether the call ``name(args)`` prints a file: a reading tool, or a shell command that
+    starts by reading one.
 
     ``nl -ba app.py | sed -n '40,80p'`` reads (after leading comments and a ``cd DIR &&``);
     ``python -m pytest`` and ``sed -i 's/a/b/' app.py`` do not.
     """
     if isinstance(args, dict):
-        args = next((args[key] for key in ("command", "cmd") if isinstance(args.get(key), str)), None)
+        args = next(
+            (args[key] for key in ("command", "cmd") if isinstance(args.get(key), str)), None
+        )
     return _reads(name, args if isinstance(args, str) else None)
 
 
@@ -299,7 +407,9 @@ def _reads(name: str, command: str | None) -> bool:
         return True
     if command is None:
         return False
-    first_stage = _CD_PREFIX.sub("", _LEADING_COMMENTS.sub("", command), count=1).lstrip().split("|", 1)[0]
+    first_stage = (
+        _CD_PREFIX.sub("", _LEADING_COMMENTS.sub("", command), count=1).lstrip().split("|", 1)[0]
+    )
     try:
         words = shlex.split(first_stage, comments=False)
     except ValueError:  # an unbalanced quote: read the words plainly
@@ -311,7 +421,8 @@ def _reads(name: str, command: str | None) -> bool:
 
 @dataclass(frozen=True)
 class ShortenedForm:
-    """What a frozen call looks like: its output by the kind of call, its message's narration (equal forms shorten alike).
+    """What a frozen call looks like: its output by the kind of call, its message's narration (equal
+    forms shorten alike).
 
     An agent works from the files it read (it edits the lines it saw, quotes their numbers),
     while the logs of programs it ran hold little beyond their last lines: a call that reads a
@@ -321,34 +432,51 @@ class ShortenedForm:
     """
 
     read_chars: int
-    """What a call that reads a file keeps, in characters of whole lines (``stable_read_output_chars``; 0: the usual stub)."""
+    """What a call that reads a file keeps, in characters of whole lines
+    (``stable_read_output_chars``; 0: the usual stub)."""
     count: CountTokens
-    """The strategy's token counter: a shortened form is used only when it has fewer tokens than the whole."""
+    """The strategy's token counter: a shortened form is used only when it has fewer tokens than the
+    whole."""
     narration_chars: int = 0
-    """What the text of an assistant message whose calls are all frozen keeps (``stable_narration_chars``; 0: all of it)."""
+    """What the text of an assistant message whose calls are all frozen keeps
+    (``stable_narration_chars``; 0: all of it)."""
     handles: bool = True
     """Whether a shortened output or call ends with its handle (``read_back_handles``)."""
 
     @classmethod
     def of(cls, settings: Settings, count: CountTokens) -> ShortenedForm:
         """Return the form ``settings`` ask for, judged by ``count``."""
-        return cls(settings.stable_read_output_chars, count, settings.stable_narration_chars, settings.read_back_handles)
+        return cls(
+            settings.stable_read_output_chars,
+            count,
+            settings.stable_narration_chars,
+            settings.read_back_handles,
+        )
 
     def narration(self, message: AIMessage) -> AIMessage:
         """Return ``message`` with its text shortened to ``narration_chars``, hash-stamped."""
         return shorten_text(message, self.narration_chars) if self.narration_chars > 0 else message
 
     def calls(self, message: AIMessage, numbers: Mapping[str, int]) -> AIMessage | None:
-        """Return ``message`` with every call shortened (``numbers``: call id -> the call's number, for its handle) and its narration."""
+        """Return ``message`` with every call shortened (``numbers``: call id -> the call's number,
+        for its handle) and its narration."""
         short = edit_ai_message(
-            message, shorten=[call_id for call_id, _, _ in recorded_calls(message)], count=self.count, handles=numbers if self.handles else None,
+            message,
+            shorten=[call_id for call_id, _, _ in recorded_calls(message)],
+            count=self.count,
+            handles=numbers if self.handles else None,
         )
         return self.narration(short) if short is not None else None
 
     def __call__(self, message: ToolMessage, record: ToolCallRecord) -> ToolMessage:
-        """Return ``message``, the output of ``record``, shortened, ending with the handle that reads it back."""
+        """Return ``message``, the output of ``record``, shortened, ending with the handle that
+        reads it back."""
         call = record.number + 1 if self.handles else None
-        if self.read_chars > 0 and isinstance(message.content, str) and reads_a_file(record.name, record.args):
+        if (
+            self.read_chars > 0
+            and isinstance(message.content, str)
+            and reads_a_file(record.name, record.args)
+        ):
             return with_handle(message, shorten_lines, self.read_chars, call, self.count)
         return shorten_tool_output(message, self.count, call=call)
 
@@ -357,7 +485,8 @@ class ShortenedForm:
 
 
 class Costs:
-    """Per-message tokens for one counter, whole and shortened, remembered weakly by message object (never changing a result)."""
+    """Per-message tokens for one counter, whole and shortened, remembered weakly by message object
+    (never changing a result)."""
 
     limit = 200_000
 
@@ -374,8 +503,16 @@ class Costs:
             self._seen.put(message, tokens)
         return tokens
 
-    def shortened(self, message: BaseMessage, form: ShortenedForm, record: ToolCallRecord | None = None, numbers: Mapping[str, int] | None = None) -> int:
-        """Return the tokens of ``message`` shortened by ``form``: a tool output (``record`` is its call), or an assistant message with every call shortened (``numbers``: their ids -> numbers)."""
+    def shortened(
+        self,
+        message: BaseMessage,
+        form: ShortenedForm,
+        record: ToolCallRecord | None = None,
+        numbers: Mapping[str, int] | None = None,
+    ) -> int:
+        """Return the tokens of ``message`` shortened by ``form``: a tool output (``record`` is its
+        call), or an assistant message with every call shortened (``numbers``: their ids ->
+        numbers)."""
         tokens = self._short.get(message)
         if tokens is not None:
             return tokens
@@ -442,8 +579,15 @@ class StepCosts:
 
     def copy(self) -> StepCosts:
         return StepCosts(
-            self.fixed, list(self.whole), list(self.short), list(self.loose_before), self.loose_after,
-            list(self.ends), set(self.keys), self.last_ai, self.notice,
+            self.fixed,
+            list(self.whole),
+            list(self.short),
+            list(self.loose_before),
+            self.loose_after,
+            list(self.ends),
+            set(self.keys),
+            self.last_ai,
+            self.notice,
         )
 
     @property
@@ -451,10 +595,13 @@ class StepCosts:
         return len(self.whole) - 1
 
     def estimate(self, compaction: int, drop: int, head: int) -> int:
-        """Return the estimated tokens of the prompt with these edges: ``head+1 .. drop`` dropped, ``.. compaction`` shortened, the notice if any."""
+        """Return the estimated tokens of the prompt with these edges: ``head+1 .. drop`` dropped,
+        ``.. compaction`` shortened, the notice if any."""
         t = self.total
         h = min(head, drop)
-        loose = self.loose_before[t] + self.loose_after - self.loose_before[drop] + self.loose_before[h]
+        loose = (
+            self.loose_before[t] + self.loose_after - self.loose_before[drop] + self.loose_before[h]
+        )
         notice = self.notice if compaction else 0
         kept_short = self.short[h] + self.short[compaction] - self.short[drop]
         return self.fixed + loose + notice + kept_short + self.whole[t] - self.whole[compaction]
@@ -465,7 +612,14 @@ class StepCosts:
         return self.ends + [t] if t and (not self.ends or self.ends[-1] != t) else list(self.ends)
 
     def add(
-        self, messages: Sequence[BaseMessage], start: int, stop: int, index: ToolIndex, costs: Costs, task: int | None, system: int,
+        self,
+        messages: Sequence[BaseMessage],
+        start: int,
+        stop: int,
+        index: ToolIndex,
+        costs: Costs,
+        task: int | None,
+        system: int,
         form: ShortenedForm,
     ) -> None:
         """Add the costs of ``messages[start:stop]`` (``index`` is their tool-call index)."""
@@ -497,8 +651,11 @@ class StepCosts:
             self.loose_after = 0
             whole = costs.whole(message) + share_whole
             key = record.key
-            # a repeated call may stay whole in the shortened region (the newest occurrence is protected): count it whole
-            short = whole if key in self.keys else costs.shortened(message, form, record) + share_short
+            # a repeated call may stay whole in the shortened region (the newest occurrence is
+            # protected): count it whole
+            short = (
+                whole if key in self.keys else costs.shortened(message, form, record) + share_short
+            )
             self.keys.add(key)
             self.whole.append(self.whole[t] + whole)
             self.short.append(self.short[t] + short)
@@ -517,21 +674,31 @@ class Replay:
     steps: StepCosts
     edges: Edges
     previous: tuple[Edges, int] = (Edges(), 0)
-    """The edges and outputs counted at the previous model call (the history before the newest assistant message)."""
+    """The edges and outputs counted at the previous model call (the history before the newest
+    assistant message)."""
     digest: tuple[int, bytes] | None = None
-    """``(length, chain_digest)`` of the first ``length`` messages, once a front end carried this replay."""
+    """``(length, chain_digest)`` of the first ``length`` messages, once a front end carried this
+    replay."""
     calibration: Calibration = Calibration()
-    """The provider's count over the estimate of each prompt sent, learned from the answers replayed: each call's budget is divided by it."""
+    """The provider's count over the estimate of each prompt sent, learned from the answers
+    replayed: each call's budget is divided by it."""
     extra: int = 0
     sent: int = 0
-    """The estimate of the prompt sent at the call point ``len(history)``, which the answer after it is read against."""
+    """The estimate of the prompt sent at the call point ``len(history)``, which the answer after it
+    is read against."""
 
 
 def replay_history(
-    start: Replay | None, source: list[BaseMessage], budget: int, settings: Settings, costs: Costs,
-    calibration: Calibration = Calibration(), extra: int = 0,
+    start: Replay | None,
+    source: list[BaseMessage],
+    budget: int,
+    settings: Settings,
+    costs: Costs,
+    calibration: Calibration = Calibration(),
+    extra: int = 0,
 ) -> Replay:
-    """Return the replay of ``source``'s call points under ``budget``, advanced from ``start``: a pure function of the history.
+    """Return the replay of ``source``'s call points under ``budget``, advanced from ``start``: a
+    pure function of the history.
 
     ``start`` (the replay of an earlier call of the same conversation) is used only when it
     describes the first messages of ``source`` under the same budget, else the replay starts
@@ -539,18 +706,32 @@ def replay_history(
     reaches what a replay from the first message would. Each call's budget is divided by the
     calibration learned from the answers before it (``extra`` tokens are sent beside the messages).
     """
-    if start is not None and (start.budget, start.extra, start.calibration.prior) != (budget, extra, calibration.prior):
+    if start is not None and (start.budget, start.extra, start.calibration.prior) != (
+        budget,
+        extra,
+        calibration.prior,
+    ):
         start = None
     if start is not None and describes(start.history, source) is None:
         start = None
     if start is None:
-        replay = Replay(EMPTY_HISTORY, budget, ToolIndex(), StepCosts(), Edges(), calibration=calibration, extra=extra)
+        replay = Replay(
+            EMPTY_HISTORY,
+            budget,
+            ToolIndex(),
+            StepCosts(),
+            Edges(),
+            calibration=calibration,
+            extra=extra,
+        )
     else:
         replay = replace(start, steps=start.steps.copy())
     done, start_index = replay.history.length, replay.index
     index = replay.index = start_index.extend(source)
     previous = previous_length(source)
-    if done == previous:  # the start is the previous call; a start past it holds that call's edges already
+    if (
+        done == previous
+    ):  # the start is the previous call; a start past it holds that call's edges already
         replay.previous = (replay.edges, replay.steps.total)
     task = task_index(source)
     system = leading_system_count(source)
@@ -561,10 +742,24 @@ def replay_history(
     for point in call_points(source, after=done):
         if done:  # the answer to the previous call point
             calibration = calibration.observe(source[done], sent)
-        if done < previous < point:  # two assistant messages in a row: the previous call's history ends inside this step
+        if (
+            done < previous < point
+        ):  # two assistant messages in a row: the previous call's history ends inside this step
             before = steps.copy()
-            before.add(source, done, previous, start_index.extend(source[:previous]), costs, task, system, form)
-            replay.previous = advance(edges, before, calibration.budget(budget, extra), settings), before.total
+            before.add(
+                source,
+                done,
+                previous,
+                start_index.extend(source[:previous]),
+                costs,
+                task,
+                system,
+                form,
+            )
+            replay.previous = (
+                advance(edges, before, calibration.budget(budget, extra), settings),
+                before.total,
+            )
         steps.add(source, done, point, index, costs, task, system, form)
         done = point
         edges = advance(edges, steps, calibration.budget(budget, extra), settings)
@@ -577,12 +772,23 @@ def replay_history(
 
 
 def _replay(
-    source: list[BaseMessage], budget: int, settings: Settings, costs: Costs, memo: ReplayMemo[Replay] | None, calibration: Calibration,
-    extra: int, carried: CarriedReplay | None = None,
+    source: list[BaseMessage],
+    budget: int,
+    settings: Settings,
+    costs: Costs,
+    memo: ReplayMemo[Replay] | None,
+    calibration: Calibration,
+    extra: int,
+    carried: CarriedReplay | None = None,
 ) -> Replay:
-    """Return :func:`replay_history` of ``source``, resumed from ``memo``'s replay of its longest call point, else from ``carried`` (which it then updates)."""
+    """Return :func:`replay_history` of ``source``, resumed from ``memo``'s replay of its longest
+    call point, else from ``carried`` (which it then updates)."""
     start = memo.recall(source, budget) if memo is not None else None
-    fingerprint = _fingerprint(settings, costs.counter, (budget, extra, calibration.prior)) if carried is not None else None
+    fingerprint = (
+        _fingerprint(settings, costs.counter, (budget, extra, calibration.prior))
+        if carried is not None
+        else None
+    )
     if start is None and carried is not None and fingerprint is not None:
         start = _resumed(carried.value, source, budget, fingerprint, calibration, extra)
     replay = replay_history(start, source, budget, settings, costs, calibration, extra)
@@ -598,13 +804,14 @@ def _replay(
 
 @dataclass
 class CarriedReplay:
-    """A conversation's replay as a front end carries it between model calls: in the graph state, checkpointed with it.
+    """A conversation's replay as a front end carries it between model calls: in the graph state,
+    checkpointed with it.
 
-    ``value`` (plain JSON; None when nothing is carried) is read before a call and set after
-    it. It is resumed from only when it describes the history given: the same messages by a
-    digest that holds across processes (:func:`~langchain_promptstrat.messages.history_memo.chain_digest`),
-    the same budget, settings, token counter and package version, and an intact checksum;
-    anything else is replayed from the first message, never trusted.
+    ``value`` (plain JSON; None when nothing is carried) is read before a call and set after it. It
+    is resumed from only when it describes the history given: the same messages by a digest that
+    holds across processes (:func:`~langchain_promptstrat.messages.history_memo.chain_digest`), the
+    same budget, settings, token counter and package version, and an intact checksum; anything else
+    is replayed from the first message, never trusted.
     """
 
     value: dict[str, Any] | None = None
@@ -612,17 +819,33 @@ class CarriedReplay:
 
 CARRY_FORMAT = 3
 _CHECKED = (
-    "format", "fingerprint", "length", "digest", "steps", "edges", "previous", "calibration",
+    "format",
+    "fingerprint",
+    "length",
+    "digest",
+    "steps",
+    "edges",
+    "previous",
+    "calibration",
 )
 
 
-def _fingerprint(settings: Settings, counter: CountTokens, budget: tuple[int, int, float]) -> str | None:
-    """Return what a carried replay was computed with, or None when it cannot be said (a counter that is not a :class:`TokenCounter`)."""
-    return _fingerprint_of(settings, repr(counter), counter.exact, budget) if isinstance(counter, TokenCounter) else None
+def _fingerprint(
+    settings: Settings, counter: CountTokens, budget: tuple[int, int, float]
+) -> str | None:
+    """Return what a carried replay was computed with, or None when it cannot be said (a counter
+    that is not a :class:`TokenCounter`)."""
+    return (
+        _fingerprint_of(settings, repr(counter), counter.exact, budget)
+        if isinstance(counter, TokenCounter)
+        else None
+    )
 
 
 @functools.lru_cache(maxsize=64)
-def _fingerprint_of(settings: Settings, counter: str, exact: bool, budget: tuple[int, int, float]) -> str:
+def _fingerprint_of(
+    settings: Settings, counter: str, exact: bool, budget: tuple[int, int, float]
+) -> str:
     try:
         version = importlib.metadata.version("langchain-promptstrat")
     except importlib.metadata.PackageNotFoundError:
@@ -632,18 +855,28 @@ def _fingerprint_of(settings: Settings, counter: str, exact: bool, budget: tuple
 
 
 def _check(value: dict[str, Any]) -> str:
-    """Return the checksum of a carried value's fields: a value spoiled in storage is replayed, not trusted."""
-    return hashlib.blake2b(json.dumps([value[k] for k in _CHECKED], separators=(",", ":")).encode(), digest_size=16).hexdigest()
+    """Return the checksum of a carried value's fields: a value spoiled in storage is replayed, not
+    trusted."""
+    return hashlib.blake2b(
+        json.dumps([value[k] for k in _CHECKED], separators=(",", ":")).encode(), digest_size=16
+    ).hexdigest()
 
 
-def _carried_value(replay: Replay, source: Sequence[BaseMessage], fingerprint: str) -> dict[str, Any]:
+def _carried_value(
+    replay: Replay, source: Sequence[BaseMessage], fingerprint: str
+) -> dict[str, Any]:
     """Return ``replay`` as the plain value a front end carries (:class:`CarriedReplay`)."""
     length = replay.history.length
-    done, digest = replay.digest if replay.digest is not None and replay.digest[0] <= length else (0, b"")
+    done, digest = (
+        replay.digest if replay.digest is not None and replay.digest[0] <= length else (0, b"")
+    )
     replay.digest = (length, chain_digest(digest, source[done:length]))
     s, c = replay.steps, replay.calibration
     value: dict[str, Any] = {
-        "format": CARRY_FORMAT, "fingerprint": fingerprint, "length": length, "digest": replay.digest[1].hex(),
+        "format": CARRY_FORMAT,
+        "fingerprint": fingerprint,
+        "length": length,
+        "digest": replay.digest[1].hex(),
         "steps": [s.fixed, s.whole, s.short, s.loose_before, s.loose_after, s.ends, s.last_ai],
         "edges": _edges_value(replay.edges),
         "previous": [_edges_value(replay.previous[0]), replay.previous[1]],
@@ -662,17 +895,32 @@ def _edges_from(value: list[Any]) -> Edges:
     return replace(edges, segments=tuple((a, b) for a, b in edges.segments))
 
 
-def _resumed(value: Any, source: list[BaseMessage], budget: int, fingerprint: str, prior: Calibration, extra: int) -> Replay | None:
-    """Return the replay ``value`` carries when it describes the first messages of ``source``, else None (never raises).
+def _resumed(
+    value: Any,
+    source: list[BaseMessage],
+    budget: int,
+    fingerprint: str,
+    prior: Calibration,
+    extra: int,
+) -> Replay | None:
+    """Return the replay ``value`` carries when it describes the first messages of ``source``, else
+    None (never raises).
 
-    Its checksum stands for its types: a value that went through storage intact is as it was written.
+    Its checksum stands for its types: a value that went through storage intact is as it was
+    written.
     """
     try:
-        if value["format"] != CARRY_FORMAT or value["fingerprint"] != fingerprint or value["check"] != _check(value):
+        if (
+            value["format"] != CARRY_FORMAT
+            or value["fingerprint"] != fingerprint
+            or value["check"] != _check(value)
+        ):
             return None
         length = value["length"]
         if not 0 < length <= len(source) or not is_call_point(source, length):
-            return None  # a replay resumes only at a call point: one ending before a call's outputs would skip them
+            # a replay resumes only at a call point: one ending before a call's outputs would skip
+            # them
+            return None
         digest = chain_digest(b"", source[:length])
         if digest.hex() != value["digest"]:
             return None
@@ -683,8 +931,15 @@ def _resumed(value: Any, source: list[BaseMessage], budget: int, fingerprint: st
         previous, total = value["previous"]
         steps = StepCosts(fixed, whole, short, loose_before, loose_after, ends, keys, last_ai)
         return Replay(
-            history_key(source[:length]), budget, index, steps, _edges_from(value["edges"]),
-            previous=(_edges_from(previous), total), digest=(length, digest), extra=extra, sent=sent,
+            history_key(source[:length]),
+            budget,
+            index,
+            steps,
+            _edges_from(value["edges"]),
+            previous=(_edges_from(previous), total),
+            digest=(length, digest),
+            extra=extra,
+            sent=sent,
             calibration=replace(prior, ratios=tuple(ratios), answers=answers, ignored=ignored),
         )
     except (KeyError, TypeError, ValueError, AttributeError):
@@ -695,25 +950,43 @@ def _resumed(value: Any, source: list[BaseMessage], budget: int, fingerprint: st
 
 
 def step_end(messages: Sequence[BaseMessage], outputs: Sequence[int], forward: int) -> int:
-    """Return the index right after the step holding output ``forward``: after its last ToolMessage."""
+    """Return the index right after the step holding output ``forward``: after its last
+    ToolMessage."""
     j = outputs[forward - 1] + 1
     while j < len(messages) and isinstance(messages[j], ToolMessage):
         j += 1
     return j
 
 
-def left_out(source: list[BaseMessage], index: ToolIndex, fates: dict[int, Fate], drop_end: int, keep: set[int], head_end: int) -> set[int]:
-    """Return what a front drop removes besides the dropped calls: the assistant messages whose calls are all dropped, with their outputs, and the loose messages from ``head_end`` to ``drop_end``, except ``keep``."""
+def left_out(
+    source: list[BaseMessage],
+    index: ToolIndex,
+    fates: dict[int, Fate],
+    drop_end: int,
+    keep: set[int],
+    head_end: int,
+) -> set[int]:
+    """Return what a front drop removes besides the dropped calls: the assistant messages whose
+    calls are all dropped, with their outputs, and the loose messages from ``head_end`` to
+    ``drop_end``, except ``keep``."""
     completed_per_ai, calls_per_ai = index.completed_per_ai, index.calls_per_ai
     dropped_by_ai: dict[int, int] = {}
     for number, fate in fates.items():
         if fate is Fate.DROP:
             ai = index.calls[number].ai_index
             dropped_by_ai[ai] = dropped_by_ai.get(ai, 0) + 1
-    gone = [ai for ai, n in dropped_by_ai.items() if n == completed_per_ai.get(ai, 0) and len(calls_per_ai.get(ai, ())) == n]
+    gone = [
+        ai
+        for ai, n in dropped_by_ai.items()
+        if n == completed_per_ai.get(ai, 0) and len(calls_per_ai.get(ai, ())) == n
+    ]
     remove = set(gone)
     for ai in gone:
-        remove.update(o for o in (index.calls[number].output_index for number in calls_per_ai[ai]) if o is not None)
+        remove.update(
+            o
+            for o in (index.calls[number].output_index for number in calls_per_ai[ai])
+            if o is not None
+        )
     for i in range(head_end, drop_end):
         m = source[i]
         if i in keep or i in remove or isinstance(m, (SystemMessage, ToolMessage)):
@@ -725,25 +998,53 @@ def left_out(source: list[BaseMessage], index: ToolIndex, fates: dict[int, Fate]
 
 
 def _really_shortened(
-    source: Sequence[BaseMessage], index: ToolIndex, fates: dict[int, Fate], form: ShortenedForm, short_outputs: Mapping[int, BaseMessage],
+    source: Sequence[BaseMessage],
+    index: ToolIndex,
+    fates: dict[int, Fate],
+    form: ShortenedForm,
+    short_outputs: Mapping[int, BaseMessage],
 ) -> int:
-    """Return how many calls marked SHORTEN change when shortened (output, arguments or narration): the notice counts only those."""
-    narrated = {  # assistant messages whose calls are all frozen and whose narration changes when shortened
-        ai for ai, numbers in index.calls_per_ai.items()
-        if form.narration_chars and all(n in fates for n in numbers) and isinstance(m := source[ai], AIMessage) and form.narration(m) is not m
+    """Return how many calls marked SHORTEN change when shortened (output, arguments or narration):
+    the notice counts only those."""
+    # assistant messages whose calls are all frozen and whose narration changes when shortened
+    narrated = {
+        ai
+        for ai, numbers in index.calls_per_ai.items()
+        if form.narration_chars
+        and all(n in fates for n in numbers)
+        and isinstance(m := source[ai], AIMessage)
+        and form.narration(m) is not m
     }
-    return len([
-        number for number, fate in fates.items()
-        if fate is Fate.SHORTEN and (
-            short_outputs[(record := index.calls[number]).output_index] is not source[record.output_index]  # type: ignore[index]
-            or shortens_arguments(source[record.ai_index], record.id, form.count, record.number + 1 if form.handles else None)  # type: ignore[arg-type]
-            or record.ai_index in narrated
-        )
-    ])
+    return len(
+        [
+            number
+            for number, fate in fates.items()
+            if fate is Fate.SHORTEN
+            and (
+                short_outputs[(record := index.calls[number]).output_index]
+                is not source[record.output_index]  # type: ignore[index]
+                or shortens_arguments(
+                    source[record.ai_index],
+                    record.id,
+                    form.count,
+                    record.number + 1 if form.handles else None,
+                )  # type: ignore[arg-type]
+                or record.ai_index in narrated
+            )
+        ]
+    )
 
 
-def _freeze(source: list[BaseMessage], index: ToolIndex, edges: Edges, total: int, at: int, form: ShortenedForm) -> Head:
-    """Return the compacted head of ``source`` under ``edges``: each frozen call's fate applied, what dropped steps take with them left out, the notice."""
+def _freeze(
+    source: list[BaseMessage],
+    index: ToolIndex,
+    edges: Edges,
+    total: int,
+    at: int,
+    form: ShortenedForm,
+) -> Head:
+    """Return the compacted head of ``source`` under ``edges``: each frozen call's fate applied,
+    what dropped steps take with them left out, the notice."""
     fates, rescued = call_fates(index.completed, edges, total)
     dropped = sum(1 for f in fates.values() if f is Fate.DROP)
     calls = index.calls
@@ -753,27 +1054,47 @@ def _freeze(source: list[BaseMessage], index: ToolIndex, edges: Edges, total: in
         if fate is Fate.SHORTEN and (i := (record := calls[number]).output_index) is not None
     }
     shortened = _really_shortened(source, index, fates, form, short_outputs)
-    # loose messages (user turns, harness messages, plain assistant text) go only with a front drop under a ceiling;
-    # the task and the newest user message of the dropped span stay (a function of the drop edge, so stable between drops)
+    # loose messages (user turns, harness messages, plain assistant text) go only with a front drop
+    # under a ceiling; the task and the newest user message of the dropped span stay (a function of
+    # the drop edge, so stable between drops)
     outputs = index.outputs
     drop_end = step_end(source, outputs, edges.token_drop_edge) if edges.token_drop_edge else 0
     head_end = step_end(source, outputs, edges.head) if edges.head and drop_end else 0
-    newest_user = next((i for i in range(drop_end - 1, -1, -1) if is_real_user_message(source[i])), None)
+    newest_user = next(
+        (i for i in range(drop_end - 1, -1, -1) if is_real_user_message(source[i])), None
+    )
     keep = {i for i in (task_index(source), newest_user) if i is not None}
     head = apply_fates(
-        source[:at], index, {number: (fate, fate) for number, fate in fates.items()}, count=form.count, handles=form.handles,
-        shortened_outputs=short_outputs, narration_chars=form.narration_chars,
+        source[:at],
+        index,
+        {number: (fate, fate) for number, fate in fates.items()},
+        count=form.count,
+        handles=form.handles,
+        shortened_outputs=short_outputs,
+        narration_chars=form.narration_chars,
         leave_out=left_out(source, index, fates, drop_end, keep, head_end),
     )
-    notice = compaction_notice(shortened, dropped, strategy=STRATEGY_NAME, fates=fates, handles=form.handles) if shortened > 0 or dropped > 0 else None
+    notice = (
+        compaction_notice(
+            shortened, dropped, strategy=STRATEGY_NAME, fates=fates, handles=form.handles
+        )
+        if shortened > 0 or dropped > 0
+        else None
+    )
     return encode_head(source, at, head, notice, shortened, dropped, len(rescued))
 
 
 def frozen_prompt(
-    source: list[BaseMessage], index: ToolIndex, edges: Edges, total: int, previous_edges: tuple[int, int], settings: Settings,
+    source: list[BaseMessage],
+    index: ToolIndex,
+    edges: Edges,
+    total: int,
+    previous_edges: tuple[int, int],
+    settings: Settings,
     count: CountTokens,
 ) -> tuple[list[BaseMessage], dict[str, Any], Head | None]:
-    """Return the prompt with ``edges`` applied and the notice placed, the report's details, and the compacted head (None while nothing is frozen).
+    """Return the prompt with ``edges`` applied and the notice placed, the report's details, and the
+    compacted head (None while nothing is frozen).
 
     ``previous_edges`` are the compaction and drop edges of the previous model call. The head
     reads no message after the edges' latest decision, so the head cache finds it again under
@@ -781,17 +1102,38 @@ def frozen_prompt(
     """
     if edges.compaction_edge == 0 and edges.drop_edge == 0:
         details: dict[str, Any] = dict.fromkeys((*_EPOCH_FIELDS, *_EDGE_FIELDS))
-        details.update(boundary_moved=False, front_moved=False, prefix_change=None, prefix_change_reason=None, notice=False)
+        details.update(
+            boundary_moved=False,
+            front_moved=False,
+            prefix_change=None,
+            prefix_change_reason=None,
+            notice=False,
+        )
         return list(source), details, None
     outputs = index.outputs
     at = step_end(source, outputs, edges.compaction_edge) if edges.compaction_edge else 0
     segments = edges.segments
-    # decided_at reads the total only for a call above every segment's edge, never a frozen one: the guard keeps that checked
-    known = not edges.compaction_edge or bool(segments and max(edge for edge, _ in segments) >= edges.compaction_edge)
+    # decided_at reads the total only for a call above every segment's edge, never a frozen one: the
+    # guard keeps that checked
+    known = not edges.compaction_edge or bool(
+        segments and max(edge for edge, _ in segments) >= edges.compaction_edge
+    )
     form = ShortenedForm.of(settings, count)
     latest = edges.latest_decision()
     reads = max(at, outputs[latest - 1] + 1 if latest else 0)
-    key = (STRATEGY_NAME, (edges.compaction_edge, edges.drop_edge, edges.token_drop_edge, edges.head, edges.front_total, segments), at, form)
+    key = (
+        STRATEGY_NAME,
+        (
+            edges.compaction_edge,
+            edges.drop_edge,
+            edges.token_drop_edge,
+            edges.head,
+            edges.front_total,
+            segments,
+        ),
+        at,
+        form,
+    )
     head = recall_head(source, reads, key) if known else None
     if head is None:
         head = _freeze(source, index, edges, total, at, form)
@@ -815,8 +1157,15 @@ def frozen_prompt(
     else:
         region, reason = "middle", "advance"
     details.update(
-        compaction_edge=edges.compaction_edge, drop_edge=edges.drop_edge, head_edge=edges.head, front_total=edges.front_total,
-        repeats=index.repeats, boundary_moved=moved_c, front_moved=moved_d, prefix_change=region, prefix_change_reason=reason,
+        compaction_edge=edges.compaction_edge,
+        drop_edge=edges.drop_edge,
+        head_edge=edges.head,
+        front_total=edges.front_total,
+        repeats=index.repeats,
+        boundary_moved=moved_c,
+        front_moved=moved_d,
+        prefix_change=region,
+        prefix_change_reason=reason,
         notice=head.notice is not None,
     )
     return out, details, head
@@ -839,7 +1188,8 @@ def shorten_tools_epoch_stable(
     token_counter: Any = None,
     ceiling_source: str | None = None,
 ) -> Compacted:
-    """Return ``messages`` compacted by the rule of the module docstring: by count, and under ``max_tokens`` when a ceiling is given.
+    """Return ``messages`` compacted by the rule of the module docstring: by count, and under
+    ``max_tokens`` when a ceiling is given.
 
     With ``max_tokens`` the prompt plus ``extra_tokens`` (the system prompt kept outside
     ``messages``, the bound tools' schemas) stays under the ceiling minus ``stable_token_margin``.
@@ -865,13 +1215,24 @@ def shorten_tools_epoch_stable(
 
 
 def _compact(
-    messages: Sequence[BaseMessage], settings: Settings, max_tokens: int | None, extra_tokens: int,
-    ceiling_source: str | None, memo: ReplayMemo[Replay] | None, costs: Costs, carried: CarriedReplay | None = None,
+    messages: Sequence[BaseMessage],
+    settings: Settings,
+    max_tokens: int | None,
+    extra_tokens: int,
+    ceiling_source: str | None,
+    memo: ReplayMemo[Replay] | None,
+    costs: Costs,
+    carried: CarriedReplay | None = None,
     model: Any = None,
 ) -> Compacted:
-    """Return :func:`shorten_tools_epoch_stable` of ``messages``, the replay resumed from ``memo`` (a strategy object's) when given."""
+    """Return :func:`shorten_tools_epoch_stable` of ``messages``, the replay resumed from ``memo``
+    (a strategy object's) when given."""
     source = [m for m in messages if not is_compaction_notice(m)]  # the notices of earlier calls
-    budget = 1 << 62 if max_tokens is None else int(max_tokens * (1 - settings.stable_token_margin)) - extra_tokens
+    budget = (
+        1 << 62
+        if max_tokens is None
+        else int(max_tokens * (1 - settings.stable_token_margin)) - extra_tokens
+    )
     if max_tokens is not None and budget <= 0:
         raise _floor_error(source, costs, max(budget, 0), extra_tokens, max_tokens)
 
@@ -883,7 +1244,9 @@ def _compact(
         edges = count_edges(state)
         before_total = previous_total(source, total)
         before = stable_boundary(before_total, settings) if state is not None else None
-        previous_edges = (before.compaction_edge, before.drop_edge) if before is not None else (0, 0)
+        previous_edges = (
+            (before.compaction_edge, before.drop_edge) if before is not None else (0, 0)
+        )
         previous_state = (count_edges(before), before_total)
     else:
         replay = _replay(source, budget, settings, costs, memo, prior, extra_tokens, carried)
@@ -892,55 +1255,106 @@ def _compact(
         previous_edges = (previous_state[0].compaction_edge, previous_state[0].drop_edge)
         budget = calibration.budget(budget, extra_tokens)
 
-    out, details, head = frozen_prompt(source, index, edges, total, previous_edges, settings, costs.counter)
+    out, details, head = frozen_prompt(
+        source, index, edges, total, previous_edges, settings, costs.counter
+    )
     if details["boundary_moved"] or details["front_moved"]:
-        # edges that moved over calls whose fate stays the same change nothing: say so only when bytes changed
-        before_history = source[:previous_length(source)]
+        # edges that moved over calls whose fate stays the same change nothing: say so only when
+        # bytes changed
+        before_history = source[: previous_length(source)]
         prompt_before, _, head_before = frozen_prompt(
             before_history, index, *previous_state, (0, 0), settings, costs.counter
         )
         if max_tokens is not None:
-            prompt_before = _under_ceiling(before_history, prompt_before, head_before, costs, budget, extra_tokens, max_tokens, settings)[0]
-        if len(prompt_before) <= len(out) and all(a is b or a == b for a, b in zip(prompt_before, out)):
+            prompt_before = _under_ceiling(
+                before_history,
+                prompt_before,
+                head_before,
+                costs,
+                budget,
+                extra_tokens,
+                max_tokens,
+                settings,
+            )[0]
+        if len(prompt_before) <= len(out) and all(
+            a is b or a == b for a, b in zip(prompt_before, out)
+        ):
             details["prefix_change"] = details["prefix_change_reason"] = None
     if max_tokens is not None:
-        out, tokens, fallback = _under_ceiling(source, out, head, costs, budget, extra_tokens, max_tokens, settings)
+        out, tokens, fallback = _under_ceiling(
+            source, out, head, costs, budget, extra_tokens, max_tokens, settings
+        )
         details.update(
             previous_compaction_edge=edges.prior_edge,
-            ceiling=max_tokens, ceiling_source=ceiling_source or "max_tokens argument", budget=budget + extra_tokens,
-            extra_tokens=extra_tokens, tokens_after=tokens, met=tokens <= budget + extra_tokens,
-            ceiling_events=edges.events, ceiling_event=edges.event_here, fallback=fallback,
+            ceiling=max_tokens,
+            ceiling_source=ceiling_source or "max_tokens argument",
+            budget=budget + extra_tokens,
+            extra_tokens=extra_tokens,
+            tokens_after=tokens,
+            met=tokens <= budget + extra_tokens,
+            ceiling_events=edges.events,
+            ceiling_event=edges.event_here,
+            fallback=fallback,
             **calibration.report(memo if memo is not None else _compact),
         )
         if not details["met"]:  # the fallback shortened all it may: what is left is the floor
             details["floor_over_ceiling"] = True
-    return Compacted(out, make_report(STRATEGY_NAME, messages, out, shortened=head.shortened if head else 0,
-                                      dropped=head.dropped if head else 0, protected=head.protected if head else 0, **details))
+    return Compacted(
+        out,
+        make_report(
+            STRATEGY_NAME,
+            messages,
+            out,
+            shortened=head.shortened if head else 0,
+            dropped=head.dropped if head else 0,
+            protected=head.protected if head else 0,
+            **details,
+        ),
+    )
 
 
 def _under_ceiling(
-    source: list[BaseMessage], prompt: list[BaseMessage], head: Head | None, costs: Costs, budget: int, extra: int, ceiling: int,
+    source: list[BaseMessage],
+    prompt: list[BaseMessage],
+    head: Head | None,
+    costs: Costs,
+    budget: int,
+    extra: int,
+    ceiling: int,
     settings: Settings,
 ) -> tuple[list[BaseMessage], int, str | None]:
-    """Return ``prompt`` (brought under ``budget`` by the fallback if it is over), its tokens as sent, and how the fallback went."""
+    """Return ``prompt`` (brought under ``budget`` by the fallback if it is over), its tokens as
+    sent, and how the fallback went."""
     if head is None:
         tokens = costs(prompt) + extra
     else:  # the head's tokens are remembered with it: count only the messages after it
         counted = head.counted
         if counted is None or counted[0]() is not costs:
-            counted = head.counted = (weakref.ref(costs), costs(prompt[: len(head.picks) + (head.notice is not None)]))
-        tokens = counted[1] + sum(map(costs.whole, source[head.at:])) + extra
+            counted = head.counted = (
+                weakref.ref(costs),
+                costs(prompt[: len(head.picks) + (head.notice is not None)]),
+            )
+        tokens = counted[1] + sum(map(costs.whole, source[head.at :])) + extra
     if tokens - extra <= budget:
         return prompt, tokens, None
     system = leading_system_count(source)
     task = task_index(source)
     if costs(source[:system]) + (costs([source[task]]) if task is not None else 0) > budget:
         raise _floor_error(source, costs, budget, extra, ceiling)
-    done_pass: LadderPass = run_plan(ladder_pass(prompt, [ToolResults(settings), SlidingWindow(settings)], target=budget, counter=costs))
+    done_pass: LadderPass = run_plan(
+        ladder_pass(
+            prompt, [ToolResults(settings), SlidingWindow(settings)], target=budget, counter=costs
+        )
+    )
     out, how = list(done_pass.messages), "+".join(t["strategy"] for t in done_pass.taken) or "none"
-    if costs(out) > budget:  # one giant output: shorten the outputs still over budget, largest first
+    if (
+        costs(out) > budget
+    ):  # one giant output: shorten the outputs still over budget, largest first
         tokens = costs(out)
-        for i in sorted((i for i, m in enumerate(out) if isinstance(m, ToolMessage)), key=lambda i: -costs.whole(out[i])):
+        for i in sorted(
+            (i for i, m in enumerate(out) if isinstance(m, ToolMessage)),
+            key=lambda i: -costs.whole(out[i]),
+        ):
             if tokens <= budget:
                 break
             handle = out[i].tool_call_id if settings.read_back_handles else None  # type: ignore[attr-defined]
@@ -951,13 +1365,17 @@ def _under_ceiling(
     return out, costs(out) + extra, how
 
 
-def _floor_error(source: Sequence[BaseMessage], costs: Costs, budget: int, extra: int, ceiling: int) -> ContextWindowError:
+def _floor_error(
+    source: Sequence[BaseMessage], costs: Costs, budget: int, extra: int, ceiling: int
+) -> ContextWindowError:
     task = task_index(source)
     system_tokens = costs(source[: leading_system_count(source)]) + extra
     task_tokens = costs([source[task]]) if task is not None else 0
     return ContextWindowError(
-        f"the system prompt ({system_tokens:,} tokens, bound tools included) and the task ({task_tokens:,} tokens) "
-        f"alone exceed the context ceiling of {ceiling:,} tokens ({budget + extra:,} after the counter's margin); "
+        f"the system prompt ({system_tokens:,} tokens, bound tools included) and the task "
+        f"({task_tokens:,} tokens) "
+        f"alone exceed the context ceiling of {ceiling:,} tokens ({budget + extra:,} after the "
+        "counter's margin); "
         "raise max_tokens or shorten the system prompt"
     )
 
@@ -980,7 +1398,8 @@ class ShortenToolsEpochStableOptions(TypedDict, total=False):
 
 
 class ShortenToolsEpochStable(PromptStrategy):
-    """``shorten_tools_epoch_stable``: cache-first epochs that keep the front of the prompt unchanged, under a context ceiling.
+    """``shorten_tools_epoch_stable``: cache-first epochs that keep the front of the prompt
+    unchanged, under a context ceiling.
 
     ``ShortenToolsEpochStable(max_tokens=100_000, epoch_size=40)``; ``max_tokens`` also
     takes ``("fraction", 0.8)`` of ``model``'s input window; without it the ceiling is the
@@ -1009,7 +1428,8 @@ class ShortenToolsEpochStable(PromptStrategy):
         token_counter: Any = None,
         **options: Unpack[ShortenToolsEpochStableOptions],
     ) -> None:
-        """Build the strategy; a settings option left at None comes from ``settings``, else the environment, else its default.
+        """Build the strategy; a settings option left at None comes from ``settings``, else the
+        environment, else its default.
 
         Args:
             settings: Thresholds shared with other strategies (default: read from the
@@ -1026,7 +1446,9 @@ class ShortenToolsEpochStable(PromptStrategy):
         Raises:
             ConfigError: A value is out of range, or a keyword is not one of these options.
         """
-        super().__init__(settings_with_options(type(self), settings, options, reads=("max_context_tokens",)))
+        super().__init__(
+            settings_with_options(type(self), settings, options, reads=("max_context_tokens",))
+        )
         self.max_tokens = check_max_tokens(max_tokens)
         self.model = model
         self.tools = list(tools) if tools else []
@@ -1035,18 +1457,27 @@ class ShortenToolsEpochStable(PromptStrategy):
         self._costs = Costs(self.token_counter)
 
     def __copy__(self) -> ShortenToolsEpochStable:
-        """Return a copy with memos of its own: a copy may be given other settings, and what these remember was computed with these."""
+        """Return a copy with memos of its own: a copy may be given other settings, and what these
+        remember was computed with these."""
         copied = object.__new__(type(self))
         vars(copied).update(vars(self))
         copied._memo, copied._costs = ReplayMemo(8), Costs(self.token_counter)
         return copied
 
     def ceiling(self, model: Any = None) -> Ceiling:
-        """Return the ceiling for a call to ``model`` (default: this strategy's model) and where it came from."""
-        return resolve_ceiling(self.max_tokens, model=model if model is not None else self.model, settings=self.settings)
+        """Return the ceiling for a call to ``model`` (default: this strategy's model) and where it
+        came from."""
+        return resolve_ceiling(
+            self.max_tokens,
+            model=model if model is not None else self.model,
+            settings=self.settings,
+        )
 
-    def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
-        """Return :func:`shorten_tools_epoch_stable` of ``messages`` under this strategy's ceiling."""
+    def compact(
+        self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None
+    ) -> Compacted:
+        """Return :func:`shorten_tools_epoch_stable` of ``messages`` under this strategy's
+        ceiling."""
         return self.compact_for_request(messages)
 
     def compact_for_request(
@@ -1073,4 +1504,14 @@ class ShortenToolsEpochStable(PromptStrategy):
         if self._costs.counter is not self.token_counter:
             self._costs = Costs(self.token_counter)
         extra += self._costs(system)
-        return _compact(messages, self.settings, ceiling.tokens, extra, ceiling.source, self._memo, self._costs, carried, model)
+        return _compact(
+            messages,
+            self.settings,
+            ceiling.tokens,
+            extra,
+            ceiling.source,
+            self._memo,
+            self._costs,
+            carried,
+            model,
+        )

@@ -18,7 +18,12 @@ from langchain_core.runnables import RunnableConfig
 
 from langchain_promptstrat.inbox.contract import InboxBackend
 from langchain_promptstrat.inbox.delivery import pick_up
-from langchain_promptstrat.inbox.locate import InboxBackendSpec, check_backend, inbox_for_config, inbox_for_save_file
+from langchain_promptstrat.inbox.locate import (
+    InboxBackendSpec,
+    check_backend,
+    inbox_for_config,
+    inbox_for_save_file,
+)
 from langchain_promptstrat.messages import mark_of
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import Settings, settings_with_options
@@ -33,17 +38,22 @@ def _deliver(messages: Sequence[BaseMessage], store: InboxBackend | None) -> Com
     if result.aborted:
         raise result.error()
     out = [*messages, *result.delivered]
-    return Compacted(out, make_report(
-        "inbox", messages, out,
-        inbox=store.location,
-        delivered=len(result.delivered),
-        files=[mark_of(m)["file"] for m in result.delivered],  # type: ignore[index]
-        skipped=result.skipped,
-        replaced_characters=result.replaced_characters,
-        empty=result.empty,
-        budget_tokens=result.budget_tokens,
-        waiting=result.waiting,
-    ))
+    return Compacted(
+        out,
+        make_report(
+            "inbox",
+            messages,
+            out,
+            inbox=store.location,
+            delivered=len(result.delivered),
+            files=[mark_of(m)["file"] for m in result.delivered],  # type: ignore[index]
+            skipped=result.skipped,
+            replaced_characters=result.replaced_characters,
+            empty=result.empty,
+            budget_tokens=result.budget_tokens,
+            waiting=result.waiting,
+        ),
+    )
 
 
 def inbox(
@@ -53,7 +63,8 @@ def inbox(
     save_file: str | os.PathLike[str] | None = None,
     backend: InboxBackendSpec = None,
 ) -> Compacted:
-    """Return ``messages`` plus the pending notices of ``save_file``'s inbox, consuming them (side effect).
+    """Return ``messages`` plus the pending notices of ``save_file``'s inbox, consuming them (side
+    effect).
 
     No save file or no inbox: the messages come back unchanged and nothing is created. An
     ``abort`` raises :class:`InboxAborted` with its reason and the notices consumed before it.
@@ -62,12 +73,13 @@ def inbox(
 
 
 class Inbox(PromptStrategy):
-    """``inbox``: appends the pending notices of the conversation's inbox as user messages, once each.
+    """``inbox``: appends the pending notices of the conversation's inbox as user messages, once
+    each.
 
-    The inbox is that of ``prepare_prompt(..., save_file=)``, else of the run config's
-    ``thread_id`` under ``root`` (``<root>/<thread_id>.chat``) or in ``backend``; a run config's
-    ``save_file`` only without a root, or with ``allow_save_file=True``. Notices are
-    acknowledged as they are handed over (see :func:`~langchain_promptstrat.inbox.delivery.pick_up`).
+    The inbox is that of ``prepare_prompt(..., save_file=)``, else of the run config's ``thread_id``
+    under ``root`` (``<root>/<thread_id>.chat``) or in ``backend``; a run config's ``save_file``
+    only without a root, or with ``allow_save_file=True``. Notices are acknowledged as they are
+    handed over (see :func:`~langchain_promptstrat.inbox.delivery.pick_up`).
     """
 
     strategy_name = "inbox"
@@ -107,19 +119,30 @@ class Inbox(PromptStrategy):
         self.allow_save_file = allow_save_file
         self.include_paths = include_paths
 
-    def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
-        """Return :func:`inbox` of ``messages`` for ``save_file``; raises InboxAborted on ``abort``."""
+    def compact(
+        self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None
+    ) -> Compacted:
+        """Return :func:`inbox` of ``messages`` for ``save_file``; raises InboxAborted on
+        ``abort``."""
         return inbox(messages, save_file=save_file, backend=self.backend)
 
     def save_file_from_config(self, config: RunnableConfig | None) -> Path | None:
-        """Return None: the run's inbox comes from the whole config (:meth:`pick_up_notices`), where the root rule applies."""
+        """Return None: the run's inbox comes from the whole config (:meth:`pick_up_notices`), where
+        the root rule applies."""
         return None
 
     def pick_up_notices(
-        self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None, config: RunnableConfig | None = None
+        self,
+        messages: list[BaseMessage],
+        *,
+        save_file: str | os.PathLike[str] | None = None,
+        config: RunnableConfig | None = None,
     ) -> Compacted:
-        """Return ``messages`` with the run's pending notices: the inbox of ``save_file``, else the one ``config`` names."""
+        """Return ``messages`` with the run's pending notices: the inbox of ``save_file``, else the
+        one ``config`` names."""
         if save_file is not None:
             return self.compact(messages, save_file=save_file)
-        store = inbox_for_config(config, backend=self.backend, root=self.root, allow_save_file=self.allow_save_file)
+        store = inbox_for_config(
+            config, backend=self.backend, root=self.root, allow_save_file=self.allow_save_file
+        )
         return _deliver(messages, store)

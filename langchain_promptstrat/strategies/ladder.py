@@ -1,4 +1,5 @@
-"""CompactionLadder: token-target rungs run cheapest first, with a low watermark; and what its rungs share.
+"""CompactionLadder: token-target rungs run cheapest first, with a low watermark; and what its rungs
+share.
 
 While the prompt counts more than ``max_tokens``, the next rung (``tool_results``,
 ``sliding_window``, ``summary``) is asked once for a rewrite, taken only when it counts fewer
@@ -36,14 +37,29 @@ from langchain_core.runnables import RunnableConfig
 
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.messages import (
-    READ_BACK_TOOL, CountTokens, ToolIndex, coerce_messages, mark_of, message_chars, range_text,
+    READ_BACK_TOOL,
+    CountTokens,
+    ToolIndex,
+    coerce_messages,
+    mark_of,
+    message_chars,
+    range_text,
     recorded_calls,
 )
-from langchain_promptstrat.messages.history_memo import EMPTY_HISTORY, HistoryKey, ReplayMemo, call_points, history_key
+from langchain_promptstrat.messages.history_memo import (
+    EMPTY_HISTORY,
+    HistoryKey,
+    ReplayMemo,
+    call_points,
+    history_key,
+)
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.strategy import PromptStrategy, emit_report
-from langchain_promptstrat.registry import get_strategy, split_strategy_names  # rungs may be given by registry key
+from langchain_promptstrat.registry import (
+    get_strategy,
+    split_strategy_names,
+)  # rungs may be given by registry key
 from langchain_promptstrat.tokens import TokenCounter, as_token_counter
 from langchain_promptstrat.tokens.usage import Calibration, calibration_for
 
@@ -54,14 +70,17 @@ PLACEHOLDER_KIND = "ladder_placeholder"
 SUMMARY_KIND = "summary"
 """``kind`` of the mark on a message written by ``summary``."""
 
+
 def kind_of(message: BaseMessage) -> str | None:
-    """Return the ``kind`` of this package's mark on ``message``, or None for an unmarked message."""
+    """Return the ``kind`` of this package's mark on ``message``, or None for an unmarked
+    message."""
     m = mark_of(message)
     return m.get("kind") if m else None
 
 
 def represented(message: BaseMessage) -> int:
-    """Return how many original messages ``message`` stands for: a note or summary counts what it replaced."""
+    """Return how many original messages ``message`` stands for: a note or summary counts what it
+    replaced."""
     m = mark_of(message) or {}
     if m.get("kind") == NOTE_KIND:
         return int(m.get("dropped", 1))
@@ -126,7 +145,8 @@ def read_back_range(calls: Sequence[int]) -> str:
 
 
 def message_counter(counter: CountTokens) -> Callable[[BaseMessage], int]:
-    """Return one message's share of ``counter``'s count of a list: exact for a :class:`TokenCounter`, else its count alone minus an empty list's."""
+    """Return one message's share of ``counter``'s count of a list: exact for a
+    :class:`TokenCounter`, else its count alone minus an empty list's."""
     if isinstance(counter, TokenCounter):  # it remembers each message object's count
         return counter.count_message
     base = counter([])
@@ -144,7 +164,8 @@ class Rewrite(NamedTuple):
 
 
 class RungRequest(Protocol):
-    """Something a rung's plan needs answered from outside (a model call); ``ask``/``aask`` return the answer or the exception, never raise."""
+    """Something a rung's plan needs answered from outside (a model call); ``ask``/``aask`` return
+    the answer or the exception, never raise."""
 
     def ask(self) -> Any: ...
 
@@ -187,12 +208,17 @@ def done(outcome: Rewrite) -> Plan:
 
 
 class PlannedStrategy(PromptStrategy):
-    """A strategy whose work is a plan that may call a chat model: ``compact`` answers it synchronously, ``ainvoke`` awaits it."""
+    """A strategy whose work is a plan that may call a chat model: ``compact`` answers it
+    synchronously, ``ainvoke`` awaits it."""
 
     @abstractmethod
-    def _compaction(self, messages: list[BaseMessage]) -> Generator[RungRequest, Any, Compacted]: ...
+    def _compaction(
+        self, messages: list[BaseMessage]
+    ) -> Generator[RungRequest, Any, Compacted]: ...
 
-    def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
+    def compact(
+        self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None
+    ) -> Compacted:
         """Return the prompt for ``messages`` and the report."""
         return run_plan(self._compaction(list(messages)))
 
@@ -200,30 +226,43 @@ class PlannedStrategy(PromptStrategy):
         """Return :meth:`compact` of ``messages``, awaiting any model call (no thread hop)."""
         return await arun_plan(self._compaction(list(messages)))
 
-    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> list[BaseMessage]:
+    async def ainvoke(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> list[BaseMessage]:
         """Return the transformed messages, awaiting any model call (no thread hop)."""
         return await self._acall_with_config(self._ainvoke, input, config, run_type="prompt")
 
-    async def _ainvoke(self, input: Any, run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig) -> list[BaseMessage]:
+    async def _ainvoke(
+        self, input: Any, run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig
+    ) -> list[BaseMessage]:
         result = await self.acompact(coerce_messages(input))
         emit_report(result, config)
         return result.messages
 
 
 class RungOptions(TypedDict, total=False):
-    """The options every built-in rung takes; each is a setting (a ladder's own target and counter win)."""
+    """The options every built-in rung takes; each is a setting (a ladder's own target and counter
+    win)."""
 
     max_tokens: Annotated[int | None, SettingKey("ladder_max_tokens")]
     keep_steps: Annotated[int | None, SettingKey("keep_steps")]
 
 
 class Rung(PlannedStrategy):
-    """Base of the token-target rungs: a plan toward a target, usable alone (``max_tokens``, its ``token_counter``) or in a ladder (the ladder's)."""
+    """Base of the token-target rungs: a plan toward a target, usable alone (``max_tokens``, its
+    ``token_counter``) or in a ladder (the ladder's)."""
 
     options = RungOptions
 
-    def __init__(self, settings: Settings | None = None, *, token_counter: Any = None, **options: Unpack[RungOptions]) -> None:
-        """Build the rung; an option left at None comes from ``settings``, else the environment, else its default.
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        token_counter: Any = None,
+        **options: Unpack[RungOptions],
+    ) -> None:
+        """Build the rung; an option left at None comes from ``settings``, else the environment,
+        else its default.
 
         Args:
             settings: Thresholds shared with other strategies (default: read from the
@@ -244,21 +283,32 @@ class Rung(PlannedStrategy):
 
     @abstractmethod
     def plan(self, messages: Sequence[BaseMessage], *, target: int, counter: CountTokens) -> Plan:
-        """Return a plan (a generator) that ends with this rung's :class:`Rewrite` of ``messages``."""
+        """Return a plan (a generator) that ends with this rung's :class:`Rewrite` of
+        ``messages``."""
 
-    def rewrite(self, messages: Sequence[BaseMessage], *, target: int | None = None, counter: Any = None) -> list[BaseMessage] | None:
-        """Return this rung's rewrite of ``messages`` toward ``target`` (default ``max_tokens``), or None when it declines."""
+    def rewrite(
+        self, messages: Sequence[BaseMessage], *, target: int | None = None, counter: Any = None
+    ) -> list[BaseMessage] | None:
+        """Return this rung's rewrite of ``messages`` toward ``target`` (default ``max_tokens``), or
+        None when it declines."""
         count = self.token_counter if counter is None else as_token_counter(counter)
-        return run_plan(self.plan(list(messages), target=self.max_tokens if target is None else target, counter=count)).messages
+        return run_plan(
+            self.plan(
+                list(messages), target=self.max_tokens if target is None else target, counter=count
+            )
+        ).messages
 
     def _compaction(self, messages: list[BaseMessage]) -> Generator[RungRequest, Any, Compacted]:
-        done_pass = yield from ladder_pass(messages, [self], target=self.max_tokens, counter=self.token_counter)
+        done_pass = yield from ladder_pass(
+            messages, [self], target=self.max_tokens, counter=self.token_counter
+        )
         return _pass_compacted(self.strategy_name, messages, done_pass, self.max_tokens)
 
 
 @dataclass
 class LadderPass:
-    """The outcome of one pass of the rungs: the prompt, its count, the rungs taken (``{strategy, before, after}``) and every rung asked."""
+    """The outcome of one pass of the rungs: the prompt, its count, the rungs taken (``{strategy,
+    before, after}``) and every rung asked."""
 
     messages: list[BaseMessage]
     tokens_before: int
@@ -271,7 +321,8 @@ class LadderPass:
 def ladder_pass(
     messages: Sequence[BaseMessage], rungs: Sequence[Rung], *, target: int, counter: CountTokens
 ) -> Generator[RungRequest, Any, LadderPass]:
-    """Return the :class:`LadderPass` of ``rungs`` asked in order, each once, while over ``target``; a rewrite is taken only when it counts fewer tokens."""
+    """Return the :class:`LadderPass` of ``rungs`` asked in order, each once, while over ``target``;
+    a rewrite is taken only when it counts fewer tokens."""
     current = list(messages)
     tokens = before = counter(current)
     result = LadderPass(current, before, tokens)
@@ -285,7 +336,9 @@ def ladder_pass(
             continue
         after = counter(outcome.messages)
         if after >= tokens:
-            result.asked.append({**entry, "outcome": "not_smaller", "before": tokens, "after": after})
+            result.asked.append(
+                {**entry, "outcome": "not_smaller", "before": tokens, "after": after}
+            )
             continue
         result.asked.append({**entry, "outcome": "taken", "before": tokens, "after": after})
         result.taken.append({"strategy": rung.strategy_name, "before": tokens, "after": after})
@@ -295,7 +348,11 @@ def ladder_pass(
 
 
 def _compacted(
-    name: str, messages: Sequence[BaseMessage], prompt: list[BaseMessage], done_pass: LadderPass | None, **figures: Any
+    name: str,
+    messages: Sequence[BaseMessage],
+    prompt: list[BaseMessage],
+    done_pass: LadderPass | None,
+    **figures: Any,
 ) -> Compacted:
     """Return ``prompt`` with the report of a ladder or a rung, ``figures`` added.
 
@@ -303,11 +360,19 @@ def _compacted(
     """
     asked = done_pass.asked if done_pass else []
     taken = [a for a in asked if a["outcome"] == "taken"]
-    return Compacted(prompt, make_report(
-        name, messages, prompt,
-        shortened=sum(a.get("replaced", 0) for a in taken), dropped=sum(a.get("dropped", 0) for a in taken),
-        rungs=done_pass.taken if done_pass else [], asked=asked, **figures,
-    ))
+    return Compacted(
+        prompt,
+        make_report(
+            name,
+            messages,
+            prompt,
+            shortened=sum(a.get("replaced", 0) for a in taken),
+            dropped=sum(a.get("dropped", 0) for a in taken),
+            rungs=done_pass.taken if done_pass else [],
+            asked=asked,
+            **figures,
+        ),
+    )
 
 
 def _pass_compacted(
@@ -316,8 +381,15 @@ def _pass_compacted(
     """Return :func:`_compacted` of one pass over the whole of ``messages`` toward ``target``."""
     tokens = done_pass.tokens
     return _compacted(
-        name, messages, done_pass.messages, done_pass,
-        target=target, tokens_before=done_pass.tokens_before, tokens_after=tokens, met=tokens <= target, **figures,
+        name,
+        messages,
+        done_pass.messages,
+        done_pass,
+        target=target,
+        tokens_before=done_pass.tokens_before,
+        tokens_after=tokens,
+        met=tokens <= target,
+        **figures,
     )
 
 
@@ -369,13 +441,22 @@ class CompactionLadder(PlannedStrategy):
             ConfigError: A value is out of range, no rung, or a keyword that is not one of
                 these options.
         """
-        super().__init__(settings_with_options(type(self), settings, unknown, reads=("ladder_low_ratio",)))
+        super().__init__(
+            settings_with_options(type(self), settings, unknown, reads=("ladder_low_ratio",))
+        )
         self.rungs: list[Rung] = _resolve_rungs(rungs, self.settings)
         self.max_tokens = _tokens_argument("max_tokens", max_tokens)
         ratio = self.settings.ladder_low_ratio  # at most 1, as Settings declares it
-        low = int(self.max_tokens * ratio) if low_tokens is None else _tokens_argument("low_tokens", low_tokens)
+        low = (
+            int(self.max_tokens * ratio)
+            if low_tokens is None
+            else _tokens_argument("low_tokens", low_tokens)
+        )
         if low > self.max_tokens:
-            raise ConfigError(f"low_tokens={low} must be <= max_tokens={self.max_tokens}; equal turns the watermark off")
+            raise ConfigError(
+                f"low_tokens={low} must be <= max_tokens={self.max_tokens}; equal turns the "
+                "watermark off"
+            )
         self.low_tokens = low
         self.token_counter: CountTokens = as_token_counter(token_counter)
         self._memo: ReplayMemo[_Replay] = ReplayMemo(self.memo_size)
@@ -409,15 +490,25 @@ class CompactionLadder(PlannedStrategy):
         return copied
 
     def forget(self) -> None:
-        """Drop the remembered replays (results do not change; the next call replays from scratch)."""
+        """Drop the remembered replays (results do not change; the next call replays from
+        scratch)."""
         self._memo.forget()
 
     def _compaction(self, messages: list[BaseMessage]) -> Generator[RungRequest, Any, Compacted]:
         counter = self.token_counter
-        if self.low_tokens == self.max_tokens:  # no watermark: the rungs run on the whole history at every call
-            done_pass = yield from ladder_pass(messages, self.rungs, target=self.max_tokens, counter=counter)
+        if (
+            self.low_tokens == self.max_tokens
+        ):  # no watermark: the rungs run on the whole history at every call
+            done_pass = yield from ladder_pass(
+                messages, self.rungs, target=self.max_tokens, counter=counter
+            )
             return _pass_compacted(
-                self.strategy_name, messages, done_pass, self.max_tokens, low_tokens=self.low_tokens, watermark=False
+                self.strategy_name,
+                messages,
+                done_pass,
+                self.max_tokens,
+                low_tokens=self.low_tokens,
+                watermark=False,
             )
 
         count_one = message_counter(counter)
@@ -428,10 +519,19 @@ class CompactionLadder(PlannedStrategy):
             start = _Replay(EMPTY_HISTORY, (), (), 0, base, base, 0, None, None, prior)
         prompt, tokens, history_tokens = start.prompt(messages), start.tokens, start.history_tokens
         picks, copies, chars = list(start.picks), start.copies, start.chars
-        events, last_event, done_length, last_pass = start.events, start.last_event, start.history.length, start.last_pass
-        calibration = start.calibration  # the targets hold on the provider's count, learned from the answers' usage
+        events, last_event, done_length, last_pass = (
+            start.events,
+            start.last_event,
+            start.history.length,
+            start.last_pass,
+        )
+        calibration = (
+            start.calibration
+        )  # the targets hold on the provider's count, learned from the answers' usage
         for point in call_points(messages, after=done_length):
-            if done_length:  # the answer to the previous call point, whose prompt counted ``tokens``
+            if (
+                done_length
+            ):  # the answer to the previous call point, whose prompt counted ``tokens``
                 calibration = calibration.observe(messages[done_length], tokens)
             added = messages[done_length:point]
             prompt.extend(added)
@@ -442,24 +542,50 @@ class CompactionLadder(PlannedStrategy):
             done_length = point
             last_pass = None
             if tokens > calibration.budget(self.max_tokens):
-                last_pass = yield from ladder_pass(prompt, self.rungs, target=calibration.budget(self.low_tokens), counter=counter)
+                last_pass = yield from ladder_pass(
+                    prompt, self.rungs, target=calibration.budget(self.low_tokens), counter=counter
+                )
                 picks, new_copies = _encode_prompt(prompt, picks, last_pass.messages)
                 copies, chars = tuple(new_copies), sum(map(message_chars, new_copies))
                 prompt, tokens = list(last_pass.messages), last_pass.tokens
                 events, last_event = events + 1, point
-        # by key, and without the pass's prompt: the memo must not keep a finished conversation alive
+        # by key, and without the pass's prompt: the memo must not keep a finished conversation
+        # alive
         history = history_key(messages, start.history)
         kept_pass = dataclasses.replace(last_pass, messages=[]) if last_pass is not None else None
-        replay = _Replay(history, tuple(picks), copies, chars, tokens, history_tokens, events, last_event, kept_pass, calibration)
+        replay = _Replay(
+            history,
+            tuple(picks),
+            copies,
+            chars,
+            tokens,
+            history_tokens,
+            events,
+            last_event,
+            kept_pass,
+            calibration,
+        )
         self._memo.remember(replay, chars, max_chars=self.memo_chars)
 
-        if not isinstance(counter, TokenCounter):  # the replay added per-message shares: report the counter's own
+        if not isinstance(
+            counter, TokenCounter
+        ):  # the replay added per-message shares: report the counter's own
             history_tokens, tokens = counter(messages), counter(prompt)
         return _compacted(
-            self.strategy_name, messages, prompt, last_pass,
-            target=self.max_tokens, low_tokens=self.low_tokens, tokens_before=history_tokens, tokens_after=tokens,
-            met=tokens <= calibration.budget(self.max_tokens), watermark=True,
-            event=last_pass is not None, events=events, last_event=last_event, **calibration.report(self._memo),
+            self.strategy_name,
+            messages,
+            prompt,
+            last_pass,
+            target=self.max_tokens,
+            low_tokens=self.low_tokens,
+            tokens_before=history_tokens,
+            tokens_after=tokens,
+            met=tokens <= calibration.budget(self.max_tokens),
+            watermark=True,
+            event=last_pass is not None,
+            events=events,
+            last_event=last_event,
+            **calibration.report(self._memo),
         )
 
 
@@ -484,14 +610,18 @@ class _Replay:
     calibration: Calibration
 
     def prompt(self, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-        """Return the prompt for ``messages``, whose first ``history.length`` messages equal the history's."""
+        """Return the prompt for ``messages``, whose first ``history.length`` messages equal the
+        history's."""
         pool = list(messages[: self.history.length])
         pool += reversed(self.copies)  # pool[-k - 1] is copies[k]: one C-level lookup per pick
         return list(map(pool.__getitem__, self.picks))
 
 
-def _encode_prompt(prompt: Sequence[BaseMessage], picks: Sequence[int], rewritten: Sequence[BaseMessage]) -> tuple[list[int], list[BaseMessage]]:
-    """Return the picks and copies of ``rewritten``, a pass's output for ``prompt``: a history message keeps its pick, anything else is a copy."""
+def _encode_prompt(
+    prompt: Sequence[BaseMessage], picks: Sequence[int], rewritten: Sequence[BaseMessage]
+) -> tuple[list[int], list[BaseMessage]]:
+    """Return the picks and copies of ``rewritten``, a pass's output for ``prompt``: a history
+    message keeps its pick, anything else is a copy."""
     where = {id(m): p for m, p in zip(prompt, picks) if p >= 0}
     out: list[int] = []
     copies: list[BaseMessage] = []
@@ -512,8 +642,12 @@ def _tokens_argument(name: str, value: Any) -> int:
 
 def _resolve_rungs(rungs: Sequence[Rung | str] | str, settings: Settings) -> list[Rung]:
     items: list[Any]
-    if isinstance(rungs, str):  # a blank string is left to the "needs at least one rung" error below
-        items = split_strategy_names(rungs, source="the ladder's rung list") if rungs.strip() else []
+    if isinstance(
+        rungs, str
+    ):  # a blank string is left to the "needs at least one rung" error below
+        items = (
+            split_strategy_names(rungs, source="the ladder's rung list") if rungs.strip() else []
+        )
     else:
         items = list(rungs)
     resolved: list[Rung] = []
@@ -522,9 +656,12 @@ def _resolve_rungs(rungs: Sequence[Rung | str] | str, settings: Settings) -> lis
         if not isinstance(rung, Rung):
             raise ConfigError(
                 f"{item!r} cannot be a ladder rung: a rung aims at a token target "
-                "(tool_results, sliding_window, summary, or a subclass of langchain_promptstrat.strategies.ladder.Rung)"
+                "(tool_results, sliding_window, summary, or a subclass of "
+                "langchain_promptstrat.strategies.ladder.Rung)"
             )
         resolved.append(rung)
     if not resolved:
-        raise ConfigError("a CompactionLadder needs at least one rung, e.g. [ToolResults(), SlidingWindow()]")
+        raise ConfigError(
+            "a CompactionLadder needs at least one rung, e.g. [ToolResults(), SlidingWindow()]"
+        )
     return resolved

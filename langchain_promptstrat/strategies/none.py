@@ -28,7 +28,9 @@ class NoStrategy(PromptStrategy):
         """
         super().__init__(settings_with_options(type(self), settings, unknown))
 
-    def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
+    def compact(
+        self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None
+    ) -> Compacted:
         """Return ``messages`` as they are."""
         out = list(messages)
         return Compacted(out, make_report("none", messages, out))

@@ -15,7 +15,15 @@ from typing_extensions import Unpack
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from langchain_promptstrat.messages import Fate, apply_fates, content_text, index_tool_calls, is_real_user_message, shorten_arguments, value_chars
+from langchain_promptstrat.messages import (
+    Fate,
+    apply_fates,
+    content_text,
+    index_tool_calls,
+    is_real_user_message,
+    shorten_arguments,
+    value_chars,
+)
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.strategy import PromptStrategy
@@ -54,7 +62,13 @@ def shorten_tools(messages: Sequence[BaseMessage], /, *, settings: Settings) -> 
         if isinstance(message, ToolMessage):
             outputs_seen += 1
             text = content_text(message.content)
-            fate = judge(outputs_seen, len(text), len(shorten_string(text, DEFAULT_OUTPUT_SIZE)), settings.full_tool_outputs, settings.max_tool_outputs or 0)
+            fate = judge(
+                outputs_seen,
+                len(text),
+                len(shorten_string(text, DEFAULT_OUTPUT_SIZE)),
+                settings.full_tool_outputs,
+                settings.max_tool_outputs or 0,
+            )
             number = index.call_of_output.get(i)
             if number is not None:
                 fates[number] = [Fate.KEEP, fate]
@@ -66,7 +80,13 @@ def shorten_tools(messages: Sequence[BaseMessage], /, *, settings: Settings) -> 
                 if rec.output_index is None:
                     continue
                 size, short = value_chars(rec.args), value_chars(shorten_arguments(rec.args))
-                fates[k][0] = judge(index.position(rec) or 0, size, short, settings.full_tool_calls, settings.max_tool_calls)
+                fates[k][0] = judge(
+                    index.position(rec) or 0,
+                    size,
+                    short,
+                    settings.full_tool_calls,
+                    settings.max_tool_calls,
+                )
         elif is_real_user_message(message):
             user_messages += 1
 
@@ -82,8 +102,28 @@ def shorten_tools(messages: Sequence[BaseMessage], /, *, settings: Settings) -> 
         else:
             continue
         pair_fates[k] = (call_fate, out_fate)
-    out = apply_fates(messages, index, pair_fates, count=as_token_counter(None), handles=settings.read_back_handles) if pair_fates else list(messages)
-    return Compacted(out, make_report("shorten_tools", messages, out, shortened=shortened, dropped=dropped, protected=protected))
+    out = (
+        apply_fates(
+            messages,
+            index,
+            pair_fates,
+            count=as_token_counter(None),
+            handles=settings.read_back_handles,
+        )
+        if pair_fates
+        else list(messages)
+    )
+    return Compacted(
+        out,
+        make_report(
+            "shorten_tools",
+            messages,
+            out,
+            shortened=shortened,
+            dropped=dropped,
+            protected=protected,
+        ),
+    )
 
 
 class ShortenToolsOptions(TypedDict, total=False):
@@ -100,14 +140,18 @@ class ShortenToolsOptions(TypedDict, total=False):
 class ShortenTools(PromptStrategy):
     """``shorten_tools``: tiered shortening and dropping of old tool calls, newest kept whole.
 
-    ``ShortenTools(full_tool_outputs=5, max_tool_chars=30_000)``; option > ``settings`` > environment > default.
+    ``ShortenTools(full_tool_outputs=5, max_tool_chars=30_000)``; option > ``settings`` >
+    environment > default.
     """
 
     strategy_name = "shorten_tools"
     options = ShortenToolsOptions
 
-    def __init__(self, settings: Settings | None = None, **options: Unpack[ShortenToolsOptions]) -> None:
-        """Build the strategy; an option left at None comes from ``settings``, else the environment, else its default.
+    def __init__(
+        self, settings: Settings | None = None, **options: Unpack[ShortenToolsOptions]
+    ) -> None:
+        """Build the strategy; an option left at None comes from ``settings``, else the environment,
+        else its default.
 
         Args:
             settings: Thresholds shared with other strategies (default: read from the
@@ -118,6 +162,8 @@ class ShortenTools(PromptStrategy):
         """
         super().__init__(settings_with_options(type(self), settings, options))
 
-    def compact(self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None) -> Compacted:
+    def compact(
+        self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None
+    ) -> Compacted:
         """Return :func:`shorten_tools` of ``messages`` with this strategy's settings."""
         return shorten_tools(messages, settings=self.settings)

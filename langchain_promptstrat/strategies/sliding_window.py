@@ -1,4 +1,5 @@
-"""sliding_window: when shortening tool output was not enough, whole stretches of the conversation go.
+"""sliding_window: when shortening tool output was not enough, whole stretches of the conversation
+go.
 
 Never given up: the leading system block, the run's task (the first real user message;
 harnesses also speak as the user) and the anchor (the newest real user message). The oldest
@@ -16,10 +17,25 @@ from itertools import accumulate
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langchain_promptstrat.messages import CountTokens, is_real_user_message, leading_system_count, mark, task_index
+from langchain_promptstrat.messages import (
+    CountTokens,
+    is_real_user_message,
+    leading_system_count,
+    mark,
+    task_index,
+)
 from langchain_promptstrat.strategies.ladder import (
-    NOTE_KIND, SUMMARY_KIND, Plan, Rewrite, Rung, call_span, done, kind_of, message_counter,
-    read_back_range, represented,
+    NOTE_KIND,
+    SUMMARY_KIND,
+    Plan,
+    Rewrite,
+    Rung,
+    call_span,
+    done,
+    kind_of,
+    message_counter,
+    read_back_range,
+    represented,
 )
 
 NOTE_TEXT = (
@@ -72,10 +88,13 @@ class Layout:
 
 
 def layout(messages: Sequence[BaseMessage], keep_steps: int, *, keep_task: bool = False) -> Layout:
-    """Return the :class:`Layout` of ``messages`` with the newest ``keep_steps`` steps protected (and the run's task, with ``keep_task``)."""
+    """Return the :class:`Layout` of ``messages`` with the newest ``keep_steps`` steps protected
+    (and the run's task, with ``keep_task``)."""
     n = len(messages)
     system = leading_system_count(messages)
-    anchor = next((i for i in range(n - 1, system - 1, -1) if is_real_user_message(messages[i])), None)
+    anchor = next(
+        (i for i in range(n - 1, system - 1, -1) if is_real_user_message(messages[i])), None
+    )
 
     def units(start: int, stop: int, starts_unit: Callable[[int], bool]) -> list[range]:
         cuts = [start] + [i for i in range(start + 1, stop) if starts_unit(i)] + [stop]
@@ -87,21 +106,28 @@ def layout(messages: Sequence[BaseMessage], keep_steps: int, *, keep_task: bool 
     history: list[range] = []
     task_start = system
     first = task_index(messages)
-    run_task = first if keep_task and first is not None and anchor is not None and first < anchor else None
+    run_task = (
+        first if keep_task and first is not None and anchor is not None and first < anchor else None
+    )
     if anchor is not None:
+
         def starts_turn(i: int) -> bool:
             return is_real_user_message(messages[i]) or after_standalone(i) or i - 1 == run_task
 
         if run_task is None:
             history = units(system, anchor, starts_turn)
         else:  # the task is a unit of its own that is never offered for dropping
-            history = units(system, run_task, starts_turn) + units(run_task + 1, anchor, starts_turn)
+            history = units(system, run_task, starts_turn) + units(
+                run_task + 1, anchor, starts_turn
+            )
         task_start = anchor + 1
     task = units(task_start, n, lambda i: isinstance(messages[i], AIMessage) or after_standalone(i))
     steps = [k for k, unit in enumerate(task) if isinstance(messages[unit.start], AIMessage)]
     first_kept = steps[-keep_steps] if len(steps) >= keep_steps else 0
     protected_from = task[first_kept].start if task else n
-    return Layout(system, anchor, run_task, tuple(history), tuple(task[:first_kept]), protected_from)
+    return Layout(
+        system, anchor, run_task, tuple(history), tuple(task[:first_kept]), protected_from
+    )
 
 
 def rewrite(
@@ -128,10 +154,14 @@ def rewrite(
     parts = layout(messages, keep_steps, keep_task=True)
     droppable = list(parts.history) + list(parts.task)
     if not droppable:
-        return Rewrite(None, {"reason": "nothing but the system block, the anchor and the newest steps"})
+        return Rewrite(
+            None, {"reason": "nothing but the system block, the anchor and the newest steps"}
+        )
 
     sizes = [count_one(m) for m in messages]
-    suffix = list(accumulate(reversed(sizes), initial=0))[::-1]  # suffix[i] = tokens of messages[i:]
+    suffix = list(accumulate(reversed(sizes), initial=0))[
+        ::-1
+    ]  # suffix[i] = tokens of messages[i:]
     fixed = tokens - suffix[parts.system]  # the system block and any list overhead
     anchor_tokens = sizes[parts.anchor] if parts.anchor is not None else 0
     task_tokens = sizes[parts.run_task] if parts.run_task is not None else 0
@@ -150,7 +180,12 @@ def rewrite(
             if span:
                 calls = [calls[0], max(calls[1], span[1])] if calls else list(span)
                 last = max(last, span[1])
-        rest = fixed + suffix[unit.stop] + (anchor_tokens if k > h else 0) + (task_tokens if parts.run_task is not None and parts.run_task < unit.stop else 0)
+        rest = (
+            fixed
+            + suffix[unit.stop]
+            + (anchor_tokens if k > h else 0)
+            + (task_tokens if parts.run_task is not None and parts.run_task < unit.stop else 0)
+        )
         if rest + smallest_note <= target and rest + count_one(note(dropped, calls)) <= target:
             chosen = k
             break
@@ -162,20 +197,27 @@ def rewrite(
     cut = droppable[chosen - 1].stop
     head = messages[: parts.system]
     if parts.run_task is not None and parts.run_task < cut:
-        head = [*head, messages[parts.run_task]]  # the run's task stays, right after the instructions
+        head = [
+            *head,
+            messages[parts.run_task],
+        ]  # the run's task stays, right after the instructions
     if chosen <= h or parts.anchor is None:
         out = [*head, note(count, calls), *messages[cut:]]
         where = "after_system"
     else:
         out = [*head, messages[parts.anchor], note(count, calls), *messages[cut:]]
         where = "after_anchor"
-    return Rewrite(out, {"dropped": count, "turns": min(chosen, h), "steps": max(chosen - h, 0), "note": where})
+    return Rewrite(
+        out, {"dropped": count, "turns": min(chosen, h), "steps": max(chosen - h, 0), "note": where}
+    )
 
 
 class SlidingWindow(Rung):
-    """``sliding_window``: drop the oldest whole turns, then the task's oldest steps, to fit a token target.
+    """``sliding_window``: drop the oldest whole turns, then the task's oldest steps, to fit a token
+    target.
 
-    ``SlidingWindow(max_tokens=100_000, keep_steps=1)``; in a ladder, the ladder's target and counter.
+    ``SlidingWindow(max_tokens=100_000, keep_steps=1)``; in a ladder, the ladder's target and
+    counter.
     """
 
     strategy_name = "sliding_window"
@@ -183,7 +225,12 @@ class SlidingWindow(Rung):
     def plan(self, messages: Sequence[BaseMessage], *, target: int, counter: CountTokens) -> Plan:
         """Return the plan of :func:`rewrite` (it needs no model call)."""
         settings = self.settings
-        return done(rewrite(
-            messages, target=target, counter=counter, keep_steps=settings.keep_steps,
-            handles=settings.read_back_handles,
-        ))
+        return done(
+            rewrite(
+                messages,
+                target=target,
+                counter=counter,
+                keep_steps=settings.keep_steps,
+                handles=settings.read_back_handles,
+            )
+        )

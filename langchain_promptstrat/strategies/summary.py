@@ -25,13 +25,29 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.extras import install_hint
 from langchain_promptstrat.messages import (
-    CountTokens, canonical_json, content_text, index_tool_calls, is_real_user_message, mark, recorded_calls,
+    CountTokens,
+    canonical_json,
+    content_text,
+    index_tool_calls,
+    is_real_user_message,
+    mark,
+    recorded_calls,
 )
 from langchain_promptstrat.messages.history_memo import SizedCache
 from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.strategies.ladder import (
-    NOTE_KIND, SUMMARY_KIND, Plan, Rewrite, Rung, RungOptions, call_spans, calls_among, kind_of,
-    message_counter, read_back_range, represented,
+    NOTE_KIND,
+    SUMMARY_KIND,
+    Plan,
+    Rewrite,
+    Rung,
+    RungOptions,
+    call_spans,
+    calls_among,
+    kind_of,
+    message_counter,
+    read_back_range,
+    represented,
 )
 from langchain_promptstrat.strategies.sliding_window import layout
 
@@ -50,7 +66,9 @@ COMBINE_INSTRUCTIONS = (
     "agent into one summary, oldest first, keeping every fact the agent may still need and "
     "inventing nothing. Answer with the summary only, in at most about {words} words."
 )
-SUMMARY_TEXT = "[compacted:summary] Summary of {n} earlier {messages}, written to free context:\n\n{summary}"
+SUMMARY_TEXT = (
+    "[compacted:summary] Summary of {n} earlier {messages}, written to free context:\n\n{summary}"
+)
 CALLS_SUMMARY_TEXT = (
     "[compacted:summary] Summary of {n} earlier {messages}, written to free context; {calls}.\n\n"
     "{summary}"
@@ -78,7 +96,8 @@ def summary_message(
 
 
 def render(stretch: Sequence[BaseMessage]) -> str:
-    """Return ``stretch`` as a plain-text transcript: who said what, which tools ran and what they returned."""
+    """Return ``stretch`` as a plain-text transcript: who said what, which tools ran and what they
+    returned."""
     index = index_tool_calls(stretch)
     parts: list[str] = []
     for i, message in enumerate(stretch):
@@ -86,7 +105,9 @@ def render(stretch: Sequence[BaseMessage]) -> str:
         kind = kind_of(message)
         if kind == SUMMARY_KIND:
             parts.append(f"Summary of earlier messages:\n{text}")
-        elif kind == NOTE_KIND or (isinstance(message, HumanMessage) and not is_real_user_message(message)):
+        elif kind == NOTE_KIND or (
+            isinstance(message, HumanMessage) and not is_real_user_message(message)
+        ):
             parts.append(f"Notice: {text}")
         elif isinstance(message, HumanMessage):
             parts.append(f"User: {text}")
@@ -97,13 +118,20 @@ def render(stretch: Sequence[BaseMessage]) -> str:
             parts.append("\n".join(lines) or "Assistant: (no text)")
         elif isinstance(message, ToolMessage):
             call = index.call_answered_by(i)
-            parts.append(f"Result of {message.name or (call.name if call else '') or 'a tool'}: {text}")
+            parts.append(
+                f"Result of {message.name or (call.name if call else '') or 'a tool'}: {text}"
+            )
         else:
             parts.append(f"{message.type}: {text}")
     return "\n\n".join(parts)
 
 
-def _next_stretch(messages: Sequence[BaseMessage], keep_steps: int, count_one: Callable[[BaseMessage], int], need: int) -> tuple[str, range] | None:
+def _next_stretch(
+    messages: Sequence[BaseMessage],
+    keep_steps: int,
+    count_one: Callable[[BaseMessage], int],
+    need: int,
+) -> tuple[str, range] | None:
     """Return the tier and index range of the next stretch to summarise, or None when none is left.
 
     A plain stretch takes as few of its oldest units as free ``need`` tokens. The run's
@@ -122,7 +150,14 @@ def _next_stretch(messages: Sequence[BaseMessage], keep_steps: int, count_one: C
                 runs.append([])
             else:
                 runs[-1].append(unit)
-        plain = next((run for run in runs if run and not all(kind_of(messages[i]) == NOTE_KIND for u in run for i in u)), None)
+        plain = next(
+            (
+                run
+                for run in runs
+                if run and not all(kind_of(messages[i]) == NOTE_KIND for u in run for i in u)
+            ),
+            None,
+        )
         if plain:
             freed, taken = 0, 0
             for unit in plain:
@@ -148,7 +183,8 @@ class _ModelRequest:
     model: Any
     prompt: list[BaseMessage]
     answers: SizedCache[tuple[str, ...], str]
-    """Answers by the text sent; one used is stored again, so the answers used last are the ones kept."""
+    """Answers by the text sent; one used is stored again, so the answers used last are the ones
+    kept."""
 
     def _sent(self) -> tuple[str, ...]:
         return tuple(content_text(m.content) for m in self.prompt)
@@ -167,7 +203,9 @@ class _ModelRequest:
 
     async def aask(self) -> Any:
         try:
-            return self._remember(self.answers.get(self._sent()) or await self.model.ainvoke(self.prompt))
+            return self._remember(
+                self.answers.get(self._sent()) or await self.model.ainvoke(self.prompt)
+            )
         except Exception as exc:
             return exc
 
@@ -177,7 +215,8 @@ class SummaryFailedWarning(RuntimeWarning):
 
 
 class _LazyChatModel:
-    """A chat model named by a string (``"openai:gpt-4o-mini"``), built by ``init_chat_model`` at its first call."""
+    """A chat model named by a string (``"openai:gpt-4o-mini"``), built by ``init_chat_model`` at
+    its first call."""
 
     def __init__(self, spec: str) -> None:
         self.spec = spec
@@ -193,7 +232,10 @@ class _LazyChatModel:
                 try:
                     from langchain.chat_models import init_chat_model
                 except ImportError:
-                    raise ConfigError(f"the model string {self.spec!r} needs the langchain package: {install_hint('agents')}") from None
+                    raise ConfigError(
+                        f"the model string {self.spec!r} needs the langchain package: "
+                        f"{install_hint('agents')}"
+                    ) from None
                 self._model = init_chat_model(self.spec)
             return self._model
 
@@ -205,7 +247,8 @@ class _LazyChatModel:
 
 
 class Summary(Rung):
-    """``summary``: replace the oldest stretches by summaries a chat model writes, to fit a token target.
+    """``summary``: replace the oldest stretches by summaries a chat model writes, to fit a token
+    target.
 
     ``Summary(model, max_tokens=100_000)`` or ``get_strategy("summary", model=model)``;
     ``model`` is a LangChain chat model or a model string for ``init_chat_model``.
@@ -225,7 +268,8 @@ class Summary(Rung):
         on_error: Literal["warn", "raise"] = "warn",
         **options: Unpack[RungOptions],
     ) -> None:
-        """Build the rung; a settings option left at None comes from ``settings``, else the environment, else its default.
+        """Build the rung; a settings option left at None comes from ``settings``, else the
+        environment, else its default.
 
         Args:
             model: The chat model that writes the summaries, or a model string for
@@ -245,7 +289,9 @@ class Summary(Rung):
                 these options.
         """
         extra: dict[str, Any] = dict(options)
-        if isinstance(model, Settings):  # get_strategy("summary", settings, model=...) passes settings first
+        if isinstance(
+            model, Settings
+        ):  # get_strategy("summary", settings, model=...) passes settings first
             if settings is not None:
                 raise ConfigError("settings given twice: as the first argument and as settings=")
             model, settings = None, model
@@ -262,14 +308,25 @@ class Summary(Rung):
             )
         if isinstance(model, str):
             if not model.strip():
-                raise ConfigError("summary's model string is empty; name a model, e.g. 'openai:gpt-4o-mini'")
+                raise ConfigError(
+                    "summary's model string is empty; name a model, e.g. 'openai:gpt-4o-mini'"
+                )
             model = _LazyChatModel(model.strip())
         if on_error not in ("warn", "raise"):
             raise ConfigError(f"on_error={on_error!r}: expected 'warn' or 'raise'")
         if not callable(getattr(model, "invoke", None)):
-            raise ConfigError(f"summary needs a LangChain chat model (with invoke/ainvoke), got {type(model).__name__}")
-        if isinstance(summary_tokens, bool) or not isinstance(summary_tokens, int) or summary_tokens < 1:
-            raise ConfigError(f"summary_tokens={summary_tokens!r} must be a whole number of tokens >= 1")
+            raise ConfigError(
+                "summary needs a LangChain chat model (with invoke/ainvoke), got "
+                f"{type(model).__name__}"
+            )
+        if (
+            isinstance(summary_tokens, bool)
+            or not isinstance(summary_tokens, int)
+            or summary_tokens < 1
+        ):
+            raise ConfigError(
+                f"summary_tokens={summary_tokens!r} must be a whole number of tokens >= 1"
+            )
         super().__init__(resolved, token_counter=token_counter)
         self.model = model
         self.on_error = on_error
@@ -277,7 +334,11 @@ class Summary(Rung):
         self._answers: SizedCache[tuple[str, ...], str] = SizedCache(cache_size, cache_size)
 
     def __repr__(self) -> str:
-        return f"Summary({self.model!r})" if isinstance(self.model, _LazyChatModel) else f"Summary({type(self.model).__name__})"
+        return (
+            f"Summary({self.model!r})"
+            if isinstance(self.model, _LazyChatModel)
+            else f"Summary({type(self.model).__name__})"
+        )
 
     def plan(self, messages: Sequence[BaseMessage], *, target: int, counter: CountTokens) -> Plan:
         """Return the plan of the summary rounds, asking this rung's model (answers remembered).
@@ -298,21 +359,31 @@ class Summary(Rung):
             if tokens <= target:
                 stopped = "under target"
                 break
-            choice = _next_stretch(current, self.settings.keep_steps, count_one, tokens - target + self.summary_tokens)
+            choice = _next_stretch(
+                current, self.settings.keep_steps, count_one, tokens - target + self.summary_tokens
+            )
             if choice is None:
                 stopped = "nothing left to summarise"
                 break
             tier, span = choice
             stretch = current[span.start : span.stop]
-            instructions = (COMBINE_INSTRUCTIONS if tier.endswith("summaries") else SUMMARY_INSTRUCTIONS).format(words=words)
-            answer = yield _ModelRequest(self.model, [SystemMessage(instructions), HumanMessage(render(stretch))], self._answers)
+            instructions = (
+                COMBINE_INSTRUCTIONS if tier.endswith("summaries") else SUMMARY_INSTRUCTIONS
+            ).format(words=words)
+            answer = yield _ModelRequest(
+                self.model,
+                [SystemMessage(instructions), HumanMessage(render(stretch))],
+                self._answers,
+            )
             if isinstance(answer, BaseException):
                 if self.on_error == "raise":
                     raise answer
                 stopped = f"model failed: {type(answer).__name__}: {str(answer)[:200]}"
                 warnings.warn(
-                    f"summary: the model failed ({type(answer).__name__}: {' '.join(str(answer).split())[:300]}); "
-                    "the prompt goes to the model without this summary. Summary(..., on_error='raise') raises instead.",
+                    f"summary: the model failed ({type(answer).__name__}: "
+                    f"{' '.join(str(answer).split())[:300]}); "
+                    "the prompt goes to the model without this summary. Summary(..., "
+                    "on_error='raise') raises instead.",
                     SummaryFailedWarning,
                     stacklevel=2,
                 )
@@ -332,7 +403,14 @@ class Summary(Rung):
                 break
             current = [*current[: span.start], replacement, *current[span.stop :]]
             tokens = counter(current)
-            rounds.append({"tier": tier, "messages": len(stretch), "replaced": stretch_tokens, "summary": summary_tokens})
+            rounds.append(
+                {
+                    "tier": tier,
+                    "messages": len(stretch),
+                    "replaced": stretch_tokens,
+                    "summary": summary_tokens,
+                }
+            )
         if not rounds:
             return Rewrite(None, {"reason": stopped})
         return Rewrite(current, {"rounds": rounds, "stopped": stopped})

@@ -16,11 +16,24 @@ from typing_extensions import Unpack
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from langchain_promptstrat.messages import (
-    CountTokens, handle_text, index_tool_calls, mark, split_steps, tool_call_ids,
+    CountTokens,
+    handle_text,
+    index_tool_calls,
+    mark,
+    split_steps,
+    tool_call_ids,
 )
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.strategies.ladder import (
-    PLACEHOLDER_KIND, Plan, Rewrite, Rung, RungOptions, call_spans, done, kind_of, message_counter,
+    PLACEHOLDER_KIND,
+    Plan,
+    Rewrite,
+    Rung,
+    RungOptions,
+    call_spans,
+    done,
+    kind_of,
+    message_counter,
 )
 
 PLACEHOLDER_TEXT = (
@@ -60,7 +73,8 @@ def rewrite(
     keep_steps: int = 1,
     handles: bool = True,
 ) -> Rewrite:
-    """Return ``messages`` with the oldest large tool outputs replaced by placeholders until under ``target``.
+    """Return ``messages`` with the oldest large tool outputs replaced by placeholders until under
+    ``target``.
 
     With ``handles`` each placeholder names its call's handle. Declines when under target or
     when no output is larger than ``min_tokens`` and its placeholder, outside the newest
@@ -72,7 +86,9 @@ def rewrite(
         return Rewrite(None, {"reason": "under target"})
     count_one = message_counter(counter)
     calling = [step for step in split_steps(messages) if tool_call_ids(messages[step.start])]
-    protected = {i for step in calling[-keep_steps:] for i in step if isinstance(messages[i], ToolMessage)}  # the newest steps' outputs
+    protected = {
+        i for step in calling[-keep_steps:] for i in step if isinstance(messages[i], ToolMessage)
+    }  # the newest steps' outputs
     index = index_tool_calls(messages)
     spans = call_spans(messages, index) if handles else []
     out = list(messages)
@@ -80,7 +96,11 @@ def rewrite(
     for i, message in enumerate(messages):
         if tokens <= target:
             break
-        if not isinstance(message, ToolMessage) or i in protected or kind_of(message) == PLACEHOLDER_KIND:
+        if (
+            not isinstance(message, ToolMessage)
+            or i in protected
+            or kind_of(message) == PLACEHOLDER_KIND
+        ):
             continue
         size = count_one(message)
         if size <= min_tokens:
@@ -104,22 +124,32 @@ def rewrite(
 
 
 class ToolResultsOptions(RungOptions, total=False):
-    """The options of :class:`ToolResults`: every rung's and the size an output must pass to be cleared."""
+    """The options of :class:`ToolResults`: every rung's and the size an output must pass to be
+    cleared."""
 
     min_tokens: Annotated[int | None, SettingKey("tool_results_min_tokens")]
 
 
 class ToolResults(Rung):
-    """``tool_results``: replace the oldest large tool outputs by placeholders to fit a token target.
+    """``tool_results``: replace the oldest large tool outputs by placeholders to fit a token
+    target.
 
-    ``ToolResults(max_tokens=100_000, min_tokens=200)``; in a ladder, the ladder's target and counter.
+    ``ToolResults(max_tokens=100_000, min_tokens=200)``; in a ladder, the ladder's target and
+    counter.
     """
 
     strategy_name = "tool_results"
     options = ToolResultsOptions
 
-    def __init__(self, settings: Settings | None = None, *, token_counter: Any = None, **options: Unpack[ToolResultsOptions]) -> None:
-        """Build the rung; an option left at None comes from ``settings``, else the environment, else its default.
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        token_counter: Any = None,
+        **options: Unpack[ToolResultsOptions],
+    ) -> None:
+        """Build the rung; an option left at None comes from ``settings``, else the environment,
+        else its default.
 
         Args:
             settings: Thresholds shared with other strategies (default: read from the
@@ -130,12 +160,20 @@ class ToolResults(Rung):
         Raises:
             ConfigError: A value is out of range, or a keyword is not one of these options.
         """
-        super().__init__(settings_with_options(type(self), settings, options), token_counter=token_counter)
+        super().__init__(
+            settings_with_options(type(self), settings, options), token_counter=token_counter
+        )
 
     def plan(self, messages: Sequence[BaseMessage], *, target: int, counter: CountTokens) -> Plan:
         """Return the plan of :func:`rewrite` (it needs no model call)."""
         settings = self.settings
-        return done(rewrite(
-            messages, target=target, counter=counter, min_tokens=settings.tool_results_min_tokens,
-            keep_steps=settings.keep_steps, handles=settings.read_back_handles,
-        ))
+        return done(
+            rewrite(
+                messages,
+                target=target,
+                counter=counter,
+                min_tokens=settings.tool_results_min_tokens,
+                keep_steps=settings.keep_steps,
+                handles=settings.read_back_handles,
+            )
+        )

@@ -1,4 +1,5 @@
-"""A chat model that replays a fixed script of answers and records every prompt it is sent, for tests, notebooks and benchmarks.
+"""A chat model that replays a fixed script of answers and records every prompt it is sent, for
+tests, notebooks and benchmarks.
 
 It binds tools and works with ``create_agent`` and ``create_react_agent``. Must not reach
 the network; an answer depends only on the script and the thread's call number (or, for a
@@ -32,13 +33,15 @@ __all__ = ["DEFAULT_FINAL_ANSWER", "ScriptStep", "ScriptedChatModel"]
 DEFAULT_FINAL_ANSWER = "done"
 """What :class:`ScriptedChatModel` answers once its script is exhausted."""
 
-ScriptStep = Any  # AIMessage | str | dict[str, Any] | BaseException | a function of the prompt, see ScriptedChatModel
+# AIMessage | str | dict[str, Any] | BaseException | a function of the prompt, see ScriptedChatModel
+ScriptStep = Any
 _Step = AIMessage | BaseException | Callable[[list[BaseMessage]], Any]
 
 
 @dataclass
 class _ScriptState:
-    """Mutable replay state, shared by every binding and copy of one model (deep copies too); a server calls it from several threads."""
+    """Mutable replay state, shared by every binding and copy of one model (deep copies too); a
+    server calls it from several threads."""
 
     positions: dict[str | None, int] = field(default_factory=dict)
     """The next script step of each thread id (None: calls made outside any thread)."""
@@ -50,8 +53,11 @@ class _ScriptState:
         return self
 
 
-def _run_thread_id(run_manager: CallbackManagerForLLMRun | AsyncCallbackManagerForLLMRun | None) -> str | None:
-    """Return the run's ``configurable.thread_id``, or None outside a thread; from the call's metadata when the config is not in context (async, Python 3.10)."""
+def _run_thread_id(
+    run_manager: CallbackManagerForLLMRun | AsyncCallbackManagerForLLMRun | None,
+) -> str | None:
+    """Return the run's ``configurable.thread_id``, or None outside a thread; from the call's
+    metadata when the config is not in context (async, Python 3.10)."""
     thread = (ensure_config().get("configurable") or {}).get("thread_id")
     if thread is None and run_manager is not None:
         thread = (run_manager.metadata or {}).get("thread_id")
@@ -63,7 +69,8 @@ def _numbered(kind: str, prefix: str, n: int) -> str:
 
 
 def _normalize_step(step: Any, counter: list[int], prefix: str = "") -> _Step:
-    """Return the AIMessage (or exception) one script step stands for; missing call ids numbered from ``counter`` (the call's script position)."""
+    """Return the AIMessage (or exception) one script step stands for; missing call ids numbered
+    from ``counter`` (the call's script position)."""
     if isinstance(step, BaseException) or (callable(step) and not isinstance(step, AIMessage)):
         return step  # a function of the prompt: normalized when it is called
     if isinstance(step, str):
@@ -72,7 +79,8 @@ def _normalize_step(step: Any, counter: list[int], prefix: str = "") -> _Step:
         step = _message_of(step)
     if not isinstance(step, AIMessage):
         raise ConfigError(
-            f"a script step must be an AIMessage, a str, a {{'tool_calls': [...]}} dict or an exception, got {type(step).__name__}"
+            f"a script step must be an AIMessage, a str, a {{'tool_calls': [...]}} dict or an "
+            f"exception, got {type(step).__name__}"
         )
     calls = []
     for tc in step.tool_calls:
@@ -82,10 +90,14 @@ def _normalize_step(step: Any, counter: list[int], prefix: str = "") -> _Step:
 
 
 def _message_of(step: dict[str, Any]) -> AIMessage:
-    """Return the AIMessage a ``{"tool_calls": [{"name", "args", "id"?}], "content"?, "id"?}`` step stands for."""
+    """Return the AIMessage a ``{"tool_calls": [{"name", "args", "id"?}], "content"?, "id"?}`` step
+    stands for."""
     unknown = set(step) - {"tool_calls", "content", "id"}
     if unknown:
-        raise ConfigError(f"script step has unknown keys {sorted(unknown)}; expected 'tool_calls', 'content', 'id'")
+        raise ConfigError(
+            f"script step has unknown keys {sorted(unknown)}; expected 'tool_calls', 'content', "
+            "'id'"
+        )
     calls = []
     for spec in step.get("tool_calls") or []:
         if not isinstance(spec, dict) or "name" not in spec:
@@ -93,7 +105,14 @@ def _message_of(step: dict[str, Any]) -> AIMessage:
         extra = set(spec) - {"name", "args", "id"}
         if extra:
             raise ConfigError(f"tool call spec has unknown keys {sorted(extra)}")
-        calls.append({"name": spec["name"], "args": dict(spec.get("args") or {}), "id": spec.get("id"), "type": "tool_call"})
+        calls.append(
+            {
+                "name": spec["name"],
+                "args": dict(spec.get("args") or {}),
+                "id": spec.get("id"),
+                "type": "tool_call",
+            }
+        )
     return AIMessage(content=step.get("content", ""), tool_calls=calls, id=step.get("id"))
 
 
@@ -118,9 +137,11 @@ class ScriptedChatModel(BaseChatModel):
     cache: Any = False
     """Never cache: a cache hit would skip the script position."""
     id_prefix: str = Field(default_factory=lambda: uuid.uuid4().hex[:10])
-    """What makes this instance's message and tool-call ids its own; random by default, ``""`` for plain ids."""
+    """What makes this instance's message and tool-call ids its own; random by default, ``""`` for
+    plain ids."""
     usage: Callable[[list[BaseMessage]], Any] | None = None
-    """The ``usage_metadata`` each answer reports, from the prompt it answers (None: no usage), as a provider bills."""
+    """The ``usage_metadata`` each answer reports, from the prompt it answers (None: no usage), as a
+    provider bills."""
 
     _steps: list[_Step] = PrivateAttr(default_factory=list)
     _state: _ScriptState = PrivateAttr(default_factory=_ScriptState)
@@ -142,7 +163,8 @@ class ScriptedChatModel(BaseChatModel):
 
     @property
     def call_kwargs(self) -> list[dict[str, Any]]:
-        """Return the keyword arguments (tools, tool_choice, ...) of each call, aligned with ``calls``."""
+        """Return the keyword arguments (tools, tool_choice, ...) of each call, aligned with
+        ``calls``."""
         return self._state.call_kwargs
 
     @property
@@ -151,12 +173,14 @@ class ScriptedChatModel(BaseChatModel):
         return len(self._state.calls)
 
     def position(self, thread_id: str | None = None) -> int:
-        """Return how many steps of the script ``thread_id`` has played (None: the calls made outside any thread)."""
+        """Return how many steps of the script ``thread_id`` has played (None: the calls made
+        outside any thread)."""
         return self._state.positions.get(thread_id, 0)
 
     @property
     def exhausted(self) -> bool:
-        """Return whether every position in use (the shared one before any call) is past the script."""
+        """Return whether every position in use (the shared one before any call) is past the
+        script."""
         positions = list(self._state.positions.values()) or [0]
         return all(p >= len(self._steps) for p in positions)
 
@@ -178,27 +202,37 @@ class ScriptedChatModel(BaseChatModel):
         tool_choice: str | dict[str, Any] | bool | None = None,
         **kwargs: Any,
     ) -> Runnable[LanguageModelInput, AIMessage]:
-        """Return a binding of this model with ``tools`` in OpenAI format (``create_react_agent`` reads them so from a pre-bound model)."""
+        """Return a binding of this model with ``tools`` in OpenAI format (``create_react_agent``
+        reads them so from a pre-bound model)."""
         formatted = [convert_to_openai_tool(t) for t in tools]
         if tool_choice is not None:
             kwargs["tool_choice"] = tool_choice
         return self.bind(tools=formatted, **kwargs)
 
-    def _next_message(self, messages: list[BaseMessage], kwargs: dict[str, Any], thread: str | None) -> AIMessage:
+    def _next_message(
+        self, messages: list[BaseMessage], kwargs: dict[str, Any], thread: str | None
+    ) -> AIMessage:
         state = self._state
         with state.lock:
             state.calls.append(list(messages))
             state.call_kwargs.append(dict(kwargs))
             index = state.positions.get(thread, 0)
             state.positions[thread] = index + 1
-        step = self._steps[index] if index < len(self._steps) else AIMessage(content=self.final_answer)
+        step = (
+            self._steps[index] if index < len(self._steps) else AIMessage(content=self.final_answer)
+        )
         if callable(step) and not isinstance(step, (AIMessage, BaseException)):
             step = _normalize_step(step(messages), [1000 * (index + 1)], self.id_prefix)
         if isinstance(step, BaseException):
             raise step
         if not isinstance(step, AIMessage):
-            raise ConfigError("a script step's function must return an answer (a message, str, dict or exception), not a function")
-        message = step.model_copy(deep=True)  # a copy: agent frameworks set .name and the like on what we return
+            raise ConfigError(
+                "a script step's function must return an answer (a message, str, dict or "
+                "exception), not a function"
+            )
+        message = step.model_copy(
+            deep=True
+        )  # a copy: agent frameworks set .name and the like on what we return
         if message.id is None:
             message.id = _numbered("ai", self.id_prefix, index + 1)
         if self.usage is not None:
@@ -238,7 +272,8 @@ class ScriptedChatModel(BaseChatModel):
         final_answer: str = DEFAULT_FINAL_ANSWER,
         id_prefix: str | None = None,
     ) -> ScriptedChatModel:
-        """Return a model scripted to make ``n_tool_calls`` calls, ``parallel`` per answer, then answer ``final_answer``.
+        """Return a model scripted to make ``n_tool_calls`` calls, ``parallel`` per answer, then
+        answer ``final_answer``.
 
         Each call's args are ``{"query": str, "page": int}`` (:func:`make_sized_tool`'s), drawn
         from ``seed``; about ``repeat_rate`` of them repeat an earlier call (a new id). Several
@@ -259,7 +294,9 @@ class ScriptedChatModel(BaseChatModel):
         for made in range(0, n_tool_calls, parallel):
             step_calls: list[dict[str, Any]] = []
             for _ in range(min(parallel, n_tool_calls - made)):
-                if history and rng.random() < repeat_rate:  # args of str and int: each step copies them
+                if (
+                    history and rng.random() < repeat_rate
+                ):  # args of str and int: each step copies them
                     name, args = rng.choice(history)
                 else:
                     name = rng.choice(names)
@@ -268,4 +305,8 @@ class ScriptedChatModel(BaseChatModel):
                 step_calls.append({"name": name, "args": args})
             history.extend((c["name"], c["args"]) for c in step_calls)
             script.append({"tool_calls": step_calls})
-        return cls(script, final_answer=final_answer, **({} if id_prefix is None else {"id_prefix": id_prefix}))
+        return cls(
+            script,
+            final_answer=final_answer,
+            **({} if id_prefix is None else {"id_prefix": id_prefix}),
+        )

@@ -1,4 +1,5 @@
-"""Deterministic synthetic text for the test doubles: word lists, a ~64 KB pool of realistic lines per output style, and size draws.
+"""Deterministic synthetic text for the test doubles: word lists, a ~64 KB pool of realistic lines
+per output style, and size draws.
 
 Sizes: a truncated Pareto for tool outputs (most small, a long tail), log-uniform for
 arguments. Must stay a pure function of the seeded ``random.Random`` it is handed (no
@@ -46,18 +47,18 @@ _CODE_TEMPLATES = (
     "def {a}_{b}(self, {c}: int, {d}: str | None = None) -> dict[str, Any]:",
     '    """Return the {a} {b} for the given {c}."""',
     "    if {c} is None:",
-    "        raise ValueError(f\"missing {c}: {{{d}!r}}\")",
+    '        raise ValueError(f"missing {c}: {{{d}!r}}")',
     "    result = self._{a}.get({c}, default={d})",
     "    for {b} in sorted(self.{c}_{d}, key=lambda x: x.{a}):",
     "        total += {b}.{c} * {n}",
-    "    return {{\"{a}\": {a}, \"{b}\": {b}, \"count\": {n}}}",
+    '    return {{"{a}": {a}, "{b}": {b}, "count": {n}}}',
     "class {A}{B}({C}Base):",
     "    {a}_{b}: list[{C}] = field(default_factory=list)",
     "import {a}.{b} as {c}",
     "from .{a} import {B}{C}, {a}_{d}",
-    "        logger.debug(\"{a} {b} took %.2fms\", elapsed * {n})",
+    '        logger.debug("{a} {b} took %.2fms", elapsed * {n})',
     "    # TODO({a}): handle the {b} {c} case before {d}",
-    "    assert {a}_{b} >= {n}, \"{c} {d} out of range\"",
+    '    assert {a}_{b} >= {n}, "{c} {d} out of range"',
     "",
 )
 
@@ -68,7 +69,9 @@ def _pool_lines(style: str, rng: random.Random, n: int) -> list[str]:
     for i in range(n):
         a, b, c, d = rng.choice(w), rng.choice(w), rng.choice(w), rng.choice(w)
         num = rng.randint(1, 99999)
-        names = dict(a=a, b=b, c=c, d=d, n=num % 1000, A=a.capitalize(), B=b.capitalize(), C=c.capitalize())
+        names = dict(
+            a=a, b=b, c=c, d=d, n=num % 1000, A=a.capitalize(), B=b.capitalize(), C=c.capitalize()
+        )
         ts = (
             f"2024-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T"
             f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}"
@@ -107,7 +110,9 @@ def _pool_lines(style: str, rng: random.Random, n: int) -> list[str]:
             elif k == 1:
                 lines.append(f"   https://{a}.example.org/{b}/{c}-{d}-{num}")
             else:
-                lines.append("   " + " ".join(rng.choice(w) for _ in range(rng.randint(8, 20))) + "...")
+                lines.append(
+                    "   " + " ".join(rng.choice(w) for _ in range(rng.randint(8, 20))) + "..."
+                )
         elif style == "csv":
             lines.append(f"{num},{a}_{b},{c},{rng.randint(-500, 5000)},{rng.random():.3f},{ts}")
         else:  # pragma: no cover - internal
@@ -117,14 +122,16 @@ def _pool_lines(style: str, rng: random.Random, n: int) -> list[str]:
 
 @lru_cache(maxsize=None)
 def _pool(style: str) -> tuple[str, list[int]]:
-    """Return ~64 KB of realistic ASCII lines of one style (the same in every process) and where its lines start."""
+    """Return ~64 KB of realistic ASCII lines of one style (the same in every process) and where its
+    lines start."""
     lines = _pool_lines(style, random.Random(f"promptstrat:pool:{style}"), 900)
     starts = list(itertools.accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
     return "\n".join(lines) + "\n", starts
 
 
 def pool_text(style: str, rng: random.Random, length: int) -> str:
-    """Return ``length`` characters of pool text, starting at a random line (the pool repeated as often as needed)."""
+    """Return ``length`` characters of pool text, starting at a random line (the pool repeated as
+    often as needed)."""
     if length <= 0:
         return ""
     text, starts = _pool(style)

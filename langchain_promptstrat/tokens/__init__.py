@@ -1,4 +1,5 @@
-"""Token counts of message lists as a provider sees them, offline: ``encodings`` loads an encoding, ``counter`` counts (its docstring gives the rules)."""
+"""Token counts of message lists as a provider sees them, offline: ``encodings`` loads an encoding,
+``counter`` counts (its docstring gives the rules)."""
 
 from __future__ import annotations
 
@@ -10,4 +11,6 @@ from langchain_promptstrat.tokens.counter import (
     missing_call_id_tokens as missing_call_id_tokens,
     tool_schema_tokens as tool_schema_tokens,
 )
-from langchain_promptstrat.tokens.encodings import TokenizerUnavailableWarning as TokenizerUnavailableWarning
+from langchain_promptstrat.tokens.encodings import (
+    TokenizerUnavailableWarning as TokenizerUnavailableWarning,
+)

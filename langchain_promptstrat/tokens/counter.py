@@ -1,4 +1,5 @@
-"""The token counter, :class:`TokenCounter`: close to what the provider bills, cheap on a growing conversation, offline.
+"""The token counter, :class:`TokenCounter`: close to what the provider bills, cheap on a growing
+conversation, offline.
 
 A message counts 3 tokens (the OpenAI cookbook's ``tokens_per_message``) plus the encoded
 texts it sends: its role; a set ``name`` (1 token more; not a ``ToolMessage``'s, which
@@ -18,15 +19,32 @@ from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import tiktoken
-from langchain_core.messages import AIMessage, BaseMessage, ChatMessage, FunctionMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    FunctionMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from langchain_promptstrat.defaults import DEFAULT_ENCODING
 from langchain_promptstrat.errors import ConfigError, InvalidMessagesError
-from langchain_promptstrat.messages import call_block_id, canonical_json, content_text, recorded_calls
+from langchain_promptstrat.messages import (
+    call_block_id,
+    canonical_json,
+    content_text,
+    recorded_calls,
+)
 from langchain_promptstrat.messages.history_memo import IdentityMemo, SizedCache
-from langchain_promptstrat.tokens.encodings import DEFAULT_LOAD_TIMEOUT, _encoding_for_model, _load_encoding
+from langchain_promptstrat.tokens.encodings import (
+    DEFAULT_LOAD_TIMEOUT,
+    _encoding_for_model,
+    _load_encoding,
+)
 
 
 TOKENS_PER_MESSAGE = 3
@@ -42,12 +60,18 @@ def _role(message: BaseMessage) -> str:
     if isinstance(message, SystemMessage):
         role = message.additional_kwargs.get("__openai_role__")  # "developer" for o-series
         return role if isinstance(role, str) else "system"
-    roles = ((AIMessage, "assistant"), (HumanMessage, "user"), (ToolMessage, "tool"), (FunctionMessage, "function"))
+    roles = (
+        (AIMessage, "assistant"),
+        (HumanMessage, "user"),
+        (ToolMessage, "tool"),
+        (FunctionMessage, "function"),
+    )
     return next((role for kind, role in roles if isinstance(message, kind)), message.type)
 
 
 def _call_ids_text(message: BaseMessage) -> str:
-    """Return the call ids ``message`` sends as one text: its calls' ids joined by spaces, or a tool output's ``tool_call_id``."""
+    """Return the call ids ``message`` sends as one text: its calls' ids joined by spaces, or a tool
+    output's ``tool_call_id``."""
     if isinstance(message, ToolMessage):
         return message.tool_call_id or ""
     if isinstance(message, AIMessage):
@@ -56,7 +80,8 @@ def _call_ids_text(message: BaseMessage) -> str:
 
 
 def _sent_parts(message: BaseMessage, call_ids: bool = True) -> tuple[tuple[str, ...], int]:
-    """Return the texts a provider encodes for ``message`` and its fixed extra tokens: a count's cache key."""
+    """Return the texts a provider encodes for ``message`` and its fixed extra tokens: a count's
+    cache key."""
     texts = [_role(message)]
     fixed = TOKENS_PER_MESSAGE
     if message.name and not isinstance(message, ToolMessage):
@@ -73,7 +98,9 @@ def _sent_parts(message: BaseMessage, call_ids: bool = True) -> tuple[tuple[str,
             if call_id not in invalid_ids:  # an invalid call's OpenAI mirror is counted below
                 texts += (name, canonical_json(args))
         for tool_call in message.tool_calls:
-            if not tool_call.get("id"):  # no id, so no mirror to match: counted from tool_calls alone
+            if not tool_call.get(
+                "id"
+            ):  # no id, so no mirror to match: counted from tool_calls alone
                 texts += (tool_call.get("name") or "", canonical_json(tool_call.get("args")))
         for bad in message.invalid_tool_calls:
             texts += (bad.get("name") or "", bad.get("args") or "")
@@ -98,7 +125,8 @@ _CONTENT_CACHE_CHARS = 4_000_000
 
 
 class TokenCounter:
-    """Count the tokens of messages with a tiktoken encoding; call it on a message list (it fits ``trim_messages(token_counter=...)``).
+    """Count the tokens of messages with a tiktoken encoding; call it on a message list (it fits
+    ``trim_messages(token_counter=...)``).
 
     ``TokenCounter()`` uses cl100k_base, ``TokenCounter("o200k_base")`` an encoding by name,
     ``TokenCounter(model="gpt-4o")`` a model's. The encoding loads at the first count, never
@@ -120,28 +148,41 @@ class TokenCounter:
     ) -> None:
         """Build a counter for ``encoding`` or ``model`` (not both); nothing is loaded yet."""
         if encoding is not None and model is not None:
-            raise ConfigError(f"give encoding={encoding!r} or model={model!r}, not both: the model only chooses the encoding")
+            raise ConfigError(
+                f"give encoding={encoding!r} or model={model!r}, not both: the model only chooses "
+                "the encoding"
+            )
         if encoding is not None and not isinstance(encoding, str):
-            raise ConfigError(f"encoding must be a tiktoken encoding name, got {type(encoding).__name__}")
+            raise ConfigError(
+                f"encoding must be a tiktoken encoding name, got {type(encoding).__name__}"
+            )
         if encoding is None:
             encoding = DEFAULT_ENCODING if model is None else _encoding_for_model(model)
         self.encoding_name: str = encoding
         """The encoding asked for (by name, or chosen from the model)."""
         self.call_ids: bool = bool(call_ids)
-        """Whether call ids are counted (the approximation without an encoding always counts them)."""
+        """Whether call ids are counted (the approximation without an encoding always counts
+        them)."""
         self._load_timeout = load_timeout
         self._download = download
         self._resolved = False
         self._encoding: tiktoken.Encoding | None = None
-        self._by_content: SizedCache[tuple[tuple[str, ...], int], int] = SizedCache(_CONTENT_CACHE_CHARS, max_entries=max(cache_size, 0))
+        self._by_content: SizedCache[tuple[tuple[str, ...], int], int] = SizedCache(
+            _CONTENT_CACHE_CHARS, max_entries=max(cache_size, 0)
+        )
         self._by_identity: IdentityMemo[int] = IdentityMemo(cache_size)
 
     def __repr__(self) -> str:
-        return f"TokenCounter({self.encoding_name!r})" if self.call_ids else f"TokenCounter({self.encoding_name!r}, call_ids=False)"
+        return (
+            f"TokenCounter({self.encoding_name!r})"
+            if self.call_ids
+            else f"TokenCounter({self.encoding_name!r}, call_ids=False)"
+        )
 
     @property
     def encoding(self) -> tiktoken.Encoding | None:
-        """Return the loaded tiktoken encoding (loading it now), or None when counts are approximate."""
+        """Return the loaded tiktoken encoding (loading it now), or None when counts are
+        approximate."""
         if not self._resolved:
             self._encoding = _load_encoding(self.encoding_name, self._load_timeout, self._download)
             self._resolved = True
@@ -164,10 +205,14 @@ class TokenCounter:
     def count_message(self, message: BaseMessage) -> int:
         """Return the tokens ``message`` costs in a prompt: overhead, content and tool calls."""
         if not isinstance(message, BaseMessage):
-            raise InvalidMessagesError(f"expected a BaseMessage, got {type(message).__name__}; convert with langchain_core.messages.convert_to_messages first")
+            raise InvalidMessagesError(
+                f"expected a BaseMessage, got {type(message).__name__}; convert with "
+                "langchain_core.messages.convert_to_messages first"
+            )
         if self.encoding is None:
             return count_tokens_approximately([message])
-        # the same object counted again (a replay, a trimmer probing cut points); replacing its content or calls misses
+        # the same object counted again (a replay, a trimmer probing cut points); replacing its
+        # content or calls misses
         calls = getattr(message, "tool_calls", None)
         content = message.content
         count = self._by_identity.get(message, content, calls)
@@ -178,7 +223,9 @@ class TokenCounter:
 
     def __call__(self, messages: Sequence[BaseMessage], /) -> int:
         if isinstance(messages, BaseMessage):
-            raise InvalidMessagesError("expected a list of messages, got a single message; wrap it in a list")
+            raise InvalidMessagesError(
+                "expected a list of messages, got a single message; wrap it in a list"
+            )
         return sum(self.count_message(message) for message in messages)
 
 
@@ -201,7 +248,9 @@ def as_token_counter(obj: Any = None) -> Callable[[Sequence[BaseMessage]], int]:
         return _default_counter
     if isinstance(obj, TokenCounter):
         return obj
-    model_count: Callable[[list[BaseMessage]], int] | None = getattr(obj, "get_num_tokens_from_messages", None)
+    model_count: Callable[[list[BaseMessage]], int] | None = getattr(
+        obj, "get_num_tokens_from_messages", None
+    )
     if callable(model_count):
 
         def count_with_model(messages: Sequence[BaseMessage], /) -> int:
@@ -209,38 +258,47 @@ def as_token_counter(obj: Any = None) -> Callable[[Sequence[BaseMessage]], int]:
 
         return count_with_model
     if callable(obj):
-        return cast("Callable[[Sequence[BaseMessage]], int]", obj)  # documented: any callable taking a message list
+        return cast(
+            "Callable[[Sequence[BaseMessage]], int]", obj
+        )  # documented: any callable taking a message list
     raise ConfigError(
-        f"cannot count tokens with a {type(obj).__name__}; pass None, \"approximate\", a TokenCounter, "
+        f'cannot count tokens with a {type(obj).__name__}; pass None, "approximate", a '
+        "TokenCounter, "
         "a chat model or a function taking a message list"
     )
 
 
 def _text_tokens(counter: Any, text: str) -> int:
-    """Return the tokens of ``text`` with ``counter``'s encoding (about four characters a token when it has none)."""
+    """Return the tokens of ``text`` with ``counter``'s encoding (about four characters a token when
+    it has none)."""
     encoding = counter.encoding if isinstance(counter, TokenCounter) else None
     return len(encoding.encode_ordinary(text)) if encoding is not None else -(-len(text) // 4)
 
 
 def call_id_tokens(message: BaseMessage, counter: Any = None) -> int:
-    """Return the tokens of the call ids ``message`` sends, exactly what :meth:`TokenCounter.count_message` adds for them."""
+    """Return the tokens of the call ids ``message`` sends, exactly what
+    :meth:`TokenCounter.count_message` adds for them."""
     counter = as_token_counter(counter)
     text = _call_ids_text(message)
     return _text_tokens(counter, text) if text else 0
 
 
 def missing_call_id_tokens(message: BaseMessage, counter: Any = None) -> int:
-    """Return the call-id tokens of ``message`` that ``counter`` leaves out, so a ceiling counts ids once whatever the counter."""
+    """Return the call-id tokens of ``message`` that ``counter`` leaves out, so a ceiling counts ids
+    once whatever the counter."""
     counter = as_token_counter(counter)
     if isinstance(counter, TokenCounter):
         counted = counter.call_ids or counter.encoding is None
     else:
-        counted = counter is count_tokens_approximately  # a foreign counter's rules are unknown: add them
+        counted = (
+            counter is count_tokens_approximately
+        )  # a foreign counter's rules are unknown: add them
     return 0 if counted else call_id_tokens(message, counter)
 
 
 def tool_schema_tokens(tools: Sequence[Any] | None, counter: Any = None) -> int:
-    """Return the tokens of the bound tools' schemas as OpenAI function JSON (by ``repr`` when one cannot be converted).
+    """Return the tokens of the bound tools' schemas as OpenAI function JSON (by ``repr`` when one
+    cannot be converted).
 
     Providers wrap these in their own framing, which the ceiling's margin covers.
     """

@@ -1,4 +1,5 @@
-"""Loading tiktoken encodings without waiting on the network: cl100k_base from the file this package ships, o200k_base from quicktok-v1, others from tiktoken's cache.
+"""Loading tiktoken encodings without waiting on the network: cl100k_base from the file this package
+ships, o200k_base from quicktok-v1, others from tiktoken's cache.
 
 tiktoken downloads only with ``download=True``, in a daemon thread bounded by a timeout. An
 encoding that cannot be loaded is decided once per process (``_LOADED``), with one
@@ -44,24 +45,39 @@ def _bundled_cl100k() -> tiktoken.Encoding:
     Read here, not through ``tiktoken.load``, which would copy it into tiktoken's cache; the
     split pattern and special tokens are those of ``tiktoken_ext.openai_public.cl100k_base``.
     """
-    import lzma  # here, not at the top: a Python built without it still counts (approximately, with a warning)
+    # here, not at the top: a Python built without it still counts (approximately, with a warning)
+    import lzma
 
     contents = lzma.decompress(_CL100K_FILE.read_bytes())
     if hashlib.sha256(contents).hexdigest() != CL100K_SHA256:
-        raise ValueError(f"{_CL100K_FILE} is not OpenAI's cl100k_base.tiktoken (sha256 {CL100K_SHA256})")
-    ranks = {base64.b64decode(token): int(rank) for token, rank in map(bytes.split, contents.splitlines())}
-    special = {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
-               "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276}
+        raise ValueError(
+            f"{_CL100K_FILE} is not OpenAI's cl100k_base.tiktoken (sha256 {CL100K_SHA256})"
+        )
+    ranks = {
+        base64.b64decode(token): int(rank)
+        for token, rank in map(bytes.split, contents.splitlines())
+    }
+    special = {
+        "<|endoftext|>": 100257,
+        "<|fim_prefix|>": 100258,
+        "<|fim_middle|>": 100259,
+        "<|fim_suffix|>": 100260,
+        "<|endofprompt|>": 100276,
+    }
     pattern = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
-    return tiktoken.Encoding(DEFAULT_ENCODING, pat_str=pattern, mergeable_ranks=ranks, special_tokens=special)
+    return tiktoken.Encoding(
+        DEFAULT_ENCODING, pat_str=pattern, mergeable_ranks=ranks, special_tokens=special
+    )
 
 
 _QUICKTOK_ENCODINGS = ("o200k_base", "o200k_harmony")
-"""Encodings served offline by the optional ``quicktok-v1`` package when it is installed (tiktoken must download them)."""
+"""Encodings served offline by the optional ``quicktok-v1`` package when it is installed (tiktoken
+must download them)."""
 
 
 def _offline_encoding(name: str) -> Any:
-    """Return an offline copy of encoding ``name`` (quicktok's o200k_base) with a counter's one method, or None."""
+    """Return an offline copy of encoding ``name`` (quicktok's o200k_base) with a counter's one
+    method, or None."""
     if name not in _QUICKTOK_ENCODINGS:
         return None
     try:
@@ -70,12 +86,15 @@ def _offline_encoding(name: str) -> Any:
         tokenizer = quicktok.get_encoding(name)
     except Exception:  # not installed, or its data cannot be read: tiktoken's own load decides
         return None
-    # encode() refuses special-token text (``<|endoftext|>``); encode_ordinary counts it as plain text
+    # encode() refuses special-token text (``<|endoftext|>``); encode_ordinary counts it as plain
+    # text
     encode = getattr(tokenizer, "encode_ordinary", None) or tokenizer.encode
     return SimpleNamespace(encode_ordinary=lambda text: list(encode(text)))
 
 
-_O200K_MODEL = re.compile(r"(?:^|[/:.])(?:chatgpt-4o|gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-oss|o1|o3|o4)(?![a-z0-9])")
+_O200K_MODEL = re.compile(
+    r"(?:^|[/:.])(?:chatgpt-4o|gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-oss|o1|o3|o4)(?![a-z0-9])"
+)
 """Current OpenAI model families (o200k_base), also behind a provider prefix such as
 ``openai:``, ``azure/`` or ``ft:``. gpt-oss uses o200k_harmony, which is o200k_base plus
 special tokens that ordinary text never produces."""
@@ -142,7 +161,9 @@ def _get_encoding_within(name: str, timeout: float) -> tiktoken.Encoding:
     if _HUNG_LOADS:
         loaded = tiktoken.registry.ENCODINGS.get(name)
         if loaded is None:
-            raise TimeoutError("not tried: an earlier tiktoken download still hangs and holds tiktoken's lock")
+            raise TimeoutError(
+                "not tried: an earlier tiktoken download still hangs and holds tiktoken's lock"
+            )
         return loaded
     outcome: dict[str, Any] = {}
 
@@ -160,7 +181,9 @@ def _get_encoding_within(name: str, timeout: float) -> tiktoken.Encoding:
     worker.join(timeout)
     if worker.is_alive():
         _HUNG_LOADS.append(worker)
-        raise TimeoutError(f"still loading after {timeout:g} s (a proxy or firewall that never answers?)")
+        raise TimeoutError(
+            f"still loading after {timeout:g} s (a proxy or firewall that never answers?)"
+        )
     if "error" in outcome:
         raise outcome["error"]
     encoding: tiktoken.Encoding = outcome["encoding"]
@@ -181,26 +204,31 @@ _DOWNLOADED_FILES: dict[str, tuple[str, ...]] = {
 
 
 def _tiktoken_cache_dir() -> str:
-    """Return the directory tiktoken caches downloads in, as tiktoken.load.read_file_cached chooses it."""
+    """Return the directory tiktoken caches downloads in, as tiktoken.load.read_file_cached chooses
+    it."""
     default = os.path.join(tempfile.gettempdir(), "data-gym-cache")
     return os.environ.get("TIKTOKEN_CACHE_DIR", os.environ.get("DATA_GYM_CACHE_DIR", default))
 
 
 def _needs_download(name: str) -> bool:
-    """Return whether loading ``name`` would fetch a file from the network (only tiktoken's own encodings can)."""
+    """Return whether loading ``name`` would fetch a file from the network (only tiktoken's own
+    encodings can)."""
     if name in tiktoken.registry.ENCODINGS or name not in _DOWNLOADED_FILES:
         return False
     cache_dir = _tiktoken_cache_dir()
     if cache_dir == "":
         return True
     return not all(
-        os.path.exists(os.path.join(cache_dir, hashlib.sha1((_BLOB_ROOT + path).encode()).hexdigest()))
+        os.path.exists(
+            os.path.join(cache_dir, hashlib.sha1((_BLOB_ROOT + path).encode()).hexdigest())
+        )
         for path in _DOWNLOADED_FILES[name]
     )
 
 
 def _load_encoding(name: str, timeout: float, download: bool = False) -> tiktoken.Encoding | None:
-    """Return the encoding ``name``, or None (after one warning) when it cannot be loaded now; the network only with ``download``."""
+    """Return the encoding ``name``, or None (after one warning) when it cannot be loaded now; the
+    network only with ``download``."""
     with _LOAD_LOCK:
         if name in _LOADED:
             return _LOADED[name]
@@ -217,7 +245,8 @@ def _load_encoding(name: str, timeout: float, download: bool = False) -> tiktoke
                 failures.append(f"the bundled copy: {type(exc).__name__}: {exc}")
         if not download and _needs_download(name):
             failures.append(
-                f"{name}: not installed offline and not in tiktoken's cache ({_tiktoken_cache_dir()}); "
+                f"{name}: not installed offline and not in tiktoken's cache "
+                f"({_tiktoken_cache_dir()}); "
                 "not downloaded because download=False"
             )
         else:
@@ -226,7 +255,8 @@ def _load_encoding(name: str, timeout: float, download: bool = False) -> tiktoke
                 return _LOADED[name]
             except _UnknownEncoding as exc:
                 raise ConfigError(
-                    f"unknown tiktoken encoding {name!r}; known: {exc}; or pass model=... to choose one"
+                    f"unknown tiktoken encoding {name!r}; known: {exc}; or pass model=... to "
+                    "choose one"
                 ) from None
             except Exception as exc:  # requests errors, hash mismatch, timeout: all mean "not here"
                 failures.append(f"{name}: {type(exc).__name__}: {exc}")
@@ -242,7 +272,8 @@ def _load_encoding(name: str, timeout: float, download: bool = False) -> tiktoke
     warnings.warn(
         f"tiktoken encoding {name!r} could not be loaded ({'; '.join(failures)}). Token counts "
         "fall back to langchain_core.messages.utils.count_tokens_approximately (about 4 characters "
-        f"per token). To count exactly without a network, {offline_copy}, or download the encoding once with "
+        f"per token). To count exactly without a network, {offline_copy}, or download the "
+        "encoding once with "
         f"TokenCounter({name!r}, download=True) into tiktoken's cache (TIKTOKEN_CACHE_DIR).",
         TokenizerUnavailableWarning,
         stacklevel=_caller_outside_this_package(),
@@ -251,7 +282,8 @@ def _load_encoding(name: str, timeout: float, download: bool = False) -> tiktoke
 
 
 def _caller_outside_this_package() -> int:
-    """Return the ``stacklevel`` of the first caller outside the ``tokens`` package: the warning points at the code that counted."""
+    """Return the ``stacklevel`` of the first caller outside the ``tokens`` package: the warning
+    points at the code that counted."""
     package = __name__.rpartition(".")[0] + "."
     frame: FrameType | None
     level, frame = 1, sys._getframe(1)

@@ -1,4 +1,5 @@
-"""Specification of the LangGraph inbox node: notices as state updates, abort as an interrupt, resume."""
+"""Specification of the LangGraph inbox node: notices as state updates, abort as an interrupt,
+resume."""
 
 from __future__ import annotations
 
@@ -57,8 +58,11 @@ CONFIG = {"configurable": {"thread_id": THREAD}}
 
 
 class TestDelivery:
-    def test_posted_notice_reaches_the_model_and_persists_in_the_checkpoint(self, root, model_inputs):
-        """A notice posted for the thread is a state update: the model sees it and get_state keeps it."""
+    def test_posted_notice_reaches_the_model_and_persists_in_the_checkpoint(
+        self, root, model_inputs
+    ):
+        """A notice posted for the thread is a state update: the model sees it and get_state keeps
+        it."""
         app = build(root, model_inputs)
         post_to_inbox(thread_id=THREAD, root=root, content="look at the logs")
         out = app.invoke({"messages": [HumanMessage("task")]}, CONFIG)
@@ -69,39 +73,58 @@ class TestDelivery:
         assert model_inputs[1].count("look at the logs") == 1
 
     def test_no_root_means_no_update(self, model_inputs, monkeypatch, tmp_path):
-        """Without a root or save file the node returns nothing and the graph runs on, reading no inbox in the working directory."""
+        """Without a root or save file the node returns nothing and the graph runs on, reading no
+        inbox in the working directory."""
         monkeypatch.delenv(INBOX_ROOT_ENV, raising=False)
         monkeypatch.chdir(tmp_path)
-        decoy = post_to_inbox(thread_id=THREAD, root=tmp_path, content="must stay")  # where a root defaulting to '.' would look
+        decoy = post_to_inbox(
+            thread_id=THREAD, root=tmp_path, content="must stay"
+        )  # where a root defaulting to '.' would look
         out = build(None, model_inputs).invoke({"messages": [HumanMessage("task")]}, CONFIG)
         assert contents(out["messages"]) == ["task", "answer 1"] and decoy.exists()
 
-    def test_root_from_the_environment_binds_a_run_to_its_threads_inbox_whatever_its_save_file(self, tmp_path, model_inputs, monkeypatch):
-        """The root defaults to PROMPTSTRAT_INBOX_ROOT, and then configurable.save_file (which a request may set)
-        does not move the run to another inbox; without a root it names the inbox."""
+    def test_root_from_the_environment_binds_a_run_to_its_threads_inbox_whatever_its_save_file(
+        self, tmp_path, model_inputs, monkeypatch
+    ):
+        """The root defaults to PROMPTSTRAT_INBOX_ROOT, and then configurable.save_file (which a
+        request may set) does not move the run to another inbox; without a root it names the
+        inbox."""
         monkeypatch.setenv(INBOX_ROOT_ENV, str(tmp_path / "env-root"))
         app = build(None, model_inputs)
         post_to_inbox(thread_id=THREAD, content="from env root")
         post_to_inbox(tmp_path / "x" / "agent.chat", "from save file")
         out = app.invoke({"messages": [HumanMessage("task")]}, CONFIG)
         assert contents(out["messages"])[1] == "from env root"
-        config = {"configurable": {"thread_id": "other", "save_file": str(tmp_path / "x" / "agent.chat")}}
-        assert contents(app.invoke({"messages": [HumanMessage("t")]}, config)["messages"])[1:] == ["answer 2"]
+        config = {
+            "configurable": {"thread_id": "other", "save_file": str(tmp_path / "x" / "agent.chat")}
+        }
+        assert contents(app.invoke({"messages": [HumanMessage("t")]}, config)["messages"])[1:] == [
+            "answer 2"
+        ]
         monkeypatch.delenv(INBOX_ROOT_ENV)
         config["configurable"]["thread_id"] = "third"
-        assert contents(app.invoke({"messages": [HumanMessage("t")]}, config)["messages"])[1] == "from save file"
+        assert (
+            contents(app.invoke({"messages": [HumanMessage("t")]}, config)["messages"])[1]
+            == "from save file"
+        )
 
     def test_persist_false_returns_llm_input_messages(self, root):
-        """persist=False leaves the state alone and hands the model the messages plus the notices."""
+        """persist=False leaves the state alone and hands the model the messages plus the
+        notices."""
         post_to_inbox(thread_id=THREAD, root=root, content="ephemeral")
         node = make_inbox_node(root=root, persist=False)
         update = node({"messages": [HumanMessage("task")]}, CONFIG)
-        assert list(update) == ["llm_input_messages"] and contents(update["llm_input_messages"]) == ["task", "ephemeral"]
+        assert list(update) == ["llm_input_messages"] and contents(
+            update["llm_input_messages"]
+        ) == ["task", "ephemeral"]
 
 
 class TestAbortInterruptAndResume:
-    def test_abort_interrupts_then_resume_continues_without_loss_or_repeat(self, root, model_inputs):
-        """Abort -> __interrupt__ with the reason; resume delivers the earlier notices once and runs the model."""
+    def test_abort_interrupts_then_resume_continues_without_loss_or_repeat(
+        self, root, model_inputs
+    ):
+        """Abort -> __interrupt__ with the reason; resume delivers the earlier notices once and runs
+        the model."""
         app = build(root, model_inputs)
         post_to_inbox(thread_id=THREAD, root=root, content="before", name="0-before")
         request_abort(thread_id=THREAD, root=root, reason="wrong direction")
@@ -110,8 +133,13 @@ class TestAbortInterruptAndResume:
         out = app.invoke({"messages": [HumanMessage("task")]}, CONFIG)
         (interrupt,) = out["__interrupt__"]
         payload = interrupt.value
-        assert payload == {"type": "inbox_abort", "thread_id": THREAD, "reason": "wrong direction", "abort": "abort",
-                           "notices": ["0-before"]}
+        assert payload == {
+            "type": "inbox_abort",
+            "thread_id": THREAD,
+            "reason": "wrong direction",
+            "abort": "abort",
+            "notices": ["0-before"],
+        }
         assert model_inputs == [] and contents(app.get_state(CONFIG).values["messages"]) == ["task"]
 
         post_to_inbox(thread_id=THREAD, root=root, content="while paused", name="c-paused")
@@ -120,14 +148,25 @@ class TestAbortInterruptAndResume:
         assert contents(out["messages"]) == ["task", "before", "after", "while paused", "answer 1"]
         # acknowledged once the stored checkpoint holds them, without waiting for another pickup
         assert wait_settled()
-        assert sorted(set(os.listdir(root / "run.1.inbox_removed")) - {".claims"}) == ["0-before", "abort", "b-after", "c-paused"]
+        assert sorted(set(os.listdir(root / "run.1.inbox_removed")) - {".claims"}) == [
+            "0-before",
+            "abort",
+            "b-after",
+            "c-paused",
+        ]
 
         out = app.invoke({"messages": [HumanMessage("next")]}, CONFIG)
         assert contents(out["messages"]).count("before") == 1 and "__interrupt__" not in out
-        assert sorted(os.listdir(root / "run.1.inbox_removed")) == ["0-before", "abort", "b-after", "c-paused"]
+        assert sorted(os.listdir(root / "run.1.inbox_removed")) == [
+            "0-before",
+            "abort",
+            "b-after",
+            "c-paused",
+        ]
 
     def test_a_string_resume_value_becomes_a_user_message(self, root, model_inputs):
-        """Command(resume="...") with text appends it, marked inbox_resume, after the earlier notices."""
+        """Command(resume="...") with text appends it, marked inbox_resume, after the earlier
+        notices."""
         app = build(root, model_inputs)
         request_abort(thread_id=THREAD, root=root)
         out = app.invoke({"messages": [HumanMessage("task")]}, CONFIG)
@@ -147,8 +186,11 @@ class TestAbortInterruptAndResume:
         out = app.invoke(Command(resume=True), CONFIG)
         assert contents(out["messages"]) == ["task", "answer 1"]
 
-    def test_new_input_instead_of_resume_abandons_the_interrupted_step_but_not_its_notices(self, root, model_inputs):
-        """Invoking with new input drops the paused step; its notices, never acknowledged, are delivered to the new one."""
+    def test_new_input_instead_of_resume_abandons_the_interrupted_step_but_not_its_notices(
+        self, root, model_inputs
+    ):
+        """Invoking with new input drops the paused step; its notices, never acknowledged, are
+        delivered to the new one."""
         app = build(root, model_inputs)
         post_to_inbox(thread_id=THREAD, root=root, content="before", name="a")
         request_abort(thread_id=THREAD, root=root, reason="stop")
@@ -160,7 +202,8 @@ class TestAbortInterruptAndResume:
         assert (root / "run.1.inbox_removed" / "a").read_text() == "before"
 
     def test_without_a_checkpointer_abort_raises_inbox_aborted(self, root, model_inputs):
-        """No checkpointer, nothing to resume: invoke raises InboxAborted carrying the earlier notices."""
+        """No checkpointer, nothing to resume: invoke raises InboxAborted carrying the earlier
+        notices."""
         app = build(root, model_inputs, checkpointer=False)
         post_to_inbox(thread_id=THREAD, root=root, content="kept", name="a")
         request_abort(thread_id=THREAD, root=root, reason="halt")

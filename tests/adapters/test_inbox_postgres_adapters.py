@@ -1,4 +1,5 @@
-"""The LangGraph node and pre-model hook over the PostgreSQL inbox: notices, abort as interrupt, resume."""
+"""The LangGraph node and pre-model hook over the PostgreSQL inbox: notices, abort as interrupt,
+resume."""
 
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ def build(backend, seen):
 
 class TestNodeOverPostgres:
     def test_notices_abort_and_resume(self, inboxes):
-        """Notices reach the model once; abort interrupts; resume delivers what came before it once."""
+        """Notices reach the model once; abort interrupts; resume delivers what came before it
+        once."""
         thread = f"t-{secrets.token_hex(4)}"
         config = {"configurable": {"thread_id": thread}}
         store = inboxes.for_thread(thread)
@@ -52,15 +54,35 @@ class TestNodeOverPostgres:
         store.post("after", name="b")
         out = app.invoke({"messages": [HumanMessage("task")]}, config)
         payload = out["__interrupt__"][0].value
-        assert payload["reason"] == "stop" and payload["abort"] == "abort" and payload["notices"] == ["a"] and seen == []
+        assert (
+            payload["reason"] == "stop"
+            and payload["abort"] == "abort"
+            and payload["notices"] == ["a"]
+            and seen == []
+        )
         assert not any("pg:" in str(value) for value in payload.values())
         out = app.invoke(Command(resume="go on"), config)
-        assert [m.content for m in out["messages"]] == ["task", "before", "go on", "after", "answer 1"]
-        # acknowledged once the stored checkpoint holds them, without waiting for the thread's next pickup
+        assert [m.content for m in out["messages"]] == [
+            "task",
+            "before",
+            "go on",
+            "after",
+            "answer 1",
+        ]
+        # acknowledged once the stored checkpoint holds them, without waiting for the thread's next
+        # pickup
         assert wait_settled()
-        assert store.in_flight() == [] and sorted(e.name for e in store.delivered_entries()) == ["a", "abort", "b"]
+        assert store.in_flight() == [] and sorted(e.name for e in store.delivered_entries()) == [
+            "a",
+            "abort",
+            "b",
+        ]
         app.invoke({"messages": [HumanMessage("next")]}, config)
-        assert store.in_flight() == [] and sorted(e.name for e in store.delivered_entries()) == ["a", "abort", "b"]
+        assert store.in_flight() == [] and sorted(e.name for e in store.delivered_entries()) == [
+            "a",
+            "abort",
+            "b",
+        ]
 
     def test_root_with_postgres_is_refused(self, inboxes, tmp_path):
         """root= goes with the directory backend only."""
@@ -70,20 +92,27 @@ class TestNodeOverPostgres:
 
 class TestHookOverPostgres:
     def test_hook_takes_the_backend_from_its_argument_or_the_inbox_strategy(self, inboxes):
-        """pre_model_hook(backend=...) and pre_model_hook([Inbox(backend=...)]) read the same PostgreSQL inbox."""
+        """pre_model_hook(backend=...) and pre_model_hook([Inbox(backend=...)]) read the same
+        PostgreSQL inbox."""
         thread = f"t-{secrets.token_hex(4)}"
         config = {"configurable": {"thread_id": thread}}
         store = inboxes.for_thread(thread)
-        for hook in (pre_model_hook("inbox", backend=inboxes), pre_model_hook([Inbox(backend=inboxes)])):
+        for hook in (
+            pre_model_hook("inbox", backend=inboxes),
+            pre_model_hook([Inbox(backend=inboxes)]),
+        ):
             store.post("hello", name="n")
             update = hook({"messages": [HumanMessage("task")]}, config)
             assert [m.content for m in update["llm_input_messages"]] == ["task", "hello"]
-            assert store.pending() == [] and store.in_flight() == []  # acknowledged once the model call returned
+            assert (
+                store.pending() == [] and store.in_flight() == []
+            )  # acknowledged once the model call returned
 
 
 class TestMiddlewareOverPostgres:
     def test_abort_interrupts_and_resume_continues(self, inboxes):
-        """PromptStrategyMiddleware(backend=...) delivers the thread's PostgreSQL notices once and interrupts on abort."""
+        """PromptStrategyMiddleware(backend=...) delivers the thread's PostgreSQL notices once and
+        interrupts on abort."""
         from langchain.agents import create_agent
 
         from langchain_promptstrat.adapters.middleware import PromptStrategyMiddleware
@@ -94,8 +123,11 @@ class TestMiddlewareOverPostgres:
         store = inboxes.for_thread(thread)
         model = ScriptedChatModel.long_run(2)
         app = create_agent(
-            model, [make_sized_tool("fetch", sizes=200)], system_prompt="sys",
-            middleware=[PromptStrategyMiddleware(backend=inboxes, persist_inbox=False)], checkpointer=InMemorySaver(),
+            model,
+            [make_sized_tool("fetch", sizes=200)],
+            system_prompt="sys",
+            middleware=[PromptStrategyMiddleware(backend=inboxes, persist_inbox=False)],
+            checkpointer=InMemorySaver(),
         )
         store.post("before", name="0-before")
         store.request_abort("stop")
@@ -103,5 +135,11 @@ class TestMiddlewareOverPostgres:
         assert out["__interrupt__"][0].value["reason"] == "stop" and model.calls == []
         out = app.invoke(Command(resume=True), config)
         assert out["messages"][-1].content == "done"
-        assert [[m.content for m in call].count("before") for call in model.calls] == [1, 0, 0]  # long_run(2): 2 calls + the answer
-        assert store.pending() == [] and store.in_flight() == []  # acknowledged once the model call returned
+        assert [[m.content for m in call].count("before") for call in model.calls] == [
+            1,
+            0,
+            0,
+        ]  # long_run(2): 2 calls + the answer
+        assert (
+            store.pending() == [] and store.in_flight() == []
+        )  # acknowledged once the model call returned

@@ -1,4 +1,5 @@
-"""Every front end reaches the strategies through one function, ``strategy.apply_in_order`` (issue 32, item 6)."""
+"""Every front end reaches the strategies through one function, ``strategy.apply_in_order`` (issue
+32, item 6)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,14 @@ from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage, HumanMessage, messages_to_dict
 from langgraph.prebuilt import create_react_agent
 
-from langchain_promptstrat import PromptStrategyMiddleware, ShortenTools, pre_model_hook, prepare_prompt, registry, strategy
+from langchain_promptstrat import (
+    PromptStrategyMiddleware,
+    ShortenTools,
+    pre_model_hook,
+    prepare_prompt,
+    registry,
+    strategy,
+)
 from langchain_promptstrat.cli import main
 from langchain_promptstrat.testing import ScriptedChatModel, build_agent_run, make_sized_tool
 
@@ -29,13 +37,21 @@ def through_the_runnable(tmp_path: Path) -> None:
 
 
 def through_the_hook(tmp_path: Path) -> None:
-    agent = create_react_agent(ScriptedChatModel.long_run(2), [make_sized_tool("fetch", sizes=200)], pre_model_hook=pre_model_hook(STRATEGIES))
+    agent = create_react_agent(
+        ScriptedChatModel.long_run(2),
+        [make_sized_tool("fetch", sizes=200)],
+        pre_model_hook=pre_model_hook(STRATEGIES),
+    )
     agent.invoke({"messages": [HumanMessage("task")]})
 
 
 def through_the_middleware(tmp_path: Path) -> None:
     middleware = PromptStrategyMiddleware(STRATEGIES)
-    create_agent(ScriptedChatModel.long_run(2), [make_sized_tool("fetch", sizes=200)], middleware=[middleware]).invoke({"messages": [HumanMessage("task")]})
+    create_agent(
+        ScriptedChatModel.long_run(2),
+        [make_sized_tool("fetch", sizes=200)],
+        middleware=[middleware],
+    ).invoke({"messages": [HumanMessage("task")]})
 
 
 def through_the_cli(tmp_path: Path) -> None:
@@ -44,12 +60,24 @@ def through_the_cli(tmp_path: Path) -> None:
     assert main(["apply", str(path), "--strategy", STRATEGIES]) == 0
 
 
-@pytest.mark.parametrize("front_end", [through_prepare_prompt, through_the_runnable, through_the_hook, through_the_middleware, through_the_cli])
+@pytest.mark.parametrize(
+    "front_end",
+    [
+        through_prepare_prompt,
+        through_the_runnable,
+        through_the_hook,
+        through_the_middleware,
+        through_the_cli,
+    ],
+)
 def test_every_front_end_applies_the_strategies_through_apply_in_order(
-    front_end: Callable[[Path], None], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    front_end: Callable[[Path], None],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """No front end has a path of its own, so the prompt floor, the notices' place and the reports are the same everywhere:
-    every strategy call of each front end happens inside apply_in_order."""
+    """No front end has a path of its own, so the prompt floor, the notices' place and the reports
+    are the same everywhere: every strategy call of each front end happens inside apply_in_order."""
     depth = [0]
     outside: list[str] = []
     inside: list[str] = []

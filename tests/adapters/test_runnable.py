@@ -22,7 +22,10 @@ def agent_run():
     """A task then eight single-call steps with 2,000-character outputs."""
     msgs = [SystemMessage("sys"), HumanMessage("task")]
     for i in range(8):
-        msgs += [ai_step([("f", {"q": str(i)})], i, mirror="plain"), ToolMessage("r" * 2000, tool_call_id=f"call_{i}")]
+        msgs += [
+            ai_step([("f", {"q": str(i)})], i, mirror="plain"),
+            ToolMessage("r" * 2000, tool_call_id=f"call_{i}"),
+        ]
     return msgs
 
 
@@ -50,7 +53,9 @@ class TestRunnableInterface:
 
     def test_strategies_compose_with_pipe(self, agent_run):
         """Two strategies piped together apply in sequence."""
-        chain = ShortenTools(**TIGHT) | ShortenTools(full_tool_outputs=0, max_tool_calls=1, max_tool_chars=0)
+        chain = ShortenTools(**TIGHT) | ShortenTools(
+            full_tool_outputs=0, max_tool_calls=1, max_tool_chars=0
+        )
         assert sum(isinstance(m, ToolMessage) for m in chain.invoke(agent_run)) == 1
 
     def test_drops_into_an_lcel_chain_before_a_chat_model(self, agent_run):
@@ -75,18 +80,27 @@ class TestReports:
         with caplog.at_level(logging.DEBUG, logger="langchain_promptstrat"):
             ShortenTools(**TIGHT).invoke(agent_run)
         record = [r for r in caplog.records if r.name == "langchain_promptstrat"][0]
-        assert record.levelno == logging.DEBUG and "'dropped': 5" in record.getMessage()  # 8 calls, max_tool_calls 3
+        assert (
+            record.levelno == logging.DEBUG and "'dropped': 5" in record.getMessage()
+        )  # 8 calls, max_tool_calls 3
 
     def test_report_reaches_astream_events_as_a_custom_event(self, agent_run):
         """Inside a run, the report is dispatched as the custom event 'promptstrat'."""
         chain = ShortenTools(**TIGHT) | RunnableLambda(lambda m: m)
 
         async def collect():
-            return [e async for e in chain.astream_events(agent_run, version="v2") if e["event"] == "on_custom_event"]
+            return [
+                e
+                async for e in chain.astream_events(agent_run, version="v2")
+                if e["event"] == "on_custom_event"
+            ]
 
         events = asyncio.run(collect())
         assert [e["name"] for e in events] == ["promptstrat"]
-        assert events[0]["data"]["strategy"] == "shorten_tools" and events[0]["data"]["dropped"] == 8 - 3  # calls - max_tool_calls
+        assert (
+            events[0]["data"]["strategy"] == "shorten_tools"
+            and events[0]["data"]["dropped"] == 8 - 3
+        )  # calls - max_tool_calls
 
     def test_run_name_is_the_strategy_name(self):
         """Traces show the registry key as the run name."""

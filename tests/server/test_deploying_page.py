@@ -1,4 +1,5 @@
-"""docs/deploying.md as written: its own files, in an empty folder, served by its own command, driven by its own client.
+"""docs/deploying.md as written: its own files, in an empty folder, served by its own command,
+driven by its own client.
 
 The page's graph module becomes ``agent.py`` and its ``langgraph.json`` is written beside it;
 the page's ``langgraph dev`` command runs there (with the inbox root in a temporary folder
@@ -41,17 +42,29 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     (folder / "langgraph.json").write_text(LANGGRAPH_JSON, encoding="utf-8")
     port = free_port()
     command = START.replace("/srv/agents/inboxes", str(home / "inboxes"))
-    env = {k: v for k, v in os.environ.items() if k not in SECRETS and not k.startswith("PROMPTSTRAT_")}
+    env = {
+        k: v for k, v in os.environ.items() if k not in SECRETS and not k.startswith("PROMPTSTRAT_")
+    }
     path = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
     env.update(QUIET_SERVER_ENV, PATH=path, AGENT_PORT=str(port))
     with (home / "server.log").open("wb") as log:
-        process = subprocess.Popen(["bash", "-c", command], cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, start_new_session=True)
+        process = subprocess.Popen(
+            ["bash", "-c", command],
+            cwd=folder,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     url = f"http://127.0.0.1:{port}"
 
     def answers() -> bool:
         if process.poll() is not None:
-            raise AssertionError(f"{command} exited with {process.returncode}:\n{(home / 'server.log').read_text()[-3000:]}")
+            raise AssertionError(
+                f"{command} exited with "
+                f"{process.returncode}:\n{(home / 'server.log').read_text()[-3000:]}"
+            )
         try:
             return httpx.get(f"{url}/ok", timeout=2).status_code == 200
         except httpx.HTTPError:
@@ -71,12 +84,17 @@ def test_the_pages_files_and_command_serve_the_pages_client(server: str, tmp_pat
     2024, whoever held it)."""
     env = {**os.environ, "AGENT_PORT": server.rsplit(":", 1)[1]}
     command = [sys.executable, "-W", "default", "-c", CLIENT]
-    result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
-                            timeout=300)
+    result = subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "ResourceWarning" not in result.stderr, result.stderr[-3000:]
     lines = result.stdout.splitlines()
-    assert lines[0] == "201 pending" and lines[1].startswith("wait for review [") and lines[-1] == "done"
+    assert (
+        lines[0] == "201 pending"
+        and lines[1].startswith("wait for review [")
+        and lines[-1] == "done"
+    )
 
 
 def test_an_unknown_thread_is_a_404_and_an_id_that_is_not_a_uuid_a_422(server: str) -> None:

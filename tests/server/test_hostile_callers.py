@@ -38,10 +38,17 @@ from langchain_promptstrat.inbox.postgres import PostgresInbox, PostgresInboxes
 TOKENS = {"alice": "alice-token", "bob": "bob-token", "vera": "vera-token"}
 TASK = {"messages": [{"role": "user", "content": "Pass the three gates."}]}
 PROMPTSTRAT = Path(sys.executable).parent / "promptstrat"
-UNSAFE = frozenset([
-    *map(chr, range(0x20)), *map(chr, range(0x7F, 0xA0)), "\u061c", "\u200e", "\u200f",
-    *map(chr, range(0x202A, 0x202F)), *map(chr, range(0x2066, 0x206A)),
-])
+UNSAFE = frozenset(
+    [
+        *map(chr, range(0x20)),
+        *map(chr, range(0x7F, 0xA0)),
+        "\u061c",
+        "\u200e",
+        "\u200f",
+        *map(chr, range(0x202A, 0x202F)),
+        *map(chr, range(0x2066, 0x206A)),
+    ]
+)
 """C0 and C1 controls, bidi marks, embeddings, overrides and isolates: never raw in a listing."""
 
 
@@ -52,7 +59,9 @@ class Served:
         self, server: LangGraphServer, root: Path | None = None, dsn: str | None = None
     ) -> None:
         self.server, self.root, self.dsn, self.url = server, root, dsn, server.url
-        self.thread = {who: str(self.sdk(who).threads.create()["thread_id"]) for who in ("alice", "bob")}
+        self.thread = {
+            who: str(self.sdk(who).threads.create()["thread_id"]) for who in ("alice", "bob")
+        }
 
     def headers(self, who: str | None) -> dict[str, str]:
         return {} if who is None else {"Authorization": f"Bearer {TOKENS[who]}"}
@@ -67,7 +76,9 @@ class Served:
         extra = extra.items() if isinstance(extra, dict) else extra
         headers = [*self.headers(who).items(), *extra]
         answer = httpx.request(method, f"{self.url}{path}", headers=headers, timeout=30, **kwargs)
-        assert answer.status_code < 500, f"{method} {path} as {who}: {answer.status_code} {answer.text}"
+        assert answer.status_code < 500, (
+            f"{method} {path} as {who}: {answer.status_code} {answer.text}"
+        )
         assert "/tmp/" not in answer.text and "promptstrat_inbox_" not in answer.text, answer.text
         assert self.root is None or str(self.root) not in answer.text, answer.text
         return answer
@@ -123,7 +134,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 @pytest.fixture(scope="module")
 def served_postgres(
-    tmp_path_factory: pytest.TempPathFactory, postgres_dsn: str, postgres_schema: str  # noqa: F811
+    tmp_path_factory: pytest.TempPathFactory,
+    postgres_dsn: str,
+    postgres_schema: str,  # noqa: F811
 ) -> Iterator[Served]:
     dsn = schema_dsn(postgres_dsn, postgres_schema)
     server = serve(tmp_path_factory.mktemp("hostile-postgres"), PROMPTSTRAT_INBOX_DSN=dsn)
@@ -140,30 +153,50 @@ def either(request: pytest.FixtureRequest) -> Served:
 
 
 def test_the_deploying_page_shows_the_auth_file_this_suite_serves() -> None:
-    """docs/deploying.md shows who may post and abort with this file: the one a deployer copies is the one tested here."""
+    """docs/deploying.md shows who may post and abort with this file: the one a deployer copies is
+    the one tested here."""
     root = Path(__file__).resolve().parents[2]
     page = (root / "docs" / "deploying.md").read_text(encoding="utf-8")
-    assert (root / "tests" / "server" / "deployment" / "auth.py").read_text(encoding="utf-8") in page
+    assert (root / "tests" / "server" / "deployment" / "auth.py").read_text(
+        encoding="utf-8"
+    ) in page
     assert '"disable_studio_auth": true' in page
 
 
-def test_an_owner_posts_reads_and_aborts_on_her_own_thread_over_http_and_the_sdk(served: Served) -> None:
-    """The routes still work for the one who may write: 201 over httpx and through the SDK's HTTP client, listed after."""
+def test_an_owner_posts_reads_and_aborts_on_her_own_thread_over_http_and_the_sdk(
+    served: Served,
+) -> None:
+    """The routes still work for the one who may write: 201 over httpx and through the SDK's HTTP
+    client, listed after."""
     thread = served.thread["alice"]
-    assert served.call("POST", f"/threads/{thread}/inbox", "alice", json={"content": "hello", "name": "hello"}).status_code == 201
-    answer = served.sdk("alice").http.post(f"/threads/{thread}/inbox", json={"content": "via the sdk", "name": "sdk"})
+    assert (
+        served.call(
+            "POST", f"/threads/{thread}/inbox", "alice", json={"content": "hello", "name": "hello"}
+        ).status_code
+        == 201
+    )
+    answer = served.sdk("alice").http.post(
+        f"/threads/{thread}/inbox", json={"content": "via the sdk", "name": "sdk"}
+    )
     assert answer["state"] == "pending"
     names = [e["name"] for e in served.sdk("alice").http.get(f"/threads/{thread}/inbox")["pending"]]
     assert {"hello", "sdk"} <= set(names)
 
 
 def test_a_viewer_reads_but_cannot_post_or_abort(served: Served) -> None:
-    """The viewer may GET /threads/{id} but not PATCH it or start a run: the routes check a POST against the update."""
+    """The viewer may GET /threads/{id} but not PATCH it or start a run: the routes check a POST
+    against the update."""
     thread = served.thread["alice"]
     before = served.pending(thread)
     assert served.call("GET", f"/threads/{thread}/inbox", "vera").status_code == 200
-    assert served.call("POST", f"/threads/{thread}/inbox", "vera", json={"content": "x"}).status_code == 403
-    assert served.call("POST", f"/threads/{thread}/abort", "vera", json={"reason": "x"}).status_code == 403
+    assert (
+        served.call("POST", f"/threads/{thread}/inbox", "vera", json={"content": "x"}).status_code
+        == 403
+    )
+    assert (
+        served.call("POST", f"/threads/{thread}/abort", "vera", json={"reason": "x"}).status_code
+        == 403
+    )
     with pytest.raises(httpx.HTTPStatusError) as refused:
         served.sdk("vera").http.post(f"/threads/{thread}/abort", json={"reason": "via the sdk"})
     assert refused.value.response.status_code == 403
@@ -171,96 +204,173 @@ def test_a_viewer_reads_but_cannot_post_or_abort(served: Served) -> None:
 
 
 def test_an_owner_neither_reads_nor_writes_another_owners_thread(served: Served) -> None:
-    """Bob's filters hide Alice's thread: 404 for reading and for posting, and nothing reaches her inbox."""
+    """Bob's filters hide Alice's thread: 404 for reading and for posting, and nothing reaches her
+    inbox."""
     thread = served.thread["alice"]
     before = served.pending(thread)
     assert served.call("GET", f"/threads/{thread}/inbox", "bob").status_code == 404
-    assert served.call("POST", f"/threads/{thread}/inbox", "bob", json={"content": "x"}).status_code == 404
+    assert (
+        served.call("POST", f"/threads/{thread}/inbox", "bob", json={"content": "x"}).status_code
+        == 404
+    )
     assert served.call("POST", f"/threads/{thread}/abort", "bob", json={}).status_code == 404
     assert served.pending(thread) == before
 
 
-@pytest.mark.parametrize("extra", [{}, {"x-auth-scheme": "langsmith"}, {"Authorization": "Bearer wrong"}])
-@pytest.mark.parametrize("path", ["{thread}", "%2E%2E", "%2E", "..%3Fx", "{thread}%3Fx", "{thread}%23x"])
+@pytest.mark.parametrize(
+    "extra", [{}, {"x-auth-scheme": "langsmith"}, {"Authorization": "Bearer wrong"}]
+)
+@pytest.mark.parametrize(
+    "path", ["{thread}", "%2E%2E", "%2E", "..%3Fx", "{thread}%3Fx", "{thread}%23x"]
+)
 def test_no_token_does_nothing(served: Served, extra: dict[str, str], path: str) -> None:
-    """Without a valid token (the studio's scheme included) nothing is read or written, whatever the id: '..' once
-    made the check URL the server's public root."""
+    """Without a valid token (the studio's scheme included) nothing is read or written, whatever the
+    id: '..' once made the check URL the server's public root."""
     thread = served.thread["alice"]
     before = sorted(os.listdir(served.root)) if served.root.exists() else []
     target = path.format(thread=thread)
-    for method, route, body in (("GET", "inbox", None), ("POST", "inbox", {"content": "x"}), ("POST", "abort", {})):
+    for method, route, body in (
+        ("GET", "inbox", None),
+        ("POST", "inbox", {"content": "x"}),
+        ("POST", "abort", {}),
+    ):
         answer = served.call(method, f"/threads/{target}/{route}", None, json=body, headers=extra)
         assert answer.status_code in (401, 403, 404, 422), answer.text
     assert (sorted(os.listdir(served.root)) if served.root.exists() else []) == before
 
 
 def test_every_spelling_of_a_thread_reaches_its_one_inbox(served: Served) -> None:
-    """Uppercase, no hyphens, braces and urn:uuid: are one thread to the server: all five notices in one inbox."""
+    """Uppercase, no hyphens, braces and urn:uuid: are one thread to the server: all five notices in
+    one inbox."""
     thread = served.thread["bob"]
-    spellings = [thread, thread.upper(), thread.replace("-", ""), "%7B" + thread + "%7D", "urn:uuid:" + thread]
+    spellings = [
+        thread,
+        thread.upper(),
+        thread.replace("-", ""),
+        "%7B" + thread + "%7D",
+        "urn:uuid:" + thread,
+    ]
     for i, spelling in enumerate(spellings):
-        answer = served.call("POST", f"/threads/{spelling}/inbox", "bob", json={"content": f"n{i}", "name": f"spelling-{i}"})
+        answer = served.call(
+            "POST",
+            f"/threads/{spelling}/inbox",
+            "bob",
+            json={"content": f"n{i}", "name": f"spelling-{i}"},
+        )
         assert answer.status_code == 201, answer.text
-    assert [n for n in served.pending(thread) if n.startswith("spelling-")] == [f"spelling-{i}" for i in range(5)]
-    assert not any(thread.upper() in p or thread.replace("-", "") in p for p in os.listdir(served.root))  # no inbox per spelling
+    assert [n for n in served.pending(thread) if n.startswith("spelling-")] == [
+        f"spelling-{i}" for i in range(5)
+    ]
+    assert not any(
+        thread.upper() in p or thread.replace("-", "") in p for p in os.listdir(served.root)
+    )  # no inbox per spelling
 
 
 def test_a_cross_origin_text_plain_abort_is_refused(served: Served) -> None:
-    """A browser page may send text/plain with the owner's cookie-less token attached by a proxy; JSON only."""
+    """A browser page may send text/plain with the owner's cookie-less token attached by a proxy;
+    JSON only."""
     thread = served.thread["alice"]
-    answer = served.call("POST", f"/threads/{thread}/abort", "alice", content=b'{"reason": "x"}',
-                         headers={"content-type": "text/plain", "origin": "https://evil.example"})
+    answer = served.call(
+        "POST",
+        f"/threads/{thread}/abort",
+        "alice",
+        content=b'{"reason": "x"}',
+        headers={"content-type": "text/plain", "origin": "https://evil.example"},
+    )
     assert answer.status_code == 415 and "abort" not in served.pending(thread)
 
 
 def test_the_abort_interrupt_names_no_server_path(served: Served) -> None:
-    """The owner's abort interrupts her run; the interrupt every API client reads names the thread and the reason only."""
+    """The owner's abort interrupts her run; the interrupt every API client reads names the thread
+    and the reason only."""
     client = served.sdk("alice")
     thread = str(client.threads.create()["thread_id"])
-    assert served.call("POST", f"/threads/{thread}/abort", "alice", json={"reason": "stop here"}).status_code == 201
+    assert (
+        served.call(
+            "POST", f"/threads/{thread}/abort", "alice", json={"reason": "stop here"}
+        ).status_code
+        == 201
+    )
     client.runs.wait(thread, "agent", input=TASK)
     (interrupt,) = client.threads.get_state(thread)["interrupts"]
-    assert interrupt["value"]["reason"] == "stop here" and str(served.root) not in json.dumps(interrupt)
+    assert interrupt["value"]["reason"] == "stop here" and str(served.root) not in json.dumps(
+        interrupt
+    )
 
 
 CALLERS = st.sampled_from([None, "alice", "bob", "vera"])
 IDS = st.one_of(st.sampled_from(["alice", "bob"]), st.text(min_size=1, max_size=60))
-TYPES = st.sampled_from(["application/json", "application/json; charset=utf-8", "text/plain", "", "application/x-www-form-urlencoded"])
+TYPES = st.sampled_from(
+    [
+        "application/json",
+        "application/json; charset=utf-8",
+        "text/plain",
+        "",
+        "application/x-www-form-urlencoded",
+    ]
+)
 BODIES = st.one_of(
     st.binary(max_size=200),
-    st.dictionaries(st.sampled_from(["content", "name", "reason"]), st.one_of(st.text(max_size=40), st.integers(), st.none()))
-    .map(lambda d: json.dumps(d).encode()),
+    st.dictionaries(
+        st.sampled_from(["content", "name", "reason"]),
+        st.one_of(st.text(max_size=40), st.integers(), st.none()),
+    ).map(lambda d: json.dumps(d).encode()),
 )
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(caller=CALLERS, thread=IDS, route=st.sampled_from(["inbox", "abort", "list"]), content_type=TYPES, body=BODIES)
+@given(
+    caller=CALLERS,
+    thread=IDS,
+    route=st.sampled_from(["inbox", "abort", "list"]),
+    content_type=TYPES,
+    body=BODIES,
+)
 def test_hypothesis_no_5xx_no_path_and_writes_only_by_the_owner(
     served: Served, caller: str | None, thread: str, route: str, content_type: str, body: bytes
 ) -> None:
-    """Whatever the caller, id, body or content type: no 5xx, no server path, and a 201 only for the thread's owner."""
+    """Whatever the caller, id, body or content type: no 5xx, no server path, and a 201 only for the
+    thread's owner."""
     thread_id = served.thread.get(thread, thread)
     path = f"/threads/{quote(thread_id.encode('utf-8', 'surrogatepass'), safe='')}"
     if route == "list":
         answer = served.call("GET", f"{path}/inbox", caller)
         assert answer.status_code != 200 or caller in ("vera", thread)
         return
-    answer = served.call("POST", f"{path}/{route}", caller, content=body, headers={"content-type": content_type} if content_type else {})
+    answer = served.call(
+        "POST",
+        f"{path}/{route}",
+        caller,
+        content=body,
+        headers={"content-type": content_type} if content_type else {},
+    )
     if answer.status_code == 201:
         assert caller == thread, f"{caller} wrote to {thread}'s inbox"
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(name=st.one_of(st.none(), st.text(max_size=300)), content=st.text(max_size=200))
-def test_hypothesis_an_owners_notice_is_stored_and_listed_or_refused_with_a_4xx(served: Served, name: str | None, content: str) -> None:
-    """Any name and text from the owner: a 201 that the listing then shows, or a 4xx saying why; never a 5xx."""
+def test_hypothesis_an_owners_notice_is_stored_and_listed_or_refused_with_a_4xx(
+    served: Served, name: str | None, content: str
+) -> None:
+    """Any name and text from the owner: a 201 that the listing then shows, or a 4xx saying why;
+    never a 5xx."""
     thread = served.thread["bob"]
     body = json.dumps({"content": content, **({} if name is None else {"name": name})}).encode()
-    answer = served.call("POST", f"/threads/{thread}/inbox", "bob", content=body, headers={"content-type": "application/json"})
+    answer = served.call(
+        "POST",
+        f"/threads/{thread}/inbox",
+        "bob",
+        content=body,
+        headers={"content-type": "application/json"},
+    )
     assert answer.status_code in (201, 409, 413, 422), answer.text
     if answer.status_code == 201:
         listed = served.call("GET", f"/threads/{thread}/inbox?limit=1000", "bob").json()
-        assert answer.json()["name"] in [e["name"] for e in listed["pending"]] or listed["totals"]["pending"] > 1000
+        assert (
+            answer.json()["name"] in [e["name"] for e in listed["pending"]]
+            or listed["totals"]["pending"] > 1000
+        )
 
 
 # --------------------------------------------------------------------------- issue 42
@@ -338,8 +448,12 @@ def test_an_inbox_whose_thread_vanished_while_the_server_was_down_reaches_no_new
         server.stop(signal.SIGKILL)
 
 
-NOT_ASCII = [("X-Note", "café".encode()), ("X-Note", b"\xff\xfe"),
-             ("Accept-Language", "日本語".encode()), ("Authorization", b"Bearer \xff")]
+NOT_ASCII = [
+    ("X-Note", "café".encode()),
+    ("X-Note", b"\xff\xfe"),
+    ("Accept-Language", "日本語".encode()),
+    ("Authorization", b"Bearer \xff"),
+]
 ROUTES = [("POST", "abort", {}), ("POST", "inbox", {"content": "a header"}), ("GET", "inbox", None)]
 
 
@@ -383,8 +497,9 @@ def test_hypothesis_any_header_value_is_answered_below_500_without_a_traceback(
     answer is below 500 and the log stays clean."""
     method, path, body = route
     size = served.log_size()
-    served.call(method, f"/threads/{served.thread['alice']}/{path}", who, json=body,
-                headers=[(name, value)])
+    served.call(
+        method, f"/threads/{served.thread['alice']}/{path}", who, json=body, headers=[(name, value)]
+    )
     assert "Traceback" not in served.log_since(size)
 
 
@@ -461,8 +576,12 @@ def test_previews_and_names_carry_no_raw_control_or_bidi_character(either: Serve
     assert not any(UNSAFE & set(e["preview"] + e["name"]) for e in listed)
     assert "\\x9b31mred\\u202eevil" in listed[0]["preview"]
     where = ["--root", str(either.root)] if either.root is not None else ["--dsn", str(either.dsn)]
-    shown = subprocess.run([str(PROMPTSTRAT), "inbox", "ls", "--json", "--thread", thread, *where],
-                           capture_output=True, text=True, timeout=60)
+    shown = subprocess.run(
+        [str(PROMPTSTRAT), "inbox", "ls", "--json", "--thread", thread, *where],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert shown.returncode == 0 and not UNSAFE - {"\n"} & set(shown.stdout), shown
     assert not any(UNSAFE & set(e["preview"] + e["name"]) for e in json.loads(shown.stdout))
     assert hostile in delivered_texts(either, "alice", thread)

@@ -1,4 +1,5 @@
-"""Specification of dedupe_outputs: lines an output repeats from an earlier one become one pointer to it."""
+"""Specification of dedupe_outputs: lines an output repeats from an earlier one become one pointer
+to it."""
 
 from __future__ import annotations
 
@@ -23,8 +24,16 @@ FILE = [f"    line_{i} = compute_value({i}, factor={i * 7})" for i in range(12)]
 def run(*outputs: str, tool: str = "bash") -> list[BaseMessage]:
     messages: list[BaseMessage] = [SystemMessage("s"), HumanMessage("fix it")]
     for i, output in enumerate(outputs):
-        call = {"name": tool, "args": {"command": f"step {i}"}, "id": f"call_{i}", "type": "tool_call"}
-        messages += [AIMessage("", tool_calls=[call]), ToolMessage(output, tool_call_id=f"call_{i}")]
+        call = {
+            "name": tool,
+            "args": {"command": f"step {i}"},
+            "id": f"call_{i}",
+            "type": "tool_call",
+        }
+        messages += [
+            AIMessage("", tool_calls=[call]),
+            ToolMessage(output, tool_call_id=f"call_{i}"),
+        ]
     return messages
 
 
@@ -38,11 +47,17 @@ ACTIVE = Settings(dedupe_tool_call_threshold=0)
 class TestTheRule:
     def test_a_file_read_twice_points_back_to_the_first_read(self):
         """The second read keeps its new lines and names the output that already shows the rest."""
-        messages = run("\n".join(FILE), "\n".join(["header of the second read", *FILE[2:10], "a line only here, long enough"]))
+        messages = run(
+            "\n".join(FILE),
+            "\n".join(["header of the second read", *FILE[2:10], "a line only here, long enough"]),
+        )
         out = dedupe_outputs(messages, settings=ACTIVE).messages
         assert out[-1].content == "\n".join(
-            ["header of the second read", reference_text(8, "call_0", "bash"),
-             "a line only here, long enough"]
+            [
+                "header of the second read",
+                reference_text(8, "call_0", "bash"),
+                "a line only here, long enough",
+            ]
         )
         assert out[:-1] == messages[:-1] and out[3] is messages[3]
 
@@ -60,7 +75,8 @@ class TestTheRule:
         assert out[-1].content == reference_text(12, "call_1", "bash")
 
     def test_short_lines_and_runs_shorter_than_their_pointer_stay(self):
-        """Braces and blank lines repeat without meaning anything; a pointer longer than its lines would cost more."""
+        """Braces and blank lines repeat without meaning anything; a pointer longer than its lines
+        would cost more."""
         short = "\n".join(["}", "", "  return x", "}"])
         one_line = FILE[0]
         messages = run(short + "\n" + one_line, short, one_line)
@@ -78,23 +94,36 @@ class TestTheRule:
         messages = run("\n".join(FILE), *filler(4), "\n".join(FILE))
         result = DedupeOutputs().compact(messages)
         assert result.messages[-1].content == reference_text(12, "call_0", "bash")
-        assert result.report.details["outputs_edited"] == 1 and result.report.details["lines_pointed_back"] == 12
+        assert (
+            result.report.details["outputs_edited"] == 1
+            and result.report.details["lines_pointed_back"] == 12
+        )
 
     def test_block_content_is_left_as_it_is(self):
         """Only string outputs are edited; a list of blocks keeps its shape."""
         messages = run("\n".join(FILE))
-        messages += [AIMessage("", tool_calls=[{"name": "bash", "args": {}, "id": "b", "type": "tool_call"}]),
-                     ToolMessage([{"type": "text", "text": "\n".join(FILE)}], tool_call_id="b")]
+        messages += [
+            AIMessage(
+                "", tool_calls=[{"name": "bash", "args": {}, "id": "b", "type": "tool_call"}]
+            ),
+            ToolMessage([{"type": "text", "text": "\n".join(FILE)}], tool_call_id="b"),
+        ]
         assert dedupe_outputs(messages, settings=ACTIVE).messages == messages
 
 
-LINES = st.sampled_from([*FILE, "}", "", "a different line of some length", "another distinct line here!"])
+LINES = st.sampled_from(
+    [*FILE, "}", "", "a different line of some length", "another distinct line here!"]
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(outputs=st.lists(st.lists(LINES, max_size=14).map("\n".join), min_size=1, max_size=10), threshold=st.integers(0, 6))
+@given(
+    outputs=st.lists(st.lists(LINES, max_size=14).map("\n".join), min_size=1, max_size=10),
+    threshold=st.integers(0, 6),
+)
 def test_every_line_removed_is_shown_whole_by_an_earlier_output(outputs, threshold):
-    """For any history: pairs intact, input untouched, earlier messages the same objects, and every dropped line still in the prompt, in an earlier output."""
+    """For any history: pairs intact, input untouched, earlier messages the same objects, and every
+    dropped line still in the prompt, in an earlier output."""
     messages = run(*outputs)
     before = [m.model_dump() for m in messages]
     out = dedupe_outputs(messages, settings=Settings(dedupe_tool_call_threshold=threshold)).messages
@@ -113,7 +142,8 @@ def test_every_line_removed_is_shown_whole_by_an_earlier_output(outputs, thresho
 
 class TestTheObject:
     def test_the_next_call_returns_the_same_copies(self):
-        """A growing conversation gets the same edited objects every call, so the strategy after it sees an unchanged prefix."""
+        """A growing conversation gets the same edited objects every call, so the strategy after it
+        sees an unchanged prefix."""
         messages = run("\n".join(FILE), *filler(4), "\n".join(FILE), *filler(2))
         strategy = DedupeOutputs()
         first = strategy.compact(messages[:-2]).messages
@@ -122,7 +152,8 @@ class TestTheObject:
         assert second == dedupe_outputs(messages, settings=strategy.settings).messages
 
     def test_a_conversation_loaded_again_resumes_with_the_same_copies(self):
-        """New objects with the same content (a checkpoint read back) get the remembered copies, so the next strategy's memo still hits."""
+        """New objects with the same content (a checkpoint read back) get the remembered copies, so
+        the next strategy's memo still hits."""
         from langchain_core.messages import messages_from_dict, messages_to_dict
 
         messages = run("\n".join(FILE), *filler(4), "\n".join(FILE), *filler(2))
@@ -132,18 +163,30 @@ class TestTheObject:
         again = strategy.compact(reloaded).messages
         assert again == first and again[13] is first[13] and first[13] is not messages[13]
         changed = [*reloaded[:-1], reloaded[-1].model_copy(update={"content": "\n".join(FILE)})]
-        assert strategy.compact(changed).messages == dedupe_outputs(changed, settings=strategy.settings).messages
+        assert (
+            strategy.compact(changed).messages
+            == dedupe_outputs(changed, settings=strategy.settings).messages
+        )
 
     def test_two_conversations_forking_from_one_prefix_each_get_their_own_reading(self):
-        """A reading is extended in place, so it is taken out of the memo: a branch never sees the lines of another branch from the same prefix."""
+        """A reading is extended in place, so it is taken out of the memo: a branch never sees the
+        lines of another branch from the same prefix."""
         prefix = run(*filler(6))
         text = "\n".join(f"a line only the branches print, number {i}" for i in range(5))
 
         def branch(*call_ids: str) -> list[BaseMessage]:
             messages = list(prefix)
             for call_id in call_ids:
-                call = {"name": "bash", "args": {"command": call_id}, "id": call_id, "type": "tool_call"}
-                messages += [AIMessage("", tool_calls=[call]), ToolMessage(text, tool_call_id=call_id)]
+                call = {
+                    "name": "bash",
+                    "args": {"command": call_id},
+                    "id": call_id,
+                    "type": "tool_call",
+                }
+                messages += [
+                    AIMessage("", tool_calls=[call]),
+                    ToolMessage(text, tool_call_id=call_id),
+                ]
             return messages
 
         strategy = DedupeOutputs()
@@ -151,15 +194,22 @@ class TestTheObject:
         for messages in (branch("call_a"), branch("call_b", "call_c"), branch("call_a")):
             out = strategy.compact(messages).messages
             assert out == dedupe_outputs(messages, settings=strategy.settings).messages
-            assert out[len(prefix) + 1].content == text  # the first showing in its own history: whole, no pointer to the other branch
+            assert (
+                out[len(prefix) + 1].content == text
+            )  # the first showing in its own history: whole, no pointer to the other branch
 
     def test_its_reading_lives_in_the_replay_engines_memo(self):
-        """One memo of earlier calls for every strategy that resumes from them: dedupe_outputs, the bounded default and the ladder."""
+        """One memo of earlier calls for every strategy that resumes from them: dedupe_outputs, the
+        bounded default and the ladder."""
         from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable
         from langchain_promptstrat.strategies.ladder import CompactionLadder
         from langchain_promptstrat.messages.history_memo import ReplayMemo
 
-        for strategy in (DedupeOutputs(), ShortenToolsEpochStable(), CompactionLadder(["tool_results"], max_tokens=10_000)):
+        for strategy in (
+            DedupeOutputs(),
+            ShortenToolsEpochStable(),
+            CompactionLadder(["tool_results"], max_tokens=10_000),
+        ):
             assert isinstance(strategy._memo, ReplayMemo), type(strategy).__name__
 
     def test_it_keeps_no_finished_conversation_alive(self):
@@ -177,7 +227,8 @@ class TestTheObject:
 
 
 def test_on_real_transcripts_every_prompt_is_a_pure_function_with_pairs_intact():
-    """On real runs the object and the function agree call by call, pairs stay intact, and outputs do shrink."""
+    """On real runs the object and the function agree call by call, pairs stay intact, and outputs
+    do shrink."""
     folder = realruns_dir("converted")
     saved = 0
     for path in sorted(folder.glob("*.jsonl"))[:6]:

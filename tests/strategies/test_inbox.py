@@ -1,4 +1,5 @@
-"""Specification of the inbox strategy: consume-once notices, the reserved abort file, the Runnable and prepare_prompt forms."""
+"""Specification of the inbox strategy: consume-once notices, the reserved abort file, the Runnable
+and prepare_prompt forms."""
 
 from __future__ import annotations
 
@@ -57,7 +58,8 @@ def removed_path(save_file):
 def conversation():
     """A system message, a task and one completed tool call."""
     return [
-        SystemMessage("sys"), HumanMessage("task"),
+        SystemMessage("sys"),
+        HumanMessage("task"),
         AIMessage("", tool_calls=[{"name": "f", "args": {}, "id": "c1", "type": "tool_call"}]),
         ToolMessage("result", tool_call_id="c1"),
     ]
@@ -71,12 +73,16 @@ class TestGating:
             assert out.messages == conversation and out.messages is not conversation
         assert list(tmp_path.iterdir()) == []
 
-    def test_missing_inbox_directory_is_a_no_op_that_creates_nothing(self, conversation, save_file, tmp_path):
+    def test_missing_inbox_directory_is_a_no_op_that_creates_nothing(
+        self, conversation, save_file, tmp_path
+    ):
         """A save file without an inbox sibling changes nothing and creates nothing."""
         assert Inbox().compact(conversation, save_file=save_file).messages == conversation
         assert list(tmp_path.iterdir()) == []
 
-    def test_empty_inbox_does_not_create_the_removed_directory(self, conversation, save_file, inbox_path, removed_path):
+    def test_empty_inbox_does_not_create_the_removed_directory(
+        self, conversation, save_file, inbox_path, removed_path
+    ):
         """The removed directory is created lazily, on the first move only."""
         inbox_path.mkdir()
         assert Inbox().compact(conversation, save_file=save_file).messages == conversation
@@ -87,29 +93,40 @@ class TestGating:
         write(inbox_path, "a", "hello")
         before = list(conversation)
         out = Inbox().compact(conversation, save_file=save_file).messages
-        assert contents(out)[-1] == "hello" and len(out) == len(before) + 1  # a delivery really happened
+        assert (
+            contents(out)[-1] == "hello" and len(out) == len(before) + 1
+        )  # a delivery really happened
         assert conversation == before and len(conversation) == len(before)
 
 
 class TestDelivery:
-    def test_appends_in_sorted_order_moves_files_and_preserves_mtime(self, conversation, save_file, inbox_path, removed_path):
+    def test_appends_in_sorted_order_moves_files_and_preserves_mtime(
+        self, conversation, save_file, inbox_path, removed_path
+    ):
         """Files are appended sorted by name, moved into .inbox_removed with their mtimes kept."""
         write(inbox_path, "b.txt", "second", mtime=2_000_000)
         write(inbox_path, "a.txt", "first", mtime=1_000_000)
         write(inbox_path, "C.txt", "zeroth", mtime=3_000_000)
         out = Inbox().compact(conversation, save_file=save_file).messages
         assert out[:4] == conversation and contents(out[4:]) == ["zeroth", "first", "second"]
-        assert sorted(os.listdir(removed_path)) == ["C.txt", "a.txt", "b.txt"] and os.listdir(inbox_path) == []
+        assert (
+            sorted(os.listdir(removed_path)) == ["C.txt", "a.txt", "b.txt"]
+            and os.listdir(inbox_path) == []
+        )
         assert (removed_path / "a.txt").stat().st_mtime == 1_000_000
         assert (removed_path / "b.txt").stat().st_mtime == 2_000_000
 
     def test_delivered_messages_are_marked_real_user_messages(self, save_file, inbox_path):
-        """Each notice is a HumanMessage marked inbox_delivery with its file and mtime (no path: the mark is stored with the conversation)."""
+        """Each notice is a HumanMessage marked inbox_delivery with its file and mtime (no path: the
+        mark is stored with the conversation)."""
         write(inbox_path, "note.md", "hi", mtime=86400)
         (message,) = Inbox().compact([], save_file=save_file).messages
         assert isinstance(message, HumanMessage) and is_real_user_message(message)
         assert mark_of(message) == {
-            "kind": "inbox_delivery", "notice": False, "file": "note.md", "mtime": "1970-01-02T00:00:00+00:00",
+            "kind": "inbox_delivery",
+            "notice": False,
+            "file": "note.md",
+            "mtime": "1970-01-02T00:00:00+00:00",
             "replaced_characters": False,
             "token": message.id.removeprefix("promptstrat-inbox-"),
         }
@@ -124,10 +141,13 @@ class TestDelivery:
         assert sorted(os.listdir(inbox_path)) == [".hidden", "link", "sub"]
 
     def test_is_consume_once(self, conversation, save_file, inbox_path):
-        """A delivered notice is not delivered again by the next call (tool-call rounds included)."""
+        """A delivered notice is not delivered again by the next call (tool-call rounds
+        included)."""
         write(inbox_path, "a", "once")
         first = prepare_prompt(conversation, "inbox", save_file=save_file)
-        second = prepare_prompt(first[:-1] + [AIMessage("next round")], "inbox", save_file=save_file)
+        second = prepare_prompt(
+            first[:-1] + [AIMessage("next round")], "inbox", save_file=save_file
+        )
         assert contents(first)[-1] == "once" and "once" not in contents(second)
 
     def test_collision_in_removed_gets_numeric_suffix(self, save_file, inbox_path, removed_path):
@@ -135,7 +155,11 @@ class TestDelivery:
         for text in ("one", "two", "three"):
             write(inbox_path, "a.txt", text)
             Inbox().compact([], save_file=save_file)
-        assert {p.name: p.read_text() for p in removed_path.iterdir()} == {"a.txt": "one", "a.1.txt": "two", "a.2.txt": "three"}
+        assert {p.name: p.read_text() for p in removed_path.iterdir()} == {
+            "a.txt": "one",
+            "a.1.txt": "two",
+            "a.2.txt": "three",
+        }
 
     def test_invalid_utf8_is_delivered_with_replacement_characters(self, save_file, inbox_path):
         """Bytes that are not UTF-8 are decoded with U+FFFD, and the mark and report say so."""
@@ -147,7 +171,8 @@ class TestDelivery:
         assert result.report.details["replaced_characters"] == ["bad"]
 
     def test_blank_file_is_consumed_but_never_sent(self, save_file, inbox_path, removed_path):
-        """A blank notice (e.g. from touch) is moved to the history but not appended: providers reject empty user messages."""
+        """A blank notice (e.g. from touch) is moved to the history but not appended: providers
+        reject empty user messages."""
         write(inbox_path, "a-touched", "  \n")
         write(inbox_path, "b", "real")
         result = Inbox().compact([], save_file=save_file)
@@ -160,13 +185,23 @@ class TestDelivery:
         budget (a share of the ceiling) and how many notices wait for the next pickup."""
         write(inbox_path, "a", "x")
         report = Inbox().compact([], save_file=save_file).report
-        assert report.details == {"inbox": str(inbox_path), "delivered": 1, "files": ["a"], "skipped": [], "replaced_characters": [],
-                                  "empty": [], "budget_tokens": 27_904, "waiting": 0}
+        assert report.details == {
+            "inbox": str(inbox_path),
+            "delivered": 1,
+            "files": ["a"],
+            "skipped": [],
+            "replaced_characters": [],
+            "empty": [],
+            "budget_tokens": 27_904,
+            "waiting": 0,
+        }
         assert report.messages_in == 0 and report.messages_out == 1
 
 
 class TestUnreadableFiles:
-    def test_a_file_that_cannot_be_opened_is_skipped_in_place(self, save_file, inbox_path, monkeypatch):
+    def test_a_file_that_cannot_be_opened_is_skipped_in_place(
+        self, save_file, inbox_path, monkeypatch
+    ):
         """An open failure leaves the file in the inbox, logs it and delivers the others."""
         for name in ("a", "b", "c"):
             write(inbox_path, name, name)
@@ -182,7 +217,9 @@ class TestUnreadableFiles:
         assert contents(result.messages) == ["a", "c"] and os.listdir(inbox_path) == ["b"]
         assert [s["file"] for s in result.report.details["skipped"]] == ["b"]
 
-    def test_a_file_that_cannot_be_moved_is_skipped_in_place(self, save_file, inbox_path, monkeypatch):
+    def test_a_file_that_cannot_be_moved_is_skipped_in_place(
+        self, save_file, inbox_path, monkeypatch
+    ):
         """A rename failure other than a lost race leaves the file and never breaks the call."""
         for name in ("a", "b"):
             write(inbox_path, name, name)
@@ -198,7 +235,8 @@ class TestUnreadableFiles:
         assert os.listdir(inbox_path) == ["a"]
 
     def test_unreadable_file_is_skipped_without_raising_for_a_non_root_user(self):
-        """A mode-000 file is skipped in place for an ordinary user (run as uid 65534 when tests run as root)."""
+        """A mode-000 file is skipped in place for an ordinary user (run as uid 65534 when tests run
+        as root)."""
         if os.geteuid() != 0:
             assert _unreadable_scenario() == (["a", "c"], ["b"])
             return
@@ -209,7 +247,10 @@ class TestUnreadableFiles:
         proc.join(20)
         outcome = parent.recv() if parent.poll() else ("error", "no answer")
         if outcome[0] == "cannot-drop":
-            pytest.skip(f"running as root and cannot switch to an unprivileged user ({outcome[1]}); root reads any file")
+            pytest.skip(
+                f"running as root and cannot switch to an unprivileged user ({outcome[1]}); root "
+                "reads any file"
+            )
         assert outcome == ("ok", (["a", "c"], ["b"]))
 
 
@@ -240,13 +281,18 @@ def _as_nobody(conn) -> None:
 
 
 class TestAbort:
-    def test_abort_file_aborts_and_is_consumed_once(self, conversation, save_file, inbox_path, removed_path):
-        """'abort' raises InboxAborted once; it lies in .inbox_removed and the next call runs normally."""
+    def test_abort_file_aborts_and_is_consumed_once(
+        self, conversation, save_file, inbox_path, removed_path
+    ):
+        """'abort' raises InboxAborted once; it lies in .inbox_removed and the next call runs
+        normally."""
         write(inbox_path, "abort", "stop", mtime=5_000_000)
         with pytest.raises(InboxAborted) as caught:
             Inbox().compact(conversation, save_file=save_file)
         assert caught.value.path == str(removed_path / "abort")
-        assert (removed_path / "abort").stat().st_mtime == 5_000_000 and os.listdir(inbox_path) == []
+        assert (removed_path / "abort").stat().st_mtime == 5_000_000 and os.listdir(
+            inbox_path
+        ) == []
         assert Inbox().compact(conversation, save_file=save_file).messages == conversation
 
     def test_abort_content_is_the_reason_and_never_reaches_the_prompt(self, save_file, inbox_path):
@@ -258,7 +304,9 @@ class TestAbort:
         assert caught.value.reason == "budget exhausted" and str(caught.value) == "budget exhausted"
         assert contents(caught.value.delivered) == ["check the budget"]
 
-    def test_files_before_abort_are_consumed_and_carried_by_the_error(self, save_file, inbox_path, removed_path):
+    def test_files_before_abort_are_consumed_and_carried_by_the_error(
+        self, save_file, inbox_path, removed_path
+    ):
         """Notices sorting before 'abort' are moved and handed back in InboxAborted.delivered."""
         write(inbox_path, "0-first", "one")
         write(inbox_path, "1-second", "two")
@@ -268,16 +316,22 @@ class TestAbort:
         assert contents(caught.value.delivered) == ["one", "two"]
         assert sorted(os.listdir(removed_path)) == ["0-first", "1-second", "abort"]
 
-    def test_empty_abort_still_aborts_with_a_reason_saying_so_and_its_path_apart(self, save_file, inbox_path, removed_path):
-        """A blank abort file aborts with a sentence for a reason; where it lies is the error's path, never its text."""
+    def test_empty_abort_still_aborts_with_a_reason_saying_so_and_its_path_apart(
+        self, save_file, inbox_path, removed_path
+    ):
+        """A blank abort file aborts with a sentence for a reason; where it lies is the error's
+        path, never its text."""
         write(inbox_path, "abort", " \n ")
         with pytest.raises(InboxAborted) as caught:
             Inbox().compact([], save_file=save_file)
         assert caught.value.reason == "abort requested through the inbox (an empty abort file)"
         assert caught.value.path == str(removed_path / "abort")
 
-    def test_an_unreadable_abort_file_still_aborts(self, save_file, inbox_path, removed_path, monkeypatch):
-        """An abort file that cannot be opened is consumed anyway, with a reason saying it was unreadable."""
+    def test_an_unreadable_abort_file_still_aborts(
+        self, save_file, inbox_path, removed_path, monkeypatch
+    ):
+        """An abort file that cannot be opened is consumed anyway, with a reason saying it was
+        unreadable."""
         write(inbox_path, "abort", "secret reason")
         real_open = os.open
 
@@ -294,14 +348,19 @@ class TestAbort:
         assert os.listdir(inbox_path) == []
 
     def test_files_around_abort_behave_as_without_it(self, save_file, inbox_path):
-        """Files sorting after 'abort' stay for the next run; look-alike names are ordinary notices."""
+        """Files sorting after 'abort' stay for the next run; look-alike names are ordinary
+        notices."""
         for name in ("Abort", "abort", "abort.txt", "my-abort", "zz"):
             write(inbox_path, name, name)
         with pytest.raises(InboxAborted) as caught:
             Inbox().compact([], save_file=save_file)
         assert contents(caught.value.delivered) == ["Abort"]
         assert sorted(os.listdir(inbox_path)) == ["abort.txt", "my-abort", "zz"]
-        assert contents(Inbox().compact([], save_file=save_file).messages) == ["abort.txt", "my-abort", "zz"]
+        assert contents(Inbox().compact([], save_file=save_file).messages) == [
+            "abort.txt",
+            "my-abort",
+            "zz",
+        ]
 
     def test_inbox_aborted_survives_pickling(self, save_file, inbox_path):
         """The error crosses process boundaries with its reason, path and notices."""
@@ -312,7 +371,11 @@ class TestAbort:
         with pytest.raises(InboxAborted) as caught:
             inbox([], save_file=save_file)
         copy = pickle.loads(pickle.dumps(caught.value))
-        assert (copy.reason, copy.path, contents(copy.delivered)) == ("why", caught.value.path, ["kept"])
+        assert (copy.reason, copy.path, contents(copy.delivered)) == (
+            "why",
+            caught.value.path,
+            ["kept"],
+        )
 
 
 class TestRunnableForm:
@@ -323,12 +386,15 @@ class TestRunnableForm:
         assert contents(out)[-1] == "hello"
 
     def test_thread_id_and_root_name_the_inbox(self, conversation, tmp_path):
-        """With a root, configurable.thread_id names <root>/<thread_id>.inbox; a dotted id keeps its dots."""
+        """With a root, configurable.thread_id names <root>/<thread_id>.inbox; a dotted id keeps its
+        dots."""
         write(tmp_path / "run.1.inbox", "a", "for run.1")
         out = Inbox(root=tmp_path).invoke(conversation, {"configurable": {"thread_id": "run.1"}})
         assert contents(out)[-1] == "for run.1"
 
-    def test_root_from_the_environment_is_read_at_call_time(self, conversation, tmp_path, monkeypatch):
+    def test_root_from_the_environment_is_read_at_call_time(
+        self, conversation, tmp_path, monkeypatch
+    ):
         """PROMPTSTRAT_INBOX_ROOT set after the strategy was built still applies."""
         strategy = Inbox()
         write(tmp_path / "t.inbox", "a", "late root")
@@ -341,12 +407,17 @@ class TestRunnableForm:
         """A thread without any inbox root has no inbox: not even one in the working directory."""
         monkeypatch.delenv(INBOX_ROOT_ENV, raising=False)
         monkeypatch.chdir(tmp_path)
-        decoy = write(tmp_path / "t.inbox", "a", "must stay")  # where a root defaulting to '.' would look
+        decoy = write(
+            tmp_path / "t.inbox", "a", "must stay"
+        )  # where a root defaulting to '.' would look
         assert Inbox().invoke(conversation, {"configurable": {"thread_id": "t"}}) == conversation
         assert decoy.exists()
 
-    def test_a_thread_config_names_the_same_inbox_for_apply_strategies_as_for_invoke(self, conversation, tmp_path):
-        """apply_strategies(config=) and the Runnable take one apply path: a thread id under a root finds the same inbox for both."""
+    def test_a_thread_config_names_the_same_inbox_for_apply_strategies_as_for_invoke(
+        self, conversation, tmp_path
+    ):
+        """apply_strategies(config=) and the Runnable take one apply path: a thread id under a root
+        finds the same inbox for both."""
         strategy = Inbox(root=tmp_path)
         config = {"configurable": {"thread_id": "t"}}
         write(tmp_path / "t.inbox", "a", "first")
@@ -356,7 +427,8 @@ class TestRunnableForm:
         assert os.listdir(tmp_path / "t.inbox") == []
 
     def test_invoke_emits_the_inbox_report_to_the_run_callbacks(self, conversation, tmp_path):
-        """The Runnable's report reaches the run's callbacks as the promptstrat event, as on every other path."""
+        """The Runnable's report reaches the run's callbacks as the promptstrat event, as on every
+        other path."""
         from langchain_core.callbacks import BaseCallbackHandler
 
         seen: list[dict] = []
@@ -366,8 +438,12 @@ class TestRunnableForm:
                 seen.append({"name": name, **data})
 
         write(tmp_path / "t.inbox", "a", "notice")
-        Inbox(root=tmp_path).invoke(conversation, {"configurable": {"thread_id": "t"}, "callbacks": [Events()]})
-        assert [(e["name"], e["strategy"], e["delivered"]) for e in seen] == [("promptstrat", "inbox", 1)]
+        Inbox(root=tmp_path).invoke(
+            conversation, {"configurable": {"thread_id": "t"}, "callbacks": [Events()]}
+        )
+        assert [(e["name"], e["strategy"], e["delivered"]) for e in seen] == [
+            ("promptstrat", "inbox", 1)
+        ]
 
     def test_invoke_raises_inbox_aborted(self, conversation, save_file, inbox_path):
         """The Runnable form raises InboxAborted on an abort file."""
@@ -379,21 +455,45 @@ class TestRunnableForm:
 def long_run(steps: int = 14) -> list:
     msgs = [SystemMessage("sys"), HumanMessage("task")]
     for i in range(steps):
-        msgs.append(AIMessage("", tool_calls=[{"name": "f", "args": {"q": "a" * 300 + str(i)}, "id": f"c{i}", "type": "tool_call"}]))
+        msgs.append(
+            AIMessage(
+                "",
+                tool_calls=[
+                    {
+                        "name": "f",
+                        "args": {"q": "a" * 300 + str(i)},
+                        "id": f"c{i}",
+                        "type": "tool_call",
+                    }
+                ],
+            )
+        )
         msgs.append(ToolMessage(f"out{i}:" + "r" * 800, tool_call_id=f"c{i}"))
     return msgs
 
 
-TIGHT = Settings(epoch_tool_call_threshold=5, epoch_full_tool_calls=2, epoch_compacted_tool_calls=4, epoch_size=3)
-STABLE_TIGHT = Settings(stable_tool_call_threshold=5, stable_full_tool_calls=2, stable_epoch_size=3,
-                        stable_max_compacted_tool_calls=4, stable_front_drop_chunk=2)
+TIGHT = Settings(
+    epoch_tool_call_threshold=5, epoch_full_tool_calls=2, epoch_compacted_tool_calls=4, epoch_size=3
+)
+STABLE_TIGHT = Settings(
+    stable_tool_call_threshold=5,
+    stable_full_tool_calls=2,
+    stable_epoch_size=3,
+    stable_max_compacted_tool_calls=4,
+    stable_front_drop_chunk=2,
+)
 """The default list's compactor acting from the sixth of long_run's 14 calls on."""
 
 
 class TestComposition:
-    @pytest.mark.parametrize("order", ["inbox,shorten_tools_epoch_increment", "shorten_tools_epoch_increment,inbox"])
-    def test_composes_with_shorten_tools_epoch_increment_in_both_orders(self, save_file, inbox_path, order):
-        """Either order compacts the tools exactly as alone and delivers each notice once, at the end."""
+    @pytest.mark.parametrize(
+        "order", ["inbox,shorten_tools_epoch_increment", "shorten_tools_epoch_increment,inbox"]
+    )
+    def test_composes_with_shorten_tools_epoch_increment_in_both_orders(
+        self, save_file, inbox_path, order
+    ):
+        """Either order compacts the tools exactly as alone and delivers each notice once, at the
+        end."""
         run = long_run()
         write(inbox_path, "a", "notice one")
         write(inbox_path, "b", "notice two")
@@ -401,12 +501,16 @@ class TestComposition:
         out = prepare_prompt(run, order, save_file=save_file, settings=TIGHT)
         assert out[-2:][0].content == "notice one" and out[-1].content == "notice two"
         assert contents(out).count("notice one") == 1 and contents(out).count("notice two") == 1
-        assert [m for m in out if isinstance(m, ToolMessage)] == [m for m in alone if isinstance(m, ToolMessage)]
+        assert [m for m in out if isinstance(m, ToolMessage)] == [
+            m for m in alone if isinstance(m, ToolMessage)
+        ]
         assert out[:-2] == alone and check_tool_pairs(out) == []
         assert len(alone) < len(run)  # the compactor really did something
         assert prepare_prompt(run, order, save_file=save_file, settings=TIGHT) == alone
 
-    def test_prepare_prompt_gives_the_save_file_only_to_the_inbox(self, save_file, inbox_path, monkeypatch):
+    def test_prepare_prompt_gives_the_save_file_only_to_the_inbox(
+        self, save_file, inbox_path, monkeypatch
+    ):
         """The default list forwards save_file to the inbox and leaves the compactor unaffected."""
         monkeypatch.delenv("PROMPT_STRATEGY", raising=False)
         write(inbox_path, "a", "hello")
@@ -414,7 +518,9 @@ class TestComposition:
         assert contents(out) == ["task", "hello"]
         write(inbox_path, "b", "again")
         run = long_run()
-        compacted = ShortenToolsEpochStable(STABLE_TIGHT).compact(run).messages  # what the compactor gives without a save file
+        compacted = (
+            ShortenToolsEpochStable(STABLE_TIGHT).compact(run).messages
+        )  # what the compactor gives without a save file
         out = prepare_prompt(run, save_file=save_file, settings=STABLE_TIGHT)
         assert len(compacted) < len(run) and out[:-1] == compacted and out[-1].content == "again"
 

@@ -1,4 +1,5 @@
-"""A conversation loaded again (new message objects, equal content) is the same conversation for the replaying strategies."""
+"""A conversation loaded again (new message objects, equal content) is the same conversation for the
+replaying strategies."""
 
 from __future__ import annotations
 
@@ -16,8 +17,12 @@ from langchain_promptstrat.testing import iter_agent_run
 from langchain_promptstrat.tokens import TokenCounter
 
 STRATEGIES: dict[str, Callable[..., Any]] = {
-    "shorten_tools_epoch_stable": lambda counter=None: ShortenToolsEpochStable(max_tokens=12_000, token_counter=counter),
-    "ladder": lambda counter=None: CompactionLadder(["tool_results", "sliding_window"], max_tokens=12_000, token_counter=counter),
+    "shorten_tools_epoch_stable": lambda counter=None: ShortenToolsEpochStable(
+        max_tokens=12_000, token_counter=counter
+    ),
+    "ladder": lambda counter=None: CompactionLadder(
+        ["tool_results", "sliding_window"], max_tokens=12_000, token_counter=counter
+    ),
     "dedupe_outputs": lambda counter=None: DedupeOutputs(),
 }
 COUNTING = ["shorten_tools_epoch_stable", "ladder"]
@@ -38,8 +43,11 @@ def reloaded(messages: list[BaseMessage]) -> list[BaseMessage]:
     return messages_from_dict(messages_to_dict(messages))
 
 
-def warmed(name: str, seed: int, calls: int | None = None, counter: TokenCounter | None = None) -> tuple[Any, list[list[BaseMessage]]]:
-    """Return a strategy object that has seen the seeded 150-call run call by call (its first ``calls`` prompts, else all), and the prompts."""
+def warmed(
+    name: str, seed: int, calls: int | None = None, counter: TokenCounter | None = None
+) -> tuple[Any, list[list[BaseMessage]]]:
+    """Return a strategy object that has seen the seeded 150-call run call by call (its first
+    ``calls`` prompts, else all), and the prompts."""
     prompts = list(iter_agent_run(150, seed=seed))
     warm = STRATEGIES[name](counter) if counter is not None else STRATEGIES[name]()
     for prompt in prompts[:calls]:
@@ -53,7 +61,8 @@ def digest_of(result: Any) -> tuple[list[Any], dict[str, Any]]:
 
 @pytest.mark.parametrize("name", list(STRATEGIES))
 def test_a_reloaded_conversation_gets_the_prompt_and_report_of_the_warm_one(name: str) -> None:
-    """A checkpoint hands the strategy equal new objects: the warm object must answer exactly as for the objects it saw."""
+    """A checkpoint hands the strategy equal new objects: the warm object must answer exactly as for
+    the objects it saw."""
     warm, prompts = warmed(name, seed=3, calls=-1)
     expected = STRATEGIES[name]().compact(list(prompts[-1]))
     again = warm.compact(reloaded(prompts[-1]))
@@ -62,8 +71,11 @@ def test_a_reloaded_conversation_gets_the_prompt_and_report_of_the_warm_one(name
 
 
 @pytest.mark.parametrize("name", list(STRATEGIES))
-def test_an_old_message_changed_under_the_same_id_is_not_taken_for_the_remembered_one(name: str) -> None:
-    """LangGraph replaces a message by id: a reloaded history with an old output rewritten must be replayed, not recalled."""
+def test_an_old_message_changed_under_the_same_id_is_not_taken_for_the_remembered_one(
+    name: str,
+) -> None:
+    """LangGraph replaces a message by id: a reloaded history with an old output rewritten must be
+    replayed, not recalled."""
     warm, prompts = warmed(name, seed=4)
     changed = reloaded(prompts[-1])
     k = next(i for i, m in enumerate(changed) if isinstance(m, ToolMessage))
@@ -72,8 +84,11 @@ def test_an_old_message_changed_under_the_same_id_is_not_taken_for_the_remembere
 
 
 @pytest.mark.parametrize("name", COUNTING)
-def test_a_reloaded_conversation_resumes_from_the_remembered_replay_instead_of_counting_its_history_again(name: str) -> None:
-    """The replay memo finds equal new objects by their keys: the warm object counts almost nothing, a fresh one every message."""
+def test_a_reloaded_conversation_resumes_from_the_remembered_replay_instead_of_counting_its_history_again(
+    name: str,
+) -> None:
+    """The replay memo finds equal new objects by their keys: the warm object counts almost nothing,
+    a fresh one every message."""
     counter = CountingCounter()
     warm, prompts = warmed(name, seed=3, counter=counter)
     history = reloaded(prompts[-1])
@@ -86,8 +101,11 @@ def test_a_reloaded_conversation_resumes_from_the_remembered_replay_instead_of_c
 
 
 @pytest.mark.parametrize("name", list(STRATEGIES))
-def test_each_message_of_a_reloaded_conversation_is_keyed_once_for_every_memo_of_the_call(name: str) -> None:
-    """The replay memo and the report's counts key the same history: computing its keys once is what keeps a reload cheap."""
+def test_each_message_of_a_reloaded_conversation_is_keyed_once_for_every_memo_of_the_call(
+    name: str,
+) -> None:
+    """The replay memo and the report's counts key the same history: computing its keys once is what
+    keeps a reload cheap."""
     warm, prompts = warmed(name, seed=3)
     history = reloaded(prompts[-1])
     before = keys_computed()
@@ -99,8 +117,13 @@ def test_each_message_of_a_reloaded_conversation_is_keyed_once_for_every_memo_of
 
 
 @pytest.mark.parametrize("name", list(STRATEGIES))
-def test_extending_a_reloaded_conversation_leaves_what_was_remembered_for_its_earlier_call(name: str) -> None:
-    """A retry from an earlier call (the original objects again) must get that call's prompt, not one extended by the reload."""
+def test_extending_a_reloaded_conversation_leaves_what_was_remembered_for_its_earlier_call(
+    name: str,
+) -> None:
+    """A retry from an earlier call (the original objects again) must get that call's prompt, not
+    one extended by the reload."""
     warm, prompts = warmed(name, seed=5, calls=-1)
     warm.compact(reloaded(prompts[-1]))
-    assert digest_of(warm.compact(list(prompts[-2]))) == digest_of(STRATEGIES[name]().compact(list(prompts[-2])))
+    assert digest_of(warm.compact(list(prompts[-2]))) == digest_of(
+        STRATEGIES[name]().compact(list(prompts[-2]))
+    )

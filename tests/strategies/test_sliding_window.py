@@ -1,4 +1,5 @@
-"""Specification of sliding_window: whole turns, then the task's oldest steps, give way to one note."""
+"""Specification of sliding_window: whole turns, then the task's oldest steps, give way to one
+note."""
 
 from __future__ import annotations
 
@@ -18,11 +19,15 @@ COUNT = TokenCounter("cl100k_base")
 
 
 def turn(k: int, steps: int = 2) -> list:
-    """Return a turn: a question, ``steps`` single-call steps with ~100-token outputs, and an answer."""
+    """Return a turn: a question, ``steps`` single-call steps with ~100-token outputs, and an
+    answer."""
     msgs: list = [HumanMessage(f"question {k}")]
     for j in range(steps):
         c = 10 * k + j
-        msgs += [ai_step([("search", {"q": f"q{c}"})], c, mirror="plain"), ToolMessage(" ".join(f"r{c}x{i}" for i in range(50)), tool_call_id=f"call_{c}")]
+        msgs += [
+            ai_step([("search", {"q": f"q{c}"})], c, mirror="plain"),
+            ToolMessage(" ".join(f"r{c}x{i}" for i in range(50)), tool_call_id=f"call_{c}"),
+        ]
     return msgs + [AIMessage(f"answer {k}")]
 
 
@@ -42,7 +47,12 @@ class TestRewrite:
         expected = [SYSTEM, t1[0], note(len(t1) - 1, [1, 2]), *t2, *t3, *now]
         out = rewrite([SYSTEM, *t1, *t2, *t3, *now], target=COUNT(expected), counter=COUNT)
         assert out.messages == expected
-        assert out.details == {"dropped": len(t1) - 1, "turns": 1, "steps": 0, "note": "after_system"}
+        assert out.details == {
+            "dropped": len(t1) - 1,
+            "turns": 1,
+            "steps": 0,
+            "note": "after_system",
+        }
 
     def test_a_dropped_note_passes_its_count_and_calls_to_the_new_note(self):
         """Dropping an earlier note with a turn gives one note counting both and naming all their
@@ -66,7 +76,8 @@ class TestRewrite:
 
     @pytest.mark.parametrize("keep_steps", [1, 2, 4])
     def test_floor_keeps_the_newest_keep_steps_steps_after_the_anchor(self, keep_steps):
-        """At target 0 every earlier turn (but the run's task) and all but the newest keep_steps steps go; the note follows the anchor."""
+        """At target 0 every earlier turn (but the run's task) and all but the newest keep_steps
+        steps go; the note follows the anchor."""
         t1, now = turn(1), task(5)
         kept_from = len(now) - 2 * keep_steps
         out = rewrite([SYSTEM, *t1, *now], target=0, counter=COUNT, keep_steps=keep_steps).messages
@@ -74,7 +85,9 @@ class TestRewrite:
         window_note = note(len(t1) - 1 + kept_from - 1, calls)
         assert out == [SYSTEM, t1[0], now[0], window_note, *now[kept_from:]]
 
-    def test_without_a_real_user_message_oldest_steps_go_and_the_note_follows_the_system_block(self):
+    def test_without_a_real_user_message_oldest_steps_go_and_the_note_follows_the_system_block(
+        self,
+    ):
         """With no anchor the steps are all there is; the note sits right after the system block."""
         steps = turn(1, 4)[1:-1]
         out = rewrite([SYSTEM, *steps], target=0, counter=COUNT).messages
@@ -82,10 +95,13 @@ class TestRewrite:
         assert out == [SYSTEM, note(6, [1, 3]), *steps[6:]]
 
     def test_parallel_calls_and_stray_notices_go_with_their_steps(self):
-        """A step of three parallel calls leaves whole, and a notice between steps leaves with them."""
+        """A step of three parallel calls leaves whole, and a notice between steps leaves with
+        them."""
         inbox = mark(HumanMessage("inbox: please hurry"), "inbox", notice=True)
-        wide = [ai_step([("a", {}), ("b", {}), ("c", {})], 50, mirror="both"),
-                *[ToolMessage("x " * 200, tool_call_id=f"call_{50 + i}") for i in range(3)]]
+        wide = [
+            ai_step([("a", {}), ("b", {}), ("c", {})], 50, mirror="both"),
+            *[ToolMessage("x " * 200, tool_call_id=f"call_{50 + i}") for i in range(3)],
+        ]
         now = task(2)
         msgs = [SYSTEM, now[0], *wide, inbox, *now[1:]]
         out = rewrite(msgs, target=0, counter=COUNT).messages
@@ -116,9 +132,15 @@ class TestSlidingWindowStrategy:
         assert get_strategy("sliding_window", max_tokens=COUNT(msgs)).invoke(msgs) == msgs
 
     def test_the_note_is_a_marked_notice_never_an_anchor(self):
-        """The note is a user-role message marked as the window's note, so no strategy takes it for the user."""
+        """The note is a user-role message marked as the window's note, so no strategy takes it for
+        the user."""
         n = note(3)
-        assert mark_of(n) == {"kind": NOTE_KIND, "notice": True, "strategy": "sliding_window", "dropped": 3}
+        assert mark_of(n) == {
+            "kind": NOTE_KIND,
+            "notice": True,
+            "strategy": "sliding_window",
+            "dropped": 3,
+        }
         assert not is_real_user_message(n) and "3 earlier messages" in n.content
 
     def test_the_note_names_the_calls_that_went_and_how_to_read_them_back(self):
@@ -150,11 +172,24 @@ class TestSlidingWindowStrategy:
         assert "cannot be recovered" in window_note.content
         assert "read_back" not in window_note.content and "calls" not in mark_of(window_note)
 
-    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    @given(conversation=agent_conversations(max_calls=30), share=st.floats(0, 1.1), keep_steps=st.integers(1, 3))
-    def test_pure_pairs_intact_one_note_and_the_floor_never_given_up(self, conversation, share, keep_steps):
-        """Input untouched, pairs intact, at most one note, system block, anchor and newest steps kept, under target unless at the floor."""
-        window = SlidingWindow(max_tokens=int(COUNT(conversation) * share), keep_steps=keep_steps, token_counter=COUNT)
+    @settings(
+        max_examples=40,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(
+        conversation=agent_conversations(max_calls=30),
+        share=st.floats(0, 1.1),
+        keep_steps=st.integers(1, 3),
+    )
+    def test_pure_pairs_intact_one_note_and_the_floor_never_given_up(
+        self, conversation, share, keep_steps
+    ):
+        """Input untouched, pairs intact, at most one note, system block, anchor and newest steps
+        kept, under target unless at the floor."""
+        window = SlidingWindow(
+            max_tokens=int(COUNT(conversation) * share), keep_steps=keep_steps, token_counter=COUNT
+        )
         before = snapshot(conversation)
         out = window.invoke(conversation)
         assert snapshot(conversation) == before and window.invoke(conversation) == out
@@ -162,7 +197,11 @@ class TestSlidingWindowStrategy:
         assert sum(kind_of(m) == NOTE_KIND for m in out) <= 1
         parts = layout(conversation, keep_steps, keep_task=True)
         kept = [i for i in (parts.run_task, parts.anchor) if i is not None]
-        floor = conversation[: parts.system] + [conversation[i] for i in kept] + conversation[parts.protected_from:]
+        floor = (
+            conversation[: parts.system]
+            + [conversation[i] for i in kept]
+            + conversation[parts.protected_from :]
+        )
         assert [m for m in out if kind_of(m) != NOTE_KIND][: parts.system] == floor[: parts.system]
         assert all(any(m is k for k in out) for m in floor)
         if COUNT(out) > window.max_tokens and out != conversation:

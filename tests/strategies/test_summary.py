@@ -1,4 +1,5 @@
-"""Specification of summary: the oldest stretch is replaced by a chat model's summary, in four tiers."""
+"""Specification of summary: the oldest stretch is replaced by a chat model's summary, in four
+tiers."""
 
 from __future__ import annotations
 
@@ -30,15 +31,22 @@ from langchain_promptstrat.tokens import TokenCounter
 COUNT = TokenCounter("cl100k_base")
 SYSTEM = SystemMessage("You are an agent.")
 RUN_TASK = HumanMessage("the run's task")
-"""The first real user message: never summarised, so tests about earlier turns put it before them."""
+"""The first real user message: never summarised, so tests about earlier turns put it before
+them."""
 
 
 def turn(k: int, steps: int = 2) -> list:
-    """Return a turn: a question, ``steps`` single-call steps with ~100-token outputs, and an answer."""
+    """Return a turn: a question, ``steps`` single-call steps with ~100-token outputs, and an
+    answer."""
     msgs: list = [HumanMessage(f"question {k}")]
     for j in range(steps):
         c = 10 * k + j
-        msgs += [ai_step([("search", {"q": f"q{c}"})], c, mirror="both"), ToolMessage(" ".join(f"r{c}x{i}" for i in range(50)), tool_call_id=f"call_{c}", name="search")]
+        msgs += [
+            ai_step([("search", {"q": f"q{c}"})], c, mirror="both"),
+            ToolMessage(
+                " ".join(f"r{c}x{i}" for i in range(50)), tool_call_id=f"call_{c}", name="search"
+            ),
+        ]
     return msgs + [AIMessage(f"answer {k}")]
 
 
@@ -61,7 +69,8 @@ class AsyncOnlyModel(ScriptedChatModel):
 
 class TestRounds:
     def test_oldest_turn_is_summarised_after_the_system_block_as_a_text_transcript(self):
-        """Freeing the oldest turn's tokens is enough, so only that turn is sent, as text, and replaced in place."""
+        """Freeing the oldest turn's tokens is enough, so only that turn is sent, as text, and
+        replaced in place."""
         t1, t2, now = turn(1), turn(2), task(2)
         msgs = [SYSTEM, RUN_TASK, *t1, *t2, *now]
         model = ScriptedChatModel(["They searched q10 and q11."])
@@ -82,11 +91,14 @@ class TestRounds:
         assert "Assistant called search" in render(t1) and "Result of search: r10x0" in render(t1)
 
     def test_a_failing_second_round_keeps_the_first_rounds_result(self):
-        """Round one summarises every earlier turn; the model fails on the task's steps, so round one stands."""
+        """Round one summarises every earlier turn; the model fails on the task's steps, so round
+        one stands."""
         t1, t2, now = turn(1), turn(2), task(3)
         model = ScriptedChatModel(["earlier turns", RuntimeError("boom")])
         with pytest.warns(SummaryFailedWarning, match="boom"):
-            result = Summary(model, max_tokens=0, token_counter=COUNT).compact([SYSTEM, RUN_TASK, *t1, *t2, *now])
+            result = Summary(model, max_tokens=0, token_counter=COUNT).compact(
+                [SYSTEM, RUN_TASK, *t1, *t2, *now]
+            )
         assert result.messages == [
             SYSTEM,
             RUN_TASK,
@@ -98,30 +110,47 @@ class TestRounds:
         (asked,) = result.report.details["asked"]
         assert asked["stopped"] == "model failed: RuntimeError: boom" and len(asked["rounds"]) == 1
 
-    @pytest.mark.parametrize("answer, reason", [("", "model answered nothing"), (RuntimeError("down"), "model failed: RuntimeError: down")])
+    @pytest.mark.parametrize(
+        "answer, reason",
+        [
+            ("", "model answered nothing"),
+            (RuntimeError("down"), "model failed: RuntimeError: down"),
+        ],
+    )
     def test_nothing_usable_in_the_first_round_leaves_the_prompt_unchanged(self, answer, reason):
-        """An empty answer or a failing call in round one declines, and the strategy returns its input."""
+        """An empty answer or a failing call in round one declines, and the strategy returns its
+        input."""
         msgs = [SYSTEM, *turn(1), *task(2)]
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            result = Summary(ScriptedChatModel([answer]), max_tokens=0, token_counter=COUNT).compact(msgs)
+            result = Summary(
+                ScriptedChatModel([answer]), max_tokens=0, token_counter=COUNT
+            ).compact(msgs)
         assert result.messages == msgs
-        assert result.report.details["asked"] == [{"strategy": "summary", "reason": reason, "outcome": "declined"}]
-        assert [w.category for w in caught] == ([SummaryFailedWarning] if isinstance(answer, Exception) else [])
+        assert result.report.details["asked"] == [
+            {"strategy": "summary", "reason": reason, "outcome": "declined"}
+        ]
+        assert [w.category for w in caught] == (
+            [SummaryFailedWarning] if isinstance(answer, Exception) else []
+        )
 
     def test_a_summary_no_smaller_than_its_stretch_is_refused(self):
         """An answer longer than the turn it replaces ends the rounds with the previous result."""
         msgs = [SYSTEM, *turn(1), *task(1)]
-        result = Summary(ScriptedChatModel(["word " * 2000]), max_tokens=0, token_counter=COUNT).compact(msgs)
+        result = Summary(
+            ScriptedChatModel(["word " * 2000]), max_tokens=0, token_counter=COUNT
+        ).compact(msgs)
         assert result.messages == msgs
         assert result.report.details["asked"][0]["reason"].startswith("summary no smaller")
 
     def test_the_task_s_oldest_steps_are_summarised_after_the_anchor_keeping_the_newest(self):
-        """Without earlier turns, the task's steps but the newest become one summary right after the anchor."""
+        """Without earlier turns, the task's steps but the newest become one summary right after the
+        anchor."""
         now = task(4)
         model = ScriptedChatModel(["three steps"])
         out = Summary(model, max_tokens=0, token_counter=COUNT).invoke([SYSTEM, *now])
-        # 4 steps of 2 messages after the anchor; the newest step (keep_steps=1) stays, the other 6 messages are summarised
+        # 4 steps of 2 messages after the anchor; the newest step (keep_steps=1) stays, the other 6
+        # messages are summarised
         assert out == [
             SYSTEM,
             now[0],
@@ -131,11 +160,14 @@ class TestRounds:
         assert sent_only_text(model) and check_tool_pairs(out) == []
 
     def test_summaries_are_summarised_only_when_combining(self):
-        """A new turn summary's transcript leaves the older summary out; the next round combines both."""
+        """A new turn summary's transcript leaves the older summary out; the next round combines
+        both."""
         older = summary_message("what happened first", messages=9, tier="turns", calls=[1, 4])
         t1, now = turn(1), task(1)
         model = ScriptedChatModel(["turn one", "all of it"])
-        out = Summary(model, max_tokens=0, token_counter=COUNT).invoke([SYSTEM, RUN_TASK, older, *t1, *now])
+        out = Summary(model, max_tokens=0, token_counter=COUNT).invoke(
+            [SYSTEM, RUN_TASK, older, *t1, *now]
+        )
         first, second = (call[1].content for call in model.calls)
         assert "what happened first" not in first and first == render(t1)
         assert "what happened first" in second and "turn one" in second
@@ -148,13 +180,16 @@ class TestRounds:
         ]
 
     def test_the_run_s_task_is_never_summarised_and_stretches_never_span_it(self):
-        """The first real user message stays verbatim; the turns before and after it are summarised apart, and combined only on one side of it."""
-        # harnesses speak as the user: "question 1" (the run's task) is older than the anchor, so the old layout offered it
+        """The first real user message stays verbatim; the turns before and after it are summarised
+        apart, and combined only on one side of it."""
+        # harnesses speak as the user: "question 1" (the run's task) is older than the anchor, so
+        # the old layout offered it
         t1, t2, now = turn(1), turn(2), task(1)
         msgs = [SYSTEM, *t1, *t2, *now]
         model = ScriptedChatModel(["turns summary"])
         result = Summary(model, max_tokens=0, token_counter=COUNT).compact(msgs)
-        # round one: everything between the task and the anchor, the task excluded; nothing is left on its other side
+        # round one: everything between the task and the anchor, the task excluded; nothing is left
+        # on its other side
         assert result.messages == [
             SYSTEM,
             t1[0],
@@ -163,17 +198,32 @@ class TestRounds:
             ),
             *now,
         ]
-        assert model.calls[0][1].content == render([*t1[1:], *t2]) and "question 1" not in model.calls[0][1].content
-        # a summary before the task and one after it are two sides: neither a stretch nor a combination joins them
-        before, after = summary_message("before", messages=3, tier="turns"), summary_message("after", messages=4, tier="turns")
+        assert (
+            model.calls[0][1].content == render([*t1[1:], *t2])
+            and "question 1" not in model.calls[0][1].content
+        )
+        # a summary before the task and one after it are two sides: neither a stretch nor a
+        # combination joins them
+        before, after = (
+            summary_message("before", messages=3, tier="turns"),
+            summary_message("after", messages=4, tier="turns"),
+        )
         model = ScriptedChatModel([])
         split = [SYSTEM, before, t1[0], after, *now]
-        assert Summary(model, max_tokens=0, token_counter=COUNT).invoke(split) == split and model.calls == []
+        assert (
+            Summary(model, max_tokens=0, token_counter=COUNT).invoke(split) == split
+            and model.calls == []
+        )
 
-    @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @settings(
+        max_examples=25,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
     @given(conversation=agent_conversations(max_calls=25), share=st.floats(0, 1))
     def test_the_task_and_the_newest_user_message_survive_every_round(self, conversation, share):
-        """Whatever the target, the first and the newest real user messages of the input are in the output, unchanged."""
+        """Whatever the target, the first and the newest real user messages of the input are in the
+        output, unchanged."""
         model = ScriptedChatModel(["s"] * 200)
         target = int(COUNT(conversation) * share)
         out = Summary(model, max_tokens=target, token_counter=COUNT).invoke(conversation)
@@ -207,15 +257,23 @@ class TestRounds:
         assert "read_back" not in out[2].content and "calls" not in mark_of(out[2])
 
     def test_summary_is_a_marked_notice_never_an_anchor(self):
-        """The summary is a user-role message marked with the stretch size, so no strategy takes it for the user."""
+        """The summary is a user-role message marked with the stretch size, so no strategy takes it
+        for the user."""
         message = summary_message("text", messages=4, tier="steps")
-        assert mark_of(message) == {"kind": SUMMARY_KIND, "notice": True, "strategy": "summary", "messages": 4, "tier": "steps"}
+        assert mark_of(message) == {
+            "kind": SUMMARY_KIND,
+            "notice": True,
+            "strategy": "summary",
+            "messages": 4,
+            "tier": "steps",
+        }
         assert not is_real_user_message(message)
 
 
 class TestSummaryStrategy:
     def test_without_a_model_construction_fails_naming_how_to_pass_one(self):
-        """Summary() and get_strategy("summary") raise ConfigError showing Summary(model) and model=."""
+        """Summary() and get_strategy("summary") raise ConfigError showing Summary(model) and
+        model=."""
         for build in (Summary, lambda: get_strategy("summary")):
             with pytest.raises(ConfigError, match=r"Summary\(model\).*model=model"):
                 build()
@@ -223,10 +281,14 @@ class TestSummaryStrategy:
             Summary(42)  # a string is a model name for init_chat_model (test_summary_failures.py)
 
     def test_get_strategy_passes_the_model_and_settings(self):
-        """get_strategy("summary", model=...) builds a working Summary with the registry's settings."""
+        """get_strategy("summary", model=...) builds a working Summary with the registry's
+        settings."""
         model = ScriptedChatModel(["s"])
         strategy = get_strategy("summary", model=model, max_tokens=0, keep_steps=2)
-        assert strategy.model is model and (strategy.max_tokens, strategy.settings.keep_steps) == (0, 2)
+        assert strategy.model is model and (strategy.max_tokens, strategy.settings.keep_steps) == (
+            0,
+            2,
+        )
 
     def test_ainvoke_awaits_the_model_s_async_path(self):
         """ainvoke calls ainvoke on the model; the sync path of this model would fail."""
@@ -240,7 +302,10 @@ class TestSummaryStrategy:
             *task(1),
         ]
         with pytest.warns(SummaryFailedWarning, match="sync path used"):
-            assert Summary(AsyncOnlyModel(["x"]), max_tokens=0, token_counter=COUNT).invoke(msgs) == msgs
+            assert (
+                Summary(AsyncOnlyModel(["x"]), max_tokens=0, token_counter=COUNT).invoke(msgs)
+                == msgs
+            )
 
     def test_answers_are_remembered_so_a_repeated_prompt_asks_once(self):
         """Compacting the same conversation twice asks the model once."""
@@ -249,10 +314,15 @@ class TestSummaryStrategy:
         strategy = Summary(model, max_tokens=0, token_counter=COUNT)
         assert strategy.invoke(msgs) == strategy.invoke(msgs) and model.cursor == 1
 
-    @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @settings(
+        max_examples=25,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
     @given(conversation=agent_conversations(max_calls=25), share=st.floats(0, 1))
     def test_pure_pairs_intact_and_only_text_reaches_the_model(self, conversation, share):
-        """Input untouched, pairs intact, never larger, and the model is only ever sent a system and a user message."""
+        """Input untouched, pairs intact, never larger, and the model is only ever sent a system and
+        a user message."""
         model = ScriptedChatModel([])
         strategy = Summary(model, max_tokens=int(COUNT(conversation) * share), token_counter=COUNT)
         before = snapshot(conversation)
@@ -260,5 +330,7 @@ class TestSummaryStrategy:
         assert snapshot(conversation) == before
         assert check_tool_pairs(out) == [] and COUNT(out) <= COUNT(conversation)
         assert sent_only_text(model)
-        assert [m for m in out if is_real_user_message(m)][-1:] == [m for m in conversation if is_real_user_message(m)][-1:]
+        assert [m for m in out if is_real_user_message(m)][-1:] == [
+            m for m in conversation if is_real_user_message(m)
+        ][-1:]
         assert all(kind_of(m) in (None, SUMMARY_KIND) for m in out)

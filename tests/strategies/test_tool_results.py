@@ -1,4 +1,5 @@
-"""Specification of tool_results: oldest large tool outputs become placeholders, until under target."""
+"""Specification of tool_results: oldest large tool outputs become placeholders, until under
+target."""
 
 from __future__ import annotations
 
@@ -31,19 +32,26 @@ def run_of(sizes: list[int]) -> list:
     """Return a task then one single-call step per entry of ``sizes`` (output words)."""
     msgs: list = [SystemMessage("sys"), HumanMessage("task")]
     for k, n in enumerate(sizes):
-        msgs += [ai_step([("grep", {"q": f"pattern {k}"})], k, mirror="plain"),
-                 ToolMessage(output(k, n), tool_call_id=f"call_{k}", name="grep", id=f"tool_{k}")]
+        msgs += [
+            ai_step([("grep", {"q": f"pattern {k}"})], k, mirror="plain"),
+            ToolMessage(output(k, n), tool_call_id=f"call_{k}", name="grep", id=f"tool_{k}"),
+        ]
     return msgs
 
 
 def cleared(messages) -> list[int]:
     """Return the step numbers whose output is a placeholder."""
-    return [int(m.tool_call_id.split("_")[1]) for m in messages if isinstance(m, ToolMessage) and kind_of(m) == PLACEHOLDER_KIND]
+    return [
+        int(m.tool_call_id.split("_")[1])
+        for m in messages
+        if isinstance(m, ToolMessage) and kind_of(m) == PLACEHOLDER_KIND
+    ]
 
 
 class TestRewrite:
     def test_oldest_large_outputs_go_first_and_it_stops_once_under_target(self):
-        """A target equal to the count with the two oldest outputs cleared clears exactly those; one token less, a third."""
+        """A target equal to the count with the two oldest outputs cleared clears exactly those; one
+        token less, a third."""
         msgs = run_of([300] * 6)
         oldest_two = {"call_0", "call_1"}
         two = [
@@ -65,9 +73,12 @@ class TestRewrite:
 
     @pytest.mark.parametrize("keep_steps", [1, 2, 3])
     def test_newest_keep_steps_tool_calling_steps_are_never_touched(self, keep_steps):
-        """With target 0 every large output but those of the newest keep_steps calling steps is cleared."""
+        """With target 0 every large output but those of the newest keep_steps calling steps is
+        cleared."""
         msgs = run_of([300] * 5) + [HumanMessage("and then?")]
-        assert cleared(rewrite(msgs, target=0, counter=COUNT, keep_steps=keep_steps).messages) == list(range(5 - keep_steps))
+        assert cleared(
+            rewrite(msgs, target=0, counter=COUNT, keep_steps=keep_steps).messages
+        ) == list(range(5 - keep_steps))
 
     def test_placeholder_keeps_call_id_name_and_id_and_is_marked(self):
         """The placeholder answers the same call under the same name and id, names the tool and its
@@ -75,9 +86,18 @@ class TestRewrite:
         msgs = run_of([300, 300])
         out = rewrite(msgs, target=0, counter=COUNT).messages
         original, short = msgs[3], out[3]
-        assert (short.tool_call_id, short.name, short.id) == (original.tool_call_id, original.name, original.id)
+        assert (short.tool_call_id, short.name, short.id) == (
+            original.tool_call_id,
+            original.name,
+            original.id,
+        )
         assert "grep" in short.content and short.content.endswith(handle_text(1))
-        assert mark_of(short) == {"kind": PLACEHOLDER_KIND, "notice": True, "strategy": "tool_results", "tokens": COUNT.count_message(original)}
+        assert mark_of(short) == {
+            "kind": PLACEHOLDER_KIND,
+            "notice": True,
+            "strategy": "tool_results",
+            "tokens": COUNT.count_message(original),
+        }
         assert check_tool_pairs(out) == []
 
     def test_without_handles_the_placeholder_invites_calling_the_tool_again(self):
@@ -97,7 +117,7 @@ class TestRewrite:
         compacted = [msgs[0], msgs[1], note(40, [1, 17]), *msgs[2:]]
         out = rewrite(compacted, target=0, counter=COUNT).messages
         placeholders = [m.content for m in out if kind_of(m) == PLACEHOLDER_KIND]
-        handles = [text[text.index("[whole:"):] for text in placeholders]
+        handles = [text[text.index("[whole:") :] for text in placeholders]
         assert handles == [handle_text(18 + k) for k in range(3)]  # the newest step keeps its own
 
     @settings(max_examples=80, deadline=None)
@@ -117,7 +137,10 @@ class TestRewrite:
     def test_a_placeholder_is_never_replaced_by_a_placeholder(self):
         """A second pass over its own output finds nothing to clear and declines."""
         out = rewrite(run_of([300] * 4), target=0, counter=COUNT).messages
-        assert rewrite(out, target=0, counter=COUNT) == (None, {"reason": "no tool output it may clear"})
+        assert rewrite(out, target=0, counter=COUNT) == (
+            None,
+            {"reason": "no tool output it may clear"},
+        )
 
     def test_declines_when_already_under_target(self):
         """A prompt under target is not touched."""
@@ -132,7 +155,8 @@ class TestRewrite:
 
 class TestToolResultsStrategy:
     def test_on_its_own_it_aims_at_the_ladder_max_tokens_setting(self, monkeypatch):
-        """get_strategy("tool_results") reads LADDER_MAX_TOKENS and TOOL_RESULTS_MIN_TOKENS when built."""
+        """get_strategy("tool_results") reads LADDER_MAX_TOKENS and TOOL_RESULTS_MIN_TOKENS when
+        built."""
         msgs = run_of([300] * 4)
         monkeypatch.setenv("LADDER_MAX_TOKENS", str(COUNT(msgs) - 1))
         monkeypatch.setenv("TOOL_RESULTS_MIN_TOKENS", "100000")
@@ -141,20 +165,32 @@ class TestToolResultsStrategy:
         strategy = get_strategy("tool_results")
         result = strategy.compact(msgs)
         assert cleared(result.messages) == [0]
-        assert result.report.details["rungs"] == [{"strategy": "tool_results", "before": COUNT(msgs), "after": COUNT(result.messages)}]
+        assert result.report.details["rungs"] == [
+            {"strategy": "tool_results", "before": COUNT(msgs), "after": COUNT(result.messages)}
+        ]
 
     def test_explicit_arguments_win(self, monkeypatch):
-        """max_tokens, min_tokens and keep_steps given to the class are its settings, whatever the environment says."""
+        """max_tokens, min_tokens and keep_steps given to the class are its settings, whatever the
+        environment says."""
         monkeypatch.setenv("LADDER_MAX_TOKENS", "50000")
         monkeypatch.setenv("TOOL_RESULTS_MIN_TOKENS", "300")
         monkeypatch.setenv("KEEP_STEPS", "4")
         strategy = ToolResults(max_tokens=5, min_tokens=7, keep_steps=2)
-        assert (strategy.max_tokens, strategy.settings.tool_results_min_tokens, strategy.settings.keep_steps) == (5, 7, 2)
+        assert (
+            strategy.max_tokens,
+            strategy.settings.tool_results_min_tokens,
+            strategy.settings.keep_steps,
+        ) == (5, 7, 2)
 
-    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @settings(
+        max_examples=40,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
     @given(conversation=agent_conversations(max_calls=30), share=st.floats(0, 1))
     def test_pure_pair_preserving_and_only_ever_smaller(self, conversation, share):
-        """Input untouched, same output twice, pairs intact, never larger, and only contents of outputs change."""
+        """Input untouched, same output twice, pairs intact, never larger, and only contents of
+        outputs change."""
         strategy = ToolResults(max_tokens=int(COUNT(conversation) * share), token_counter=COUNT)
         before = snapshot(conversation)
         out = strategy.invoke(conversation)
@@ -162,4 +198,6 @@ class TestToolResultsStrategy:
         assert check_tool_pairs(out) == [] and COUNT(out) <= COUNT(conversation)
         assert len(out) == len(conversation)
         for old, new in zip(conversation, out):
-            assert new is old or (isinstance(old, ToolMessage) and new.tool_call_id == old.tool_call_id)
+            assert new is old or (
+                isinstance(old, ToolMessage) and new.tool_call_id == old.tool_call_id
+            )

@@ -1,1 +1,2 @@
-"""What the epoch strategies share, defining no strategy: ``frozen_region`` (the boundary, each call's fate) and ``notice``."""
+"""What the epoch strategies share, defining no strategy: ``frozen_region`` (the boundary, each
+call's fate) and ``notice``."""

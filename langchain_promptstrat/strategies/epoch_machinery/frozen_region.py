@@ -1,12 +1,13 @@
-"""What the epoch strategies share: where the boundary is for ``T`` outputs, repeats, and each call's fate.
+"""What the epoch strategies share: where the boundary is for ``T`` outputs, repeats, and each
+call's fate.
 
-``shorten_tools_epoch`` and ``shorten_tools_epoch_increment`` (:mod:`langchain_promptstrat.strategies.epoch`,
-where their rule is stated) freeze old tool calls behind a boundary that moves once per epoch:
-:func:`epoch_boundary` (fixed epochs), :func:`increment_schedule` (growing ones); the newest
-occurrence of a repeated call stays whole (:func:`protected_calls`); :func:`decide` gives each
-call's fate and :func:`prefix_change` why it changed since the previous model call.
-:func:`apply_frozen` applies the fates through the head cache of
-:mod:`~langchain_promptstrat.messages.history_memo`. The default reads :class:`EpochState` and
+``shorten_tools_epoch`` and ``shorten_tools_epoch_increment``
+(:mod:`langchain_promptstrat.strategies.epoch`, where their rule is stated) freeze old tool calls
+behind a boundary that moves once per epoch: :func:`epoch_boundary` (fixed epochs),
+:func:`increment_schedule` (growing ones); the newest occurrence of a repeated call stays whole
+(:func:`protected_calls`); :func:`decide` gives each call's fate and :func:`prefix_change` why it
+changed since the previous model call. :func:`apply_frozen` applies the fates through the head cache
+of :mod:`~langchain_promptstrat.messages.history_memo`. The default reads :class:`EpochState` and
 :func:`previous_length`.
 """
 
@@ -234,7 +235,8 @@ def decide(calls: Sequence[ToolCallRecord], state: EpochState | None) -> Decisio
 def prefix_change(
     calls: Sequence[ToolCallRecord], before: Decisions, after: Decisions, *, before_total: int
 ) -> str | None:
-    """Return why the compacted prefix changed between two calls: None, ``boundary``, ``repeat`` or both.
+    """Return why the compacted prefix changed between two calls: None, ``boundary``, ``repeat`` or
+    both.
 
     ``before``: the decisions for the previous call's ``before_total`` outputs. A changed
     fate is a ``boundary`` change when the epoch moved, else a ``repeat`` change (the
@@ -258,23 +260,35 @@ def prefix_change(
             causes.add("boundary" if moved else "repeat")
         else:
             causes.add("repeat")
-    if not causes and (before.shortened or before.dropped) and (before.shortened, before.dropped) != (after.shortened, after.dropped):
-        causes.add("boundary" if moved else "repeat")  # new calls froze at once: only the notice's counts moved
+    if (
+        not causes
+        and (before.shortened or before.dropped)
+        and (before.shortened, before.dropped) != (after.shortened, after.dropped)
+    ):
+        causes.add(
+            "boundary" if moved else "repeat"
+        )  # new calls froze at once: only the notice's counts moved
     return "+".join(sorted(causes)) if causes else None
 
 
 def previous_length(messages: Sequence[BaseMessage]) -> int:
-    """Return the length of the previous model call's history: everything before the newest assistant message."""
-    return next((i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], AIMessage)), 0)
+    """Return the length of the previous model call's history: everything before the newest
+    assistant message."""
+    return next(
+        (i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], AIMessage)), 0
+    )
 
 
 def previous_total(messages: Sequence[BaseMessage], total: int) -> int:
     """Return T for the prompt that produced the newest AIMessage (the previous model call)."""
-    return total - sum(isinstance(m, ToolMessage) for m in messages[previous_length(messages):])
+    return total - sum(isinstance(m, ToolMessage) for m in messages[previous_length(messages) :])
 
 
-def apply_frozen(messages: list[BaseMessage], index: ToolIndex, fates: Mapping[int, Fate], handles: bool = True) -> list[BaseMessage]:
-    """Return ``messages`` with ``fates`` applied (a call and its output share one; ``handles``: stubs name ``read_back``), reusing the compacted head of an earlier call.
+def apply_frozen(
+    messages: list[BaseMessage], index: ToolIndex, fates: Mapping[int, Fate], handles: bool = True
+) -> list[BaseMessage]:
+    """Return ``messages`` with ``fates`` applied (a call and its output share one; ``handles``:
+    stubs name ``read_back``), reusing the compacted head of an earlier call.
 
     Only the head up to the last shortened or dropped output changes, the same way every
     call of an epoch, so it is compacted once and reused. A stub is used only when it has
@@ -282,12 +296,20 @@ def apply_frozen(messages: list[BaseMessage], index: ToolIndex, fates: Mapping[i
     """
     if not fates:
         return list(messages)
-    end = max(index.calls[number].output_index or 0 for number in fates) + 1  # fates name answered calls only
+    end = (
+        max(index.calls[number].output_index or 0 for number in fates) + 1
+    )  # fates name answered calls only
     key = ("apply_frozen", handles)
     head = recall_head(messages, end, key, fates)
     if head is None:
         head_in = messages[:end]
-        head_out = apply_fates(head_in, index, {number: (fate, fate) for number, fate in fates.items()}, count=as_token_counter(None), handles=handles)
+        head_out = apply_fates(
+            head_in,
+            index,
+            {number: (fate, fate) for number, fate in fates.items()},
+            count=as_token_counter(None),
+            handles=handles,
+        )
         remember_head(messages, end, key, encode_head(head_in, end, head_out), dict(fates))
         return head_out + messages[end:]
     return head.messages(messages) + messages[end:]

@@ -1,4 +1,5 @@
-"""Custom auth for the hostile-caller tests (and the example in docs/deploying.md): two owners and a viewer.
+"""Custom auth for the hostile-caller tests (and the example in docs/deploying.md): two owners and a
+viewer.
 
 ``alice`` and ``bob`` own the threads they create and see no other; ``vera`` (a viewer) reads
 every thread and changes none; a request without a known bearer token is refused. The inbox
@@ -15,14 +16,20 @@ from langgraph_sdk import Auth
 
 auth = Auth()
 
-USERS = {"alice-token": ("alice", "owner"), "bob-token": ("bob", "owner"), "vera-token": ("vera", "viewer")}
+USERS = {
+    "alice-token": ("alice", "owner"),
+    "bob-token": ("bob", "owner"),
+    "vera-token": ("vera", "viewer"),
+}
 
 
 @auth.authenticate
 async def authenticate(authorization: str | None) -> Auth.types.MinimalUserDict:
     scheme, _, token = (authorization or "").partition(" ")
     if scheme.lower() != "bearer" or token not in USERS:
-        raise Auth.exceptions.HTTPException(status_code=401, detail="a valid bearer token is needed")
+        raise Auth.exceptions.HTTPException(
+            status_code=401, detail="a valid bearer token is needed"
+        )
     identity, role = USERS[token]
     return {"identity": identity, "permissions": [role]}
 

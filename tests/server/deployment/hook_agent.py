@@ -1,4 +1,5 @@
-"""``create_react_agent`` with :func:`pre_model_hook`, as LangGraph Server serves it (the server brings the checkpointer)."""
+"""``create_react_agent`` with :func:`pre_model_hook`, as LangGraph Server serves it (the server
+brings the checkpointer)."""
 
 from __future__ import annotations
 
