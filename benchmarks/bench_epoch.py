@@ -42,9 +42,9 @@ from typing import Any, NamedTuple
 from langchain_core.messages import BaseMessage, trim_messages
 from langchain_core.messages.utils import count_tokens_approximately
 
+from langchain_promptstrat.messages.history_memo import clear_caches
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.epoch import shorten_tools_epoch_increment
-from langchain_promptstrat.messages.history_memo import clear_caches
 from langchain_promptstrat.testing import iter_agent_run
 
 DEFAULT_SIZES = (100, 1_000, 5_000)

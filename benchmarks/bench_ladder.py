@@ -92,7 +92,7 @@ def common_prefix_tokens(
 ) -> int:
     """Return the tokens of ``current``'s leading messages byte-identical to ``previous``'s."""
     total = 0
-    for a, b, size in zip(previous, current, sizes):
+    for a, b, size in zip(previous, current, sizes, strict=False):
         if a != b:
             break
         total += size
@@ -121,7 +121,10 @@ def one_call(sizes: Sequence[int], max_tokens: int, repeat: int) -> None:
         f"\n1. One call, target {max_tokens:,} tokens (median of {repeat} calls; counter cache "
         "warm for all)\n"
     )
-    header = f"{'messages':>8}  {'contender':<34} {'ms/call':>9} {'tokens kept':>12} {'msgs kept':>10} {'task kept':>10} {'pairs ok':>9}"
+    header = (
+        f"{'messages':>8}  {'contender':<34} {'ms/call':>9} {'tokens kept':>12} "
+        f"{'msgs kept':>10} {'task kept':>10} {'pairs ok':>9}"
+    )
     print(header)
     print("-" * len(header))
     longest = build_agent_run(int(max(sizes) / 1.55) + 50, seed=7)
@@ -133,14 +136,14 @@ def one_call(sizes: Sequence[int], max_tokens: int, repeat: int) -> None:
         contenders: list[tuple[str, Callable[[], list[BaseMessage]]]] = [
             (
                 "ladder, one-shot (low = max)",
-                lambda: ladder(max_tokens, watermark=False).invoke(messages),
+                lambda m=messages: ladder(max_tokens, watermark=False).invoke(m),
             ),
             (
                 "ladder, watermark, cold replay",
-                lambda: (watermarked.forget(), watermarked.invoke(messages))[1],
+                lambda w=watermarked, m=messages: (w.forget(), w.invoke(m))[1],
             ),
-            ("ladder, watermark, warm (memo)", lambda: watermarked.invoke(messages)),
-            ("trim_messages", lambda: trim(max_tokens)(messages)),
+            ("ladder, watermark, warm (memo)", lambda w=watermarked, m=messages: w.invoke(m)),
+            ("trim_messages", lambda m=messages: trim(max_tokens)(m)),
         ]
         print(
             f"{len(messages):>8}  {'(input)':<34} {'':>9} {COUNT(messages):>12,} "

@@ -198,7 +198,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.speed_only:
         print(speed(args.speed_calls))
         return 0
-    header = f"{'strategy':<34} {'peak':>9} {'mean prompt':>11} {'reuse':>7} {'price':>6} {'degen.':>6} {'ms/call':>8}"
+    header = (
+        f"{'strategy':<34} {'peak':>9} {'mean prompt':>11} {'reuse':>7} {'price':>6} "
+        f"{'degen.':>6} {'ms/call':>8}"
+    )
     for run in args.runs:
         for ceiling in args.ceilings:
             for seed in args.seeds:

@@ -187,7 +187,10 @@ def measure_row(row: str, side: str, calls: int, ceiling: int) -> float:
 
     final = list(prompts[-1])
     if side == "trim_messages":
-        return loop_mean(prompts, trim) if row in LOOPS else ms(lambda h=reloaded(final): trim(h))
+        if row in LOOPS:
+            return loop_mean(prompts, trim)
+        again = reloaded(final)
+        return ms(lambda: trim(again))
     if row == "warm objects":
         warm = resolve_strategies(None)
         return loop_mean(prompts, lambda p: apply_strategies(p, warm, max_tokens=ceiling))

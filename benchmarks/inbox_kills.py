@@ -53,7 +53,6 @@ from typing import Any
 from langchain_core.messages import HumanMessage, message_to_dict, messages_from_dict
 
 from langchain_promptstrat.errors import InboxAborted
-
 from langchain_promptstrat.inbox.delivery import acknowledge_notices, notice_id, pick_up
 from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.pickup import inbox_pickup

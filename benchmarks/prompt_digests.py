@@ -33,20 +33,19 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from get_realruns import REALRUNS
 from langchain_core.messages import BaseMessage
 
 from langchain_promptstrat.conversation_file import read_conversation
+from langchain_promptstrat.registry import apply_strategies, get_strategy
 from langchain_promptstrat.replay import find_transcripts, transcript_prompts
 from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.strategies.dedupe_outputs import DedupeOutputs
 from langchain_promptstrat.strategies.epoch_stable import (
     ShortenToolsEpochStable,
     shorten_tools_epoch_stable,
 )
-from langchain_promptstrat.registry import apply_strategies, get_strategy
-from langchain_promptstrat.strategies.dedupe_outputs import DedupeOutputs
 from langchain_promptstrat.testing import iter_agent_run
-
-from get_realruns import REALRUNS
 
 RUNS: dict[str, dict[str, Any]] = {"normal": {}, "heavy": {"output_bytes": (1_200, 60_000)}}
 SEEDS = (0, 1, 2)
@@ -173,7 +172,7 @@ def record_or_check(mode: str, file: str, now: dict[str, list[list[str]]]) -> in
             print(f"{name}: missing")
             bad += 1
             continue
-        for n, (a, b) in enumerate(zip(rows, mine)):
+        for n, (a, b) in enumerate(zip(rows, mine, strict=False)):
             if a[0] != b[0]:
                 print(f"{name} call {n}: prompt differs")
                 bad += 1

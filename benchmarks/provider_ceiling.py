@@ -23,6 +23,7 @@ import sys
 from collections import defaultdict
 
 from langchain_core.messages import AIMessage, BaseMessage
+from provider_counts import REALRUNS
 
 from langchain_promptstrat.conversation_file import read_conversation
 from langchain_promptstrat.replay import find_transcripts, usage_beside
@@ -31,7 +32,6 @@ from langchain_promptstrat.simulate.recall import CallTargets, TermIndex, recall
 from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable
 from langchain_promptstrat.text_table import render_table
 from langchain_promptstrat.tokens import TokenCounter
-from provider_counts import REALRUNS
 
 count = TokenCounter()
 
@@ -91,7 +91,7 @@ def main() -> int:
         answer_at = [i for i, m in enumerate(messages) if isinstance(m, AIMessage)]
         ratios = [
             b.tokens / count(messages[:i]) if b is not None and i else None
-            for i, b in zip(answer_at, billed)
+            for i, b in zip(answer_at, billed, strict=False)
         ]
         family = path.name.split("__", 1)[0]
         for ceiling in [int(a) for a in sys.argv[1:]] or [16_000, 32_000, None]:

@@ -21,6 +21,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from get_realruns import REALRUNS
 from langchain_core.messages import AIMessage
 
 from langchain_promptstrat.conversation_file import read_conversation
@@ -28,8 +29,6 @@ from langchain_promptstrat.replay import find_transcripts, usage_beside
 from langchain_promptstrat.text_table import render_table
 from langchain_promptstrat.tokens import TokenCounter
 from langchain_promptstrat.tokens.usage import BilledInput
-
-from get_realruns import REALRUNS
 
 SKIP_FIRST = 5
 MARGIN = 0.02
@@ -46,7 +45,7 @@ def ratios(transcript: Path, usage: list[BilledInput | None], counter: TokenCoun
             f"{transcript}: {len(usage)} usage entries for {len(answers)} assistant messages"
         )
     out = []
-    for n, (index, billed) in enumerate(zip(answers, usage)):
+    for n, (index, billed) in enumerate(zip(answers, usage, strict=False)):
         if n >= SKIP_FIRST and billed is not None and index > 0:
             out.append(billed.tokens / counter(messages[:index]))
     return out

@@ -36,18 +36,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from get_realruns import REALRUNS, no_transcripts
+from langchain_core.messages import BaseMessage
+
 from langchain_promptstrat.defaults import BILLS
 from langchain_promptstrat.replay import simulate_files
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.simulate import DEFAULT_LIST_ROW, SimulationResult, StrategyRun
-from langchain_core.messages import BaseMessage
-
 from langchain_promptstrat.strategies.dedupe_outputs import DedupeOutputs
 from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable
 from langchain_promptstrat.strategies.ladder import CompactionLadder
 from langchain_promptstrat.text_table import render_table
-
-from get_realruns import REALRUNS, no_transcripts
 
 DEFAULT = DEFAULT_LIST_ROW  # the default list without the inbox (a replay has none)
 BOUNDED = "shorten_tools_epoch_stable"
@@ -191,11 +190,12 @@ def main(argv: list[str] | None = None) -> int:
     mark_frontier(rows)
 
     refs = rows[0]["references"]
+    scaled = "; each call scaled to the provider bill" if args.bill == "provider" else ""
     print(
         f"Replayed {len(first.files)} transcripts, {first.model_calls:,} model calls; counter "
         f"{first.token_counter}; "
         "cached input billed at "
-        f"{first.cached_fraction:g}{'; each call scaled to the provider bill' if args.bill == 'provider' else ''}."
+        f"{first.cached_fraction:g}{scaled}."
     )
     print(
         f"Next-action references: {refs[0]:,} counted, {refs[1]:,} old, {refs[2]:,} outputs-only "

@@ -28,9 +28,9 @@ from pathlib import Path
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from langchain_promptstrat.conversation_file import read_conversation
+from langchain_promptstrat.registry import get_strategy, split_strategy_names
 from langchain_promptstrat.replay import find_transcripts, transcript_answers, transcript_prompts
-from langchain_promptstrat.simulate import DEFAULT_LIST_ROW
-from langchain_promptstrat.simulate import build_strategy
+from langchain_promptstrat.simulate import DEFAULT_LIST_ROW, build_strategy
 from langchain_promptstrat.simulate.recall import (
     CallTargets,
     TermIndex,
@@ -38,7 +38,6 @@ from langchain_promptstrat.simulate.recall import (
     recalled_references,
 )
 from langchain_promptstrat.strategy import PromptStrategy
-from langchain_promptstrat.registry import get_strategy, split_strategy_names
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # a test loads this file by its path
 from get_realruns import REALRUNS, no_transcripts  # noqa: E402
@@ -117,7 +116,9 @@ def losses(
         strategies = build(names, target)  # fresh per file, as a replay does
         index = TermIndex()
         files += 1
-        for prompt, answer in zip(transcript_prompts(recorded), transcript_answers(recorded)):
+        for prompt, answer in zip(
+            transcript_prompts(recorded), transcript_answers(recorded), strict=False
+        ):
             sent: list[BaseMessage] = list(prompt)
             for strategy in strategies:
                 sent = strategy.compact(sent).messages

@@ -62,14 +62,14 @@ def measure(name: str, prompts: list[list[BaseMessage]], repeat: int) -> str:
         for prompt in prompts[:-1]:
             strategy.compact(list(prompt))
         history = list(prompts[-1])
-        ms, warm = timed(lambda: strategy.compact(list(history)))
+        ms, warm = timed(lambda s=strategy, h=history: s.compact(list(h)))
         warm_ms.append(ms)
         again = reloaded(history)
-        ms, from_reload = timed(lambda: strategy.compact(again))
+        ms, from_reload = timed(lambda s=strategy, h=again: s.compact(h))
         reload_ms.append(ms)
         fresh_history = reloaded(history)
         fresh = STRATEGIES[name]()
-        ms, from_fresh = timed(lambda: fresh.compact(fresh_history))
+        ms, from_fresh = timed(lambda s=fresh, h=fresh_history: s.compact(h))
         fresh_ms.append(ms)
         for label, result in (("reloaded", from_reload), ("fresh", from_fresh)):
             if result.messages != warm.messages:

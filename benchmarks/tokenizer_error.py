@@ -31,6 +31,7 @@ import json
 import sys
 from pathlib import Path
 
+from get_realruns import REALRUNS
 from langchain_core.messages import convert_to_messages
 from langchain_core.messages.utils import count_tokens_approximately
 
@@ -38,8 +39,6 @@ from langchain_promptstrat.cache_rules import OpenAICache, ToolSchemas
 from langchain_promptstrat.conversation_file import CHAT_ROLES
 from langchain_promptstrat.simulate import canonical_message
 from langchain_promptstrat.tokens import TokenCounter, call_id_tokens, tool_schema_tokens
-
-from get_realruns import REALRUNS
 
 DEFAULT_FOLDER = REALRUNS / "raw"
 
@@ -106,17 +105,18 @@ def main(argv: list[str]) -> int:
         for run in calls:
             counts = [counter(p) + schemas for p, _, _ in run]
             billed = [b for _, b, _ in run]
-            absolute += [abs(c - b) / b for c, b in zip(counts, billed)]
-            ratio += [c / b for c, b in zip(counts, billed)]
+            absolute += [abs(c - b) / b for c, b in zip(counts, billed, strict=False)]
+            ratio += [c / b for c, b in zip(counts, billed, strict=False)]
             growth += [
                 abs((c - counts[0]) - (b - billed[0])) / (b - billed[0])
-                for c, b in zip(counts[1:], billed[1:])
+                for c, b in zip(counts[1:], billed[1:], strict=False)
                 if b > billed[0]
             ]
         exact = getattr(counter, "exact", None)
         label = name if exact is not False else f"{name} (approx.)"
         print(
-            f"{label:<30}{100 * sum(absolute) / len(absolute):>15.1f}%{100 * sum(growth) / len(growth):>13.1f}%"
+            f"{label:<30}{100 * sum(absolute) / len(absolute):>15.1f}%"
+            f"{100 * sum(growth) / len(growth):>13.1f}%"
             f"{sum(ratio) / len(ratio):>18.3f}"
         )
     # step by step: what the provider billed for one more call and its output, against our count
@@ -124,7 +124,7 @@ def main(argv: list[str]) -> int:
     counter, without = counters["o200k_base"], counters["o200k_base, call_ids=False"]
     residual, ids = [], []
     for run in calls:
-        for (before, billed_before, _), (after, billed_after, _) in zip(run, run[1:]):
+        for (before, billed_before, _), (after, billed_after, _) in zip(run, run[1:], strict=False):
             step = after[len(before) :]
             residual.append((billed_after - billed_before) - without(step))
             ids.append(sum(call_id_tokens(m, counter) for m in step))

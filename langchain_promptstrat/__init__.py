@@ -68,7 +68,11 @@ _MODULE_OF = {name: f"{__name__}.{module}" for module, names in _PUBLIC.items() 
 if TYPE_CHECKING:  # the same names for the checkers (``name as name`` marks each exported)
     from langchain_promptstrat.adapters.langgraph import (
         make_inbox_node as make_inbox_node,
+    )
+    from langchain_promptstrat.adapters.langgraph import (
         pre_model_hook as pre_model_hook,
+    )
+    from langchain_promptstrat.adapters.langgraph import (
         read_back_tool as read_back_tool,
     )
     from langchain_promptstrat.adapters.middleware import (
@@ -76,59 +80,103 @@ if TYPE_CHECKING:  # the same names for the checkers (``name as name`` marks eac
     )
     from langchain_promptstrat.ceiling import (
         DEFAULT_CEILING as DEFAULT_CEILING,
+    )
+    from langchain_promptstrat.ceiling import (
         Ceiling as Ceiling,
+    )
+    from langchain_promptstrat.ceiling import (
         resolve_ceiling as resolve_ceiling,
     )
     from langchain_promptstrat.errors import (
         ConfigError as ConfigError,
+    )
+    from langchain_promptstrat.errors import (
         ContextWindowError as ContextWindowError,
+    )
+    from langchain_promptstrat.errors import (
         InboxAborted as InboxAborted,
+    )
+    from langchain_promptstrat.errors import (
         InboxError as InboxError,
+    )
+    from langchain_promptstrat.errors import (
         InvalidMessagesError as InvalidMessagesError,
+    )
+    from langchain_promptstrat.errors import (
         PromptStratError as PromptStratError,
+    )
+    from langchain_promptstrat.errors import (
         UnknownStrategyError as UnknownStrategyError,
     )
     from langchain_promptstrat.inbox.contract import (
         InboxBackend as InboxBackend,
+    )
+    from langchain_promptstrat.inbox.contract import (
         InboxProvider as InboxProvider,
     )
     from langchain_promptstrat.inbox.directory import (
         DirectoryInbox as DirectoryInbox,
+    )
+    from langchain_promptstrat.inbox.directory import (
         post_to_inbox as post_to_inbox,
+    )
+    from langchain_promptstrat.inbox.directory import (
         request_abort as request_abort,
     )
     from langchain_promptstrat.inbox.paths import (
         inbox_dir as inbox_dir,
+    )
+    from langchain_promptstrat.inbox.paths import (
         inbox_removed_dir as inbox_removed_dir,
     )
     from langchain_promptstrat.inbox.postgres import (
         PostgresInbox as PostgresInbox,
+    )
+    from langchain_promptstrat.inbox.postgres import (
         PostgresInboxes as PostgresInboxes,
     )
     from langchain_promptstrat.messages import (
         check_tool_pairs as check_tool_pairs,
+    )
+    from langchain_promptstrat.messages import (
         read_back as read_back,
     )
     from langchain_promptstrat.pickup import (
         InboxPickup as InboxPickup,
+    )
+    from langchain_promptstrat.pickup import (
         inbox_pickup as inbox_pickup,
     )
     from langchain_promptstrat.registry import (
         DEFAULT_STRATEGIES as DEFAULT_STRATEGIES,
+    )
+    from langchain_promptstrat.registry import (
         available_strategies as available_strategies,
+    )
+    from langchain_promptstrat.registry import (
         get_strategy as get_strategy,
+    )
+    from langchain_promptstrat.registry import (
         prepare_prompt as prepare_prompt,
+    )
+    from langchain_promptstrat.registry import (
         register_strategy as register_strategy,
+    )
+    from langchain_promptstrat.registry import (
         unregister_strategy as unregister_strategy,
     )
     from langchain_promptstrat.report import (
         Compacted as Compacted,
+    )
+    from langchain_promptstrat.report import (
         StrategyReport as StrategyReport,
     )
     from langchain_promptstrat.settings import Settings as Settings
     from langchain_promptstrat.strategies.dedupe_outputs import DedupeOutputs as DedupeOutputs
     from langchain_promptstrat.strategies.epoch import (
         ShortenToolsEpoch as ShortenToolsEpoch,
+    )
+    from langchain_promptstrat.strategies.epoch import (
         ShortenToolsEpochIncrement as ShortenToolsEpochIncrement,
     )
     from langchain_promptstrat.strategies.epoch_machinery.notice import (
@@ -144,16 +192,22 @@ if TYPE_CHECKING:  # the same names for the checkers (``name as name`` marks eac
     from langchain_promptstrat.strategies.sliding_window import SlidingWindow as SlidingWindow
     from langchain_promptstrat.strategies.summary import (
         Summary as Summary,
+    )
+    from langchain_promptstrat.strategies.summary import (
         SummaryFailedWarning as SummaryFailedWarning,
     )
     from langchain_promptstrat.strategies.tool_results import ToolResults as ToolResults
     from langchain_promptstrat.strategy import PromptStrategy as PromptStrategy
     from langchain_promptstrat.tokens import (
         TokenCounter as TokenCounter,
+    )
+    from langchain_promptstrat.tokens import (
         as_token_counter as as_token_counter,
     )
     from langchain_promptstrat.truncation import (
         shorten_string as shorten_string,
+    )
+    from langchain_promptstrat.truncation import (
         truncate_string as truncate_string,
     )
 else:  # checkers see the imports above, and no catch-all that would hide a misspelt name

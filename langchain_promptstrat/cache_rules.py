@@ -31,7 +31,6 @@ from langchain_promptstrat.defaults import (
     CACHE_RULES as CACHE_RULES,
 )  # simulate imports it from here
 
-
 OPENAI_MIN_TOKENS = 1024
 OPENAI_INCREMENT = 128
 ANTHROPIC_MIN_TOKENS = 1024
@@ -134,7 +133,7 @@ class OpenAICache(CacheRule):
         prompt, rounded as OpenAI caches it."""
         hashes = self.hashes(prompt)
         shared = self.tools.tokens if self.tools is not None and self._seen else 0
-        for i, (now, before) in enumerate(zip(hashes, self._previous)):
+        for i, (now, before) in enumerate(zip(hashes, self._previous, strict=False)):
             if now != before:
                 break
             shared += counts[i]

@@ -19,7 +19,6 @@ from typing import Any
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.settings import Settings
 
-
 DEFAULT_CONTEXT_WINDOW = 128_000
 """Input window assumed when no ceiling is given and the model is unknown (the smallest mainstream
 window)."""

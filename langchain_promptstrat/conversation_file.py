@@ -31,7 +31,6 @@ from langchain_core.messages import (
 from langchain_promptstrat.errors import InvalidMessagesError
 from langchain_promptstrat.messages import find_tool_pair_violations, tool_arguments_problem
 
-
 CHAT_ROLES = ("ai", "assistant", "developer", "function", "human", "system", "tool", "user")
 """Roles a role dict may have (what ``convert_to_messages`` reads)."""
 

@@ -6,7 +6,6 @@ LangChain or tiktoken: must not import anything; nothing but these constants bel
 
 from __future__ import annotations
 
-
 DEFAULT_STRATEGIES: tuple[str, ...] = ("dedupe_outputs", "shorten_tools_epoch_stable", "inbox")
 """What ``prepare_prompt(messages)`` applies when neither the caller nor ``PROMPT_STRATEGY``
 names a list."""

@@ -15,14 +15,13 @@ import os
 import sys
 from pathlib import Path
 
+from langchain_promptstrat.registry import BUILTIN_STRATEGIES
 from langchain_promptstrat.settings import (
     Settings,
     documented_default,
     environment_variables,
     option_keys,
 )
-from langchain_promptstrat.registry import BUILTIN_STRATEGIES
-
 
 BEGIN = "<!-- options table: written by python -m langchain_promptstrat.docs_tables -->"
 END = "<!-- end of the options table -->"

@@ -8,7 +8,6 @@ the extra spelled as it works from the project folder. A leaf, like
 
 from __future__ import annotations
 
-
 EXTRAS = {
     "agents": "langchain>=1.0",
     "plot": "matplotlib",
@@ -29,4 +28,5 @@ def install_hint(extra: str) -> str:
     quoted = (
         requirement if all(c.isalnum() or c in "-_." for c in requirement) else f"'{requirement}'"
     )  # for the shell
-    return f'pip install {quoted} (or the {extra} extra: pip install ".[{extra}]" in the project folder)'
+    in_folder = f'pip install ".[{extra}]" in the project folder'
+    return f"pip install {quoted} (or the {extra} extra: {in_folder})"

@@ -31,14 +31,17 @@ from langchain_promptstrat.report import Compacted, StrategyReport, make_report
 from langchain_promptstrat.settings import Settings, environment_variables, settings_with_options
 from langchain_promptstrat.strategy import PromptStrategy, apply_in_order
 
-
 BUILTIN_STRATEGIES: dict[str, str] = {
     "none": "langchain_promptstrat.strategies.none:NoStrategy",
     "dedupe_outputs": "langchain_promptstrat.strategies.dedupe_outputs:DedupeOutputs",
     "shorten_tools": "langchain_promptstrat.strategies.shorten_tools:ShortenTools",
     "shorten_tools_epoch": "langchain_promptstrat.strategies.epoch:ShortenToolsEpoch",
-    "shorten_tools_epoch_increment": "langchain_promptstrat.strategies.epoch:ShortenToolsEpochIncrement",
-    "shorten_tools_epoch_stable": "langchain_promptstrat.strategies.epoch_stable:ShortenToolsEpochStable",
+    "shorten_tools_epoch_increment": (
+        "langchain_promptstrat.strategies.epoch:ShortenToolsEpochIncrement"
+    ),
+    "shorten_tools_epoch_stable": (
+        "langchain_promptstrat.strategies.epoch_stable:ShortenToolsEpochStable"
+    ),
     "inbox": "langchain_promptstrat.strategies.inbox:Inbox",
     "tool_results": "langchain_promptstrat.strategies.tool_results:ToolResults",
     "sliding_window": "langchain_promptstrat.strategies.sliding_window:SlidingWindow",

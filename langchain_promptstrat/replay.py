@@ -21,6 +21,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_promptstrat.conversation_file import read_conversation
+from langchain_promptstrat.defaults import BILLS
 from langchain_promptstrat.errors import ConfigError, PromptStratError
 from langchain_promptstrat.simulate import (
     DEFAULT_MAX_TOKENS,
@@ -30,7 +31,6 @@ from langchain_promptstrat.simulate import (
     simulate,
 )
 from langchain_promptstrat.simulate.output import PER_CALL
-from langchain_promptstrat.defaults import BILLS
 from langchain_promptstrat.tokens.usage import BilledInput, billed_input, read_usage_file
 
 TRANSCRIPT_SUFFIXES = (".json", ".jsonl")
@@ -121,7 +121,7 @@ def _bill(
             continue
         rule = none.provider_cached_tokens[k] if none.provider_cached_tokens else 0
         figures = (1, entry.tokens, entry.cached or 0, none.tokens[k], none.cached_tokens[k], rule)
-        check[:] = [a + b for a, b in zip(check, figures)]
+        check[:] = [a + b for a, b in zip(check, figures, strict=False)]
         if provider:
             ratio = entry.tokens / none.tokens[k]
             served = [
@@ -130,7 +130,7 @@ def _bill(
             ]
             for run in result.runs:
                 run.tokens[k] = tokens = round(run.tokens[k] * ratio)
-                for cached, share in zip(_cached(run), served):
+                for cached, share in zip(_cached(run), served, strict=False):
                     own = entry.cached if run is none else None
                     cached[k] = min(
                         tokens, round(cached[k] * ratio * share) if own is None else own
@@ -214,7 +214,7 @@ def find_transcripts(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[Path
 def _merge(results: list[SimulationResult], files: list[str], notes: list[str]) -> SimulationResult:
     first = results[0]
     for other in results[1:]:
-        for run, more in zip(first.runs, other.runs):
+        for run, more in zip(first.runs, other.runs, strict=False):
             for name in PER_CALL:
                 getattr(run, name).extend(getattr(more, name))
     first.model_calls = sum(r.model_calls for r in results)
@@ -283,7 +283,7 @@ def simulate_files(
             usage = None
         answers = [i for i, m in enumerate(recorded) if isinstance(m, AIMessage)]
         calls = (
-            [b for i, b in zip(answers, usage[0]) if i] if usage else None
+            [b for i, b in zip(answers, usage[0], strict=False) if i] if usage else None
         )  # the calls transcript_prompts replays
         replays.append((path, recorded, conversation.tools if tools is None else tools, calls))
     if not replays:
@@ -296,7 +296,7 @@ def simulate_files(
         )
     results: list[SimulationResult] = []
     check = [0] * 6
-    for path, recorded, tools_here, calls in replays:
+    for _, recorded, tools_here, calls in replays:
         results.append(
             simulate(
                 strategies,

@@ -16,7 +16,6 @@ from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_promptstrat.messages import message_chars
 from langchain_promptstrat.messages.history_memo import message_keys
 
-
 logger = logging.getLogger("langchain_promptstrat")
 """The package logger; every strategy call's report is logged here at DEBUG."""
 

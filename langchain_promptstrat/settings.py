@@ -502,7 +502,8 @@ def _refusal(strategy: type, refused: list[str]) -> str:
     """Return the message for options ``strategy`` does not take, with a hint for settings keys of
     other strategies."""
     noun = "option" if len(refused) == 1 else "options"
-    message = f"{_strategy_label(strategy)} has no {noun} {', '.join(map(repr, refused))}; its options: {', '.join(strategy_options(strategy))}"
+    names, options = ", ".join(map(repr, refused)), ", ".join(strategy_options(strategy))
+    message = f"{_strategy_label(strategy)} has no {noun} {names}; its options: {options}"
     elsewhere = [n for n in refused if n in _FIELDS]
     if elsewhere:
         example = ", ".join(f"{n}=..." for n in elsewhere)
@@ -531,7 +532,8 @@ def _validate(key: str, value: Any, *, source: str) -> Any:
         return None
     kind, metadata = _KIND[key], _FIELDS[key].metadata
     where = f"{key}={value!r}" if source == "argument" else f"{source}={value!r}"
-    hint = f"(settings key {key}, environment variable {_ENV[key] if source == 'argument' else source})"
+    variable = _ENV[key] if source == "argument" else source
+    hint = f"(settings key {key}, environment variable {variable})"
     if kind is bool:
         if isinstance(value, bool):
             return value

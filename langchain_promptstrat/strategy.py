@@ -17,21 +17,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from typing_extensions import Self
-
 from langchain_core.callbacks import CallbackManagerForChainRun, dispatch_custom_event
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.config import get_stream_writer
+from typing_extensions import Self
 
 from langchain_promptstrat.messages import (
     coerce_messages,
     keep_prompt_floor,
     keep_read_backs_whole,
     mark_of,
+    task_index,
 )
-from langchain_promptstrat.messages import task_index
 from langchain_promptstrat.messages.history_memo import message_key
 from langchain_promptstrat.messages.references import resolve_references
 from langchain_promptstrat.report import Compacted, StrategyReport, logger, make_report

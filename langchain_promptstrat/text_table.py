@@ -13,7 +13,6 @@ import sys
 import textwrap
 from collections.abc import Sequence
 
-
 GAP = 2
 """Spaces between two columns."""
 PIPE_WIDTH = 100
@@ -79,7 +78,8 @@ def render_table(
 
     def line(group: list[int], values: Sequence[str]) -> str:
         aligned = (
-            v.ljust(widths[i]) if i == 0 else v.rjust(widths[i]) for i, v in zip(group, values)
+            v.ljust(widths[i]) if i == 0 else v.rjust(widths[i])
+            for i, v in zip(group, values, strict=False)
         )
         return (" " * GAP).join(aligned).rstrip()
 

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from langchain_core.messages import BaseMessage, messages_to_dict
+
+from langchain_promptstrat.testing import build_agent_run
+
+pytest_plugins = ["conftest_postgres"]
+"""The PostgreSQL fixtures (``postgres_dsn``, ``postgres_schema``), for every test module."""
 
 # Speed is measured in benchmarks/, never asserted in the suite: Hypothesis's per-example
 # deadline (200 ms) would fail a correct property on a loaded machine, so no test has one.
@@ -44,3 +52,18 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     terminalreporter.write_line(
         "python benchmarks/get_realruns.py fetches the real transcripts first (see the README)."
     )
+
+
+@pytest.fixture(scope="module")
+def agent_run() -> list[BaseMessage]:
+    """An 80-tool-call agent run (129 messages: 1 system, 1 human, 47 ai, 80 tool), long enough to
+    shorten calls."""
+    return build_agent_run(80, seed=1)
+
+
+@pytest.fixture
+def langchain_file(tmp_path: Path, agent_run: list[BaseMessage]) -> Path:
+    """The agent run as a JSON array of messages_to_dict dicts."""
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(messages_to_dict(agent_run)))
+    return path

@@ -1,10 +1,9 @@
 """The PostgreSQL server that the tests of the PostgreSQL inbox run against.
 
-Import the fixtures into a test module (``from conftest_postgres import postgres_dsn,
-postgres_schema``). The server is ``$PROMPTSTRAT_TEST_DSN`` (``.ci/run`` starts a throwaway
-one with ``.ci/postgres start``). Without it the tests skip with the reason; with
-``PROMPTSTRAT_REQUIRE_POSTGRES=1`` (set by CI) they fail instead, so CI can never pass by
-skipping them.
+Its fixtures reach every test module through ``pytest_plugins`` in ``tests/conftest.py``. The server
+is ``$PROMPTSTRAT_TEST_DSN`` (``.ci/run`` starts a throwaway one with ``.ci/postgres start``).
+Without it the tests skip with the reason; with ``PROMPTSTRAT_REQUIRE_POSTGRES=1`` (set by CI) they
+fail instead, so CI can never pass by skipping them.
 """
 
 from __future__ import annotations

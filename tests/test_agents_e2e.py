@@ -31,8 +31,8 @@ from langgraph.types import Command
 from langchain_promptstrat import DEFAULT_STRATEGIES
 from langchain_promptstrat.adapters.langgraph import pre_model_hook
 from langchain_promptstrat.adapters.middleware import PromptStrategyMiddleware
-from langchain_promptstrat.inbox.paths import inbox_removed_dir, thread_save_file
 from langchain_promptstrat.inbox.directory import post_to_inbox, request_abort
+from langchain_promptstrat.inbox.paths import inbox_removed_dir, thread_save_file
 from langchain_promptstrat.messages import check_tool_pairs
 from langchain_promptstrat.strategies.ladder import CompactionLadder
 from langchain_promptstrat.testing import ScriptedChatModel, make_sized_tool
@@ -519,7 +519,7 @@ class TestLadderReadBack:
         calls = [call for m in stored if isinstance(m, AIMessage) for call in m.tool_calls]
         outputs = {m.tool_call_id: m for m in stored if isinstance(m, ToolMessage)}
         (from_placeholder, placeholder), (from_note, _) = asked["rb_placeholder"], asked["rb_note"]
-        assert calls[from_placeholder - 1]["id"] == getattr(placeholder, "tool_call_id")  # its own
+        assert calls[from_placeholder - 1]["id"] == placeholder.tool_call_id  # its own
         for key, number in (("rb_placeholder", from_placeholder), ("rb_note", from_note)):
             named = calls[number - 1]  # call N is the N-th call of the stored conversation
             assert named["name"] == "fetch" and outputs[key].content == tool.invoke(named["args"])

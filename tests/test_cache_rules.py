@@ -43,7 +43,10 @@ class TestOpenAI:
         written."""
         prompts, counts = hand_example()
         rule = OpenAICache(canonical_message)
-        assert [rule.observe(p, c) for p, c in zip(prompts, counts)] == [(0, 0), (2944, 0)]
+        assert [rule.observe(p, c) for p, c in zip(prompts, counts, strict=False)] == [
+            (0, 0),
+            (2944, 0),
+        ]
 
     def test_a_changed_message_ends_the_shared_prefix(self):
         """An edit at message 1 leaves only the system message shared: 2,000 tokens read as
@@ -74,7 +77,7 @@ class TestToolSchemas:
         reads 1024 + 128 * 24."""
         prompts, counts = hand_example()
         rule = OpenAICache(canonical_message, tools=self.TOOLS)
-        assert [rule.observe(p, c) for p, c in zip(prompts, counts)] == [
+        assert [rule.observe(p, c) for p, c in zip(prompts, counts, strict=False)] == [
             (0, 0),
             (1024 + 128 * 24, 0),
         ]
@@ -85,7 +88,10 @@ class TestToolSchemas:
         prompts, counts = hand_example()
         rule = AnthropicCache(canonical_message, tools=self.TOOLS)
         assert rule.breakpoints(prompts[0]) == [-1, 0, 10]
-        assert [rule.observe(p, c) for p, c in zip(prompts, counts)] == [(0, 4100), (4100, 200)]
+        assert [rule.observe(p, c) for p, c in zip(prompts, counts, strict=False)] == [
+            (0, 4100),
+            (4100, 200),
+        ]
 
     def test_anthropic_reads_the_tools_entry_when_everything_after_it_changed(self):
         """With 1,100 tokens of schemas (an entry of their own), a prompt whose system changed reads
@@ -116,7 +122,10 @@ class TestAnthropic:
         writes 200."""
         prompts, counts = hand_example()
         rule = AnthropicCache(canonical_message)
-        assert [rule.observe(p, c) for p, c in zip(prompts, counts)] == [(0, 3000), (3000, 200)]
+        assert [rule.observe(p, c) for p, c in zip(prompts, counts, strict=False)] == [
+            (0, 3000),
+            (3000, 200),
+        ]
 
     def test_the_tail_entry_is_out_of_reach_beyond_20_blocks(self):
         """A tail that moved 21 blocks on finds only the system entry (2,000) and writes the
@@ -168,7 +177,9 @@ class TestSimulate:
         )
         for run in result.runs:
             assert len(run.provider_cached_tokens) == run.calls > 0
-            assert all(p <= c for p, c in zip(run.provider_cached_tokens, run.cached_tokens))
+            assert all(
+                p <= c for p, c in zip(run.provider_cached_tokens, run.cached_tokens, strict=False)
+            )
             assert sum(run.provider_cached_tokens) > 0
 
     def test_anthropic_bills_writes_at_1_25(self):
@@ -178,7 +189,9 @@ class TestSimulate:
         run = result.runs[0]
         expected = sum(
             r * 0.1 + w * 1.25 + (t - r - w)
-            for t, r, w in zip(run.tokens, run.provider_cached_tokens, run.provider_written_tokens)
+            for t, r, w in zip(
+                run.tokens, run.provider_cached_tokens, run.provider_written_tokens, strict=False
+            )
         )
         assert run.provider_summary(0.1, result.write_multiplier)["cost_units"] == expected
         assert sum(run.provider_written_tokens) > 0

@@ -85,8 +85,8 @@ def history() -> list[BaseMessage]:
     """A seeded 300-call agent run: long enough that a 14k ceiling moves the default's edges several
     times."""
     last: list[BaseMessage] = []
-    for last in iter_agent_run(n_tool_calls=300, seed=0):
-        pass
+    for snapshot in iter_agent_run(n_tool_calls=300, seed=0):
+        last = snapshot
     return list(last)
 
 

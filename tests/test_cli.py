@@ -20,14 +20,12 @@ from langchain_core.messages import (
     messages_from_dict,
     messages_to_dict,
 )
-
 from realruns import realruns_dir
 
 from langchain_promptstrat.ceiling import DEFAULT_CEILING
+from langchain_promptstrat.cli import main, simulate_command
 from langchain_promptstrat.conversation_file import read_conversation
-from langchain_promptstrat.cli import simulate_command
 from langchain_promptstrat.defaults import DEFAULT_MAX_TOKENS
-from langchain_promptstrat.cli import main
 from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.messages import check_tool_pairs
 from langchain_promptstrat.registry import DEFAULT_STRATEGIES, apply_strategies
@@ -39,7 +37,6 @@ from langchain_promptstrat.simulate import (
     result_from_json,
 )
 from langchain_promptstrat.simulate.output import DEFAULT_MARK
-from langchain_promptstrat.testing import build_agent_run
 from langchain_promptstrat.tokens import TokenCounter
 
 PROMPTSTRAT = Path(sys.executable).parent / "promptstrat"
@@ -88,21 +85,6 @@ def report_line(report: StrategyReport) -> str:
         f"{report.shortened}, "
         f"dropped {report.dropped}, chars {report.chars_before:,} -> {report.chars_after:,}"
     )
-
-
-@pytest.fixture(scope="module")
-def agent_run() -> list[BaseMessage]:
-    """An 80-tool-call agent run (129 messages: 1 system, 1 human, 47 ai, 80 tool), long enough to
-    shorten calls."""
-    return build_agent_run(80, seed=1)
-
-
-@pytest.fixture
-def langchain_file(tmp_path: Path, agent_run: list[BaseMessage]) -> Path:
-    """The agent run as a JSON array of messages_to_dict dicts."""
-    path = tmp_path / "run.json"
-    path.write_text(json.dumps(messages_to_dict(agent_run)))
-    return path
 
 
 @pytest.fixture

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 from langchain_core.messages import BaseMessage, messages_to_dict
-from test_cli import CALLS_BOUND, agent_run, run  # noqa: F401 -- agent_run is a fixture
-from test_cli import langchain_file as conversation  # noqa: F401 -- a fixture
+from test_cli import CALLS_BOUND, run
 
 from langchain_promptstrat.testing import build_agent_run
 
@@ -20,12 +19,12 @@ from langchain_promptstrat.testing import build_agent_run
 class TestModel:
     @pytest.mark.parametrize("command", ["stats", "simulate"])
     def test_an_unknown_model_warns_naming_the_encoding_it_counts_with(
-        self, capsys: pytest.CaptureFixture[str], conversation: Path, command: str
+        self, capsys: pytest.CaptureFixture[str], langchain_file: Path, command: str
     ) -> None:
         """--model no-such-model counts with cl100k_base and says so in one line, as --model gpt-5
         does when its encoding is missing: a typo must not pass for a model's own count."""
         argv = (
-            [str(conversation), "--json"]
+            [str(langchain_file), "--json"]
             if command == "stats"
             else ["--calls", "3", "none", "--json"]
         )
@@ -38,10 +37,10 @@ class TestModel:
         )
 
     def test_a_model_whose_encoding_is_known_counts_without_a_word(
-        self, capsys: pytest.CaptureFixture[str], conversation: Path
+        self, capsys: pytest.CaptureFixture[str], langchain_file: Path
     ) -> None:
         """gpt-4's own encoding is cl100k_base, which the package ships: nothing to warn about."""
-        code, out, err = run(capsys, "stats", str(conversation), "--json", "--model", "gpt-4")
+        code, out, err = run(capsys, "stats", str(langchain_file), "--json", "--model", "gpt-4")
         assert (code, err) == (0, "") and json.loads(out)["token_counter"][
             "encoding"
         ] == "cl100k_base"
@@ -51,7 +50,7 @@ class TestStatsFolder:
     def test_a_folder_skips_each_file_that_is_not_a_conversation_with_one_line(
         self,
         capsys: pytest.CaptureFixture[str],
-        conversation: Path,
+        langchain_file: Path,
         tmp_path: Path,
         agent_run: list[BaseMessage],
     ) -> None:
@@ -60,7 +59,7 @@ class TestStatsFolder:
         the first."""
         folder = tmp_path / "clone"
         (folder / "deployment").mkdir(parents=True)
-        (folder / "run.json").write_bytes(conversation.read_bytes())
+        (folder / "run.json").write_bytes(langchain_file.read_bytes())
         (folder / "deployment" / "langgraph.json").write_text(
             '{"graphs": {"agent": "./agent.py:graph"}}'
         )
@@ -122,14 +121,14 @@ class TestStatsHeader:
     def test_without_usage_the_header_says_in_plain_words_that_the_counts_are_the_packages(
         self,
         capsys: pytest.CaptureFixture[str],
-        conversation: Path,
+        langchain_file: Path,
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
         """A file without usage gets two plain sentences, not "the provider's count over the
         package's, for what was sent ...: - (no usage)" and "the default's factor ...: 1.0 (none: no
         usage, no prior)"; the detail is in docs/cli.md."""
         monkeypatch.setenv("COLUMNS", "1000")  # one line each
-        code, out, _ = run(capsys, "stats", str(conversation))
+        code, out, _ = run(capsys, "stats", str(langchain_file))
         head = out.split("\n\n")[0].splitlines()
         assert code == 0 and head[-2:] == [
             "the provider's own count: not in the file (no usage recorded); "

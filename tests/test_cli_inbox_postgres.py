@@ -5,7 +5,6 @@ from __future__ import annotations
 import secrets
 
 import pytest
-from conftest_postgres import postgres_dsn, postgres_schema  # noqa: F401
 
 from langchain_promptstrat.cli import main
 from langchain_promptstrat.inbox.postgres import DSN_ENV
@@ -41,8 +40,8 @@ class TestInboxDsn:
             ["pending", "abort"],
             ["pending", "n.txt"],
         ]
-        from langchain_promptstrat.inbox.postgres import PostgresInboxes
         from langchain_promptstrat.inbox.delivery import pick_up
+        from langchain_promptstrat.inbox.postgres import PostgresInboxes
 
         store = PostgresInboxes(dsn).for_thread(thread)
         assert pick_up(store).abort_reason == "stop"

@@ -56,7 +56,8 @@ def test_a_command_help_imports_no_heavy_dependency(command):
 def test_the_defaults_the_help_shows_are_the_ones_the_commands_use():
     """The help's defaults come from the defaults module, the same objects simulate, tokens and
     cache_rules use."""
-    from langchain_promptstrat import cache_rules, defaults, simulate as simulation, tokens
+    from langchain_promptstrat import cache_rules, defaults, tokens
+    from langchain_promptstrat import simulate as simulation
 
     assert simulation.DEFAULT_MAX_TOKENS is defaults.DEFAULT_MAX_TOKENS
     assert simulation.DEFAULT_TOOL_CALLS is defaults.DEFAULT_TOOL_CALLS
@@ -78,7 +79,10 @@ def test_an_inbox_command_imports_no_heavy_dependency(tmp_path):
 
 def test_importing_the_package_does_not_import_langgraph():
     """`import langchain_promptstrat` is lazy: LangGraph loads with the first name that needs it."""
-    code = "import sys, langchain_promptstrat as p; print('langgraph' in sys.modules); p.pre_model_hook; print('langgraph' in sys.modules)"
+    code = (
+        "import sys, langchain_promptstrat as p; print('langgraph' in sys.modules); "
+        "p.pre_model_hook; print('langgraph' in sys.modules)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stdout.split() == ["False", "True"], done.stderr
 

@@ -187,13 +187,12 @@ def test_the_text_format_becomes_tool_calls_and_the_exit_the_pending_calls_outpu
             {"role": "exit", "content": "the diff", "extra": {"exit_status": "Submitted"}},
         ]
     }
-    call = lambda n, command: [
-        {
-            "id": f"call_000{n}",
-            "type": "function",  # noqa: E731
-            "function": {"name": "bash", "arguments": f'{{"command": "{command}"}}'},
-        }
-    ]
+
+    def call(n: int, command: str) -> list[dict[str, object]]:
+        arguments = f'{{"command": "{command}"}}'
+        function = {"name": "bash", "arguments": arguments}
+        return [{"id": f"call_000{n}", "type": "function", "function": function}]
+
     assert get_realruns.convert(trajectory) == [
         {"role": "system", "content": "Use bash."},
         {"role": "user", "content": "Fix it."},

@@ -15,8 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest_postgres import postgres_dsn, postgres_schema  # noqa: F401
-
 _spec = importlib.util.spec_from_file_location(
     "graph_kills", Path(__file__).parent.parent / "benchmarks" / "graph_kills.py"
 )

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest_postgres import postgres_dsn, postgres_schema  # noqa: F401  (fixtures)
 from langchain_core.messages import HumanMessage
 
 from langchain_promptstrat.errors import ConfigError, InboxAborted, InboxError
@@ -39,10 +38,10 @@ from langchain_promptstrat.inbox.contract import (
     NoticeNameTaken,
     is_inbox_backend,
 )
-from langchain_promptstrat.inbox.directory import DirectoryInbox
-from langchain_promptstrat.messages import mark_of
 from langchain_promptstrat.inbox.delivery import pick_up
+from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.inbox.locate import inbox_for_config
+from langchain_promptstrat.messages import mark_of
 from langchain_promptstrat.strategies.inbox import Inbox
 from langchain_promptstrat.tokens import TokenCounter
 

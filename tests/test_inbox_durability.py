@@ -29,7 +29,6 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command
 
-from conftest_postgres import postgres_dsn, postgres_schema  # noqa: F401
 from langchain_promptstrat.adapters.langgraph import make_inbox_node, pre_model_hook
 from langchain_promptstrat.inbox.delivery import notice_ids, wait_settled
 from langchain_promptstrat.inbox.directory import DirectoryInbox
@@ -350,8 +349,8 @@ def test_a_killed_reader_not_yet_reaped_is_dead_and_its_claim_is_recovered_at_on
     import signal
     import time
 
-    from langchain_promptstrat.inbox.delivery import pick_up
     from langchain_promptstrat.inbox.contract import owner_state
+    from langchain_promptstrat.inbox.delivery import pick_up
 
     store = DirectoryInbox.for_thread("zombie", tmp_path)
     store.post("steer left", name="a.txt")

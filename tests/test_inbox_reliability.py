@@ -19,7 +19,6 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from conftest_postgres import postgres_dsn, postgres_schema  # noqa: F401
 from langchain_promptstrat.adapters.langgraph import pre_model_hook
 from langchain_promptstrat.errors import InboxError
 from langchain_promptstrat.inbox.delivery import notice_id, pick_up, wait_settled
@@ -229,6 +228,7 @@ class TestFailingModelCalls:
         answered, the answered id kept in private state lets the next pickup record it instead of
         sending the notice to a second model call."""
         import asyncio
+
         from langchain.agents import create_agent
 
         from langchain_promptstrat.adapters.middleware import ANSWERED_KEY, PromptStrategyMiddleware
@@ -348,7 +348,7 @@ class TestEditors:
             ]
             quarter = len(texts[0]) // 4
             for piece in range(4):
-                for handle, text in zip(handles, texts):
+                for handle, text in zip(handles, texts, strict=False):
                     handle.write(
                         text[piece * quarter : None if piece == 3 else (piece + 1) * quarter]
                     )
@@ -379,7 +379,7 @@ class TestEditors:
                 path.touch()
             time.sleep(self.QUIET * 2)
             texts = [f"then do step {i}" for i in range(100)]
-            for path, text in zip(paths, texts):
+            for path, text in zip(paths, texts, strict=False):
                 path.write_text(text, encoding="utf-8")
             return texts
 

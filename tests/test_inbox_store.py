@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langchain_promptstrat.errors import InboxError
-from langchain_promptstrat.inbox.directory import DirectoryInbox
+from langchain_promptstrat.inbox.directory import DirectoryInbox, post_to_inbox, request_abort
 from langchain_promptstrat.inbox.paths import (
     INBOX_ROOT_ENV,
     encode_thread_id,
@@ -25,7 +25,6 @@ from langchain_promptstrat.inbox.paths import (
     inbox_root,
     thread_save_file,
 )
-from langchain_promptstrat.inbox.directory import post_to_inbox, request_abort
 
 HOSTILE_THREAD_IDS = [
     "../x",

@@ -7,7 +7,6 @@ import tracemalloc
 import weakref
 
 import pytest
-
 from langchain_core.messages import BaseMessage
 
 from langchain_promptstrat import prepare_prompt
@@ -16,7 +15,10 @@ from langchain_promptstrat.testing import build_agent_run
 
 # Every strategy with a cache of its own: the epoch heads and repeat keys, the report's
 # character memo, the truncation cache, and the token counter the ladder uses.
-STRATEGIES = "shorten_tools_epoch_stable,shorten_tools_epoch_increment,shorten_tools,tool_results,sliding_window"
+STRATEGIES = (
+    "shorten_tools_epoch_stable,shorten_tools_epoch_increment,shorten_tools,"
+    "tool_results,sliding_window"
+)
 
 
 def _run_and_discard(seed: int, refs: list[weakref.ref[BaseMessage]]) -> int:

@@ -20,7 +20,6 @@ from langchain_core.messages import (
 from langchain_core.prompt_values import ChatPromptValue
 
 from langchain_promptstrat import InvalidMessagesError, check_tool_pairs
-from langchain_promptstrat.tokens import TokenCounter
 from langchain_promptstrat.messages import (
     ToolIndex,
     coerce_messages,
@@ -35,6 +34,7 @@ from langchain_promptstrat.messages import (
     split_turns,
     tool_call_ids,
 )
+from langchain_promptstrat.tokens import TokenCounter
 from langchain_promptstrat.truncation import shorten_string
 
 LONG = "L" * 1000

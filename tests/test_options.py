@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings as hypothesis_settings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 import langchain_promptstrat
 from langchain_promptstrat import (
@@ -29,6 +31,7 @@ from langchain_promptstrat import (
     Settings,
     ShortenTools,
     ShortenToolsEpochStable,
+    docs_tables,
     get_strategy,
 )
 from langchain_promptstrat.registry import (
@@ -38,7 +41,6 @@ from langchain_promptstrat.registry import (
     resolve_strategies,
     unregister_strategy,
 )
-from langchain_promptstrat import docs_tables
 from langchain_promptstrat.settings import (
     ENV_PREFIX,
     SettingKey,
@@ -493,7 +495,8 @@ class TestOptionsWrittenOnce:
         assert docs_tables.main([str(readme)]) == 0
         assert (
             readme.read_text(encoding="utf-8")
-            == f"# x\n\n{docs_tables.BEGIN}\n{docs_tables.options_table()}\n{docs_tables.END}\n\nafter\n"
+            == f"# x\n\n{docs_tables.BEGIN}\n{docs_tables.options_table()}\n"
+            f"{docs_tables.END}\n\nafter\n"
         )
         assert docs_tables.main([str(readme), "--check"]) == 0
         assert [p.name for p in tmp_path.iterdir()] == ["README.md"]

@@ -277,9 +277,7 @@ def test_the_middleware_without_the_tool_turns_handles_off_for_the_strategies_it
     )
 
 
-def test_a_strategy_the_middleware_turns_handles_off_for_remembers_nothing_computed_with_them_on() -> (
-    None
-):
+def test_a_copy_with_handles_off_remembers_nothing_computed_with_them_on() -> None:
     """A strategy object already used with handles on, given to ``read_back=False``: its copy sends
     exactly what a new object with handles off sends, prompt and report, call after call (the copy
     does not share the object's memos)."""
@@ -392,9 +390,7 @@ def test_a_bad_pattern_answers_a_sentence() -> None:
     assert "not a regular expression" in str(read_back(_run(3), pattern="("))
 
 
-def test_a_read_back_page_is_never_shortened_in_the_step_it_is_read_fits_the_ceiling_and_pairs_stay_intact() -> (
-    None
-):
+def test_a_read_back_page_is_whole_in_its_step_fits_the_ceiling_and_keeps_pairs() -> None:
     """An answer cut or pointed back again would send the agent to read it again, forever; a whole
     page still fits a 16k prompt."""
     messages = _run(60)

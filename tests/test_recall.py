@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from pathlib import Path
 import string
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -79,7 +79,10 @@ class TestTheReferences:
     def test_code_like_words_are_references_and_plain_words_are_not(self):
         """Paths, identifiers, dotted names, camelCase, numbers of three digits or more count; prose
         does not."""
-        text = "Look at django/db/models/query.py line 1234: QuerySet.filter calls _filter_or_exclude, see getValue and py3 but not the Model or it"
+        text = (
+            "Look at django/db/models/query.py line 1234: QuerySet.filter calls "
+            "_filter_or_exclude, see getValue and py3 but not the Model or it"
+        )
         assert code_references(text) == [
             "django/db/models/query.py",
             "1234",

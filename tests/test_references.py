@@ -351,7 +351,7 @@ class TestEveryPrompt:
         for history in history_prompts:
             raw = bounded.compact(dedupe.compact(history).messages).messages
             sent = resolve_references(history, raw)
-            rewritten += sum(a is not b for a, b in zip(raw, sent))
+            rewritten += sum(a is not b for a, b in zip(raw, sent, strict=False))
             if previous is not None:
                 assert first_difference(previous[1], sent) == first_difference(previous[0], raw)
             previous = (raw, sent)
@@ -362,7 +362,8 @@ def first_difference(before: Sequence[BaseMessage], after: Sequence[BaseMessage]
     """Return the index of the first message of ``after`` that is not byte-identical to
     ``before``'s."""
     return next(
-        (i for i, (a, b) in enumerate(zip(before, after)) if a != b), min(len(before), len(after))
+        (i for i, (a, b) in enumerate(zip(before, after, strict=False)) if a != b),
+        min(len(before), len(after)),
     )
 
 

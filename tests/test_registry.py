@@ -21,13 +21,13 @@ from langchain_promptstrat import (
     get_strategy,
     prepare_prompt,
     register_strategy,
+    registry,
     unregister_strategy,
 )
-from langchain_promptstrat import registry
 from langchain_promptstrat.errors import ConfigError
-from langchain_promptstrat.strategies.ladder import CompactionLadder
-from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.registry import BUILTIN_STRATEGIES
+from langchain_promptstrat.report import Compacted, make_report
+from langchain_promptstrat.strategies.ladder import CompactionLadder
 from langchain_promptstrat.testing import build_agent_run, iter_agent_run
 
 

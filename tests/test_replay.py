@@ -17,13 +17,13 @@ from langchain_core.messages import (
     convert_to_openai_messages,
     messages_to_dict,
 )
+from realruns import realruns_dir
 
 from langchain_promptstrat.cli import main
 from langchain_promptstrat.conversation_file import read_conversation
 from langchain_promptstrat.replay import simulate_files, transcript_prompts, usage_of
 from langchain_promptstrat.simulate import format_table
 from langchain_promptstrat.tokens import tool_schema_tokens
-from realruns import realruns_dir
 
 CALL = {
     "id": "c1",
@@ -219,7 +219,7 @@ class TestProviderBill:
         none = package.run("none")
         for k, entry in enumerate(usage):
             ratio = entry["prompt_tokens"] / none.tokens[k] if entry else 1.0
-            for before, after in zip(package.runs, provider.runs):
+            for before, after in zip(package.runs, provider.runs, strict=False):
                 assert after.tokens[k] == round(before.tokens[k] * ratio)
                 rule_lists = ["cached_tokens"] + (
                     ["provider_cached_tokens"] if cache != "prefix" else []
@@ -301,7 +301,7 @@ class TestProviderBill:
         ]
         messages = convert_to_messages(RUN)
         answers = [m for m in messages if isinstance(m, AIMessage)]
-        for answer, entry in zip(answers, usage):
+        for answer, entry in zip(answers, usage, strict=False):
             if style == "role response_metadata":
                 answer.response_metadata = {
                     "token_usage": {
@@ -320,7 +320,9 @@ class TestProviderBill:
             data = messages_to_dict(messages)
         else:
             data = convert_to_openai_messages(messages)
-            for item, answer in zip([d for d in data if d["role"] == "assistant"], answers):
+            for item, answer in zip(
+                [d for d in data if d["role"] == "assistant"], answers, strict=False
+            ):
                 item.update(
                     {"usage_metadata": answer.usage_metadata}
                     if answer.usage_metadata
@@ -402,7 +404,9 @@ class TestProviderBill:
             recorded = read_conversation(file).messages + read_conversation(file).pending
             found = usage_of(Path(file), recorded)
             answers = [i for i, m in enumerate(recorded) if isinstance(m, AIMessage)]
-            for i, entry in zip(answers, found[0] if found else [None] * len(answers)):
+            for i, entry in zip(
+                answers, found[0] if found else [None] * len(answers), strict=False
+            ):
                 if not i:
                     continue
                 if entry is not None:

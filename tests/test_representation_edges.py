@@ -11,16 +11,15 @@ from conversations import agent_conversations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from test_contract import TIGHT
 
-from langchain_promptstrat import Settings, check_tool_pairs, get_strategy, prepare_prompt
+from langchain_promptstrat import check_tool_pairs, get_strategy, prepare_prompt
 from langchain_promptstrat.messages import (
     find_tool_pair_violations,
     tool_call_ids,
     tool_results_as_tool_messages,
 )
 from langchain_promptstrat.registry import BUILTIN_STRATEGIES
-
-from test_contract import TIGHT
 
 BUILT_IN = sorted(set(BUILTIN_STRATEGIES) - {"summary"})
 

@@ -164,8 +164,8 @@ def _readers(key: str, settings: Settings) -> list[object]:
     are read at pickup: none)."""
     from langchain_promptstrat.registry import BUILTIN_STRATEGIES, get_strategy
     from langchain_promptstrat.settings import option_keys
-    from langchain_promptstrat.strategies.ladder import CompactionLadder
     from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable
+    from langchain_promptstrat.strategies.ladder import CompactionLadder
 
     built: list[object] = []
     for name in BUILTIN_STRATEGIES:

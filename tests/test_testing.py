@@ -522,7 +522,7 @@ class TestBuildAgentRun:
         assert (
             len(positions) >= 8
         )  # 1,000 calls with gaps of at most 122 hold at least 1000 // 122 = 8 user turns
-        gaps = [b - a for a, b in zip([0, *positions], positions)]
+        gaps = [b - a for a, b in zip([0, *positions], positions, strict=False)]
         # a parallel step can overshoot the drawn threshold by up to parallel_max - 1
         assert all(60 <= g <= 122 for g in gaps)
         assert not any(
@@ -570,7 +570,7 @@ class TestBuildAgentRun:
         built run."""
         snaps = list(iter_agent_run(150, seed=12))
         assert [type(m) for m in snaps[0]] == [SystemMessage, HumanMessage]
-        for prev, cur in zip(snaps, snaps[1:]):
+        for prev, cur in zip(snaps, snaps[1:], strict=False):
             assert cur[: len(prev)] == prev and cur is not prev
             new = cur[len(prev) :]
             assert isinstance(new[0], AIMessage)

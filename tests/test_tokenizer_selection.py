@@ -8,10 +8,10 @@ import warnings
 
 import pytest
 from langchain_core.messages import HumanMessage
+from realruns import realruns_dir
 
 from langchain_promptstrat.extras import install_hint
 from langchain_promptstrat.tokens import TokenCounter, TokenizerUnavailableWarning
-from realruns import realruns_dir
 
 
 @pytest.mark.parametrize(

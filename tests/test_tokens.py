@@ -37,8 +37,13 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_promptstrat import tokens
 from langchain_promptstrat.errors import ConfigError, InvalidMessagesError
 from langchain_promptstrat.testing import ScriptedChatModel, build_agent_run
-from langchain_promptstrat.tokens import TokenCounter, TokenizerUnavailableWarning, as_token_counter
-from langchain_promptstrat.tokens import counter as counter_module, encodings
+from langchain_promptstrat.tokens import (
+    TokenCounter,
+    TokenizerUnavailableWarning,
+    as_token_counter,
+    encodings,
+)
+from langchain_promptstrat.tokens import counter as counter_module
 
 OFFLINE = "cl100k_base"
 ENCODING = encodings._bundled_cl100k()

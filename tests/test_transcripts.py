@@ -6,11 +6,11 @@ import json
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from realruns import realruns_dir
 
 from langchain_promptstrat.cli import main
 from langchain_promptstrat.conversation_file import read_conversation
 from langchain_promptstrat.messages import check_tool_pairs
-from realruns import realruns_dir
 
 CALL = {
     "id": "c1",

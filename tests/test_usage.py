@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage
+from realruns import realruns_dir
 
 from langchain_promptstrat.replay import USAGE_SUFFIX
 from langchain_promptstrat.tokens.usage import BilledInput, billed_input, read_usage_file
-from realruns import realruns_dir
 
 
 def answer(**fields: Any) -> AIMessage:

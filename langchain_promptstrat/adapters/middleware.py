@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Annotated, Any, Final, Literal, Optional, cast
+from typing import Annotated, Any, Final, Literal, cast
 
 from langchain_promptstrat.extras import (
     install_hint,
@@ -208,7 +208,7 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
     # reads so
     @hook_config(can_jump_to=["end"])
     def before_model(
-        self, state: PromptStratState, runtime: Runtime, config: Optional[RunnableConfig] = None
+        self, state: PromptStratState, runtime: Runtime, config: RunnableConfig | None = None
     ) -> dict[str, Any] | None:
         """Return the inbox's notices as a state update (persisted, or pending for the next
         request), or the jump to the end."""
@@ -254,7 +254,7 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
 
     @hook_config(can_jump_to=["end"])
     async def abefore_model(
-        self, state: PromptStratState, runtime: Runtime, config: Optional[RunnableConfig] = None
+        self, state: PromptStratState, runtime: Runtime, config: RunnableConfig | None = None
     ) -> dict[str, Any] | None:
         """Run :meth:`before_model` off the event loop (it reads the disk and waits on a LangGraph
         task)."""

@@ -299,11 +299,11 @@ def _apply(args: argparse.Namespace) -> int:
 def _stats(args: argparse.Namespace) -> int:
     from langchain_promptstrat.messages import index_tool_calls
     from langchain_promptstrat.messages.references import unresolved_references
+    from langchain_promptstrat.registry import split_strategy_names
     from langchain_promptstrat.replay import find_transcripts, usage_of
+    from langchain_promptstrat.simulate import build_strategy, default_rows
     from langchain_promptstrat.strategy import apply_in_order
     from langchain_promptstrat.tokens.usage import history_calibration
-    from langchain_promptstrat.simulate import build_strategy, default_rows
-    from langchain_promptstrat.registry import split_strategy_names
 
     transcripts = [] if args.file == "-" else find_transcripts([args.file])
     given = [("-", True)] if args.file == "-" else [(str(p), named) for p, named in transcripts]

@@ -268,6 +268,7 @@ def _inbox_ls(args: argparse.Namespace) -> int:
     ) in listed:  # names and owners come from whoever wrote the files: escaped, never raw
         line = f"{state:<9}  {_time(entry.mtime)}  {printable_text(entry.name)}"
         if lease is not None:
-            line += f"  claimed {_age(now - lease.leased_at)} ago by {printable_text(lease.owner)} ({CLAIM_STATES[lease.listed_state]})"
+            owner, state = printable_text(lease.owner), CLAIM_STATES[lease.listed_state]
+            line += f"  claimed {_age(now - lease.leased_at)} ago by {owner} ({state})"
         print(line)
     return 0

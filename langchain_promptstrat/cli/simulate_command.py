@@ -89,13 +89,15 @@ def add_simulate_commands(commands: argparse._SubParsersAction[Any], detailed: b
     if not detailed:
         return
     from langchain_promptstrat.ceiling import DEFAULT_CEILING
-    from langchain_promptstrat.defaults import BILLS, CACHE_RULES
     from langchain_promptstrat.defaults import (
+        BILLS,
+        CACHE_RULES,
         DEFAULT_CACHED_FRACTION,
         DEFAULT_MAX_TOKENS,
         DEFAULT_TOOL_CALLS,
+        LONG_RUN_CALLS,
+        MAX_SIMULATED_CALLS,
     )
-    from langchain_promptstrat.defaults import LONG_RUN_CALLS, MAX_SIMULATED_CALLS
 
     sim.add_argument(
         "strategies",

@@ -25,8 +25,8 @@ import warnings
 from collections.abc import Callable, Collection, Container, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from functools import cached_property
 from datetime import datetime, timezone
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, TypedDict
 

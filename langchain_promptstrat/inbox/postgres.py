@@ -91,13 +91,18 @@ MIGRATIONS: list[list[LiteralString]] = [
 # itself and every name starting with "stem."), so one of them is always free.
 _FIRST_FREE_NAME = """
     SELECT c.candidate FROM (
-        SELECT g, CASE WHEN g = 0 THEN %(name)s ELSE %(stem)s || '.' || g::text || %(ext)s END AS candidate
+        SELECT g,
+            CASE WHEN g = 0 THEN %(name)s ELSE %(stem)s || '.' || g::text || %(ext)s END
+            AS candidate
         FROM generate_series(0, (
             SELECT count(*) FROM {delivered}
-            WHERE thread_id = %(thread)s AND (name = %(name)s OR (name >= %(family_lo)s AND name < %(family_hi)s))
+            WHERE thread_id = %(thread)s
+                AND (name = %(name)s OR (name >= %(family_lo)s AND name < %(family_hi)s))
         )::int) AS g
     ) AS c
-    WHERE NOT EXISTS (SELECT 1 FROM {delivered} AS d WHERE d.thread_id = %(thread)s AND d.name = c.candidate)
+    WHERE NOT EXISTS (
+        SELECT 1 FROM {delivered} AS d WHERE d.thread_id = %(thread)s AND d.name = c.candidate
+    )
     ORDER BY c.g
     LIMIT 1
 """
@@ -135,7 +140,8 @@ CLAIM = CLAIM.replace("@MATCH@", "name = %(name)s AND claim_token IS NULL").repl
 )
 
 LEASE = """
-    UPDATE {pending} SET claim_token = %(token)s, claimed_by = %(owner)s, leased_at = clock_timestamp()
+    UPDATE {pending}
+    SET claim_token = %(token)s, claimed_by = %(owner)s, leased_at = clock_timestamp()
     WHERE thread_id = %(thread)s AND name = %(name)s AND claim_token IS NULL
     RETURNING content, posted_at
 """
@@ -147,7 +153,8 @@ TAKE_OVER = """
 """
 
 IN_FLIGHT_WITH_HEAD = """
-    SELECT claim_token, name, claimed_by, leased_at, posted_at, octet_length(content), substring(content FROM 1 FOR 240)
+    SELECT claim_token, name, claimed_by, leased_at, posted_at, octet_length(content),
+        substring(content FROM 1 FOR 240)
     FROM {pending} WHERE thread_id = %(thread)s AND claim_token IS NOT NULL ORDER BY posted_at, name
 """
 IN_FLIGHT = IN_FLIGHT_WITH_HEAD.replace("substring(content FROM 1 FOR 240)", "NULL")
@@ -298,7 +305,8 @@ class PostgresInboxes:
                 from psycopg.conninfo import conninfo_to_dict
 
                 info = conninfo_to_dict(self._conn)
-                return f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
+                host, port = info.get("host", "localhost"), info.get("port", 5432)
+                return f"{host}:{port}/{info.get('dbname', '')}"
             if self._kind == "connection":
                 return f"{self._conn.info.host}:{self._conn.info.port}/{self._conn.info.dbname}"
         return "the inbox database"

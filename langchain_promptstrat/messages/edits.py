@@ -23,7 +23,6 @@ from langchain_promptstrat.messages.recorded_calls import (
     CALL_BLOCK_TYPES,
     call_block_id,
     call_blocks,
-    content_text,
     is_real_user_message,
     leading_system_count,
     openai_calls,
@@ -178,7 +177,7 @@ def edit_ai_message(
         drop,
     )
     if len(calls) < len(message.tool_calls) or any(
-        a is not b for a, b in zip(calls, message.tool_calls)
+        a is not b for a, b in zip(calls, message.tool_calls, strict=False)
     ):
         update["tool_calls"] = calls
     invalid = [
@@ -289,7 +288,7 @@ def shorten_text(message: M, size: int) -> M:
     new = [_short_text_block(block, size) for block in content]
     return (
         message
-        if all(a is b for a, b in zip(new, content))
+        if all(a is b for a, b in zip(new, content, strict=False))
         else message.model_copy(update={"content": new})
     )
 

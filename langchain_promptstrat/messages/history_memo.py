@@ -99,13 +99,23 @@ def _compute(
     )
     ids, call_ids, names = (_column(fields, name) for name in ("id", "tool_call_id", "name"))
     try:
-        return list(map(hash, zip(map(type, messages), ids, contents, call_ids, names, *columns)))
+        return list(
+            map(
+                hash,
+                zip(map(type, messages), ids, contents, call_ids, names, *columns, strict=False),
+            )
+        )
     except TypeError:  # an unhashable id or name: by its repr
         ids, call_ids, names = (
             [v if type(v) in _PLAIN else repr(v) for v in values]
             for values in (ids, call_ids, names)
         )
-        return list(map(hash, zip(map(type, messages), ids, contents, call_ids, names, *columns)))
+        return list(
+            map(
+                hash,
+                zip(map(type, messages), ids, contents, call_ids, names, *columns, strict=False),
+            )
+        )
 
 
 def _column(fields: Sequence[Mapping[str, Any]], name: str) -> list[Any]:
@@ -216,7 +226,7 @@ class _RecentLists:
             return list(keys)
         if best is not None:
             where = best.where.copy()
-            where.update(zip(map(id, new), range(done, len(messages))))
+            where.update(zip(map(id, new), range(done, len(messages)), strict=False))
             entry = _Keyed(
                 best.refs + refs,
                 best.contents + contents,
@@ -232,7 +242,7 @@ class _RecentLists:
                 calls,
                 extras,
                 keys,
-                dict(zip(map(id, messages), range(len(messages)))),
+                dict(zip(map(id, messages), range(len(messages)), strict=False)),
             )
         self._remember(entry)
         return list(keys)

@@ -161,7 +161,10 @@ class ToolPairViolation:
 
     def __str__(self) -> str:
         if self.kind == "orphan_output":
-            return f"message {self.index} (tool): output for call {self.call_id!r} answers no call of its step"
+            return (
+                f"message {self.index} (tool): output for call {self.call_id!r} "
+                "answers no call of its step"
+            )
         if self.kind == "duplicate_output":
             return f"message {self.index} (tool): duplicate output for call {self.call_id!r}"
         return f"message {self.index} (ai): call {self.call_id!r} has no output"

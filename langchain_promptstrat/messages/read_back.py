@@ -112,16 +112,25 @@ def read_back(
     calls = index_tool_calls(stored).calls
     offset, limit, page_chars = max(offset, 0), max(limit, 1), max(page_chars, 200)
     if call is None and pattern is None:
-        return f"Give the call's number (the N of {READ_BACK_TOOL}(call=N)) or its id, or a pattern to search every output."
+        return (
+            f"Give the call's number (the N of {READ_BACK_TOOL}(call=N)) or its id, "
+            "or a pattern to search every output."
+        )
     record = None if call is None else _find(calls, call)
     if call is not None and (record is None or (record.output_index is None and not arguments)):
         what = "has no output yet" if record is not None else "is not in this conversation"
-        return f"Call {call!r} {what}: it has calls 1-{len(calls)}; {READ_BACK_TOOL} reads their outputs."
+        return (
+            f"Call {call!r} {what}: it has calls 1-{len(calls)}; "
+            f"{READ_BACK_TOOL} reads their outputs."
+        )
     if pattern is not None:
         try:
             regex = re.compile(pattern)
         except re.error as exc:
-            return f"The pattern {pattern!r} is not a regular expression ({exc}); escape special characters or search plain words."
+            return (
+                f"The pattern {pattern!r} is not a regular expression ({exc}); "
+                "escape special characters or search plain words."
+            )
         searched = (
             [record]
             if record is not None
@@ -160,7 +169,8 @@ def read_back(
         if end < len(lines)
         else ""
     )
-    return f"{page}\n[call {record.number + 1} ({record.name}): lines {offset + 1}-{end} of {len(lines)}{more}]"
+    where = f"lines {offset + 1}-{end} of {len(lines)}{more}"
+    return f"{page}\n[call {record.number + 1} ({record.name}): {where}]"
 
 
 def keep_read_backs_whole(

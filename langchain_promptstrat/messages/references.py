@@ -490,7 +490,11 @@ class _Recent:
             if not _same(entry.source, source):
                 continue
             shared = next(
-                (i for i, (r, m) in enumerate(zip(entry.prompt, prompt)) if r() is not m),
+                (
+                    i
+                    for i, (r, m) in enumerate(zip(entry.prompt, prompt, strict=False))
+                    if r() is not m
+                ),
                 min(len(entry.prompt), len(prompt)),
             )
             if shared > best_shared:
@@ -526,7 +530,7 @@ def _same(refs: Sequence[weakref.ref[BaseMessage]], messages: Sequence[BaseMessa
     """Return whether ``refs`` reference the first messages of ``messages``, one by one."""
     if refs and (refs[0]() is not messages[0] or refs[-1]() is not messages[len(refs) - 1]):
         return False
-    return all(r() is m for r, m in zip(refs, messages))
+    return all(r() is m for r, m in zip(refs, messages, strict=False))
 
 
 _recent = _Recent()

@@ -208,4 +208,4 @@ def split_turns(messages: Sequence[BaseMessage]) -> list[range]:
     """Return the index ranges of the turns: a real user message (never a strategy notice) up to the
     next one."""
     starts = [i for i, m in enumerate(messages) if is_real_user_message(m)]
-    return [range(s, e) for s, e in zip(starts, starts[1:] + [len(messages)])]
+    return [range(s, e) for s, e in zip(starts, starts[1:] + [len(messages)], strict=False)]

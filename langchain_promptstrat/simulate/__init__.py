@@ -56,8 +56,8 @@ from langchain_promptstrat.defaults import (
     DEFAULT_CACHED_FRACTION,
     DEFAULT_MAX_TOKENS,
     DEFAULT_TOOL_CALLS,
+    LONG_RUN_CALLS,
 )
-from langchain_promptstrat.defaults import LONG_RUN_CALLS
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.extras import install_hint
 from langchain_promptstrat.messages import content_text, is_real_user_message, task_index
@@ -279,7 +279,7 @@ class _PromptTokens:
                 if known is not None and known[0] is message
                 else self.counter.count_message(message)
             )  # type: ignore[attr-defined]
-        self._previous = {id(m): (m, c) for m, c in zip(prompt, counts)}
+        self._previous = {id(m): (m, c) for m, c in zip(prompt, counts, strict=False)}
         self.last_counts = counts
         return sum(counts), sum(counts[:prefix])
 
@@ -765,7 +765,8 @@ def simulate(
     if prompts is not None:  # what each call's next action used, found once for every strategy
         answers = answers_in_prompts(replayed) if next_actions is None else list(next_actions)
         targets = [
-            None if a is None else CallTargets.of(p, a, index) for p, a in zip(replayed, answers)
+            None if a is None else CallTargets.of(p, a, index)
+            for p, a in zip(replayed, answers, strict=False)
         ]
     hook, close = _progress_hook(progress, len(replayed) * len(entries))
     try:
@@ -823,7 +824,7 @@ def answers_in_prompts(prompts: Sequence[Sequence[BaseMessage]]) -> list[BaseMes
     """Return each prompt's answer as the next prompt records it: the assistant message right after
     it, else None (always for the last)."""
     found: list[BaseMessage | None] = []
-    for prompt, following in zip(prompts, prompts[1:]):
+    for prompt, following in zip(prompts, prompts[1:], strict=False):
         answer = following[len(prompt)] if len(following) > len(prompt) else None
         found.append(answer if isinstance(answer, AIMessage) else None)
     return [*found, None] if prompts else []

@@ -134,7 +134,8 @@ class StrategyRun:
     def cost(self, cached_fraction: float = DEFAULT_CACHED_FRACTION) -> float:
         """Return the run's input cost in input-token units."""
         return sum(
-            estimated_cost(t, c, cached_fraction) for t, c in zip(self.tokens, self.cached_tokens)
+            estimated_cost(t, c, cached_fraction)
+            for t, c in zip(self.tokens, self.cached_tokens, strict=False)
         )
 
     def provider_cost(
@@ -145,7 +146,7 @@ class StrategyRun:
         return sum(
             r * cached_fraction + w * write_multiplier + (t - r - w)
             for t, r, w in zip(
-                self.tokens, self.provider_cached_tokens, self.provider_written_tokens
+                self.tokens, self.provider_cached_tokens, self.provider_written_tokens, strict=False
             )
         )
 
@@ -156,7 +157,10 @@ class StrategyRun:
         multiplier."""
         total = self.total_tokens
         cost = self.provider_cost(cached_fraction, write_multiplier)
-        reuse = [r / t if t else 0.0 for t, r in zip(self.tokens, self.provider_cached_tokens)]
+        reuse = [
+            r / t if t else 0.0
+            for t, r in zip(self.tokens, self.provider_cached_tokens, strict=False)
+        ]
         return {
             "cached_tokens": sum(self.provider_cached_tokens),
             "written_tokens": sum(self.provider_written_tokens),
@@ -374,11 +378,15 @@ def _source_line(result: SimulationResult) -> str:
     """Return the header's first line: what was replayed (the built-in run, one file, or the files
     of a folder)."""
     if result.n_tool_calls is not None:
-        return f"Simulated agent run: {result.n_tool_calls:,} tool calls, {result.model_calls:,} model calls, seed {result.seed}."
+        return (
+            f"Simulated agent run: {result.n_tool_calls:,} tool calls, "
+            f"{result.model_calls:,} model calls, seed {result.seed}."
+        )
     if len(result.files) == 1:
         return f"Replayed {result.files[0]}: {result.model_calls:,} model calls."
     if result.files:
-        return f"Replayed {len(result.files):,} transcripts in {os.path.commonpath(result.files)}: {result.model_calls:,} model calls."
+        folder, calls = os.path.commonpath(result.files), result.model_calls
+        return f"Replayed {len(result.files):,} transcripts in {folder}: {calls:,} model calls."
     return f"Replayed prompts: {result.model_calls:,} model calls."
 
 
@@ -473,12 +481,12 @@ def format_table(result: SimulationResult, width: int | None = None) -> str:
     out = [*fit_lines(header, width), "", *render_table(columns, rows, width), ""]
     degenerate = [
         f"{label} {run.degenerate_calls:,}"
-        for run, (label, *_) in zip(runs, rows)
+        for run, (label, *_) in zip(runs, rows, strict=False)
         if run.degenerate_calls
     ]
     over = [
         f"{label} on {run.calls_over_ceiling:,} of {run.calls:,} calls"
-        for run, (label, *_) in zip(runs, rows)
+        for run, (label, *_) in zip(runs, rows, strict=False)
         if run.calls_over_ceiling
     ]
     went_over = (
@@ -552,7 +560,10 @@ def _schemas_text(result: SimulationResult) -> str:
         return f", the {n} tool schema{'s' if n > 1 else ''} ({t:,} tokens) in every prompt"
     low, high = min(t for _, t in with_tools), max(t for _, t in with_tools)
     span = f"{low:,}" if low == high else f"{low:,}-{high:,}"
-    return f", the tool schemas of the {len(with_tools)} of {len(result.tool_schemas)} files that saved them ({span} tokens) in every prompt"
+    return (
+        f", the tool schemas of the {len(with_tools)} of {len(result.tool_schemas)} files "
+        f"that saved them ({span} tokens) in every prompt"
+    )
 
 
 def _is_default(name: str) -> bool:
@@ -600,7 +611,10 @@ def plot(result: SimulationResult, path: str | os.PathLike[str]) -> Figure:
         tokens_ax.plot(calls, run.tokens, label=f"{i + 1}  {label}" if frontier else label, **style)
         reuse_ax.plot(calls, run.reuse, **style)
         if result.cache_rule != "prefix" and run.provider_cached_tokens:
-            provider = [r / t if t else 0.0 for t, r in zip(run.tokens, run.provider_cached_tokens)]
+            provider = [
+                r / t if t else 0.0
+                for t, r in zip(run.tokens, run.provider_cached_tokens, strict=False)
+            ]
             reuse_ax.plot(calls, provider, **{**style, "linestyle": ":", "linewidth": 1.6})
     if any("max_tokens" in r.options or "trigger" in r.options for r in result.runs):
         tokens_ax.axhline(
@@ -635,7 +649,10 @@ def plot(result: SimulationResult, path: str | os.PathLike[str]) -> Figure:
         title="strategy (bold: the default list)" + (", by number" if frontier else ""),
     )
     if result.n_tool_calls is not None:
-        title = f"Simulated agent run: {result.n_tool_calls:,} tool calls, {result.model_calls:,} model calls, seed {result.seed}"
+        title = (
+            f"Simulated agent run: {result.n_tool_calls:,} tool calls, "
+            f"{result.model_calls:,} model calls, seed {result.seed}"
+        )
     elif result.files:
         title = (
             f"Replayed transcripts: {len(result.files):,} files, {result.model_calls:,} model calls"
@@ -700,7 +717,7 @@ def _plot_frontier(result: SimulationResult, fig: Figure, ax: Axes) -> None:
         y = only if only is not None else old
         if y is not None:
             labelled.append((cost, y, i + 1, bold))
-    ax.set_xlabel("cost ÷ none (cached input at %g)" % result.cached_fraction)
+    ax.set_xlabel(f"cost ÷ none (cached input at {result.cached_fraction:g})")
     ax.set_ylabel("next-action recall: outputs-only (filled), old (hollow)")
     ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     ax.set_ylim(-0.04, 1.06)
@@ -751,7 +768,7 @@ def _place_labels(
     centres = [ax.transData.transform((x, y)) for x, y, _ in points]
     taken = [
         Bbox.from_extents(cx - r, cy - r, cx + r, cy + r)
-        for (cx, cy), (_, _, size) in zip(centres, points)
+        for (cx, cy), (_, _, size) in zip(centres, points, strict=False)
         for r in [(size**0.5 / 2 + 1) * to_pixels]
     ]
     touching = 2 * (_SIZE**0.5 / 2 + 1) * to_pixels  # two small markers side by side

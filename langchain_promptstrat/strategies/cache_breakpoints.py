@@ -20,13 +20,13 @@ from typing import Any, NoReturn
 
 from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 
-from langchain_promptstrat.strategy import PromptStrategy, compact_one
 from langchain_promptstrat.cache_rules import ANTHROPIC_MAX_BREAKPOINTS
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.registry import resolve_strategies
 from langchain_promptstrat.report import Compacted, StrategyReport, make_report
 from langchain_promptstrat.settings import Settings, settings_with_options
 from langchain_promptstrat.strategies.ladder import PLACEHOLDER_KIND, kind_of
+from langchain_promptstrat.strategy import PromptStrategy, compact_one
 
 DEFAULT_CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
 

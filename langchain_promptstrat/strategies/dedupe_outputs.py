@@ -23,16 +23,16 @@ from typing import Annotated, TypedDict
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from typing_extensions import Unpack
 
-from langchain_promptstrat.messages.recorded_calls import recorded_calls
-from langchain_promptstrat.messages.references import reference_text
-from langchain_promptstrat.report import Compacted, make_report
-from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.messages.history_memo import (
     EMPTY_HISTORY,
     HistoryKey,
     ReplayMemo,
     history_key,
 )
+from langchain_promptstrat.messages.recorded_calls import recorded_calls
+from langchain_promptstrat.messages.references import reference_text
+from langchain_promptstrat.report import Compacted, make_report
+from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.strategy import PromptStrategy
 
 
@@ -103,7 +103,7 @@ def _read_on(messages: Sequence[BaseMessage], reading: _Reading, settings: Setti
             reading.outputs += 1
             result = _dedupe_one(message, reading, settings)
         reading.results.append(result)
-    out = [r if r is not None else m for m, r in zip(messages, reading.results)]
+    out = [r if r is not None else m for m, r in zip(messages, reading.results, strict=False)]
     return Compacted(
         out,
         make_report(

@@ -25,9 +25,8 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any, TypedDict
 
-from typing_extensions import Unpack
-
 from langchain_core.messages import BaseMessage, ToolMessage
+from typing_extensions import Unpack
 
 from langchain_promptstrat.messages import (
     Fate,
@@ -57,7 +56,6 @@ from langchain_promptstrat.strategies.epoch_machinery.notice import (
 )
 from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.tokens import as_token_counter
-
 
 Schedule = Callable[[int, Sequence[int], Settings], "EpochState | None"]
 STATE_FIELDS = (

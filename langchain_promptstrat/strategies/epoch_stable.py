@@ -59,9 +59,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, TypedDict
 
-from typing_extensions import Unpack
-
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from typing_extensions import Unpack
 
 from langchain_promptstrat.ceiling import Ceiling, MaxTokens, check_max_tokens, resolve_ceiling
 from langchain_promptstrat.errors import ContextWindowError
@@ -76,10 +75,10 @@ from langchain_promptstrat.messages import (
     is_real_user_message,
     leading_system_count,
     recorded_calls,
-    shortens_arguments,
     shorten_lines,
     shorten_text,
     shorten_tool_output,
+    shortens_arguments,
     task_index,
     with_handle,
 )
@@ -1277,7 +1276,7 @@ def _compact(
                 settings,
             )[0]
         if len(prompt_before) <= len(out) and all(
-            a is b or a == b for a, b in zip(prompt_before, out)
+            a is b or a == b for a, b in zip(prompt_before, out, strict=False)
         ):
             details["prefix_change"] = details["prefix_change_reason"] = None
     if max_tokens is not None:

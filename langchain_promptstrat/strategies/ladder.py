@@ -29,11 +29,10 @@ from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, NamedTuple, NoReturn, Protocol, TypedDict, TypeVar
 
-from typing_extensions import Self, Unpack
-
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
+from typing_extensions import Self, Unpack
 
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.messages import (
@@ -53,13 +52,13 @@ from langchain_promptstrat.messages.history_memo import (
     call_points,
     history_key,
 )
-from langchain_promptstrat.report import Compacted, make_report
-from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
-from langchain_promptstrat.strategy import PromptStrategy, emit_report
 from langchain_promptstrat.registry import (
     get_strategy,
     split_strategy_names,
 )  # rungs may be given by registry key
+from langchain_promptstrat.report import Compacted, make_report
+from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
+from langchain_promptstrat.strategy import PromptStrategy, emit_report
 from langchain_promptstrat.tokens import TokenCounter, as_token_counter
 from langchain_promptstrat.tokens.usage import Calibration, calibration_for
 
@@ -463,7 +462,8 @@ class CompactionLadder(PlannedStrategy):
 
     def __repr__(self) -> str:
         names = ", ".join(r.strategy_name for r in self.rungs)
-        return f"CompactionLadder([{names}], max_tokens={self.max_tokens}, low_tokens={self.low_tokens})"
+        tokens = f"max_tokens={self.max_tokens}, low_tokens={self.low_tokens}"
+        return f"CompactionLadder([{names}], {tokens})"
 
     def __copy__(self) -> CompactionLadder:
         """Return a copy with a replay memo of its own.
@@ -622,7 +622,7 @@ def _encode_prompt(
 ) -> tuple[list[int], list[BaseMessage]]:
     """Return the picks and copies of ``rewritten``, a pass's output for ``prompt``: a history
     message keeps its pick, anything else is a copy."""
-    where = {id(m): p for m, p in zip(prompt, picks) if p >= 0}
+    where = {id(m): p for m, p in zip(prompt, picks, strict=False) if p >= 0}
     out: list[int] = []
     copies: list[BaseMessage] = []
     for message in rewritten:

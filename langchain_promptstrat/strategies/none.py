@@ -7,9 +7,9 @@ from typing import NoReturn
 
 from langchain_core.messages import BaseMessage
 
-from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import Settings, settings_with_options
+from langchain_promptstrat.strategy import PromptStrategy
 
 
 class NoStrategy(PromptStrategy):

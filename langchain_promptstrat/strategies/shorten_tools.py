@@ -11,9 +11,8 @@ import os
 from collections.abc import Sequence
 from typing import Annotated, TypedDict
 
-from typing_extensions import Unpack
-
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from typing_extensions import Unpack
 
 from langchain_promptstrat.messages import (
     Fate,

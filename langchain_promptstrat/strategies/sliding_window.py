@@ -98,7 +98,7 @@ def layout(messages: Sequence[BaseMessage], keep_steps: int, *, keep_task: bool 
 
     def units(start: int, stop: int, starts_unit: Callable[[int], bool]) -> list[range]:
         cuts = [start] + [i for i in range(start + 1, stop) if starts_unit(i)] + [stop]
-        return [range(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+        return [range(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
 
     def after_standalone(i: int) -> bool:  # a note or summary is a unit of its own
         return any(kind_of(messages[j]) in (NOTE_KIND, SUMMARY_KIND) for j in (i, i - 1))

@@ -18,9 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from typing_extensions import Unpack
-
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from typing_extensions import Unpack
 
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.extras import install_hint

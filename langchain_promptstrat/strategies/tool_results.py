@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any
 
-from typing_extensions import Unpack
-
 from langchain_core.messages import BaseMessage, ToolMessage
+from typing_extensions import Unpack
 
 from langchain_promptstrat.messages import (
     CountTokens,

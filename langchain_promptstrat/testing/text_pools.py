@@ -11,8 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
-from functools import lru_cache
-
+from functools import cache
 
 _PARETO_ALPHA = 0.7
 """Tail index of the truncated Pareto used for output sizes: median ~2.7x the minimum,
@@ -120,7 +119,7 @@ def _pool_lines(style: str, rng: random.Random, n: int) -> list[str]:
     return lines
 
 
-@lru_cache(maxsize=None)
+@cache
 def _pool(style: str) -> tuple[str, list[int]]:
     """Return ~64 KB of realistic ASCII lines of one style (the same in every process) and where its
     lines start."""

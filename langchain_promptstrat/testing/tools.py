@@ -12,8 +12,8 @@ import copy
 import hashlib
 import json
 import random
-from collections.abc import Iterator, Sequence
-from typing import Any, Callable, Literal
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
@@ -543,13 +543,15 @@ def iter_agent_run(
             calls.append((call_id, name, args))
             outputs.append(output)
         # repeats copy earlier steps only, never a sibling in the same step
-        history.extend((name, args, output) for (_, name, args), output in zip(calls, outputs))
+        history.extend(
+            (name, args, output) for (_, name, args), output in zip(calls, outputs, strict=False)
+        )
 
         style_now: str | None = (
             rng_mirror.choice((None, "openai", "anthropic")) if mirror == "mixed" else mirror
         )
         messages.append(_ai_message(text, calls, style_now, next_id()))
-        for (call_id, name, _), output in zip(calls, outputs):
+        for (call_id, name, _), output in zip(calls, outputs, strict=False):
             messages.append(
                 ToolMessage(content=output, tool_call_id=call_id, name=name, id=next_id())
             )

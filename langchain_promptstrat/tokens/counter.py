@@ -46,7 +46,6 @@ from langchain_promptstrat.tokens.encodings import (
     _load_encoding,
 )
 
-
 TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
 TOKENS_PER_IMAGE = 85

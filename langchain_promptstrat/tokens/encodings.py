@@ -27,7 +27,6 @@ from langchain_promptstrat.defaults import DEFAULT_ENCODING
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.extras import install_hint
 
-
 DEFAULT_LOAD_TIMEOUT = 10.0
 """Seconds the first count waits for tiktoken to load an encoding before approximating:
 tiktoken downloads without a timeout, and a proxy that never answers would block for ever."""
@@ -64,7 +63,10 @@ def _bundled_cl100k() -> tiktoken.Encoding:
         "<|fim_suffix|>": 100260,
         "<|endofprompt|>": 100276,
     }
-    pattern = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+    pattern = (
+        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++"""
+        r"""[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+    )
     return tiktoken.Encoding(
         DEFAULT_ENCODING, pat_str=pattern, mergeable_ranks=ranks, special_tokens=special
     )

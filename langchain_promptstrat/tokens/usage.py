@@ -267,7 +267,7 @@ def history_calibration(
     whole history before it, which is what was sent."""
     calibration = Calibration()
     answers = [i for i, m in enumerate(history) if isinstance(m, AIMessage)]
-    for i, entry in zip(answers, billed):
+    for i, entry in zip(answers, billed, strict=False):
         sent = count(history[:i]) if entry is not None and i else 0
         calibration = (
             calibration.learn(entry.tokens, sent) if entry is not None and sent > 0 else calibration

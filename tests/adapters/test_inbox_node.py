@@ -13,10 +13,10 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command
 
 from langchain_promptstrat.adapters.langgraph import make_inbox_node
-from langchain_promptstrat.inbox.delivery import wait_settled
 from langchain_promptstrat.errors import InboxAborted
-from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV
+from langchain_promptstrat.inbox.delivery import wait_settled
 from langchain_promptstrat.inbox.directory import post_to_inbox, request_abort
+from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV
 from langchain_promptstrat.messages import mark_of
 
 THREAD = "run.1"

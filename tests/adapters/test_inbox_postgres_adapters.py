@@ -6,7 +6,6 @@ from __future__ import annotations
 import secrets
 
 import pytest
-from conftest_postgres import postgres_dsn, postgres_schema  # noqa: F401
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph

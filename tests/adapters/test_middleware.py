@@ -20,8 +20,8 @@ from langchain_promptstrat.adapters.middleware import (
     PromptStrategyMiddleware,
 )
 from langchain_promptstrat.errors import ConfigError, InboxAborted, InboxError, UnknownStrategyError
-from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV
 from langchain_promptstrat.inbox.directory import post_to_inbox, request_abort
+from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV
 from langchain_promptstrat.messages import check_tool_pairs
 from langchain_promptstrat.registry import (
     get_strategy,
@@ -279,7 +279,7 @@ class TestInbox:
         app.invoke(start(), CONFIG)
         received = [[c for c in contents(call) if c in texts] for call in model.calls]
         assert [r[-1] for r in received[:3] if r] == texts and all(
-            len(set(r) - set(p)) <= 1 for p, r in zip([[]] + received, received)
+            len(set(r) - set(p)) <= 1 for p, r in zip([[]] + received, received, strict=False)
         )
 
         """An unpersisted notice is in the next model request only, and the pending key is cleared

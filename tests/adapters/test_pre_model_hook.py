@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 from conversations import agent_conversations
-from hypothesis import given, settings as hypothesis_settings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 from langchain_core.messages import (
     AIMessage,
     AnyMessage,
@@ -442,7 +444,9 @@ class TestPromptFloor:
     def test_any_sublist_a_strategy_returns_is_restored_to_the_floor(self, conversation, keep):
         """Whatever subset of the conversation a broken strategy keeps, the result holds the
         floor."""
-        prompt = [m for m, k in zip(conversation, keep + [True] * len(conversation)) if k]
+        prompt = [
+            m for m, k in zip(conversation, keep + [True] * len(conversation), strict=False) if k
+        ]
         logging.getLogger("langchain_promptstrat").disabled = True
         try:
             out = keep_prompt_floor(conversation, prompt)

@@ -27,7 +27,6 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from conftest_postgres import postgres_dsn, postgres_schema  # noqa: F401  (fixtures)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langgraph_server import LangGraphServer, langgraph_command, stored_texts, wait_for

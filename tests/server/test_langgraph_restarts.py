@@ -16,10 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import pytest
-from conftest_postgres import postgres_dsn, postgres_schema  # noqa: F401  (fixtures)
 from langgraph_server import (
     Deployment,
     Gates,
@@ -114,7 +111,7 @@ def run_through_a_restart(server: LangGraphServer, how: signal.Signals, tally: T
         gates[graph].release()
     for graph, thread in threads.items():
         wait_for(
-            lambda: client.threads.get(thread)["status"] == "idle",
+            lambda thread=thread: client.threads.get(thread)["status"] == "idle",
             f"thread {thread} to finish",
             60,
             0.05,
@@ -208,7 +205,7 @@ def test_two_servers_on_one_postgresql_inbox_deliver_each_notice_exactly_once(
         for graph, thread in threads.items():
             for client in clients:
                 wait_for(
-                    lambda c=client: c.threads.get(thread)["status"] == "idle",
+                    lambda c=client, t=thread: c.threads.get(t)["status"] == "idle",
                     f"{thread} to finish",
                     60,
                     0.05,

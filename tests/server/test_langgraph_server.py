@@ -23,7 +23,6 @@ from langgraph_server import (
     settled_listing,
     shared_deployment,
     stored_texts,
-    wait_for,
 )
 
 GRAPHS = ["agent", "hook"]
@@ -160,7 +159,7 @@ def test_two_threads_at_once_keep_their_own_notices_and_scripts(
         gates[graph].release()
     for graph in GRAPHS:  # both run on the server at once; the client only waits for each in turn
         client.runs.join(threads[graph], runs[graph]["run_id"])
-    for graph, other in zip(GRAPHS, reversed(GRAPHS)):
+    for graph, other in zip(GRAPHS, reversed(GRAPHS), strict=False):
         stored = stored_texts(client, threads[graph])
         assert stored.count(f"note for {graph}") == 1 and f"note for {other}" not in stored
         assert [s for s in stored if s.startswith("gate")] == [

@@ -7,7 +7,6 @@ import os
 import time
 
 import pytest
-from conftest_postgres import postgres_dsn, postgres_schema  # noqa: F401  (fixtures)
 from starlette.testclient import TestClient
 
 from langchain_promptstrat.inbox.delivery import pick_up

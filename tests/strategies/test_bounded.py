@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 from conversations import ai_step, snapshot
-from realruns import REALRUNS
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
+from realruns import REALRUNS
 
 from langchain_promptstrat import (
-    ContextWindowError,
     DEFAULT_CEILING,
+    ContextWindowError,
     check_tool_pairs,
     prepare_prompt,
 )
@@ -21,6 +21,7 @@ from langchain_promptstrat.ceiling import resolve_ceiling
 from langchain_promptstrat.conversation_file import read_conversation
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.messages import is_real_user_message, mark_of, task_index
+from langchain_promptstrat.messages.history_memo import call_points
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.simulate import is_degenerate
 from langchain_promptstrat.strategies.epoch_machinery.notice import is_compaction_notice
@@ -28,7 +29,6 @@ from langchain_promptstrat.strategies.epoch_stable import (
     ShortenToolsEpochStable,
     shorten_tools_epoch_stable,
 )
-from langchain_promptstrat.messages.history_memo import call_points
 from langchain_promptstrat.strategies.ladder import CompactionLadder
 from langchain_promptstrat.testing import ScriptedChatModel, iter_agent_run
 from langchain_promptstrat.tokens import TokenCounter, call_id_tokens, tool_schema_tokens
@@ -248,7 +248,7 @@ class TestPureFunctionOfTheHistory:
             i for i, m in enumerate(history) if isinstance(m, AIMessage)
         ]  # before each assistant message: a model call
         strategy, sent, edges, compared = bounded(12_000), {}, {}, 0
-        for before, at in zip(points, points[1:]):
+        for before, at in zip(points, points[1:], strict=False):
             result = strategy.compact(history[:at])
             d = result.report.details
             sent[at], edges[at] = result.messages, (d["compaction_edge"] or 0, d["drop_edge"] or 0)

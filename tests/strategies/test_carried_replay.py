@@ -152,9 +152,7 @@ def with_text_only_answers(history: list[BaseMessage]) -> list[BaseMessage]:
     return out
 
 
-def test_a_value_carried_past_a_text_only_answer_resumes_a_retry_to_the_bytes_of_a_full_replay() -> (
-    None
-):
+def test_a_value_carried_past_a_text_answer_resumes_a_retry_to_a_full_replays_bytes() -> None:
     """A call sent again with a user message added resumes from the value its first try left, whose
     previous call ended in two assistant messages.
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gc
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -13,8 +12,8 @@ from realruns import realruns_dir
 
 from langchain_promptstrat import Settings, check_tool_pairs
 from langchain_promptstrat.conversation_file import read_conversation
-from langchain_promptstrat.replay import transcript_prompts
 from langchain_promptstrat.messages.references import reference_text
+from langchain_promptstrat.replay import transcript_prompts
 from langchain_promptstrat.strategies.dedupe_outputs import DedupeOutputs, dedupe_outputs
 
 FILE = [f"    line_{i} = compute_value({i}, factor={i * 7})" for i in range(12)]
@@ -65,7 +64,7 @@ class TestTheRule:
         """Only the newer copy changes, so the cached prefix before it is never rewritten."""
         messages = run("\n".join(FILE), *filler(3), "\n".join(FILE))
         out = dedupe_outputs(messages, settings=ACTIVE).messages
-        assert all(a is b for a, b in zip(out[:-1], messages[:-1]))
+        assert all(a is b for a, b in zip(out[:-1], messages[:-1], strict=False))
         assert out[-1].content == reference_text(12, "call_0", "bash")
 
     def test_the_pointer_names_the_newest_output_that_holds_the_lines(self):
@@ -130,7 +129,7 @@ def test_every_line_removed_is_shown_whole_by_an_earlier_output(outputs, thresho
     assert [m.model_dump() for m in messages] == before
     assert check_tool_pairs(out) == [] and len(out) == len(messages)
     shown: set[str] = set()
-    for k, (original, sent) in enumerate(zip(messages, out)):
+    for k, (original, sent) in enumerate(zip(messages, out, strict=False)):
         if not isinstance(original, ToolMessage):
             assert sent is original
             continue
@@ -148,7 +147,7 @@ class TestTheObject:
         strategy = DedupeOutputs()
         first = strategy.compact(messages[:-2]).messages
         second = strategy.compact(messages).messages
-        assert all(a is b for a, b in zip(first, second))
+        assert all(a is b for a, b in zip(first, second, strict=False))
         assert second == dedupe_outputs(messages, settings=strategy.settings).messages
 
     def test_a_conversation_loaded_again_resumes_with_the_same_copies(self):
@@ -201,9 +200,9 @@ class TestTheObject:
     def test_its_reading_lives_in_the_replay_engines_memo(self):
         """One memo of earlier calls for every strategy that resumes from them: dedupe_outputs, the
         bounded default and the ladder."""
+        from langchain_promptstrat.messages.history_memo import ReplayMemo
         from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable
         from langchain_promptstrat.strategies.ladder import CompactionLadder
-        from langchain_promptstrat.messages.history_memo import ReplayMemo
 
         for strategy in (
             DedupeOutputs(),
@@ -238,5 +237,8 @@ def test_on_real_transcripts_every_prompt_is_a_pure_function_with_pairs_intact()
             sent = strategy.compact(prompt).messages
             assert sent == dedupe_outputs(prompt, settings=strategy.settings).messages
             assert check_tool_pairs(sent) == check_tool_pairs(prompt)
-            saved += sum(len(str(a.content)) - len(str(b.content)) for a, b in zip(prompt, sent))
+            saved += sum(
+                len(str(a.content)) - len(str(b.content))
+                for a, b in zip(prompt, sent, strict=False)
+            )
     assert saved > 0

@@ -36,6 +36,7 @@ from langchain_promptstrat.messages import (
     mark_of,
     split_turns,
 )
+from langchain_promptstrat.messages.history_memo import clear_caches
 from langchain_promptstrat.report import Compacted
 from langchain_promptstrat.strategies.epoch import (
     ShortenToolsEpoch,
@@ -43,7 +44,6 @@ from langchain_promptstrat.strategies.epoch import (
     shorten_tools_epoch,
     shorten_tools_epoch_increment,
 )
-from langchain_promptstrat.messages.history_memo import clear_caches
 from langchain_promptstrat.strategies.epoch_machinery.frozen_region import (
     compacted_window,
     epoch_boundary,
@@ -260,7 +260,9 @@ class TestIncrementSchedule:
         ..."""
         epochs = self.epochs([])
         assert [p for p, _, _ in epochs[:6]] == [50, 70, 90, 110, 140, 170]
-        assert all(p + size == nxt for (p, size, _), (nxt, _, _) in zip(epochs, epochs[1:]))
+        assert all(
+            p + size == nxt for (p, size, _), (nxt, _, _) in zip(epochs, epochs[1:], strict=False)
+        )
 
     def test_compacted_window_formula(self) -> None:
         """compacted_window(size) = min(80 + round(2.0 * (size - 20)), 160) with the defaults."""
@@ -403,7 +405,9 @@ class TestRegions:
         """T = threshold returns the same messages and no notice."""
         msgs = run_of(100)
         result = shorten_tools_epoch(msgs, settings=WORKED)
-        assert result.messages == msgs and all(a is b for a, b in zip(result.messages, msgs))
+        assert result.messages == msgs and all(
+            a is b for a, b in zip(result.messages, msgs, strict=False)
+        )
         assert result.report.details["pinned_total"] is None and not result.report.changed
 
     def test_shortened_pair_uses_sizes_200_and_400(self) -> None:
@@ -650,7 +654,7 @@ class TestReport:
         a = [run_of(n) for n in range(9, 25)]
         b = [run_of(n, width=2, text="hm") for n in range(9, 25)]
         alone = [strategy.compact(m).report for m in a]
-        mixed = [strategy.compact(m).report for pair in zip(a, b) for m in pair][::2]
+        mixed = [strategy.compact(m).report for pair in zip(a, b, strict=False) for m in pair][::2]
         assert mixed == alone
 
 
@@ -752,7 +756,7 @@ class TestCacheStability:
         prefix change."""
         final = snapshot(prompts[-1])
         runs = replay(STRATEGIES[name], prompts, s)
-        for (_, before, _), (kept, d, out) in zip(runs, runs[1:]):
+        for (_, before, _), (kept, d, out) in zip(runs, runs[1:], strict=False):
             assert kept == (d["prefix_change"] is None), d
             if d["prefix_change"] and "boundary" in d["prefix_change"]:
                 assert d["boundary_moved"]

@@ -31,7 +31,6 @@ from test_epoch import (
 
 from langchain_promptstrat import Settings, check_tool_pairs, get_strategy
 from langchain_promptstrat.errors import ConfigError
-from langchain_promptstrat.report import Compacted
 from langchain_promptstrat.messages import (
     handle_text,
     index_tool_calls,
@@ -40,9 +39,10 @@ from langchain_promptstrat.messages import (
     split_turns,
 )
 from langchain_promptstrat.messages.history_memo import clear_caches
-from langchain_promptstrat.strategies.epoch_stable import count_edges
+from langchain_promptstrat.report import Compacted
 from langchain_promptstrat.strategies.epoch_stable import (
     ShortenToolsEpochStable,
+    count_edges,
     front_drop_edge,
     shorten_tools_epoch_stable,
     stable_boundary,
@@ -124,7 +124,7 @@ class TestStableBoundary:
         seen = {self.edges(t)[1:] for t in range(281, 441)}
         assert seen == {(260, 120, 280), (340, 120, 280)}
 
-    def test_each_epoch_froze_its_calls_and_protection_is_decided_at_the_later_of_that_and_the_front(
+    def test_each_epoch_froze_its_calls_and_protection_is_decided_at_the_later_of_that_and_front(
         self,
     ) -> None:
         """At T=400 (edge 340, front since 280) calls up to 100 were frozen at 120, to 180 at 200,
@@ -193,9 +193,9 @@ class TestRegions:
         """T = threshold returns the same messages and no notice."""
         msgs = run_of(10)
         result = stable(msgs)
-        assert all(a is b for a, b in zip(result.messages, msgs)) and len(result.messages) == len(
-            msgs
-        )
+        assert all(a is b for a, b in zip(result.messages, msgs, strict=False)) and len(
+            result.messages
+        ) == len(msgs)
         assert result.report.details["compaction_edge"] is None and not result.report.changed
 
     @pytest.mark.parametrize("mirror", ["openai", "anthropic", "both"])
@@ -394,7 +394,7 @@ class TestReport:
         a = [run_of(n) for n in range(9, 30)]
         b = [run_of(n, width=2, text="hm") for n in range(9, 30)]
         alone = [strategy.compact(m).report for m in a]
-        mixed = [strategy.compact(m).report for pair in zip(a, b) for m in pair][::2]
+        mixed = [strategy.compact(m).report for pair in zip(a, b, strict=False) for m in pair][::2]
         assert mixed == alone
 
 
@@ -449,7 +449,7 @@ def replay(
             0
             if previous is None
             else next(
-                (i for i, (a, b) in enumerate(zip(previous, current)) if a != b),
+                (i for i, (a, b) in enumerate(zip(previous, current, strict=False)) if a != b),
                 min(len(previous), len(current)),
             )
         )
@@ -475,7 +475,7 @@ class TestCacheStability:
         stay intact, the input is untouched."""
         final = snapshot(prompts[-1])
         runs = replay(prompts, s)
-        for (_, _, before), (shared, d, out) in zip(runs, runs[1:]):
+        for (_, _, before), (shared, d, out) in zip(runs, runs[1:], strict=False):
             assert (shared == len(before)) == (d["prefix_change"] is None), d
             if d["prefix_change_reason"] == "front_drop":
                 assert d["front_moved"] and d["boundary_moved"]
@@ -492,7 +492,9 @@ class TestCacheStability:
         """Unless a call reports a front change, every message holding only calls the previous call
         had frozen is unchanged, repeats or not."""
         runs = replay(prompts, s)
-        for prompt, (_, before_d, before), (shared, d, _) in zip(prompts[:-1], runs, runs[1:]):
+        for prompt, (_, before_d, before), (shared, d, _) in zip(
+            prompts[:-1], runs, runs[1:], strict=False
+        ):
             if d["prefix_change"] == "front" or not before_d["compaction_edge"]:
                 continue
             assert shared >= front_length(
@@ -511,7 +513,9 @@ class TestCacheStability:
         ]
         breaks = [
             i
-            for i, ((_, _, before), (shared, _, _)) in enumerate(zip(runs, runs[1:]), 1)
+            for i, ((_, _, before), (shared, _, _)) in enumerate(
+                zip(runs, runs[1:], strict=False), 1
+            )
             if shared < len(before)
         ]
         assert breaks == [i for i, _, _ in announced]

@@ -13,11 +13,11 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_promptstrat import Settings, check_tool_pairs, prepare_prompt
-from langchain_promptstrat.registry import apply_strategies
 from langchain_promptstrat.errors import InboxAborted
 from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV, inbox_dir, inbox_removed_dir
 from langchain_promptstrat.messages import is_real_user_message, mark_of
+from langchain_promptstrat.registry import apply_strategies
 from langchain_promptstrat.strategies.epoch import ShortenToolsEpochIncrement
 from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable
 from langchain_promptstrat.strategies.inbox import Inbox, inbox

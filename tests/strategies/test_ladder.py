@@ -40,7 +40,9 @@ from langchain_promptstrat.testing import ScriptedChatModel, build_agent_run
 from langchain_promptstrat.tokens import TokenCounter
 
 COUNT = TokenCounter("cl100k_base")
-WORDS = "cache token prompt agent tool output retry index schema query vector batch stream parser".split()
+WORDS = (
+    "cache token prompt agent tool output retry index schema query vector batch stream parser"
+).split()
 
 
 def text(seed: int, n_words: int) -> str:
@@ -462,7 +464,7 @@ class TestWatermark:
             token_counter=COUNT,
         )
         previous, events = None, 0
-        for point, result in growing_prompts(ladder, run):
+        for _, result in growing_prompts(ladder, run):
             if result.report.details["event"]:
                 events += 1
                 assert COUNT(result.messages) <= 6_000
@@ -480,7 +482,7 @@ class TestWatermark:
         warm = CompactionLadder(
             [ToolResults(), SlidingWindow()], max_tokens=9_000, token_counter=COUNT
         )
-        for point, _ in growing_prompts(warm, run[: len(run) // 2]):
+        for _ in growing_prompts(warm, run[: len(run) // 2]):
             pass
         fresh = CompactionLadder(
             [ToolResults(), SlidingWindow()], max_tokens=9_000, token_counter=COUNT

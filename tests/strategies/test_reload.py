@@ -84,7 +84,7 @@ def test_an_old_message_changed_under_the_same_id_is_not_taken_for_the_remembere
 
 
 @pytest.mark.parametrize("name", COUNTING)
-def test_a_reloaded_conversation_resumes_from_the_remembered_replay_instead_of_counting_its_history_again(
+def test_a_reloaded_conversation_resumes_the_remembered_replay_instead_of_counting_again(
     name: str,
 ) -> None:
     """The replay memo finds equal new objects by their keys: the warm object counts almost nothing,

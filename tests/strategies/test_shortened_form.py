@@ -20,14 +20,14 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from langchain_promptstrat import Settings, check_tool_pairs
 from langchain_promptstrat.errors import ConfigError
-from langchain_promptstrat.strategies.epoch_stable import reads_a_file
-from langchain_promptstrat.truncation import shorten_by_lines
 from langchain_promptstrat.strategies.epoch_stable import (
     ShortenToolsEpochStable,
+    reads_a_file,
     shorten_tools_epoch_stable,
 )
 from langchain_promptstrat.testing import iter_agent_run
 from langchain_promptstrat.tokens import TokenCounter
+from langchain_promptstrat.truncation import shorten_by_lines
 
 SMALL = Settings(
     stable_tool_call_threshold=10,

@@ -197,7 +197,7 @@ class TestToolResultsStrategy:
         assert snapshot(conversation) == before and strategy.invoke(conversation) == out
         assert check_tool_pairs(out) == [] and COUNT(out) <= COUNT(conversation)
         assert len(out) == len(conversation)
-        for old, new in zip(conversation, out):
+        for old, new in zip(conversation, out, strict=False):
             assert new is old or (
                 isinstance(old, ToolMessage) and new.tool_call_id == old.tool_call_id
             )

@@ -14,11 +14,11 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_promptstrat.messages import (
     READ_BACK_TOOL,
     Fate,
-    range_text,
     is_real_user_message,
     leading_system_count,
     mark,
     mark_of,
+    range_text,
     tool_call_ids,
 )
 
