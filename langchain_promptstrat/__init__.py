@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 _PUBLIC = {
     "adapters.langgraph": ("make_inbox_node", "pre_model_hook", "read_back_tool"),
-    "adapters.middleware": (
+    "adapters.middleware": (  # also needs the optional langchain package
+        "CompactionMiddleware",
         "PromptStrategyMiddleware",
-    ),  # also needs the optional langchain package
+    ),
     "ceiling": ("DEFAULT_CEILING", "Ceiling", "resolve_ceiling"),
     "errors": (
         "ConfigError",
@@ -57,7 +58,7 @@ _PUBLIC = {
     "strategies.sliding_window": ("SlidingWindow",),
     "strategies.summary": ("Summary", "SummaryFailedWarning"),
     "strategies.tool_results": ("ToolResults",),
-    "strategy": ("PromptStrategy",),
+    "strategy": ("PromptRequest", "PromptStrategy"),
     "tokens": ("TokenCounter", "as_token_counter"),
     "truncation": ("shorten_string", "truncate_string"),
 }
@@ -74,6 +75,9 @@ if TYPE_CHECKING:  # the same names for the checkers (``name as name`` marks eac
     )
     from langchain_promptstrat.adapters.langgraph import (
         read_back_tool as read_back_tool,
+    )
+    from langchain_promptstrat.adapters.middleware import (
+        CompactionMiddleware as CompactionMiddleware,
     )
     from langchain_promptstrat.adapters.middleware import (
         PromptStrategyMiddleware as PromptStrategyMiddleware,
@@ -197,6 +201,7 @@ if TYPE_CHECKING:  # the same names for the checkers (``name as name`` marks eac
         SummaryFailedWarning as SummaryFailedWarning,
     )
     from langchain_promptstrat.strategies.tool_results import ToolResults as ToolResults
+    from langchain_promptstrat.strategy import PromptRequest as PromptRequest
     from langchain_promptstrat.strategy import PromptStrategy as PromptStrategy
     from langchain_promptstrat.tokens import (
         TokenCounter as TokenCounter,

@@ -32,22 +32,15 @@ from langchain_promptstrat.testing import build_agent_run, iter_agent_run
 
 
 class RecordingSaveFile(PromptStrategy):
-    """A strategy that uses the save file and records what it received."""
+    """A strategy written against ``compact(messages, *, save_file=None)``, as a third party's is,
+    that records the save file it received."""
 
     strategy_name = "recording_save_file"
-    uses_save_file = True
     seen: list = []
 
     def compact(self, messages, *, save_file=None):
         RecordingSaveFile.seen.append(save_file)
         return Compacted(list(messages), make_report(self.strategy_name, messages, messages))
-
-
-class RecordingNoSaveFile(RecordingSaveFile):
-    """The same, declaring that it does not use the save file."""
-
-    strategy_name = "recording_no_save_file"
-    uses_save_file = False
 
 
 @pytest.fixture
@@ -141,13 +134,24 @@ class TestInputForms:
 
 
 class TestSaveFile:
-    def test_save_file_reaches_only_strategies_that_use_it(self, conversation):
-        """A strategy that declares uses_save_file gets it; others get None."""
+    def test_a_strategy_written_against_compact_still_runs_and_gets_the_save_file(
+        self, conversation
+    ):
+        """A subclass implementing today's documented ``compact(messages, *, save_file=None)``
+        instead of ``apply`` runs in a list, given the request's save file (an adapter in the
+        base class): third-party strategies keep working."""
         RecordingSaveFile.seen = []
-        prepare_prompt(
-            conversation, [RecordingSaveFile(), RecordingNoSaveFile()], save_file="x/agent.chat"
-        )
+        prepare_prompt(conversation, [RecordingSaveFile()], save_file="x/agent.chat")
+        prepare_prompt(conversation, [RecordingSaveFile()])
         assert RecordingSaveFile.seen == ["x/agent.chat", None]
+
+    def test_a_strategy_implementing_neither_apply_nor_compact_is_refused_when_defined(self):
+        """A subclass must implement apply (or compact): the base's two methods serve each other,
+        so a class with neither would recurse; it is refused where it is written."""
+        with pytest.raises(TypeError, match="Empty must implement apply"):
+
+            class Empty(PromptStrategy):
+                strategy_name = "empty"
 
     def test_registered_callable_receives_the_messages_only(self, conversation, registered):
         """A registered plain callable is called with one argument, never the save file."""

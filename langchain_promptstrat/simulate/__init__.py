@@ -6,8 +6,8 @@ one strategy object per replay) and is counted with the same token counter (defa
 :class:`~langchain_promptstrat.tokens.TokenCounter`, cl100k_base). The figures, per prompt ``k``:
 
 * ``tokens[k]``: the messages sent plus the bound tools' schemas, which every request carries
-  (:data:`AGENT_RUN_TOOLS` in a simulated run, a transcript's saved ``tools``). A strategy with
-  ``compact_for_request`` is given the tools, as the middleware gives them.
+  (:data:`AGENT_RUN_TOOLS` in a simulated run, a transcript's saved ``tools``). The strategies'
+  request names the tools, as the middleware's does.
 * ``cached_tokens[k]``: the schemas and the longest run of leading messages byte-identical to
   prompt ``k - 1``'s, compared on :func:`canonical_message` (0 for the first prompt);
   ``reuse[k] = cached_tokens[k] / tokens[k]``, averaged over the run. An upper bound of what a
@@ -67,7 +67,6 @@ from langchain_promptstrat.registry import (
     CallableStrategy,
     available_strategies,
     get_strategy,
-    split_strategy_names,
 )
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.simulate.output import (
@@ -90,7 +89,13 @@ from langchain_promptstrat.simulate.recall import (
     terms,
 )
 from langchain_promptstrat.strategies.cache_breakpoints import CacheBreakpoints
-from langchain_promptstrat.strategy import PromptStrategy, apply_in_order
+from langchain_promptstrat.strategies.inbox import Inbox
+from langchain_promptstrat.strategy import (
+    PromptRequest,
+    PromptStrategy,
+    apply_in_order,
+    split_strategy_names,
+)
 from langchain_promptstrat.testing import ScriptedChatModel, iter_agent_run
 from langchain_promptstrat.testing.tools import AGENT_RUN_TOOLS
 from langchain_promptstrat.tokens import TokenCounter, as_token_counter, tool_schema_tokens
@@ -480,7 +485,7 @@ def default_strategy_names(
                 stacklevel=2,
             )
             continue
-        if not strategy.uses_save_file:
+        if not isinstance(strategy, Inbox):
             names.append(name)
     return names
 
@@ -498,14 +503,12 @@ def default_rows(
 
 
 def _pipeline(strategies: Sequence[PromptStrategy], tools: Sequence[Any] = ()) -> Apply:
-    """Return the strategies applied as the front ends apply them (:func:`apply_in_order`).
-
-    One with ``compact_for_request`` is given ``tools``, as the middleware gives them.
-    """
-    request = {"tools": list(tools)} if tools else None
+    """Return the strategies applied as the front ends apply them (:func:`apply_in_order`), given
+    ``tools`` as the middleware gives them."""
+    request = PromptRequest(tools=list(tools) if tools else None)
 
     def apply(prompt: list[BaseMessage]) -> list[BaseMessage]:
-        return apply_in_order(strategies, prompt, request=request)[0]
+        return apply_in_order(strategies, prompt, request)[0]
 
     return apply
 

@@ -15,7 +15,6 @@ the lines, or the read-back handle (:mod:`~langchain_promptstrat.messages.refere
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, TypedDict
@@ -33,7 +32,7 @@ from langchain_promptstrat.messages.recorded_calls import recorded_calls
 from langchain_promptstrat.messages.references import reference_text
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
-from langchain_promptstrat.strategy import PromptStrategy
+from langchain_promptstrat.strategy import NO_REQUEST, PromptRequest, PromptStrategy
 
 
 @dataclass
@@ -159,9 +158,7 @@ class DedupeOutputs(PromptStrategy):
         super().__init__(settings_with_options(type(self), settings, options))
         self._memo: ReplayMemo[_Reading] = ReplayMemo(self.memo_size)
 
-    def compact(
-        self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None
-    ) -> Compacted:
+    def apply(self, messages: list[BaseMessage], request: PromptRequest = NO_REQUEST) -> Compacted:
         """Return :func:`dedupe_outputs` of ``messages``, resuming the remembered reading of an
         earlier call."""
         reading = (

@@ -21,7 +21,6 @@ are computed in :mod:`langchain_promptstrat.strategies.epoch_machinery.frozen_re
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any, TypedDict
 
@@ -54,7 +53,7 @@ from langchain_promptstrat.strategies.epoch_machinery.notice import (
     is_compaction_notice,
     notice_index,
 )
-from langchain_promptstrat.strategy import PromptStrategy
+from langchain_promptstrat.strategy import NO_REQUEST, PromptRequest, PromptStrategy
 from langchain_promptstrat.tokens import as_token_counter
 
 Schedule = Callable[[int, Sequence[int], Settings], "EpochState | None"]
@@ -254,9 +253,7 @@ class ShortenToolsEpoch(PromptStrategy):
         """
         super().__init__(settings_with_options(type(self), settings, options))
 
-    def compact(
-        self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None
-    ) -> Compacted:
+    def apply(self, messages: list[BaseMessage], request: PromptRequest = NO_REQUEST) -> Compacted:
         """Return :func:`epoch_compact` of ``messages`` with this strategy's settings and
         schedule."""
         return epoch_compact(messages, settings=self.settings, name=self.strategy_name)

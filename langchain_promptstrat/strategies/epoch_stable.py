@@ -51,13 +51,13 @@ import functools
 import hashlib
 import importlib.metadata
 import json
-import os
 import re
 import shlex
+import warnings
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, TypedDict, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from typing_extensions import Unpack
@@ -108,7 +108,7 @@ from langchain_promptstrat.strategies.epoch_machinery.notice import (
     compaction_notice,
     is_compaction_notice,
 )
-from langchain_promptstrat.strategies.ladder import (
+from langchain_promptstrat.strategies.ladder_machinery.rungs import (
     LadderPass,
     ladder_pass,
     message_counter,
@@ -116,7 +116,7 @@ from langchain_promptstrat.strategies.ladder import (
 )
 from langchain_promptstrat.strategies.sliding_window import SlidingWindow
 from langchain_promptstrat.strategies.tool_results import ToolResults
-from langchain_promptstrat.strategy import PromptStrategy
+from langchain_promptstrat.strategy import NO_REQUEST, PromptRequest, PromptStrategy
 from langchain_promptstrat.tokens import (
     TokenCounter,
     as_token_counter,
@@ -1415,7 +1415,6 @@ class ShortenToolsEpochStable(PromptStrategy):
 
     strategy_name = STRATEGY_NAME
     options = ShortenToolsEpochStableOptions
-    carries_replay = True
 
     def __init__(
         self,
@@ -1472,12 +1471,33 @@ class ShortenToolsEpochStable(PromptStrategy):
             settings=self.settings,
         )
 
-    def compact(
-        self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None
-    ) -> Compacted:
-        """Return :func:`shorten_tools_epoch_stable` of ``messages`` under this strategy's
-        ceiling."""
-        return self.compact_for_request(messages)
+    def apply(self, messages: list[BaseMessage], request: PromptRequest = NO_REQUEST) -> Compacted:
+        """Return ``messages`` compacted for one model request.
+
+        The request's ``max_tokens`` wins over this strategy's; its ``model`` decides the ceiling
+        when neither is given; its ``tools`` and ``system`` (sent outside ``messages``) count
+        against it. ``request.carried``: the replay a front end keeps with the conversation
+        (:class:`CarriedReplay`), resumed from when it describes ``messages`` and updated.
+        """
+        given = request.max_tokens if request.max_tokens is not None else self.max_tokens
+        model = request.model if request.model is not None else self.model
+        ceiling = resolve_ceiling(given, model=model, settings=self.settings)
+        tools = request.tools if request.tools is not None else self.tools
+        extra = tool_schema_tokens(tools, self.token_counter)
+        if self._costs.counter is not self.token_counter:
+            self._costs = Costs(self.token_counter)
+        extra += self._costs(request.system)
+        return _compact(
+            messages,
+            self.settings,
+            ceiling.tokens,
+            extra,
+            ceiling.source,
+            self._memo,
+            self._costs,
+            cast("CarriedReplay | None", request.carried),
+            model,
+        )
 
     def compact_for_request(
         self,
@@ -1489,28 +1509,19 @@ class ShortenToolsEpochStable(PromptStrategy):
         max_tokens: MaxTokens = None,
         carried: CarriedReplay | None = None,
     ) -> Compacted:
-        """Return ``messages`` compacted for one model request.
-
-        ``max_tokens`` (the adapter's) wins over this strategy's; ``model`` decides the
-        ceiling when neither is given; ``tools`` and ``system`` (sent outside ``messages``)
-        count against it. ``carried``: the replay a front end keeps with the conversation
-        (:class:`CarriedReplay`), resumed from when it describes ``messages`` and updated.
-        """
-        given = check_max_tokens(max_tokens) if max_tokens is not None else self.max_tokens
-        model = model if model is not None else self.model
-        ceiling = resolve_ceiling(given, model=model, settings=self.settings)
-        extra = tool_schema_tokens(tools if tools is not None else self.tools, self.token_counter)
-        if self._costs.counter is not self.token_counter:
-            self._costs = Costs(self.token_counter)
-        extra += self._costs(system)
-        return _compact(
-            messages,
-            self.settings,
-            ceiling.tokens,
-            extra,
-            ceiling.source,
-            self._memo,
-            self._costs,
-            carried,
-            model,
+        """Return :meth:`apply` of a request holding these fields (deprecated: pass a
+        :class:`~langchain_promptstrat.strategy.PromptRequest` to :meth:`apply`)."""
+        warnings.warn(
+            "compact_for_request(messages, **fields) is deprecated; use "
+            "apply(messages, PromptRequest(**fields))",
+            DeprecationWarning,
+            stacklevel=2,
         )
+        request = PromptRequest(
+            model=model,
+            tools=tools,
+            system=system,
+            max_tokens=check_max_tokens(max_tokens),
+            carried=carried,
+        )
+        return self.apply(list(messages), request)

@@ -7,7 +7,6 @@ with every call, so it defeats prompt caching; the epoch strategies exist for th
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Annotated, TypedDict
 
@@ -25,7 +24,7 @@ from langchain_promptstrat.messages import (
 )
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
-from langchain_promptstrat.strategy import PromptStrategy
+from langchain_promptstrat.strategy import NO_REQUEST, PromptRequest, PromptStrategy
 from langchain_promptstrat.tokens import as_token_counter
 from langchain_promptstrat.truncation import DEFAULT_OUTPUT_SIZE, shorten_string
 
@@ -161,8 +160,6 @@ class ShortenTools(PromptStrategy):
         """
         super().__init__(settings_with_options(type(self), settings, options))
 
-    def compact(
-        self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None
-    ) -> Compacted:
+    def apply(self, messages: list[BaseMessage], request: PromptRequest = NO_REQUEST) -> Compacted:
         """Return :func:`shorten_tools` of ``messages`` with this strategy's settings."""
         return shorten_tools(messages, settings=self.settings)

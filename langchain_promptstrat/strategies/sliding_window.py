@@ -24,7 +24,7 @@ from langchain_promptstrat.messages import (
     mark,
     task_index,
 )
-from langchain_promptstrat.strategies.ladder import (
+from langchain_promptstrat.strategies.ladder_machinery.rungs import (
     NOTE_KIND,
     SUMMARY_KIND,
     Plan,

@@ -34,7 +34,7 @@ from langchain_promptstrat.messages import (
 )
 from langchain_promptstrat.messages.history_memo import SizedCache
 from langchain_promptstrat.settings import Settings, settings_with_options
-from langchain_promptstrat.strategies.ladder import (
+from langchain_promptstrat.strategies.ladder_machinery.rungs import (
     NOTE_KIND,
     SUMMARY_KIND,
     Plan,

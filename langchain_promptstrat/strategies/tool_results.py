@@ -23,7 +23,7 @@ from langchain_promptstrat.messages import (
     tool_call_ids,
 )
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
-from langchain_promptstrat.strategies.ladder import (
+from langchain_promptstrat.strategies.ladder_machinery.rungs import (
     PLACEHOLDER_KIND,
     Plan,
     Rewrite,

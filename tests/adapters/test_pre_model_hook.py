@@ -522,3 +522,21 @@ class TestPromptFloor:
         )  # ten answers of two parallel calls, then the final answer
         for call in model.calls:
             assert floor_problems(start, call) == []
+
+
+def test_the_hook_checks_its_ceiling_once(monkeypatch):
+    """pre_model_hook(max_tokens=...) checks the ceiling it was given once, and the inbox's pickup
+    share and the strategies' request both use that checked value."""
+    import langchain_promptstrat.adapters.langgraph as langgraph_adapter
+
+    checked: list[Any] = []
+    real = langgraph_adapter.check_max_tokens
+
+    def counted(value: Any, *args: Any) -> Any:
+        checked.append(value)
+        return real(value, *args)
+
+    monkeypatch.setattr(langgraph_adapter, "check_max_tokens", counted)
+    hook = pre_model_hook(max_tokens=("fraction", 0.5))
+    prompt = hook({"messages": [HumanMessage("task")]}, {})["llm_input_messages"]
+    assert checked == [("fraction", 0.5)] and [m.content for m in prompt] == ["task"]

@@ -9,7 +9,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_promptstrat import CompactionLadder, Settings
 from langchain_promptstrat.strategies.epoch import shorten_tools_epoch
 from langchain_promptstrat.strategies.epoch_machinery.frozen_region import increment_schedule
-from langchain_promptstrat.strategies.ladder import Rewrite, Rung
+from langchain_promptstrat.strategies.ladder_machinery.rungs import Rewrite, Rung
 from langchain_promptstrat.strategies.shorten_tools import shorten_tools
 from langchain_promptstrat.strategies.summary import Summary
 from langchain_promptstrat.testing import ScriptedChatModel, build_agent_run

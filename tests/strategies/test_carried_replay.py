@@ -28,6 +28,7 @@ from langchain_core.messages import (
 
 import langchain_promptstrat.strategies.epoch_stable as epoch_stable
 from langchain_promptstrat.strategies.epoch_stable import CarriedReplay, ShortenToolsEpochStable
+from langchain_promptstrat.strategy import PromptRequest
 from langchain_promptstrat.testing import iter_agent_run
 
 CEILING = 12_000
@@ -65,9 +66,9 @@ def compact(
     history: list[BaseMessage], carried: CarriedReplay | None = None, **options: Any
 ) -> Any:
     """Return a new strategy object's result (nothing remembered from an earlier call)."""
-    return ShortenToolsEpochStable(
-        max_tokens=options.pop("max_tokens", CEILING), **options
-    ).compact_for_request(reloaded(history), carried=carried)
+    return ShortenToolsEpochStable(max_tokens=options.pop("max_tokens", CEILING), **options).apply(
+        reloaded(history), PromptRequest(carried=carried)
+    )
 
 
 def same(a: Any, b: Any) -> bool:

@@ -28,10 +28,10 @@ from langchain_promptstrat.messages import (
 )
 from langchain_promptstrat.messages.history_memo import call_points
 from langchain_promptstrat.settings import Settings
-from langchain_promptstrat.strategies.ladder import (
+from langchain_promptstrat.strategies.ladder import CompactionLadder
+from langchain_promptstrat.strategies.ladder_machinery.rungs import (
     NOTE_KIND,
     PLACEHOLDER_KIND,
-    CompactionLadder,
     kind_of,
 )
 from langchain_promptstrat.strategies.sliding_window import SlidingWindow, note

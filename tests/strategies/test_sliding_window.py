@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 
 from langchain_promptstrat import check_tool_pairs, get_strategy
 from langchain_promptstrat.messages import is_real_user_message, mark, mark_of
-from langchain_promptstrat.strategies.ladder import NOTE_KIND, kind_of
+from langchain_promptstrat.strategies.ladder_machinery.rungs import NOTE_KIND, kind_of
 from langchain_promptstrat.strategies.sliding_window import SlidingWindow, layout, note, rewrite
 from langchain_promptstrat.tokens import TokenCounter
 

@@ -11,7 +11,7 @@ from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 
 from langchain_promptstrat import check_tool_pairs, get_strategy
 from langchain_promptstrat.messages import handle_text, mark_of
-from langchain_promptstrat.strategies.ladder import PLACEHOLDER_KIND, kind_of
+from langchain_promptstrat.strategies.ladder_machinery.rungs import PLACEHOLDER_KIND, kind_of
 from langchain_promptstrat.strategies.sliding_window import note
 from langchain_promptstrat.strategies.tool_results import (
     PLACEHOLDER_TEXT,
