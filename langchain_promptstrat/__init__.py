@@ -21,7 +21,7 @@ _PUBLIC = {
         "CompactionMiddleware",
         "PromptStrategyMiddleware",
     ),
-    "ceiling": ("DEFAULT_CEILING", "Ceiling", "resolve_ceiling"),
+    "ceiling": ("DEFAULT_MAX_TOKENS", "Ceiling", "resolve_ceiling"),
     "errors": (
         "ConfigError",
         "ContextWindowError",
@@ -66,6 +66,10 @@ _PUBLIC = {
 
 _MODULE_OF = {name: f"{__name__}.{module}" for module, names in _PUBLIC.items() for name in names}
 
+_RENAMED = {"DEFAULT_CEILING": "DEFAULT_MAX_TOKENS"}
+"""Public names renamed for one spelling of the ceiling (old -> new): the old name still answers for
+one release, with a ``DeprecationWarning``; not in ``__all__``."""
+
 if TYPE_CHECKING:  # the same names for the checkers (``name as name`` marks each exported)
     from langchain_promptstrat.adapters.langgraph import (
         make_inbox_node as make_inbox_node,
@@ -83,7 +87,7 @@ if TYPE_CHECKING:  # the same names for the checkers (``name as name`` marks eac
         PromptStrategyMiddleware as PromptStrategyMiddleware,
     )
     from langchain_promptstrat.ceiling import (
-        DEFAULT_CEILING as DEFAULT_CEILING,
+        DEFAULT_MAX_TOKENS as DEFAULT_MAX_TOKENS,
     )
     from langchain_promptstrat.ceiling import (
         Ceiling as Ceiling,
@@ -220,6 +224,11 @@ else:  # checkers see the imports above, and no catch-all that would hide a miss
 
     def __getattr__(name: str) -> Any:
         """Import a public name from its module on first use, and keep it."""
+        if name in _RENAMED:
+            from langchain_promptstrat.errors import warn_renamed
+
+            warn_renamed(name, _RENAMED[name])
+            return __getattr__(_RENAMED[name])
         if name not in _MODULE_OF:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         value = globals()[name] = getattr(importlib.import_module(_MODULE_OF[name]), name)

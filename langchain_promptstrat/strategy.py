@@ -10,6 +10,7 @@ adapter or the CLI, which build on it.
 from __future__ import annotations
 
 import copy
+import inspect
 import os
 import threading
 from abc import ABC
@@ -23,10 +24,10 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.config import get_stream_writer
-from typing_extensions import Self
+from typing_extensions import Self, dataclass_transform
 
 from langchain_promptstrat.ceiling import MaxTokens
-from langchain_promptstrat.errors import ConfigError
+from langchain_promptstrat.errors import ConfigError, warn_renamed
 from langchain_promptstrat.messages import (
     coerce_messages,
     keep_prompt_floor,
@@ -36,7 +37,14 @@ from langchain_promptstrat.messages import (
 from langchain_promptstrat.messages.history_memo import message_key
 from langchain_promptstrat.messages.references import resolve_references
 from langchain_promptstrat.report import Compacted, StrategyReport, logger
-from langchain_promptstrat.settings import Settings, document_options, option_keys
+from langchain_promptstrat.settings import (
+    RENAMED_KEYS,
+    Settings,
+    describe_setting,
+    document_options,
+    options_of,
+    settings_with_options,
+)
 
 REPORT_EVENT = "promptstrat"
 """Name of the custom callback event that carries each strategy call's report."""
@@ -148,32 +156,89 @@ NO_REQUEST = PromptRequest()
 """A request that gives nothing: a strategy applied on its own."""
 
 
-class PromptStrategy(Runnable[Any, list[BaseMessage]], ABC):
+SETTINGS_DOC = (
+    "Options shared with other strategies (default: read from the environment now); the "
+    "options below win over it."
+)
+
+
+@dataclass(frozen=True)
+class Argument:
+    """A constructor argument of a strategy that is not an option of :class:`Settings` (a model, a
+    token counter, a ceiling given to this strategy alone), as :func:`argument` declares it."""
+
+    default: Any
+    doc: str
+    kw_only: bool = True
+
+
+def argument(*, default: Any = None, doc: str = "", kw_only: bool = True) -> Any:
+    """Declare a strategy's constructor argument that is not a setting: ``model: Any =
+    argument(default=None, doc="The chat model ...")``; the checkers read it as a field."""
+    return Argument(default, doc, kw_only)
+
+
+@dataclass_transform(kw_only_default=True, field_specifiers=(argument,))
+class _DeclaredStrategy(Runnable[Any, list[BaseMessage]], ABC):
+    """The root the type checkers read each strategy's constructor from: the fields of the options
+    classes it inherits (:mod:`~langchain_promptstrat.settings`) and its own :func:`argument`
+    declarations, each a keyword of its declared type."""
+
+
+class PromptStrategy(_DeclaredStrategy):
     """A named prompt strategy: a message-list transform that is also a ``Runnable`` (``prompt |
     ShortenTools() | model``).
 
     The input (messages, dicts, tuples or a ``PromptValue``) is never mutated: the stored
     conversation keeps full fidelity while the model sees the compacted prompt. Subclasses set
-    ``strategy_name`` (the registry key) and implement :meth:`apply`; options that are settings
-    are one ``TypedDict``, ``options`` (see :mod:`langchain_promptstrat.settings`), whose
-    ``Args:`` entries are added to the constructor's docstring. A subclass written against
-    ``compact(messages, *, save_file=None)`` implements that instead: :meth:`apply` calls it.
+    ``strategy_name`` (the registry key) and implement :meth:`apply`. A strategy's options are
+    the fields of the options class it inherits (``class ShortenTools(PromptStrategy,
+    ShortenToolsOptions)``) and its :func:`argument` declarations: its constructor, its
+    ``Args:`` text and its refusal of anything else are written from them, and an option left
+    out comes from ``settings``, else the environment, else its default. A subclass written
+    against ``compact(messages, *, save_file=None)`` implements that instead: :meth:`apply`
+    calls it.
     """
 
     strategy_name: ClassVar[str] = "strategy"
-    options: ClassVar[Any] = None
-    """The ``TypedDict`` of this strategy's options that are settings, or None."""
+    arguments: ClassVar[dict[str, Argument]] = {}
+    """This class's :func:`argument` declarations and its bases', by name, in declaration order."""
+    settings: Settings = argument(default=None, doc=SETTINGS_DOC, kw_only=False)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        init = cls.__dict__.get("__init__")
-        if init is not None and cls.options is not None:
-            init.__doc__ = document_options(init.__doc__, option_keys(cls))
+        declared = {k: v for k, v in vars(cls).items() if isinstance(v, Argument)}
+        for name, declaration in declared.items():
+            setattr(cls, name, declaration.default)
+        cls.arguments = {**cls.arguments, **declared}
+        own = vars(cls).get("__init__")
+        if own is not None:  # a constructor of its own: its options join its Args: text
+            entries = {key: describe_setting(key) for key in options_of(cls)}
+            own.__doc__ = document_options(own.__doc__, entries)
+        else:
+            inherited = next(
+                k.__dict__["__init__"] for k in cls.__mro__ if "__init__" in k.__dict__
+            )
+            if inherited is PromptStrategy.__init__ or hasattr(inherited, "declared_by"):
+                cls.__init__ = _constructor(cls)  # type: ignore[method-assign]
         if cls.apply is PromptStrategy.apply and cls.compact is PromptStrategy.compact:
             raise TypeError(f"{cls.__name__} must implement apply(messages, request)")
 
-    def __init__(self, settings: Settings | None = None, **overrides: Any) -> None:
-        self.settings = Settings.load(settings, **overrides)
+    def __init__(self, settings: Settings | None = None, **given: Any) -> None:
+        for name, declaration in type(self).arguments.items():
+            renamed = [old for old, new in RENAMED_KEYS.items() if new == name and old in given]
+            for old in renamed:  # a setting's old name that is now this argument's
+                warn_renamed(f"{type(self).__name__}'s {old}=", f"{name}=")
+                value = given.pop(old)
+                given.setdefault(name, value)
+            setattr(self, name, given.pop(name, declaration.default))
+        self.settings = settings_with_options(type(self), settings, given)
+        for key in options_of(type(self)):
+            setattr(self, key, getattr(self.settings, key))
+        self.__post_init__()
+
+    def __post_init__(self) -> None:
+        """Finish building once the arguments and options are set (a subclass's own checks)."""
 
     def apply(self, messages: list[BaseMessage], request: PromptRequest = NO_REQUEST) -> Compacted:
         """Return the messages the model should see for one model call, and a report; never mutate
@@ -220,6 +285,43 @@ class PromptStrategy(Runnable[Any, list[BaseMessage]], ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+
+del PromptStrategy.settings  # declared for the checkers; every strategy sets its own
+
+
+def _constructor(cls: type[PromptStrategy]) -> Any:
+    """Return the constructor of ``cls`` written from its declarations: ``PromptStrategy.__init__``
+    with the signature and ``Args:`` text of ``cls``'s arguments and options."""
+
+    def __init__(self: PromptStrategy, settings: Settings | None = None, **given: Any) -> None:
+        PromptStrategy.__init__(self, settings, **given)
+
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    parameters = [
+        inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY),
+        inspect.Parameter("settings", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None),
+        *(
+            inspect.Parameter(name, keyword, default=declaration.default)
+            for name, declaration in cls.arguments.items()
+        ),
+        *(inspect.Parameter(key, keyword, default=None) for key in options_of(cls)),
+    ]
+    entries = {
+        "settings": SETTINGS_DOC,
+        **{name: declaration.doc for name, declaration in cls.arguments.items()},
+        **{key: describe_setting(key) for key in options_of(cls)},
+    }
+    doc = (
+        "Build the strategy; an option left out comes from ``settings``, else the environment, "
+        "else its default.\n\nArgs:\n\nRaises:\n    ConfigError: A value is out of range, or a "
+        "keyword is not one of these options."
+    )
+    __init__.__doc__ = document_options(doc, entries)
+    __init__.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    __init__.declared_by = cls  # type: ignore[attr-defined]
+    return __init__
 
 
 def apply_in_order(

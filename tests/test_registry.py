@@ -28,6 +28,7 @@ from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.registry import BUILTIN_STRATEGIES
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.strategies.ladder import CompactionLadder
+from langchain_promptstrat.strategy import PromptRequest
 from langchain_promptstrat.testing import build_agent_run, iter_agent_run
 
 
@@ -152,6 +153,19 @@ class TestSaveFile:
 
             class Empty(PromptStrategy):
                 strategy_name = "empty"
+
+    def test_the_default_s_compact_for_request_still_works_and_warns(self):
+        """ShortenToolsEpochStable.compact_for_request(messages, **fields), the request method found
+        by getattr before the typed request, gives apply's result for a PromptRequest of those
+        fields, with a DeprecationWarning (one release)."""
+        history = build_agent_run(160)
+        strategy = get_strategy("shorten_tools_epoch_stable", max_tokens=12_000)
+        system = [SystemMessage("Be brief.")]
+        with pytest.warns(DeprecationWarning, match="compact_for_request"):
+            old = strategy.compact_for_request(history, system=system, max_tokens=9_000)
+        new = strategy.apply(history, PromptRequest(system=system, max_tokens=9_000))
+        assert old.messages == new.messages and old.report.as_dict() == new.report.as_dict()
+        assert new.report.details["ceiling"] == 9_000
 
     def test_registered_callable_receives_the_messages_only(self, conversation, registered):
         """A registered plain callable is called with one argument, never the save file."""

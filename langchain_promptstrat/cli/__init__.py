@@ -23,7 +23,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from langchain_promptstrat.ceiling import DEFAULT_CEILING, resolve_ceiling
+from langchain_promptstrat.ceiling import DEFAULT_MAX_TOKENS, resolve_ceiling
 from langchain_promptstrat.cli.common import (
     EXIT_ABORTED,
     EXIT_ERROR,
@@ -184,7 +184,7 @@ def _add_conversation_commands(
         default=None,
         metavar="N",
         help="context ceiling of the default "
-        f"strategy (default: $PROMPTSTRAT_MAX_TOKENS, else {DEFAULT_CEILING:,}; stats uses the "
+        f"strategy (default: $PROMPTSTRAT_MAX_TOKENS, else {DEFAULT_MAX_TOKENS:,}; stats uses the "
         "same)",
     )
     apply.add_argument(
@@ -201,7 +201,7 @@ def _add_conversation_commands(
         metavar="N",
         help="token target of strategies that "
         "take one, the default strategy's ceiling included (default: $PROMPTSTRAT_MAX_TOKENS, else "
-        f"{DEFAULT_CEILING:,}, as for apply)",
+        f"{DEFAULT_MAX_TOKENS:,}, as for apply)",
     )
     stats.add_argument(
         "--usage",

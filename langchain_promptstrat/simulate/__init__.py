@@ -54,11 +54,11 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_promptstrat.cache_rules import CACHE_RULES, ToolSchemas, make_cache_rule
 from langchain_promptstrat.defaults import (
     DEFAULT_CACHED_FRACTION,
-    DEFAULT_MAX_TOKENS,
     DEFAULT_TOOL_CALLS,
     LONG_RUN_CALLS,
+    SIMULATED_MAX_TOKENS,
 )
-from langchain_promptstrat.errors import ConfigError
+from langchain_promptstrat.errors import ConfigError, renamed_attributes
 from langchain_promptstrat.extras import install_hint
 from langchain_promptstrat.messages import content_text, is_real_user_message, task_index
 from langchain_promptstrat.messages.references import unresolved_references
@@ -104,7 +104,7 @@ __all__ = [
     "AGENT_RUN_TOOLS",
     "DEFAULT_CACHED_FRACTION",
     "DEFAULT_LIST_ROW",
-    "DEFAULT_MAX_TOKENS",
+    "SIMULATED_MAX_TOKENS",
     "DEFAULT_TOOL_CALLS",
     "OLD_AFTER",
     "PEER_CLEAR_TOOL_USES",
@@ -136,6 +136,10 @@ __all__ = [
     "terms",
     "with_cache_breakpoints",
 ]
+
+__getattr__ = renamed_attributes(
+    __name__, globals(), {"DEFAULT_MAX_TOKENS": "SIMULATED_MAX_TOKENS"}
+)  # the old name of simulate's token target, kept one release
 
 ProgressHook = Callable[[str, int, int], None]
 """``hook(label, done, total)``: called after each prompt of each replay."""
@@ -418,7 +422,7 @@ def build_strategy(
     name: str,
     *,
     settings: Settings | None = None,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
+    max_tokens: int = SIMULATED_MAX_TOKENS,
     token_counter: Any = None,
 ) -> tuple[PromptStrategy, dict[str, Any]]:
     """Return the registry strategy ``name`` and the extra arguments it was built with.
@@ -461,7 +465,7 @@ def with_cache_breakpoints(entries: Sequence[Any], **build: Any) -> list[PromptS
 
 
 def default_strategy_names(
-    *, settings: Settings | None = None, max_tokens: int = DEFAULT_MAX_TOKENS
+    *, settings: Settings | None = None, max_tokens: int = SIMULATED_MAX_TOKENS
 ) -> list[str]:
     """Return ``none`` then every installed built-in strategy a replay can build, in registry order.
 
@@ -491,7 +495,7 @@ def default_strategy_names(
 
 
 def default_rows(
-    *, settings: Settings | None = None, max_tokens: int = DEFAULT_MAX_TOKENS
+    *, settings: Settings | None = None, max_tokens: int = SIMULATED_MAX_TOKENS
 ) -> list[str]:
     """Return what a replay shows when no strategy is named: :func:`default_strategy_names`, then
     :data:`DEFAULT_LIST_ROW` when it is a pipeline."""
@@ -682,7 +686,7 @@ def simulate(
     token_counter: Any = None,
     cached_fraction: float = DEFAULT_CACHED_FRACTION,
     peers: bool = False,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
+    max_tokens: int = SIMULATED_MAX_TOKENS,
     progress: bool | ProgressHook | None = None,
     settings: Settings | None = None,
     price_per_mtok: float | None = None,

@@ -22,10 +22,9 @@ are computed in :mod:`langchain_promptstrat.strategies.epoch_machinery.frozen_re
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any, TypedDict
+from typing import Any
 
 from langchain_core.messages import BaseMessage, ToolMessage
-from typing_extensions import Unpack
 
 from langchain_promptstrat.messages import (
     Fate,
@@ -35,7 +34,7 @@ from langchain_promptstrat.messages import (
     shortens_arguments,
 )
 from langchain_promptstrat.report import Compacted, make_report
-from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
+from langchain_promptstrat.settings import EpochIncrementOptions, EpochOptions, Settings
 from langchain_promptstrat.strategies.epoch_machinery.frozen_region import (
     Decisions,
     EpochState,
@@ -203,55 +202,14 @@ def shorten_tools_epoch_increment(
     return epoch_compact(messages, settings=settings, name="shorten_tools_epoch_increment")
 
 
-class ShortenToolsEpochOptions(TypedDict, total=False):
-    """The options of :class:`ShortenToolsEpoch`, each the reference's ``epoch_*`` setting."""
-
-    tool_call_threshold: Annotated[int | None, SettingKey("epoch_tool_call_threshold")]
-    full_tool_calls: Annotated[int | None, SettingKey("epoch_full_tool_calls")]
-    compacted_tool_calls: Annotated[int | None, SettingKey("epoch_compacted_tool_calls")]
-    epoch_size: Annotated[int | None, SettingKey("epoch_size")]
-
-
-class ShortenToolsEpochIncrementOptions(ShortenToolsEpochOptions, total=False):
-    """The options of :class:`ShortenToolsEpochIncrement`: those of ``shorten_tools_epoch`` and the
-    growth's."""
-
-    epochs_per_increase: Annotated[int | None, SettingKey("epoch_increment_epochs_per_increase")]
-    size_increase: Annotated[int | None, SettingKey("epoch_increment_size_increase")]
-    repeat_increase: Annotated[int | None, SettingKey("epoch_increment_repeat_increase")]
-    max_size: Annotated[int | None, SettingKey("epoch_increment_max_size")]
-    compacted_growth_ratio: Annotated[
-        float | None, SettingKey("epoch_increment_compacted_growth_ratio")
-    ]
-    max_compacted_tool_calls: Annotated[
-        int | None, SettingKey("epoch_increment_max_compacted_tool_calls")
-    ]
-
-
-class ShortenToolsEpoch(PromptStrategy):
+class ShortenToolsEpoch(PromptStrategy, EpochOptions):
     """``shorten_tools_epoch``: cache-friendly compaction with fixed epochs.
 
-    ``ShortenToolsEpoch(tool_call_threshold=50, epoch_size=20)``; each option is the
+    ``ShortenToolsEpoch(epoch_tool_call_threshold=50, epoch_size=20)``; each option is the
     reference's ``epoch_*`` setting (option > ``settings`` > environment > default). Stateless.
     """
 
     strategy_name = "shorten_tools_epoch"
-    options = ShortenToolsEpochOptions
-
-    def __init__(
-        self, settings: Settings | None = None, **options: Unpack[ShortenToolsEpochOptions]
-    ) -> None:
-        """Build the strategy; an option left at None comes from ``settings``, else the environment,
-        else its default.
-
-        Args:
-            settings: Thresholds shared with other strategies (default: read from the
-                environment now); the options below win over it.
-
-        Raises:
-            ConfigError: A value is out of range, or a keyword is not one of these options.
-        """
-        super().__init__(settings_with_options(type(self), settings, options))
 
     def apply(self, messages: list[BaseMessage], request: PromptRequest = NO_REQUEST) -> Compacted:
         """Return :func:`epoch_compact` of ``messages`` with this strategy's settings and
@@ -259,29 +217,13 @@ class ShortenToolsEpoch(PromptStrategy):
         return epoch_compact(messages, settings=self.settings, name=self.strategy_name)
 
 
-class ShortenToolsEpochIncrement(ShortenToolsEpoch):
+class ShortenToolsEpochIncrement(ShortenToolsEpoch, EpochIncrementOptions):
     """``shorten_tools_epoch_increment`` (the reference default): epochs and compacted window that
     grow.
 
-    ``ShortenToolsEpochIncrement(epoch_size=20, max_size=60)``: the options of
+    ``ShortenToolsEpochIncrement(epoch_size=20, epoch_increment_max_size=60)``: the options of
     ``shorten_tools_epoch`` (``epoch_size`` is the initial size) plus the growth's
-    ``epoch_increment_*`` settings. Stateless.
+    ``epoch_increment_*``. Stateless.
     """
 
     strategy_name = "shorten_tools_epoch_increment"
-    options = ShortenToolsEpochIncrementOptions
-
-    def __init__(
-        self, settings: Settings | None = None, **options: Unpack[ShortenToolsEpochIncrementOptions]
-    ) -> None:
-        """Build the strategy; an option left at None comes from ``settings``, else the environment,
-        else its default.
-
-        Args:
-            settings: Thresholds shared with other strategies (default: read from the
-                environment now); the options below win over it.
-
-        Raises:
-            ConfigError: A value is out of range, or a keyword is not one of these options.
-        """
-        PromptStrategy.__init__(self, settings_with_options(type(self), settings, options))

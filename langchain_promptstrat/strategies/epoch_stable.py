@@ -57,10 +57,9 @@ import warnings
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Annotated, Any, TypedDict, cast
+from typing import Any, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
-from typing_extensions import Unpack
 
 from langchain_promptstrat.ceiling import Ceiling, MaxTokens, check_max_tokens, resolve_ceiling
 from langchain_promptstrat.errors import ContextWindowError
@@ -98,7 +97,7 @@ from langchain_promptstrat.messages.history_memo import (
     remember_head,
 )
 from langchain_promptstrat.report import Compacted, make_report
-from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
+from langchain_promptstrat.settings import Settings, StableOptions
 from langchain_promptstrat.strategies.epoch_machinery.frozen_region import (
     EpochState,
     previous_length,
@@ -116,7 +115,7 @@ from langchain_promptstrat.strategies.ladder_machinery.rungs import (
 )
 from langchain_promptstrat.strategies.sliding_window import SlidingWindow
 from langchain_promptstrat.strategies.tool_results import ToolResults
-from langchain_promptstrat.strategy import NO_REQUEST, PromptRequest, PromptStrategy
+from langchain_promptstrat.strategy import NO_REQUEST, PromptRequest, PromptStrategy, argument
 from langchain_promptstrat.tokens import (
     TokenCounter,
     as_token_counter,
@@ -1379,34 +1378,17 @@ def _floor_error(
     )
 
 
-class ShortenToolsEpochStableOptions(TypedDict, total=False):
-    """The options of :class:`ShortenToolsEpochStable` that are settings (``stable_*``)."""
-
-    tool_call_threshold: Annotated[int | None, SettingKey("stable_tool_call_threshold")]
-    full_tool_calls: Annotated[int | None, SettingKey("stable_full_tool_calls")]
-    epoch_size: Annotated[int | None, SettingKey("stable_epoch_size")]
-    max_compacted_tool_calls: Annotated[int | None, SettingKey("stable_max_compacted_tool_calls")]
-    read_output_chars: Annotated[int | None, SettingKey("stable_read_output_chars")]
-    narration_chars: Annotated[int | None, SettingKey("stable_narration_chars")]
-    front_drop_chunk: Annotated[int | None, SettingKey("stable_front_drop_chunk")]
-    token_margin: Annotated[float | None, SettingKey("stable_token_margin")]
-    low_ratio: Annotated[float | None, SettingKey("stable_low_ratio")]
-    front_ratio: Annotated[float | None, SettingKey("stable_front_ratio")]
-    head_ratio: Annotated[float | None, SettingKey("stable_head_ratio")]
-    whole_ratio: Annotated[float | None, SettingKey("stable_whole_ratio")]
-
-
-class ShortenToolsEpochStable(PromptStrategy):
+class ShortenToolsEpochStable(PromptStrategy, StableOptions):
     """``shorten_tools_epoch_stable``: cache-first epochs that keep the front of the prompt
     unchanged, under a context ceiling.
 
-    ``ShortenToolsEpochStable(max_tokens=100_000, epoch_size=40)``; ``max_tokens`` also
+    ``ShortenToolsEpochStable(max_tokens=100_000, stable_epoch_size=40)``; ``max_tokens`` also
     takes ``("fraction", 0.8)`` of ``model``'s input window; without it the ceiling is the
-    ``max_context_tokens`` setting (``PROMPTSTRAT_MAX_TOKENS``), else ``model``'s window from
-    its profile minus room for the reply, else 111,616 tokens (see
+    ``max_tokens`` setting (``PROMPTSTRAT_MAX_TOKENS``), else ``model``'s window from its
+    profile minus room for the reply, else 111,616 tokens (see
     :mod:`langchain_promptstrat.ceiling`).
 
-    The other options are settings (``stable_*``; environment variable
+    The other options are its ``stable_*`` settings (environment variable
     ``STABLE_EPOCH_SIZE`` or ``PROMPTSTRAT_STABLE_EPOCH_SIZE``, ...): an option given here
     wins over ``settings``, which wins over the environment, which wins over the default.
     Stateless: one object serves any number of conversations at once (a small memo of
@@ -1414,43 +1396,29 @@ class ShortenToolsEpochStable(PromptStrategy):
     """
 
     strategy_name = STRATEGY_NAME
-    options = ShortenToolsEpochStableOptions
+    max_tokens: MaxTokens = argument(
+        default=None,
+        doc='The context ceiling in tokens, or ``("fraction", share)`` of ``model``\'s input '
+        "window. Default: the ``max_tokens`` setting (``PROMPTSTRAT_MAX_TOKENS``), else "
+        "``model``'s window, else 111,616.",
+    )
+    model: Any = argument(
+        default=None,
+        doc="The chat model that answers, whose profile gives the window when no ceiling is set.",
+    )
+    tools: Sequence[Any] | None = argument(
+        default=None, doc="The tools bound to the model; their schemas count against the ceiling."
+    )
+    token_counter: Any = argument(
+        default=None,
+        doc="None (cl100k_base), a ``TokenCounter``, a chat model or any ``messages -> int`` "
+        "callable.",
+    )
 
-    def __init__(
-        self,
-        settings: Settings | None = None,
-        *,
-        max_tokens: MaxTokens = None,
-        model: Any = None,
-        tools: Sequence[Any] | None = None,
-        token_counter: Any = None,
-        **options: Unpack[ShortenToolsEpochStableOptions],
-    ) -> None:
-        """Build the strategy; a settings option left at None comes from ``settings``, else the
-        environment, else its default.
-
-        Args:
-            settings: Thresholds shared with other strategies (default: read from the
-                environment now); the options below win over it.
-            max_tokens: The context ceiling in tokens, or ``("fraction", share)`` of
-                ``model``'s input window. Default: setting ``max_context_tokens``
-                (``PROMPTSTRAT_MAX_TOKENS``), else ``model``'s window, else 111,616.
-            model: The chat model that answers, whose profile gives the window when no
-                ceiling is set.
-            tools: The tools bound to the model; their schemas count against the ceiling.
-            token_counter: None (cl100k_base), a ``TokenCounter``, a chat model or any
-                ``messages -> int`` callable.
-
-        Raises:
-            ConfigError: A value is out of range, or a keyword is not one of these options.
-        """
-        super().__init__(
-            settings_with_options(type(self), settings, options, reads=("max_context_tokens",))
-        )
-        self.max_tokens = check_max_tokens(max_tokens)
-        self.model = model
-        self.tools = list(tools) if tools else []
-        self.token_counter = as_token_counter(token_counter)
+    def __post_init__(self) -> None:
+        self.max_tokens = check_max_tokens(self.max_tokens)
+        self.tools = list(self.tools) if self.tools else []
+        self.token_counter = as_token_counter(self.token_counter)
         self._memo: ReplayMemo[Replay] = ReplayMemo(8)
         self._costs = Costs(self.token_counter)
 

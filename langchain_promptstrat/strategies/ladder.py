@@ -52,6 +52,7 @@ from langchain_promptstrat.strategies.ladder_machinery.rungs import (
     ladder_result,
     message_counter,
     pass_result,
+    tokens_argument,
 )
 from langchain_promptstrat.strategy import (
     split_strategy_names,
@@ -111,12 +112,12 @@ class CompactionLadder(PlannedStrategy):
             settings_with_options(type(self), settings, unknown, reads=("ladder_low_ratio",))
         )
         self.rungs: list[Rung] = _resolve_rungs(rungs, self.settings)
-        self.max_tokens = _tokens_argument("max_tokens", max_tokens)
+        self.max_tokens = tokens_argument("max_tokens", max_tokens)
         ratio = self.settings.ladder_low_ratio  # at most 1, as Settings declares it
         low = (
             int(self.max_tokens * ratio)
             if low_tokens is None
-            else _tokens_argument("low_tokens", low_tokens)
+            else tokens_argument("low_tokens", low_tokens)
         )
         if low > self.max_tokens:
             raise ConfigError(
@@ -299,12 +300,6 @@ def _encode_prompt(
             pick = -len(copies)
         out.append(pick)
     return out, copies
-
-
-def _tokens_argument(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigError(f"{name}={value!r} must be a whole number of tokens >= 0")
-    return value
 
 
 def _resolve_rungs(rungs: Sequence[Rung | str] | str, settings: Settings) -> list[Rung]:

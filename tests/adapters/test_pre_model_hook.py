@@ -505,16 +505,15 @@ class TestPromptFloor:
                     "epoch_size": 1,
                 },
             ),
-            ("sliding_window", {"ladder_max_tokens": 0, "keep_steps": 1}),
-            ("tool_results", {"ladder_max_tokens": 0, "tool_results_min_tokens": 0}),
+            ("sliding_window", {"max_tokens": 0, "keep_steps": 1}),
+            ("tool_results", {"max_tokens": 0, "tool_results_min_tokens": 0}),
         ],
     )
     def test_extreme_settings_keep_the_floor_in_an_agent_run(self, strategies, overrides, root):
-        """Every model input of a 20-call react run holds the floor, whatever the thresholds."""
+        """Every model input of a 20-call react run holds the floor, whatever the thresholds (a
+        rung's target of 0 is its own max_tokens; the setting is a ceiling, at least 1)."""
         model = ScriptedChatModel.long_run(20, parallel=2)
-        hook = pre_model_hook(
-            [strategies, "inbox"], inbox_root=root, settings=Settings(**overrides)
-        )
+        hook = pre_model_hook([get_strategy(strategies, **overrides), "inbox"], inbox_root=root)
         start = [SystemMessage("sys"), HumanMessage("task")]
         react_agent(model, hook).invoke({"messages": start}, CONFIG)
         assert (

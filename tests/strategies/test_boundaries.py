@@ -28,7 +28,7 @@ class SameSize(Rung):
 
     strategy_name = "same_size"
 
-    def plan(self, messages, *, target, counter):  # type: ignore[no-untyped-def]
+    def plan(self, messages, *, max_tokens, counter):  # type: ignore[no-untyped-def]
         yield from ()
         last = messages[-1]
         return Rewrite([*messages[:-1], HumanMessage("z" * len(str(last.content)))], {})

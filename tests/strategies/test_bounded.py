@@ -12,7 +12,7 @@ from langchain_core.tools import tool
 from realruns import REALRUNS
 
 from langchain_promptstrat import (
-    DEFAULT_CEILING,
+    DEFAULT_MAX_TOKENS,
     ContextWindowError,
     check_tool_pairs,
     prepare_prompt,
@@ -463,7 +463,7 @@ class TestCeilingResolution:
         monkeypatch.delenv("PROMPTSTRAT_MAX_TOKENS", raising=False)
         assert (
             resolve_ceiling(None, model=ScriptedChatModel([]), settings=Settings()).tokens
-            == DEFAULT_CEILING
+            == DEFAULT_MAX_TOKENS
             == 111_616
         )
 

@@ -7,16 +7,18 @@ run.
 
 from __future__ import annotations
 
+import inspect
 from abc import abstractmethod
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, NamedTuple, Protocol, TypedDict, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
-from typing_extensions import Unpack
 
+from langchain_promptstrat.ceiling import resolve_ceiling
+from langchain_promptstrat.errors import ConfigError, warn_renamed
 from langchain_promptstrat.messages import (
     READ_BACK_TOOL,
     CountTokens,
@@ -27,11 +29,12 @@ from langchain_promptstrat.messages import (
     recorded_calls,
 )
 from langchain_promptstrat.report import Compacted, make_report
-from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
+from langchain_promptstrat.settings import RungOptions
 from langchain_promptstrat.strategy import (
     NO_REQUEST,
     PromptRequest,
     PromptStrategy,
+    argument,
     emit_report,
 )
 from langchain_promptstrat.tokens import TokenCounter, as_token_counter
@@ -211,69 +214,86 @@ class PlannedStrategy(PromptStrategy):
         return result.messages
 
 
-class RungOptions(TypedDict, total=False):
-    """The options every built-in rung takes; each is a setting (a ladder's own target and counter
-    win)."""
-
-    max_tokens: Annotated[int | None, SettingKey("ladder_max_tokens")]
-    keep_steps: Annotated[int | None, SettingKey("keep_steps")]
+RUNG_MAX_TOKENS = 100_000
+"""The target of a rung used on its own when neither its ``max_tokens`` nor the setting gives
+one."""
 
 
-class Rung(PlannedStrategy):
+def tokens_argument(name: str, value: Any) -> int:
+    """Return ``value``, a number of tokens >= 0, or raise :class:`ConfigError` naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"{name}={value!r} must be a whole number of tokens >= 0")
+    return value
+
+
+class Rung(PlannedStrategy, RungOptions):
     """Base of the token-target rungs: a plan toward a target, usable alone (``max_tokens``, its
     ``token_counter``) or in a ladder (the ladder's)."""
 
-    options = RungOptions
+    max_tokens: int = argument(
+        default=None,
+        doc="The token target when the rung is used on its own (0: rewrite all it may). Default: "
+        "the ``max_tokens`` setting (``PROMPTSTRAT_MAX_TOKENS``), else 100,000; a ladder gives "
+        "its own.",
+    )
+    token_counter: Any = argument(
+        default=None,
+        doc="None (cl100k_base), a ``TokenCounter``, a chat model or any ``messages -> int`` "
+        "callable (a ladder uses its own).",
+    )
 
-    def __init__(
-        self,
-        settings: Settings | None = None,
-        *,
-        token_counter: Any = None,
-        **options: Unpack[RungOptions],
-    ) -> None:
-        """Build the rung; an option left at None comes from ``settings``, else the environment,
-        else its default.
-
-        Args:
-            settings: Thresholds shared with other strategies (default: read from the
-                environment now); the options below win over it.
-            token_counter: None (cl100k_base), a ``TokenCounter``, a chat model or any
-                ``messages -> int`` callable (a ladder uses its own).
-
-        Raises:
-            ConfigError: A value is out of range, or a keyword is not one of these options.
-        """
-        super().__init__(settings_with_options(type(self), settings, options))
-        self.token_counter: CountTokens = as_token_counter(token_counter)
-
-    @property
-    def max_tokens(self) -> int:
-        """Return the target this rung aims at when used on its own."""
-        return self.settings.ladder_max_tokens
+    def __post_init__(self) -> None:
+        given, setting = self.max_tokens, self.settings.max_tokens
+        if given is not None:
+            self.max_tokens = tokens_argument("max_tokens", given)
+        elif setting is not None:
+            self.max_tokens = resolve_ceiling(setting, settings=self.settings).tokens
+        else:
+            self.max_tokens = RUNG_MAX_TOKENS
+        self.token_counter = as_token_counter(self.token_counter)
 
     @abstractmethod
-    def plan(self, messages: Sequence[BaseMessage], *, target: int, counter: CountTokens) -> Plan:
+    def plan(
+        self, messages: Sequence[BaseMessage], *, max_tokens: int, counter: CountTokens
+    ) -> Plan:
         """Return a plan (a generator) that ends with this rung's :class:`Rewrite` of
         ``messages``."""
 
     def rewrite(
-        self, messages: Sequence[BaseMessage], *, target: int | None = None, counter: Any = None
+        self,
+        messages: Sequence[BaseMessage],
+        *,
+        max_tokens: int | None = None,
+        counter: Any = None,
+        target: int | None = None,
     ) -> list[BaseMessage] | None:
-        """Return this rung's rewrite of ``messages`` toward ``target`` (default ``max_tokens``), or
-        None when it declines."""
+        """Return this rung's rewrite of ``messages`` toward ``max_tokens`` (default this rung's),
+        or None when it declines; ``target`` is its old spelling (deprecated)."""
+        if target is not None:
+            warn_renamed("rewrite(target=)", "rewrite(max_tokens=)")
+            max_tokens = target if max_tokens is None else max_tokens
         count = self.token_counter if counter is None else as_token_counter(counter)
-        return run_plan(
-            self.plan(
-                list(messages), target=self.max_tokens if target is None else target, counter=count
-            )
-        ).messages
+        tokens = self.max_tokens if max_tokens is None else max_tokens
+        return run_plan(rung_plan(self, list(messages), tokens, count)).messages
 
     def _compaction(self, messages: list[BaseMessage]) -> Generator[RungRequest, Any, Compacted]:
         done_pass = yield from ladder_pass(
             messages, [self], target=self.max_tokens, counter=self.token_counter
         )
         return pass_result(self.strategy_name, messages, done_pass, self.max_tokens)
+
+
+def rung_plan(
+    rung: Rung, messages: Sequence[BaseMessage], max_tokens: int, counter: CountTokens
+) -> Plan:
+    """Return ``rung``'s plan toward ``max_tokens``; a rung written against ``plan(messages, *,
+    target, counter)`` is given ``target`` (deprecated, one release)."""
+    if "target" in inspect.signature(rung.plan).parameters:
+        warn_renamed(f"{type(rung).__name__}.plan(target=)", "plan(max_tokens=)")
+        old: Any = rung.plan
+        plan: Plan = old(messages, target=max_tokens, counter=counter)
+        return plan
+    return rung.plan(messages, max_tokens=max_tokens, counter=counter)
 
 
 @dataclass
@@ -300,7 +320,7 @@ def ladder_pass(
     for rung in rungs:
         if tokens <= target:
             break
-        outcome = yield from rung.plan(current, target=target, counter=counter)
+        outcome = yield from rung_plan(rung, current, target, counter)
         entry = {"strategy": rung.strategy_name, **outcome.details}
         if outcome.messages is None:
             result.asked.append({**entry, "outcome": "declined"})
