@@ -149,11 +149,11 @@ def epoch_compact(
                 is not output
             )
             or shortens_arguments(
-                source[record.ai_index],
+                source[record.ai_index],  # type: ignore[arg-type]
                 record.id,
                 as_token_counter(None),
                 number + 1 if handles else None,
-            )  # type: ignore[arg-type]
+            )
         ):
             shortened += 1
     notice = bool(shortened or now.dropped)

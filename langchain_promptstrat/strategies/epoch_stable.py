@@ -1019,14 +1019,14 @@ def _really_shortened(
             for number, fate in fates.items()
             if fate is Fate.SHORTEN
             and (
-                short_outputs[(record := index.calls[number]).output_index]
+                short_outputs[(record := index.calls[number]).output_index]  # type: ignore[index]
                 is not source[record.output_index]  # type: ignore[index]
                 or shortens_arguments(
-                    source[record.ai_index],
+                    source[record.ai_index],  # type: ignore[arg-type]
                     record.id,
                     form.count,
                     record.number + 1 if form.handles else None,
-                )  # type: ignore[arg-type]
+                )
                 or record.ai_index in narrated
             )
         ]
