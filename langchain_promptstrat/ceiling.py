@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_promptstrat.errors import renamed_attributes
-from langchain_promptstrat.settings import MaxTokens as MaxTokens  # re-exported
+from langchain_promptstrat.options import MaxTokens as MaxTokens  # re-exported
+from langchain_promptstrat.options import check_max_tokens as check_max_tokens  # re-exported
 from langchain_promptstrat.settings import Settings
-from langchain_promptstrat.settings import check_max_tokens as check_max_tokens  # re-exported
 
 DEFAULT_CONTEXT_WINDOW = 128_000
 """Input window assumed when no ceiling is given and the model is unknown (the smallest mainstream

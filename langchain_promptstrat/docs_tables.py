@@ -1,5 +1,5 @@
 """The settings page's options table (``docs/settings.md``), written from the options declarations
-(:mod:`langchain_promptstrat.settings`).
+(:mod:`langchain_promptstrat.options`).
 
 A row is one option: the built-in strategies that take it as a keyword, or, for an option no
 strategy takes under its name, who reads it and what sets it (its field says so).

@@ -181,7 +181,7 @@ def argument(*, default: Any = None, doc: str = "", kw_only: bool = True) -> Any
 @dataclass_transform(kw_only_default=True, field_specifiers=(argument,))
 class _DeclaredStrategy(Runnable[Any, list[BaseMessage]], ABC):
     """The root the type checkers read each strategy's constructor from: the fields of the options
-    classes it inherits (:mod:`~langchain_promptstrat.settings`) and its own :func:`argument`
+    classes it inherits (:mod:`~langchain_promptstrat.options`) and its own :func:`argument`
     declarations, each a keyword of its declared type."""
 
 

@@ -40,6 +40,7 @@ from langchain_promptstrat import (
     docs_tables,
     get_strategy,
 )
+from langchain_promptstrat.options import OPTIONS_CLASSES, RungOptions
 from langchain_promptstrat.registry import (
     BUILTIN_STRATEGIES,
     CallableStrategy,
@@ -48,9 +49,7 @@ from langchain_promptstrat.registry import (
 )
 from langchain_promptstrat.settings import (
     ENV_PREFIX,
-    OPTIONS_CLASSES,
     RENAMED_KEYS,
-    RungOptions,
     describe_setting,
     environment_variables,
     options_of,

@@ -28,8 +28,9 @@ from langchain_promptstrat.messages.history_memo import (
 )
 from langchain_promptstrat.messages.recorded_calls import recorded_calls
 from langchain_promptstrat.messages.references import reference_text
+from langchain_promptstrat.options import DedupeOptions
 from langchain_promptstrat.report import Compacted, make_report
-from langchain_promptstrat.settings import DedupeOptions, Settings
+from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategy import NO_REQUEST, PromptRequest, PromptStrategy
 
 

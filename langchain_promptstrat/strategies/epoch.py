@@ -33,8 +33,9 @@ from langchain_promptstrat.messages import (
     shorten_tool_output,
     shortens_arguments,
 )
+from langchain_promptstrat.options import EpochIncrementOptions, EpochOptions
 from langchain_promptstrat.report import Compacted, make_report
-from langchain_promptstrat.settings import EpochIncrementOptions, EpochOptions, Settings
+from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.epoch_machinery.frozen_region import (
     Decisions,
     EpochState,

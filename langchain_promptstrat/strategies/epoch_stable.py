@@ -96,8 +96,9 @@ from langchain_promptstrat.messages.history_memo import (
     recall_head,
     remember_head,
 )
+from langchain_promptstrat.options import StableOptions
 from langchain_promptstrat.report import Compacted, make_report
-from langchain_promptstrat.settings import Settings, StableOptions
+from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.epoch_machinery.frozen_region import (
     EpochState,
     previous_length,

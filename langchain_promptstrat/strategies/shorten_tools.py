@@ -20,8 +20,9 @@ from langchain_promptstrat.messages import (
     shorten_arguments,
     value_chars,
 )
+from langchain_promptstrat.options import ShortenToolsOptions
 from langchain_promptstrat.report import Compacted, make_report
-from langchain_promptstrat.settings import Settings, ShortenToolsOptions
+from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategy import NO_REQUEST, PromptRequest, PromptStrategy
 from langchain_promptstrat.tokens import as_token_counter
 from langchain_promptstrat.truncation import DEFAULT_OUTPUT_SIZE, shorten_string

@@ -20,7 +20,7 @@ from langchain_promptstrat.messages import (
     split_steps,
     tool_call_ids,
 )
-from langchain_promptstrat.settings import ToolResultsOptions
+from langchain_promptstrat.options import ToolResultsOptions
 from langchain_promptstrat.strategies.ladder_machinery.rungs import (
     PLACEHOLDER_KIND,
     Plan,

@@ -28,8 +28,8 @@ from langchain_promptstrat.messages import (
     range_text,
     recorded_calls,
 )
+from langchain_promptstrat.options import RungOptions
 from langchain_promptstrat.report import Compacted, make_report
-from langchain_promptstrat.settings import RungOptions
 from langchain_promptstrat.strategy import (
     NO_REQUEST,
     PromptRequest,
