@@ -149,13 +149,13 @@ def edit_ai_message(
             for c in shorten
             if count(
                 [
-                    edit_ai_message(
+                    edit_ai_message(  # type: ignore[list-item]
                         message, shorten=[c], argument_size=argument_size, handles=handles
                     )
                 ]
             )
             < whole
-        }  # type: ignore[list-item]
+        }
     if not shorten and not drop:
         return message
     update: dict[str, Any] = {}
@@ -394,8 +394,12 @@ def apply_fates(
         edit = ai_edits.get(i)
         if edit is not None:
             edited = edit_ai_message(
-                message, shorten=edit[0], drop=edit[1], count=count, handles=numbers
-            )  # type: ignore[arg-type]
+                message,  # type: ignore[arg-type]
+                shorten=edit[0],
+                drop=edit[1],
+                count=count,
+                handles=numbers,
+            )
             if edited is not None:
                 if (
                     narration_chars > 0
@@ -413,8 +417,12 @@ def apply_fates(
             out.append(
                 short
                 if short is not None
-                else shorten_tool_output(message, count, call=output_call[i] if handles else None)
-            )  # type: ignore[arg-type]
+                else shorten_tool_output(
+                    message,  # type: ignore[arg-type]
+                    count,
+                    call=output_call[i] if handles else None,
+                )
+            )
         else:
             out.append(message)
     return out

@@ -157,8 +157,8 @@ def read_back(
     content = (
         json.dumps(record.args, ensure_ascii=False)
         if arguments
-        else stored[record.output_index].content
-    )  # type: ignore[index]
+        else stored[record.output_index].content  # type: ignore[index]
+    )
     lines = content_text(content).split("\n")
     if offset == 0 and len(lines) <= limit and len(content_text(content)) <= page_chars:
         return content

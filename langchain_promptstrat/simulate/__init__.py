@@ -277,8 +277,8 @@ class _PromptTokens:
             counts.append(
                 known[1]
                 if known is not None and known[0] is message
-                else self.counter.count_message(message)
-            )  # type: ignore[attr-defined]
+                else self.counter.count_message(message)  # type: ignore[attr-defined]
+            )
         self._previous = {id(m): (m, c) for m, c in zip(prompt, counts, strict=False)}
         self.last_counts = counts
         return sum(counts), sum(counts[:prefix])
