@@ -108,6 +108,8 @@ def apply_rule(
     is left, and ``tokens_after`` is their size.
     """
     source = [m for m in messages if not is_compaction_notice(m)]  # the notices of earlier calls
+    replay: Replay[State] | None = None  # under a bound: the replay, and the budget it calibrated
+    budget = 0
     if bound is None:
         index = index_tool_calls(source)
         total = index.total_outputs
@@ -144,7 +146,7 @@ def apply_rule(
             a is b or a == b for a, b in zip(prompt_before, out, strict=False)
         ):
             details["prefix_change"] = details["prefix_change_reason"] = None
-    if bound is not None:
+    if bound is not None and replay is not None:
         extra = bound.extra_tokens
         out, tokens, fallback = under_ceiling(
             source, out, head, costs, budget, extra, bound.ceiling, settings
