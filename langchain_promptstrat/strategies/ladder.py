@@ -50,14 +50,13 @@ from langchain_promptstrat.strategies.ladder_machinery.rungs import (
     RungRequest,
     ladder_pass,
     ladder_result,
-    message_counter,
     pass_result,
     tokens_argument,
 )
 from langchain_promptstrat.strategy import (
     split_strategy_names,
 )
-from langchain_promptstrat.tokens import TokenCounter, as_token_counter
+from langchain_promptstrat.tokens import TokenCounter, as_token_counter, message_counter
 from langchain_promptstrat.tokens.usage import Calibration, calibration_for
 
 # --------------------------------------------------------------------------- the ladder

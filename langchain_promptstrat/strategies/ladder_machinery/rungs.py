@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 from abc import abstractmethod
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, TypeVar
 
@@ -37,7 +37,7 @@ from langchain_promptstrat.strategy import (
     argument,
     emit_report,
 )
-from langchain_promptstrat.tokens import TokenCounter, as_token_counter
+from langchain_promptstrat.tokens import as_token_counter
 
 NOTE_KIND = "ladder_note"
 """``kind`` of the mark on the note that stands where the sliding window dropped messages."""
@@ -118,15 +118,6 @@ def read_back_range(calls: Sequence[int]) -> str:
     """Return how a note or summary names its calls ``[first, last]`` and the tool reading them."""
     how = f"{READ_BACK_TOOL}(call=N) gives the whole output of call N"
     return f"{range_text(calls[0], calls[1])} among them: {how}"
-
-
-def message_counter(counter: CountTokens) -> Callable[[BaseMessage], int]:
-    """Return one message's share of ``counter``'s count of a list: exact for a
-    :class:`TokenCounter`, else its count alone minus an empty list's."""
-    if isinstance(counter, TokenCounter):  # it remembers each message object's count
-        return counter.count_message
-    base = counter([])
-    return lambda message: counter([message]) - base
 
 
 # --------------------------------------------------------------------------- the plan protocol
