@@ -159,7 +159,8 @@ def stored_with_carried_state(history: list[BaseMessage], ceiling: int, path: Pa
     from langchain_promptstrat import PromptStrategyMiddleware
     from langchain_promptstrat.adapters.middleware import REPLAY_KEY
     from langchain_promptstrat.registry import prompt_for_model
-    from langchain_promptstrat.strategies.epoch_stable import CarriedReplay, previous_length
+    from langchain_promptstrat.strategies.epoch_machinery.frozen_region import previous_length
+    from langchain_promptstrat.strategies.epoch_stable import CarriedReplay
     from langchain_promptstrat.testing import ScriptedChatModel
 
     served = PromptStrategyMiddleware(max_tokens=ceiling)

@@ -15,45 +15,45 @@ positions ``<= pinned_total - full`` are frozen and the rest stays whole, so wit
 the compacted prefix is byte-identical from one model call to the next. The two strategies
 share one body and differ in their schedule: fixed epochs and window, or both growing with
 the conversation and with repeated calls. In both the newest occurrence of a repeated call
-stays whole, and one notice says what was shortened or dropped. The boundary and the fates
-are computed in :mod:`langchain_promptstrat.strategies.epoch_machinery.frozen_region`.
+stays whole, and one notice says what was shortened or dropped. The boundary is computed in
+:mod:`langchain_promptstrat.strategies.epoch_machinery.frozen_region`; each frozen call's fate by
+the default's rule (:func:`~langchain_promptstrat.strategies.epoch_stable.call_fates`) and the
+compacted head by the default's prompt building
+(:mod:`~langchain_promptstrat.strategies.epoch_machinery.frozen_prompt`), with the plain stub.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
-from typing import Annotated, Any, TypedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, TypedDict
 
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import BaseMessage
 from typing_extensions import Unpack
 
-from langchain_promptstrat.messages import (
-    Fate,
-    ToolCallRecord,
-    index_tool_calls,
-    shorten_tool_output,
-    shortens_arguments,
-)
+from langchain_promptstrat.messages import Fate, ToolCallRecord, ToolIndex, index_tool_calls
+from langchain_promptstrat.messages.history_memo import Head, recall_head, remember_head
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
+from langchain_promptstrat.strategies.epoch_machinery.frozen_prompt import (
+    compacted_head,
+    step_end,
+)
 from langchain_promptstrat.strategies.epoch_machinery.frozen_region import (
-    Decisions,
     EpochState,
-    _pinned,
-    apply_frozen,
-    decide,
     epoch_boundary,
+    epoch_figures,
     increment_schedule,
-    prefix_change,
     previous_total,
     repeat_positions,
 )
 from langchain_promptstrat.strategies.epoch_machinery.notice import (
-    compaction_notice,
     is_compaction_notice,
     notice_index,
 )
+from langchain_promptstrat.strategies.epoch_machinery.shortened_form import ShortenedForm
+from langchain_promptstrat.strategies.epoch_stable import Edges, call_fates
 from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.tokens import as_token_counter
 
@@ -68,6 +68,31 @@ STATE_FIELDS = (
     "truncate_to",
 )
 """The :class:`EpochState` figures the report carries (None below the threshold)."""
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """What happens to every completed call for one state of the conversation."""
+
+    state: EpochState | None
+    fates: Mapping[int, Fate]
+    """Call number -> SHORTEN or DROP (a call and its output share it); absent means whole."""
+    protected: frozenset[int]
+    """Calls kept whole by repeat protection although their region would shorten or drop them."""
+
+    def count(self, fate: Fate) -> int:
+        """Return how many calls have ``fate``."""
+        return sum(1 for f in self.fates.values() if f is fate)
+
+
+def decide(calls: Sequence[ToolCallRecord], state: EpochState | None) -> Decisions:
+    """Return the fate of each of ``calls`` (oldest output first) under ``state``: the default's
+    frozen-region rule (:func:`~.epoch_stable.call_fates`) with the epoch's edges, each call's
+    repeat protection decided now."""
+    if state is None:
+        return Decisions(None, {}, frozenset())
+    edges = Edges(state.frozen_edge, drop_edge=state.drop_edge, front_total=state.total)
+    return Decisions(state, *call_fates(calls, edges, state.total))
 
 
 def _decisions_before(
@@ -93,8 +118,91 @@ def _decisions_before(
         now.state.drop_edge,
     )
     if same_regions and not (repeats and repeats[-1] > before_total):
-        return Decisions(state, now.fates, now.protected, now.shortened, now.dropped)
-    return decide([call for call in calls if call.forward <= before_total], state)
+        return Decisions(state, now.fates, now.protected)
+    return decide(calls, state)
+
+
+def region_fate(forward: int, state: EpochState) -> Fate:
+    """Return what the regions do to the call at ``forward``: keep, shorten or drop."""
+    if forward > state.frozen_edge:
+        return Fate.KEEP
+    if forward > state.drop_edge:
+        return Fate.SHORTEN
+    return Fate.DROP
+
+
+def prefix_change(
+    calls: Sequence[ToolCallRecord], before: Decisions, after: Decisions, *, before_total: int
+) -> str | None:
+    """Return why the compacted prefix changed between two calls: None, ``boundary``, ``repeat`` or
+    both.
+
+    ``before``: the decisions for the previous call's ``before_total`` outputs. A changed
+    fate is a ``boundary`` change when the epoch moved, else a ``repeat`` change (the
+    window grew or protection moved); calls only the newer history holds change no prefix
+    except through the notice's counts. It reports decisions, not bytes.
+    """
+    if before.fates == after.fates and before.protected == after.protected:
+        return None  # the usual case within an epoch
+    causes: set[str] = set()
+    moved = _pinned(before.state) != _pinned(after.state)
+    for call in calls:
+        if call.forward > before_total:
+            break
+        old = before.fates.get(call.number, Fate.KEEP)
+        new = after.fates.get(call.number, Fate.KEEP)
+        if old is new:
+            continue
+        region_old = region_fate(call.forward, before.state) if before.state else Fate.KEEP
+        region_new = region_fate(call.forward, after.state) if after.state else Fate.KEEP
+        if region_old is not region_new:
+            causes.add("boundary" if moved else "repeat")
+        else:
+            causes.add("repeat")
+    counts_before = (before.count(Fate.SHORTEN), before.count(Fate.DROP))
+    if (
+        not causes
+        and any(counts_before)
+        and counts_before
+        != (
+            after.count(Fate.SHORTEN),
+            after.count(Fate.DROP),
+        )
+    ):
+        # new calls froze at once: only the notice's counts moved
+        causes.add("boundary" if moved else "repeat")
+    return "+".join(sorted(causes)) if causes else None
+
+
+def _pinned(state: EpochState | None) -> int | None:
+    return state.pinned_total if state is not None else None
+
+
+def frozen_epoch_prompt(
+    source: list[BaseMessage], index: ToolIndex, now: Decisions, settings: Settings, name: str
+) -> tuple[list[BaseMessage], Head | None]:
+    """Return ``source`` with ``now``'s fates applied and the notice placed, and the compacted head
+    (None when no call is frozen).
+
+    The head is the default's (:func:`~.frozen_prompt.compacted_head`) with the plain stub and the
+    narration kept, found again in the head cache by its fates: every call of an epoch compacts
+    the same head, once.
+    """
+    if not now.fates:
+        return list(source), None
+    assert now.state is not None
+    at = step_end(source, index.outputs, now.state.frozen_edge)
+    form = ShortenedForm(0, as_token_counter(None), handles=settings.read_back_handles)
+    fates = (dict(now.fates), now.protected)
+    key = (name, at, form)
+    head = recall_head(source, at, key, fates)
+    if head is None:
+        head = compacted_head(source, index, fates, at, form, strategy=name)
+        remember_head(source, at, key, head, fates)
+    out = head.messages(source) + source[at:]
+    if head.notice is not None:
+        out.insert(notice_index(out), head.notice)
+    return out, head
 
 
 def epoch_compact(
@@ -117,7 +225,7 @@ def epoch_compact(
     state = schedule(index.total_outputs, repeats, settings)
     if state is None:
         out = list(source)
-        below: dict[str, Any] = dict.fromkeys(STATE_FIELDS)
+        below = epoch_figures(None, STATE_FIELDS)
         return Compacted(
             out,
             make_report(
@@ -134,52 +242,21 @@ def epoch_compact(
     now = decide(calls, state)
     before_total = previous_total(source, state.total)
     before = _decisions_before(calls, now, repeats, before_total, schedule, settings)
-    handles = settings.read_back_handles
-    out = apply_frozen(source, index, now.fates, handles)
-    shortened = (
-        0  # the calls the shorten fate really changed: an already short call keeps every byte
-    )
-    for number, fate in now.fates.items():
-        record = index.calls[number]
-        output = source[record.output_index] if record.output_index is not None else None
-        if fate is Fate.SHORTEN and (
-            (
-                isinstance(output, ToolMessage)
-                and shorten_tool_output(
-                    output, as_token_counter(None), call=number + 1 if handles else None
-                )
-                is not output
-            )
-            or shortens_arguments(
-                source[record.ai_index],  # type: ignore[arg-type]
-                record.id,
-                as_token_counter(None),
-                number + 1 if handles else None,
-            )
-        ):
-            shortened += 1
-    notice = bool(shortened or now.dropped)
-    if notice:
-        out.insert(
-            notice_index(out),
-            compaction_notice(
-                shortened, now.dropped, strategy=name, fates=now.fates, handles=handles
-            ),
-        )
+    out, head = frozen_epoch_prompt(source, index, now, settings, name)
     return Compacted(
         out,
         make_report(
             name,
             messages,
             out,
-            shortened=shortened,
-            dropped=now.dropped,
+            shortened=head.shortened if head else 0,
+            dropped=now.count(Fate.DROP),
             protected=len(now.protected),
-            **{field: getattr(state, field) for field in STATE_FIELDS},
+            **epoch_figures(state, STATE_FIELDS),
             repeats=len(repeats),
             boundary_moved=_pinned(before.state) != state.pinned_total,
             prefix_change=prefix_change(calls, before, now, before_total=before_total),
-            notice=notice,
+            notice=head is not None and head.notice is not None,
         ),
     )
 

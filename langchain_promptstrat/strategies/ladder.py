@@ -25,7 +25,7 @@ import copy
 import dataclasses
 import os
 from abc import abstractmethod
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, NamedTuple, NoReturn, Protocol, TypedDict, TypeVar
 
@@ -59,7 +59,7 @@ from langchain_promptstrat.registry import (
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
 from langchain_promptstrat.strategy import PromptStrategy, emit_report
-from langchain_promptstrat.tokens import TokenCounter, as_token_counter
+from langchain_promptstrat.tokens import TokenCounter, as_token_counter, message_counter
 from langchain_promptstrat.tokens.usage import Calibration, calibration_for
 
 NOTE_KIND = "ladder_note"
@@ -141,15 +141,6 @@ def read_back_range(calls: Sequence[int]) -> str:
     """Return how a note or summary names its calls ``[first, last]`` and the tool reading them."""
     how = f"{READ_BACK_TOOL}(call=N) gives the whole output of call N"
     return f"{range_text(calls[0], calls[1])} among them: {how}"
-
-
-def message_counter(counter: CountTokens) -> Callable[[BaseMessage], int]:
-    """Return one message's share of ``counter``'s count of a list: exact for a
-    :class:`TokenCounter`, else its count alone minus an empty list's."""
-    if isinstance(counter, TokenCounter):  # it remembers each message object's count
-        return counter.count_message
-    base = counter([])
-    return lambda message: counter([message]) - base
 
 
 # --------------------------------------------------------------------------- the plan protocol

@@ -33,10 +33,10 @@ from langchain_promptstrat.strategies.ladder import (
     call_span,
     done,
     kind_of,
-    message_counter,
     read_back_range,
     represented,
 )
+from langchain_promptstrat.tokens import message_counter
 
 NOTE_TEXT = (
     "[compacted:sliding_window] {n} earlier {messages} of this conversation {were} removed to stay "

@@ -44,11 +44,11 @@ from langchain_promptstrat.strategies.ladder import (
     call_spans,
     calls_among,
     kind_of,
-    message_counter,
     read_back_range,
     represented,
 )
 from langchain_promptstrat.strategies.sliding_window import layout
+from langchain_promptstrat.tokens import message_counter
 
 DEFAULT_SUMMARY_TOKENS = 800
 """Tokens a summary is expected to take: the model is asked for about this much."""

@@ -32,8 +32,8 @@ from langchain_promptstrat.strategies.ladder import (
     call_spans,
     done,
     kind_of,
-    message_counter,
 )
+from langchain_promptstrat.tokens import message_counter
 
 PLACEHOLDER_TEXT = (
     "[compacted:tool_results] This {name} result ({tokens} tokens) was cleared to free context. "

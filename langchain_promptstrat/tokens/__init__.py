@@ -14,6 +14,9 @@ from langchain_promptstrat.tokens.counter import (
     call_id_tokens as call_id_tokens,
 )
 from langchain_promptstrat.tokens.counter import (
+    message_counter as message_counter,
+)
+from langchain_promptstrat.tokens.counter import (
     missing_call_id_tokens as missing_call_id_tokens,
 )
 from langchain_promptstrat.tokens.counter import (

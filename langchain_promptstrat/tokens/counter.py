@@ -34,6 +34,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_promptstrat.defaults import DEFAULT_ENCODING
 from langchain_promptstrat.errors import ConfigError, InvalidMessagesError
 from langchain_promptstrat.messages import (
+    CountTokens,
     call_block_id,
     canonical_json,
     content_text,
@@ -265,6 +266,15 @@ def as_token_counter(obj: Any = None) -> Callable[[Sequence[BaseMessage]], int]:
         "TokenCounter, "
         "a chat model or a function taking a message list"
     )
+
+
+def message_counter(counter: CountTokens) -> Callable[[BaseMessage], int]:
+    """Return one message's share of ``counter``'s count of a list: exact for a
+    :class:`TokenCounter`, else its count alone minus an empty list's."""
+    if isinstance(counter, TokenCounter):  # it remembers each message object's count
+        return counter.count_message
+    base = counter([])
+    return lambda message: counter([message]) - base
 
 
 def _text_tokens(counter: Any, text: str) -> int:

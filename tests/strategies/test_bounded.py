@@ -410,7 +410,9 @@ class TestTaskAndDebris:
         ceiling cross it once the notice is placed (notices cost 117 to 151 tokens on the real
         runs).
         """
-        from langchain_promptstrat.strategies.epoch_stable import Costs, replay_history
+        from replays import default_replay
+
+        from langchain_promptstrat.strategies.epoch_machinery.costs import Costs
 
         settings, costs, carried = Settings.load(read_back_handles=handles), Costs(COUNT), 0
         strategy = ShortenToolsEpochStable(settings, max_tokens=9_000, token_counter=COUNT)
@@ -418,7 +420,7 @@ class TestTaskAndDebris:
             notices = [m for m in strategy.compact(prompt).messages if is_compaction_notice(m)]
             if not notices:
                 continue
-            steps = replay_history(None, prompt, 9_000, settings, costs).steps
+            steps = default_replay(None, prompt, 9_000, settings, costs).steps
             t = steps.total
             loose = steps.loose_before[t] + steps.loose_after
             without_notice = steps.fixed + loose + steps.short[1] + steps.whole[t] - steps.whole[1]

@@ -48,7 +48,6 @@ from langchain_promptstrat.strategies.epoch_machinery.frozen_region import (
     compacted_window,
     epoch_boundary,
     increment_schedule,
-    protected_calls,
     repeat_positions,
 )
 from langchain_promptstrat.strategies.epoch_machinery.notice import (
@@ -350,10 +349,12 @@ class TestRepeats:
         assert repeat_positions(calls) == [4, 7]
 
     def test_only_the_newest_occurrence_is_protected(self) -> None:
-        """Of calls 1, 3 and 6 (one key), only call 6 is protected; a key seen once protects
-        nothing."""
-        index = index_tool_calls(run_of(8, repeat_of={3: 1, 6: 1}))
-        assert protected_calls(index.completed) == {6}
+        """Of calls 1, 3 and 6 (one key), all frozen, only call 6 stays whole; a key seen once
+        protects nothing."""
+        result = shorten_tools_epoch(run_of(12, repeat_of={3: 1, 6: 1}), settings=SMALL)
+        whole, short, dropped = by_region(result.messages, 12)
+        assert result.report.protected == 1
+        assert 7 in whole and {2, 4} <= set(dropped)
 
 
 class TestProtection:

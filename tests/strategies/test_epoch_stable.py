@@ -689,25 +689,27 @@ class TestOnePassPerCall:
         A front end may carry the replay of the previous call (say in the graph state): a
         history edited behind it must get the edges a replay from the first message gives.
         """
-        from langchain_promptstrat.strategies.epoch_stable import Costs, replay_history
+        from replays import default_replay
+
+        from langchain_promptstrat.strategies.epoch_machinery.costs import Costs
         from langchain_promptstrat.tokens import as_token_counter
 
         prompts = list(iter_agent_run(160, seed=1))
         costs, s = Costs(as_token_counter(None)), Settings()
         earlier, history = list(prompts[-40]), list(prompts[-1])
-        carried = replay_history(None, earlier, 20_000, s, costs)
+        carried = default_replay(None, earlier, 20_000, s, costs)
         assert (
-            replay_history(carried, history, 20_000, s, costs).edges
-            == replay_history(None, history, 20_000, s, costs).edges
+            default_replay(carried, history, 20_000, s, costs).edges
+            == default_replay(None, history, 20_000, s, costs).edges
         )
         edited = list(history)
         k = next(i for i, m in enumerate(edited) if isinstance(m, ToolMessage))
         edited[k] = edited[k].model_copy(update={"content": "rewritten " * 3_000})
         assert (
-            replay_history(carried, edited, 20_000, s, costs).edges
-            == replay_history(None, edited, 20_000, s, costs).edges
+            default_replay(carried, edited, 20_000, s, costs).edges
+            == default_replay(None, edited, 20_000, s, costs).edges
         )
         assert (
-            replay_history(carried, edited, 20_000, s, costs).edges
-            != replay_history(None, history, 20_000, s, costs).edges
+            default_replay(carried, edited, 20_000, s, costs).edges
+            != default_replay(None, history, 20_000, s, costs).edges
         )

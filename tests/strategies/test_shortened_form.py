@@ -20,9 +20,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from langchain_promptstrat import Settings, check_tool_pairs
 from langchain_promptstrat.errors import ConfigError
+from langchain_promptstrat.strategies.epoch_machinery.shortened_form import reads_a_file
 from langchain_promptstrat.strategies.epoch_stable import (
     ShortenToolsEpochStable,
-    reads_a_file,
     shorten_tools_epoch_stable,
 )
 from langchain_promptstrat.testing import iter_agent_run

@@ -1,30 +1,26 @@
-"""What the epoch strategies share: where the boundary is for ``T`` outputs, repeats, and each
-call's fate.
+"""Where the epochs' boundary is for ``T`` outputs, repeated calls, and where the previous model
+call's history ends.
 
 ``shorten_tools_epoch`` and ``shorten_tools_epoch_increment``
 (:mod:`langchain_promptstrat.strategies.epoch`, where their rule is stated) freeze old tool calls
 behind a boundary that moves once per epoch: :func:`epoch_boundary` (fixed epochs),
-:func:`increment_schedule` (growing ones); the newest occurrence of a repeated call stays whole
-(:func:`protected_calls`); :func:`decide` gives each call's fate and :func:`prefix_change` why it
-changed since the previous model call. :func:`apply_frozen` applies the fates through the head cache
-of :mod:`~langchain_promptstrat.messages.history_memo`. The default reads :class:`EpochState` and
-:func:`previous_length`.
+:func:`increment_schedule` (growing ones, also by :func:`repeat_positions`). Each frozen call's fate
+is the default's frozen-region rule for every strategy. The default reads :class:`EpochState`;
+every epoch strategy reads :func:`previous_length` and :func:`previous_total`.
 """
 
 from __future__ import annotations
 
 import bisect
 import math
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from langchain_promptstrat.messages import Fate, ToolCallRecord, ToolIndex, apply_fates
-from langchain_promptstrat.messages.history_memo import encode_head, recall_head, remember_head
+from langchain_promptstrat.messages import ToolCallRecord
 from langchain_promptstrat.settings import Settings
-from langchain_promptstrat.tokens import as_token_counter
 
 
 @dataclass(frozen=True)
@@ -67,6 +63,11 @@ class EpochState:
     def drop_edge(self) -> int:
         """Forward positions at or below this are dropped."""
         return self.frozen_edge - self.compacted_window
+
+
+def epoch_figures(state: EpochState | None, fields: Sequence[str]) -> dict[str, Any]:
+    """Return the report's ``fields`` of ``state`` (each None without one)."""
+    return {name: getattr(state, name) if state else None for name in fields}
 
 
 def _inactive(total: int, settings: Settings) -> bool:
@@ -154,10 +155,6 @@ def increment_schedule(total: int, repeats: Sequence[int], settings: Settings) -
     )
 
 
-def _pinned(state: EpochState | None) -> int | None:
-    return state.pinned_total if state is not None else None
-
-
 # ---- repeated calls
 
 
@@ -173,104 +170,6 @@ def repeat_positions(calls: Sequence[ToolCallRecord]) -> list[int]:
     return positions
 
 
-def protected_calls(calls: Sequence[ToolCallRecord]) -> frozenset[int]:
-    """Return the numbers of the calls that stay whole: the newest occurrence of each repeated key.
-
-    An agent that repeats a call needs its result; keeping it whole stops a third ask.
-    """
-    newest = {call.key: call.number for call in calls}
-    count = Counter(call.key for call in calls)
-    return frozenset(newest[k] for k, n in count.items() if n >= 2)
-
-
-# ---- fates
-
-
-def region_fate(forward: int, state: EpochState) -> Fate:
-    """Return what the regions do to the call at ``forward``: keep, shorten or drop."""
-    if forward > state.frozen_edge:
-        return Fate.KEEP
-    if forward > state.drop_edge:
-        return Fate.SHORTEN
-    return Fate.DROP
-
-
-@dataclass(frozen=True)
-class Decisions:
-    """What happens to every completed call for one state of the conversation."""
-
-    state: EpochState | None
-    fates: Mapping[int, Fate]
-    """Call number -> SHORTEN or DROP (a call and its output share it); absent means whole."""
-    protected: frozenset[int]
-    """Calls kept whole by repeat protection although their region would shorten or drop them."""
-    shortened: int
-    dropped: int
-
-
-def decide(calls: Sequence[ToolCallRecord], state: EpochState | None) -> Decisions:
-    """Return the fate of each of ``calls`` (oldest output first) under ``state``."""
-    if state is None:
-        return Decisions(None, {}, frozenset(), 0, 0)
-    protect = protected_calls(calls)
-    frozen_edge, drop_edge = state.frozen_edge, state.drop_edge
-    fates: dict[int, Fate] = {}
-    rescued: set[int] = set()
-    shortened = dropped = 0
-    for call in calls:
-        number, forward = call.number, call.forward
-        if forward > frozen_edge:
-            break  # oldest first: everything after is whole
-        if number in protect:
-            rescued.add(number)
-        elif forward > drop_edge:
-            fates[number] = Fate.SHORTEN
-            shortened += 1
-        else:
-            fates[number] = Fate.DROP
-            dropped += 1
-    return Decisions(state, fates, frozenset(rescued), shortened, dropped)
-
-
-def prefix_change(
-    calls: Sequence[ToolCallRecord], before: Decisions, after: Decisions, *, before_total: int
-) -> str | None:
-    """Return why the compacted prefix changed between two calls: None, ``boundary``, ``repeat`` or
-    both.
-
-    ``before``: the decisions for the previous call's ``before_total`` outputs. A changed
-    fate is a ``boundary`` change when the epoch moved, else a ``repeat`` change (the
-    window grew or protection moved); calls only the newer history holds change no prefix
-    except through the notice's counts. It reports decisions, not bytes.
-    """
-    if before.fates == after.fates and before.protected == after.protected:
-        return None  # the usual case within an epoch
-    causes: set[str] = set()
-    moved = _pinned(before.state) != _pinned(after.state)
-    for call in calls:
-        if call.forward > before_total:
-            break
-        old = before.fates.get(call.number, Fate.KEEP)
-        new = after.fates.get(call.number, Fate.KEEP)
-        if old is new:
-            continue
-        region_old = region_fate(call.forward, before.state) if before.state else Fate.KEEP
-        region_new = region_fate(call.forward, after.state) if after.state else Fate.KEEP
-        if region_old is not region_new:
-            causes.add("boundary" if moved else "repeat")
-        else:
-            causes.add("repeat")
-    if (
-        not causes
-        and (before.shortened or before.dropped)
-        and (before.shortened, before.dropped) != (after.shortened, after.dropped)
-    ):
-        causes.add(
-            "boundary" if moved else "repeat"
-        )  # new calls froze at once: only the notice's counts moved
-    return "+".join(sorted(causes)) if causes else None
-
-
 def previous_length(messages: Sequence[BaseMessage]) -> int:
     """Return the length of the previous model call's history: everything before the newest
     assistant message."""
@@ -282,34 +181,3 @@ def previous_length(messages: Sequence[BaseMessage]) -> int:
 def previous_total(messages: Sequence[BaseMessage], total: int) -> int:
     """Return T for the prompt that produced the newest AIMessage (the previous model call)."""
     return total - sum(isinstance(m, ToolMessage) for m in messages[previous_length(messages) :])
-
-
-def apply_frozen(
-    messages: list[BaseMessage], index: ToolIndex, fates: Mapping[int, Fate], handles: bool = True
-) -> list[BaseMessage]:
-    """Return ``messages`` with ``fates`` applied (a call and its output share one; ``handles``:
-    stubs name ``read_back``), reusing the compacted head of an earlier call.
-
-    Only the head up to the last shortened or dropped output changes, the same way every
-    call of an epoch, so it is compacted once and reused. A stub is used only when it has
-    fewer tokens than the whole by the default counter (cl100k_base).
-    """
-    if not fates:
-        return list(messages)
-    end = (
-        max(index.calls[number].output_index or 0 for number in fates) + 1
-    )  # fates name answered calls only
-    key = ("apply_frozen", handles)
-    head = recall_head(messages, end, key, fates)
-    if head is None:
-        head_in = messages[:end]
-        head_out = apply_fates(
-            head_in,
-            index,
-            {number: (fate, fate) for number, fate in fates.items()},
-            count=as_token_counter(None),
-            handles=handles,
-        )
-        remember_head(messages, end, key, encode_head(head_in, end, head_out), dict(fates))
-        return head_out + messages[end:]
-    return head.messages(messages) + messages[end:]
