@@ -178,7 +178,8 @@ def test_a_value_carried_past_a_text_answer_resumes_a_retry_to_a_full_replays_by
 
 
 @pytest.mark.parametrize(
-    "change", [{"max_tokens": CEILING + 1_000}, {"epoch_size": 40}, {"read_output_chars": 0}]
+    "change",
+    [{"max_tokens": CEILING + 1_000}, {"stable_epoch_size": 40}, {"stable_read_output_chars": 0}],
 )
 def test_a_value_computed_under_another_ceiling_or_setting_is_not_resumed(
     change: dict[str, Any], rule_steps: list[int]
