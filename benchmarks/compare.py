@@ -21,8 +21,8 @@ import time
 from langchain_promptstrat.errors import PromptStratError
 from langchain_promptstrat.simulate import (
     DEFAULT_CACHED_FRACTION,
-    DEFAULT_MAX_TOKENS,
     DEFAULT_TOOL_CALLS,
+    SIMULATED_MAX_TOKENS,
     format_table,
     plot,
     result_to_json,
@@ -45,7 +45,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--max-tokens",
         type=int,
-        default=DEFAULT_MAX_TOKENS,
+        default=SIMULATED_MAX_TOKENS,
         help="token target of the peers and of our strategies that take one (default %(default)s)",
     )
     parser.add_argument(

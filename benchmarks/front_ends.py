@@ -161,18 +161,20 @@ def stored_with_carried_state(history: list[BaseMessage], ceiling: int, path: Pa
     from langchain_promptstrat.registry import prompt_for_model
     from langchain_promptstrat.strategies.epoch_machinery.frozen_region import previous_length
     from langchain_promptstrat.strategies.epoch_stable import CarriedReplay
+    from langchain_promptstrat.strategy import PromptRequest
     from langchain_promptstrat.testing import ScriptedChatModel
 
     served = PromptStrategyMiddleware(max_tokens=ceiling)
     replay = CarriedReplay()
-    request = {  # the request the middleware's previous call made: the model, its read_back tool
-        "max_tokens": ceiling,
-        "model": ScriptedChatModel(["done"]),
-        "tools": served.tools,
-        "system": [],
-        "carried": replay,
-    }
-    prompt_for_model(served.strategies, history[: previous_length(history)], request=request)
+    # the request the middleware's previous call made: the model, its read_back tool
+    request = PromptRequest(
+        model=ScriptedChatModel(["done"]),
+        tools=served.tools,
+        max_tokens=ceiling,
+        carried=replay,
+        notices=(),
+    )
+    prompt_for_model(served.strategies, history[: previous_length(history)], request)
     stored = {"messages": history[:-1], REPLAY_KEY: replay.value}
     config = {"configurable": {"thread_id": "t"}}
     with sqlite3.connect(path, check_same_thread=False) as conn:

@@ -28,7 +28,7 @@ from pathlib import Path
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from langchain_promptstrat.conversation_file import read_conversation
-from langchain_promptstrat.registry import get_strategy, split_strategy_names
+from langchain_promptstrat.registry import get_strategy
 from langchain_promptstrat.replay import find_transcripts, transcript_answers, transcript_prompts
 from langchain_promptstrat.simulate import DEFAULT_LIST_ROW, build_strategy
 from langchain_promptstrat.simulate.recall import (
@@ -37,7 +37,7 @@ from langchain_promptstrat.simulate.recall import (
     recall_counts,
     recalled_references,
 )
-from langchain_promptstrat.strategy import PromptStrategy
+from langchain_promptstrat.strategy import PromptStrategy, split_strategy_names
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # a test loads this file by its path
 from get_realruns import REALRUNS, no_transcripts  # noqa: E402

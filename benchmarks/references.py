@@ -24,7 +24,7 @@ from pathlib import Path
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
-from langchain_promptstrat.ceiling import DEFAULT_CEILING
+from langchain_promptstrat.ceiling import DEFAULT_MAX_TOKENS
 from langchain_promptstrat.conversation_file import read_conversation
 from langchain_promptstrat.messages.references import references, unresolved_references
 from langchain_promptstrat.replay import find_transcripts, transcript_prompts
@@ -82,11 +82,11 @@ def measure(paths: Sequence[Path], ceiling: int | None, every: int) -> list[str]
             figures["above"] += above
             figures["not_shown"] += not_shown
             figures["unresolved"] += unresolved_references(history, sent)
-            figures["over"] += COUNT(sent) > (ceiling or DEFAULT_CEILING)
+            figures["over"] += COUNT(sent) > (ceiling or DEFAULT_MAX_TOKENS)
             added.append(COUNT(sent) - COUNT(raw))
     mean = sum(added) / len(added) if added else 0.0
     return [
-        f"{ceiling:,}" if ceiling else f"none ({DEFAULT_CEILING:,})",
+        f"{ceiling:,}" if ceiling else f"none ({DEFAULT_MAX_TOKENS:,})",
         f"{figures['calls']:,}",
         f"{figures['alone']:,}",
         f"{figures['alone_unresolved']:,}",

@@ -28,8 +28,8 @@ import time
 from langchain_promptstrat.errors import PromptStratError
 from langchain_promptstrat.simulate import (
     DEFAULT_CACHED_FRACTION,
-    DEFAULT_MAX_TOKENS,
     DEFAULT_TOOL_CALLS,
+    SIMULATED_MAX_TOKENS,
     SimulationResult,
     StrategyRun,
     simulate,
@@ -59,7 +59,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--max-tokens",
         type=int,
-        default=DEFAULT_MAX_TOKENS,
+        default=SIMULATED_MAX_TOKENS,
         help="token target of the peers (default %(default)s)",
     )
     parser.add_argument(

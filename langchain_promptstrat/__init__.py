@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 _PUBLIC = {
     "adapters.langgraph": ("make_inbox_node", "pre_model_hook", "read_back_tool"),
-    "adapters.middleware": (
+    "adapters.middleware": (  # also needs the optional langchain package
+        "CompactionMiddleware",
         "PromptStrategyMiddleware",
-    ),  # also needs the optional langchain package
-    "ceiling": ("DEFAULT_CEILING", "Ceiling", "resolve_ceiling"),
+    ),
+    "ceiling": ("DEFAULT_MAX_TOKENS", "Ceiling", "resolve_ceiling"),
     "errors": (
         "ConfigError",
         "ContextWindowError",
@@ -57,13 +58,17 @@ _PUBLIC = {
     "strategies.sliding_window": ("SlidingWindow",),
     "strategies.summary": ("Summary", "SummaryFailedWarning"),
     "strategies.tool_results": ("ToolResults",),
-    "strategy": ("PromptStrategy",),
+    "strategy": ("PromptRequest", "PromptStrategy"),
     "tokens": ("TokenCounter", "as_token_counter"),
     "truncation": ("shorten_string", "truncate_string"),
 }
 """Module (under this package) -> the public names it defines."""
 
 _MODULE_OF = {name: f"{__name__}.{module}" for module, names in _PUBLIC.items() for name in names}
+
+_RENAMED = {"DEFAULT_CEILING": "DEFAULT_MAX_TOKENS"}
+"""Public names renamed for one spelling of the ceiling (old -> new): the old name still answers for
+one release, with a ``DeprecationWarning``; not in ``__all__``."""
 
 if TYPE_CHECKING:  # the same names for the checkers (``name as name`` marks each exported)
     from langchain_promptstrat.adapters.langgraph import (
@@ -76,10 +81,13 @@ if TYPE_CHECKING:  # the same names for the checkers (``name as name`` marks eac
         read_back_tool as read_back_tool,
     )
     from langchain_promptstrat.adapters.middleware import (
+        CompactionMiddleware as CompactionMiddleware,
+    )
+    from langchain_promptstrat.adapters.middleware import (
         PromptStrategyMiddleware as PromptStrategyMiddleware,
     )
     from langchain_promptstrat.ceiling import (
-        DEFAULT_CEILING as DEFAULT_CEILING,
+        DEFAULT_MAX_TOKENS as DEFAULT_MAX_TOKENS,
     )
     from langchain_promptstrat.ceiling import (
         Ceiling as Ceiling,
@@ -197,6 +205,7 @@ if TYPE_CHECKING:  # the same names for the checkers (``name as name`` marks eac
         SummaryFailedWarning as SummaryFailedWarning,
     )
     from langchain_promptstrat.strategies.tool_results import ToolResults as ToolResults
+    from langchain_promptstrat.strategy import PromptRequest as PromptRequest
     from langchain_promptstrat.strategy import PromptStrategy as PromptStrategy
     from langchain_promptstrat.tokens import (
         TokenCounter as TokenCounter,
@@ -215,6 +224,11 @@ else:  # checkers see the imports above, and no catch-all that would hide a miss
 
     def __getattr__(name: str) -> Any:
         """Import a public name from its module on first use, and keep it."""
+        if name in _RENAMED:
+            from langchain_promptstrat.errors import warn_renamed
+
+            warn_renamed(name, _RENAMED[name])
+            return __getattr__(_RENAMED[name])
         if name not in _MODULE_OF:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         value = globals()[name] = getattr(importlib.import_module(_MODULE_OF[name]), name)

@@ -3,10 +3,10 @@ the provider rejects; first to last:
 
 1. ``max_tokens`` given to the strategy or a front end: tokens, or ``("fraction", 0.8)`` of
    the model's input window;
-2. the setting ``max_context_tokens`` (``PROMPTSTRAT_MAX_TOKENS``);
+2. the ``max_tokens`` setting (``PROMPTSTRAT_MAX_TOKENS``);
 3. the model's input window from its LangChain profile (``max_input_tokens``), minus room for
    the reply (its ``max_output_tokens``, at most 16,384 and a quarter of the window);
-4. :data:`DEFAULT_CEILING`: 128,000 − 16,384 = 111,616 tokens (128k: the smallest window of
+4. :data:`DEFAULT_MAX_TOKENS`: 128,000 − 16,384 = 111,616 tokens (128k: the smallest window of
    the mainstream tool-calling models).
 """
 
@@ -16,7 +16,9 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_promptstrat.errors import ConfigError
+from langchain_promptstrat.errors import renamed_attributes
+from langchain_promptstrat.options import MaxTokens as MaxTokens  # re-exported
+from langchain_promptstrat.options import check_max_tokens as check_max_tokens  # re-exported
 from langchain_promptstrat.settings import Settings
 
 DEFAULT_CONTEXT_WINDOW = 128_000
@@ -24,12 +26,14 @@ DEFAULT_CONTEXT_WINDOW = 128_000
 window)."""
 DEFAULT_REPLY_ROOM = 16_384
 """Tokens left for the model's reply when the ceiling comes from a window."""
-DEFAULT_CEILING = DEFAULT_CONTEXT_WINDOW - DEFAULT_REPLY_ROOM
+DEFAULT_MAX_TOKENS = DEFAULT_CONTEXT_WINDOW - DEFAULT_REPLY_ROOM
 """The ceiling when nothing is given and no model is known: 111,616 tokens."""
 
-MaxTokens = int | tuple[str, float] | None
-"""A ceiling as users give it: tokens, ``("fraction", share)`` of the model's window, or None (find
-one)."""
+RENAMED = {"DEFAULT_CEILING": "DEFAULT_MAX_TOKENS"}
+"""Names of this module renamed for one spelling of the ceiling (old -> new), kept one release."""
+
+
+__getattr__ = renamed_attributes(__name__, globals(), RENAMED)
 
 
 @dataclass(frozen=True)
@@ -38,24 +42,6 @@ class Ceiling:
 
     tokens: int
     source: str
-
-
-def check_max_tokens(value: Any, name: str = "max_tokens") -> MaxTokens:
-    """Return ``value`` if it is a valid ceiling form, else raise :class:`ConfigError` naming it."""
-    if value is None:
-        return None
-    if isinstance(value, int) and not isinstance(value, bool):
-        if value <= 0:
-            raise ConfigError(f"{name}={value!r} must be a positive number of tokens")
-        return value
-    if isinstance(value, (tuple, list)) and len(value) == 2 and value[0] == "fraction":
-        share = value[1]
-        if isinstance(share, (int, float)) and not isinstance(share, bool) and 0 < share <= 1:
-            return ("fraction", float(share))
-    raise ConfigError(
-        f"{name}={value!r} is not a ceiling: give a number of tokens (e.g. 100_000) or "
-        "('fraction', 0.8) for that share of the model's input window"
-    )
 
 
 def model_window(model: Any) -> tuple[int | None, int | None, str]:
@@ -99,14 +85,16 @@ def resolve_ceiling(
         return Ceiling(
             int(window * share), f"('fraction', {share:g}) of {name}'s max_input_tokens {window:,}"
         )
-    configured = (settings if settings is not None else Settings.load()).max_context_tokens
-    if configured is not None:
+    configured = (settings if settings is not None else Settings.load()).max_tokens
+    if isinstance(configured, int):
         where = (
             "PROMPTSTRAT_MAX_TOKENS"
             if "PROMPTSTRAT_MAX_TOKENS" in os.environ
-            else "max_context_tokens setting"
+            else "max_tokens setting"
         )
         return Ceiling(configured, where)  # Settings refuses a value under 1
+    if configured is not None:  # a share of the window, set as the setting
+        return resolve_ceiling(configured, model=model)
     if window is not None:
         room = min(
             reply if reply is not None else DEFAULT_REPLY_ROOM, DEFAULT_REPLY_ROOM, window // 4
@@ -115,7 +103,7 @@ def resolve_ceiling(
             window - room, f"{name}'s max_input_tokens {window:,} minus {room:,} for the reply"
         )
     return Ceiling(
-        DEFAULT_CEILING,
+        DEFAULT_MAX_TOKENS,
         f"default: a {DEFAULT_CONTEXT_WINDOW:,}-token window minus {DEFAULT_REPLY_ROOM:,} for the "
         "reply",
     )

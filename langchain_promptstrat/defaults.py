@@ -24,7 +24,7 @@ when that is not a terminal: building and replaying it take minutes."""
 DEFAULT_CACHED_FRACTION = 0.1
 """Share of the input price billed for cached input tokens."""
 
-DEFAULT_MAX_TOKENS = 60_000
+SIMULATED_MAX_TOKENS = 60_000
 """Token target of the peers and of our ladder strategies (a 400-call run passes it at its 80th of
 245 model calls)."""
 

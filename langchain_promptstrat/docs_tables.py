@@ -1,9 +1,10 @@
-"""The settings page's options table (``docs/settings.md``), written from the strategies' options
-classes and the settings.
+"""The settings page's options table (``docs/settings.md``), written from the options declarations
+(:mod:`langchain_promptstrat.options`).
 
-A row is an option of built-in strategies, or a setting that is no strategy's option (its
-field names who reads it). ``python -m langchain_promptstrat.docs_tables`` rewrites the table
-between :data:`BEGIN` and :data:`END`; ``--check`` exits 1 when it is stale.
+A row is one option: the built-in strategies that take it as a keyword, or, for an option no
+strategy takes under its name, who reads it and what sets it (its field says so).
+``python -m langchain_promptstrat.docs_tables`` rewrites the table between :data:`BEGIN` and
+:data:`END`; ``--check`` exits 1 when it is stale.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from langchain_promptstrat.settings import (
     Settings,
     documented_default,
     environment_variables,
-    option_keys,
+    option_doc,
+    options_of,
 )
 
 BEGIN = "<!-- options table: written by python -m langchain_promptstrat.docs_tables -->"
@@ -28,39 +30,39 @@ END = "<!-- end of the options table -->"
 DEFAULT_PAGE = "docs/settings.md"
 
 
-def _rows() -> list[tuple[str, str, str]]:
-    """Return ``(strategies, option, key)`` for every option of the built-ins (one row for
-    strategies sharing one), then every other setting."""
-    shared: dict[tuple[str, str], list[str]] = {}
+def _rows() -> list[tuple[str, str]]:
+    """Return ``(key, who takes it)`` for every option, in declaration order."""
+    taking: dict[str, list[str]] = {}
     for name, target in BUILTIN_STRATEGIES.items():
         module, attribute = target.split(":")
-        for option, key in option_keys(getattr(importlib.import_module(module), attribute)).items():
-            shared.setdefault((option, key), []).append(f"`{name}`")
-    rows = [(", ".join(names), f"`{option}`", key) for (option, key), names in shared.items()]
-    taken = {key for _, key in shared}
+        for key in options_of(getattr(importlib.import_module(module), attribute)):
+            taking.setdefault(key, []).append(f"`{name}`")
+    rows = []
     for f in dataclasses.fields(Settings):
-        if f.name not in taken:
-            if f.metadata["reader"] is None:
-                raise LookupError(
-                    f"setting {f.name!r} is no built-in strategy's option and names no reader"
-                )
-            rows.append((*f.metadata["reader"], f.name))
+        reader = f.metadata["reader"]
+        if f.name in taking:
+            rows.append((f.name, ", ".join(taking[f.name])))
+        elif reader is not None:
+            rows.append((f.name, f"{reader[0]}; set by {reader[1]}" if reader[1] else reader[0]))
+        else:
+            raise LookupError(
+                f"option {f.name!r} is no built-in strategy's keyword and names no reader"
+            )
     return rows
 
 
 def options_table() -> str:
-    """Return the Markdown table of every option and setting: who takes it, its key, variables,
-    default and meaning."""
-    docs = {f.name: f.metadata["doc"] for f in dataclasses.fields(Settings)}
+    """Return the Markdown table of every option: who takes it, its variables, default and
+    meaning."""
     lines = [
-        "| strategy | option | settings key | environment variables | default | meaning |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| option | taken by | environment variables | default | meaning |",
+        "| --- | --- | --- | --- | --- |",
     ]
-    for strategies, option, key in _rows():
+    for key, taken_by in _rows():
         variables = ", ".join(f"`{v}`" for v in environment_variables(key))
         lines.append(
-            f"| {strategies} | {option} | `{key}` | {variables} | {documented_default(key)} | "
-            f"{docs[key]} |"
+            f"| `{key}` | {taken_by} | {variables} | {documented_default(key)} | "
+            f"{option_doc(key)} |"
         )
     return "\n".join(lines)
 

@@ -6,8 +6,11 @@ built-in exception callers already catch, so ``except ValueError`` keeps working
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import os
+import sys
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -69,3 +72,32 @@ class InboxAborted(PromptStratError, RuntimeError):
 class ContextWindowError(PromptStratError, ValueError):
     """The part of a prompt no strategy may drop (system prompt and the run's task) is larger than
     the ceiling."""
+
+
+def warn_renamed(old: str, new: str) -> None:
+    """Warn that ``old`` is now ``new`` with a ``DeprecationWarning`` (the old name still works
+    for one release), pointing at the first caller outside this package."""
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(1), 2
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(
+        f"{old} is now {new}; the old name still works in this release only",
+        DeprecationWarning,
+        stacklevel=level,
+    )
+
+
+def renamed_attributes(
+    module: str, namespace: Mapping[str, Any], renamed: Mapping[str, str]
+) -> Callable[[str], Any]:
+    """Return a module ``__getattr__`` that answers each old name of ``renamed`` (old -> new) with
+    the new name's value in ``namespace``, warning."""
+
+    def __getattr__(name: str) -> Any:
+        if name not in renamed:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        warn_renamed(name, renamed[name])
+        return namespace[renamed[name]]
+
+    return __getattr__

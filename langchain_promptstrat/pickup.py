@@ -36,6 +36,7 @@ from langchain_promptstrat.messages import coerce_messages
 from langchain_promptstrat.registry import StrategySpec, prompt_for_model, resolve_strategies
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.inbox import Inbox
+from langchain_promptstrat.strategy import PromptRequest
 
 
 @dataclass
@@ -103,6 +104,8 @@ def inbox_pickup(
                 acknowledge(store, taken.abort_token, ABORT_FILE)
             raise taken.error()
         notices = list(taken.delivered)
-    request = {"max_tokens": check_max_tokens(max_tokens)} if max_tokens is not None else None
-    prompt = prompt_for_model(resolved, history, notices, save_file=save_file, request=request)
+    request = PromptRequest(
+        max_tokens=check_max_tokens(max_tokens), save_file=save_file, notices=notices
+    )
+    prompt = prompt_for_model(resolved, history, request)
     yield InboxPickup(prompt, notices, store)

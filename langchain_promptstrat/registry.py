@@ -29,7 +29,13 @@ from langchain_promptstrat.errors import ConfigError, UnknownStrategyError
 from langchain_promptstrat.messages import coerce_messages, tool_results_as_tool_messages
 from langchain_promptstrat.report import Compacted, StrategyReport, make_report
 from langchain_promptstrat.settings import Settings, environment_variables, settings_with_options
-from langchain_promptstrat.strategy import PromptStrategy, apply_in_order
+from langchain_promptstrat.strategy import (
+    NO_REQUEST,
+    PromptRequest,
+    PromptStrategy,
+    apply_in_order,
+    split_strategy_names,
+)
 
 BUILTIN_STRATEGIES: dict[str, str] = {
     "none": "langchain_promptstrat.strategies.none:NoStrategy",
@@ -80,9 +86,7 @@ class CallableStrategy(PromptStrategy):
         self.func = func
         self.strategy_name = name or str(getattr(func, "__name__", "callable"))  # type: ignore[misc]
 
-    def compact(
-        self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None
-    ) -> Compacted:
+    def apply(self, messages: list[BaseMessage], request: PromptRequest = NO_REQUEST) -> Compacted:
         """Return the callable's answer read back as messages; a callable gets the messages only."""
         out = coerce_messages(self.func(list(messages)))
         return Compacted(out, make_report(self.strategy_name, messages, out))
@@ -165,34 +169,6 @@ def get_strategy(name: str, /, settings: Settings | None = None, **options: Any)
     if isinstance(factory, PromptStrategy):
         return factory
     return CallableStrategy(factory, name)
-
-
-def split_strategy_names(text: str, *, source: str = "the strategy list") -> list[str]:
-    """Return the names of a comma-separated strategy list, stripped of spaces, in order; ``source``
-    names the list in errors.
-
-    Raises:
-        ConfigError: The list is empty, or one of its names is.
-    """
-    parts = [part.strip() for part in text.split(",")]
-    if not any(parts):  # "" disabling everything, the inbox included, is never what was meant
-        raise ConfigError(f"{source} is empty ({text!r}); name strategies, or 'none' to apply none")
-    for k, part in enumerate(parts):
-        if not part:
-            before = next((p for p in reversed(parts[:k]) if p), None)
-            after = next((p for p in parts[k + 1 :] if p), None)
-            where = (
-                f"between {before!r} and {after!r}"
-                if before and after
-                else f"after {before!r}"
-                if before
-                else f"before {after!r}"
-            )
-            raise ConfigError(
-                f"{source} {text!r} has an empty name {where}; separate the names with single "
-                "commas"
-            )
-    return parts
 
 
 def _prompt_strategy_source() -> str:
@@ -287,11 +263,11 @@ def apply_strategies(
     ``max_tokens`` (tokens, or ``("fraction", share)``) is the ceiling of the strategies that
     take one. The ``inbox`` picks up its notices where it stands and acknowledges them at once.
     """
-    request = {"max_tokens": check_max_tokens(max_tokens)} if max_tokens is not None else None
-    resolved = _strategies_for_call(strategies, settings)
-    return apply_in_order(
-        resolved, coerce_messages(messages), save_file=save_file, config=config, request=request
+    request = PromptRequest(
+        max_tokens=check_max_tokens(max_tokens), save_file=save_file, config=config
     )
+    resolved = _strategies_for_call(strategies, settings)
+    return apply_in_order(resolved, coerce_messages(messages), request)
 
 
 _SHARED_SPECS = 16
@@ -361,19 +337,14 @@ def prepare_prompt(
 def prompt_for_model(
     strategies: Sequence[PromptStrategy],
     messages: Sequence[BaseMessage],
-    notices: Sequence[BaseMessage] = (),
-    *,
-    save_file: str | os.PathLike[str] | None = None,
-    config: RunnableConfig | None = None,
-    request: dict[str, Any] | None = None,
+    request: PromptRequest = NO_REQUEST,
 ) -> list[BaseMessage]:
-    """Return what the model should see when the caller picked up the notices (to acknowledge them
-    once stored or answered).
+    """Return what the model should see for one model call of a front end: the one apply path on
+    ``messages`` (tool results as tool messages), given ``request``.
 
-    The graph front ends and :func:`~langchain_promptstrat.pickup.inbox_pickup` come here; the
-    ``inbox`` strategy then only places the notices.
+    The graph front ends and :func:`~langchain_promptstrat.pickup.inbox_pickup` pick the notices up
+    themselves (to acknowledge them once stored or answered) and pass them in the request; the
+    ``inbox`` strategy then only places them.
     """
     source = tool_results_as_tool_messages(list(messages))
-    return apply_in_order(
-        strategies, source, notices=notices, save_file=save_file, config=config, request=request
-    )[0]
+    return apply_in_order(strategies, source, request)[0]

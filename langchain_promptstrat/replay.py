@@ -24,7 +24,7 @@ from langchain_promptstrat.conversation_file import read_conversation
 from langchain_promptstrat.defaults import BILLS
 from langchain_promptstrat.errors import ConfigError, PromptStratError
 from langchain_promptstrat.simulate import (
-    DEFAULT_MAX_TOKENS,
+    SIMULATED_MAX_TOKENS,
     SimulationResult,
     StrategyEntry,
     default_rows,
@@ -249,7 +249,7 @@ def simulate_files(
     if strategies is None:
         strategies = default_rows(
             settings=options.get("settings"),
-            max_tokens=options.get("max_tokens", DEFAULT_MAX_TOKENS),
+            max_tokens=options.get("max_tokens", SIMULATED_MAX_TOKENS),
         )
     if bill == "provider" and "none" not in strategies:
         strategies = ["none", *strategies]  # each call's ratio is over the none row's count

@@ -57,6 +57,9 @@ class Compacted(NamedTuple):
 
     messages: list[BaseMessage]
     report: StrategyReport
+    delivered: Sequence[BaseMessage] = ()
+    """The messages this call added that join the conversation (the inbox's notices): the prompt
+    floor keeps them as it keeps the stored ones."""
 
 
 def make_report(

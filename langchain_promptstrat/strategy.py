@@ -1,40 +1,50 @@
-"""``PromptStrategy``, the base of every strategy, and ``apply_in_order``, the one path every front
-end applies strategies by.
+"""``PromptStrategy``, the base of every strategy; ``PromptRequest``, what one model call gives
+the strategies; and ``apply_in_order``, the one path every front end applies strategies by.
 
-A strategy is a pure ``compact`` over a message list that is also a LangChain ``Runnable``;
-each call's report is logged at DEBUG and, inside a run, dispatched as the ``promptstrat``
-event (:func:`emit_report`). Never imports an adapter or the CLI, which build on it.
+A strategy's one method is ``apply(messages, request) -> Compacted``, pure but for the inbox's
+pickup; a strategy is also a LangChain ``Runnable``. Each call's report is logged at DEBUG and,
+inside a run, dispatched as the ``promptstrat`` event (:func:`emit_report`). Never imports an
+adapter or the CLI, which build on it.
 """
 
 from __future__ import annotations
 
 import copy
+import inspect
 import os
 import threading
-from abc import ABC, abstractmethod
+from abc import ABC
 from collections import OrderedDict
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
 
 from langchain_core.callbacks import CallbackManagerForChainRun, dispatch_custom_event
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.config import get_stream_writer
-from typing_extensions import Self
+from typing_extensions import Self, dataclass_transform
 
+from langchain_promptstrat.ceiling import MaxTokens
+from langchain_promptstrat.errors import ConfigError, warn_renamed
 from langchain_promptstrat.messages import (
     coerce_messages,
     keep_prompt_floor,
     keep_read_backs_whole,
-    mark_of,
     task_index,
 )
 from langchain_promptstrat.messages.history_memo import message_key
 from langchain_promptstrat.messages.references import resolve_references
-from langchain_promptstrat.report import Compacted, StrategyReport, logger, make_report
-from langchain_promptstrat.settings import Settings, document_options, option_keys
+from langchain_promptstrat.report import Compacted, StrategyReport, logger
+from langchain_promptstrat.settings import (
+    RENAMED_KEYS,
+    Settings,
+    describe_setting,
+    document_options,
+    options_of,
+    settings_with_options,
+)
 
 REPORT_EVENT = "promptstrat"
 """Name of the custom callback event that carries each strategy call's report."""
@@ -107,43 +117,143 @@ def warn_floor_over_ceiling(source: Sequence[BaseMessage], report: StrategyRepor
     )
 
 
-class PromptStrategy(Runnable[Any, list[BaseMessage]], ABC):
-    """A named prompt strategy: a pure message-list transform that is also a ``Runnable`` (``prompt
-    | ShortenTools() | model``).
+class Carried(Protocol):
+    """A value a strategy carries from one model call of a conversation to the next, which a graph
+    front end keeps in the conversation's state: read before the call, set after it."""
+
+    value: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class PromptRequest:
+    """What one model call gives the strategies besides its messages; every field may be left out.
+
+    A front end fills what it knows: the middleware all of it, the hook what it was given,
+    ``prepare_prompt`` its ``max_tokens`` and ``save_file``. Each strategy reads what concerns it
+    and ignores the rest.
+    """
+
+    model: Any = None
+    """The chat model that answers; its profile gives the window when no ceiling is given."""
+    tools: Sequence[Any] | None = None
+    """The tools bound to the model (None: not given); their schemas count against the ceiling."""
+    system: Sequence[BaseMessage] = ()
+    """The system prompt sent outside the messages; it counts against the ceiling."""
+    max_tokens: MaxTokens = None
+    """The front end's ceiling, which wins over a strategy's own."""
+    carried: Carried | None = None
+    """The replay a graph front end carries in the conversation's state (the default's)."""
+    save_file: str | os.PathLike[str] | None = None
+    """The conversation's save file, whose inbox the ``inbox`` strategy reads."""
+    config: RunnableConfig | None = None
+    """The run's config: its thread names the inbox the ``inbox`` strategy reads."""
+    notices: Sequence[BaseMessage] | None = None
+    """Notices the front end picked up itself (None: none picked up, so the ``inbox`` strategy picks
+    up): the ``inbox`` strategy places them where it stands and reads no inbox."""
+
+
+NO_REQUEST = PromptRequest()
+"""A request that gives nothing: a strategy applied on its own."""
+
+
+SETTINGS_DOC = (
+    "Options shared with other strategies (default: read from the environment now); the "
+    "options below win over it."
+)
+
+
+@dataclass(frozen=True)
+class Argument:
+    """A constructor argument of a strategy that is not an option of :class:`Settings` (a model, a
+    token counter, a ceiling given to this strategy alone), as :func:`argument` declares it."""
+
+    default: Any
+    doc: str
+    kw_only: bool = True
+
+
+def argument(*, default: Any = None, doc: str = "", kw_only: bool = True) -> Any:
+    """Declare a strategy's constructor argument that is not a setting: ``model: Any =
+    argument(default=None, doc="The chat model ...")``; the checkers read it as a field."""
+    return Argument(default, doc, kw_only)
+
+
+@dataclass_transform(kw_only_default=True, field_specifiers=(argument,))
+class _DeclaredStrategy(Runnable[Any, list[BaseMessage]], ABC):
+    """The root the type checkers read each strategy's constructor from: the fields of the options
+    classes it inherits (:mod:`~langchain_promptstrat.options`) and its own :func:`argument`
+    declarations, each a keyword of its declared type."""
+
+
+class PromptStrategy(_DeclaredStrategy):
+    """A named prompt strategy: a message-list transform that is also a ``Runnable`` (``prompt |
+    ShortenTools() | model``).
 
     The input (messages, dicts, tuples or a ``PromptValue``) is never mutated: the stored
     conversation keeps full fidelity while the model sees the compacted prompt. Subclasses set
-    ``strategy_name`` (the registry key) and implement :meth:`compact`; options that are
-    settings are one ``TypedDict``, ``options`` (see :mod:`langchain_promptstrat.settings`),
-    whose ``Args:`` entries are added to the constructor's docstring.
+    ``strategy_name`` (the registry key) and implement :meth:`apply`. A strategy's options are
+    the fields of the options class it inherits (``class ShortenTools(PromptStrategy,
+    ShortenToolsOptions)``) and its :func:`argument` declarations: its constructor, its
+    ``Args:`` text and its refusal of anything else are written from them, and an option left
+    out comes from ``settings``, else the environment, else its default. A subclass written
+    against ``compact(messages, *, save_file=None)`` implements that instead: :meth:`apply`
+    calls it.
     """
 
     strategy_name: ClassVar[str] = "strategy"
-    uses_save_file: ClassVar[bool] = False
-    """True for the inbox: it gets the conversation's save file."""
-    places_notices: ClassVar[bool] = False
-    """True for the inbox: where it stands in a list is where notices a caller picked up go
-    (:func:`apply_in_order`)."""
-    carries_replay: ClassVar[bool] = False
-    """True when ``compact_for_request`` takes ``carried``: the replay a graph front end keeps in
-    the conversation's state."""
-    options: ClassVar[Any] = None
-    """The ``TypedDict`` of this strategy's options that are settings, or None."""
+    arguments: ClassVar[dict[str, Argument]] = {}
+    """This class's :func:`argument` declarations and its bases', by name, in declaration order."""
+    settings: Settings = argument(default=None, doc=SETTINGS_DOC, kw_only=False)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        init = cls.__dict__.get("__init__")
-        if init is not None and cls.options is not None:
-            init.__doc__ = document_options(init.__doc__, option_keys(cls))
+        declared = {k: v for k, v in vars(cls).items() if isinstance(v, Argument)}
+        for name, declaration in declared.items():
+            setattr(cls, name, declaration.default)
+        cls.arguments = {**cls.arguments, **declared}
+        own = vars(cls).get("__init__")
+        if own is not None:  # a constructor of its own: its options join its Args: text
+            entries = {key: describe_setting(key) for key in options_of(cls)}
+            own.__doc__ = document_options(own.__doc__, entries)
+        else:
+            inherited = next(
+                k.__dict__["__init__"] for k in cls.__mro__ if "__init__" in k.__dict__
+            )
+            if inherited is PromptStrategy.__init__ or hasattr(inherited, "declared_by"):
+                cls.__init__ = _constructor(cls)  # type: ignore[method-assign]
+        if cls.apply is PromptStrategy.apply and cls.compact is PromptStrategy.compact:
+            raise TypeError(f"{cls.__name__} must implement apply(messages, request)")
 
-    def __init__(self, settings: Settings | None = None, **overrides: Any) -> None:
-        self.settings = Settings.load(settings, **overrides)
+    def __init__(self, settings: Settings | None = None, **given: Any) -> None:
+        for name, declaration in type(self).arguments.items():
+            renamed = [old for old, new in RENAMED_KEYS.items() if new == name and old in given]
+            for old in renamed:  # a setting's old name that is now this argument's
+                warn_renamed(f"{type(self).__name__}'s {old}=", f"{name}=")
+                value = given.pop(old)
+                given.setdefault(name, value)
+            setattr(self, name, given.pop(name, declaration.default))
+        self.settings = settings_with_options(type(self), settings, given)
+        for key in options_of(type(self)):
+            setattr(self, key, getattr(self.settings, key))
+        self.__post_init__()
 
-    @abstractmethod
+    def __post_init__(self) -> None:
+        """Finish building once the arguments and options are set (a subclass's own checks)."""
+
+    def apply(self, messages: list[BaseMessage], request: PromptRequest = NO_REQUEST) -> Compacted:
+        """Return the messages the model should see for one model call, and a report; never mutate
+        ``messages``.
+
+        This base version serves a subclass that implements :meth:`compact` instead: it is given
+        the request's save file.
+        """
+        return self.compact(messages, save_file=request.save_file)
+
     def compact(
         self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None
     ) -> Compacted:
-        """Return the messages the model should see and a report; never mutate ``messages``."""
+        """Return :meth:`apply` of ``messages`` for a request that names only ``save_file``."""
+        return self.apply(messages, PromptRequest(save_file=save_file))
 
     def without_read_back_handles(self) -> Self:
         """Return a copy with the ``read_back_handles`` setting off, or this strategy if it is off.
@@ -157,22 +267,6 @@ class PromptStrategy(Runnable[Any, list[BaseMessage]], ABC):
         copied.settings = self.settings.replace(read_back_handles=False)
         return copied
 
-    def save_file_from_config(self, config: RunnableConfig | None) -> Path | None:
-        """Return the conversation's save file named in ``config["configurable"]["save_file"]``."""
-        value = ((config or {}).get("configurable") or {}).get("save_file")
-        return Path(value) if value else None
-
-    def pick_up_notices(
-        self,
-        messages: list[BaseMessage],
-        *,
-        save_file: str | os.PathLike[str] | None = None,
-        config: RunnableConfig | None = None,
-    ) -> Compacted:
-        """Return ``messages`` with the notices this strategy places appended (the inbox's
-        override); any other strategy compacts."""
-        return self.compact(messages, save_file=save_file)
-
     def invoke(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[BaseMessage]:
@@ -182,8 +276,8 @@ class PromptStrategy(Runnable[Any, list[BaseMessage]], ABC):
     def _invoke(
         self, input: Any, run_manager: CallbackManagerForChainRun, config: RunnableConfig
     ) -> list[BaseMessage]:
-        save_file = self.save_file_from_config(config) if self.uses_save_file else None
-        return apply_in_order([self], coerce_messages(input), save_file=save_file, config=config)[0]
+        request = PromptRequest(config=config)
+        return apply_in_order([self], coerce_messages(input), request, config=config)[0]
 
     def get_name(self, suffix: str | None = None, *, name: str | None = None) -> str:
         """Return the registry key as the run name, so traces show which strategy ran."""
@@ -193,64 +287,66 @@ class PromptStrategy(Runnable[Any, list[BaseMessage]], ABC):
         return f"{type(self).__name__}()"
 
 
-def compact_one(
-    strategy: PromptStrategy,
-    messages: list[BaseMessage],
-    save_file: Any,
-    request: dict[str, Any] | None,
-) -> Compacted:
-    """Return ``strategy``'s result; a strategy bounded by a ceiling also gets the request's model,
-    tools, system prompt and ``max_tokens``.
-
-    ``carried`` (the replay a graph front end keeps in the conversation's state) goes only to a
-    strategy that carries its replay.
-    """
-    bounded = getattr(strategy, "compact_for_request", None)
-    if request and callable(bounded):
-        if "carried" in request and not strategy.carries_replay:
-            request = {k: v for k, v in request.items() if k != "carried"}
-        return bounded(messages, **request)  # type: ignore[no-any-return]
-    return strategy.compact(messages, save_file=save_file if strategy.uses_save_file else None)
+del PromptStrategy.settings  # declared for the checkers; every strategy sets its own
 
 
-def _with_notices(messages: list[BaseMessage], notices: list[BaseMessage]) -> Compacted:
-    out = [*messages, *notices]
-    files = [(mark_of(m) or {}).get("file") for m in notices]
-    return Compacted(out, make_report("inbox", messages, out, delivered=len(notices), files=files))
+def _constructor(cls: type[PromptStrategy]) -> Any:
+    """Return the constructor of ``cls`` written from its declarations: ``PromptStrategy.__init__``
+    with the signature and ``Args:`` text of ``cls``'s arguments and options."""
+
+    def __init__(self: PromptStrategy, settings: Settings | None = None, **given: Any) -> None:
+        PromptStrategy.__init__(self, settings, **given)
+
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    parameters = [
+        inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY),
+        inspect.Parameter("settings", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None),
+        *(
+            inspect.Parameter(name, keyword, default=declaration.default)
+            for name, declaration in cls.arguments.items()
+        ),
+        *(inspect.Parameter(key, keyword, default=None) for key in options_of(cls)),
+    ]
+    entries = {
+        "settings": SETTINGS_DOC,
+        **{name: declaration.doc for name, declaration in cls.arguments.items()},
+        **{key: describe_setting(key) for key in options_of(cls)},
+    }
+    doc = (
+        "Build the strategy; an option left out comes from ``settings``, else the environment, "
+        "else its default.\n\nArgs:\n\nRaises:\n    ConfigError: A value is out of range, or a "
+        "keyword is not one of these options."
+    )
+    __init__.__doc__ = document_options(doc, entries)
+    __init__.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    __init__.declared_by = cls  # type: ignore[attr-defined]
+    return __init__
 
 
 def apply_in_order(
     strategies: Sequence[PromptStrategy],
     source: list[BaseMessage],
+    request: PromptRequest = NO_REQUEST,
     *,
-    notices: Sequence[BaseMessage] | None = None,
-    save_file: str | os.PathLike[str] | None = None,
     config: RunnableConfig | None = None,
-    request: dict[str, Any] | None = None,
 ) -> tuple[list[BaseMessage], list[StrategyReport]]:
     """Return what the model should see and each strategy's report: the one path of every front end.
 
-    The strategies run in order on ``source``. Where the inbox stands (``places_notices``) the
-    notices go: ``notices`` when the caller picked them up (the graph front ends, as a
-    checkpointed task), else the inbox picks them up there itself. Each report is emitted in
-    the run ``config``; ``request`` (``model``, ``tools``, ``system``, ``max_tokens``) reaches
-    the strategies bounded by a ceiling. Whatever a strategy returned, the result keeps the
-    prompt floor (never without the task, never a broken tool pair), the newest step's
+    The strategies run in order on ``source``, each given ``request``; the ``inbox`` places the
+    request's notices where it stands (or picks them up there itself). Each report is emitted in
+    the run ``config`` (default: the request's). Whatever a strategy returned, the result keeps
+    the prompt floor (never without the task, never a broken tool pair), the newest step's
     read-back answers whole, and every reference to lines another output shows true
     (:func:`~langchain_promptstrat.messages.references.resolve_references`).
     """
+    config = config if config is not None else request.config
     current = list(source)
     delivered: list[BaseMessage] = []
     reports: list[StrategyReport] = []
     for strategy in strategies:
-        if strategy.places_notices and notices is not None:
-            result = _with_notices(current, list(notices))
-        elif strategy.places_notices:
-            result = strategy.pick_up_notices(current, save_file=save_file, config=config)
-        else:
-            result = compact_one(strategy, current, save_file, request)
-        if strategy.places_notices:
-            delivered += result.messages[len(current) :]
+        result = strategy.apply(current, request)
+        delivered += result.delivered
         emit_report(result, config)
         warn_floor_over_ceiling(source, result.report)
         current = keep_read_backs_whole(source, result.messages)
@@ -258,3 +354,31 @@ def apply_in_order(
     handles = all(strategy.settings.read_back_handles for strategy in strategies)
     prompt = keep_prompt_floor([*source, *delivered], current)
     return resolve_references(source, prompt, handles=handles), reports
+
+
+def split_strategy_names(text: str, *, source: str = "the strategy list") -> list[str]:
+    """Return the names of a comma-separated strategy list, stripped of spaces, in order; ``source``
+    names the list in errors.
+
+    Raises:
+        ConfigError: The list is empty, or one of its names is.
+    """
+    parts = [part.strip() for part in text.split(",")]
+    if not any(parts):  # "" disabling everything, the inbox included, is never what was meant
+        raise ConfigError(f"{source} is empty ({text!r}); name strategies, or 'none' to apply none")
+    for k, part in enumerate(parts):
+        if not part:
+            before = next((p for p in reversed(parts[:k]) if p), None)
+            after = next((p for p in parts[k + 1 :] if p), None)
+            where = (
+                f"between {before!r} and {after!r}"
+                if before and after
+                else f"after {before!r}"
+                if before
+                else f"before {after!r}"
+            )
+            raise ConfigError(
+                f"{source} {text!r} has an empty name {where}; separate the names with single "
+                "commas"
+            )
+    return parts

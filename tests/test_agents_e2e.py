@@ -30,7 +30,10 @@ from langgraph.types import Command
 
 from langchain_promptstrat import DEFAULT_STRATEGIES
 from langchain_promptstrat.adapters.langgraph import pre_model_hook
-from langchain_promptstrat.adapters.middleware import PromptStrategyMiddleware
+from langchain_promptstrat.adapters.middleware import (
+    CompactionMiddleware,
+    PromptStrategyMiddleware,
+)
 from langchain_promptstrat.inbox.directory import post_to_inbox, request_abort
 from langchain_promptstrat.inbox.paths import inbox_removed_dir, thread_save_file
 from langchain_promptstrat.messages import check_tool_pairs
@@ -511,7 +514,7 @@ class TestLadderReadBack:
             ]
         )
         ladder = CompactionLadder(["tool_results", "sliding_window"], max_tokens=self.TARGET)
-        middleware = [PromptStrategyMiddleware([ladder])]
+        middleware = [CompactionMiddleware([ladder])]
         agent = create_agent(model, [tool], system_prompt=SYSTEM, middleware=middleware)
         state = agent.invoke({"messages": [HumanMessage(TASK)]}, {"recursion_limit": 400})
         stored = state["messages"]

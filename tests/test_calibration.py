@@ -23,6 +23,7 @@ from langchain_core.messages import (
 from langchain_promptstrat import prepare_prompt
 from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable
 from langchain_promptstrat.strategies.ladder import CompactionLadder
+from langchain_promptstrat.strategy import PromptRequest
 from langchain_promptstrat.testing import ScriptedChatModel, make_sized_tool
 from langchain_promptstrat.tokens import TokenCounter
 from langchain_promptstrat.tokens.usage import MATCHES, UPPER, Calibration, calibration_for
@@ -86,10 +87,10 @@ def prepare_loop(model: ScriptedChatModel) -> list[BaseMessage]:
 def middleware_loop(model: ScriptedChatModel) -> list[BaseMessage]:
     from langchain.agents import create_agent
 
-    from langchain_promptstrat.adapters.middleware import PromptStrategyMiddleware
+    from langchain_promptstrat.adapters.middleware import CompactionMiddleware
 
     agent = create_agent(
-        model, [tool], middleware=[PromptStrategyMiddleware(STRATEGY, max_tokens=CEILING)]
+        model, [tool], middleware=[CompactionMiddleware(STRATEGY, max_tokens=CEILING)]
     )
     return list(
         agent.invoke({"messages": [HumanMessage("task")]}, {"recursion_limit": 200})["messages"]
@@ -421,12 +422,12 @@ class TestPureFunctionOfTheHistory:
         call = [i for i, m in enumerate(history) if isinstance(m, AIMessage)][
             15
         ]  # a model call's prompt, as a front end carries it
-        ShortenToolsEpochStable(max_tokens=CEILING).compact_for_request(
-            history[:call], carried=carried
+        ShortenToolsEpochStable(max_tokens=CEILING).apply(
+            history[:call], PromptRequest(carried=carried)
         )
         stored = CarriedReplay(json.loads(json.dumps(carried.value)))
-        resumed = ShortenToolsEpochStable(max_tokens=CEILING).compact_for_request(
-            messages_from_dict(messages_to_dict(history)), carried=stored
+        resumed = ShortenToolsEpochStable(max_tokens=CEILING).apply(
+            messages_from_dict(messages_to_dict(history)), PromptRequest(carried=stored)
         )
         full = ShortenToolsEpochStable(max_tokens=CEILING).compact(history)
         assert (

@@ -22,10 +22,10 @@ from langchain_core.messages import (
 )
 from realruns import realruns_dir
 
-from langchain_promptstrat.ceiling import DEFAULT_CEILING
+from langchain_promptstrat.ceiling import DEFAULT_MAX_TOKENS
 from langchain_promptstrat.cli import main, simulate_command
 from langchain_promptstrat.conversation_file import read_conversation
-from langchain_promptstrat.defaults import DEFAULT_MAX_TOKENS
+from langchain_promptstrat.defaults import SIMULATED_MAX_TOKENS
 from langchain_promptstrat.inbox.directory import DirectoryInbox
 from langchain_promptstrat.messages import check_tool_pairs
 from langchain_promptstrat.registry import DEFAULT_STRATEGIES, apply_strategies
@@ -956,8 +956,8 @@ class TestCeiling:
         figures from their modules."""
         code, out, _ = run(capsys, "simulate", "--calls", "3")
         assert code == 0 and out.splitlines()[1] + " " + out.splitlines()[2].strip() == (
-            f"Ceiling {DEFAULT_MAX_TOKENS:,} tokens (simulate's default; apply and stats use "
-            f"{DEFAULT_CEILING:,}) "
+            f"Ceiling {SIMULATED_MAX_TOKENS:,} tokens (simulate's default; apply and stats use "
+            f"{DEFAULT_MAX_TOKENS:,}) "
             "for the strategies that take one."
         )
 

@@ -59,7 +59,7 @@ def test_the_defaults_the_help_shows_are_the_ones_the_commands_use():
     from langchain_promptstrat import cache_rules, defaults, tokens
     from langchain_promptstrat import simulate as simulation
 
-    assert simulation.DEFAULT_MAX_TOKENS is defaults.DEFAULT_MAX_TOKENS
+    assert simulation.SIMULATED_MAX_TOKENS is defaults.SIMULATED_MAX_TOKENS
     assert simulation.DEFAULT_TOOL_CALLS is defaults.DEFAULT_TOOL_CALLS
     assert simulation.DEFAULT_CACHED_FRACTION is defaults.DEFAULT_CACHED_FRACTION
     assert tokens.DEFAULT_ENCODING is defaults.DEFAULT_ENCODING

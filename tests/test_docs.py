@@ -33,8 +33,8 @@ from conftest_postgres import TEST_DSN_ENV, unavailable
 from langgraph_server import URL_ENV as LANGGRAPH_URL_ENV
 from langgraph_server import unavailable as langgraph_unavailable
 
-from langchain_promptstrat.ceiling import DEFAULT_CEILING
-from langchain_promptstrat.defaults import DEFAULT_MAX_TOKENS
+from langchain_promptstrat.ceiling import DEFAULT_MAX_TOKENS
+from langchain_promptstrat.defaults import SIMULATED_MAX_TOKENS
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -268,8 +268,8 @@ def test_the_docs_say_why_simulate_and_the_agents_use_different_ceilings() -> No
     """One sentence gives both defaults, as the code has them, so a reader comparing simulate with
     apply is not misled."""
     text = (ROOT / "docs" / "default.md").read_text(encoding="utf-8")
-    sentence = next((s for s in text.split(". ") if f"{DEFAULT_MAX_TOKENS:,}" in s), "")
-    assert "simulate" in sentence and f"{DEFAULT_CEILING:,}" in sentence and "apply" in sentence
+    sentence = next((s for s in text.split(". ") if f"{SIMULATED_MAX_TOKENS:,}" in s), "")
+    assert "simulate" in sentence and f"{DEFAULT_MAX_TOKENS:,}" in sentence and "apply" in sentence
 
 
 HISTORY = re.compile(
@@ -336,9 +336,9 @@ def test_every_page_gives_one_true_account_of_what_the_default_does_below_the_ce
     assert found, "docs/default.md states what the default does below the ceiling"
     calls, share, shortened, changed, whole = map(int, found.groups())
     history = build_agent_run(calls)
-    result = ShortenToolsEpochStable(max_tokens=DEFAULT_CEILING).compact(history)
+    result = ShortenToolsEpochStable(max_tokens=DEFAULT_MAX_TOKENS).compact(history)
     stored = {m.tool_call_id: m.content for m in history if isinstance(m, ToolMessage)}
-    assert round(100 * TokenCounter()(history) / DEFAULT_CEILING) == share < 100
+    assert round(100 * TokenCounter()(history) / DEFAULT_MAX_TOKENS) == share < 100
     assert result.report.details["compaction_edge"] == shortened == calls - whole
     assert (
         sum(
@@ -380,8 +380,8 @@ def test_the_command_line_page_gives_the_measured_reason_each_rung_goes_over_its
     result = simulate(["tool_results", "sliding_window"], progress=False)
     schemas = result.tool_schemas[0][1]
     for run in result.runs:
-        over = [t - DEFAULT_MAX_TOKENS for t in run.tokens if t > DEFAULT_MAX_TOKENS]
-        own = [t - schemas for t in run.tokens if t - schemas > DEFAULT_MAX_TOKENS]
+        over = [t - SIMULATED_MAX_TOKENS for t in run.tokens if t > SIMULATED_MAX_TOKENS]
+        own = [t - schemas for t in run.tokens if t - schemas > SIMULATED_MAX_TOKENS]
         said = f"`{run.name}` goes over on {len(over)}" if own else f"on {len(over)} of {run.calls}"
         assert said in text and f"{max(over):,} tokens" in text, run.name
         if own:

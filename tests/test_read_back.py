@@ -18,6 +18,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.prebuilt import create_react_agent
 
 from langchain_promptstrat import (
+    CompactionMiddleware,
     PromptStrategyMiddleware,
     pre_model_hook,
     prepare_prompt,
@@ -248,7 +249,7 @@ def test_the_middleware_without_the_tool_turns_the_ladder_s_rungs_handles_off_to
     given = _ladder()
     for n in range(100, len(history), 9):
         given.compact(history[:n])
-    (copied,) = PromptStrategyMiddleware([given], read_back=False).strategies
+    (copied,) = CompactionMiddleware([given], read_back=False).strategies
     assert isinstance(copied, CompactionLadder)
     assert not any(r.settings.read_back_handles for r in copied.rungs)
     assert all(r.settings.read_back_handles for r in given.rungs)
@@ -266,7 +267,7 @@ def test_the_middleware_without_the_tool_turns_handles_off_for_the_strategies_it
     """``read_back=False`` adds no tool, so no prompt it sends may name one; a strategy object
     passed in is left as it was."""
     given = ShortenToolsEpochStable(max_tokens=16_000)
-    middleware = PromptStrategyMiddleware(["dedupe_outputs", given], read_back=False)
+    middleware = CompactionMiddleware(["dedupe_outputs", given], read_back=False)
     assert middleware.tools == []
     assert all(not s.settings.read_back_handles for s in middleware.strategies)
     assert given.settings.read_back_handles
@@ -285,7 +286,7 @@ def test_a_copy_with_handles_off_remembers_nothing_computed_with_them_on() -> No
     given = ShortenToolsEpochStable(max_tokens=12_000)
     for n in range(130, len(history), 7):
         given.compact(history[:n])
-    (copied,) = PromptStrategyMiddleware([given], read_back=False).strategies
+    (copied,) = CompactionMiddleware([given], read_back=False).strategies
     fresh = ShortenToolsEpochStable(max_tokens=12_000, settings=Settings(read_back_handles=False))
     for n in range(130, len(history), 5):
         sent, expected = copied.compact(history[:n]), fresh.compact(history[:n])

@@ -28,26 +28,20 @@ from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.registry import BUILTIN_STRATEGIES
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.strategies.ladder import CompactionLadder
+from langchain_promptstrat.strategy import PromptRequest
 from langchain_promptstrat.testing import build_agent_run, iter_agent_run
 
 
 class RecordingSaveFile(PromptStrategy):
-    """A strategy that uses the save file and records what it received."""
+    """A strategy written against ``compact(messages, *, save_file=None)``, as a third party's is,
+    that records the save file it received."""
 
     strategy_name = "recording_save_file"
-    uses_save_file = True
     seen: list = []
 
     def compact(self, messages, *, save_file=None):
         RecordingSaveFile.seen.append(save_file)
         return Compacted(list(messages), make_report(self.strategy_name, messages, messages))
-
-
-class RecordingNoSaveFile(RecordingSaveFile):
-    """The same, declaring that it does not use the save file."""
-
-    strategy_name = "recording_no_save_file"
-    uses_save_file = False
 
 
 @pytest.fixture
@@ -141,13 +135,37 @@ class TestInputForms:
 
 
 class TestSaveFile:
-    def test_save_file_reaches_only_strategies_that_use_it(self, conversation):
-        """A strategy that declares uses_save_file gets it; others get None."""
+    def test_a_strategy_written_against_compact_still_runs_and_gets_the_save_file(
+        self, conversation
+    ):
+        """A subclass implementing today's documented ``compact(messages, *, save_file=None)``
+        instead of ``apply`` runs in a list, given the request's save file (an adapter in the
+        base class): third-party strategies keep working."""
         RecordingSaveFile.seen = []
-        prepare_prompt(
-            conversation, [RecordingSaveFile(), RecordingNoSaveFile()], save_file="x/agent.chat"
-        )
+        prepare_prompt(conversation, [RecordingSaveFile()], save_file="x/agent.chat")
+        prepare_prompt(conversation, [RecordingSaveFile()])
         assert RecordingSaveFile.seen == ["x/agent.chat", None]
+
+    def test_a_strategy_implementing_neither_apply_nor_compact_is_refused_when_defined(self):
+        """A subclass must implement apply (or compact): the base's two methods serve each other,
+        so a class with neither would recurse; it is refused where it is written."""
+        with pytest.raises(TypeError, match="Empty must implement apply"):
+
+            class Empty(PromptStrategy):
+                strategy_name = "empty"
+
+    def test_the_default_s_compact_for_request_still_works_and_warns(self):
+        """ShortenToolsEpochStable.compact_for_request(messages, **fields), the request method found
+        by getattr before the typed request, gives apply's result for a PromptRequest of those
+        fields, with a DeprecationWarning (one release)."""
+        history = build_agent_run(160)
+        strategy = get_strategy("shorten_tools_epoch_stable", max_tokens=12_000)
+        system = [SystemMessage("Be brief.")]
+        with pytest.warns(DeprecationWarning, match="compact_for_request"):
+            old = strategy.compact_for_request(history, system=system, max_tokens=9_000)
+        new = strategy.apply(history, PromptRequest(system=system, max_tokens=9_000))
+        assert old.messages == new.messages and old.report.as_dict() == new.report.as_dict()
+        assert new.report.details["ceiling"] == 9_000
 
     def test_registered_callable_receives_the_messages_only(self, conversation, registered):
         """A registered plain callable is called with one argument, never the save file."""

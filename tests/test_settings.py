@@ -163,7 +163,7 @@ def _readers(key: str, settings: Settings) -> list[object]:
     """Return the strategies that read setting ``key``, built with ``settings`` (the inbox's keys
     are read at pickup: none)."""
     from langchain_promptstrat.registry import BUILTIN_STRATEGIES, get_strategy
-    from langchain_promptstrat.settings import option_keys
+    from langchain_promptstrat.settings import options_of
     from langchain_promptstrat.strategies.epoch_stable import ShortenToolsEpochStable
     from langchain_promptstrat.strategies.ladder import CompactionLadder
 
@@ -171,9 +171,9 @@ def _readers(key: str, settings: Settings) -> list[object]:
     for name in BUILTIN_STRATEGIES:
         if name not in ("summary", "inbox", "none"):
             strategy = get_strategy(name, settings)
-            if key in option_keys(type(strategy)).values():
+            if key in options_of(type(strategy)) or key == "max_tokens":
                 built.append(strategy)
-    if key == "max_context_tokens":
+    if key == "max_tokens":
         built.append(ShortenToolsEpochStable(settings))
     if key == "ladder_low_ratio":
         rungs = "tool_results,sliding_window"
@@ -209,7 +209,7 @@ def test_a_ceiling_under_one_token_is_refused_with_one_message(clean_env, text):
         Settings.load()
     assert str(err.value) == (
         f"PROMPTSTRAT_MAX_TOKENS='{text}' must be >= 1 "
-        "(settings key max_context_tokens, environment variable PROMPTSTRAT_MAX_TOKENS)"
+        "(settings key max_tokens, environment variable PROMPTSTRAT_MAX_TOKENS)"
     )
 
 
@@ -229,3 +229,15 @@ def test_a_share_past_its_end_is_refused_by_settings_naming_both_ends(
     clean_env.setenv(variable, text)
     with pytest.raises(ConfigError, match=f"{variable}='{text}' must be {bounds} "):
         Settings.load()
+
+
+def test_the_ceiling_setting_takes_a_share_of_the_window_as_the_argument_does():
+    """Settings(max_tokens=("fraction", 0.5)) is the same ceiling as max_tokens=("fraction", 0.5)
+    given to the strategy: one spelling, one set of forms."""
+    from langchain_promptstrat.ceiling import resolve_ceiling
+
+    share = ("fraction", 0.5)
+    assert Settings(max_tokens=[*share]).max_tokens == share
+    assert resolve_ceiling(settings=Settings(max_tokens=share)) == resolve_ceiling(share)
+    with pytest.raises(ConfigError, match="is not a ceiling"):
+        Settings(max_tokens=("fraction", 2))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Annotated, Any, Protocol
 
 from langchain_core.messages import AnyMessage, BaseMessage, SystemMessage
@@ -16,9 +17,10 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.prebuilt import InjectedState
 
+from langchain_promptstrat.adapters.inbox_source import InboxSource
 from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
 from langchain_promptstrat.errors import InvalidMessagesError
-from langchain_promptstrat.inbox.delivery import InboxSource, acknowledgement, deliver_inbox
+from langchain_promptstrat.inbox.delivery import acknowledgement, deliver_inbox
 from langchain_promptstrat.inbox.locate import InboxBackendSpec, check_backend, inbox_for_config
 from langchain_promptstrat.messages import (
     PAGE_CHARS,
@@ -30,6 +32,7 @@ from langchain_promptstrat.messages import (
 from langchain_promptstrat.registry import StrategySpec, prompt_for_model, resolve_strategies
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.cache_breakpoints import wrap_for_breakpoints
+from langchain_promptstrat.strategy import PromptRequest
 
 __all__ = [
     "GraphHook",
@@ -103,18 +106,14 @@ def pre_model_hook(
             Anthropic model only).
     """
     resolved = resolve_strategies(strategies, settings=settings)
-    inbox = InboxSource(resolved, inbox_root, backend, check_max_tokens(max_tokens))
+    ceiling = check_max_tokens(max_tokens)
+    inbox = InboxSource(resolved, inbox_root, backend, ceiling)
     system = (
         [system_prompt if isinstance(system_prompt, BaseMessage) else SystemMessage(system_prompt)]
         if system_prompt is not None
         else []
     )
-    request = {
-        "max_tokens": check_max_tokens(max_tokens),
-        "model": model,
-        "tools": list(tools or []),
-        "system": system,
-    }
+    request = PromptRequest(model=model, tools=list(tools or []), system=system, max_tokens=ceiling)
     if cache_breakpoints:
         resolved = wrap_for_breakpoints(resolved)
 
@@ -123,14 +122,8 @@ def pre_model_hook(
         save_file, delivery = inbox.deliver(
             config, **acknowledgement(config, persist_inbox, lambda: messages)
         )
-        prompt = prompt_for_model(
-            resolved,
-            messages,
-            delivery.notices,
-            save_file=save_file,
-            config=config,
-            request=request,
-        )
+        call = replace(request, notices=delivery.notices, save_file=save_file, config=config)
+        prompt = prompt_for_model(resolved, messages, call)
         if persist_inbox and delivery.notices:
             return {"messages": delivery.notices, "llm_input_messages": prompt}
         return {"llm_input_messages": prompt}

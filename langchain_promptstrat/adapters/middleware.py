@@ -2,12 +2,14 @@
 
 ``before_model`` (a graph node, which may jump to the end) picks up the inbox; ``wrap_model_call``
 rewrites the request's messages through :func:`~langchain_promptstrat.registry.prompt_for_model`,
-the one apply path, and carries the default's replay in the state.
+the one apply path, and carries the default's replay in the state. ``CompactionMiddleware``, for a
+list without the inbox, has no ``before_model`` node.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, Final, Literal, cast
 
@@ -39,12 +41,12 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 from typing_extensions import NotRequired
 
+from langchain_promptstrat.adapters.inbox_source import InboxSource
 from langchain_promptstrat.adapters.langgraph import read_back_tool
 from langchain_promptstrat.ceiling import MaxTokens, check_max_tokens
 from langchain_promptstrat.errors import ConfigError, InboxError
 from langchain_promptstrat.inbox.contract import LeasingInbox
 from langchain_promptstrat.inbox.delivery import (
-    InboxSource,
     StoredNoticeIds,
     acknowledge_notices,
     has_checkpointer,
@@ -64,13 +66,15 @@ from langchain_promptstrat.strategies.cache_breakpoints import (
     wrap_for_breakpoints,
 )
 from langchain_promptstrat.strategies.epoch_stable import CarriedReplay
-from langchain_promptstrat.strategy import PromptStrategy
+from langchain_promptstrat.strategies.inbox import Inbox
+from langchain_promptstrat.strategy import PromptRequest, PromptStrategy
 
 __all__ = [
     "ABORT_KEY",
     "ANSWERED_KEY",
     "PENDING_KEY",
     "REPLAY_KEY",
+    "CompactionMiddleware",
     "PromptStrategyMiddleware",
     "PromptStratState",
 ]
@@ -114,7 +118,9 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
     """Applies prompt strategies to every model request of a ``create_agent`` agent; the state keeps
     full fidelity.
 
-    A notice is acknowledged once a stored checkpoint holds it (in ``messages``, or its id under
+    Its ``before_model`` node picks up the inbox; a list without the inbox needs no node:
+    :class:`CompactionMiddleware` has none, and this class warns that its node is idle. A notice
+    is acknowledged once a stored checkpoint holds it (in ``messages``, or its id under
     :data:`ANSWERED_KEY`), without a checkpointer once the model answered (docs/inbox.md). On
     Python 3.10 an async model call cannot reach the run's config: no ``promptstrat`` events.
 
@@ -142,30 +148,6 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
     on_abort: OnAbort
     strategies: list[PromptStrategy]
 
-    def __new__(
-        cls,
-        strategies: StrategySpec | Sequence[StrategySpec] | None = None,
-        *,
-        settings: Settings | None = None,
-        read_back: bool = True,
-        **_: Any,
-    ) -> PromptStrategyMiddleware:
-        """Return the middleware, without an inbox of a class with no ``before_model``: create_agent
-        gives that one a node, a step per call.
-
-        Without the ``read_back`` tool no stub or notice may name it: each strategy applied gets
-        the ``read_back_handles`` setting off (a copy; an object passed in is left alone).
-        """
-        resolved = resolve_strategies(strategies, settings=settings)
-        if not read_back:
-            resolved = [s.without_read_back_handles() for s in resolved]
-        chosen: type[PromptStrategyMiddleware] = cls
-        if cls is PromptStrategyMiddleware and not any(s.places_notices for s in resolved):
-            chosen = _PromptStrategyCompactionMiddleware
-        middleware = object.__new__(chosen)
-        middleware.strategies = resolved
-        return middleware
-
     def __init__(
         self,
         strategies: StrategySpec | Sequence[StrategySpec] | None = None,
@@ -181,6 +163,21 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
     ) -> None:
         if on_abort not in ("interrupt", "end", "raise"):
             raise ConfigError(f"on_abort={on_abort!r} is not one of 'interrupt', 'end', 'raise'")
+        resolved = resolve_strategies(strategies, settings=settings)
+        # without the read_back tool no stub or notice may name it (a copy; an object given is kept)
+        self.strategies = (
+            resolved if read_back else [s.without_read_back_handles() for s in resolved]
+        )
+        if type(self).before_model is PromptStrategyMiddleware.before_model and not any(
+            isinstance(s, Inbox) for s in self.strategies
+        ):
+            warnings.warn(
+                "the strategy list has no inbox, so PromptStrategyMiddleware's before_model node "
+                "picks up nothing at each model call; CompactionMiddleware applies the same "
+                "strategies without the node",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         self.persist_inbox, self.on_abort = persist_inbox, on_abort
         self.max_tokens = check_max_tokens(max_tokens)
         page = (
@@ -318,28 +315,24 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
         state = cast(PromptStratState, request.state)  # state_schema adds the keys
         pending = state.get(PENDING_KEY) or []
         save_file = (
-            self._inbox.save_file(config) if self._inbox.needed and config is not None else None
+            self._inbox.save_file(config) if self._inbox.enabled and config is not None else None
         )
         strategies, overrides = self._marking(request)
         system: list[BaseMessage] = (
             [request.system_message] if request.system_message is not None else []
         )
         carried = CarriedReplay(state.get(REPLAY_KEY))
-        bounds = {
-            "max_tokens": self.max_tokens,
-            "model": request.model,
-            "tools": list(request.tools or []),
-            "system": system,
-            "carried": carried,
-        }
-        prompt = prompt_for_model(
-            strategies,
-            request.messages,
-            pending,
+        call = PromptRequest(
+            model=request.model,
+            tools=list(request.tools or []),
+            system=system,
+            max_tokens=self.max_tokens,
+            carried=carried,
             save_file=save_file,
             config=config,
-            request=bounds,
+            notices=pending,
         )
+        prompt = prompt_for_model(strategies, request.messages, call)
         # the strategies return the concrete message classes AnyMessage names, typed as BaseMessage
         return (
             request.override(messages=cast("list[AnyMessage]", prompt), **overrides),
@@ -412,16 +405,49 @@ class PromptStrategyMiddleware(AgentMiddleware[PromptStratState, Any]):
         return ExtendedModelResponse(response, update) if update else response
 
 
-class _PromptStrategyCompactionMiddleware(PromptStrategyMiddleware):
-    """A :class:`PromptStrategyMiddleware` without an inbox: it only rewrites model requests, with
-    no ``before_model`` node."""
+class CompactionMiddleware(PromptStrategyMiddleware):
+    """A :class:`PromptStrategyMiddleware` for a strategy list without the inbox: it rewrites model
+    requests and adds no graph node.
+
+    ``create_agent`` gives a middleware a ``before_model`` node (a step, and a checkpoint, per
+    model call) when its class defines one; this class has none, as it picks up no inbox.
+
+    Args:
+        strategies: names, instances or callables, without the ``inbox``; default
+            ``PROMPT_STRATEGY``, else the default list (which holds the inbox, so give one).
+        settings: the settings the strategies are built with.
+        max_tokens: the ceiling, tokens or ``("fraction", 0.8)`` of the model's window; system
+            message and tools count.
+        cache_breakpoints: mark Anthropic ``cache_control`` breakpoints, for a ``ChatAnthropic``
+            only (docs/agents.md).
+        read_back: add the ``read_back`` tool; ``False``: no tool, and no stub names it.
+
+    Raises:
+        ConfigError: The list holds the inbox, whose pickup needs the ``before_model`` node.
+    """
 
     # create_agent registers the hook only when the class attribute is not AgentMiddleware's own
     before_model = AgentMiddleware.before_model  # type: ignore[assignment]
     abefore_model = AgentMiddleware.abefore_model  # type: ignore[assignment]
 
-    @property
-    def name(self) -> str:
-        """Return ``"PromptStrategyMiddleware"``, the name create_agent traces and checks for
-        duplicates."""
-        return PromptStrategyMiddleware.__name__
+    def __init__(
+        self,
+        strategies: StrategySpec | Sequence[StrategySpec] | None = None,
+        *,
+        settings: Settings | None = None,
+        max_tokens: MaxTokens = None,
+        cache_breakpoints: bool = False,
+        read_back: bool = True,
+    ) -> None:
+        super().__init__(
+            strategies,
+            settings=settings,
+            max_tokens=max_tokens,
+            cache_breakpoints=cache_breakpoints,
+            read_back=read_back,
+        )
+        if self._inbox.enabled:
+            raise ConfigError(
+                "CompactionMiddleware has no before_model node, which the inbox's pickup needs: "
+                "use PromptStrategyMiddleware for a strategy list with the inbox"
+            )

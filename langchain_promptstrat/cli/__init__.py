@@ -23,7 +23,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from langchain_promptstrat.ceiling import DEFAULT_CEILING, resolve_ceiling
+from langchain_promptstrat.ceiling import DEFAULT_MAX_TOKENS, resolve_ceiling
 from langchain_promptstrat.cli.common import (
     EXIT_ABORTED,
     EXIT_ERROR,
@@ -184,7 +184,7 @@ def _add_conversation_commands(
         default=None,
         metavar="N",
         help="context ceiling of the default "
-        f"strategy (default: $PROMPTSTRAT_MAX_TOKENS, else {DEFAULT_CEILING:,}; stats uses the "
+        f"strategy (default: $PROMPTSTRAT_MAX_TOKENS, else {DEFAULT_MAX_TOKENS:,}; stats uses the "
         "same)",
     )
     apply.add_argument(
@@ -201,7 +201,7 @@ def _add_conversation_commands(
         metavar="N",
         help="token target of strategies that "
         "take one, the default strategy's ceiling included (default: $PROMPTSTRAT_MAX_TOKENS, else "
-        f"{DEFAULT_CEILING:,}, as for apply)",
+        f"{DEFAULT_MAX_TOKENS:,}, as for apply)",
     )
     stats.add_argument(
         "--usage",
@@ -299,10 +299,9 @@ def _apply(args: argparse.Namespace) -> int:
 def _stats(args: argparse.Namespace) -> int:
     from langchain_promptstrat.messages import index_tool_calls
     from langchain_promptstrat.messages.references import unresolved_references
-    from langchain_promptstrat.registry import split_strategy_names
     from langchain_promptstrat.replay import find_transcripts, usage_of
     from langchain_promptstrat.simulate import build_strategy, default_rows
-    from langchain_promptstrat.strategy import apply_in_order
+    from langchain_promptstrat.strategy import PromptRequest, apply_in_order, split_strategy_names
     from langchain_promptstrat.tokens.usage import history_calibration
 
     transcripts = [] if args.file == "-" else find_transcripts([args.file])
@@ -357,8 +356,8 @@ def _stats(args: argparse.Namespace) -> int:
         totals["tokens"] += counter(messages)
         for name, row in rows.items():
             # the front ends' one apply path: what they send, prompt floor and references included
-            request = {"max_tokens": args.max_tokens}
-            after, reports = apply_in_order(pipelines[name], list(messages), request=request)
+            request = PromptRequest(max_tokens=args.max_tokens)
+            after, reports = apply_in_order(pipelines[name], list(messages), request)
             for report in reports:
                 row["shortened"] += report.shortened
                 row["dropped"] += report.dropped

@@ -88,15 +88,15 @@ def add_simulate_commands(commands: argparse._SubParsersAction[Any], detailed: b
     )
     if not detailed:
         return
-    from langchain_promptstrat.ceiling import DEFAULT_CEILING
+    from langchain_promptstrat.ceiling import DEFAULT_MAX_TOKENS
     from langchain_promptstrat.defaults import (
         BILLS,
         CACHE_RULES,
         DEFAULT_CACHED_FRACTION,
-        DEFAULT_MAX_TOKENS,
         DEFAULT_TOOL_CALLS,
         LONG_RUN_CALLS,
         MAX_SIMULATED_CALLS,
+        SIMULATED_MAX_TOKENS,
     )
 
     sim.add_argument(
@@ -139,11 +139,12 @@ def add_simulate_commands(commands: argparse._SubParsersAction[Any], detailed: b
     sim.add_argument(
         "--max-tokens",
         type=positive_int,
-        default=DEFAULT_MAX_TOKENS,
+        default=SIMULATED_MAX_TOKENS,
         metavar="N",
         help="token target of the peers and of strategies that take one (default: "
-        f"{DEFAULT_MAX_TOKENS:,}, "
-        f"simulate's own; apply and stats use $PROMPTSTRAT_MAX_TOKENS, else {DEFAULT_CEILING:,})",
+        f"{SIMULATED_MAX_TOKENS:,}, "
+        "simulate's own; apply and stats use $PROMPTSTRAT_MAX_TOKENS, else "
+        f"{DEFAULT_MAX_TOKENS:,})",
     )
     fraction = _number("a number between 0 and 1", lambda v: 0 <= v <= 1)
     price = _number("a non-negative number of dollars", lambda v: math.isfinite(v) and v >= 0)

@@ -39,7 +39,7 @@ from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from typing_extensions import TypeIs
 
-from langchain_promptstrat.ceiling import DEFAULT_CEILING
+from langchain_promptstrat.ceiling import DEFAULT_MAX_TOKENS
 from langchain_promptstrat.errors import InboxError
 from langchain_promptstrat.settings import Settings
 
@@ -278,9 +278,8 @@ def notice_limits() -> tuple[float, float, int]:
 def pickup_budget(ceiling: int | None = None) -> int:
     """Return how many tokens of notices one pickup admits: ``inbox_pickup_share`` of a ceiling."""
     loaded = Settings.load()
-    return int(
-        loaded.inbox_pickup_share * (ceiling or loaded.max_context_tokens or DEFAULT_CEILING)
-    )
+    configured = loaded.max_tokens if isinstance(loaded.max_tokens, int) else None
+    return int(loaded.inbox_pickup_share * (ceiling or configured or DEFAULT_MAX_TOKENS))
 
 
 def name_stem(name: str) -> str:

@@ -7,21 +7,19 @@ one-call delivery (``settle=True``), or once the *stored* conversation holds it
 (:func:`settle_when_stored`, or a later pickup finding it in ``seen``). A claim whose reader died
 or whose lease ran out is delivered again under the same id, which ``add_messages`` replaces.
 
-Inside a LangGraph run, :class:`InboxSource` finds the run's inbox for the hook and the middleware;
-:func:`deliver_inbox` claims its notices in a LangGraph task (a step re-executed on resume replays
-the task's result), turns an ``abort`` into a resumable ``interrupt``, and acknowledges a notice
-once the checkpointer has stored it (:class:`StoredNoticeIds`, :func:`stored_reader`).
+Inside a LangGraph run, :func:`deliver_inbox` claims its notices in a LangGraph task (a step
+re-executed on resume replays the task's result), turns an ``abort`` into a resumable
+``interrupt``, and acknowledges a notice once the checkpointer has stored it
+(:class:`StoredNoticeIds`, :func:`stored_reader`).
 """
 
 from __future__ import annotations
 
 import atexit
-import os
 import re
 import sys
 import threading
 import time
-import warnings
 from collections.abc import Callable, Collection, Container, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -39,7 +37,6 @@ from langgraph.func import task
 from langgraph.types import interrupt
 from typing_extensions import Unpack
 
-from langchain_promptstrat.ceiling import MaxTokens
 from langchain_promptstrat.errors import InboxAborted
 from langchain_promptstrat.inbox.contract import (
     ABORT_FILE,
@@ -48,13 +45,6 @@ from langchain_promptstrat.inbox.contract import (
     LeasingInbox,
     pickup_budget,
 )
-from langchain_promptstrat.inbox.locate import (
-    InboxBackendSpec,
-    check_backend,
-    inbox_for_config,
-    save_file_for_config,
-)
-from langchain_promptstrat.inbox.paths import INBOX_ROOT_ENV, inbox_root
 from langchain_promptstrat.messages import mark, mark_of
 from langchain_promptstrat.report import logger
 from langchain_promptstrat.tokens import as_token_counter
@@ -606,8 +596,7 @@ def abort_payload(
 
 
 class DeliveryOptions(TypedDict, total=False):
-    """How :func:`deliver_inbox` (and :meth:`InboxSource.deliver`) treat an abort and acknowledge
-    notices."""
+    """How :func:`deliver_inbox` treats an abort and acknowledges notices."""
 
     on_abort: Literal["interrupt", "raise", "return"]
     seen: Container[str]
@@ -718,83 +707,3 @@ def prompt_counter(strategies: Sequence[Any]) -> Any:
     """
     counters = (getattr(s, "token_counter", None) for s in strategies)
     return next((counter for counter in counters if counter is not None), None)
-
-
-class InboxSource:
-    """Where one hook or middleware finds a run's inbox; warns once when a root is set but the run
-    has no thread id."""
-
-    def __init__(
-        self,
-        strategies: Sequence[Any],
-        root: str | os.PathLike[str] | None = None,
-        backend: InboxBackendSpec = None,
-        max_tokens: MaxTokens = None,
-    ) -> None:
-        inboxes = [
-            s for s in strategies if getattr(s, "places_notices", False)
-        ]  # the inbox strategy
-        if (
-            root is None and backend is None and inboxes
-        ):  # the adapter's arguments win over the strategy's
-            root, backend = inboxes[0].root, inboxes[0].backend
-        self.allow_save_file = bool(inboxes) and inboxes[0].allow_save_file
-        self.include_paths = bool(inboxes) and inboxes[0].include_paths
-        self.root = root
-        self.backend = check_backend(backend, root)
-        if root is not None:
-            inbox_root(
-                root
-            )  # a root that is not a directory fails now, not at the first model call
-        self.enabled = bool(inboxes)
-        self.needed = any(getattr(s, "uses_save_file", False) for s in strategies)
-        self.ceiling = (
-            max_tokens if isinstance(max_tokens, int) else None
-        )  # a pickup admits a share of it
-        self.count = prompt_counter(strategies)
-        self._warned = False
-
-    def save_file(self, config: RunnableConfig) -> Path | None:
-        """Return the run's save file (``configurable.save_file``, else
-        ``<root>/<thread_id>.chat``), or None."""
-        if not self.needed:
-            return None
-        path = save_file_for_config(config, self.root, allow_save_file=self.allow_save_file)
-        if path is None and not self._warned and inbox_root(self.root) is not None:
-            self._warned = True
-            where = "root=" + os.fspath(self.root) if self.root is not None else INBOX_ROOT_ENV
-            warnings.warn(
-                f"the inbox is skipped: an inbox root is set ({where}) but the run config has "
-                "neither "
-                "configurable.thread_id nor configurable.save_file; pass "
-                "config={'configurable': {'thread_id': ...}} to deliver this thread's notices",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-        return path
-
-    def store(self, config: RunnableConfig | None) -> InboxBackend | None:
-        """Return the run's inbox, or None (no inbox strategy, or the run names no inbox)."""
-        if not self.enabled:
-            return None
-        return inbox_for_config(
-            config, backend=self.backend, root=self.root, allow_save_file=self.allow_save_file
-        )
-
-    def deliver(
-        self, config: RunnableConfig, **options: Unpack[DeliveryOptions]
-    ) -> tuple[Path | None, InboxDelivery]:
-        """Return the save file and what the inbox delivered (nothing without an inbox strategy or a
-        save file)."""
-        save_file = self.save_file(config)
-        store = self.store(config)
-        if store is None:
-            return save_file, InboxDelivery([])
-        return save_file, deliver_inbox(
-            store,
-            config,
-            include_paths=self.include_paths,
-            budget_tokens=pickup_budget(self.ceiling),
-            count=self.count,
-            **options,
-        )

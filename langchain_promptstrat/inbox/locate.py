@@ -93,6 +93,9 @@ def _directory_target(
     config: RunnableConfig | None, root: str | os.PathLike[str] | None, allow_save_file: bool
 ) -> tuple[Path | None, str | None]:
     """Return :func:`save_file_for_config`'s save file and the thread id it stands for, if any."""
+    configurable = (config or {}).get("configurable") or {}
+    if not configurable.get("save_file") and configurable.get("thread_id") is None:
+        return None, None  # the run names no inbox: nothing to look up, no file touched
     base = inbox_root(root)
     because = "an inbox root is set (root= or $PROMPTSTRAT_INBOX_ROOT)"
     save_file, thread_id = _named(

@@ -6,8 +6,8 @@ one strategy object per replay) and is counted with the same token counter (defa
 :class:`~langchain_promptstrat.tokens.TokenCounter`, cl100k_base). The figures, per prompt ``k``:
 
 * ``tokens[k]``: the messages sent plus the bound tools' schemas, which every request carries
-  (:data:`AGENT_RUN_TOOLS` in a simulated run, a transcript's saved ``tools``). A strategy with
-  ``compact_for_request`` is given the tools, as the middleware gives them.
+  (:data:`AGENT_RUN_TOOLS` in a simulated run, a transcript's saved ``tools``). The strategies'
+  request names the tools, as the middleware's does.
 * ``cached_tokens[k]``: the schemas and the longest run of leading messages byte-identical to
   prompt ``k - 1``'s, compared on :func:`canonical_message` (0 for the first prompt);
   ``reuse[k] = cached_tokens[k] / tokens[k]``, averaged over the run. An upper bound of what a
@@ -54,11 +54,11 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_promptstrat.cache_rules import CACHE_RULES, ToolSchemas, make_cache_rule
 from langchain_promptstrat.defaults import (
     DEFAULT_CACHED_FRACTION,
-    DEFAULT_MAX_TOKENS,
     DEFAULT_TOOL_CALLS,
     LONG_RUN_CALLS,
+    SIMULATED_MAX_TOKENS,
 )
-from langchain_promptstrat.errors import ConfigError
+from langchain_promptstrat.errors import ConfigError, renamed_attributes
 from langchain_promptstrat.extras import install_hint
 from langchain_promptstrat.messages import content_text, is_real_user_message, task_index
 from langchain_promptstrat.messages.references import unresolved_references
@@ -67,7 +67,6 @@ from langchain_promptstrat.registry import (
     CallableStrategy,
     available_strategies,
     get_strategy,
-    split_strategy_names,
 )
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.simulate.output import (
@@ -90,7 +89,13 @@ from langchain_promptstrat.simulate.recall import (
     terms,
 )
 from langchain_promptstrat.strategies.cache_breakpoints import CacheBreakpoints
-from langchain_promptstrat.strategy import PromptStrategy, apply_in_order
+from langchain_promptstrat.strategies.inbox import Inbox
+from langchain_promptstrat.strategy import (
+    PromptRequest,
+    PromptStrategy,
+    apply_in_order,
+    split_strategy_names,
+)
 from langchain_promptstrat.testing import ScriptedChatModel, iter_agent_run
 from langchain_promptstrat.testing.tools import AGENT_RUN_TOOLS
 from langchain_promptstrat.tokens import TokenCounter, as_token_counter, tool_schema_tokens
@@ -99,7 +104,7 @@ __all__ = [
     "AGENT_RUN_TOOLS",
     "DEFAULT_CACHED_FRACTION",
     "DEFAULT_LIST_ROW",
-    "DEFAULT_MAX_TOKENS",
+    "SIMULATED_MAX_TOKENS",
     "DEFAULT_TOOL_CALLS",
     "OLD_AFTER",
     "PEER_CLEAR_TOOL_USES",
@@ -131,6 +136,10 @@ __all__ = [
     "terms",
     "with_cache_breakpoints",
 ]
+
+__getattr__ = renamed_attributes(
+    __name__, globals(), {"DEFAULT_MAX_TOKENS": "SIMULATED_MAX_TOKENS"}
+)  # the old name of simulate's token target, kept one release
 
 ProgressHook = Callable[[str, int, int], None]
 """``hook(label, done, total)``: called after each prompt of each replay."""
@@ -413,7 +422,7 @@ def build_strategy(
     name: str,
     *,
     settings: Settings | None = None,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
+    max_tokens: int = SIMULATED_MAX_TOKENS,
     token_counter: Any = None,
 ) -> tuple[PromptStrategy, dict[str, Any]]:
     """Return the registry strategy ``name`` and the extra arguments it was built with.
@@ -456,7 +465,7 @@ def with_cache_breakpoints(entries: Sequence[Any], **build: Any) -> list[PromptS
 
 
 def default_strategy_names(
-    *, settings: Settings | None = None, max_tokens: int = DEFAULT_MAX_TOKENS
+    *, settings: Settings | None = None, max_tokens: int = SIMULATED_MAX_TOKENS
 ) -> list[str]:
     """Return ``none`` then every installed built-in strategy a replay can build, in registry order.
 
@@ -480,13 +489,13 @@ def default_strategy_names(
                 stacklevel=2,
             )
             continue
-        if not strategy.uses_save_file:
+        if not isinstance(strategy, Inbox):
             names.append(name)
     return names
 
 
 def default_rows(
-    *, settings: Settings | None = None, max_tokens: int = DEFAULT_MAX_TOKENS
+    *, settings: Settings | None = None, max_tokens: int = SIMULATED_MAX_TOKENS
 ) -> list[str]:
     """Return what a replay shows when no strategy is named: :func:`default_strategy_names`, then
     :data:`DEFAULT_LIST_ROW` when it is a pipeline."""
@@ -498,14 +507,12 @@ def default_rows(
 
 
 def _pipeline(strategies: Sequence[PromptStrategy], tools: Sequence[Any] = ()) -> Apply:
-    """Return the strategies applied as the front ends apply them (:func:`apply_in_order`).
-
-    One with ``compact_for_request`` is given ``tools``, as the middleware gives them.
-    """
-    request = {"tools": list(tools)} if tools else None
+    """Return the strategies applied as the front ends apply them (:func:`apply_in_order`), given
+    ``tools`` as the middleware gives them."""
+    request = PromptRequest(tools=list(tools) if tools else None)
 
     def apply(prompt: list[BaseMessage]) -> list[BaseMessage]:
-        return apply_in_order(strategies, prompt, request=request)[0]
+        return apply_in_order(strategies, prompt, request)[0]
 
     return apply
 
@@ -679,7 +686,7 @@ def simulate(
     token_counter: Any = None,
     cached_fraction: float = DEFAULT_CACHED_FRACTION,
     peers: bool = False,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
+    max_tokens: int = SIMULATED_MAX_TOKENS,
     progress: bool | ProgressHook | None = None,
     settings: Settings | None = None,
     price_per_mtok: float | None = None,

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_promptstrat.cache_rules import ANTHROPIC_WRITE_MULTIPLIER
-from langchain_promptstrat.ceiling import DEFAULT_CEILING
-from langchain_promptstrat.defaults import DEFAULT_CACHED_FRACTION, DEFAULT_MAX_TOKENS
+from langchain_promptstrat.ceiling import DEFAULT_MAX_TOKENS
+from langchain_promptstrat.defaults import DEFAULT_CACHED_FRACTION, SIMULATED_MAX_TOKENS
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.extras import install_hint
 from langchain_promptstrat.registry import DEFAULT_STRATEGIES
@@ -364,8 +364,8 @@ def _ceiling_line(result: SimulationResult) -> list[str]:
     if not any(r.options.get("max_tokens") or r.options.get("trigger") for r in result.runs):
         return []
     source = (
-        f"simulate's default; apply and stats use {DEFAULT_CEILING:,}"
-        if result.max_tokens == DEFAULT_MAX_TOKENS
+        f"simulate's default; apply and stats use {DEFAULT_MAX_TOKENS:,}"
+        if result.max_tokens == SIMULATED_MAX_TOKENS
         else "--max-tokens"
     )
     peers = " and the peers" if any(r.kind == "peer" for r in result.runs) else ""

@@ -14,7 +14,6 @@ the middleware keeps one edge mark: the previous edge right after an advance, el
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -25,8 +24,9 @@ from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.registry import resolve_strategies
 from langchain_promptstrat.report import Compacted, StrategyReport, make_report
 from langchain_promptstrat.settings import Settings, settings_with_options
-from langchain_promptstrat.strategies.ladder import PLACEHOLDER_KIND, kind_of
-from langchain_promptstrat.strategy import PromptStrategy, compact_one
+from langchain_promptstrat.strategies.inbox import Inbox
+from langchain_promptstrat.strategies.ladder_machinery.rungs import PLACEHOLDER_KIND, kind_of
+from langchain_promptstrat.strategy import NO_REQUEST, PromptRequest, PromptStrategy
 
 DEFAULT_CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
 
@@ -126,8 +126,6 @@ class CacheBreakpoints(PromptStrategy):
     """
 
     strategy_name = "cache_breakpoints"
-    carries_replay = True
-    """It hands a carried replay on to the strategies it wraps that carry one."""
 
     def __init__(
         self,
@@ -175,29 +173,16 @@ class CacheBreakpoints(PromptStrategy):
         """Return the label (the wrapped strategies' names and ``+breakpoints``)."""
         return super().get_name(suffix, name=name or self.label)
 
-    def compact(
-        self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None
-    ) -> Compacted:
-        """Return the wrapped strategies' prompt with breakpoints marked at the last reported
-        compaction edges."""
-        return self._compact(messages, save_file, {})
-
-    def compact_for_request(self, messages: Sequence[BaseMessage], **request: Any) -> Compacted:
-        """Return :meth:`compact`'s prompt, the wrapped strategies given the adapters' ``request``
-        (``model``, ``tools``, ``system``, ``max_tokens``)."""
-        return self._compact(list(messages), None, request)
-
-    def _compact(
-        self,
-        messages: list[BaseMessage],
-        save_file: str | os.PathLike[str] | None,
-        request: dict[str, Any],
-    ) -> Compacted:
+    def apply(self, messages: list[BaseMessage], request: PromptRequest = NO_REQUEST) -> Compacted:
+        """Return the wrapped strategies' prompt for ``request`` with breakpoints marked at the last
+        reported compaction edges."""
         current = list(messages)
+        delivered: list[BaseMessage] = []
         previous_id = current_id = None
         advanced = False
         for strategy in self.strategies:
-            result = compact_one(strategy, current, save_file, request)
+            result = strategy.apply(current, request)
+            delivered += result.delivered
             if "compaction_edge" in result.report.details:
                 previous_id, current_id = compaction_edge_ids(current, result.report)
                 advanced = bool(result.report.details.get("boundary_moved"))
@@ -232,7 +217,7 @@ class CacheBreakpoints(PromptStrategy):
             previous_edge_id=previous_id,
             current_edge_id=current_id,
         )
-        return Compacted(out, report)
+        return Compacted(out, report, delivered)
 
     def __repr__(self) -> str:
         return f"CacheBreakpoints({self.label!r})"
@@ -247,7 +232,7 @@ def wrap_for_breakpoints(
 ) -> list[PromptStrategy]:
     """Return ``strategies`` with those before the first inbox in one :class:`CacheBreakpoints`: a
     one-off notice never moves the tail mark."""
-    split = next((i for i, s in enumerate(strategies) if s.uses_save_file), len(strategies))
+    split = next((i for i, s in enumerate(strategies) if isinstance(s, Inbox)), len(strategies))
     if split == 0:
         return list(strategies)
     head = CacheBreakpoints(list(strategies[:split]), system=system, tail=tail, limit=limit)

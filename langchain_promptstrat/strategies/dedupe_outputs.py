@@ -15,13 +15,10 @@ the lines, or the read-back handle (:mod:`~langchain_promptstrat.messages.refere
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, TypedDict
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-from typing_extensions import Unpack
 
 from langchain_promptstrat.messages.history_memo import (
     EMPTY_HISTORY,
@@ -31,9 +28,10 @@ from langchain_promptstrat.messages.history_memo import (
 )
 from langchain_promptstrat.messages.recorded_calls import recorded_calls
 from langchain_promptstrat.messages.references import reference_text
+from langchain_promptstrat.options import DedupeOptions
 from langchain_promptstrat.report import Compacted, make_report
-from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
-from langchain_promptstrat.strategy import PromptStrategy
+from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.strategy import NO_REQUEST, PromptRequest, PromptStrategy
 
 
 @dataclass
@@ -123,45 +121,22 @@ def dedupe_outputs(messages: Sequence[BaseMessage], /, *, settings: Settings) ->
     return _read_on(messages, _Reading(), settings)
 
 
-class DedupeOutputsOptions(TypedDict, total=False):
-    """The options of :class:`DedupeOutputs`; each is the setting of the same key."""
-
-    tool_call_threshold: Annotated[int | None, SettingKey("dedupe_tool_call_threshold")]
-    min_line_chars: Annotated[int | None, SettingKey("dedupe_min_line_chars")]
-
-
-class DedupeOutputs(PromptStrategy):
+class DedupeOutputs(PromptStrategy, DedupeOptions):
     """``dedupe_outputs``: lines a tool output repeats from an earlier one become one pointer to it.
 
-    ``DedupeOutputs(tool_call_threshold=5)``. Its reading of the last few conversations is
+    ``DedupeOutputs(dedupe_tool_call_threshold=5)``. Its reading of the last few conversations is
     resumed from the replay engine's memo, so a growing or reloaded conversation reads only
     what was added and gets the same edited copies as before.
     """
 
     strategy_name = "dedupe_outputs"
-    options = DedupeOutputsOptions
     memo_size = 8
     """Conversations remembered per strategy object (never changes a result)."""
 
-    def __init__(
-        self, settings: Settings | None = None, **options: Unpack[DedupeOutputsOptions]
-    ) -> None:
-        """Build the strategy; an option left at None comes from ``settings``, else the environment,
-        else its default.
-
-        Args:
-            settings: Thresholds shared with other strategies (default: read from the
-                environment now); the options below win over it.
-
-        Raises:
-            ConfigError: A value is out of range, or a keyword is not one of these options.
-        """
-        super().__init__(settings_with_options(type(self), settings, options))
+    def __post_init__(self) -> None:
         self._memo: ReplayMemo[_Reading] = ReplayMemo(self.memo_size)
 
-    def compact(
-        self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None
-    ) -> Compacted:
+    def apply(self, messages: list[BaseMessage], request: PromptRequest = NO_REQUEST) -> Compacted:
         """Return :func:`dedupe_outputs` of ``messages``, resuming the remembered reading of an
         earlier call."""
         reading = (

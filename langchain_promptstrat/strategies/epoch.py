@@ -24,18 +24,16 @@ compacted head by the default's prompt building
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, TypedDict
 
 from langchain_core.messages import BaseMessage
-from typing_extensions import Unpack
 
 from langchain_promptstrat.messages import Fate, ToolCallRecord, ToolIndex, index_tool_calls
 from langchain_promptstrat.messages.history_memo import Head, recall_head, remember_head
+from langchain_promptstrat.options import EpochIncrementOptions, EpochOptions
 from langchain_promptstrat.report import Compacted, make_report
-from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
+from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.epoch_machinery.frozen_prompt import (
     compacted_head,
     step_end,
@@ -54,7 +52,7 @@ from langchain_promptstrat.strategies.epoch_machinery.notice import (
 )
 from langchain_promptstrat.strategies.epoch_machinery.shortened_form import ShortenedForm
 from langchain_promptstrat.strategies.epoch_stable import Edges, call_fates
-from langchain_promptstrat.strategy import PromptStrategy
+from langchain_promptstrat.strategy import NO_REQUEST, PromptRequest, PromptStrategy
 from langchain_promptstrat.tokens import as_token_counter
 
 Schedule = Callable[[int, Sequence[int], Settings], "EpochState | None"]
@@ -281,87 +279,28 @@ def shorten_tools_epoch_increment(
     return epoch_compact(messages, settings=settings, name="shorten_tools_epoch_increment")
 
 
-class ShortenToolsEpochOptions(TypedDict, total=False):
-    """The options of :class:`ShortenToolsEpoch`, each the reference's ``epoch_*`` setting."""
-
-    tool_call_threshold: Annotated[int | None, SettingKey("epoch_tool_call_threshold")]
-    full_tool_calls: Annotated[int | None, SettingKey("epoch_full_tool_calls")]
-    compacted_tool_calls: Annotated[int | None, SettingKey("epoch_compacted_tool_calls")]
-    epoch_size: Annotated[int | None, SettingKey("epoch_size")]
-
-
-class ShortenToolsEpochIncrementOptions(ShortenToolsEpochOptions, total=False):
-    """The options of :class:`ShortenToolsEpochIncrement`: those of ``shorten_tools_epoch`` and the
-    growth's."""
-
-    epochs_per_increase: Annotated[int | None, SettingKey("epoch_increment_epochs_per_increase")]
-    size_increase: Annotated[int | None, SettingKey("epoch_increment_size_increase")]
-    repeat_increase: Annotated[int | None, SettingKey("epoch_increment_repeat_increase")]
-    max_size: Annotated[int | None, SettingKey("epoch_increment_max_size")]
-    compacted_growth_ratio: Annotated[
-        float | None, SettingKey("epoch_increment_compacted_growth_ratio")
-    ]
-    max_compacted_tool_calls: Annotated[
-        int | None, SettingKey("epoch_increment_max_compacted_tool_calls")
-    ]
-
-
-class ShortenToolsEpoch(PromptStrategy):
+class ShortenToolsEpoch(PromptStrategy, EpochOptions):
     """``shorten_tools_epoch``: cache-friendly compaction with fixed epochs.
 
-    ``ShortenToolsEpoch(tool_call_threshold=50, epoch_size=20)``; each option is the
+    ``ShortenToolsEpoch(epoch_tool_call_threshold=50, epoch_size=20)``; each option is the
     reference's ``epoch_*`` setting (option > ``settings`` > environment > default). Stateless.
     """
 
     strategy_name = "shorten_tools_epoch"
-    options = ShortenToolsEpochOptions
 
-    def __init__(
-        self, settings: Settings | None = None, **options: Unpack[ShortenToolsEpochOptions]
-    ) -> None:
-        """Build the strategy; an option left at None comes from ``settings``, else the environment,
-        else its default.
-
-        Args:
-            settings: Thresholds shared with other strategies (default: read from the
-                environment now); the options below win over it.
-
-        Raises:
-            ConfigError: A value is out of range, or a keyword is not one of these options.
-        """
-        super().__init__(settings_with_options(type(self), settings, options))
-
-    def compact(
-        self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None
-    ) -> Compacted:
+    def apply(self, messages: list[BaseMessage], request: PromptRequest = NO_REQUEST) -> Compacted:
         """Return :func:`epoch_compact` of ``messages`` with this strategy's settings and
         schedule."""
         return epoch_compact(messages, settings=self.settings, name=self.strategy_name)
 
 
-class ShortenToolsEpochIncrement(ShortenToolsEpoch):
+class ShortenToolsEpochIncrement(ShortenToolsEpoch, EpochIncrementOptions):
     """``shorten_tools_epoch_increment`` (the reference default): epochs and compacted window that
     grow.
 
-    ``ShortenToolsEpochIncrement(epoch_size=20, max_size=60)``: the options of
+    ``ShortenToolsEpochIncrement(epoch_size=20, epoch_increment_max_size=60)``: the options of
     ``shorten_tools_epoch`` (``epoch_size`` is the initial size) plus the growth's
-    ``epoch_increment_*`` settings. Stateless.
+    ``epoch_increment_*``. Stateless.
     """
 
     strategy_name = "shorten_tools_epoch_increment"
-    options = ShortenToolsEpochIncrementOptions
-
-    def __init__(
-        self, settings: Settings | None = None, **options: Unpack[ShortenToolsEpochIncrementOptions]
-    ) -> None:
-        """Build the strategy; an option left at None comes from ``settings``, else the environment,
-        else its default.
-
-        Args:
-            settings: Thresholds shared with other strategies (default: read from the
-                environment now); the options below win over it.
-
-        Raises:
-            ConfigError: A value is out of range, or a keyword is not one of these options.
-        """
-        PromptStrategy.__init__(self, settings_with_options(type(self), settings, options))

@@ -46,19 +46,19 @@ knows (:func:`_compact`), and keeps the replay a front end carries (:class:`Carr
 from __future__ import annotations
 
 import bisect
-import os
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Annotated, Any, TypedDict, cast
+from typing import Any, cast
 
 from langchain_core.messages import BaseMessage
-from typing_extensions import Unpack
 
 from langchain_promptstrat.ceiling import Ceiling, MaxTokens, check_max_tokens, resolve_ceiling
 from langchain_promptstrat.messages import Fate, ToolCallRecord
 from langchain_promptstrat.messages.history_memo import ReplayMemo
+from langchain_promptstrat.options import StableOptions
 from langchain_promptstrat.report import Compacted
-from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
+from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.epoch_machinery.apply_rule import Bound, apply_rule
 from langchain_promptstrat.strategies.epoch_machinery.costs import Costs, StepCosts
 from langchain_promptstrat.strategies.epoch_machinery.frozen_prompt import FatesOf, latest_decision
@@ -67,7 +67,7 @@ from langchain_promptstrat.strategies.epoch_machinery.history_replay import Adva
 from langchain_promptstrat.strategies.epoch_machinery.history_replay import (
     CarriedReplay as CarriedReplay,  # the value a front end carries for this strategy
 )
-from langchain_promptstrat.strategy import PromptStrategy
+from langchain_promptstrat.strategy import NO_REQUEST, PromptRequest, PromptStrategy, argument
 from langchain_promptstrat.tokens import as_token_counter, tool_schema_tokens
 
 STRATEGY_NAME = "shorten_tools_epoch_stable"
@@ -369,34 +369,17 @@ EPOCH_FIELDS = ("epoch_index", "pinned_total", "new_calls", "epoch_size", "keep_
 """The epoch's figures the report carries (None below the threshold)."""
 
 
-class ShortenToolsEpochStableOptions(TypedDict, total=False):
-    """The options of :class:`ShortenToolsEpochStable` that are settings (``stable_*``)."""
-
-    tool_call_threshold: Annotated[int | None, SettingKey("stable_tool_call_threshold")]
-    full_tool_calls: Annotated[int | None, SettingKey("stable_full_tool_calls")]
-    epoch_size: Annotated[int | None, SettingKey("stable_epoch_size")]
-    max_compacted_tool_calls: Annotated[int | None, SettingKey("stable_max_compacted_tool_calls")]
-    read_output_chars: Annotated[int | None, SettingKey("stable_read_output_chars")]
-    narration_chars: Annotated[int | None, SettingKey("stable_narration_chars")]
-    front_drop_chunk: Annotated[int | None, SettingKey("stable_front_drop_chunk")]
-    token_margin: Annotated[float | None, SettingKey("stable_token_margin")]
-    low_ratio: Annotated[float | None, SettingKey("stable_low_ratio")]
-    front_ratio: Annotated[float | None, SettingKey("stable_front_ratio")]
-    head_ratio: Annotated[float | None, SettingKey("stable_head_ratio")]
-    whole_ratio: Annotated[float | None, SettingKey("stable_whole_ratio")]
-
-
-class ShortenToolsEpochStable(PromptStrategy):
+class ShortenToolsEpochStable(PromptStrategy, StableOptions):
     """``shorten_tools_epoch_stable``: cache-first epochs that keep the front of the prompt
     unchanged, under a context ceiling.
 
-    ``ShortenToolsEpochStable(max_tokens=100_000, epoch_size=40)``; ``max_tokens`` also
+    ``ShortenToolsEpochStable(max_tokens=100_000, stable_epoch_size=40)``; ``max_tokens`` also
     takes ``("fraction", 0.8)`` of ``model``'s input window; without it the ceiling is the
-    ``max_context_tokens`` setting (``PROMPTSTRAT_MAX_TOKENS``), else ``model``'s window from
-    its profile minus room for the reply, else 111,616 tokens (see
+    ``max_tokens`` setting (``PROMPTSTRAT_MAX_TOKENS``), else ``model``'s window from its
+    profile minus room for the reply, else 111,616 tokens (see
     :mod:`langchain_promptstrat.ceiling`).
 
-    The other options are settings (``stable_*``; environment variable
+    The other options are its ``stable_*`` settings (environment variable
     ``STABLE_EPOCH_SIZE`` or ``PROMPTSTRAT_STABLE_EPOCH_SIZE``, ...): an option given here
     wins over ``settings``, which wins over the environment, which wins over the default.
     Stateless: one object serves any number of conversations at once (a small memo of
@@ -404,44 +387,29 @@ class ShortenToolsEpochStable(PromptStrategy):
     """
 
     strategy_name = STRATEGY_NAME
-    options = ShortenToolsEpochStableOptions
-    carries_replay = True
+    max_tokens: MaxTokens = argument(
+        default=None,
+        doc='The context ceiling in tokens, or ``("fraction", share)`` of ``model``\'s input '
+        "window. Default: the ``max_tokens`` setting (``PROMPTSTRAT_MAX_TOKENS``), else "
+        "``model``'s window, else 111,616.",
+    )
+    model: Any = argument(
+        default=None,
+        doc="The chat model that answers, whose profile gives the window when no ceiling is set.",
+    )
+    tools: Sequence[Any] | None = argument(
+        default=None, doc="The tools bound to the model; their schemas count against the ceiling."
+    )
+    token_counter: Any = argument(
+        default=None,
+        doc="None (cl100k_base), a ``TokenCounter``, a chat model or any ``messages -> int`` "
+        "callable.",
+    )
 
-    def __init__(
-        self,
-        settings: Settings | None = None,
-        *,
-        max_tokens: MaxTokens = None,
-        model: Any = None,
-        tools: Sequence[Any] | None = None,
-        token_counter: Any = None,
-        **options: Unpack[ShortenToolsEpochStableOptions],
-    ) -> None:
-        """Build the strategy; a settings option left at None comes from ``settings``, else the
-        environment, else its default.
-
-        Args:
-            settings: Thresholds shared with other strategies (default: read from the
-                environment now); the options below win over it.
-            max_tokens: The context ceiling in tokens, or ``("fraction", share)`` of
-                ``model``'s input window. Default: setting ``max_context_tokens``
-                (``PROMPTSTRAT_MAX_TOKENS``), else ``model``'s window, else 111,616.
-            model: The chat model that answers, whose profile gives the window when no
-                ceiling is set.
-            tools: The tools bound to the model; their schemas count against the ceiling.
-            token_counter: None (cl100k_base), a ``TokenCounter``, a chat model or any
-                ``messages -> int`` callable.
-
-        Raises:
-            ConfigError: A value is out of range, or a keyword is not one of these options.
-        """
-        super().__init__(
-            settings_with_options(type(self), settings, options, reads=("max_context_tokens",))
-        )
-        self.max_tokens = check_max_tokens(max_tokens)
-        self.model = model
-        self.tools = list(tools) if tools else []
-        self.token_counter = as_token_counter(token_counter)
+    def __post_init__(self) -> None:
+        self.max_tokens = check_max_tokens(self.max_tokens)
+        self.tools = list(self.tools) if self.tools else []
+        self.token_counter = as_token_counter(self.token_counter)
         self._memo: ReplayMemo[Replay[Edges]] = ReplayMemo(8)
         self._costs = Costs(self.token_counter)
 
@@ -462,12 +430,25 @@ class ShortenToolsEpochStable(PromptStrategy):
             settings=self.settings,
         )
 
-    def compact(
-        self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None
-    ) -> Compacted:
-        """Return :func:`shorten_tools_epoch_stable` of ``messages`` under this strategy's
-        ceiling."""
-        return self.compact_for_request(messages)
+    def apply(self, messages: list[BaseMessage], request: PromptRequest = NO_REQUEST) -> Compacted:
+        """Return ``messages`` compacted for one model request.
+
+        The request's ``max_tokens`` wins over this strategy's; its ``model`` decides the ceiling
+        when neither is given; its ``tools`` and ``system`` (sent outside ``messages``) count
+        against it. ``request.carried``: the replay a front end keeps with the conversation
+        (:class:`CarriedReplay`), resumed from when it describes ``messages`` and updated.
+        """
+        given = request.max_tokens if request.max_tokens is not None else self.max_tokens
+        model = request.model if request.model is not None else self.model
+        ceiling = resolve_ceiling(given, model=model, settings=self.settings)
+        tools = request.tools if request.tools is not None else self.tools
+        extra = tool_schema_tokens(tools, self.token_counter)
+        if self._costs.counter is not self.token_counter:
+            self._costs = Costs(self.token_counter)
+        extra += self._costs(request.system)
+        carried = cast("CarriedReplay | None", request.carried)
+        bound = Bound(ceiling.tokens, extra, ceiling.source, model, carried)
+        return _compact(messages, self.settings, self._costs, bound, self._memo)
 
     def compact_for_request(
         self,
@@ -479,19 +460,19 @@ class ShortenToolsEpochStable(PromptStrategy):
         max_tokens: MaxTokens = None,
         carried: CarriedReplay | None = None,
     ) -> Compacted:
-        """Return ``messages`` compacted for one model request.
-
-        ``max_tokens`` (the adapter's) wins over this strategy's; ``model`` decides the
-        ceiling when neither is given; ``tools`` and ``system`` (sent outside ``messages``)
-        count against it. ``carried``: the replay a front end keeps with the conversation
-        (:class:`CarriedReplay`), resumed from when it describes ``messages`` and updated.
-        """
-        given = check_max_tokens(max_tokens) if max_tokens is not None else self.max_tokens
-        model = model if model is not None else self.model
-        ceiling = resolve_ceiling(given, model=model, settings=self.settings)
-        extra = tool_schema_tokens(tools if tools is not None else self.tools, self.token_counter)
-        if self._costs.counter is not self.token_counter:
-            self._costs = Costs(self.token_counter)
-        extra += self._costs(system)
-        bound = Bound(ceiling.tokens, extra, ceiling.source, model, carried)
-        return _compact(messages, self.settings, self._costs, bound, self._memo)
+        """Return :meth:`apply` of a request holding these fields (deprecated: pass a
+        :class:`~langchain_promptstrat.strategy.PromptRequest` to :meth:`apply`)."""
+        warnings.warn(
+            "compact_for_request(messages, **fields) is deprecated; use "
+            "apply(messages, PromptRequest(**fields))",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        request = PromptRequest(
+            model=model,
+            tools=tools,
+            system=system,
+            max_tokens=check_max_tokens(max_tokens),
+            carried=carried,
+        )
+        return self.apply(list(messages), request)

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import NoReturn
 
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables import RunnableConfig
 
 from langchain_promptstrat.inbox.contract import InboxBackend
 from langchain_promptstrat.inbox.delivery import pick_up
@@ -27,7 +25,7 @@ from langchain_promptstrat.inbox.locate import (
 from langchain_promptstrat.messages import mark_of
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import Settings, settings_with_options
-from langchain_promptstrat.strategy import PromptStrategy
+from langchain_promptstrat.strategy import NO_REQUEST, PromptRequest, PromptStrategy
 
 
 def _deliver(messages: Sequence[BaseMessage], store: InboxBackend | None) -> Compacted:
@@ -53,6 +51,7 @@ def _deliver(messages: Sequence[BaseMessage], store: InboxBackend | None) -> Com
             budget_tokens=result.budget_tokens,
             waiting=result.waiting,
         ),
+        result.delivered,
     )
 
 
@@ -83,8 +82,6 @@ class Inbox(PromptStrategy):
     """
 
     strategy_name = "inbox"
-    uses_save_file = True
-    places_notices = True
 
     def __init__(
         self,
@@ -119,30 +116,25 @@ class Inbox(PromptStrategy):
         self.allow_save_file = allow_save_file
         self.include_paths = include_paths
 
-    def compact(
-        self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None
-    ) -> Compacted:
-        """Return :func:`inbox` of ``messages`` for ``save_file``; raises InboxAborted on
-        ``abort``."""
-        return inbox(messages, save_file=save_file, backend=self.backend)
+    def apply(self, messages: list[BaseMessage], request: PromptRequest = NO_REQUEST) -> Compacted:
+        """Return ``messages`` with the run's notices appended: those the front end picked up, else
+        the pending ones of the request's save file's inbox, else of its config's thread.
 
-    def save_file_from_config(self, config: RunnableConfig | None) -> Path | None:
-        """Return None: the run's inbox comes from the whole config (:meth:`pick_up_notices`), where
-        the root rule applies."""
-        return None
-
-    def pick_up_notices(
-        self,
-        messages: list[BaseMessage],
-        *,
-        save_file: str | os.PathLike[str] | None = None,
-        config: RunnableConfig | None = None,
-    ) -> Compacted:
-        """Return ``messages`` with the run's pending notices: the inbox of ``save_file``, else the
-        one ``config`` names."""
-        if save_file is not None:
-            return self.compact(messages, save_file=save_file)
+        Reads no inbox when the request names neither a save file nor a thread. Raises
+        :class:`InboxAborted` on ``abort``.
+        """
+        if request.notices is not None:
+            notices = list(request.notices)
+            out = [*messages, *notices]
+            files = [(mark_of(m) or {}).get("file") for m in notices]
+            report = make_report("inbox", messages, out, delivered=len(notices), files=files)
+            return Compacted(out, report, notices)
+        if request.save_file is not None:
+            return _deliver(messages, inbox_for_save_file(request.save_file, self.backend))
         store = inbox_for_config(
-            config, backend=self.backend, root=self.root, allow_save_file=self.allow_save_file
+            request.config,
+            backend=self.backend,
+            root=self.root,
+            allow_save_file=self.allow_save_file,
         )
         return _deliver(messages, store)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from typing import NoReturn
 
 from langchain_core.messages import BaseMessage
 
 from langchain_promptstrat.report import Compacted, make_report
 from langchain_promptstrat.settings import Settings, settings_with_options
-from langchain_promptstrat.strategy import PromptStrategy
+from langchain_promptstrat.strategy import NO_REQUEST, PromptRequest, PromptStrategy
 
 
 class NoStrategy(PromptStrategy):
@@ -28,9 +27,7 @@ class NoStrategy(PromptStrategy):
         """
         super().__init__(settings_with_options(type(self), settings, unknown))
 
-    def compact(
-        self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None
-    ) -> Compacted:
+    def apply(self, messages: list[BaseMessage], request: PromptRequest = NO_REQUEST) -> Compacted:
         """Return ``messages`` as they are."""
         out = list(messages)
         return Compacted(out, make_report("none", messages, out))

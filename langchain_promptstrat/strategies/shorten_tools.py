@@ -7,12 +7,9 @@ with every call, so it defeats prompt caching; the epoch strategies exist for th
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from typing import Annotated, TypedDict
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-from typing_extensions import Unpack
 
 from langchain_promptstrat.messages import (
     Fate,
@@ -23,9 +20,10 @@ from langchain_promptstrat.messages import (
     shorten_arguments,
     value_chars,
 )
+from langchain_promptstrat.options import ShortenToolsOptions
 from langchain_promptstrat.report import Compacted, make_report
-from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
-from langchain_promptstrat.strategy import PromptStrategy
+from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.strategy import NO_REQUEST, PromptRequest, PromptStrategy
 from langchain_promptstrat.tokens import as_token_counter
 from langchain_promptstrat.truncation import DEFAULT_OUTPUT_SIZE, shorten_string
 
@@ -125,18 +123,7 @@ def shorten_tools(messages: Sequence[BaseMessage], /, *, settings: Settings) -> 
     )
 
 
-class ShortenToolsOptions(TypedDict, total=False):
-    """The options of :class:`ShortenTools`; each is the setting of the same key."""
-
-    full_tool_calls: Annotated[int | None, SettingKey("full_tool_calls")]
-    full_tool_outputs: Annotated[int | None, SettingKey("full_tool_outputs")]
-    max_tool_calls: Annotated[int | None, SettingKey("max_tool_calls")]
-    max_tool_outputs: Annotated[int | None, SettingKey("max_tool_outputs")]
-    max_tool_chars: Annotated[int | None, SettingKey("max_tool_chars")]
-    protect_current_turn: Annotated[bool | None, SettingKey("protect_current_turn")]
-
-
-class ShortenTools(PromptStrategy):
+class ShortenTools(PromptStrategy, ShortenToolsOptions):
     """``shorten_tools``: tiered shortening and dropping of old tool calls, newest kept whole.
 
     ``ShortenTools(full_tool_outputs=5, max_tool_chars=30_000)``; option > ``settings`` >
@@ -144,25 +131,7 @@ class ShortenTools(PromptStrategy):
     """
 
     strategy_name = "shorten_tools"
-    options = ShortenToolsOptions
 
-    def __init__(
-        self, settings: Settings | None = None, **options: Unpack[ShortenToolsOptions]
-    ) -> None:
-        """Build the strategy; an option left at None comes from ``settings``, else the environment,
-        else its default.
-
-        Args:
-            settings: Thresholds shared with other strategies (default: read from the
-                environment now); the options below win over it.
-
-        Raises:
-            ConfigError: A value is out of range, or a keyword is not one of these options.
-        """
-        super().__init__(settings_with_options(type(self), settings, options))
-
-    def compact(
-        self, messages: list[BaseMessage], *, save_file: str | os.PathLike[str] | None = None
-    ) -> Compacted:
+    def apply(self, messages: list[BaseMessage], request: PromptRequest = NO_REQUEST) -> Compacted:
         """Return :func:`shorten_tools` of ``messages`` with this strategy's settings."""
         return shorten_tools(messages, settings=self.settings)

@@ -24,7 +24,7 @@ from langchain_promptstrat.messages import (
     mark,
     task_index,
 )
-from langchain_promptstrat.strategies.ladder import (
+from langchain_promptstrat.strategies.ladder_machinery.rungs import (
     NOTE_KIND,
     SUMMARY_KIND,
     Plan,
@@ -222,13 +222,15 @@ class SlidingWindow(Rung):
 
     strategy_name = "sliding_window"
 
-    def plan(self, messages: Sequence[BaseMessage], *, target: int, counter: CountTokens) -> Plan:
+    def plan(
+        self, messages: Sequence[BaseMessage], *, max_tokens: int, counter: CountTokens
+    ) -> Plan:
         """Return the plan of :func:`rewrite` (it needs no model call)."""
         settings = self.settings
         return done(
             rewrite(
                 messages,
-                target=target,
+                target=max_tokens,
                 counter=counter,
                 keep_steps=settings.keep_steps,
                 handles=settings.read_back_handles,

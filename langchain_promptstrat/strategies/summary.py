@@ -16,10 +16,9 @@ import threading
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from typing_extensions import Unpack
 
 from langchain_promptstrat.errors import ConfigError
 from langchain_promptstrat.extras import install_hint
@@ -33,14 +32,13 @@ from langchain_promptstrat.messages import (
     recorded_calls,
 )
 from langchain_promptstrat.messages.history_memo import SizedCache
-from langchain_promptstrat.settings import Settings, settings_with_options
-from langchain_promptstrat.strategies.ladder import (
+from langchain_promptstrat.settings import Settings
+from langchain_promptstrat.strategies.ladder_machinery.rungs import (
     NOTE_KIND,
     SUMMARY_KIND,
     Plan,
     Rewrite,
     Rung,
-    RungOptions,
     call_spans,
     calls_among,
     kind_of,
@@ -48,6 +46,7 @@ from langchain_promptstrat.strategies.ladder import (
     represented,
 )
 from langchain_promptstrat.strategies.sliding_window import layout
+from langchain_promptstrat.strategy import PromptStrategy
 from langchain_promptstrat.tokens import message_counter
 
 DEFAULT_SUMMARY_TOKENS = 800
@@ -261,11 +260,13 @@ class Summary(Rung):
         /,
         settings: Settings | None = None,
         *,
+        max_tokens: int | None = None,
         token_counter: Any = None,
         summary_tokens: int = DEFAULT_SUMMARY_TOKENS,
         cache_size: int = 256,
         on_error: Literal["warn", "raise"] = "warn",
-        **options: Unpack[RungOptions],
+        keep_steps: int | None = None,
+        **given: NoReturn,
     ) -> None:
         """Build the rung; a settings option left at None comes from ``settings``, else the
         environment, else its default.
@@ -276,6 +277,9 @@ class Summary(Rung):
                 ``get_strategy``).
             settings: Thresholds shared with other strategies (default: read from the
                 environment now); the options below win over it.
+            max_tokens: The token target when the rung is used on its own (0: rewrite all it
+                may). Default: the ``max_tokens`` setting (``PROMPTSTRAT_MAX_TOKENS``), else
+                100,000; a ladder gives its own.
             token_counter: None (cl100k_base), a ``TokenCounter``, a chat model or any
                 ``messages -> int`` callable (a ladder uses its own).
             summary_tokens: The length asked of each summary, in tokens. Default 800.
@@ -287,7 +291,7 @@ class Summary(Rung):
             ConfigError: No model, a value out of range, or a keyword that is not one of
                 these options.
         """
-        extra: dict[str, Any] = dict(options)
+        extra: dict[str, Any] = dict(given)
         if isinstance(
             model, Settings
         ):  # get_strategy("summary", settings, model=...) passes settings first
@@ -298,7 +302,14 @@ class Summary(Rung):
         if model is not None and keyword is not None:
             raise ConfigError("model given twice: positionally and as model=")
         model = model if keyword is None else keyword
-        resolved = settings_with_options(type(self), settings, extra)
+        PromptStrategy.__init__(  # the rung's arguments and options, checked as for any strategy
+            self,
+            settings,
+            max_tokens=max_tokens,
+            token_counter=token_counter,
+            keep_steps=keep_steps,
+            **extra,
+        )
         if model is None:
             raise ConfigError(
                 "summary needs a chat model to write its summaries: Summary(model), "
@@ -326,7 +337,6 @@ class Summary(Rung):
             raise ConfigError(
                 f"summary_tokens={summary_tokens!r} must be a whole number of tokens >= 1"
             )
-        super().__init__(resolved, token_counter=token_counter)
         self.model = model
         self.on_error = on_error
         self.summary_tokens = summary_tokens
@@ -339,7 +349,9 @@ class Summary(Rung):
             else f"Summary({type(self.model).__name__})"
         )
 
-    def plan(self, messages: Sequence[BaseMessage], *, target: int, counter: CountTokens) -> Plan:
+    def plan(
+        self, messages: Sequence[BaseMessage], *, max_tokens: int, counter: CountTokens
+    ) -> Plan:
         """Return the plan of the summary rounds, asking this rung's model (answers remembered).
 
         Declines when under target, when nothing is left, or when the first round fails. A
@@ -348,18 +360,21 @@ class Summary(Rung):
         """
         current = list(messages)
         tokens = counter(current)
-        if tokens <= target:
+        if tokens <= max_tokens:
             return Rewrite(None, {"reason": "under target"})
         count_one = message_counter(counter)
         words = max(self.summary_tokens * 3 // 4, 20)
         rounds: list[dict[str, Any]] = []
         stopped = "nothing left to summarise"
         for _ in range(len(current) + 1):  # each round consumes a unit or merges summaries
-            if tokens <= target:
+            if tokens <= max_tokens:
                 stopped = "under target"
                 break
             choice = _next_stretch(
-                current, self.settings.keep_steps, count_one, tokens - target + self.summary_tokens
+                current,
+                self.settings.keep_steps,
+                count_one,
+                tokens - max_tokens + self.summary_tokens,
             )
             if choice is None:
                 stopped = "nothing left to summarise"

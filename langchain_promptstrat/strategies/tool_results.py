@@ -9,10 +9,8 @@ to call the tool again; the newest ``keep_steps`` tool-calling steps are never t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any
 
 from langchain_core.messages import BaseMessage, ToolMessage
-from typing_extensions import Unpack
 
 from langchain_promptstrat.messages import (
     CountTokens,
@@ -22,13 +20,12 @@ from langchain_promptstrat.messages import (
     split_steps,
     tool_call_ids,
 )
-from langchain_promptstrat.settings import SettingKey, Settings, settings_with_options
-from langchain_promptstrat.strategies.ladder import (
+from langchain_promptstrat.options import ToolResultsOptions
+from langchain_promptstrat.strategies.ladder_machinery.rungs import (
     PLACEHOLDER_KIND,
     Plan,
     Rewrite,
     Rung,
-    RungOptions,
     call_spans,
     done,
     kind_of,
@@ -122,54 +119,25 @@ def rewrite(
     return Rewrite(out, {"replaced": replaced, "freed": freed})
 
 
-class ToolResultsOptions(RungOptions, total=False):
-    """The options of :class:`ToolResults`: every rung's and the size an output must pass to be
-    cleared."""
-
-    min_tokens: Annotated[int | None, SettingKey("tool_results_min_tokens")]
-
-
-class ToolResults(Rung):
+class ToolResults(Rung, ToolResultsOptions):
     """``tool_results``: replace the oldest large tool outputs by placeholders to fit a token
     target.
 
-    ``ToolResults(max_tokens=100_000, min_tokens=200)``; in a ladder, the ladder's target and
-    counter.
+    ``ToolResults(max_tokens=100_000, tool_results_min_tokens=200)``; in a ladder, the ladder's
+    target and counter.
     """
 
     strategy_name = "tool_results"
-    options = ToolResultsOptions
 
-    def __init__(
-        self,
-        settings: Settings | None = None,
-        *,
-        token_counter: Any = None,
-        **options: Unpack[ToolResultsOptions],
-    ) -> None:
-        """Build the rung; an option left at None comes from ``settings``, else the environment,
-        else its default.
-
-        Args:
-            settings: Thresholds shared with other strategies (default: read from the
-                environment now); the options below win over it.
-            token_counter: None (cl100k_base), a ``TokenCounter``, a chat model or any
-                ``messages -> int`` callable (a ladder uses its own).
-
-        Raises:
-            ConfigError: A value is out of range, or a keyword is not one of these options.
-        """
-        super().__init__(
-            settings_with_options(type(self), settings, options), token_counter=token_counter
-        )
-
-    def plan(self, messages: Sequence[BaseMessage], *, target: int, counter: CountTokens) -> Plan:
+    def plan(
+        self, messages: Sequence[BaseMessage], *, max_tokens: int, counter: CountTokens
+    ) -> Plan:
         """Return the plan of :func:`rewrite` (it needs no model call)."""
         settings = self.settings
         return done(
             rewrite(
                 messages,
-                target=target,
+                target=max_tokens,
                 counter=counter,
                 min_tokens=settings.tool_results_min_tokens,
                 keep_steps=settings.keep_steps,

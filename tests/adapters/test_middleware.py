@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain.agents.middleware.types import AgentMiddleware, ModelRequest, ModelResponse
+from langchain.agents.middleware.types import ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.runtime import Runtime
@@ -17,6 +17,7 @@ from langchain_promptstrat.adapters.langgraph import pre_model_hook
 from langchain_promptstrat.adapters.middleware import (
     ABORT_KEY,
     PENDING_KEY,
+    CompactionMiddleware,
     PromptStrategyMiddleware,
 )
 from langchain_promptstrat.errors import ConfigError, InboxAborted, InboxError, UnknownStrategyError
@@ -108,7 +109,7 @@ class TestRequestRewrite:
             return messages
 
         model = ScriptedChatModel.long_run(1)
-        agent(model, PromptStrategyMiddleware([recorder])).invoke(start(), CONFIG)
+        agent(model, CompactionMiddleware([recorder])).invoke(start(), CONFIG)
         assert (
             seen[0] == ["task"]
             and [contents(call)[:2] for call in model.calls] == [["sys", "task"]] * 2
@@ -140,7 +141,7 @@ class TestRequestRewrite:
         """Awaited outside any run, as an async model call is on Python 3.10, awrap_model_call still
         sends the compacted prompt."""
         messages = agent(ScriptedChatModel.long_run(12), None).invoke(start(), CONFIG)["messages"]
-        middleware = PromptStrategyMiddleware("shorten_tools_epoch_stable", settings=SMALL_EPOCHS)
+        middleware = CompactionMiddleware("shorten_tools_epoch_stable", settings=SMALL_EPOCHS)
         request = ModelRequest(
             model=ScriptedChatModel(["hi"]),
             messages=messages,
@@ -178,34 +179,39 @@ class TestRequestRewrite:
 class TestBeforeModelNode:
     BEFORE_MODEL = "PromptStrategyMiddleware.before_model"
 
-    def test_without_an_inbox_the_graph_has_no_before_model_node(self):
-        """A list without the inbox registers no before_model node, and the middleware is still a
-        PromptStrategyMiddleware."""
-        middleware = PromptStrategyMiddleware("shorten_tools_epoch_stable")
-        assert (
-            isinstance(middleware, PromptStrategyMiddleware)
-            and middleware.name == "PromptStrategyMiddleware"
-        )
-        assert (
-            self.BEFORE_MODEL not in agent(ScriptedChatModel(["hi"]), middleware).get_graph().nodes
-        )
+    def test_a_compaction_middleware_adds_no_before_model_node(self):
+        """CompactionMiddleware, for a list without the inbox, is a PromptStrategyMiddleware with no
+        node in the graph."""
+        middleware = CompactionMiddleware("shorten_tools_epoch_stable")
+        assert isinstance(middleware, PromptStrategyMiddleware)
+        nodes = agent(ScriptedChatModel(["hi"]), middleware).get_graph().nodes
+        assert not any(name.endswith(".before_model") for name in nodes)
 
     def test_without_an_inbox_a_run_checkpoints_as_often_as_without_the_middleware(self):
         """Twelve tool calls leave as many checkpoints as an agent without the middleware, and the
         requests are still compacted."""
         model = ScriptedChatModel.long_run(12)
         with_middleware = checkpoints_of_run(
-            PromptStrategyMiddleware("shorten_tools_epoch_stable", settings=SMALL_EPOCHS), model
+            CompactionMiddleware("shorten_tools_epoch_stable", settings=SMALL_EPOCHS), model
         )
         assert with_middleware == checkpoints_of_run(None, ScriptedChatModel.long_run(12))
         assert any(len(m.content) < 2_000 for m in model.calls[-1] if isinstance(m, ToolMessage))
 
-    def test_an_inbox_root_without_the_inbox_strategy_adds_no_node(self, root):
-        """inbox_root alone does not turn the inbox on, so it adds no before_model node either."""
-        middleware = PromptStrategyMiddleware("shorten_tools_epoch_stable", inbox_root=root)
-        assert (
-            self.BEFORE_MODEL not in agent(ScriptedChatModel(["hi"]), middleware).get_graph().nodes
-        )
+    def test_no_constructor_swaps_the_class(self):
+        """A middleware is the class it was built as: PromptStrategyMiddleware keeps its node
+        whatever its list holds, and warns when that node has no inbox to pick up."""
+        with pytest.warns(RuntimeWarning, match="CompactionMiddleware applies the same"):
+            full = PromptStrategyMiddleware("shorten_tools_epoch_stable")
+        lean = CompactionMiddleware("shorten_tools_epoch_stable")
+        assert type(full) is PromptStrategyMiddleware and type(lean) is CompactionMiddleware
+        assert self.BEFORE_MODEL in agent(ScriptedChatModel(["hi"]), full).get_graph().nodes
+        assert "__new__" not in vars(PromptStrategyMiddleware)
+
+    def test_a_compaction_middleware_refuses_a_list_with_the_inbox(self):
+        """The inbox's pickup needs the before_model node, so CompactionMiddleware with it in the
+        list says to use PromptStrategyMiddleware rather than deliver no notice."""
+        with pytest.raises(ConfigError, match="use PromptStrategyMiddleware"):
+            CompactionMiddleware("shorten_tools_epoch_stable,inbox")
 
     def test_without_an_inbox_the_async_agent_gives_the_same_model_inputs(self):
         """ainvoke without a before_model node still compacts through awrap_model_call, as invoke
@@ -217,18 +223,18 @@ class TestBeforeModelNode:
         )
         agent(
             sync_model,
-            PromptStrategyMiddleware("shorten_tools_epoch_stable", settings=SMALL_EPOCHS),
+            CompactionMiddleware("shorten_tools_epoch_stable", settings=SMALL_EPOCHS),
         ).invoke(start(), CONFIG)
-        middleware = PromptStrategyMiddleware("shorten_tools_epoch_stable", settings=SMALL_EPOCHS)
+        middleware = CompactionMiddleware("shorten_tools_epoch_stable", settings=SMALL_EPOCHS)
         asyncio.run(agent(async_model, middleware).ainvoke(start(), CONFIG))
         assert [contents(c) for c in async_model.calls] == [contents(c) for c in sync_model.calls]
         assert any(
             len(m.content) < 2_000 for m in async_model.calls[-1] if isinstance(m, ToolMessage)
         )
 
-    def test_the_strategies_are_built_once_when_the_class_is_chosen(self):
-        """Choosing the class without a before_model node resolves the spec once: a named strategy's
-        factory runs once."""
+    def test_the_strategies_and_settings_given_are_the_ones_applied(self):
+        """The constructor resolves the spec it receives, once, with the settings it receives: a
+        named strategy's factory runs once and the middleware applies that object."""
         built: list[object] = []
 
         class Counted(ShortenTools):
@@ -238,11 +244,11 @@ class TestBeforeModelNode:
 
         register_strategy("counted_for_middleware", Counted)
         try:
-            middleware = PromptStrategyMiddleware("counted_for_middleware")
+            middleware = CompactionMiddleware("counted_for_middleware", settings=SMALL_EPOCHS)
         finally:
             unregister_strategy("counted_for_middleware")
         assert len(built) == 1 and middleware.strategies == built
-        assert type(middleware).before_model is AgentMiddleware.before_model
+        assert middleware.strategies[0].settings == SMALL_EPOCHS
 
     def test_with_the_default_list_the_before_model_node_is_there(self):
         """The default list holds the inbox, so the middleware keeps its before_model node."""

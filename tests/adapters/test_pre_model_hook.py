@@ -505,16 +505,15 @@ class TestPromptFloor:
                     "epoch_size": 1,
                 },
             ),
-            ("sliding_window", {"ladder_max_tokens": 0, "keep_steps": 1}),
-            ("tool_results", {"ladder_max_tokens": 0, "tool_results_min_tokens": 0}),
+            ("sliding_window", {"max_tokens": 0, "keep_steps": 1}),
+            ("tool_results", {"max_tokens": 0, "tool_results_min_tokens": 0}),
         ],
     )
     def test_extreme_settings_keep_the_floor_in_an_agent_run(self, strategies, overrides, root):
-        """Every model input of a 20-call react run holds the floor, whatever the thresholds."""
+        """Every model input of a 20-call react run holds the floor, whatever the thresholds (a
+        rung's target of 0 is its own max_tokens; the setting is a ceiling, at least 1)."""
         model = ScriptedChatModel.long_run(20, parallel=2)
-        hook = pre_model_hook(
-            [strategies, "inbox"], inbox_root=root, settings=Settings(**overrides)
-        )
+        hook = pre_model_hook([get_strategy(strategies, **overrides), "inbox"], inbox_root=root)
         start = [SystemMessage("sys"), HumanMessage("task")]
         react_agent(model, hook).invoke({"messages": start}, CONFIG)
         assert (
@@ -522,3 +521,21 @@ class TestPromptFloor:
         )  # ten answers of two parallel calls, then the final answer
         for call in model.calls:
             assert floor_problems(start, call) == []
+
+
+def test_the_hook_checks_its_ceiling_once(monkeypatch):
+    """pre_model_hook(max_tokens=...) checks the ceiling it was given once, and the inbox's pickup
+    share and the strategies' request both use that checked value."""
+    import langchain_promptstrat.adapters.langgraph as langgraph_adapter
+
+    checked: list[Any] = []
+    real = langgraph_adapter.check_max_tokens
+
+    def counted(value: Any, *args: Any) -> Any:
+        checked.append(value)
+        return real(value, *args)
+
+    monkeypatch.setattr(langgraph_adapter, "check_max_tokens", counted)
+    hook = pre_model_hook(max_tokens=("fraction", 0.5))
+    prompt = hook({"messages": [HumanMessage("task")]}, {})["llm_input_messages"]
+    assert checked == [("fraction", 0.5)] and [m.content for m in prompt] == ["task"]

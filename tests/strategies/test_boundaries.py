@@ -9,7 +9,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_promptstrat import CompactionLadder, Settings
 from langchain_promptstrat.strategies.epoch import shorten_tools_epoch
 from langchain_promptstrat.strategies.epoch_machinery.frozen_region import increment_schedule
-from langchain_promptstrat.strategies.ladder import Rewrite, Rung
+from langchain_promptstrat.strategies.ladder_machinery.rungs import Rewrite, Rung
 from langchain_promptstrat.strategies.shorten_tools import shorten_tools
 from langchain_promptstrat.strategies.summary import Summary
 from langchain_promptstrat.testing import ScriptedChatModel, build_agent_run
@@ -28,7 +28,7 @@ class SameSize(Rung):
 
     strategy_name = "same_size"
 
-    def plan(self, messages, *, target, counter):  # type: ignore[no-untyped-def]
+    def plan(self, messages, *, max_tokens, counter):  # type: ignore[no-untyped-def]
         yield from ()
         last = messages[-1]
         return Rewrite([*messages[:-1], HumanMessage("z" * len(str(last.content)))], {})

@@ -12,7 +12,7 @@ from langchain_core.tools import tool
 from realruns import REALRUNS
 
 from langchain_promptstrat import (
-    DEFAULT_CEILING,
+    DEFAULT_MAX_TOKENS,
     ContextWindowError,
     check_tool_pairs,
     prepare_prompt,
@@ -30,6 +30,7 @@ from langchain_promptstrat.strategies.epoch_stable import (
     shorten_tools_epoch_stable,
 )
 from langchain_promptstrat.strategies.ladder import CompactionLadder
+from langchain_promptstrat.strategy import PromptRequest
 from langchain_promptstrat.testing import ScriptedChatModel, iter_agent_run
 from langchain_promptstrat.tokens import TokenCounter, call_id_tokens, tool_schema_tokens
 
@@ -100,8 +101,8 @@ class TestCeiling:
         prompt = list(iter_agent_run(120, seed=2))[-1]
         strategy = bounded(12_000)
         system = [SystemMessage("Be terse. " * 300)]
-        plain = strategy.compact_for_request(prompt).messages
-        result = strategy.compact_for_request(prompt, tools=[lookup], system=system)
+        plain = strategy.apply(prompt).messages
+        result = strategy.apply(prompt, PromptRequest(tools=[lookup], system=system))
         extra = tool_schema_tokens([lookup], COUNT) + COUNT(system)
         assert (
             tool_schema_tokens([lookup], COUNT) > 20
@@ -464,7 +465,7 @@ class TestCeilingResolution:
         monkeypatch.delenv("PROMPTSTRAT_MAX_TOKENS", raising=False)
         assert (
             resolve_ceiling(None, model=ScriptedChatModel([]), settings=Settings()).tokens
-            == DEFAULT_CEILING
+            == DEFAULT_MAX_TOKENS
             == 111_616
         )
 

@@ -15,7 +15,7 @@ from langchain_core.tools import tool
 from langgraph.runtime import Runtime
 
 from langchain_promptstrat.adapters.langgraph import pre_model_hook
-from langchain_promptstrat.adapters.middleware import PromptStrategyMiddleware
+from langchain_promptstrat.adapters.middleware import CompactionMiddleware
 from langchain_promptstrat.cache_rules import has_cache_control
 from langchain_promptstrat.messages import check_tool_pairs
 from langchain_promptstrat.registry import get_strategy
@@ -164,11 +164,11 @@ class TestAdapters:
     def test_other_providers_requests_are_byte_identical(self):
         """With a non-Anthropic model, cache_breakpoints=True changes nothing in the request."""
         plain = self.sent(
-            PromptStrategyMiddleware("shorten_tools_epoch_stable"),
+            CompactionMiddleware("shorten_tools_epoch_stable"),
             self.request(ScriptedChatModel(["x"])),
         )
         marking = self.sent(
-            PromptStrategyMiddleware("shorten_tools_epoch_stable", cache_breakpoints=True),
+            CompactionMiddleware("shorten_tools_epoch_stable", cache_breakpoints=True),
             self.request(ScriptedChatModel(["x"])),
         )
         assert [m.model_dump() for m in marking.messages] == [
@@ -188,7 +188,7 @@ class TestAdapters:
             return command
 
         count = TokenCounter("cl100k_base")
-        middleware = PromptStrategyMiddleware(
+        middleware = CompactionMiddleware(
             "shorten_tools_epoch_stable", max_tokens=20_000, cache_breakpoints=True
         )
         sent = self.sent(middleware, self.request(model, tools=[bash]))
@@ -224,7 +224,7 @@ class TestComposition:
             return command
 
         tools = [bash]
-        ours = PromptStrategyMiddleware("shorten_tools_epoch_stable", cache_breakpoints=True)
+        ours = CompactionMiddleware("shorten_tools_epoch_stable", cache_breakpoints=True)
         payloads, alone = [], []
 
         def final(request):
@@ -273,7 +273,7 @@ class TestComposition:
             """Run a command."""
             return command
 
-        ours = PromptStrategyMiddleware("shorten_tools_epoch_stable", cache_breakpoints=True)
+        ours = CompactionMiddleware("shorten_tools_epoch_stable", cache_breakpoints=True)
         counts = []
 
         def final(request):

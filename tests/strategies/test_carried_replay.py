@@ -28,6 +28,7 @@ from langchain_core.messages import (
 
 import langchain_promptstrat.strategies.epoch_stable as epoch_stable
 from langchain_promptstrat.strategies.epoch_stable import CarriedReplay, ShortenToolsEpochStable
+from langchain_promptstrat.strategy import PromptRequest
 from langchain_promptstrat.testing import iter_agent_run
 
 CEILING = 12_000
@@ -65,9 +66,9 @@ def compact(
     history: list[BaseMessage], carried: CarriedReplay | None = None, **options: Any
 ) -> Any:
     """Return a new strategy object's result (nothing remembered from an earlier call)."""
-    return ShortenToolsEpochStable(
-        max_tokens=options.pop("max_tokens", CEILING), **options
-    ).compact_for_request(reloaded(history), carried=carried)
+    return ShortenToolsEpochStable(max_tokens=options.pop("max_tokens", CEILING), **options).apply(
+        reloaded(history), PromptRequest(carried=carried)
+    )
 
 
 def same(a: Any, b: Any) -> bool:
@@ -177,7 +178,8 @@ def test_a_value_carried_past_a_text_answer_resumes_a_retry_to_a_full_replays_by
 
 
 @pytest.mark.parametrize(
-    "change", [{"max_tokens": CEILING + 1_000}, {"epoch_size": 40}, {"read_output_chars": 0}]
+    "change",
+    [{"max_tokens": CEILING + 1_000}, {"stable_epoch_size": 40}, {"stable_read_output_chars": 0}],
 )
 def test_a_value_computed_under_another_ceiling_or_setting_is_not_resumed(
     change: dict[str, Any], rule_steps: list[int]

@@ -974,7 +974,9 @@ class TestNoticeOnlyWhenSomethingChanged:
         """Three calls whose outputs are ``ok``, one call kept whole: nothing is cut, so the prompt
         is the history."""
         messages = self.short_run(["ok", "ok", "ok"])
-        result = cls(tool_call_threshold=1, full_tool_calls=1, epoch_size=1).compact(messages)
+        result = cls(epoch_tool_call_threshold=1, epoch_full_tool_calls=1, epoch_size=1).compact(
+            messages
+        )
         assert notices(result.messages) == []
         assert result.messages == messages and result.report.shortened == 0
 
@@ -982,9 +984,9 @@ class TestNoticeOnlyWhenSomethingChanged:
         """Of two calls past the boundary, only the one with a long output is cut, and the notice
         says one."""
         messages = self.short_run(["x" * 5_000, "ok", "ok"])
-        result = ShortenToolsEpoch(tool_call_threshold=1, full_tool_calls=1, epoch_size=1).compact(
-            messages
-        )
+        result = ShortenToolsEpoch(
+            epoch_tool_call_threshold=1, epoch_full_tool_calls=1, epoch_size=1
+        ).compact(messages)
         assert len(notices(result.messages)) == 1
         assert result.report.shortened == 1
         notice = result.messages[notices(result.messages)[0]]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -528,3 +529,58 @@ class TestComposition:
         """A notice posted through DirectoryInbox is delivered by the strategy."""
         DirectoryInbox.for_save_file(save_file).post("via store")
         assert contents(Inbox().compact([], save_file=save_file).messages) == ["via store"]
+
+
+FILE_EVENTS = ("open", "os.listdir", "os.scandir", "os.mkdir", "os.remove", "os.rename")
+"""The audit events of a file opened, a directory listed, made, or an entry removed or moved."""
+_watching: list[list[str]] = []
+
+
+def _record_file_events(event: str, args: tuple[object, ...]) -> None:
+    if _watching and event in FILE_EVENTS:
+        _watching[-1].append(f"{event} {args[0]!r}")
+
+
+sys.addaudithook(_record_file_events)  # a process keeps its audit hooks: it records only when asked
+
+
+@pytest.mark.parametrize(
+    "config",
+    [None, {"configurable": {}}, {"configurable": {"user": "x"}}],
+    ids=["no config", "an empty configurable", "no thread in it"],
+)
+def test_the_default_list_touches_no_file_when_the_request_names_no_save_file_or_thread(
+    tmp_path, monkeypatch, config
+):
+    """With neither a save file nor a thread in the request, the default list (the inbox
+    included) opens, lists, stats or writes no file, even with an inbox root set: a server
+    serving requests without threads pays no disk access."""
+    monkeypatch.setenv(INBOX_ROOT_ENV, str(tmp_path / "inboxes"))
+    history = [SystemMessage("sys"), HumanMessage("task")]
+    for i in range(160):
+        history += [
+            AIMessage("", tool_calls=[{"name": "read", "args": {"n": i}, "id": f"c{i}"}]),
+            ToolMessage(f"output {i}\n" + "line\n" * 50, tool_call_id=f"c{i}"),
+        ]
+    apply_strategies(history[:-2], config=config)  # warm: the encoding loads once per process
+    stats: list[str] = []
+    real_stat = os.stat
+
+    def stat(path, *args, **kwargs):
+        stats.append(f"stat {path!r}")
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", stat)
+    _watching.append([])
+    try:
+        _, reports = apply_strategies(history, config=config)
+    finally:
+        touched = _watching.pop()
+        monkeypatch.setattr(os, "stat", real_stat)
+    assert [r.strategy for r in reports] == [
+        "dedupe_outputs",
+        "shorten_tools_epoch_stable",
+        "inbox",
+    ]
+    assert reports[-1].details["delivered"] == 0
+    assert touched + stats == []

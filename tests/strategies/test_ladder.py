@@ -28,10 +28,10 @@ from langchain_promptstrat.messages import (
 )
 from langchain_promptstrat.messages.history_memo import call_points
 from langchain_promptstrat.settings import Settings
-from langchain_promptstrat.strategies.ladder import (
+from langchain_promptstrat.strategies.ladder import CompactionLadder
+from langchain_promptstrat.strategies.ladder_machinery.rungs import (
     NOTE_KIND,
     PLACEHOLDER_KIND,
-    CompactionLadder,
     kind_of,
 )
 from langchain_promptstrat.strategies.sliding_window import SlidingWindow, note
@@ -254,7 +254,7 @@ class TestReferenceLadder:
         """prepare_prompt(msgs, "tool_results,sliding_window") applies each rung against the same
         target."""
         run = build_agent_run(30, seed=2, output_bytes=(2000, 4000))
-        monkeypatch.setenv("LADDER_MAX_TOKENS", "3000")
+        monkeypatch.setenv("PROMPTSTRAT_MAX_TOKENS", "3000")
         assert prepare_prompt(run, "tool_results,sliding_window") == one_shot(3000).invoke(run)
 
     def test_rungs_by_name_and_configuration_errors(self):
@@ -320,7 +320,7 @@ def at_floor(ladder: CompactionLadder, messages) -> bool:
     tokens."""
     size = COUNT(messages)
     for rung in ladder.rungs:
-        out = rung.rewrite(messages, target=0, counter=COUNT)
+        out = rung.rewrite(messages, max_tokens=0, counter=COUNT)
         if out is not None and COUNT(out) < size:
             return False
     return True

@@ -203,14 +203,12 @@ class TestTheDefaultsShortenedForm:
         assert isinstance(sent.content, list) and sent.content[0]["text"].startswith("Truncated (")  # type: ignore[index]
 
     def test_the_option_is_a_typed_setting(self) -> None:
-        """ShortenToolsEpochStable(read_output_chars=...) sets stable_read_output_chars; a negative
-        size is refused."""
-        assert (
-            ShortenToolsEpochStable(read_output_chars=2_000).settings.stable_read_output_chars
-            == 2_000
-        )
+        """ShortenToolsEpochStable(stable_read_output_chars=...) sets the setting of that name; a
+        negative size is refused."""
+        strategy = ShortenToolsEpochStable(stable_read_output_chars=2_000)
+        assert strategy.settings.stable_read_output_chars == 2_000
         with pytest.raises(ConfigError):
-            ShortenToolsEpochStable(read_output_chars=-1)
+            ShortenToolsEpochStable(stable_read_output_chars=-1)
 
     def test_the_report_counts_a_shortened_file_read_and_not_one_that_already_fits(self) -> None:
         """All 13 frozen calls count as shortened; a file read that fits in the read size is sent as
@@ -324,15 +322,18 @@ class TestUnderACeiling:
     ) -> None:
         """With any read and narration size, every prompt of a run with read_file calls is under the
         ceiling, pairs intact, and the same bytes from a fresh object."""
-        options = {"read_output_chars": read_chars, "narration_chars": narration_chars}
-        strategy = ShortenToolsEpochStable(max_tokens=ceiling, token_counter=COUNT, **options)  # type: ignore[arg-type]
+        options = {
+            "stable_read_output_chars": read_chars,
+            "stable_narration_chars": narration_chars,
+        }
+        strategy = ShortenToolsEpochStable(max_tokens=ceiling, token_counter=COUNT, **options)
         prompts = list(iter_agent_run(60, seed=seed))
         for n, prompt in enumerate(prompts):
             result = strategy.compact(list(prompt))
             assert COUNT(result.messages) <= ceiling
             assert not check_tool_pairs(result.messages)
             if n % 20 == 19:
-                fresh = ShortenToolsEpochStable(max_tokens=ceiling, token_counter=COUNT, **options)  # type: ignore[arg-type]
+                fresh = ShortenToolsEpochStable(max_tokens=ceiling, token_counter=COUNT, **options)
                 assert fresh.compact(list(prompt)).messages == result.messages
 
     def test_the_prefix_is_stable_between_ceiling_events(self) -> None:

@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 
 from langchain_promptstrat import check_tool_pairs, get_strategy
 from langchain_promptstrat.messages import is_real_user_message, mark, mark_of
-from langchain_promptstrat.strategies.ladder import NOTE_KIND, kind_of
+from langchain_promptstrat.strategies.ladder_machinery.rungs import NOTE_KIND, kind_of
 from langchain_promptstrat.strategies.sliding_window import SlidingWindow, layout, note, rewrite
 from langchain_promptstrat.tokens import TokenCounter
 
@@ -121,10 +121,11 @@ class TestRewrite:
 
 
 class TestSlidingWindowStrategy:
-    def test_get_strategy_builds_it_with_the_ladder_max_tokens_setting(self, monkeypatch):
-        """On its own the window aims at LADDER_MAX_TOKENS, read when the strategy is built."""
+    def test_get_strategy_builds_it_with_the_max_tokens_setting(self, monkeypatch):
+        """On its own the window aims at PROMPTSTRAT_MAX_TOKENS, read when the strategy is
+        built."""
         msgs = [SYSTEM, *turn(1), *turn(2), *task(1)]
-        monkeypatch.setenv("LADDER_MAX_TOKENS", "0")
+        monkeypatch.setenv("PROMPTSTRAT_MAX_TOKENS", "1")
         result = get_strategy("sliding_window").compact(msgs)
         # all but system, the run's task and the current turn's 3: both turns' calls, 1-4
         assert result.messages == [SYSTEM, msgs[1], note(len(msgs) - 5, [1, 4]), *msgs[-3:]]

@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_promptstrat import ConfigError, check_tool_pairs, get_strategy
 from langchain_promptstrat.messages import is_real_user_message, mark_of
 from langchain_promptstrat.settings import Settings
-from langchain_promptstrat.strategies.ladder import SUMMARY_KIND, kind_of
+from langchain_promptstrat.strategies.ladder_machinery.rungs import SUMMARY_KIND, kind_of
 from langchain_promptstrat.strategies.sliding_window import note
 from langchain_promptstrat.strategies.summary import (
     COMBINE_INSTRUCTIONS,

@@ -11,7 +11,7 @@ from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 
 from langchain_promptstrat import check_tool_pairs, get_strategy
 from langchain_promptstrat.messages import handle_text, mark_of
-from langchain_promptstrat.strategies.ladder import PLACEHOLDER_KIND, kind_of
+from langchain_promptstrat.strategies.ladder_machinery.rungs import PLACEHOLDER_KIND, kind_of
 from langchain_promptstrat.strategies.sliding_window import note
 from langchain_promptstrat.strategies.tool_results import (
     PLACEHOLDER_TEXT,
@@ -154,11 +154,11 @@ class TestRewrite:
 
 
 class TestToolResultsStrategy:
-    def test_on_its_own_it_aims_at_the_ladder_max_tokens_setting(self, monkeypatch):
-        """get_strategy("tool_results") reads LADDER_MAX_TOKENS and TOOL_RESULTS_MIN_TOKENS when
-        built."""
+    def test_on_its_own_it_aims_at_the_max_tokens_setting(self, monkeypatch):
+        """get_strategy("tool_results") reads PROMPTSTRAT_MAX_TOKENS and TOOL_RESULTS_MIN_TOKENS
+        when built."""
         msgs = run_of([300] * 4)
-        monkeypatch.setenv("LADDER_MAX_TOKENS", str(COUNT(msgs) - 1))
+        monkeypatch.setenv("PROMPTSTRAT_MAX_TOKENS", str(COUNT(msgs) - 1))
         monkeypatch.setenv("TOOL_RESULTS_MIN_TOKENS", "100000")
         assert get_strategy("tool_results").invoke(msgs) == msgs
         monkeypatch.setenv("TOOL_RESULTS_MIN_TOKENS", "200")
@@ -170,12 +170,12 @@ class TestToolResultsStrategy:
         ]
 
     def test_explicit_arguments_win(self, monkeypatch):
-        """max_tokens, min_tokens and keep_steps given to the class are its settings, whatever the
-        environment says."""
-        monkeypatch.setenv("LADDER_MAX_TOKENS", "50000")
+        """max_tokens, tool_results_min_tokens and keep_steps given to the class win over the
+        environment."""
+        monkeypatch.setenv("PROMPTSTRAT_MAX_TOKENS", "50000")
         monkeypatch.setenv("TOOL_RESULTS_MIN_TOKENS", "300")
         monkeypatch.setenv("KEEP_STEPS", "4")
-        strategy = ToolResults(max_tokens=5, min_tokens=7, keep_steps=2)
+        strategy = ToolResults(max_tokens=5, tool_results_min_tokens=7, keep_steps=2)
         assert (
             strategy.max_tokens,
             strategy.settings.tool_results_min_tokens,

@@ -18,7 +18,11 @@ from langchain_promptstrat.messages import leading_system_count, shorten_tool_ou
 from langchain_promptstrat.messages.history_memo import Head
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.epoch_machinery.costs import Costs
-from langchain_promptstrat.strategies.ladder import LadderPass, ladder_pass, run_plan
+from langchain_promptstrat.strategies.ladder_machinery.rungs import (
+    LadderPass,
+    ladder_pass,
+    run_plan,
+)
 from langchain_promptstrat.strategies.sliding_window import SlidingWindow
 from langchain_promptstrat.strategies.tool_results import ToolResults
 
