@@ -117,12 +117,12 @@ def test_a_message_list_crosses_each_module_at_most_once(spec, max_tokens, histo
 
 
 def test_the_trace_sees_a_module_called_back_the_ladder_calling_its_rungs(history):
-    """The tracer can fail: a ladder's pass (``strategies/ladder.py``) calls each rung, whose step
-    reads the plan's helpers again, so its call edges hold a cycle (a ladder runs the strategies it
-    is given; it is not the default)."""
+    """The tracer can fail: a ladder's pass (``strategies/ladder_machinery/rungs.py``) calls each
+    rung, whose step reads the pass's helpers again, so its call edges hold a cycle (a ladder runs
+    the strategies it is given; it is not the default)."""
     strategies = resolve_strategies("tool_results,sliding_window")
     cycle = cycle_of(call_edges(lambda: prepare_prompt(history, strategies, max_tokens=14_000)))
-    assert cycle is not None and "strategies/ladder.py" in cycle
+    assert cycle is not None and "strategies/ladder_machinery/rungs.py" in cycle
 
 
 def test_the_cycle_finder_reports_exactly_the_closed_paths():
