@@ -74,8 +74,8 @@ def _held() -> dict[str, int]:
         for i, cache in enumerate(list(history_memo._every_cache))
     }
     held |= {
-        f"memoized {f.__wrapped__.__qualname__}": f.cache_info().currsize
-        for f in history_memo._memoized
+        f"memoized {made.name}": made.remembered.cache_info().currsize
+        for made in history_memo._memoized
     }
     held["message_keys"] = len(history_memo._recent.items)
     return held

@@ -36,6 +36,7 @@ import json
 import marshal
 import operator
 import os
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
@@ -60,8 +61,19 @@ _caches_on = os.environ.get("PROMPTSTRAT_CACHES", "").strip().lower() != "off"
 _every_cache: weakref.WeakSet[Any] = weakref.WeakSet()
 """Every live memo or cache object made here (each has ``clear()``), for :func:`clear_caches`."""
 
-_memoized: list[Any] = []
-"""The ``functools.lru_cache`` of every function made with :func:`memoized`."""
+
+class _Memoized(NamedTuple):
+    """A function made with :func:`memoized`: where it is bound, itself, its remembering form."""
+
+    module: str
+    name: str
+    plain: Callable[..., Any]
+    remembered: Any
+    """Its ``functools.lru_cache``."""
+
+
+_memoized: list[_Memoized] = []
+"""Every function made with :func:`memoized`."""
 
 
 def caches_enabled() -> bool:
@@ -78,6 +90,8 @@ def set_caches(on: bool) -> bool:
     """
     global _caches_on
     before, _caches_on = _caches_on, bool(on)
+    for made in _memoized:  # bind the form the switch asks for where the module calls it
+        setattr(sys.modules[made.module], made.name, made.remembered if on else made.plain)
     return before
 
 
@@ -96,20 +110,18 @@ R = TypeVar("R")
 
 
 def memoized(maxsize: int | None) -> Callable[[Callable[P, R]], Callable[P, R]]:
-    """Return a decorator remembering a function's results by its (hashable) arguments, at most
-    ``maxsize`` of them (``functools.lru_cache``), obeying the switch and :func:`clear_caches`."""
+    """Return a decorator remembering a module-level function's results by its (hashable) arguments,
+    at most ``maxsize`` of them (``functools.lru_cache``), obeying the switch and
+    :func:`clear_caches`.
+
+    The switch binds the module's name to the remembering function or to the plain one (so a
+    call adds no frame): call it through its own module, not a name imported elsewhere.
+    """
 
     def decorate(function: Callable[P, R]) -> Callable[P, R]:
-        remembered = cast(Callable[P, R], functools.lru_cache(maxsize)(function))
-        _memoized.append(remembered)
-
-        @functools.wraps(function)
-        def call(*args: P.args, **kwargs: P.kwargs) -> R:
-            if _caches_on:
-                return remembered(*args, **kwargs)
-            return function(*args, **kwargs)
-
-        return call
+        remembered = functools.lru_cache(maxsize)(function)
+        _memoized.append(_Memoized(function.__module__, function.__name__, function, remembered))
+        return cast(Callable[P, R], remembered) if _caches_on else function
 
     return decorate
 
@@ -888,6 +900,6 @@ def clear_caches() -> None:
     :func:`memoized` (for measurements and tests; results never depend on them)."""
     for cache in list(_every_cache):
         cache.clear()
-    for remembered in _memoized:
-        remembered.cache_clear()
+    for made in _memoized:
+        made.remembered.cache_clear()
     _recent.clear()
