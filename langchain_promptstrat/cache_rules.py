@@ -30,6 +30,7 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_promptstrat.defaults import (
     CACHE_RULES as CACHE_RULES,
 )  # simulate imports it from here
+from langchain_promptstrat.messages.history_memo import caches_enabled
 
 OPENAI_MIN_TOKENS = 1024
 OPENAI_INCREMENT = 128
@@ -99,13 +100,14 @@ class CacheRule:
         keys: dict[int, tuple[BaseMessage, str]] = {}
         out: list[int] = []
         h = self.start
+        seen = self._keys if caches_enabled() else {}
         for message in prompt:
-            known = self._keys.get(id(message))
+            known = seen.get(id(message))
             key = known[1] if known is not None and known[0] is message else self.canonical(message)
             keys[id(message)] = (message, key)
             h = hash((h, key))
             out.append(h)
-        self._keys = keys
+        self._keys = keys if caches_enabled() else {}
         return out
 
     @property

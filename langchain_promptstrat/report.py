@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import operator
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -13,8 +12,7 @@ from typing import Any, NamedTuple
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
-from langchain_promptstrat.messages import message_chars
-from langchain_promptstrat.messages.history_memo import message_keys
+from langchain_promptstrat.messages.history_memo import running_chars
 
 logger = logging.getLogger("langchain_promptstrat")
 """The package logger; every strategy call's report is logged here at DEBUG."""
@@ -74,9 +72,9 @@ def make_report(
 ) -> StrategyReport:
     """Return a report for a call that turned ``before`` into ``after`` (an untouched list is
     measured once)."""
-    chars_before = _running_chars.total(before)
+    chars_before = running_chars(before)
     unchanged = len(before) == len(after) and all(map(operator.is_, before, after))
-    chars_after = chars_before if unchanged else _running_chars.total(after)
+    chars_after = chars_before if unchanged else running_chars(after)
     return StrategyReport(
         strategy=strategy,
         messages_in=len(before),
@@ -91,39 +89,3 @@ def make_report(
         chars_after=chars_after,
         details=details,
     )
-
-
-class _RunningChars:
-    """The character totals of the last lists measured (their message keys, no message): a list
-    extending one is measured only after it."""
-
-    size = 8
-
-    def __init__(self) -> None:
-        self._items: list[tuple[list[int], int]] = []
-        self._lock = threading.Lock()
-
-    def total(self, messages: Sequence[BaseMessage]) -> int:
-        """Return ``sum(map(message_chars, messages))``."""
-        if not messages:
-            return 0
-        try:
-            keys = message_keys(messages)
-        except (TypeError, AttributeError):  # not a pydantic message: measured, not remembered
-            return sum(map(message_chars, messages))
-        with self._lock:
-            items = sorted(
-                self._items, key=lambda item: len(item[0]), reverse=True
-            )  # the longest list it extends is the first that matches
-        n = len(keys)
-        best = next(
-            (item for item in items if len(item[0]) <= n and item[0] == keys[: len(item[0])]), None
-        )
-        done = len(best[0]) if best is not None else 0
-        total = (best[1] if best is not None else 0) + sum(map(message_chars, messages[done:]))
-        with self._lock:
-            self._items = [*self._items[-(self.size - 1) :], (keys, total)]
-        return total
-
-
-_running_chars = _RunningChars()

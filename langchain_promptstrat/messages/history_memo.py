@@ -12,7 +12,15 @@ changes a result.
 * the head cache (:func:`recall_head`, :func:`remember_head`): a compacted head of a
   conversation, shared by the epoch strategies, bounded by entries and characters;
 * :class:`IdentityMemo` and :class:`SizedCache`, the bounded tables of the token counter's,
-  the summary's and the default's per-message memos.
+  the summary's and the default's per-message memos; :func:`memoized`, the one way a module
+  remembers a function's results; :func:`running_chars`, the report's character totals.
+
+The one switch: every memo and cache here, and every one made with it, is on unless the
+environment variable ``PROMPTSTRAT_CACHES`` is ``off`` when the package is imported. While off
+(:func:`caches_off`, :func:`set_caches`), every memo misses and stores nothing, so a result is
+computed from the messages alone: it is the same, byte for byte, as with the caches on (a cache
+is an optimisation only; ``tests/test_caches.py`` checks it). :func:`clear_caches` forgets what
+every one of them holds.
 
 Everything holds the caller's messages weakly and is bounded; it is thread-safe (single dict
 operations under the GIL, eviction under a lock). Must not decide anything: the strategies do.
@@ -20,17 +28,21 @@ operations under the GIL, eviction under a lock). Must not decide anything: the 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import marshal
 import operator
+import os
+import sys
 import threading
 import weakref
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast
+from typing import Any, Generic, NamedTuple, ParamSpec, Protocol, TypeVar, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
@@ -38,6 +50,86 @@ from langchain_promptstrat.messages.recorded_calls import message_chars
 
 _DEREF = weakref.ref.__call__
 """Dereference a weak reference, as a C function ``map`` can call without a Python frame."""
+
+
+# ---- the one switch ------------------------------------------------------------------------
+
+
+_caches_on = os.environ.get("PROMPTSTRAT_CACHES", "").strip().lower() != "off"
+"""Whether memos and caches are used: read from ``PROMPTSTRAT_CACHES`` once, at import."""
+
+_every_cache: weakref.WeakSet[Any] = weakref.WeakSet()
+"""Every live memo or cache object made here (each has ``clear()``), for :func:`clear_caches`."""
+
+
+class _Memoized(NamedTuple):
+    """A function made with :func:`memoized`: where it is bound, itself, its remembering form."""
+
+    module: str
+    name: str
+    plain: Callable[..., Any]
+    remembered: Any
+    """Its ``functools.lru_cache``."""
+
+
+_memoized: list[_Memoized] = []
+"""Every function made with :func:`memoized`."""
+
+
+def caches_enabled() -> bool:
+    """Return whether memos and caches are used (``PROMPTSTRAT_CACHES=off`` at import: not)."""
+    return _caches_on
+
+
+def set_caches(on: bool) -> bool:
+    """Turn every memo and cache of the package on or off, process-wide; return the previous
+    setting.
+
+    Off, each misses and stores nothing; what they held before stays, and is used again when
+    they are turned back on (it was right then and still is).
+    """
+    global _caches_on
+    before, _caches_on = _caches_on, bool(on)
+    for made in _memoized:  # bind the form the switch asks for where the module calls it
+        setattr(sys.modules[made.module], made.name, made.remembered if on else made.plain)
+    return before
+
+
+@contextlib.contextmanager
+def caches_off() -> Iterator[None]:
+    """Run the block with every memo and cache off, then restore the setting found."""
+    before = set_caches(False)
+    try:
+        yield
+    finally:
+        set_caches(before)
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def memoized(maxsize: int | None) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Return a decorator remembering a module-level function's results by its (hashable) arguments,
+    at most ``maxsize`` of them (``functools.lru_cache``), obeying the switch and
+    :func:`clear_caches`.
+
+    The switch binds the module's name to the remembering function or to the plain one (so a
+    call adds no frame): call it through its own module, not a name imported elsewhere.
+    """
+
+    def decorate(function: Callable[P, R]) -> Callable[P, R]:
+        remembered = functools.lru_cache(maxsize)(function)
+        _memoized.append(_Memoized(function.__module__, function.__name__, function, remembered))
+        return cast(Callable[P, R], remembered) if _caches_on else function
+
+    return decorate
+
+
+def register_cache(cache: Any) -> None:
+    """Let :func:`clear_caches` call ``cache.clear()`` while it lives (held weakly): for a memo a
+    module keeps that is not one of the tables here (it must also obey :func:`caches_enabled`)."""
+    _every_cache.add(cache)
 
 
 # ---- what a message is, as one number ------------------------------------------------------
@@ -276,6 +368,10 @@ class _RecentLists:
                     found[i] = keys[p]
         return found
 
+    def clear(self) -> None:
+        with self.lock:
+            self.items.clear()
+
     def _remember(self, entry: _Keyed) -> None:
         """Remember ``entry`` (the oldest beyond the size goes), until its last message is
         collected."""
@@ -307,7 +403,7 @@ def message_keys(messages: Sequence[BaseMessage]) -> list[int]:
     ``tool_calls`` and ``additional_kwargs`` objects) reuses its keys, and so does a message
     found in another remembered list; only the others are computed.
     """
-    return _recent.keys(messages)
+    return _recent.keys(messages) if _caches_on else compute_keys(messages)
 
 
 def keys_computed() -> int:
@@ -445,6 +541,7 @@ class ReplayMemo(Generic[S]):
         self.size = size
         self._items: list[tuple[S, int, int | None]] = []
         self._lock = threading.Lock()
+        register_cache(self)
 
     def __len__(self) -> int:
         return len(self._items)
@@ -476,6 +573,8 @@ class ReplayMemo(Generic[S]):
     def _find(self, messages: Sequence[BaseMessage], budget: int | None) -> tuple[S, S] | None:
         """Return the state :meth:`recall` finds, as remembered and as returned (the same, or a copy
         holding ``messages``)."""
+        if not _caches_on:
+            return None
         with self._lock:
             items = [state for state, _, made_for in self._items if made_for == budget]
         n = len(messages)
@@ -498,7 +597,7 @@ class ReplayMemo(Generic[S]):
     ) -> None:
         """Remember ``state`` (holding ``chars`` characters of its own; made for ``budget``),
         forgetting the oldest beyond the size or ``max_chars``."""
-        if max_chars is not None and chars > max_chars:
+        if not _caches_on or (max_chars is not None and chars > max_chars):
             return
         with self._lock:
             items = (
@@ -513,6 +612,8 @@ class ReplayMemo(Generic[S]):
     def forget(self) -> None:
         with self._lock:
             self._items = []
+
+    clear = forget
 
 
 K = TypeVar("K")
@@ -556,6 +657,7 @@ class IdentityMemo(Generic[V]):
                 entries.pop(ref.key, None)
 
         self._forget = forget
+        register_cache(self)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -563,6 +665,8 @@ class IdentityMemo(Generic[V]):
     def get(self, obj: Any, *check: Any) -> V | None:
         """Return the value remembered for ``obj`` with the same (or equal) ``check`` objects, else
         None."""
+        if not _caches_on:
+            return None
         entry = self._lookup(id(obj))
         if entry is not None and entry[0]() is obj and entry[1] == check:
             return entry[2]
@@ -571,7 +675,7 @@ class IdentityMemo(Generic[V]):
     def put(self, obj: Any, value: V, *check: Any) -> None:
         """Remember ``value`` for ``obj`` (and these ``check`` objects), evicting the oldest entries
         past the bound."""
-        if self.max_entries <= 0:
+        if self.max_entries <= 0 or not _caches_on:
             return
         key = id(obj)
         try:
@@ -587,6 +691,10 @@ class IdentityMemo(Generic[V]):
                     break
             entries[key] = (ref, check, value)
 
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
 
 class SizedCache(Generic[K, V]):
     """A value per equal key, bounded by the total size of the entries (oldest evicted first)."""
@@ -599,16 +707,17 @@ class SizedCache(Generic[K, V]):
         self.size = 0
         self._entries: dict[K, tuple[V, int]] = {}
         self._lock = threading.Lock()
+        register_cache(self)
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def get(self, key: K) -> V | None:
-        entry = self._entries.get(key)
+        entry = self._entries.get(key) if _caches_on else None
         return None if entry is None else entry[0]
 
     def put(self, key: K, value: V, size: int) -> None:
-        if size > self.max_size or self.max_entries == 0:
+        if size > self.max_size or self.max_entries == 0 or not _caches_on:
             return
         with self._lock:
             entries = self._entries
@@ -731,6 +840,66 @@ def remember_head(
         )
 
 
+# ---- the report's character totals -----------------------------------------------------------
+
+
+class _RunningChars:
+    """The character totals of the last lists measured (their message keys, no message): a list
+    extending one is measured only after it."""
+
+    size = 8
+
+    def __init__(self) -> None:
+        self._items: list[tuple[list[int], int]] = []
+        self._lock = threading.Lock()
+        register_cache(self)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def total(self, messages: Sequence[BaseMessage]) -> int:
+        """Return ``sum(map(message_chars, messages))``."""
+        if not messages:
+            return 0
+        if not _caches_on:
+            return sum(map(message_chars, messages))
+        try:
+            keys = message_keys(messages)
+        except (TypeError, AttributeError):  # not a pydantic message: measured, not remembered
+            return sum(map(message_chars, messages))
+        with self._lock:
+            items = sorted(
+                self._items, key=lambda item: len(item[0]), reverse=True
+            )  # the longest list it extends is the first that matches
+        n = len(keys)
+        best = next(
+            (item for item in items if len(item[0]) <= n and item[0] == keys[: len(item[0])]), None
+        )
+        done = len(best[0]) if best is not None else 0
+        total = (best[1] if best is not None else 0) + sum(map(message_chars, messages[done:]))
+        with self._lock:
+            self._items = [*self._items[-(self.size - 1) :], (keys, total)]
+        return total
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items = []
+
+
+_running_chars = _RunningChars()
+
+
+def running_chars(messages: Sequence[BaseMessage]) -> int:
+    """Return ``sum(map(message_chars, messages))``, measuring only what extends a list measured
+    recently (a prompt and the history it was built from, call after call)."""
+    return _running_chars.total(messages)
+
+
 def clear_caches() -> None:
-    """Forget every remembered head (for measurements; results never depend on them)."""
-    _heads.clear()
+    """Forget what every memo and cache holds, here and in the functions made with
+    :func:`memoized` (for measurements and tests; results never depend on them)."""
+    for cache in list(_every_cache):
+        cache.clear()
+    for made in _memoized:
+        made.remembered.cache_clear()
+    _recent.clear()

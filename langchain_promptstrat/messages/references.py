@@ -29,7 +29,6 @@ strategy.
 from __future__ import annotations
 
 import bisect
-import functools
 import itertools
 import re
 import threading
@@ -40,7 +39,12 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from langchain_promptstrat.messages.history_memo import IdentityMemo
+from langchain_promptstrat.messages.history_memo import (
+    IdentityMemo,
+    caches_enabled,
+    memoized,
+    register_cache,
+)
 from langchain_promptstrat.messages.read_back import READ_BACK_TOOL
 from langchain_promptstrat.messages.recorded_calls import content_text, recorded_calls
 
@@ -205,7 +209,7 @@ class _Conversation:
         return more
 
 
-@functools.lru_cache(maxsize=256)
+@memoized(256)
 def _lines_of_text(text: str) -> frozenset[str]:
     """Return the whole lines of a stored output's text (a few are asked again and again)."""
     return frozenset(text.split("\n"))
@@ -475,6 +479,10 @@ class _Recent:
     def __init__(self) -> None:
         self._entries: list[_Rewrites] = []
         self._lock = threading.Lock()
+        register_cache(self)
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
     def find(
         self, source: Sequence[BaseMessage], prompt: Sequence[BaseMessage], handles: bool
@@ -482,7 +490,7 @@ class _Recent:
         """Return the remembered rewrites sharing the most leading messages with ``prompt``, made
         for a conversation ``source`` continues (an empty one when there is none)."""
         with self._lock:
-            entries = list(self._entries)
+            entries = list(self._entries) if caches_enabled() else []
         best, best_shared = _Rewrites([], [], {}), -1
         for entry in entries:
             if entry.handles != handles or len(entry.source) > len(source):
@@ -512,6 +520,8 @@ class _Recent:
         shown: list[frozenset[str]],
     ) -> None:
         """Remember the rewrites of ``prompt``, in place of the ``earlier`` ones it continues."""
+        if not caches_enabled():
+            return
         try:
             refs = earlier.prompt[: earlier.shared] + [
                 weakref.ref(m) for m in prompt[earlier.shared :]
@@ -524,6 +534,10 @@ class _Recent:
         with self._lock:
             kept = [e for e in self._entries if e.prompt is not earlier.prompt]
             self._entries = [*kept[-(self.size - 1) :], entry]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries = []
 
 
 def _same(refs: Sequence[weakref.ref[BaseMessage]], messages: Sequence[BaseMessage]) -> bool:

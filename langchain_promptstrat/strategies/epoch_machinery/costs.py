@@ -6,14 +6,13 @@ Knows no strategy: the shortened form and the notice's strategy name come in as 
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langchain_promptstrat.messages import CountTokens, Fate, ToolCallRecord, ToolIndex
-from langchain_promptstrat.messages.history_memo import IdentityMemo
+from langchain_promptstrat.messages.history_memo import IdentityMemo, memoized
 from langchain_promptstrat.strategies.epoch_machinery.notice import compaction_notice
 from langchain_promptstrat.strategies.epoch_machinery.shortened_form import ShortenedForm
 from langchain_promptstrat.tokens import message_counter, missing_call_id_tokens
@@ -76,7 +75,7 @@ NOTICE_CALLS = 99_999
 """The most calls whose notice the reserve is sure to cover (each count at most five digits)."""
 
 
-@functools.lru_cache(maxsize=2)
+@memoized(2)
 def _largest_notices(handles: bool, strategy: str) -> tuple[BaseMessage, ...]:
     """Return the notices with the longest counts, each one call or :data:`NOTICE_CALLS`.
 

@@ -11,7 +11,6 @@ values (ints, None, tuples of int pairs), so it travels as JSON.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import importlib.metadata
 import json
@@ -36,6 +35,7 @@ from langchain_promptstrat.messages.history_memo import (
     describes,
     history_key,
     is_call_point,
+    memoized,
 )
 from langchain_promptstrat.settings import Settings
 from langchain_promptstrat.strategies.epoch_machinery.costs import Costs, StepCosts
@@ -272,7 +272,7 @@ def _fingerprint(
     )
 
 
-@functools.lru_cache(maxsize=64)
+@memoized(64)
 def _fingerprint_of(
     settings: Settings, counter: str, exact: bool, budget: tuple[int, int, float]
 ) -> str:

@@ -7,7 +7,6 @@ epoch pair the plain stub (``read_chars`` 0, narration kept).
 
 from __future__ import annotations
 
-import functools
 import re
 import shlex
 from collections.abc import Mapping
@@ -26,6 +25,7 @@ from langchain_promptstrat.messages import (
     shorten_tool_output,
     with_handle,
 )
+from langchain_promptstrat.messages.history_memo import memoized
 from langchain_promptstrat.settings import Settings
 
 READ_COMMANDS = frozenset({"cat", "nl", "head", "tail", "less", "more", "sed"})
@@ -51,7 +51,7 @@ def reads_a_file(name: str, args: Any) -> bool:
     return _reads(name, args if isinstance(args, str) else None)
 
 
-@functools.lru_cache(maxsize=4096)
+@memoized(4096)
 def _reads(name: str, command: str | None) -> bool:
     if any(word in name.lower() for word in READ_TOOL_WORDS):
         return True
