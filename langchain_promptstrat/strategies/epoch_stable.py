@@ -46,7 +46,6 @@ knows (:func:`_compact`), and keeps the replay a front end carries (:class:`Carr
 from __future__ import annotations
 
 import bisect
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
@@ -54,6 +53,7 @@ from typing import Any, cast
 from langchain_core.messages import BaseMessage
 
 from langchain_promptstrat.ceiling import Ceiling, MaxTokens, check_max_tokens, resolve_ceiling
+from langchain_promptstrat.errors import warn_renamed
 from langchain_promptstrat.messages import Fate, ToolCallRecord
 from langchain_promptstrat.messages.history_memo import ReplayMemo
 from langchain_promptstrat.options import StableOptions
@@ -462,11 +462,8 @@ class ShortenToolsEpochStable(PromptStrategy, StableOptions):
     ) -> Compacted:
         """Return :meth:`apply` of a request holding these fields (deprecated: pass a
         :class:`~langchain_promptstrat.strategy.PromptRequest` to :meth:`apply`)."""
-        warnings.warn(
-            "compact_for_request(messages, **fields) is deprecated; use "
-            "apply(messages, PromptRequest(**fields))",
-            DeprecationWarning,
-            stacklevel=2,
+        warn_renamed(
+            "compact_for_request(messages, **fields)", "apply(messages, PromptRequest(**fields))"
         )
         request = PromptRequest(
             model=model,
